@@ -1,0 +1,172 @@
+/**
+ * Every failure the library reports is an `RtTranslateError` with a stable `code`, a
+ * `retryable` hint, and, where the service said something, its status and message.
+ *
+ * Messages say what happened and what to do. None of them ever contains the API key: the key
+ * is never passed to a constructor here, and `redactSecret` scrubs text that came from
+ * elsewhere (a server reason, a socket error) before it becomes part of a message.
+ */
+
+export type RtTranslateErrorCode =
+  | 'RTT_VALIDATION'
+  | 'RTT_CONFIG'
+  | 'RTT_AUTH'
+  | 'RTT_FORBIDDEN'
+  | 'RTT_RATE_LIMIT'
+  | 'RTT_BILLING'
+  | 'RTT_VOICE_REJECTED'
+  | 'RTT_SERVER'
+  | 'RTT_HTTP'
+  | 'RTT_PROTOCOL'
+  | 'RTT_CONNECTION'
+  | 'RTT_TIMEOUT'
+  | 'RTT_ABORTED'
+  | 'RTT_TASK_FAILED'
+  | 'RTT_TASK_TIMEOUT'
+  | 'RTT_PAYMENT_REQUIRED'
+  | 'RTT_INTEGRITY'
+  | 'RTT_UNSUPPORTED';
+
+export interface RtTranslateErrorOptions {
+  cause?: unknown;
+  retryable?: boolean;
+  /** HTTP status, or the `code` of a realtime `error` event. */
+  status?: number;
+  /** What the service said, verbatim (after secret redaction). */
+  serverMessage?: string;
+}
+
+export class RtTranslateError extends Error {
+  readonly code: RtTranslateErrorCode;
+  readonly retryable: boolean;
+  readonly status: number | undefined;
+  readonly serverMessage: string | undefined;
+
+  constructor(code: RtTranslateErrorCode, message: string, options: RtTranslateErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.status = options.status;
+    this.serverMessage = options.serverMessage;
+  }
+}
+
+/** Bad input from the caller, found before any network traffic. */
+export class ValidationError extends RtTranslateError {
+  /** The option or field at fault, as a dotted path (`session.voice.voice_id`). */
+  readonly field: string;
+  /** What the field accepts, in words. */
+  readonly accepted: string;
+
+  constructor(field: string, accepted: string, received?: string, options: RtTranslateErrorOptions = {}) {
+    const got = received === undefined ? '' : ` (got ${received})`;
+    super('RTT_VALIDATION', `Invalid ${field}: expected ${accepted}${got}.`, options);
+    this.field = field;
+    this.accepted = accepted;
+  }
+}
+
+/** Configuration that cannot work: no API key, an unsafe URL, a malformed address. */
+export class ConfigError extends RtTranslateError {
+  readonly field: string;
+  constructor(field: string, message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_CONFIG', message, options);
+    this.field = field;
+  }
+}
+
+/** The service refused the credentials (HTTP 401, or a realtime auth error). */
+export class AuthError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_AUTH', message, options);
+  }
+}
+
+/** The credentials are valid but lack permission for the resource (HTTP 403). */
+export class ForbiddenError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_FORBIDDEN', message, options);
+  }
+}
+
+/** The realtime session was stopped for billing reasons (credits exhausted). */
+export class BillingError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_BILLING', message, options);
+  }
+}
+
+/** The realtime service rejected the requested voice. */
+export class VoiceRejectedError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_VOICE_REJECTED', message, options);
+  }
+}
+
+/** The service reported a failure that fits none of the classes above. */
+export class ServerError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_SERVER', message, options);
+  }
+}
+
+/** The peer broke the wire protocol (malformed event, unexpected frame). */
+export class ProtocolError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_PROTOCOL', message, options);
+  }
+}
+
+/** The connection could not be made or was lost. */
+export class ConnectionError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_CONNECTION', message, { retryable: true, ...options });
+  }
+}
+
+/** A configured time limit passed. */
+export class TimeoutError extends RtTranslateError {
+  /** The limit that passed, in milliseconds. */
+  readonly timeoutMs: number;
+  constructor(message: string, timeoutMs: number, options: RtTranslateErrorOptions = {}) {
+    super('RTT_TIMEOUT', message, { retryable: true, ...options });
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The caller aborted the operation through an AbortSignal. */
+export class AbortError extends RtTranslateError {
+  constructor(message = 'The operation was aborted.', options: RtTranslateErrorOptions = {}) {
+    super('RTT_ABORTED', message, options);
+  }
+}
+
+/** A check on received data failed (a checksum, a length). */
+export class IntegrityError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_INTEGRITY', message, options);
+  }
+}
+
+/** The runtime lacks something optional the caller asked for (a codec, a binary). */
+export class UnsupportedError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_UNSUPPORTED', message, options);
+  }
+}
+
+/**
+ * Replaces every occurrence of `secret` in `text`. Used on anything that did not originate in
+ * this library (server reasons, socket errors, URLs) before it is put into a message.
+ */
+export function redactSecret(text: string, secret: string | undefined): string {
+  if (!secret || secret.length < 4) return text;
+  return text.split(secret).join('[redacted]');
+}
+
+/** The message of an unknown thrown value, redacted. */
+export function describeCause(cause: unknown, secret?: string): string {
+  const text = cause instanceof Error ? cause.message : String(cause);
+  return redactSecret(text, secret);
+}

@@ -1,0 +1,3 @@
+export * from './errors.js';
+export * from './config.js';
+export * from './realtime/languages.js';
