@@ -1,0 +1,338 @@
+/**
+ * The realtime wire format, as pure functions: client events out, server events in, and the
+ * limits the service enforces, checked before anything is sent. No sockets here; the client
+ * stream and the emulator both use this module so there is one definition of the protocol.
+ */
+import { ProtocolError, ValidationError } from '../errors.js';
+import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
+
+/** Largest text event the service accepts, in bytes of UTF-8 JSON. */
+export const MAX_CLIENT_EVENT_BYTES = 1024 * 1024;
+/** Largest decoded audio payload of one `input_audio_buffer.append`. */
+export const MAX_APPEND_AUDIO_BYTES = 256 * 1024;
+/** PCM16 mono 24 kHz, both ways. */
+export const REALTIME_SAMPLE_RATE = 24_000;
+export const REALTIME_CHANNELS = 1;
+export const REALTIME_BYTES_PER_FRAME = 2;
+/** The default voice id of the HTTP request schemas; a stock voice, never valid as `cloned`. */
+export const DEFAULT_VOICE_ID = 147_320;
+
+export type OutputModality = 'text' | 'audio';
+
+export type VoiceSelection = { type: 'default' } | { type: 'cloned'; voice_id: number };
+
+/** The `session` object of `session.update`, in wire form. */
+export interface SessionConfig {
+  source_language: RealtimeLanguage;
+  target_language: RealtimeLanguage;
+  output_modalities?: OutputModality[];
+  voice?: VoiceSelection;
+}
+
+/** What a caller may pass: tags in any case, modalities and voice optional. */
+export interface SessionConfigInput {
+  source_language: string;
+  target_language: string;
+  output_modalities?: readonly string[];
+  voice?: { type: string; voice_id?: number };
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Validation shared by the client (throws before sending) and the emulator (answers error). */
+
+/**
+ * Checks a session configuration and returns it in wire form (lowercase tags, modalities
+ * de-duplicated). Throws `ValidationError` naming the first field at fault.
+ */
+export function normalizeSessionConfig(input: SessionConfigInput, fieldPrefix = 'session'): SessionConfig {
+  if (input === null || typeof input !== 'object') {
+    throw new ValidationError(fieldPrefix, 'an object with source_language and target_language', typeof input);
+  }
+  const config: SessionConfig = {
+    source_language: normalizeRealtimeLanguage(input.source_language, `${fieldPrefix}.source_language`),
+    target_language: normalizeRealtimeLanguage(input.target_language, `${fieldPrefix}.target_language`),
+  };
+  if (input.output_modalities !== undefined) {
+    config.output_modalities = normalizeModalities(input.output_modalities, `${fieldPrefix}.output_modalities`);
+  }
+  if (input.voice !== undefined) {
+    config.voice = normalizeVoice(input.voice, `${fieldPrefix}.voice`);
+  }
+  return config;
+}
+
+function normalizeModalities(value: unknown, field: string): OutputModality[] {
+  const accepted = 'a non-empty array of "text" and/or "audio"';
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new ValidationError(field, accepted, Array.isArray(value) ? 'an empty array' : typeof value);
+  }
+  const out: OutputModality[] = [];
+  for (const item of value) {
+    if (item !== 'text' && item !== 'audio') throw new ValidationError(field, accepted, JSON.stringify(item));
+    if (!out.includes(item)) out.push(item);
+  }
+  return out;
+}
+
+function normalizeVoice(value: unknown, field: string): VoiceSelection {
+  const accepted = '{ type: "default" } or { type: "cloned", voice_id: <positive integer> }';
+  if (value === null || typeof value !== 'object') throw new ValidationError(field, accepted, typeof value);
+  const voice = value as { type?: unknown; voice_id?: unknown };
+  if (voice.type === 'default') return { type: 'default' };
+  if (voice.type === 'cloned') {
+    if (voice.voice_id === undefined) {
+      throw new ValidationError(`${field}.voice_id`, 'a voice id (positive integer) when voice.type is "cloned"', 'none');
+    }
+    if (!Number.isSafeInteger(voice.voice_id) || (voice.voice_id as number) < 1) {
+      throw new ValidationError(`${field}.voice_id`, 'a positive integer', JSON.stringify(voice.voice_id));
+    }
+    return { type: 'cloned', voice_id: voice.voice_id as number };
+  }
+  throw new ValidationError(`${field}.type`, '"default" or "cloned"', JSON.stringify(voice.type));
+}
+
+/** Byte length of a string as UTF-8, without allocating for pure ASCII. */
+function utf8Length(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+function checkEventSize(text: string, type: string): string {
+  const size = utf8Length(text);
+  if (size > MAX_CLIENT_EVENT_BYTES) {
+    throw new ValidationError(
+      `${type} event`,
+      `at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text`,
+      `${size} bytes`,
+    );
+  }
+  return text;
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Client events                                                                            */
+
+export interface SessionUpdateOptions {
+  /** Put the key in `auth.api_key`; only for clients that cannot set handshake headers. */
+  authApiKey?: string;
+}
+
+/** `session.update`, validated, as JSON text ready to send. */
+export function encodeSessionUpdate(input: SessionConfigInput, options: SessionUpdateOptions = {}): string {
+  const event: { type: 'session.update'; session: SessionConfig; auth?: { api_key: string } } = {
+    type: 'session.update',
+    session: normalizeSessionConfig(input),
+  };
+  if (options.authApiKey !== undefined) {
+    if (typeof options.authApiKey !== 'string' || options.authApiKey === '') {
+      throw new ValidationError('auth.api_key', 'a non-empty string');
+    }
+    event.auth = { api_key: options.authApiKey };
+  }
+  return checkEventSize(JSON.stringify(event), 'session.update');
+}
+
+const APPEND_PREFIX = '{"type":"input_audio_buffer.append","audio":"';
+const APPEND_SUFFIX = '"}';
+
+/**
+ * `input_audio_buffer.append` carrying `pcm` (PCM16 LE mono 24 kHz), as JSON text. The decoded
+ * payload may not exceed 256 KiB and must be whole 16-bit samples; both are checked here so a
+ * bad chunk never reaches the socket. (At 256 KiB the JSON text is about 342 KiB, well inside
+ * the 1 MiB text limit, so that limit cannot be hit by this event.)
+ */
+export function encodeAudioAppend(pcm: Uint8Array): string {
+  if (pcm.byteLength > MAX_APPEND_AUDIO_BYTES) {
+    throw new ValidationError(
+      'input_audio_buffer.append audio',
+      `at most ${MAX_APPEND_AUDIO_BYTES} bytes (256 KiB) of decoded audio per event`,
+      `${pcm.byteLength} bytes`,
+    );
+  }
+  if (pcm.byteLength % REALTIME_BYTES_PER_FRAME !== 0) {
+    throw new ValidationError(
+      'input_audio_buffer.append audio',
+      'whole PCM16 samples (an even number of bytes)',
+      `${pcm.byteLength} bytes`,
+    );
+  }
+  const buf = Buffer.isBuffer(pcm) ? pcm : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  return APPEND_PREFIX + buf.toString('base64') + APPEND_SUFFIX;
+}
+
+/** The recognised client events that carry no payload (the service answers them with `error`). */
+export type BareClientEventType = 'input_audio_buffer.clear' | 'input_audio_buffer.commit' | 'response.cancel';
+
+export function encodeBareEvent(type: BareClientEventType): string {
+  return JSON.stringify({ type });
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Server events                                                                            */
+
+/** The `session` of `session.created` / `session.updated`: the configuration plus extras. */
+export interface SessionInfo {
+  /** Durable session identifier (a UUID), present on `session.created`. */
+  id?: string;
+  source_language?: string;
+  target_language?: string;
+  output_modalities?: string[];
+  voice?: { type: string; voice_id?: number; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export type ServerEvent =
+  | { type: 'session.starting'; raw: Record<string, unknown> }
+  | { type: 'session.created'; session: SessionInfo; raw: Record<string, unknown> }
+  | { type: 'session.updated'; session: SessionInfo; raw: Record<string, unknown> }
+  | { type: 'transcript.delta'; delta: string; raw: Record<string, unknown> }
+  | { type: 'transcript.completed'; transcript: string; raw: Record<string, unknown> }
+  | { type: 'text.delta'; delta: string; raw: Record<string, unknown> }
+  | { type: 'text.done'; text: string | undefined; raw: Record<string, unknown> }
+  | { type: 'audio.delta'; audio: Buffer; raw: Record<string, unknown> | undefined }
+  | { type: 'audio.done'; raw: Record<string, unknown> }
+  | { type: 'error'; message: string; code: number | string | undefined; raw: Record<string, unknown> }
+  | { type: 'unknown'; wireType: string; raw: Record<string, unknown> };
+
+/** Wire names of the server events this module understands. */
+export const SERVER_EVENT_TYPES = {
+  sessionStarting: 'session.starting',
+  sessionCreated: 'session.created',
+  sessionUpdated: 'session.updated',
+  transcriptDelta: 'conversation.item.input_audio_transcription.delta',
+  transcriptCompleted: 'conversation.item.input_audio_transcription.completed',
+  textDelta: 'response.text.delta',
+  textDone: 'response.text.done',
+  audioDelta: 'response.audio.delta',
+  audioDone: 'response.audio.done',
+  error: 'error',
+} as const;
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function sessionOf(raw: Record<string, unknown>): SessionInfo {
+  const session = raw.session;
+  return session !== null && typeof session === 'object' && !Array.isArray(session) ? (session as SessionInfo) : {};
+}
+
+/**
+ * Parses one text frame from the server. Unknown event types come back as `unknown` (the beta
+ * protocol grows); only text that is not a JSON object with a string `type` is a
+ * `ProtocolError`.
+ */
+export function decodeServerEvent(text: string): ServerEvent {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ProtocolError(`The server sent a text frame that is not JSON (${text.length} characters).`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
+    throw new ProtocolError('The server sent an event without a string "type" field.');
+  }
+  const raw = parsed as Record<string, unknown> & { type: string };
+  switch (raw.type) {
+    case SERVER_EVENT_TYPES.sessionStarting:
+      return { type: 'session.starting', raw };
+    case SERVER_EVENT_TYPES.sessionCreated:
+      return { type: 'session.created', session: sessionOf(raw), raw };
+    case SERVER_EVENT_TYPES.sessionUpdated:
+      return { type: 'session.updated', session: sessionOf(raw), raw };
+    case SERVER_EVENT_TYPES.transcriptDelta:
+      return { type: 'transcript.delta', delta: str(raw.delta) ?? '', raw };
+    case SERVER_EVENT_TYPES.transcriptCompleted:
+      return { type: 'transcript.completed', transcript: str(raw.transcript) ?? '', raw };
+    case SERVER_EVENT_TYPES.textDelta:
+      return { type: 'text.delta', delta: str(raw.delta) ?? '', raw };
+    case SERVER_EVENT_TYPES.textDone:
+      return { type: 'text.done', text: str(raw.text), raw };
+    case SERVER_EVENT_TYPES.audioDelta: {
+      // The interface names the payload `delta`; some clients read `audio`. Accept both.
+      const b64 = str(raw.delta) ?? str(raw.audio);
+      if (b64 === undefined) throw new ProtocolError('response.audio.delta without a base64 "delta" field.');
+      return { type: 'audio.delta', audio: Buffer.from(b64, 'base64'), raw };
+    }
+    case SERVER_EVENT_TYPES.audioDone:
+      return { type: 'audio.done', raw };
+    case SERVER_EVENT_TYPES.error: {
+      const err = raw.error;
+      const body = err !== null && typeof err === 'object' ? (err as Record<string, unknown>) : {};
+      const message = str(body.message) ?? str(err) ?? str(raw.message) ?? 'The service reported an error without a message.';
+      const code = typeof body.code === 'number' || typeof body.code === 'string' ? body.code : undefined;
+      return { type: 'error', message, code, raw };
+    }
+    default:
+      return { type: 'unknown', wireType: raw.type, raw };
+  }
+}
+
+/** A binary frame from the server: raw PCM16 output audio (facts.md). */
+export function decodeBinaryAudio(data: Buffer): ServerEvent {
+  return { type: 'audio.delta', audio: data, raw: undefined };
+}
+
+/**
+ * The event in a form fit for a log line: base64 audio replaced by its decoded byte count, a
+ * binary frame written as `{type: "binary", bytes: N}`.
+ */
+export function summarizeServerEvent(event: ServerEvent): Record<string, unknown> {
+  if (event.type === 'audio.delta') {
+    if (!event.raw) return { type: 'binary', bytes: event.audio.length };
+    const { delta, audio, ...rest } = event.raw;
+    // Count under the field that was decoded (same precedence as decodeServerEvent); the other
+    // one is dropped, so no base64 reaches a log line.
+    return { ...rest, ...(typeof delta === 'string' ? { delta: event.audio.length } : { audio: event.audio.length }) };
+  }
+  return event.raw;
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* The server side of the wire, for the emulator                                            */
+
+export type ClientEvent =
+  | { type: 'session.update'; session: unknown; auth: unknown; raw: Record<string, unknown> }
+  | { type: 'input_audio_buffer.append'; audio: unknown; raw: Record<string, unknown> }
+  | { type: BareClientEventType; raw: Record<string, unknown> }
+  | { type: 'unknown'; wireType: string; raw: Record<string, unknown> };
+
+/** Parses a client text frame (emulator side). Throws `ProtocolError` for non-JSON text. */
+export function decodeClientEvent(text: string): ClientEvent {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ProtocolError('The event is not valid JSON.');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
+    throw new ProtocolError('The event is not a JSON object with a string "type" field.');
+  }
+  const raw = parsed as Record<string, unknown> & { type: string };
+  switch (raw.type) {
+    case 'session.update':
+      return { type: 'session.update', session: raw.session, auth: raw.auth, raw };
+    case 'input_audio_buffer.append':
+      return { type: 'input_audio_buffer.append', audio: raw.audio, raw };
+    case 'input_audio_buffer.clear':
+    case 'input_audio_buffer.commit':
+    case 'response.cancel':
+      return { type: raw.type, raw };
+    default:
+      return { type: 'unknown', wireType: raw.type, raw };
+  }
+}
+
+/** Server events in wire form, for the emulator. */
+export const encodeServerEvent = {
+  sessionStarting: (): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionStarting }),
+  sessionCreated: (session: SessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionCreated, session }),
+  sessionUpdated: (session: SessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionUpdated, session }),
+  transcriptCompleted: (transcript: string): string =>
+    JSON.stringify({ type: SERVER_EVENT_TYPES.transcriptCompleted, transcript }),
+  textDelta: (delta: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.textDelta, delta }),
+  textDone: (text: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.textDone, text }),
+  audioDelta: (pcm: Buffer): string => `{"type":"${SERVER_EVENT_TYPES.audioDelta}","delta":"${pcm.toString('base64')}"}`,
+  audioDone: (): string => JSON.stringify({ type: SERVER_EVENT_TYPES.audioDone }),
+  error: (message: string, code?: number): string =>
+    JSON.stringify({ type: SERVER_EVENT_TYPES.error, error: code === undefined ? { message } : { message, code } }),
+};
