@@ -12,19 +12,33 @@ export const ENV_REALTIME_URL = 'RT_TRANSLATE_REALTIME_URL';
 /** The path of the realtime endpoint, appended to the configured realtime host. */
 export const REALTIME_PATH = '/v1/realtime';
 
-/** True for `localhost`, any 127.0.0.0/8 address and `::1`. */
+/**
+ * True for `localhost`, any 127.0.0.0/8 address and `::1`. Names under `.localhost` are not
+ * trusted: many resolvers send them to DNS, so plain text to them could leave the machine.
+ */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (host === 'localhost') return true;
   const family = isIP(host);
   if (family === 4) return host.startsWith('127.');
-  if (family === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(host);
+  if (family === 6) {
+    // IPv4-mapped 127.0.0.0/8, both as written (::ffff:127.0.0.1) and as the URL parser
+    // normalises it (::ffff:7f00:1).
+    return (
+      host === '::1' ||
+      host === '0:0:0:0:0:0:0:1' ||
+      /^::ffff:127\./.test(host) ||
+      /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(host)
+    );
+  }
   return false;
 }
 
 /**
- * The API key from the option or `RT_TRANSLATE_API_KEY`. `required` makes a missing key a
- * `ConfigError` naming both places it can come from.
+ * The API key from the option or, when the option is absent, `RT_TRANSLATE_API_KEY`. An option
+ * that is empty or blank is a `ConfigError` (never silently replaced by the environment); a
+ * blank variable counts as absent. Returns `undefined` when neither gives a key: the caller
+ * decides whether that is an error. The key itself never appears in an error message.
  */
 export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (option !== undefined) {
@@ -91,7 +105,8 @@ export function resolveRealtimeUrl(
   if (raw === undefined || raw === '') return undefined;
   const url = parseServiceUrl(raw, 'realtimeUrl', 'wss:', options);
   const path = url.pathname.replace(/\/+$/, '');
-  if (!path.endsWith(REALTIME_PATH)) url.pathname = path + REALTIME_PATH;
+  // Always rewrite: `/v1/realtime/` loses its trailing slash, anything else gets the path once.
+  url.pathname = path.endsWith(REALTIME_PATH) ? path : path + REALTIME_PATH;
   for (const [key, value] of Object.entries(options.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, value);
   }
