@@ -1,0 +1,2 @@
+export { startEmulator, EMULATOR_DEFAULT_API_KEY } from './server.js';
+export type { EmulatorOptions, RunningEmulator } from './server.js';

@@ -1,0 +1,536 @@
+/**
+ * One realtime session of the emulator: the server side of one WebSocket, from the first
+ * `session.update` to the close. It follows the realtime section of the service interface
+ * (message order, limits, error events) and `facts.md` where the interface is silent.
+ *
+ * Error events carry a numeric `code`: 400 malformed or unsupported event, 401 credentials,
+ * 403 rejected voice, 402 billing stop, 408 no `session.update` in time, 413 over a size limit.
+ * Errors that end the session are followed by a close with code 1008 (policy violation).
+ */
+import { randomUUID } from 'node:crypto';
+import type { WebSocket, RawData } from 'ws';
+import {
+  DEFAULT_VOICE_ID,
+  MAX_APPEND_AUDIO_BYTES,
+  MAX_CLIENT_EVENT_BYTES,
+  decodeClientEvent,
+  encodeServerEvent,
+  normalizeSessionConfig,
+  type ClientEvent,
+  type OutputModality,
+  type SessionConfig,
+  type SessionConfigInput,
+  type SessionInfo,
+  type VoiceSelection,
+} from '../realtime/codec.js';
+import { ValidationError } from '../errors.js';
+import { UtteranceSegmenter, type SegmentedUtterance, type UtteranceSegmenterOptions } from './vad.js';
+
+/** Bytes of PCM16 mono 24 kHz per second of audio. */
+const BYTES_PER_SECOND = 48_000;
+/** Output audio piece: 400 ms, 9600 samples. */
+export const OUTPUT_PIECE_BYTES = 19_200;
+/** WebSocket close code for every session-ending error. */
+export const SESSION_END_CLOSE_CODE = 1008;
+/** Voice ids of the service's stock voices; never accepted as `cloned`. */
+export const STOCK_VOICE_IDS: ReadonlySet<number> = new Set([DEFAULT_VOICE_ID]);
+
+/** The session settings, resolved from the emulator options (see `RealtimeEmulatorOptions`). */
+export interface RealtimeSessionSettings {
+  apiKeys: ReadonlySet<string>;
+  clonedVoices: ReadonlyMap<string, ReadonlySet<number>>;
+  sessionUpdateTimeoutMs: number;
+  creditBytes: number | undefined;
+  creditSeconds: number | undefined;
+  segmenter: UtteranceSegmenterOptions;
+  latencyMs: number;
+  audioFrames: 'json' | 'binary';
+  coldStartMs: number;
+  inputBytesPerSecond: number | undefined;
+  sendBufferLimitBytes: number;
+}
+
+/** What the handshake established. */
+export interface RealtimeHandshake {
+  /** The `x-api-key` header, already checked against the accepted keys; absent when not sent. */
+  headerKey: string | undefined;
+  /** `?model=` and `?mode=` of the handshake URL, echoed in `session.created`. */
+  model: string | undefined;
+  mode: string | undefined;
+}
+
+/** Where a session is: waiting for its first `session.update`, cold-starting, running, stopping after billing, closed. */
+export type RealtimeSessionState = 'awaiting-update' | 'starting' | 'active' | 'stopping' | 'closed';
+type State = RealtimeSessionState;
+
+/** A snapshot of one session, for tests and diagnostics. */
+export interface RealtimeSessionStats {
+  /** The session id, once `session.created` was sent. */
+  id: string | undefined;
+  state: RealtimeSessionState;
+  /** Bytes of input audio processed (after `session.created`, within the credit). */
+  audioBytes: number;
+  /** Bytes queued on the socket, not yet written. */
+  bufferedAmount: number;
+  /** The largest `bufferedAmount` seen right after a send. */
+  peakBufferedAmount: number;
+  /** True while the emulator is not reading the client's input (slow client or `inputBytesPerSecond`). */
+  readingPaused: boolean;
+}
+type PauseReason = 'throttle' | 'backpressure';
+
+interface ActiveConfig {
+  source_language: string;
+  target_language: string;
+  output_modalities: OutputModality[];
+  voice: VoiceSelection;
+}
+
+interface PendingResponse {
+  dueAt: number;
+  frames: Array<string | Buffer>;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Decoded size of a base64 string, computed from its length (no decoding). */
+function base64DecodedLength(text: string): number {
+  let padding = 0;
+  if (text.endsWith('==')) padding = 2;
+  else if (text.endsWith('=')) padding = 1;
+  return Math.floor((text.length * 3) / 4) - padding;
+}
+
+function rawLength(data: RawData): number {
+  if (Buffer.isBuffer(data)) return data.length;
+  if (Array.isArray(data)) return data.reduce((total, part) => total + part.length, 0);
+  return data.byteLength;
+}
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
+
+function words(text: string): string[] {
+  return text.split(' ').map((word, i) => (i === 0 ? word : ` ${word}`));
+}
+
+/**
+ * The server side of one realtime WebSocket. Created by the emulator once the handshake is
+ * accepted; it arms the `session.update` timer at once and owns every timer it sets, all
+ * cleared when the socket closes.
+ */
+export class RealtimeSession {
+  /** Resolves once the socket has closed and every timer of the session is cleared. */
+  readonly closed: Promise<void>;
+
+  private state: State = 'awaiting-update';
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private updateTimer: NodeJS.Timeout | undefined;
+  private config: ActiveConfig | undefined;
+  /** The key the session authenticated with: the owner of its cloned voices. */
+  private ownerKey: string | undefined;
+  private id: string | undefined;
+  private segmenter: UtteranceSegmenter | undefined;
+  private billedBytes = 0;
+  private processedBytes = 0;
+  private peakBuffered = 0;
+  private readonly queue: PendingResponse[] = [];
+  private queueTimer: NodeJS.Timeout | undefined;
+  private readonly pauses = new Set<PauseReason>();
+  private throttleTimer: NodeJS.Timeout | undefined;
+  private readAllowedAt = 0;
+  private resolveClosed!: () => void;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly handshake: RealtimeHandshake,
+    private readonly settings: RealtimeSessionSettings,
+  ) {
+    this.closed = new Promise((resolve) => {
+      this.resolveClosed = resolve;
+    });
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('error', () => {
+      // A protocol violation by the client (ws closes the socket itself); nothing to report.
+    });
+    ws.on('close', () => this.dispose());
+    this.updateTimer = this.setTimer(() => {
+      this.fail(
+        `No session.update within ${this.settings.sessionUpdateTimeoutMs} ms of connecting: ` +
+          'the first event must be session.update.',
+        408,
+      );
+    }, this.settings.sessionUpdateTimeoutMs);
+  }
+
+  /** A snapshot of the session's state and flow control. */
+  stats(): RealtimeSessionStats {
+    return {
+      id: this.id,
+      state: this.state,
+      audioBytes: this.processedBytes,
+      bufferedAmount: this.ws.bufferedAmount,
+      peakBufferedAmount: this.peakBuffered,
+      readingPaused: this.pauses.size > 0,
+    };
+  }
+
+  /** Ends the session at once (used by the emulator's `close()`). */
+  terminate(): void {
+    this.clearTimers();
+    this.ws.terminate();
+  }
+
+  /* ------------------------------------------------------------------------------------- */
+  /* Incoming events                                                                       */
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    // Binary frames are not events (interface); the service ignores them (facts.md).
+    if (isBinary || this.state === 'closed' || this.state === 'stopping') return;
+    const size = rawLength(data);
+    if (size > MAX_CLIENT_EVENT_BYTES) {
+      this.sendError(
+        `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) ` +
+          'of JSON text. It was ignored.',
+        413,
+      );
+      return;
+    }
+    let event: ClientEvent;
+    try {
+      event = decodeClientEvent(rawText(data));
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.state === 'awaiting-update') this.fail(`${message} The first event must be session.update.`, 400);
+      else this.sendError(`${message} It was ignored.`, 400);
+      return;
+    }
+    if (this.state === 'awaiting-update') {
+      if (event.type !== 'session.update') {
+        const got = event.type === 'unknown' ? event.wireType : event.type;
+        this.fail(`The first event must be session.update (got ${JSON.stringify(got)}).`, 400);
+        return;
+      }
+      this.onFirstUpdate(event.session, event.auth);
+      return;
+    }
+    switch (event.type) {
+      case 'session.update':
+        this.onLaterUpdate(event.session);
+        return;
+      case 'input_audio_buffer.append':
+        this.onAppend(event.audio);
+        return;
+      case 'input_audio_buffer.clear':
+      case 'input_audio_buffer.commit':
+      case 'response.cancel':
+        this.sendError(`${event.type} is recognised but not supported by the realtime service.`, 400);
+        return;
+      case 'unknown':
+        this.sendError(`Unknown event type ${JSON.stringify(event.wireType)}; it was ignored.`, 400);
+        return;
+    }
+  }
+
+  private onFirstUpdate(session: unknown, auth: unknown): void {
+    this.clearTimer(this.updateTimer);
+    this.updateTimer = undefined;
+    const authKey =
+      auth !== null && typeof auth === 'object' && typeof (auth as { api_key?: unknown }).api_key === 'string'
+        ? (auth as { api_key: string }).api_key
+        : undefined;
+    // The handshake header wins when both are present (it was checked at the handshake).
+    const key = this.handshake.headerKey ?? authKey;
+    if (key === undefined || !this.settings.apiKeys.has(key)) {
+      this.fail(
+        authKey === undefined
+          ? 'Missing API key: send it in the x-api-key handshake header, or in auth.api_key of the first session.update.'
+          : 'Invalid API key in auth.api_key.',
+        401,
+      );
+      return;
+    }
+    const config = this.validate(session, key, true);
+    if (config === undefined) return;
+    this.config = config;
+    if (this.settings.coldStartMs > 0) {
+      this.state = 'starting';
+      this.send(encodeServerEvent.sessionStarting());
+      this.setTimer(() => this.activate(), this.settings.coldStartMs);
+    } else {
+      this.activate();
+    }
+  }
+
+  private onLaterUpdate(session: unknown): void {
+    const config = this.validate(session, undefined, false);
+    if (config === undefined) return;
+    this.config = config;
+    // During a cold start the new configuration is announced with session.created.
+    if (this.state === 'active') this.send(encodeServerEvent.sessionUpdated(this.sessionInfo()));
+  }
+
+  /**
+   * The configuration in its resolved form, or undefined after answering with `error`. An
+   * invalid configuration ends the session when it is the first one; a rejected voice always does.
+   */
+  private validate(session: unknown, key: string | undefined, first: boolean): ActiveConfig | undefined {
+    let config: SessionConfig;
+    try {
+      config = normalizeSessionConfig(session as SessionConfigInput);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      const message = first ? error.message : `${error.message} The previous configuration stays active.`;
+      if (first) this.fail(message, 400);
+      else this.sendError(message, 400);
+      return undefined;
+    }
+    const voice = config.voice ?? { type: 'default' };
+    if (voice.type === 'cloned') {
+      const owner = key ?? this.ownerKey;
+      if (STOCK_VOICE_IDS.has(voice.voice_id)) {
+        this.fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
+        return undefined;
+      }
+      if (owner === undefined || !(this.settings.clonedVoices.get(owner)?.has(voice.voice_id) ?? false)) {
+        this.fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
+        return undefined;
+      }
+    }
+    if (key !== undefined) this.ownerKey = key;
+    return {
+      source_language: config.source_language,
+      target_language: config.target_language,
+      output_modalities: config.output_modalities ?? ['text', 'audio'],
+      voice,
+    };
+  }
+
+  private activate(): void {
+    if (this.state === 'closed') return;
+    this.state = 'active';
+    this.id = randomUUID();
+    this.segmenter = new UtteranceSegmenter(this.settings.segmenter);
+    const info = this.sessionInfo();
+    this.send(encodeServerEvent.sessionCreated(info));
+    this.send(encodeServerEvent.sessionUpdated(info));
+  }
+
+  private sessionInfo(): SessionInfo {
+    const config = this.config!;
+    const info: SessionInfo = {
+      id: this.id,
+      source_language: config.source_language,
+      target_language: config.target_language,
+      output_modalities: [...config.output_modalities],
+      voice: { ...config.voice },
+    };
+    if (this.handshake.model !== undefined) info.model = this.handshake.model;
+    if (this.handshake.mode !== undefined) info.mode = this.handshake.mode;
+    return info;
+  }
+
+  private onAppend(audio: unknown): void {
+    if (typeof audio !== 'string') {
+      this.sendError('input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', 400);
+      return;
+    }
+    const decodedLength = base64DecodedLength(audio);
+    if (decodedLength > MAX_APPEND_AUDIO_BYTES) {
+      this.sendError(
+        `input_audio_buffer.append carries ${decodedLength} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} ` +
+          'bytes (256 KiB) of decoded audio per event. The audio was discarded.',
+        413,
+      );
+      return;
+    }
+    if (audio.length % 4 !== 0 || !BASE64.test(audio)) {
+      this.sendError('input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', 400);
+      return;
+    }
+    // Audio sent before session.created is discarded by the service (facts.md).
+    if (this.state !== 'active' || this.segmenter === undefined) return;
+    let pcm = Buffer.from(audio, 'base64');
+    this.throttle(pcm.length);
+    let exhausted = false;
+    const { creditBytes } = this.settings;
+    if (creditBytes !== undefined) {
+      const allowed = Math.max(0, creditBytes - this.billedBytes);
+      if (pcm.length >= allowed) {
+        pcm = pcm.subarray(0, allowed);
+        exhausted = true;
+      }
+      this.billedBytes += pcm.length;
+    }
+    this.processedBytes += pcm.length;
+    for (const utterance of this.segmenter.push(pcm)) this.schedule(utterance);
+    if (exhausted) this.stopBilling();
+  }
+
+  /* ------------------------------------------------------------------------------------- */
+  /* Responses                                                                             */
+
+  private schedule(utterance: SegmentedUtterance): void {
+    const config = this.config!;
+    const seconds = utterance.durationSeconds.toFixed(2);
+    const transcript = `[${config.source_language} utterance ${utterance.index}, ${seconds} s]`;
+    const translation = `[${config.target_language} translation of utterance ${utterance.index}, ${seconds} s]`;
+    const frames: Array<string | Buffer> = [encodeServerEvent.transcriptCompleted(transcript)];
+    if (config.output_modalities.includes('text')) {
+      for (const delta of words(translation)) frames.push(encodeServerEvent.textDelta(delta));
+      frames.push(encodeServerEvent.textDone(translation));
+    }
+    if (config.output_modalities.includes('audio')) {
+      const { audio } = utterance;
+      for (let at = 0; at < audio.length; at += OUTPUT_PIECE_BYTES) {
+        const piece = audio.subarray(at, Math.min(audio.length, at + OUTPUT_PIECE_BYTES));
+        frames.push(this.settings.audioFrames === 'binary' ? piece : encodeServerEvent.audioDelta(piece));
+      }
+      frames.push(encodeServerEvent.audioDone());
+    }
+    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs, frames });
+    this.pump();
+  }
+
+  /** Sends the responses that are due, in order; arms a timer for the next one. */
+  private pump(): void {
+    while (this.queue.length > 0 && (this.state === 'active' || this.state === 'stopping')) {
+      const head = this.queue[0]!;
+      const wait = head.dueAt - Date.now();
+      if (wait > 0) {
+        if (this.queueTimer === undefined) {
+          this.queueTimer = this.setTimer(() => {
+            this.queueTimer = undefined;
+            this.pump();
+          }, wait);
+        }
+        return;
+      }
+      this.queue.shift();
+      for (const frame of head.frames) this.send(frame);
+    }
+    if (this.state === 'stopping' && this.queue.length === 0) {
+      const used = (this.billedBytes / BYTES_PER_SECOND).toFixed(1);
+      const credit = (this.settings.creditSeconds ?? 0).toFixed(1);
+      this.fail(`Session stopped: the account has no credits left (used ${used} s of ${credit} s).`, 402);
+    }
+  }
+
+  /** Credits are used up: the utterance in progress is dropped, scheduled responses still go out. */
+  private stopBilling(): void {
+    this.state = 'stopping';
+    this.segmenter?.dropCurrent();
+    this.segmenter = undefined;
+    this.pump();
+  }
+
+  /* ------------------------------------------------------------------------------------- */
+  /* Flow control                                                                          */
+
+  /** The deliberately slow server: read no more than `inputBytesPerSecond` of audio. */
+  private throttle(bytes: number): void {
+    const rate = this.settings.inputBytesPerSecond;
+    if (rate === undefined) return;
+    const now = Date.now();
+    this.readAllowedAt = Math.max(this.readAllowedAt, now) + (bytes * 1000) / rate;
+    this.armThrottle();
+  }
+
+  private armThrottle(): void {
+    const wait = this.readAllowedAt - Date.now();
+    if (wait <= 0) {
+      this.unpause('throttle');
+      return;
+    }
+    this.pauseFor('throttle');
+    if (this.throttleTimer === undefined) {
+      this.throttleTimer = this.setTimer(() => {
+        this.throttleTimer = undefined;
+        this.armThrottle();
+      }, Math.ceil(wait));
+    }
+  }
+
+  private pauseFor(reason: PauseReason): void {
+    if (this.state === 'closed') return;
+    this.pauses.add(reason);
+    this.ws.pause();
+  }
+
+  private unpause(reason: PauseReason): void {
+    if (!this.pauses.delete(reason) || this.pauses.size > 0 || this.state === 'closed') return;
+    this.ws.resume();
+  }
+
+  /** After each write completes: resume reading once the send buffer is back under its bound. */
+  private readonly onSent = (): void => {
+    if (this.pauses.has('backpressure') && this.ws.bufferedAmount <= this.settings.sendBufferLimitBytes) {
+      this.unpause('backpressure');
+    }
+  };
+
+  private send(frame: string | Buffer): void {
+    if (this.state === 'closed' || this.ws.readyState !== this.ws.OPEN) return;
+    this.ws.send(frame, { binary: typeof frame !== 'string' }, this.onSent);
+    this.peakBuffered = Math.max(this.peakBuffered, this.ws.bufferedAmount);
+    // A client that reads slowly: stop reading its input until our send buffer drains.
+    if (this.ws.bufferedAmount > this.settings.sendBufferLimitBytes) this.pauseFor('backpressure');
+  }
+
+  /* ------------------------------------------------------------------------------------- */
+  /* Errors and the end                                                                    */
+
+  private sendError(message: string, code: number): void {
+    this.send(encodeServerEvent.error(message, code));
+  }
+
+  /** Sends `error`, then ends the session. */
+  private fail(message: string, code: number): void {
+    if (this.state === 'closed') return;
+    this.sendError(message, code);
+    this.state = 'closed';
+    this.clearTimers();
+    this.queue.length = 0;
+    this.segmenter = undefined;
+    this.ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
+    // Reading must go on so the client's close frame is seen and the socket can close.
+    if (this.pauses.size > 0) {
+      this.pauses.clear();
+      this.ws.resume();
+    }
+  }
+
+  private dispose(): void {
+    this.state = 'closed';
+    this.clearTimers();
+    this.queue.length = 0;
+    this.segmenter = undefined;
+    this.resolveClosed();
+  }
+
+  private setTimer(fn: () => void, ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      fn();
+    }, ms);
+    this.timers.add(timer);
+    return timer;
+  }
+
+  private clearTimer(timer: NodeJS.Timeout | undefined): void {
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.timers.delete(timer);
+  }
+
+  private clearTimers(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.updateTimer = undefined;
+    this.queueTimer = undefined;
+    this.throttleTimer = undefined;
+  }
+}

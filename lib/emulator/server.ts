@@ -1,0 +1,111 @@
+/**
+ * The emulator's one listening socket: HTTP requests go to the HTTP side, WebSocket upgrades
+ * on `/v1/realtime` to the realtime side. Both follow `spec/service-interface.md`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { REALTIME_PATH } from '../config.js';
+import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeSessionStats } from './realtime.js';
+import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
+
+/** The key the emulator accepts when none are configured. Not a secret: it only opens the emulator. */
+export const EMULATOR_DEFAULT_API_KEY = 'emulator-key';
+
+export interface EmulatorOptions extends RealtimeEmulatorOptions, HttpEmulatorOptions {
+  /** Interface to listen on. Default `127.0.0.1`. */
+  host?: string;
+  /** Port; 0 (the default) picks a free one. */
+  port?: number;
+  /** Keys the emulator accepts. Default `[EMULATOR_DEFAULT_API_KEY]`. */
+  apiKeys?: string[];
+}
+
+export interface RunningEmulator {
+  /** `http://HOST:PORT`: the HTTP interface's base URL. */
+  readonly baseUrl: string;
+  /** `ws://HOST:PORT`: the realtime host; the endpoint is `${realtimeUrl}/v1/realtime`. */
+  readonly realtimeUrl: string;
+  readonly host: string;
+  readonly port: number;
+  /** Figures of each open realtime session (state, audio received, send buffer, flow control). */
+  realtimeSessions(): RealtimeSessionStats[];
+  /** Ends every session and connection and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Emulator parts share this: who may call, and the server's own address once known. */
+export interface EmulatorContext {
+  apiKeys: ReadonlySet<string>;
+  baseUrl(): string;
+}
+
+export interface EmulatorPart {
+  close(): Promise<void>;
+}
+
+export interface RealtimePart extends EmulatorPart {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  sessions(): RealtimeSessionStats[];
+}
+
+export interface HttpPart extends EmulatorPart {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const host = options.host ?? '127.0.0.1';
+  const apiKeys = new Set(options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : [EMULATOR_DEFAULT_API_KEY]);
+  let baseUrl = '';
+  const context: EmulatorContext = { apiKeys, baseUrl: () => baseUrl };
+  const realtime: RealtimePart = createRealtimeEmulator(options, context);
+  const http: HttpPart = createHttpEmulator(options, context);
+
+  const server = createServer((req, res) => http.handle(req, res));
+  server.on('upgrade', (req, socket, head) => {
+    const path = new URL(req.url ?? '/', 'http://emulator').pathname.replace(/\/+$/, '');
+    if (path === REALTIME_PATH) {
+      realtime.handleUpgrade(req, socket, head);
+    } else {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    }
+  });
+  const sockets = new Set<Duplex>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  baseUrl = `http://${hostForUrl(host)}:${port}`;
+  let closing: Promise<void> | undefined;
+
+  return {
+    baseUrl,
+    realtimeUrl: `ws://${hostForUrl(host)}:${port}`,
+    host,
+    port,
+    realtimeSessions: () => realtime.sessions(),
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        await Promise.all([realtime.close(), http.close()]);
+        for (const socket of sockets) socket.destroy();
+        server.closeAllConnections();
+        await stopped;
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,816 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { WebSocket } from 'ws';
+import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
+import {
+  DEFAULT_SESSION_UPDATE_TIMEOUT_MS,
+  createRealtimeEmulator,
+  type RealtimeEmulator,
+  type RealtimeEmulatorOptions,
+} from '../lib/emulator/realtime.js';
+import { DEFAULT_VOICE_ID } from '../lib/realtime/codec.js';
+
+/* ------------------------------------------------------------------------------------------- */
+/* Audio: PCM16 LE mono 24 kHz                                                                 */
+
+/** Bytes per millisecond. */
+const MS = 48;
+const PIECE = 19_200;
+const PAD = 300 * MS;
+
+/** A 440 Hz tone, peak at -12 dBFS by default. */
+function tone(ms: number, dbfs = -12): Buffer {
+  const samples = Math.round(ms * 24);
+  const amplitude = 32767 * 10 ** (dbfs / 20);
+  const out = Buffer.alloc(samples * 2);
+  for (let i = 0; i < samples; i++) out.writeInt16LE(Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / 24_000)), i * 2);
+  return out;
+}
+
+/** Seeded uniform noise, peak at -12 dBFS. */
+function noise(ms: number, seed: number): Buffer {
+  const samples = ms * 24;
+  const out = Buffer.alloc(samples * 2);
+  let state = seed >>> 0;
+  for (let i = 0; i < samples; i++) {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    out.writeInt16LE(Math.round(((state / 2 ** 32) * 2 - 1) * 8190), i * 2);
+  }
+  return out;
+}
+
+function zeros(ms: number): Buffer {
+  return Buffer.alloc(ms * MS);
+}
+
+/** Input with three bursts; `bursts` are their byte ranges. */
+function threeBursts(): { pcm: Buffer; bursts: Array<[number, number]> } {
+  const parts = [zeros(100), tone(800), zeros(1000), noise(1200, 7), zeros(1000), tone(1500), zeros(800)];
+  const bursts: Array<[number, number]> = [];
+  let at = 0;
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) bursts.push([at, at + part.length]);
+    at += part.length;
+  });
+  return { pcm: Buffer.concat(parts), bursts };
+}
+
+/** Each burst with 300 ms of padding, clamped to the input's start. */
+function paddedSlices(bursts: Array<[number, number]>): Array<[number, number]> {
+  return bursts.map(([start, end]) => [Math.max(0, start - PAD), end + PAD]);
+}
+
+function appendEvent(pcm: Buffer): string {
+  return JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm.toString('base64') });
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* A raw client that records every frame                                                       */
+
+type Frame = { binary: Buffer } | { event: Record<string, any> };
+
+const SESSION = { source_language: 'en-us', target_language: 'es-es' };
+
+class Client {
+  readonly frames: Frame[] = [];
+  private readonly counts = new Map<string, number>();
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private listeners = new Set<() => void>();
+
+  constructor(readonly ws: WebSocket) {
+    ws.on('message', (data, isBinary) => {
+      const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+      const frame: Frame = isBinary ? { binary: buf } : { event: JSON.parse(buf.toString('utf8')) };
+      this.frames.push(frame);
+      const type = 'event' in frame ? String(frame.event.type) : 'binary';
+      this.counts.set(type, (this.counts.get(type) ?? 0) + 1);
+      for (const listener of this.listeners) listener();
+    });
+    this.closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        resolve({ code, reason: reason.toString() });
+        for (const listener of this.listeners) listener();
+      });
+    });
+  }
+
+  /** JSON events only. */
+  get events(): Array<Record<string, any>> {
+    return this.frames.flatMap((frame) => ('event' in frame ? [frame.event] : []));
+  }
+
+  types(): string[] {
+    return this.frames.map((frame) => ('event' in frame ? frame.event.type : 'binary'));
+  }
+
+  send(event: unknown): void {
+    this.ws.send(typeof event === 'string' ? event : JSON.stringify(event));
+  }
+
+  sendAudio(pcm: Buffer, piece = 4800): void {
+    for (let at = 0; at < pcm.length; at += piece) this.ws.send(appendEvent(pcm.subarray(at, at + piece)));
+  }
+
+  /** Resolves once `count` frames have arrived, or the socket closed (then with what came). */
+  async waitFrames(count: number): Promise<Frame[]> {
+    await this.until(() => this.frames.length >= count || this.ws.readyState === WebSocket.CLOSED);
+    return this.frames;
+  }
+
+  /** Resolves once `count` events of `type` have arrived (or the socket closed). */
+  async waitType(type: string, count = 1): Promise<void> {
+    await this.until(() => (this.counts.get(type) ?? 0) >= count || this.ws.readyState === WebSocket.CLOSED);
+  }
+
+  private until(done: () => boolean): Promise<void> {
+    if (done()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (!done()) return;
+        this.listeners.delete(check);
+        resolve();
+      };
+      this.listeners.add(check);
+    });
+  }
+}
+
+type Closable = { realtimeUrl: string; close(): Promise<void> };
+let running: Closable[] = [];
+const clients: Client[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.ws.terminate();
+  await Promise.all(running.map((emulator) => emulator.close()));
+  running = [];
+  vi.useRealTimers();
+});
+
+async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const started = await startEmulator({ port: 0, apiKeys: ['k1', 'k2'], ...options });
+  running.push(started);
+  return started;
+}
+
+/**
+ * The realtime part alone behind a bare HTTP server, for the tests that look at a session's
+ * flow-control state (`sessions()`), which `startEmulator` does not expose.
+ */
+async function realtimePart(options: RealtimeEmulatorOptions): Promise<Closable & { part: RealtimeEmulator }> {
+  const part = createRealtimeEmulator(options, { apiKeys: new Set(['k1']), baseUrl: () => '' });
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  server.on('upgrade', (req, socket, head) => part.handleUpgrade(req, socket, head));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const closable = {
+    part,
+    realtimeUrl: `ws://127.0.0.1:${port}`,
+    async close() {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await part.close();
+      server.closeAllConnections();
+      await stopped;
+    },
+  };
+  running.push(closable);
+  return closable;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function connect(
+  server: { realtimeUrl: string },
+  { key = 'k1', query = '' }: { key?: string | null; query?: string } = {},
+): Promise<Client> {
+  const ws = new WebSocket(`${server.realtimeUrl}/v1/realtime${query}`, {
+    headers: key === null ? {} : { 'x-api-key': key },
+  });
+  const client = new Client(ws);
+  clients.push(client);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  return client;
+}
+
+/** Connects, sends `session.update` and waits for `session.created` and `session.updated`. */
+async function session(server: { realtimeUrl: string }, config: Record<string, unknown> = SESSION): Promise<Client> {
+  const client = await connect(server);
+  client.send({ type: 'session.update', session: config });
+  await client.waitFrames(2);
+  expect(client.types()).toEqual(['session.created', 'session.updated']);
+  return client;
+}
+
+/** The frames one answered utterance must produce, in order. */
+function responseTypes(audioBytes: number, options: { text?: boolean; audio?: boolean; framing?: 'json' | 'binary' } = {}): string[] {
+  const { text = true, audio = true, framing = 'json' } = options;
+  const types = ['conversation.item.input_audio_transcription.completed'];
+  // The placeholder translation has seven words: "[es-es translation of utterance N, D.DD s]".
+  if (text) types.push(...Array(7).fill('response.text.delta'), 'response.text.done');
+  if (audio) {
+    const pieces = Math.ceil(audioBytes / PIECE);
+    types.push(...Array(pieces).fill(framing === 'json' ? 'response.audio.delta' : 'binary'), 'response.audio.done');
+  }
+  return types;
+}
+
+/** Output audio of the frames, in order, from JSON deltas and binary frames alike. */
+function outputAudio(frames: Frame[]): Buffer[] {
+  return frames.flatMap((frame) => {
+    if ('binary' in frame) return [frame.binary];
+    return frame.event.type === 'response.audio.delta' ? [Buffer.from(frame.event.delta, 'base64')] : [];
+  });
+}
+
+function slices(pcm: Buffer, ranges: Array<[number, number]>): Buffer {
+  return Buffer.concat(ranges.map(([a, b]) => pcm.subarray(a, b)));
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/* ------------------------------------------------------------------------------------------- */
+
+describe('realtime emulator: the happy path', () => {
+  it.each(['json', 'binary'] as const)('returns each utterance as transcript, text, then its own audio (%s frames)', async (framing) => {
+    const server = await emulator({ audioFrames: framing });
+    const client = await session(server);
+    const { pcm, bursts } = threeBursts();
+    client.sendAudio(pcm);
+    await client.waitType('response.audio.done', 3);
+
+    const expected = paddedSlices(bursts);
+    const durations = ['0.80', '1.20', '1.50'];
+    const types = expected.flatMap(([a, b]) => responseTypes(b - a, { framing }));
+    const frames = client.frames.slice(2);
+    expect(frames.map((f) => ('event' in f ? f.event.type : 'binary'))).toEqual(types);
+
+    const events = frames.flatMap((f) => ('event' in f ? [f.event] : []));
+    expect(events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed')).toEqual(
+      durations.map((d, i) => ({ type: 'conversation.item.input_audio_transcription.completed', transcript: `[en-us utterance ${i + 1}, ${d} s]` })),
+    );
+    const translations = durations.map((d, i) => `[es-es translation of utterance ${i + 1}, ${d} s]`);
+    expect(events.filter((e) => e.type === 'response.text.done')).toEqual(translations.map((text) => ({ type: 'response.text.done', text })));
+    const deltas = events.filter((e) => e.type === 'response.text.delta').map((e) => e.delta as string);
+    expect(deltas.slice(0, 7)).toEqual(['[es-es', ' translation', ' of', ' utterance', ' 1,', ' 0.80', ' s]']);
+    expect(deltas.join('')).toBe(translations.join(''));
+
+    const audio = outputAudio(frames);
+    expect(Buffer.concat(audio).equals(slices(pcm, expected))).toBe(true);
+    // Pieces of 400 ms, the last of each response shorter.
+    let at = 0;
+    for (const [a, b] of expected) {
+      const pieces = Math.ceil((b - a) / PIECE);
+      const sizes = audio.slice(at, at + pieces).map((p) => p.length);
+      expect(sizes).toEqual([...Array(pieces - 1).fill(PIECE), b - a - (pieces - 1) * PIECE]);
+      at += pieces;
+    }
+  });
+});
+
+describe('realtime emulator: the first session.update', () => {
+  it('waits 10 s by default, then sends error and closes', async () => {
+    expect(DEFAULT_SESSION_UPDATE_TIMEOUT_MS).toBe(10_000);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const server = await emulator();
+    const client = await connect(server);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(client.frames).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    vi.useRealTimers();
+    const closed = await client.closed;
+    expect(client.events).toEqual([
+      {
+        type: 'error',
+        error: { message: 'No session.update within 10000 ms of connecting: the first event must be session.update.', code: 408 },
+      },
+    ]);
+    expect(closed.code).toBe(1008);
+  });
+
+  it('honours sessionUpdateTimeoutMs', async () => {
+    const server = await emulator({ sessionUpdateTimeoutMs: 150 });
+    const client = await connect(server);
+    const closed = await client.closed;
+    expect(client.events).toEqual([
+      {
+        type: 'error',
+        error: { message: 'No session.update within 150 ms of connecting: the first event must be session.update.', code: 408 },
+      },
+    ]);
+    expect(closed.code).toBe(1008);
+  });
+
+  it('ends the session when the first event is not session.update', async () => {
+    const server = await emulator();
+    const client = await connect(server);
+    client.sendAudio(zeros(100));
+    const closed = await client.closed;
+    expect(client.events).toEqual([
+      { type: 'error', error: { message: 'The first event must be session.update (got "input_audio_buffer.append").', code: 400 } },
+    ]);
+    expect(closed.code).toBe(1008);
+  });
+
+  it('sends session.created with a UUID, the resolved voice and modalities, then session.updated', async () => {
+    const server = await emulator();
+    const client = await session(server, { source_language: 'EN-us', target_language: 'Es-ES' });
+    const [created, updated] = client.events;
+    const expected = {
+      id: expect.stringMatching(UUID),
+      source_language: 'en-us',
+      target_language: 'es-es',
+      output_modalities: ['text', 'audio'],
+      voice: { type: 'default' },
+    };
+    expect(created).toStrictEqual({ type: 'session.created', session: expected });
+    expect(updated).toStrictEqual({ type: 'session.updated', session: { ...expected, id: created!.session.id } });
+    const other = await session(server);
+    expect(other.events[0]!.session.id).toMatch(UUID);
+    expect(other.events[0]!.session.id).not.toBe(created!.session.id);
+  });
+
+  it('echoes ?model= and ?mode= of the handshake in session.created', async () => {
+    const server = await emulator();
+    const client = await connect(server, { query: '?model=iris&mode=fast' });
+    client.send({ type: 'session.update', session: { ...SESSION, output_modalities: ['audio', 'text', 'audio'] } });
+    await client.waitFrames(2);
+    expect(client.events[0]).toStrictEqual({
+      type: 'session.created',
+      session: {
+        id: expect.stringMatching(UUID),
+        source_language: 'en-us',
+        target_language: 'es-es',
+        output_modalities: ['audio', 'text'],
+        voice: { type: 'default' },
+        model: 'iris',
+        mode: 'fast',
+      },
+    });
+  });
+
+  it.each([
+    ['source_language', { ...SESSION, source_language: 'en' }, 'session.source_language'],
+    ['target_language', { ...SESSION, target_language: 'xx-yy' }, 'session.target_language'],
+    ['output_modalities', { ...SESSION, output_modalities: ['video'] }, 'session.output_modalities'],
+    ['empty output_modalities', { ...SESSION, output_modalities: [] }, 'session.output_modalities'],
+    ['cloned voice without voice_id', { ...SESSION, voice: { type: 'cloned' } }, 'session.voice.voice_id'],
+    ['voice type', { ...SESSION, voice: { type: 'stock' } }, 'session.voice.type'],
+  ])('rejects an invalid %s with an error naming the field, then closes', async (_name, config, field) => {
+    const server = await emulator();
+    const client = await connect(server);
+    client.send({ type: 'session.update', session: config });
+    const closed = await client.closed;
+    expect(client.events).toHaveLength(1);
+    expect(client.events[0]).toMatchObject({ type: 'error', error: { code: 400 } });
+    expect(client.events[0]!.error.message).toMatch(new RegExp(`^Invalid ${field.replace(/\./g, '\\.')}: expected `));
+    expect(closed.code).toBe(1008);
+  });
+});
+
+describe('realtime emulator: authentication', () => {
+  it('answers a bad x-api-key header with HTTP 401 and a JSON body at the handshake', async () => {
+    const server = await emulator();
+    const ws = new WebSocket(`${server.realtimeUrl}/v1/realtime`, { headers: { 'x-api-key': 'not-a-key' } });
+    ws.on('error', () => {});
+    const response = await new Promise<{ status: number | undefined; type: string | undefined; body: string }>((resolve) => {
+      ws.on('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+      });
+    });
+    ws.terminate();
+    expect(response.status).toBe(401);
+    expect(response.type).toBe('application/json');
+    expect(JSON.parse(response.body)).toEqual({ error: 'Invalid API key in the x-api-key header.', status: 401 });
+  });
+
+  it('accepts auth.api_key in the first session.update when there is no header', async () => {
+    const server = await emulator();
+    const client = await connect(server, { key: null });
+    client.send({ type: 'session.update', session: SESSION, auth: { api_key: 'k2' } });
+    await client.waitFrames(2);
+    expect(client.types()).toEqual(['session.created', 'session.updated']);
+  });
+
+  it('lets the header win over auth.api_key', async () => {
+    const server = await emulator();
+    const client = await connect(server, { key: 'k1' });
+    client.send({ type: 'session.update', session: SESSION, auth: { api_key: 'wrong' } });
+    await client.waitFrames(2);
+    expect(client.types()).toEqual(['session.created', 'session.updated']);
+  });
+
+  it.each([
+    ['no key at all', undefined, 'Missing API key: send it in the x-api-key handshake header, or in auth.api_key of the first session.update.'],
+    ['a bad auth.api_key', { api_key: 'wrong' }, 'Invalid API key in auth.api_key.'],
+  ])('answers %s with an error of code 401, then closes', async (_name, auth, message) => {
+    const server = await emulator();
+    const client = await connect(server, { key: null });
+    client.send({ type: 'session.update', session: SESSION, ...(auth ? { auth } : {}) });
+    const closed = await client.closed;
+    expect(client.events).toEqual([{ type: 'error', error: { message, code: 401 } }]);
+    expect(closed.code).toBe(1008);
+  });
+});
+
+describe('realtime emulator: voices', () => {
+  it('accepts a cloned voice the key owns and echoes it', async () => {
+    const server = await emulator({ clonedVoices: { k1: [111, 112] } });
+    const client = await session(server, { ...SESSION, voice: { type: 'cloned', voice_id: 112 } });
+    expect(client.events[0]!.session.voice).toEqual({ type: 'cloned', voice_id: 112 });
+    expect(client.events[1]!.session.voice).toEqual({ type: 'cloned', voice_id: 112 });
+  });
+
+  it.each([
+    ['a voice nobody owns', 'k1', 999, 'Voice 999 is not a cloned voice owned by this API key.'],
+    ['a voice another key owns', 'k2', 111, 'Voice 111 is not a cloned voice owned by this API key.'],
+    ['the stock default voice', 'k1', DEFAULT_VOICE_ID, `Voice ${DEFAULT_VOICE_ID} is a stock voice; voice.type "cloned" needs a voice you cloned.`],
+  ])('rejects %s with an error, then closes', async (_name, key, voiceId, message) => {
+    const server = await emulator({ clonedVoices: { k1: [111, DEFAULT_VOICE_ID] } });
+    const client = await connect(server, { key });
+    client.send({ type: 'session.update', session: { ...SESSION, voice: { type: 'cloned', voice_id: voiceId } } });
+    const closed = await client.closed;
+    expect(client.events).toEqual([{ type: 'error', error: { message, code: 403 } }]);
+    expect(closed.code).toBe(1008);
+  });
+});
+
+describe('realtime emulator: events after activation', () => {
+  it('answers a later session.update with session.updated, and an invalid one with error while the session goes on', async () => {
+    const server = await emulator();
+    const client = await session(server);
+    const id = client.events[0]!.session.id;
+    client.send({ type: 'session.update', session: { source_language: 'de-de', target_language: 'fr-fr', output_modalities: ['text'] } });
+    client.send({ type: 'session.update', session: { ...SESSION, target_language: 'klingon' } });
+    client.sendAudio(Buffer.concat([zeros(200), tone(500), zeros(700)]));
+    await client.waitType('response.text.done');
+    expect(client.frames.slice(2)).toEqual([
+      {
+        event: {
+          type: 'session.updated',
+          session: { id, source_language: 'de-de', target_language: 'fr-fr', output_modalities: ['text'], voice: { type: 'default' } },
+        },
+      },
+      {
+        event: {
+          type: 'error',
+          error: {
+            message:
+              'Invalid session.target_language: expected one of the realtime language tags ar-ae, ar-eg, ar-sa, de-de, en-gb, ' +
+              'en-us, es-es, fr-ca, fr-fr, hi-in, ja-jp, ko-kr, pt-br, zh-cn (case-insensitive) (got "klingon"). ' +
+              'The previous configuration stays active.',
+            code: 400,
+          },
+        },
+      },
+      { event: { type: 'conversation.item.input_audio_transcription.completed', transcript: '[de-de utterance 1, 0.50 s]' } },
+      ...['[fr-fr', ' translation', ' of', ' utterance', ' 1,', ' 0.50', ' s]'].map((delta) => ({ event: { type: 'response.text.delta', delta } })),
+      { event: { type: 'response.text.done', text: '[fr-fr translation of utterance 1, 0.50 s]' } },
+    ]);
+  });
+
+  it.each([
+    [['text'], { text: true, audio: false }],
+    [['audio'], { text: false, audio: true }],
+  ] as const)('respects output_modalities %j (the transcript is always sent)', async (modalities, kinds) => {
+    const server = await emulator();
+    const client = await session(server, { ...SESSION, output_modalities: [...modalities] });
+    const input = Buffer.concat([zeros(400), tone(600), zeros(700)]);
+    client.sendAudio(input);
+    client.sendAudio(Buffer.concat([tone(300), zeros(700)]));
+    await client.waitType('conversation.item.input_audio_transcription.completed', 2);
+    // A round trip after the last response: nothing else is on its way.
+    client.send({ type: 'session.update', session: { ...SESSION, output_modalities: [...modalities] } });
+    await client.waitType('session.updated', 2);
+    const first = responseTypes(1200 * MS, kinds);
+    const second = responseTypes(900 * MS, kinds);
+    expect(client.types().slice(2)).toEqual([...first, ...second, 'session.updated']);
+    if (kinds.audio) {
+      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(Buffer.concat([input, tone(300), zeros(700)]), [[100 * MS, 1300 * MS], [1400 * MS, 2300 * MS]]))).toBe(true);
+    }
+  });
+
+  it('answers an event of more than 1 MiB with error and goes on; exactly 1 MiB is accepted', async () => {
+    const server = await emulator();
+    const client = await session(server);
+    const base = JSON.stringify({ type: 'session.update', session: SESSION, note: '' });
+    const exact = JSON.stringify({ type: 'session.update', session: SESSION, note: 'x'.repeat(1024 * 1024 - base.length) });
+    const over = JSON.stringify({ type: 'session.update', session: SESSION, note: 'x'.repeat(1024 * 1024 - base.length + 1) });
+    expect(Buffer.byteLength(exact)).toBe(1024 * 1024);
+    client.send(over);
+    client.send(exact);
+    await client.waitFrames(4);
+    expect(client.frames.slice(2)).toEqual([
+      {
+        event: {
+          type: 'error',
+          error: { message: 'The event is 1048577 bytes; a client event may be at most 1048576 bytes (1 MiB) of JSON text. It was ignored.', code: 413 },
+        },
+      },
+      { event: { type: 'session.updated', session: client.events[1]!.session } },
+    ]);
+  });
+
+  it('discards an append of more than 256 KiB of audio with an error; 256 KiB is accepted', async () => {
+    const server = await emulator();
+    const client = await session(server);
+    // Over the limit, and voiced: were it kept, it would make an utterance.
+    client.send(appendEvent(tone(6000).subarray(0, 256 * 1024 + 2)));
+    // Exactly the limit: a 5 s tone followed by silence.
+    const accepted = Buffer.concat([zeros(700), Buffer.concat([tone(5000), Buffer.alloc(256 * 1024 - 5000 * MS)]), zeros(700)]);
+    client.sendAudio(accepted.subarray(0, 700 * MS));
+    client.send(appendEvent(accepted.subarray(700 * MS, 700 * MS + 256 * 1024)));
+    client.sendAudio(accepted.subarray(700 * MS + 256 * 1024));
+    await client.waitType('response.audio.done');
+    expect(client.events[2]).toEqual({
+      type: 'error',
+      error: {
+        message: 'input_audio_buffer.append carries 262146 bytes of audio; at most 262144 bytes (256 KiB) of decoded audio per event. The audio was discarded.',
+        code: 413,
+      },
+    });
+    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 5.00 s]' });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(accepted.subarray(400 * MS, 6000 * MS))).toBe(true);
+  });
+
+  it.each([
+    ['no audio field', { type: 'input_audio_buffer.append' }, 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.'],
+    ['a number as audio', { type: 'input_audio_buffer.append', audio: 5 }, 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.'],
+    ['characters outside base64', { type: 'input_audio_buffer.append', audio: 'AA*=' }, 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.'],
+    ['a truncated base64 string', { type: 'input_audio_buffer.append', audio: 'AAAAA' }, 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.'],
+  ])('answers an append with %s with error and goes on', async (_name, event, message) => {
+    const server = await emulator();
+    const client = await session(server);
+    client.send(event);
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(4);
+    expect(client.events.slice(2)).toEqual([
+      { type: 'error', error: { message, code: 400 } },
+      { type: 'session.updated', session: client.events[1]!.session },
+    ]);
+  });
+
+  it.each(['input_audio_buffer.clear', 'input_audio_buffer.commit', 'response.cancel'])(
+    'answers %s with error saying it is not supported, and goes on',
+    async (type) => {
+      const server = await emulator();
+      const client = await session(server);
+      client.send({ type });
+      client.send({ type: 'session.update', session: SESSION });
+      await client.waitFrames(4);
+      expect(client.events.slice(2)).toEqual([
+        { type: 'error', error: { message: `${type} is recognised but not supported by the realtime service.`, code: 400 } },
+        { type: 'session.updated', session: client.events[1]!.session },
+      ]);
+    },
+  );
+
+  it.each([
+    ['an unknown type', '{"type":"conversation.item.create"}', 'Unknown event type "conversation.item.create"; it was ignored.'],
+    ['text that is not JSON', 'hello', 'The event is not valid JSON. It was ignored.'],
+    ['JSON without a type', '[1,2]', 'The event is not a JSON object with a string "type" field. It was ignored.'],
+  ])('answers %s with error and goes on', async (_name, text, message) => {
+    const server = await emulator();
+    const client = await session(server);
+    client.send(text);
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(4);
+    expect(client.events.slice(2)).toEqual([
+      { type: 'error', error: { message, code: 400 } },
+      { type: 'session.updated', session: client.events[1]!.session },
+    ]);
+  });
+
+  it('ignores binary client frames, before and after session.update', async () => {
+    const server = await emulator();
+    const client = await connect(server);
+    client.ws.send(tone(200), { binary: true });
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(2);
+    // Voiced PCM as binary frames, then silence as events: no utterance may come of it.
+    client.ws.send(Buffer.concat([zeros(100), tone(600)]), { binary: true });
+    client.sendAudio(zeros(700));
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(3);
+    expect(client.types()).toEqual(['session.created', 'session.updated', 'session.updated']);
+  });
+
+  it('answers pings', async () => {
+    const server = await emulator();
+    const client = await session(server);
+    const pong = new Promise<Buffer>((resolve) => client.ws.once('pong', resolve));
+    client.ws.ping(Buffer.from('are you there'));
+    expect((await pong).toString()).toBe('are you there');
+  });
+});
+
+describe('realtime emulator: options', () => {
+  it('cold start: session.starting at once, session.created after coldStartMs, audio meanwhile discarded', async () => {
+    const server = await emulator({ coldStartMs: 150 });
+    const client = await connect(server);
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(1);
+    expect(client.events).toEqual([{ type: 'session.starting' }]);
+    // Sent during the cold start: a whole utterance that must never be answered.
+    client.sendAudio(Buffer.concat([tone(500), zeros(700)]));
+    await client.waitFrames(3);
+    expect(client.types()).toEqual(['session.starting', 'session.created', 'session.updated']);
+    const input = Buffer.concat([zeros(200), tone(500), zeros(700)]);
+    client.sendAudio(input);
+    await client.waitType('response.audio.done');
+    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 0.50 s]' });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1000 * MS))).toBe(true);
+  });
+
+  it('latencyMs delays each response and keeps them in order', async () => {
+    const server = await emulator({ latencyMs: 400 });
+    const client = await session(server);
+    const { pcm, bursts } = threeBursts();
+    client.sendAudio(pcm);
+    // Answered at once, while the three responses wait out their latency.
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitType('response.audio.done', 3);
+    const expected = paddedSlices(bursts);
+    expect(client.types()).toEqual([
+      'session.created',
+      'session.updated',
+      'session.updated',
+      ...expected.flatMap(([a, b]) => responseTypes(b - a)),
+    ]);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, expected))).toBe(true);
+  });
+
+  it('handles odd byte counts across appends', async () => {
+    const server = await emulator();
+    const client = await session(server);
+    const { pcm, bursts } = threeBursts();
+    const sizes = [4801, 4799, 1, 333, 9999];
+    for (let at = 0, i = 0; at < pcm.length; i++) {
+      const size = sizes[i % sizes.length]!;
+      client.send(appendEvent(pcm.subarray(at, at + size)));
+      at += size;
+    }
+    await client.waitType('response.audio.done', 3);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, paddedSlices(bursts)))).toBe(true);
+  });
+
+  it('vadSilenceMs and paddingMs shape the utterances; padding never overlaps the previous output', async () => {
+    const server = await emulator({ vadSilenceMs: 200, paddingMs: 300 });
+    const client = await session(server);
+    const input = Buffer.concat([zeros(100), tone(400), zeros(400), noise(400, 3), zeros(400)]);
+    client.sendAudio(input);
+    await client.waitType('response.audio.done', 2);
+    const transcripts = client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    expect(transcripts.map((e) => e.transcript)).toEqual(['[en-us utterance 1, 0.40 s]', '[en-us utterance 2, 0.40 s]']);
+    // First: from the input's start to 200 ms after its end (the silence heard); second: from there.
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1500 * MS))).toBe(true);
+    const audioDone = client.types().indexOf('response.audio.done');
+    expect(Buffer.concat(outputAudio(client.frames.slice(0, audioDone))).equals(input.subarray(0, 700 * MS))).toBe(true);
+  });
+
+  it('vadThresholdDbfs decides what is voice', async () => {
+    const server = await emulator({ vadThresholdDbfs: -60 });
+    const client = await session(server);
+    const input = Buffer.concat([zeros(400), tone(600, -50), zeros(700)]);
+    client.sendAudio(input);
+    await client.waitType('response.audio.done');
+    expect(client.events[2]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 0.60 s]' });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(100 * MS, 1300 * MS))).toBe(true);
+  });
+
+  it('maxUtteranceMs ends endless speech', async () => {
+    const server = await emulator({ maxUtteranceMs: 400 });
+    const client = await session(server);
+    const input = Buffer.concat([zeros(500), tone(1000), zeros(700)]);
+    client.sendAudio(input);
+    await client.waitType('response.audio.done', 3);
+    const transcripts = client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    expect(transcripts.map((e) => e.transcript)).toEqual([
+      '[en-us utterance 1, 0.40 s]',
+      '[en-us utterance 2, 0.40 s]',
+      '[en-us utterance 3, 0.20 s]',
+    ]);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(200 * MS, 1800 * MS))).toBe(true);
+  });
+
+  it('creditSeconds: sends the scheduled responses, then error with the reason, then closes', async () => {
+    const server = await emulator({ creditSeconds: 3, latencyMs: 200 });
+    const client = await session(server);
+    const { pcm, bursts } = threeBursts();
+    client.sendAudio(pcm);
+    const closed = await client.closed;
+    const [first] = paddedSlices(bursts);
+    expect(client.types().slice(2)).toEqual([...responseTypes(first![1] - first![0]), 'error']);
+    expect(client.events.at(-1)).toEqual({
+      type: 'error',
+      error: { message: 'Session stopped: the account has no credits left (used 3.0 s of 3.0 s).', code: 402 },
+    });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(pcm.subarray(first![0], first![1]))).toBe(true);
+    expect(closed.code).toBe(1008);
+  });
+
+  it('rejects a bad option when the emulator starts', async () => {
+    await expect(startEmulator({ port: 0, paddingMs: 500 })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'paddingMs' });
+    await expect(startEmulator({ port: 0, audioFrames: 'xml' as 'json' })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'audioFrames' });
+  });
+});
+
+describe('realtime emulator: flow control', () => {
+  it('inputBytesPerSecond: reads audio no faster than the rate, so the client sees TCP backpressure', async () => {
+    const rate = 480_000;
+    const rt = await realtimePart({ inputBytesPerSecond: rate });
+    const client = await session(rt);
+    const event = appendEvent(Buffer.alloc(256 * 1024));
+    const started = Date.now();
+    for (let i = 0; i < 48; i++) client.send(event);
+    await sleep(300);
+    const [stats] = rt.part.sessions();
+    const elapsed = Date.now() - started;
+    expect(stats!.readingPaused).toBe(true);
+    expect(stats!.audioBytes).toBeGreaterThanOrEqual(256 * 1024);
+    // At most one append read ahead of the rate.
+    expect(stats!.audioBytes).toBeLessThanOrEqual((rate * elapsed) / 1000 + 256 * 1024);
+    // 16 MB were sent; what the kernel cannot hold stays in the client's send buffer.
+    expect(client.ws.bufferedAmount).toBeGreaterThan(1024 * 1024);
+  });
+
+  it('a client that reads slowly: stops reading its input while the send buffer is over the bound, and loses nothing', async () => {
+    const limit = 256 * 1024;
+    const rt = await realtimePart({ maxUtteranceMs: 4000, sendBufferLimitBytes: limit });
+    const client = await session(rt, { ...SESSION, output_modalities: ['audio'] });
+    client.ws.pause();
+    // 30 appends of 256 KiB of tone (163.84 s, 7.9 MB), then silence: 41 utterances of up to 4 s.
+    const chunk = tone(131_072 / 24);
+    const event = appendEvent(chunk);
+    for (let i = 0; i < 30; i++) client.send(event);
+    client.sendAudio(zeros(700));
+    const total = 30 * chunk.length + 700 * MS;
+
+    let stats = rt.part.sessions()[0]!;
+    for (let i = 0; i < 75 && !stats.readingPaused; i++) {
+      await sleep(20);
+      stats = rt.part.sessions()[0]!;
+    }
+    expect(stats.readingPaused).toBe(true);
+    await sleep(100);
+    const before = rt.part.sessions()[0]!;
+    await sleep(100);
+    const after = rt.part.sessions()[0]!;
+    expect(after.readingPaused).toBe(true);
+    expect(after.audioBytes).toBe(before.audioBytes);
+    expect(after.audioBytes).toBeLessThan(total);
+    // The send buffer stays near its bound: past it, at most a response or two (256 KB each) go out.
+    expect(after.peakBufferedAmount).toBeLessThanOrEqual(limit + 1024 * 1024);
+
+    client.ws.resume();
+    await client.waitType('response.audio.done', 41);
+    expect(rt.part.sessions()[0]!.audioBytes).toBe(total);
+    expect(rt.part.sessions()[0]!.readingPaused).toBe(false);
+    const input = Buffer.concat([...Array(30).fill(chunk), zeros(700)]);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 30 * chunk.length + PAD))).toBe(true);
+  });
+});
+
+describe('realtime emulator: close()', () => {
+  function handles(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const name of process.getActiveResourcesInfo()) {
+      if (name === 'TCPSocketWrap' || name === 'TCPServerWrap' || name === 'Timeout') counts[name] = (counts[name] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  it('ends every session, clears every timer and leaves no handle open', async () => {
+    const baseline = handles();
+    const slow = await startEmulator({ port: 0, apiKeys: ['k1'], latencyMs: 5_000 });
+    const cold = await startEmulator({ port: 0, apiKeys: ['k1'], coldStartMs: 5_000 });
+    // One session waiting for session.update, one with a response waiting out its latency, one cold-starting.
+    const waiting = await connect(slow);
+    const answering = await session(slow);
+    answering.sendAudio(Buffer.concat([tone(300), zeros(700)]));
+    const starting = await connect(cold);
+    starting.send({ type: 'session.update', session: SESSION });
+    await starting.waitFrames(1);
+    await sleep(50);
+    expect(handles().Timeout ?? 0).toBeGreaterThan(baseline.Timeout ?? 0);
+
+    await Promise.all([slow.close(), cold.close()]);
+    const codes = await Promise.all([waiting.closed, answering.closed, starting.closed]);
+    expect(codes.map((c) => c.code)).toEqual([1006, 1006, 1006]);
+    expect(answering.types()).toEqual(['session.created', 'session.updated']);
+    expect(starting.types()).toEqual(['session.starting']);
+    // Handles are released by the event loop shortly after their close callbacks.
+    const extra = (): string[] => {
+      const now = handles();
+      return Object.keys(now).filter((name) => now[name]! > (baseline[name] ?? 0));
+    };
+    for (let i = 0; i < 50 && extra().length > 0; i++) await sleep(10);
+    expect(extra()).toEqual([]);
+  });
+});
