@@ -1,0 +1,76 @@
+/**
+ * `rt-translate emulator`: runs the local emulator of the service until SIGINT or SIGTERM.
+ * Prints exactly one JSON line, `{"baseUrl":...,"realtimeUrl":...}`, once it listens.
+ */
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, type CliIo } from '../cli.js';
+
+export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
+
+  --host H                interface to listen on (default 127.0.0.1)
+  --port N                port (default 0: a free port)
+  --api-key KEY           a key the emulator accepts; repeat for several
+                          (default: ${EMULATOR_DEFAULT_API_KEY})
+  --credit-seconds S      stop each realtime session after S seconds of audio (billing stop)
+  --cold-start-ms MS      send session.starting, then session.created after MS
+  --latency-ms MS         delay before each realtime response
+  --audio-frames F        output audio as 'json' base64 deltas (default) or 'binary' frames
+  -h, --help
+
+Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it
+listens, then runs until SIGINT or SIGTERM.`;
+
+const OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'api-key': { type: 'string', multiple: true },
+  'credit-seconds': { type: 'string' },
+  'cold-start-ms': { type: 'string' },
+  'latency-ms': { type: 'string' },
+  'audio-frames': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
+  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
+  if (values.help) {
+    io.stdout.write(`${EMULATOR_USAGE}\n`);
+    return EXIT_OK;
+  }
+  const audioFrames = values['audio-frames'];
+  if (audioFrames !== undefined && audioFrames !== 'json' && audioFrames !== 'binary') {
+    throw new UsageError(`--audio-frames expects json or binary (got "${audioFrames}").`);
+  }
+  const port = intFlag(values.port, '--port', 0);
+  if (port !== undefined && port > 65535) throw new UsageError(`--port expects 0 to 65535 (got "${values.port}").`);
+  const creditSeconds = numberFlag(values['credit-seconds'], '--credit-seconds', 0);
+  const coldStartMs = intFlag(values['cold-start-ms'], '--cold-start-ms', 0);
+  const latencyMs = intFlag(values['latency-ms'], '--latency-ms', 0);
+
+  const emulator = await startEmulator({
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(values['api-key'] ? { apiKeys: values['api-key'] } : {}),
+    ...(creditSeconds !== undefined ? { creditSeconds } : {}),
+    ...(coldStartMs !== undefined ? { coldStartMs } : {}),
+    ...(latencyMs !== undefined ? { latencyMs } : {}),
+    ...(audioFrames !== undefined ? { audioFrames } : {}),
+  });
+  io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl })}\n`);
+
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  signal?.addEventListener('abort', onSignal, { once: true });
+  try {
+    await once(stop.signal, 'abort');
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await emulator.close();
+  }
+  return EXIT_OK;
+}
