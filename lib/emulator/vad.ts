@@ -19,6 +19,7 @@
  * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
  */
 import { ValidationError } from '../errors.js';
+import { dbfsToMeanSquare, meanSquare } from '../audio/level.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
 export const VAD_FRAME_SAMPLES = 480;
@@ -112,8 +113,7 @@ export class UtteranceSegmenter {
     const silence = checkNumber('silenceMs', options.silenceMs ?? DEFAULT_VAD_SILENCE_MS, 'a positive number of milliseconds', (v) => v > 0);
     const max = checkNumber('maxUtteranceMs', options.maxUtteranceMs ?? DEFAULT_MAX_UTTERANCE_MS, 'a positive number of milliseconds', (v) => v > 0);
     const pad = checkNumber('paddingMs', options.paddingMs ?? DEFAULT_PADDING_MS, `0 to ${MAX_PADDING_MS} milliseconds`, (v) => v >= 0 && v <= MAX_PADDING_MS);
-    const amplitude = 32768 * 10 ** (db / 20);
-    this.powerThreshold = amplitude * amplitude;
+    this.powerThreshold = dbfsToMeanSquare(db);
     this.silenceFrames = Math.max(1, Math.ceil(silence / VAD_FRAME_MS));
     this.maxFrames = Math.max(1, Math.ceil(max / VAD_FRAME_MS));
     this.padBytes = Math.round((pad * BYTES_PER_MS) / 2) * 2;
@@ -175,12 +175,7 @@ export class UtteranceSegmenter {
   }
 
   private frame(buf: Buffer, offset: number, ended: SegmentedUtterance[]): void {
-    let sum = 0;
-    for (let i = offset, end = offset + VAD_FRAME_BYTES; i < end; i += 2) {
-      const sample = buf.readInt16LE(i);
-      sum += sample * sample;
-    }
-    const voiced = sum / VAD_FRAME_SAMPLES > this.powerThreshold;
+    const voiced = meanSquare(buf, offset, offset + VAD_FRAME_BYTES) > this.powerThreshold;
     const start = this.frameStart;
     const end = start + VAD_FRAME_BYTES;
     this.frameStart = end;
