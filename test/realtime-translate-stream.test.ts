@@ -151,6 +151,27 @@ describe('RealtimeTranslateStream against the emulator', () => {
     expect(result.audio.equals(expected)).toBe(true);
   });
 
+  it('after end(), waits for the answer to speech it sent even when the service is slower than the quiet period', async () => {
+    // The emulator starts each response 1.2 s after the utterance ends; the quiet period is
+    // 0.3 s. Without tracking unanswered speech, the last response(s) would be cut off.
+    const emu = await emulate({ latencyMs: 1200 });
+    const result = await translate(open(emu, { quietPeriodMs: 300 }), [fixture.pcm]);
+    expect(result.texts).toHaveLength(3);
+    expect(result.audio.equals(expected)).toBe(true);
+    expect(result.warnings).toEqual([]);
+  });
+
+  it('input without speech ends after the quiet period, not the stall timeout', { timeout: 8000 }, async () => {
+    // responseStallTimeoutMs is far beyond the test's time limit: only the quiet-period rule
+    // can end this session in time.
+    const emu = await emulate();
+    const stream = open(emu, { quietPeriodMs: 300, responseStallTimeoutMs: 60_000 });
+    const result = await translate(stream, [Buffer.alloc(48_000)]);
+    expect(result.audio.length).toBe(0);
+    expect(result.transcripts).toEqual([]);
+    expect(result.warnings).toEqual([]);
+  });
+
   it('events() yields every server event in order and ends when the stream ends', async () => {
     const emu = await emulate();
     const stream = open(emu);
@@ -228,6 +249,8 @@ describe('RealtimeTranslateStream failures', () => {
     const audio: Buffer[] = [];
     let texts = 0;
     stream.on('text.done', () => texts++);
+    const warnings: RtTranslateError[] = [];
+    stream.on('warning', (w) => warnings.push(w));
     const error = (await pipeline(
       Readable.from(chunked(fixture.pcm, [4800])),
       stream,
@@ -240,6 +263,8 @@ describe('RealtimeTranslateStream failures', () => {
     ).catch((e: unknown) => e)) as RtTranslateError;
     expect(error.code).toBe('RTT_BILLING');
     expect(error.serverMessage).toMatch(/credit/i);
+    // The service closed right after its error: that error is the cause, not also a warning.
+    expect(warnings).toEqual([]);
     expect(texts).toBe(1);
     const first = expectedTranslation(fixture.pcm, fixture.utterances.slice(0, 1));
     expect(Buffer.concat(audio).equals(first)).toBe(true);

@@ -50,6 +50,7 @@ import {
   type SessionInfo,
 } from './codec.js';
 import { EventFanout } from './event-queue.js';
+import { dbfsToMeanSquare, hasFrameAbove } from '../audio/level.js';
 
 export interface RealtimeTranslateOptions {
   /** Source language tag, one of the 14 realtime tags (case-insensitive). */
@@ -152,6 +153,25 @@ const DEFAULTS = {
 
 type Phase = 'connecting' | 'active' | 'ending' | 'closed';
 
+/**
+ * Sent audio with a 20 ms frame above this level counts as speech the service owes an answer
+ * to (see `#speechUnanswered`). Below the usual voice-detection thresholds on purpose.
+ */
+const SPEECH_MEAN_SQUARE = dbfsToMeanSquare(-45);
+const SPEECH_FRAME_BYTES = (REALTIME_SAMPLE_RATE / 50) * REALTIME_BYTES_PER_FRAME;
+
+/**
+ * A server `error` while the session is open is a warning unless the service closes the
+ * connection right after it (then it is the fatal cause). This is how long the stream waits to
+ * tell the two apart, unless another event arrives first.
+ */
+const ERROR_CLOSE_GRACE_MS = 250;
+
+/** Drops one trailing period, so a server message can end a sentence of ours. */
+function sentence(text: string): string {
+  return text.replace(/\.\s*$/, '');
+}
+
 function positiveInt(value: unknown, field: string, fallback: number, min = 0): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
@@ -162,24 +182,25 @@ function positiveInt(value: unknown, field: string, fallback: number, min = 0): 
 
 /** Maps a fatal realtime `error` event to the error class a caller can act on. */
 export function classifyServerError(message: string, code: number | string | undefined, secret?: string): RtTranslateError {
-  const text = redactSecret(message, secret);
+  const verbatim = redactSecret(message, secret);
+  const text = sentence(verbatim);
   const numeric = typeof code === 'number' ? code : Number.parseInt(String(code ?? ''), 10);
-  const options = { serverMessage: text, ...(Number.isFinite(numeric) ? { status: numeric } : {}) };
+  const options = { serverMessage: verbatim, ...(Number.isFinite(numeric) ? { status: numeric } : {}) };
   // A status code decides first; then the wording, the voice before the key, since a rejected
   // voice is usually explained in terms of the key that does not own it.
-  if (numeric === 401) return new AuthError(`The realtime service refused the credentials: ${text}`, options);
-  if (numeric === 402) return new BillingError(`The realtime service stopped the session for billing: ${text}`, options);
+  if (numeric === 401) return new AuthError(`The realtime service refused the credentials: ${text}.`, options);
+  if (numeric === 402) return new BillingError(`The realtime service stopped the session for billing: ${text}.`, options);
   if (/\bvoice\b/i.test(text)) {
-    return new VoiceRejectedError(`The realtime service rejected the voice: ${text}`, options);
+    return new VoiceRejectedError(`The realtime service rejected the voice: ${text}.`, options);
   }
   if (/\b(credit|billing|balance|payment|quota)/i.test(text)) {
-    return new BillingError(`The realtime service stopped the session for billing: ${text}`, options);
+    return new BillingError(`The realtime service stopped the session for billing: ${text}.`, options);
   }
   if (/\b(api[ _-]?key|unauthori[sz]ed|authenticat)/i.test(text)) {
-    return new AuthError(`The realtime service refused the credentials: ${text}`, options);
+    return new AuthError(`The realtime service refused the credentials: ${text}.`, options);
   }
-  if (numeric === 403) return new ForbiddenError(`The realtime service refused access: ${text}`, options);
-  return new ServerError(`The realtime service reported an error: ${text}`, options);
+  if (numeric === 403) return new ForbiddenError(`The realtime service refused access: ${text}.`, options);
+  return new ServerError(`The realtime service reported an error: ${text}.`, options);
 }
 
 export class RealtimeTranslateStream extends Duplex {
@@ -203,6 +224,13 @@ export class RealtimeTranslateStream extends Duplex {
   #sessionInfo: SessionStartedInfo | undefined;
   #sawStarting = false;
   #responseOpen = false;
+  /**
+   * Speech was sent after the last response started: the service still owes an answer, so
+   * after end() the stream waits for it (bounded by responseStallTimeoutMs) instead of ending
+   * after a mere quiet period.
+   */
+  #speechUnanswered = false;
+  #pendingWarning: { error: RtTranslateError; timer: NodeJS.Timeout } | undefined;
   #textSoFar = '';
   /** A server error that was the last event seen: if the socket closes now, it is the cause. */
   #lastErrorIfLast: RtTranslateError | undefined;
@@ -370,7 +398,7 @@ export class RealtimeTranslateStream extends Duplex {
       let detail = '';
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: unknown };
-        if (typeof body.error === 'string') detail = `: ${redactSecret(body.error, this.#apiKey)}`;
+        if (typeof body.error === 'string') detail = `: ${sentence(redactSecret(body.error, this.#apiKey))}`;
       } catch {
         // not JSON: the status says enough
       }
@@ -411,6 +439,7 @@ export class RealtimeTranslateStream extends Duplex {
       }
     }
     this.#lastErrorIfLast = undefined;
+    this.#flushPendingWarning();
     this.emit('server-event', event);
     this.#fanout.push(event);
     this.#handle(event);
@@ -439,11 +468,11 @@ export class RealtimeTranslateStream extends Duplex {
         this.emit('transcript.delta', event.delta);
         return;
       case 'transcript.completed':
-        this.#responseOpen = true;
+        this.#openResponse();
         this.emit('transcript', event.transcript);
         return;
       case 'text.delta':
-        this.#responseOpen = true;
+        this.#openResponse();
         this.#textSoFar += event.delta;
         this.emit('text.delta', event.delta);
         return;
@@ -455,7 +484,7 @@ export class RealtimeTranslateStream extends Duplex {
         return;
       }
       case 'audio.delta':
-        this.#responseOpen = true;
+        this.#openResponse();
         this.#stats.bytesReceived += event.audio.length;
         if (this.readableEnded || this.destroyed) return;
         if (!this.push(event.audio)) {
@@ -473,13 +502,36 @@ export class RealtimeTranslateStream extends Duplex {
           this.#fail(error);
           return;
         }
-        this.#warn(error);
         this.#lastErrorIfLast = error;
+        this.#flushPendingWarning();
+        this.#pendingWarning = {
+          error,
+          timer: setTimeout(() => this.#flushPendingWarning(), ERROR_CLOSE_GRACE_MS),
+        };
         return;
       }
       case 'unknown':
         return;
     }
+  }
+
+  #openResponse(): void {
+    this.#responseOpen = true;
+    this.#speechUnanswered = false;
+  }
+
+  #flushPendingWarning(): void {
+    const pending = this.#pendingWarning;
+    if (!pending) return;
+    this.#pendingWarning = undefined;
+    clearTimeout(pending.timer);
+    this.#warn(pending.error);
+  }
+
+  /** Forgets a pending warning that turned out to be the fatal cause. */
+  #dropPendingWarning(): void {
+    if (this.#pendingWarning) clearTimeout(this.#pendingWarning.timer);
+    this.#pendingWarning = undefined;
   }
 
   #completeResponse(): void {
@@ -530,7 +582,11 @@ export class RealtimeTranslateStream extends Duplex {
     }
     const aligned = data.length - (data.length % REALTIME_BYTES_PER_FRAME);
     if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
-    this.#sendAudio(data.subarray(0, aligned), callback);
+    const pcm = data.subarray(0, aligned);
+    if (!this.#speechUnanswered && hasFrameAbove(pcm, SPEECH_MEAN_SQUARE, SPEECH_FRAME_BYTES)) {
+      this.#speechUnanswered = true;
+    }
+    this.#sendAudio(pcm, callback);
   }
 
   /** Sends `pcm` in append events of at most maxAppendBytes; calls back once the socket has room. */
@@ -586,23 +642,28 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   /**
-   * After end(): the session is done once no response is open and nothing has arrived for
-   * quietPeriodMs. A response that keeps streaming keeps the stream alive; one that goes
-   * silent for responseStallTimeoutMs is given up with a warning.
+   * After end(): the session is done once no response is open, no speech sent is still
+   * unanswered, and nothing has arrived for quietPeriodMs. While a response is open or speech is
+   * unanswered, the wait is bounded by responseStallTimeoutMs of silence instead (a response
+   * that keeps streaming keeps the stream alive), then given up with a warning.
    */
   #armQuietTimer(): void {
     clearTimeout(this.#quietTimer);
     if (this.#phase !== 'ending') return;
-    const delay = this.#responseOpen ? this.#opts.responseStallTimeoutMs : this.#opts.quietPeriodMs;
+    const owed = this.#responseOpen || this.#speechUnanswered;
+    const delay = owed ? this.#opts.responseStallTimeoutMs : this.#opts.quietPeriodMs;
     this.#quietTimer = setTimeout(() => {
       if (this.#responseOpen) {
-        this.#warn(new TimeoutError(`The last response sent nothing for ${delay} ms after end(); closing without it.`, delay));
+        this.#warn(new TimeoutError(`The last response sent nothing for ${delay} ms after end(); closing without the rest of it.`, delay));
+      } else if (owed) {
+        this.#warn(new TimeoutError(`No response to the last speech within ${delay} ms after end(); closing without it.`, delay));
       }
       this.#finishSession();
     }, delay);
   }
 
   #finishSession(): void {
+    this.#flushPendingWarning();
     this.#phase = 'closed';
     clearTimeout(this.#quietTimer);
     const done = () => {
@@ -657,6 +718,8 @@ export class RealtimeTranslateStream extends Duplex {
   #fail(error: RtTranslateError): void {
     if (this.#fatal || this.destroyed) return;
     this.#fatal = error;
+    if (this.#pendingWarning?.error === error) this.#dropPendingWarning();
+    else this.#flushPendingWarning();
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
     const wasActive = this.#phase !== 'connecting';
@@ -711,6 +774,7 @@ export class RealtimeTranslateStream extends Duplex {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#phase = 'closed';
+    this.#dropPendingWarning();
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
     if (this.#signal && this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
