@@ -13,7 +13,7 @@ import wav from 'wav';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey } from '../../lib/config.js';
+import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError } from '../../lib/errors.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import {
@@ -24,6 +24,7 @@ import {
   isUsageError,
   describeFailure,
   intFlag,
+  packageVersion,
   parseCommandLine,
   type CliIo,
 } from '../cli.js';
@@ -231,6 +232,10 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stdout.write(`${TRANSLATE_USAGE}\n`);
     return EXIT_OK;
   }
+  if (values.version) {
+    io.stdout.write(`${packageVersion()}\n`);
+    return EXIT_OK;
+  }
   if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
   if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
   const from = normalizeRealtimeLanguage(values.from, '--from');
@@ -245,6 +250,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if (!useEmulator && apiKey === undefined) {
     throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
   }
+  // An unusable URL is a configuration error, found before any file is opened or written.
+  if (!useEmulator) resolveRealtimeUrl(realtimeOption, { allowInsecure: values['allow-insecure'] === true });
 
   const { source: rawInput, label } = await openInput(values.input, io);
   const head = await peek(rawInput, 12);
@@ -349,6 +356,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   } catch (error) {
     failure ??= error;
   }
+  // The session is over: stop reading an input that may never end (a microphone, an open pipe).
+  if (!source.destroyed) source.destroy();
   await input;
   process.off('SIGINT', onSignal);
   if (progress) clearInterval(progress);
