@@ -1,0 +1,172 @@
+/**
+ * The synchronous core shared by the conversion transforms. Each conversion is an
+ * `AudioProcessor` (bytes in, bytes out, state kept between calls); `AudioTransform` wraps one
+ * as a stream, and `ChainProcessor` runs several in one call so a whole conversion chain costs
+ * a single stream hop.
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+
+/** A byte-stream converter with state kept across calls. */
+export interface AudioProcessor {
+  /**
+   * Converts the next piece of input, which may be cut anywhere (inside a sample or frame).
+   * Returns the output that is complete so far, possibly empty. The returned buffer belongs to
+   * the caller; the input buffer is not kept after the call returns.
+   */
+  process(chunk: Buffer): Buffer;
+  /** End of input: returns what remains (a filter's tail). The processor is done afterwards. */
+  flush(): Buffer;
+}
+
+export const EMPTY: Buffer = Buffer.alloc(0);
+
+/** Output equals input. */
+export class PassThroughProcessor implements AudioProcessor {
+  process(chunk: Buffer): Buffer {
+    return chunk;
+  }
+  flush(): Buffer {
+    return EMPTY;
+  }
+}
+
+/**
+ * Base for conversions that map each input frame (of `inFrameBytes`) to one output frame (of
+ * `outFrameBytes`) with no memory beyond the frame. A frame cut between chunks is carried over
+ * (a copy of at most `inFrameBytes - 1` bytes, never the whole backlog). A partial frame left at
+ * the end of input carries no complete sample and is dropped.
+ */
+export abstract class FrameProcessor implements AudioProcessor {
+  private readonly carry: Buffer;
+  private carried = 0;
+
+  constructor(
+    readonly inFrameBytes: number,
+    readonly outFrameBytes: number,
+  ) {
+    this.carry = Buffer.alloc(inFrameBytes);
+  }
+
+  /** Converts `frames` whole frames from `src` at `srcOffset` into `dst` at `dstOffset`. */
+  protected abstract convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void;
+
+  process(chunk: Buffer): Buffer {
+    const inFb = this.inFrameBytes;
+    const frames = Math.floor((this.carried + chunk.length) / inFb);
+    if (frames === 0) {
+      chunk.copy(this.carry, this.carried);
+      this.carried += chunk.length;
+      return EMPTY;
+    }
+    const out = Buffer.allocUnsafe(frames * this.outFrameBytes);
+    let i = 0;
+    let o = 0;
+    if (this.carried > 0) {
+      i = inFb - this.carried;
+      chunk.copy(this.carry, this.carried, 0, i);
+      this.convert(this.carry, 0, 1, out, 0);
+      o = this.outFrameBytes;
+      this.carried = 0;
+    }
+    const whole = Math.floor((chunk.length - i) / inFb);
+    this.convert(chunk, i, whole, out, o);
+    i += whole * inFb;
+    if (i < chunk.length) {
+      chunk.copy(this.carry, 0, i);
+      this.carried = chunk.length - i;
+    }
+    return out;
+  }
+
+  flush(): Buffer {
+    this.carried = 0;
+    return EMPTY;
+  }
+}
+
+/** Runs processors in sequence; the output of one is the input of the next. */
+export class ChainProcessor implements AudioProcessor {
+  constructor(readonly stages: readonly AudioProcessor[]) {}
+
+  process(chunk: Buffer): Buffer {
+    let data = chunk;
+    for (const stage of this.stages) {
+      if (data.length === 0) return EMPTY;
+      data = stage.process(data);
+    }
+    return data;
+  }
+
+  flush(): Buffer {
+    let carried: Buffer = EMPTY;
+    for (const stage of this.stages) {
+      const head = carried.length > 0 ? stage.process(carried) : EMPTY;
+      const tail = stage.flush();
+      carried = head.length === 0 ? tail : tail.length === 0 ? head : Buffer.concat([head, tail]);
+    }
+    return carried;
+  }
+}
+
+/** Options common to the conversion transforms: only the high-water marks are taken. */
+export interface AudioTransformOptions {
+  /** Bytes buffered on the writable side before `write()` returns false. */
+  writableHighWaterMark?: number;
+  /** Bytes buffered on the readable side before the transform stops reading. */
+  readableHighWaterMark?: number;
+}
+
+/**
+ * A Transform around an `AudioProcessor`: byte mode, any chunking in, the processor's output
+ * out (empty outputs are not pushed). A processor that throws fails the stream through the
+ * callback.
+ */
+export class AudioTransform extends Transform {
+  protected readonly processor: AudioProcessor;
+
+  constructor(processor: AudioProcessor, options: AudioTransformOptions = {}) {
+    super({
+      writableHighWaterMark: options.writableHighWaterMark,
+      readableHighWaterMark: options.readableHighWaterMark,
+      objectMode: false,
+      decodeStrings: true,
+    });
+    this.processor = processor;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    let out: Buffer;
+    try {
+      out = this.processor.process(chunk);
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
+    if (out.length > 0) this.push(out);
+    callback();
+  }
+
+  override _flush(callback: TransformCallback): void {
+    let out: Buffer;
+    try {
+      out = this.processor.flush();
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
+    if (out.length > 0) this.push(out);
+    callback();
+  }
+}
+
+/**
+ * Rounds to the nearest integer (halves away from zero, so the mapping is symmetric about 0)
+ * and clips to the int16 range [-32768, 32767]. NaN becomes 0.
+ */
+export function toInt16(x: number): number {
+  if (x >= 32767) return 32767;
+  if (x <= -32768) return -32768;
+  if (x >= 0) return Math.floor(x + 0.5);
+  if (x < 0) return -Math.floor(0.5 - x);
+  return 0;
+}
