@@ -1,0 +1,538 @@
+/**
+ * `LocalizationClient`: the HTTP interface of the service, with one undici dispatcher shared by
+ * every request, typed errors, the retry policy of `retry.ts` and the task helper of `tasks.ts`.
+ *
+ * Configuration:
+ * - `baseUrl` (or `RT_TRANSLATE_BASE_URL`): the base every interface path is appended to, so a
+ *   base with a path prefix (`https://host/apis`) works. Plain `http://` is refused to a host
+ *   that is not loopback unless `allowInsecure` is set.
+ * - `apiKey` (or `RT_TRANSLATE_API_KEY`): sent in the `x-api-key` header and nowhere else. It is
+ *   kept in a private field, redacted from every message, and `util.inspect(client)` and
+ *   `JSON.stringify(client)` show `[redacted]`.
+ * - Timeouts per request, overridable per call: `connectTimeoutMs` (default 10 s),
+ *   `headersTimeoutMs` until the response headers (default 60 s; synthesis can be slow),
+ *   `bodyTimeoutMs` between two pieces of a body (default 60 s).
+ * - `dispatcher`: a caller's undici dispatcher; then `close()` leaves it open. Otherwise the
+ *   client makes one `Agent` and `close()` closes it.
+ */
+import { inspect } from 'node:util';
+import type { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher, type FormData } from 'undici';
+import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
+import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
+import {
+  HttpAuthError,
+  HttpConnectionError,
+  HttpForbiddenError,
+  HttpStatusError,
+  HttpTimeoutError,
+  RateLimitError,
+  ServiceValidationError,
+  type HttpErrorOptions,
+  type HttpRequestInfo,
+  type ServiceValidationDetail,
+} from './errors.js';
+import { parseRetryAfter, withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
+import { resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
+import * as endpoints from './endpoints.js';
+import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
+
+export interface LocalizationClientOptions {
+  /** Base of the HTTP interface. Default: `RT_TRANSLATE_BASE_URL`. One of the two is required. */
+  baseUrl?: string;
+  /** API key. Default: `RT_TRANSLATE_API_KEY`. One of the two is required. */
+  apiKey?: string;
+  /** Allow plain `http://` to a host that is not loopback. Default false. */
+  allowInsecure?: boolean;
+  /** A dispatcher to use instead of the client's own `Agent`; the caller closes it. */
+  dispatcher?: Dispatcher;
+  /** Time to establish a connection, ms. Default 10000 (own agent only). */
+  connectTimeoutMs?: number;
+  /** Time until the response headers arrive, ms. Default 60000. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two pieces of a response body, ms. Default 60000. */
+  bodyTimeoutMs?: number;
+  /** Retry policy (see `retry.ts`); `false` turns retries off. Default 2 retries, 1 s to 60 s. */
+  retry?: RetrySetting;
+  /** Overrides of the polling guidance per profile (see `tasks.ts`). */
+  polling?: Partial<Record<PollingProfile, Partial<PollingOptions>>>;
+  /** Called before each retry wait (logging, metrics). Never given the key. */
+  onRetry?: (info: RetryInfo & HttpRequestInfo) => void;
+  /** Environment to read the two variables from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Options every endpoint call accepts. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  /** This call's retry policy, replacing the client's. */
+  retry?: RetrySetting;
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+
+/** One request, as the endpoint functions describe it. */
+export interface RequestSpec extends RequestOptions {
+  method: HttpMethod;
+  /** Interface path such as `/tts-result/12`, appended to the base URL's path. */
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  /** JSON body. */
+  json?: unknown;
+  /** Multipart body. */
+  form?: FormData;
+  /** `create` requests start paid work and are retried only where the service did not act. */
+  kind: RequestKind;
+  accept?: string;
+}
+
+/** A response whose body the caller consumes (or destroys). */
+export interface StreamResponse {
+  statusCode: number;
+  headers: HeaderBag;
+  body: Readable;
+}
+
+/** What endpoint functions and streams need from a client. */
+export interface HttpRequester {
+  requestJson<T>(spec: RequestSpec): Promise<T>;
+  requestStream(spec: RequestSpec): Promise<StreamResponse>;
+  /** The polling options of a profile with the client's overrides. */
+  pollingFor(profile: PollingProfile): PollingOptions;
+  /** Replaces the key in text that came from elsewhere. */
+  redact(text: string): string;
+  /** The full URL of an interface path. */
+  urlFor(path: string, query?: RequestSpec['query']): URL;
+  /** Maps a failure of a body being read (socket reset, timeout) to the library's error. */
+  bodyError(error: unknown, spec: RequestSpec): unknown;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
+const DEFAULT_BODY_TIMEOUT_MS = 60_000;
+/** Error bodies are read up to this size; the rest is discarded. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** JSON success bodies larger than this are refused (a JSON answer here is a few KiB). */
+const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
+const USER_AGENT = 'rt-translate/0.1 (+node)';
+
+/** Codes that mean no connection was ever made, so nothing was sent. */
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+function errorCode(error: unknown): string | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  const inner = (error as { errors?: unknown }).errors;
+  if (Array.isArray(inner)) return errorCode(inner[0]);
+  return undefined;
+}
+
+function checkTimeout(value: number | undefined, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new ConfigError(field, `Invalid ${field}: expected a number of milliseconds >= 0 (0 disables it).`);
+  }
+  return value;
+}
+
+async function readLimited(body: Readable, limit: number): Promise<{ buffer: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    if (size + chunk.length > limit) {
+      chunks.push(chunk.subarray(0, limit - size));
+      size = limit;
+      body.destroy();
+      return { buffer: Buffer.concat(chunks, size), truncated: true };
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  return { buffer: Buffer.concat(chunks, size), truncated: false };
+}
+
+function toDetail(raw: unknown): ServiceValidationDetail[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((entry: unknown) => {
+    const e = (entry ?? {}) as { loc?: unknown; msg?: unknown; type?: unknown };
+    return {
+      loc: Array.isArray(e.loc) ? e.loc.filter((p): p is string | number => typeof p === 'string' || typeof p === 'number') : [],
+      msg: typeof e.msg === 'string' ? e.msg : '',
+      type: typeof e.type === 'string' ? e.type : '',
+    };
+  });
+}
+
+/** The HTTP interface of the service. See the module doc for configuration. */
+export class LocalizationClient implements HttpRequester {
+  readonly baseUrl: URL;
+  readonly #apiKey: string;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #headersTimeoutMs: number;
+  readonly #bodyTimeoutMs: number;
+  readonly #retry: RetrySetting | undefined;
+  readonly #polling: LocalizationClientOptions['polling'];
+  readonly #onRetry: LocalizationClientOptions['onRetry'];
+  #closed = false;
+
+  constructor(options: LocalizationClientOptions = {}) {
+    const env = options.env ?? process.env;
+    const rawBase = options.baseUrl ?? env[ENV_BASE_URL];
+    if (rawBase === undefined || rawBase === '') {
+      throw new ConfigError('baseUrl', `No base URL: pass baseUrl or set ${ENV_BASE_URL} (for example https://client.camb.ai/apis).`);
+    }
+    const base = parseServiceUrl(rawBase, 'baseUrl', 'https:', { allowInsecure: options.allowInsecure });
+    base.search = '';
+    base.hash = '';
+    this.baseUrl = base;
+    const key = resolveApiKey(options.apiKey, env);
+    if (key === undefined) throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
+    this.#apiKey = key;
+    const connectTimeout = checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.#headersTimeoutMs = checkTimeout(options.headersTimeoutMs, 'headersTimeoutMs') ?? DEFAULT_HEADERS_TIMEOUT_MS;
+    this.#bodyTimeoutMs = checkTimeout(options.bodyTimeoutMs, 'bodyTimeoutMs') ?? DEFAULT_BODY_TIMEOUT_MS;
+    resolveRetry(options.retry);
+    this.#retry = options.retry === false ? false : options.retry === undefined ? undefined : { ...options.retry };
+    this.#polling = options.polling;
+    for (const profile of ['speech', 'longMedia'] as const) resolvePolling({ profile, ...options.polling?.[profile] });
+    this.#onRetry = options.onRetry;
+    if (options.dispatcher) {
+      this.#dispatcher = options.dispatcher;
+      this.#ownsDispatcher = false;
+    } else {
+      this.#dispatcher = new Agent({
+        connect: { timeout: connectTimeout },
+        headersTimeout: this.#headersTimeoutMs,
+        bodyTimeout: this.#bodyTimeoutMs,
+      });
+      this.#ownsDispatcher = true;
+    }
+  }
+
+  /** True after `close()`. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Closes the client's own agent (waiting for requests in flight); a caller's is left open. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  redact(text: string): string {
+    return redactSecret(text, this.#apiKey);
+  }
+
+  bodyError(error: unknown, spec: RequestSpec): unknown {
+    return this.#networkError(error, spec);
+  }
+
+  pollingFor(profile: PollingProfile): PollingOptions {
+    return resolvePolling({ profile, ...this.#polling?.[profile] });
+  }
+
+  /** The full URL of an interface path: the base URL's path, then `path`. */
+  urlFor(path: string, query?: RequestSpec['query']): URL {
+    const url = new URL(this.baseUrl.href);
+    url.pathname = url.pathname.replace(/\/+$/, '') + (path.startsWith('/') ? path : `/${path}`);
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    return url;
+  }
+
+  /** Sends `spec` (with retries) and parses a JSON answer. Non-2xx answers throw typed errors. */
+  requestJson<T>(spec: RequestSpec): Promise<T> {
+    return this.#withRetry(spec, async () => {
+      const response = await this.#send(spec);
+      const info = this.#info(spec);
+      let read: { buffer: Buffer; truncated: boolean };
+      try {
+        read = await readLimited(response.body, MAX_JSON_BODY_BYTES);
+      } catch (error) {
+        throw this.#networkError(error, spec);
+      }
+      if (read.truncated) throw new ProtocolError(`${info.method} ${info.path} answered more than ${MAX_JSON_BODY_BYTES} bytes of JSON.`);
+      const text = read.buffer.toString('utf8');
+      try {
+        return (text === '' ? null : JSON.parse(text)) as T;
+      } catch (error) {
+        throw new ProtocolError(`${info.method} ${info.path} answered a body that is not JSON.`, {
+          cause: error,
+          status: response.statusCode,
+          serverMessage: this.redact(text.slice(0, 200)),
+        });
+      }
+    });
+  }
+
+  /**
+   * Sends `spec` (with retries up to the response headers) and hands over the body unread. The
+   * caller must consume or destroy `body`.
+   */
+  requestStream(spec: RequestSpec): Promise<StreamResponse> {
+    return this.#withRetry(spec, () => this.#send(spec));
+  }
+
+  #withRetry<T>(spec: RequestSpec, attempt: () => Promise<T>): Promise<T> {
+    return withRetry(attempt, {
+      kind: spec.kind,
+      retry: spec.retry !== undefined ? spec.retry : this.#retry,
+      signal: spec.signal,
+      onRetry: this.#onRetry ? (info) => this.#onRetry?.({ ...info, ...this.#info(spec) }) : undefined,
+    });
+  }
+
+  #info(spec: RequestSpec): HttpRequestInfo {
+    return { method: spec.method, path: this.urlFor(spec.path).pathname };
+  }
+
+  /** One attempt: sends, and throws the typed error of a non-2xx answer. */
+  async #send(spec: RequestSpec): Promise<StreamResponse> {
+    if (this.#closed) {
+      throw new ConnectionError('This LocalizationClient is closed; create a new one.', { retryable: false });
+    }
+    if (spec.signal?.aborted) throw new AbortError();
+    const headers: Record<string, string> = {
+      'x-api-key': this.#apiKey,
+      'user-agent': USER_AGENT,
+      accept: spec.accept ?? 'application/json',
+    };
+    let body: string | FormData | undefined;
+    if (spec.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(spec.json);
+    } else if (spec.form !== undefined) {
+      body = spec.form;
+    }
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(this.urlFor(spec.path, spec.query), {
+        dispatcher: this.#dispatcher,
+        method: spec.method,
+        headers,
+        body,
+        signal: spec.signal,
+        headersTimeout: spec.headersTimeoutMs ?? this.#headersTimeoutMs,
+        bodyTimeout: spec.bodyTimeoutMs ?? this.#bodyTimeoutMs,
+      });
+    } catch (error) {
+      throw this.#networkError(error, spec);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) {
+      return { statusCode: response.statusCode, headers: response.headers as HeaderBag, body: response.body };
+    }
+    throw await this.#statusError(response, spec);
+  }
+
+  /** Maps an undici or socket failure to the library's error. Unknown errors pass unchanged. */
+  #networkError(error: unknown, spec: RequestSpec): unknown {
+    if (error instanceof RtTranslateError) return error;
+    const info: HttpErrorOptions = { ...this.#info(spec), cause: error };
+    if (spec.signal?.aborted) return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
+    const code = errorCode(error);
+    const detail = this.redact(error instanceof Error ? error.message : String(error));
+    switch (code) {
+      case 'UND_ERR_HEADERS_TIMEOUT':
+        return new HttpTimeoutError('headers', spec.headersTimeoutMs ?? this.#headersTimeoutMs, info);
+      case 'UND_ERR_BODY_TIMEOUT':
+        return new HttpTimeoutError('body', spec.bodyTimeoutMs ?? this.#bodyTimeoutMs, info);
+      case 'UND_ERR_CONNECT_TIMEOUT':
+        return new HttpTimeoutError('connect', DEFAULT_CONNECT_TIMEOUT_MS, info);
+      case 'UND_ERR_ABORTED':
+      case 'ABORT_ERR':
+        return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
+      default:
+        break;
+    }
+    if (code && CONNECT_CODES.has(code)) return new HttpConnectionError('connect', code, detail, info);
+    if (
+      code &&
+      (code === 'UND_ERR_SOCKET' ||
+        code === 'UND_ERR_CLOSED' ||
+        code === 'UND_ERR_DESTROYED' ||
+        code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' ||
+        code.startsWith('HPE_') ||
+        /^E[A-Z]+$/.test(code))
+    ) {
+      return new HttpConnectionError('exchange', code, detail, info);
+    }
+    if (error instanceof Error && error.name === 'AbortError') {
+      return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
+    }
+    return error;
+  }
+
+  async #statusError(response: Dispatcher.ResponseData, spec: RequestSpec): Promise<RtTranslateError> {
+    const status = response.statusCode;
+    const headers = response.headers as HeaderBag;
+    let text = '';
+    try {
+      text = (await readLimited(response.body, MAX_ERROR_BODY_BYTES)).buffer.toString('utf8');
+    } catch {
+      // The status alone is enough to report.
+    }
+    let parsed: Record<string, unknown> | undefined;
+    try {
+      const value: unknown = JSON.parse(text);
+      if (value !== null && typeof value === 'object') parsed = value as Record<string, unknown>;
+    } catch {
+      parsed = undefined;
+    }
+    const said = [parsed?.error, parsed?.detail, parsed?.message].find((v) => typeof v === 'string') as string | undefined;
+    const serverMessage = this.redact(said ?? (parsed ? '' : text.trim().slice(0, 200))) || undefined;
+    const options: HttpErrorOptions = {
+      ...this.#info(spec),
+      status,
+      serverMessage,
+      retryAfterMs: parseRetryAfter(headers),
+    };
+    switch (status) {
+      case 401:
+        return new HttpAuthError(options);
+      case 403:
+        return new HttpForbiddenError(options);
+      case 422: {
+        const detail = toDetail(parsed?.detail).map((d) => ({ ...d, msg: this.redact(d.msg) }));
+        return new ServiceValidationError(detail, options);
+      }
+      case 429:
+        return new RateLimitError(options);
+      default:
+        return new HttpStatusError(status, options);
+    }
+  }
+
+  /* --------------------------------------------------------------------------------------- */
+  /* Endpoints (see endpoints.ts for each one's policy)                                       */
+
+  /** `POST /translated-tts`: starts a translate-then-speak task. */
+  createTranslatedTts(body: endpoints.TranslatedTtsRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return endpoints.createTranslatedTts(this, body, options);
+  }
+
+  /** `GET /translated-tts/{task_id}`. */
+  getTranslatedTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return endpoints.getTranslatedTtsStatus(this, taskId, options);
+  }
+
+  /** `GET /translation-result/{run_id}`: the translated text. */
+  getTranslationResult(runId: number, options?: RequestOptions): Promise<endpoints.TranslationResult> {
+    return endpoints.getTranslationResult(this, runId, options);
+  }
+
+  /** `GET /tts-result/{run_id}?output_type=raw_bytes`: the FLAC audio, streamed. */
+  getTtsResultAudio(runId: number, options?: RequestOptions): Promise<endpoints.AudioResult> {
+    return endpoints.getTtsResultAudio(this, runId, options);
+  }
+
+  /** `GET /tts-result/{run_id}?output_type=file_url`: a presigned URL (`output_url` or `audio_url`). */
+  getTtsResultUrl(runId: number, options?: RequestOptions): Promise<endpoints.AudioFileUrl> {
+    return endpoints.getTtsResultUrl(this, runId, options);
+  }
+
+  /** `POST /project-setup`: creates a dubbing project from a media URL. */
+  createProjectSetup(body: endpoints.ProjectSetupRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return endpoints.createProjectSetup(this, body, options);
+  }
+
+  /** `GET /sub/{task_id}`: status of a subtitle task. */
+  getSubtitleStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return endpoints.getSubtitleStatus(this, taskId, options);
+  }
+
+  /**
+   * `POST /tts`.
+   * @deprecated The service deprecates the asynchronous TTS flow; use `ttsStream()`.
+   */
+  createTts(body: endpoints.LegacyTtsRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    return endpoints.createTts(this, body, options);
+  }
+
+  /**
+   * `GET /tts/{task_id}`.
+   * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
+   */
+  getTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    return endpoints.getTtsStatus(this, taskId, options);
+  }
+
+  /** `POST /audio-separation`: uploads audio (multipart) and starts a separation task. */
+  createAudioSeparation(upload: endpoints.AudioUpload, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return endpoints.createAudioSeparation(this, upload, options);
+  }
+
+  /** `GET /audio-separation/{task_id}`. */
+  getAudioSeparationStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return endpoints.getAudioSeparationStatus(this, taskId, options);
+  }
+
+  /** `POST /audio-separation-results` for 2 to 5 runs; keyed by integer run id. */
+  getAudioSeparationResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioSeparationRun>> {
+    return endpoints.getAudioSeparationResults(this, runIds, options);
+  }
+
+  /** `DELETE /delete-voice/{voice_id}`: permanent; only the key's own voices. */
+  deleteVoice(voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
+    return endpoints.deleteVoice(this, voiceId, options);
+  }
+
+  /** `POST /tts-stream` as a Readable of audio bytes. */
+  ttsStream(body: TtsStreamRequest, options?: TtsStreamReadableOptions): TtsStreamReadable {
+    return new TtsStreamReadable(this, body, options);
+  }
+
+  /** Create, poll, fetch text and audio of a translated TTS task in one call. */
+  translateAndSpeak(body: endpoints.TranslatedTtsRequest, options?: endpoints.TaskCallOptions): Promise<endpoints.TranslateAndSpeakResult> {
+    return endpoints.translateAndSpeak(this, body, options);
+  }
+
+  /** Upload audio for separation and wait for its run. */
+  separateAudio(upload: endpoints.AudioUpload, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+    return endpoints.separateAudio(this, upload, options);
+  }
+
+  /** Wait for a subtitle task (long-media polling: 15 s growing to 60 s). */
+  waitForSubtitles(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getSubtitleStatus(this, id, o), options, 'longMedia');
+  }
+
+  /** Wait for a translated TTS task (speech polling: 2 s growing to 5 s). */
+  waitForTranslatedTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTranslatedTtsStatus(this, id, o), options, 'speech');
+  }
+
+  /**
+   * Wait for a legacy TTS task.
+   * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
+   */
+  waitForTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTtsStatus(this, id, o), options, 'speech');
+  }
+
+  /** What `util.inspect` shows: never the key. */
+  [inspect.custom](depth: number, options: object, inspectFn: typeof inspect = inspect): string {
+    return `LocalizationClient ${inspectFn(this.toJSON(), options)}`;
+  }
+
+  /** What `JSON.stringify` shows: never the key. */
+  toJSON(): object {
+    return {
+      baseUrl: this.baseUrl.href,
+      apiKey: '[redacted]',
+      headersTimeoutMs: this.#headersTimeoutMs,
+      bodyTimeoutMs: this.#bodyTimeoutMs,
+      retry: this.#retry === undefined ? 'default' : this.#retry,
+      closed: this.#closed,
+    };
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * The failures of the HTTP interface, one class per failure, each with a stable `code` and a
+ * `retryable` hint. They extend the library's general classes where one fits (`AuthError`,
+ * `ForbiddenError`, `ConnectionError`, `TimeoutError`), so `instanceof AuthError` holds for a
+ * realtime and an HTTP 401 alike.
+ *
+ * Every HTTP error carries `method` and `path` (the path without its query string, so the
+ * signature of a presigned URL never lands in a message or a log). No message ever contains the
+ * API key: text that came from the server passes through `redactSecret` before it gets here.
+ */
+import {
+  AuthError,
+  ConnectionError,
+  ForbiddenError,
+  RtTranslateError,
+  TimeoutError,
+  type RtTranslateErrorOptions,
+} from '../errors.js';
+
+/** Where a request failed; names the request without its query string. */
+export interface HttpRequestInfo {
+  method: string;
+  /** Path of the request URL, query string removed. */
+  path: string;
+}
+
+export interface HttpErrorOptions extends RtTranslateErrorOptions, HttpRequestInfo {
+  /** Wait the service asked for (from `Retry-After` or `X-RateLimit-Reset`), in ms. */
+  retryAfterMs?: number;
+}
+
+function where(info: HttpRequestInfo): string {
+  return `${info.method} ${info.path}`;
+}
+
+/** 401: the key is missing or unknown. Not retryable: fix the key. */
+export class HttpAuthError extends AuthError {
+  readonly method: string;
+  readonly path: string;
+  constructor(options: HttpErrorOptions) {
+    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    super(
+      `${where(options)} was refused with 401: the API key is missing or invalid. ` +
+        `Pass apiKey or set RT_TRANSLATE_API_KEY.${said}`,
+      { ...options, status: 401, retryable: false },
+    );
+    this.method = options.method;
+    this.path = options.path;
+  }
+}
+
+/** 403: the key is valid but lacks permission for this resource (or a presigned URL expired). */
+export class HttpForbiddenError extends ForbiddenError {
+  readonly method: string;
+  readonly path: string;
+  constructor(options: HttpErrorOptions) {
+    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    super(
+      `${where(options)} was refused with 403: the API key has no permission for this resource.${said}`,
+      { ...options, status: 403, retryable: false },
+    );
+    this.method = options.method;
+    this.path = options.path;
+  }
+}
+
+/** One entry of a 422 body's `detail[]`. */
+export interface ServiceValidationDetail {
+  /** Location of the offending value, e.g. `['body', 'project_name']`. */
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+/**
+ * 422: the service rejected the request's content. `detail` holds the service's entries as
+ * structured fields; `field` is the first entry's location without the leading `body`/`path`/
+ * `query` part (`project_name`, `run_ids.2`). Same `code` as the client-side `ValidationError`
+ * (`RTT_VALIDATION`): the input is wrong either way; `status` 422 tells them apart.
+ */
+export class ServiceValidationError extends RtTranslateError {
+  readonly method: string;
+  readonly path: string;
+  readonly detail: ServiceValidationDetail[];
+  readonly field: string | undefined;
+  constructor(detail: ServiceValidationDetail[], options: HttpErrorOptions) {
+    const first = detail[0];
+    const list = detail
+      .slice(0, 5)
+      .map((d) => `${d.loc.join('.')}: ${d.msg}`)
+      .join('; ');
+    const text = list || options.serverMessage || 'no detail given';
+    super('RTT_VALIDATION', `${where(options)} was rejected with 422 (validation): ${text}.`, {
+      ...options,
+      status: 422,
+      retryable: false,
+    });
+    this.method = options.method;
+    this.path = options.path;
+    this.detail = detail;
+    const loc = first ? first.loc.filter((part, i) => !(i === 0 && ['body', 'path', 'query'].includes(String(part)))) : [];
+    this.field = first ? loc.join('.') : undefined;
+  }
+}
+
+/** 429: too many requests. `retryAfterMs` is the wait the service asked for, when it said. */
+export class RateLimitError extends RtTranslateError {
+  readonly method: string;
+  readonly path: string;
+  readonly retryAfterMs: number | undefined;
+  constructor(options: HttpErrorOptions) {
+    const wait = options.retryAfterMs === undefined ? '' : ` It asked to wait ${options.retryAfterMs} ms.`;
+    super('RTT_RATE_LIMIT', `${where(options)} was rate limited (429).${wait} Slow down or retry later.`, {
+      ...options,
+      status: 429,
+      retryable: true,
+    });
+    this.method = options.method;
+    this.path = options.path;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** Any other non-2xx status. Retryable for 408 and 5xx. */
+export class HttpStatusError extends RtTranslateError {
+  readonly method: string;
+  readonly path: string;
+  readonly retryAfterMs: number | undefined;
+  /** True when the status was 503 and the service said when to come back (see retry.ts). */
+  readonly unavailable: boolean;
+  constructor(status: number, options: HttpErrorOptions) {
+    const said = options.serverMessage ? `: ${options.serverMessage}` : '';
+    super('RTT_HTTP', `${where(options)} failed with HTTP ${status}${said}.`, {
+      ...options,
+      status,
+      retryable: status === 408 || status >= 500,
+    });
+    this.method = options.method;
+    this.path = options.path;
+    this.retryAfterMs = options.retryAfterMs;
+    this.unavailable = status === 503 && options.retryAfterMs !== undefined;
+  }
+}
+
+/** When a connection failed: before anything was sent, or with the request possibly sent. */
+export type ConnectionPhase = 'connect' | 'exchange';
+
+/**
+ * The network failed: refused, reset, closed mid-response, DNS failure. `phase` is `connect`
+ * when the failure is known to precede sending (refused, unknown host): the service cannot have
+ * acted. `syscall` is the system or undici error code (`ECONNREFUSED`, `UND_ERR_SOCKET`).
+ */
+export class HttpConnectionError extends ConnectionError {
+  readonly method: string;
+  readonly path: string;
+  readonly phase: ConnectionPhase;
+  readonly syscall: string | undefined;
+  constructor(phase: ConnectionPhase, syscall: string | undefined, detail: string, options: HttpErrorOptions) {
+    const what = phase === 'connect' ? 'could not connect' : 'lost its connection';
+    super(`${where(options)} ${what} (${syscall ?? 'network error'}: ${detail}). Check the base URL and the network.`, {
+      ...options,
+      retryable: true,
+    });
+    this.method = options.method;
+    this.path = options.path;
+    this.phase = phase;
+    this.syscall = syscall;
+  }
+}
+
+/** Which limit passed: connecting, waiting for response headers, or between body bytes. */
+export type HttpTimeoutPhase = 'connect' | 'headers' | 'body';
+
+/** A request time limit passed (`connectTimeoutMs`, `headersTimeoutMs`, `bodyTimeoutMs`). */
+export class HttpTimeoutError extends TimeoutError {
+  readonly method: string;
+  readonly path: string;
+  readonly phase: HttpTimeoutPhase;
+  constructor(phase: HttpTimeoutPhase, timeoutMs: number, options: HttpErrorOptions) {
+    const what =
+      phase === 'connect'
+        ? 'connecting'
+        : phase === 'headers'
+          ? 'waiting for the response headers'
+          : 'waiting for more of the response body';
+    super(`${where(options)} timed out after ${timeoutMs} ms ${what}. Raise ${phase}TimeoutMs if the service is slow.`, timeoutMs, {
+      ...options,
+      retryable: true,
+    });
+    this.method = options.method;
+    this.path = options.path;
+    this.phase = phase;
+  }
+}
+
+export interface TaskErrorOptions extends RtTranslateErrorOptions {
+  taskId: string;
+}
+
+/** A task ended with status ERROR. `taskMessage` is its `message` or `exception_reason`. */
+export class TaskFailedError extends RtTranslateError {
+  readonly taskId: string;
+  readonly taskMessage: string | undefined;
+  constructor(taskMessage: string | undefined, options: TaskErrorOptions) {
+    const said = taskMessage ? `: ${taskMessage}` : ' (no message given)';
+    super('RTT_TASK_FAILED', `Task ${options.taskId} failed${said}. Check the input and submit it again.`, {
+      ...options,
+      serverMessage: taskMessage,
+      retryable: true,
+    });
+    this.taskId = options.taskId;
+    this.taskMessage = taskMessage;
+  }
+}
+
+/** A task ended with status TIMEOUT: the work exceeded the service's time limit. */
+export class TaskTimeoutError extends RtTranslateError {
+  readonly taskId: string;
+  constructor(options: TaskErrorOptions) {
+    super(
+      'RTT_TASK_TIMEOUT',
+      `Task ${options.taskId} exceeded the service's processing time limit (TIMEOUT). Split the work into smaller requests.`,
+      { ...options, retryable: false },
+    );
+    this.taskId = options.taskId;
+  }
+}
+
+/** A task ended with status PAYMENT_REQUIRED: not enough credits. */
+export class PaymentRequiredError extends RtTranslateError {
+  readonly taskId: string;
+  constructor(options: TaskErrorOptions) {
+    super(
+      'RTT_PAYMENT_REQUIRED',
+      `Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`,
+      { ...options, retryable: false },
+    );
+    this.taskId = options.taskId;
+  }
+}
+
+/**
+ * The client stopped waiting for a task (`maxWaitMs` passed). The task may still finish: poll
+ * it later with `taskId`.
+ */
+export class TaskWaitTimeoutError extends TimeoutError {
+  readonly taskId: string;
+  readonly lastStatus: string;
+  constructor(taskId: string, lastStatus: string, timeoutMs: number) {
+    super(
+      `Task ${taskId} was still ${lastStatus} after waiting ${timeoutMs} ms (maxWaitMs). ` +
+        `It may still finish: poll it again later with its task id, or raise maxWaitMs.`,
+      timeoutMs,
+      { retryable: true },
+    );
+    this.taskId = taskId;
+    this.lastStatus = lastStatus;
+  }
+}

@@ -1,0 +1,60 @@
+/** The HTTP interface: client, endpoints, task helper, retry policy, validation limits, TTS stream. */
+export * from './errors.js';
+export {
+  DEFAULT_RETRY,
+  backoffDelay,
+  isRetryable,
+  parseRetryAfter,
+  serviceDidNotAct,
+  type RequestKind,
+  type RetryInfo,
+  type RetryOptions,
+  type RetrySetting,
+} from './retry.js';
+export {
+  FORMALITY_VALUES,
+  GENDER_VALUES,
+  NUMERIC_LANGUAGE_WARNING,
+  OUTPUT_FORMATS,
+  OUTPUT_TYPES,
+  PROJECT_DESCRIPTION_LENGTH,
+  PROJECT_NAME_LENGTH,
+  RUN_IDS_COUNT,
+  SELECTED_AUDIO_TRACKS_COUNT,
+  TTS_STREAM_TEXT_LENGTH,
+  type OutputFormat,
+  type OutputType,
+} from './validation.js';
+export * from './tasks.js';
+export {
+  createAudioSeparation,
+  createProjectSetup,
+  createTranslatedTts,
+  createTts,
+  deleteVoice,
+  getAudioSeparationResults,
+  getAudioSeparationStatus,
+  getSubtitleStatus,
+  getTranslatedTtsStatus,
+  getTranslationResult,
+  getTtsResultAudio,
+  getTtsResultUrl,
+  getTtsStatus,
+  parseAudioSeparationResults,
+  pickFileUrl,
+  separateAudio,
+  translateAndSpeak,
+  type AudioFileUrl,
+  type AudioResult,
+  type AudioSeparationRun,
+  type AudioUpload,
+  type CreatedTask,
+  type LegacyTtsRequest,
+  type ProjectSetupRequest,
+  type TaskCallOptions,
+  type TranslateAndSpeakResult,
+  type TranslatedTtsRequest,
+  type TranslationResult,
+} from './endpoints.js';
+export * from './client.js';
+export * from './tts-stream-readable.js';

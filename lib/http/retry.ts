@@ -1,0 +1,190 @@
+/**
+ * The retry policy of the HTTP client, on top of p-retry.
+ *
+ * What is retried depends on what the request does:
+ *
+ * - A **read** (`GET`, `DELETE`, and the bulk lookup `POST /audio-separation-results`) is retried
+ *   after 408, 429, any 5xx, a connection failure (refused, reset, closed mid-response) and a
+ *   connect, headers or body timeout.
+ * - A **creation** (a request that starts paid work: `POST /translated-tts`, `/tts`,
+ *   `/project-setup`, `/audio-separation`, `/tts-stream`) is retried only where the service
+ *   surely did not act on it:
+ *     1. the connection was never made: `ECONNREFUSED`, an unknown host (`ENOTFOUND`,
+ *        `EAI_AGAIN`) or a connect timeout, so no byte of the request was sent;
+ *     2. 429: the rate limiter answers before any work starts;
+ *     3. 503 **with** a `Retry-After` (or `X-RateLimit-Reset`) header: the service says it is
+ *        unavailable and when to come back. A 503 without one may come from a proxy after the
+ *        request reached the service, so it is not retried.
+ *   Never after another 5xx, a reset or a timeout once the request may have been sent.
+ *
+ * Delays: when the service names a wait (`Retry-After` in seconds or as an HTTP date, or
+ * `X-RateLimit-Reset` as seconds to wait or as a Unix time in seconds), that wait is used as
+ * is; if it is longer than `maxDelayMs`, the request is not retried and the error (with its
+ * `retryAfterMs`) is thrown. Otherwise the delay is exponential, `minDelayMs * factor^(n-1)`
+ * capped at `maxDelayMs`, with "equal jitter": a random point in the upper half of that delay.
+ * Caller aborts end the wait at once.
+ */
+import pRetry from 'p-retry';
+import { AbortError, RtTranslateError } from '../errors.js';
+import { HttpConnectionError, HttpStatusError, HttpTimeoutError, RateLimitError } from './errors.js';
+
+export interface RetryOptions {
+  /** Retries after the first attempt. Default 2. */
+  retries?: number;
+  /** First back-off delay, ms. Default 1000. */
+  minDelayMs?: number;
+  /** Cap of every delay, ms; also the longest server-requested wait honoured. Default 60000. */
+  maxDelayMs?: number;
+  /** Growth of the back-off per retry. Default 2. */
+  factor?: number;
+}
+
+/** `false` turns retries off; an object tunes them. */
+export type RetrySetting = false | RetryOptions;
+
+export const DEFAULT_RETRY: Required<RetryOptions> = Object.freeze({
+  retries: 2,
+  minDelayMs: 1000,
+  maxDelayMs: 60_000,
+  factor: 2,
+});
+
+/** A read may be repeated freely; a creation costs credits (see the module doc). */
+export type RequestKind = 'read' | 'create';
+
+/** Header lookup tolerant of undici's `string | string[]` values. */
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+function header(headers: HeaderBag, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The wait a response asks for, in ms, or undefined when it names none. `Retry-After` wins
+ * over `X-RateLimit-Reset`. `X-RateLimit-Reset` above 10^9 is read as a Unix time in seconds,
+ * otherwise as seconds to wait. Negative waits become 0.
+ */
+export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): number | undefined {
+  const retryAfter = header(headers, 'retry-after')?.trim();
+  if (retryAfter) {
+    if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.round(Number(retryAfter) * 1000);
+    const date = Date.parse(retryAfter);
+    if (!Number.isNaN(date)) return Math.max(0, date - now);
+  }
+  const reset = header(headers, 'x-ratelimit-reset')?.trim();
+  if (reset && /^\d+(\.\d+)?$/.test(reset)) {
+    const value = Number(reset);
+    if (value > 1e9) return Math.max(0, Math.round(value * 1000 - now));
+    return Math.round(value * 1000);
+  }
+  return undefined;
+}
+
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** True when `error` proves the service did not act on the request (see the module doc). */
+export function serviceDidNotAct(error: unknown): boolean {
+  if (error instanceof RateLimitError) return true;
+  if (error instanceof HttpStatusError) return error.unavailable;
+  if (error instanceof HttpConnectionError) return error.phase === 'connect' && NOT_CONNECTED.has(error.syscall ?? '');
+  if (error instanceof HttpTimeoutError) return error.phase === 'connect';
+  return false;
+}
+
+/** Whether the policy retries `error` for a request of `kind`. */
+export function isRetryable(error: unknown, kind: RequestKind): boolean {
+  if (!(error instanceof RtTranslateError)) return false;
+  if (kind === 'create') return serviceDidNotAct(error);
+  if (error instanceof RateLimitError) return true;
+  if (error instanceof HttpStatusError) return error.retryable;
+  if (error instanceof HttpConnectionError || error instanceof HttpTimeoutError) return true;
+  return false;
+}
+
+/** Back-off before retry number `retry` (1-based), with equal jitter; `random` in [0, 1). */
+export function backoffDelay(retry: number, options: Required<RetryOptions>, random: number = Math.random()): number {
+  const base = Math.min(options.maxDelayMs, options.minDelayMs * options.factor ** Math.max(0, retry - 1));
+  return Math.round(base / 2 + (base / 2) * random);
+}
+
+/** The retry options with defaults filled in, or `false`. Throws TypeError on nonsense. */
+export function resolveRetry(setting: RetrySetting | undefined): Required<RetryOptions> | false {
+  if (setting === false) return false;
+  const merged = { ...DEFAULT_RETRY, ...(setting ?? {}) };
+  for (const key of ['retries', 'minDelayMs', 'maxDelayMs', 'factor'] as const) {
+    const value = merged[key];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new TypeError(`retry.${key} must be a finite number >= 0 (got ${String(value)})`);
+    }
+  }
+  return merged;
+}
+
+function waitFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new AbortError());
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortError());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export interface RetryInfo {
+  /** The failure that is being retried. */
+  error: RtTranslateError;
+  /** 1 for the first retry. */
+  retry: number;
+  /** Wait before it, ms. */
+  delayMs: number;
+}
+
+export interface WithRetryOptions {
+  kind: RequestKind;
+  retry: RetrySetting | undefined;
+  signal?: AbortSignal;
+  /** Called before each wait; for logs and tests. */
+  onRetry?: (info: RetryInfo) => void;
+  /** Source of jitter in [0, 1); tests pass a constant. */
+  random?: () => number;
+}
+
+/**
+ * Runs `attempt` under the policy. The error of the last attempt is thrown unchanged, so the
+ * caller sees the typed error of what actually went wrong.
+ */
+export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T>, options: WithRetryOptions): Promise<T> {
+  const policy = resolveRetry(options.retry);
+  if (policy === false || policy.retries === 0) return attempt(1);
+  const random = options.random ?? Math.random;
+  try {
+    return await pRetry(attempt, {
+      retries: policy.retries,
+      // p-retry's own delay is off: shouldRetry below waits, so the server's wait can be used.
+      minTimeout: 0,
+      maxTimeout: 0,
+      signal: options.signal,
+      shouldRetry: async ({ error, retriesConsumed }) => {
+        if (!isRetryable(error, options.kind)) return false;
+        const asked = error instanceof RateLimitError || error instanceof HttpStatusError ? error.retryAfterMs : undefined;
+        if (asked !== undefined && asked > policy.maxDelayMs) return false;
+        const delayMs = asked ?? backoffDelay(retriesConsumed + 1, policy, random());
+        options.onRetry?.({ error: error as RtTranslateError, retry: retriesConsumed + 1, delayMs });
+        await waitFor(delayMs, options.signal);
+        return true;
+      },
+    });
+  } catch (error) {
+    if (options.signal?.aborted && !(error instanceof RtTranslateError)) throw new AbortError(undefined, { cause: error });
+    throw error;
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * The asynchronous task pattern, once for every feature: create a task, poll its status until
+ * it is final, fetch the result with its `run_id`.
+ *
+ * Polling follows the interface's guidance: the `speech` profile polls every 2 s growing to
+ * 5 s; the `longMedia` profile (subtitles, dubbing, separation of long files) starts at 15 s
+ * and grows to 60 s. The interval grows by `factor` after each PENDING answer (exponential
+ * back-off) and the wait ends with `TaskWaitTimeoutError` after `maxWaitMs`. Each poll calls
+ * `onProgress`. The five statuses:
+ *
+ * | status           | outcome                                        |
+ * |------------------|------------------------------------------------|
+ * | PENDING          | poll again                                     |
+ * | SUCCESS          | resolve with `run_id` (missing: ProtocolError) |
+ * | ERROR            | `TaskFailedError` with `message`/`exception_reason` |
+ * | TIMEOUT          | `TaskTimeoutError`                             |
+ * | PAYMENT_REQUIRED | `PaymentRequiredError`                         |
+ *
+ * Any other status is a `ProtocolError` that names it (statuses are compared case-insensitively).
+ * Each status request goes through the client's retry policy, so one failed poll does not end
+ * the wait.
+ */
+import { AbortError, ProtocolError } from '../errors.js';
+import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
+
+export const TASK_STATUSES = ['SUCCESS', 'PENDING', 'TIMEOUT', 'ERROR', 'PAYMENT_REQUIRED'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** A status endpoint's answer. Fields beyond these are kept. */
+export interface TaskStatusResponse {
+  status: TaskStatus;
+  run_id: number | null;
+  /** Present on some ERROR answers. */
+  message?: string;
+  /** Some services put the failure reason here instead. */
+  exception_reason?: string;
+  [field: string]: unknown;
+}
+
+export interface PollingOptions {
+  /** Wait before the first poll and between the first polls, ms. */
+  initialIntervalMs: number;
+  /** Cap of the interval, ms. */
+  maxIntervalMs: number;
+  /** Growth of the interval after each PENDING answer. 1 keeps it constant. */
+  factor: number;
+  /** Longest total wait, ms, before `TaskWaitTimeoutError`. */
+  maxWaitMs: number;
+}
+
+/** Short tasks such as speech: 2 s growing to 5 s, give up after 10 minutes. */
+export const SPEECH_POLLING: Readonly<PollingOptions> = Object.freeze({
+  initialIntervalMs: 2_000,
+  maxIntervalMs: 5_000,
+  factor: 1.5,
+  maxWaitMs: 10 * 60_000,
+});
+
+/** Subtitles and long media: 15 s growing to 60 s, give up after 2 hours. */
+export const LONG_MEDIA_POLLING: Readonly<PollingOptions> = Object.freeze({
+  initialIntervalMs: 15_000,
+  maxIntervalMs: 60_000,
+  factor: 1.5,
+  maxWaitMs: 2 * 60 * 60_000,
+});
+
+export type PollingProfile = 'speech' | 'longMedia';
+
+/** What `onProgress` receives after each poll. */
+export interface TaskProgress {
+  taskId: string;
+  status: TaskStatus;
+  /** 1 for the first poll. */
+  poll: number;
+  /** Since polling started, ms. */
+  elapsedMs: number;
+  /** Wait before the next poll, ms; undefined when this answer was final. */
+  nextPollInMs: number | undefined;
+  response: TaskStatusResponse;
+}
+
+export interface WaitOptions extends Partial<PollingOptions> {
+  /** Which guidance to start from. Default `speech`. */
+  profile?: PollingProfile;
+  signal?: AbortSignal;
+  onProgress?: (progress: TaskProgress) => void;
+}
+
+/** A finished, successful task. */
+export interface CompletedTask {
+  taskId: string;
+  runId: number;
+  response: TaskStatusResponse;
+}
+
+/** The profile's values with any overrides, checked. */
+export function resolvePolling(options: WaitOptions = {}): PollingOptions {
+  const base = options.profile === 'longMedia' ? LONG_MEDIA_POLLING : SPEECH_POLLING;
+  const merged: PollingOptions = {
+    initialIntervalMs: options.initialIntervalMs ?? base.initialIntervalMs,
+    maxIntervalMs: options.maxIntervalMs ?? Math.max(base.maxIntervalMs, options.initialIntervalMs ?? 0),
+    factor: options.factor ?? base.factor,
+    maxWaitMs: options.maxWaitMs ?? base.maxWaitMs,
+  };
+  for (const [key, value] of Object.entries(merged)) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new TypeError(`polling.${key} must be a finite number >= 0 (got ${String(value)})`);
+    }
+  }
+  if (merged.factor < 1) throw new TypeError(`polling.factor must be >= 1 (got ${merged.factor})`);
+  return merged;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new AbortError('Waiting for the task was aborted.'));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortError('Waiting for the task was aborted.'));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Checks a status answer: returns it with `status` uppercased, or throws `ProtocolError` for a
+ * missing or unknown status.
+ */
+export function parseTaskStatus(taskId: string, raw: unknown): TaskStatusResponse {
+  if (raw === null || typeof raw !== 'object' || typeof (raw as { status?: unknown }).status !== 'string') {
+    throw new ProtocolError(`The status of task ${taskId} came without a status field.`);
+  }
+  const response = raw as Record<string, unknown>;
+  const status = (response.status as string).toUpperCase();
+  if (!(TASK_STATUSES as readonly string[]).includes(status)) {
+    throw new ProtocolError(
+      `Task ${taskId} reported the unknown status ${JSON.stringify(response.status)} ` +
+        `(known: ${TASK_STATUSES.join(', ')}). Update rt-translate, or poll the task yourself.`,
+      { serverMessage: String(response.status) },
+    );
+  }
+  const runId = response.run_id;
+  return {
+    ...response,
+    status: status as TaskStatus,
+    run_id: typeof runId === 'number' ? runId : typeof runId === 'string' && /^\d+$/.test(runId) ? Number(runId) : null,
+  };
+}
+
+/** Throws the typed error of a final failed status; returns for PENDING and SUCCESS. */
+export function throwIfFailed(taskId: string, response: TaskStatusResponse): void {
+  switch (response.status) {
+    case 'ERROR': {
+      const text = [response.message, response.exception_reason].find((m) => typeof m === 'string' && m !== '');
+      throw new TaskFailedError(text, { taskId });
+    }
+    case 'TIMEOUT':
+      throw new TaskTimeoutError({ taskId });
+    case 'PAYMENT_REQUIRED':
+      throw new PaymentRequiredError({ taskId });
+    default:
+      return;
+  }
+}
+
+/**
+ * Polls `getStatus` until the task is final. Resolves with its `run_id` on SUCCESS; rejects with
+ * the typed error of any other outcome, `TaskWaitTimeoutError` after `maxWaitMs`, or
+ * `AbortError` when `signal` aborts (the wait between polls ends at once).
+ */
+export async function waitForTask(
+  taskId: string,
+  getStatus: (taskId: string, signal: AbortSignal | undefined) => Promise<unknown>,
+  options: WaitOptions = {},
+): Promise<CompletedTask> {
+  const polling = resolvePolling(options);
+  const { signal, onProgress } = options;
+  const start = Date.now();
+  let interval = polling.initialIntervalMs;
+  let lastStatus = 'PENDING';
+  for (let poll = 1; ; poll++) {
+    const elapsed = Date.now() - start;
+    const remaining = polling.maxWaitMs - elapsed;
+    if (remaining <= 0) throw new TaskWaitTimeoutError(taskId, lastStatus, polling.maxWaitMs);
+    await sleep(Math.min(interval, remaining), signal);
+    const response = parseTaskStatus(taskId, await getStatus(taskId, signal));
+    lastStatus = response.status;
+    const final = response.status !== 'PENDING';
+    const next = Math.min(polling.maxIntervalMs, Math.round(interval * polling.factor));
+    onProgress?.({
+      taskId,
+      status: response.status,
+      poll,
+      elapsedMs: Date.now() - start,
+      nextPollInMs: final ? undefined : next,
+      response,
+    });
+    throwIfFailed(taskId, response);
+    if (response.status === 'SUCCESS') {
+      if (response.run_id === null || !Number.isSafeInteger(response.run_id) || response.run_id < 1) {
+        throw new ProtocolError(`Task ${taskId} succeeded but its status carries no valid run_id.`);
+      }
+      return { taskId, runId: response.run_id, response };
+    }
+    interval = next;
+  }
+}
+
+export interface TaskSteps<R> {
+  /** Submits the work; resolves with the new task's id. Not retried by this helper. */
+  create: (signal: AbortSignal | undefined) => Promise<string>;
+  /** One status request. */
+  status: (taskId: string, signal: AbortSignal | undefined) => Promise<unknown>;
+  /** Fetches the result of the finished run. */
+  result: (run: CompletedTask, signal: AbortSignal | undefined) => Promise<R>;
+}
+
+/** Create, poll, result: the whole pattern in one call. */
+export async function runTask<R>(steps: TaskSteps<R>, options: WaitOptions = {}): Promise<R> {
+  const taskId = await steps.create(options.signal);
+  const run = await waitForTask(taskId, steps.status, options);
+  return steps.result(run, options.signal);
+}

@@ -1,0 +1,313 @@
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FormData, request } from 'undici';
+import type { RunningEmulator } from '../lib/emulator/server.js';
+import { MultipartError, multipartBoundary, parseMultipart } from '../lib/emulator/http/multipart.js';
+import { sniffAudio, wavHeader } from '../lib/emulator/http/audio.js';
+import { createRateLimiter } from '../lib/emulator/http/rate-limit.js';
+import { synthesizeSpeechPcm } from '../lib/emulator/synth.js';
+import { KEY, OTHER_KEY, clientFor, collect, control, emulator, openNetHandles, raw, until } from './http-test-helpers.js';
+
+const WAV = await readFile(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+
+let emu: RunningEmulator;
+
+beforeAll(async () => {
+  emu = await emulator();
+});
+
+afterAll(async () => {
+  await emu.close();
+});
+
+const tts = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+
+describe('auth', () => {
+  it('401 {error, status} for a missing key', async () => {
+    const r = await raw(emu, 'POST', '/translated-tts', { key: null, json: tts });
+    expect(r.status).toBe(401);
+    expect(r.json).toEqual({ error: 'Missing API key: send it in the x-api-key header.', status: 401 });
+  });
+
+  it('401 for an unknown key', async () => {
+    const r = await raw(emu, 'GET', '/sub/x', { key: 'nope' });
+    expect(r).toMatchObject({ status: 401, json: { error: 'Invalid API key.', status: 401 } });
+  });
+
+  it("403 {error, status} for another key's task", async () => {
+    const created = await raw(emu, 'POST', '/translated-tts', { key: OTHER_KEY, json: tts });
+    const r = await raw(emu, 'GET', `/translated-tts/${created.json.task_id}`);
+    expect(r.status).toBe(403);
+    expect(r.json).toEqual({ error: `Task ${created.json.task_id} belongs to another API key.`, status: 403 });
+  });
+
+  it('presigned files need no key', async () => {
+    const seeded = await control(emu, 'POST', 'tasks', { kind: 'tts', text: 'file', taskMs: 0 });
+    const r = await raw(emu, 'GET', `/tts-result/${seeded.run_id}?output_type=file_url`);
+    const file = await request(r.json.output_url);
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-type']).toBe('audio/flac');
+    await file.body.dump();
+  });
+});
+
+describe('routing', () => {
+  it('404 for an unknown path, 405 for a wrong method', async () => {
+    expect(await raw(emu, 'GET', '/nothing-here')).toMatchObject({ status: 404, json: { status: 404 } });
+    expect(await raw(emu, 'GET', '/translated-tts')).toMatchObject({ status: 405, json: { status: 405 } });
+  });
+
+  it('404 for an unknown task', async () => {
+    expect(await raw(emu, 'GET', '/tts/no-such-task')).toMatchObject({ status: 404, json: { status: 404 } });
+  });
+});
+
+describe('422 detail', () => {
+  it('lists every issue as {loc, msg, type}', async () => {
+    const r = await raw(emu, 'POST', '/translated-tts', { json: { text: 'x', source_language: 'en-us', project_name: 'ab', formality: 3 } });
+    expect(r.status).toBe(422);
+    expect(r.json).toEqual({
+      detail: [
+        { loc: ['body', 'target_language'], msg: 'Field required', type: 'missing' },
+        { loc: ['body', 'project_name'], msg: 'String should have at least 3 characters', type: 'string_too_short' },
+        { loc: ['body', 'formality'], msg: 'Input should be 1 or 2', type: 'literal_error' },
+      ],
+    });
+  });
+
+  it.each([
+    ['a relative media_url', { media_url: '/a.mp4' }, ['body', 'media_url'], 'url_parsing'],
+    ['an ftp media_url', { media_url: 'ftp://h/a.mp4' }, ['body', 'media_url'], 'url_scheme'],
+    ['folder_id 0', { folder_id: 0 }, ['body', 'folder_id'], 'greater_than_equal'],
+    ['three audio tracks', { selected_audio_tracks: [0, 1, 2] }, ['body', 'selected_audio_tracks'], 'too_long'],
+    ['no dictionaries', { chosen_dictionaries: [] }, ['body', 'chosen_dictionaries'], 'too_short'],
+    ['language id 0', { source_language: 0 }, ['body', 'source_language'], 'value_error'],
+  ])('project-setup with %s', async (_name, change, loc, type) => {
+    const body = { media_url: 'https://example.com/v.mp4', source_language: 'en-us', target_languages: ['es-es'], ...change };
+    const r = await raw(emu, 'POST', '/project-setup', { json: body });
+    expect(r.status).toBe(422);
+    expect(r.json.detail).toHaveLength(1);
+    expect(r.json.detail[0]).toMatchObject({ loc, type });
+    expect(typeof r.json.detail[0].msg).toBe('string');
+  });
+
+  it('any positive integer language id is accepted', async () => {
+    const r = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 987_654, target_languages: [1, 2] } });
+    expect(r.status).toBe(200);
+    expect(typeof r.json.task_id).toBe('string');
+  });
+
+  it('duplicate run ids', async () => {
+    const r = await raw(emu, 'POST', '/audio-separation-results', { json: { run_ids: [5, 5] } });
+    expect(r.json.detail[0]).toMatchObject({ loc: ['body', 'run_ids', 1], type: 'value_error' });
+  });
+
+  it('malformed JSON, a bad path parameter, a bad query parameter', async () => {
+    const json = await raw(emu, 'POST', '/tts', { body: '{"text": ', headers: { 'content-type': 'application/json' } });
+    expect(json.json.detail[0]).toMatchObject({ msg: 'JSON decode error', type: 'json_invalid' });
+    const path = await raw(emu, 'GET', '/tts-result/abc');
+    expect(path.json).toEqual({ detail: [{ loc: ['path', 'run_id'], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' }] });
+    const query = await raw(emu, 'GET', '/tts-result/1?output_type=zip');
+    expect(query.json.detail[0]).toMatchObject({ loc: ['query', 'output_type'], type: 'enum' });
+  });
+
+  it('tts-stream: mp3, adts and no format are not supported by the emulator', async () => {
+    for (const output_configuration of [{ format: 'mp3' }, { format: 'adts' }, undefined]) {
+      const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration } });
+      expect(r.status).toBe(422);
+      expect(r.json.detail[0].loc).toEqual(['body', 'output_configuration', 'format']);
+      expect(r.json.detail[0].msg).toContain('not supported by the emulator');
+    }
+  });
+});
+
+describe('tts-stream', () => {
+  it('streams wav progressively in several chunks with X-Credits-Required', async () => {
+    const slow = await emulator({ ttsStreamDelayMs: 5, ttsStreamChunkMs: 100 });
+    try {
+      const response = await request(`${slow.baseUrl}/tts-stream`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'Progressive speech here.', language: 'en-us', voice_id: 1, output_configuration: { format: 'wav' } }),
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['x-credits-required']).toBe('24');
+      expect(response.headers['content-type']).toBe('audio/wav');
+      expect(response.headers['content-length']).toBeUndefined();
+      const chunks: Buffer[] = [];
+      for await (const chunk of response.body) chunks.push(chunk as Buffer);
+      const pcm = synthesizeSpeechPcm('Progressive speech here.', { sampleRate: 24_000 });
+      expect(Buffer.concat(chunks).equals(Buffer.concat([wavHeader(pcm.length, 24_000, 1, 16), pcm]))).toBe(true);
+      expect(chunks.length).toBeGreaterThan(3);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+describe('audio separation upload', () => {
+  it('accepts a multipart upload of audio and creates a task', async () => {
+    const form = new FormData();
+    form.append('note', 'not a file');
+    form.append('media_file', new Blob([WAV], { type: 'audio/wav' }), 'speech.wav');
+    const response = await request(`${emu.baseUrl}/audio-separation`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form });
+    const body = (await response.body.json()) as { task_id: string };
+    expect(response.statusCode).toBe(200);
+    const status = await raw(emu, 'GET', `/audio-separation/${body.task_id}`);
+    expect(status.json).toEqual({ status: 'PENDING', run_id: null });
+  });
+
+  it('413 for an upload over maxUploadBytes', async () => {
+    const small = await emulator({ maxUploadBytes: 1000 });
+    try {
+      const form = new FormData();
+      form.append('media_file', new Blob([WAV]), 'speech.wav');
+      const response = await request(`${small.baseUrl}/audio-separation`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form }).catch(
+        (e: unknown) => e,
+      );
+      // The emulator answers 413 and closes; the client may see the answer or the closed socket.
+      if (response instanceof Error) {
+        expect((response as Error & { code?: string }).code).toMatch(/UND_ERR_SOCKET|ECONNRESET|EPIPE/);
+      } else {
+        expect((response as { statusCode: number }).statusCode).toBe(413);
+        await (response as { body: { dump(): Promise<void> } }).body.dump();
+      }
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('422 without multipart, or without a file part', async () => {
+    expect((await raw(emu, 'POST', '/audio-separation', { json: { a: 1 } })).json.detail[0].loc).toEqual(['body', 'media_file']);
+    const form = new FormData();
+    form.append('name', 'value');
+    const response = await request(`${emu.baseUrl}/audio-separation`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form });
+    expect(response.statusCode).toBe(422);
+    expect(((await response.body.json()) as { detail: Array<{ type: string }> }).detail[0]!.type).toBe('missing');
+  });
+});
+
+describe('multipart parser', () => {
+  const body = (parts: string[], boundary = 'XyZ'): Buffer =>
+    Buffer.from(`preamble\r\n${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('')}--${boundary}--\r\n`, 'utf8');
+
+  it('reads names, file names (also filename*), types and data', () => {
+    const parts = parseMultipart(
+      body([
+        'Content-Disposition: form-data; name="a"\r\n\r\nvalue one',
+        'Content-Disposition: form-data; name="f"; filename="x.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF\r\n--not-a-boundary',
+        "Content-Disposition: form-data; name=\"g\"; filename*=UTF-8''caf%C3%A9.flac\r\n\r\n",
+      ]),
+      'XyZ',
+    );
+    expect(parts.map((p) => [p.name, p.filename, p.contentType, p.data.toString()])).toEqual([
+      ['a', undefined, undefined, 'value one'],
+      ['f', 'x.wav', 'audio/wav', 'RIFF\r\n--not-a-boundary'],
+      ['g', 'café.flac', undefined, ''],
+    ]);
+  });
+
+  it('finds the boundary in a content type, quoted or not', () => {
+    expect(multipartBoundary('multipart/form-data; boundary=abc')).toBe('abc');
+    expect(multipartBoundary('multipart/form-data; charset=utf-8; boundary="a b"')).toBe('a b');
+    expect(multipartBoundary('application/json')).toBeUndefined();
+  });
+
+  it('refuses malformed bodies', () => {
+    expect(() => parseMultipart(Buffer.from('nothing'), 'XyZ')).toThrow(MultipartError);
+    expect(() => parseMultipart(Buffer.from('--XyZ\r\nContent-Disposition: form-data; name="a"\r\n\r\nno end'), 'XyZ')).toThrow(/closing boundary/);
+    expect(() => parseMultipart(body(['Content-Type: text/plain\r\n\r\nx']), 'XyZ')).toThrow(/Content-Disposition/);
+  });
+
+  it('sniffs audio by content', () => {
+    expect(sniffAudio(WAV)).toBe('wav');
+    expect(sniffAudio(Buffer.from('fLaC\0\0\0\x22'))).toBe('flac');
+    expect(sniffAudio(Buffer.from('ID3\x04'))).toBe('mp3');
+    expect(sniffAudio(Buffer.from([0xff, 0xf1, 0x50, 0x80]))).toBe('aac');
+    expect(sniffAudio(Buffer.from([0xff, 0xfb, 0x90, 0x00]))).toBe('mp3');
+    expect(sniffAudio(Buffer.from('hello'))).toBeUndefined();
+  });
+});
+
+describe('rate limiting', () => {
+  it('a token bucket per key refills at the configured rate', () => {
+    let now = 0;
+    const limiter = createRateLimiter(2, () => now);
+    expect([limiter.take('a').allowed, limiter.take('a').allowed, limiter.take('a').allowed]).toEqual([true, true, false]);
+    expect(limiter.take('b').allowed).toBe(true);
+    expect(limiter.take('a').retryAfterS).toBe(1);
+    now += 500;
+    expect(limiter.take('a').allowed).toBe(true);
+    expect(limiter.take('a').allowed).toBe(false);
+  });
+
+  it('answers 429 {error, status} with Retry-After past the limit', async () => {
+    let now = 1_000_000;
+    const limited = await emulator({ rateLimit: 1, clock: () => now });
+    try {
+      expect((await raw(limited, 'POST', '/translated-tts', { json: tts })).status).toBe(200);
+      const refused = await raw(limited, 'POST', '/translated-tts', { json: tts });
+      expect(refused.status).toBe(429);
+      expect(refused.json).toEqual({ error: 'Rate limit exceeded.', status: 429 });
+      expect(refused.headers['retry-after']).toBe('1');
+      now += 1000;
+      expect((await raw(limited, 'POST', '/translated-tts', { json: tts })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('control endpoint', () => {
+  it('refuses a malformed fault with 400 and lists armed ones', async () => {
+    const bad = await request(`${emu.baseUrl}/_emulator/faults`, { method: 'POST', body: JSON.stringify({ status: 99 }) });
+    expect(bad.statusCode).toBe(400);
+    expect(((await bad.body.json()) as { error: string }).error).toContain('status must be an integer 100..599');
+    await control(emu, 'POST', 'faults', { status: 500, count: 3, method: 'DELETE' });
+    expect((await control(emu, 'GET', 'faults')).faults).toEqual([{ status: 500, count: 3, method: 'DELETE' }]);
+    // The method filter leaves other requests alone.
+    expect((await raw(emu, 'GET', '/sub/x')).status).toBe(404);
+    expect((await raw(emu, 'DELETE', '/delete-voice/1')).status).toBe(500);
+    expect((await control(emu, 'GET', 'faults')).faults[0].count).toBe(2);
+    await control(emu, 'DELETE', 'faults');
+    expect((await control(emu, 'GET', 'faults')).faults).toEqual([]);
+  });
+
+  it('passes file-store fault switches through', async () => {
+    const seeded = await control(emu, 'POST', 'tasks', { kind: 'tts', text: 'ranges', taskMs: 0 });
+    const url = (await raw(emu, 'GET', `/tts-result/${seeded.run_id}?output_type=file_url`)).json.output_url as string;
+    await control(emu, 'POST', 'file-faults', { ignoreRange: true });
+    const whole = await request(url, { headers: { range: 'bytes=10-' } });
+    expect(whole.statusCode).toBe(200);
+    expect(whole.headers['accept-ranges']).toBe('none');
+    await whole.body.dump();
+    await control(emu, 'POST', 'file-faults', {});
+    const part = await request(url, { headers: { range: 'bytes=10-' } });
+    expect(part.statusCode).toBe(206);
+    await part.body.dump();
+  });
+
+  it('a task can be seeded with any status', async () => {
+    const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', status: 'PAYMENT_REQUIRED', taskMs: 0 });
+    expect((await raw(emu, 'GET', `/sub/${seeded.task_id}`)).json).toEqual({ status: 'PAYMENT_REQUIRED', run_id: null });
+  });
+});
+
+describe('cleanup', () => {
+  it('leaves no socket or server open after clients and emulators close', async () => {
+    const before = openNetHandles().length;
+    const mine = await emulator({ ttsStreamDelayMs: 2 });
+    const client = clientFor(mine);
+    const result = await client.translateAndSpeak(tts);
+    await collect(result.audio);
+    const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', output_configuration: { format: 'pcm_s16le' } });
+    await new Promise((resolve) => stream.once('data', resolve));
+    stream.destroy();
+    await new Promise((resolve) => stream.once('close', resolve));
+    await client.close();
+    await mine.close();
+    // Closed handles are released within a few turns of the event loop.
+    await until(() => openNetHandles().length <= before, 2000).catch(() => undefined);
+    expect(openNetHandles().length).toBeLessThanOrEqual(before);
+  });
+});

@@ -1,0 +1,337 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RunningEmulator } from '../lib/emulator/server.js';
+import { AbortError } from '../lib/errors.js';
+import { LocalizationClient } from '../lib/http/client.js';
+import {
+  HttpConnectionError,
+  HttpStatusError,
+  HttpTimeoutError,
+  RateLimitError,
+} from '../lib/http/errors.js';
+import {
+  DEFAULT_RETRY,
+  backoffDelay,
+  isRetryable,
+  parseRetryAfter,
+  withRetry,
+  type RetryInfo,
+} from '../lib/http/retry.js';
+import { KEY, OTHER_KEY, clientFor, control, emulator, logged } from './http-test-helpers.js';
+
+const info = { method: 'POST', path: '/x' };
+const status = (code: number, retryAfterMs?: number): HttpStatusError => new HttpStatusError(code, { ...info, retryAfterMs });
+const rateLimit = (retryAfterMs?: number): RateLimitError => new RateLimitError({ ...info, retryAfterMs });
+const refused = new HttpConnectionError('connect', 'ECONNREFUSED', 'connect ECONNREFUSED', info);
+const reset = new HttpConnectionError('exchange', 'UND_ERR_SOCKET', 'other side closed', info);
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2025-01-01T00:00:00Z');
+  it.each([
+    ['seconds', { 'retry-after': '3' }, 3000],
+    ['fractional seconds', { 'retry-after': '0.5' }, 500],
+    ['an HTTP date', { 'retry-after': 'Wed, 01 Jan 2025 00:00:10 GMT' }, 10_000],
+    ['a date in the past', { 'retry-after': 'Tue, 31 Dec 2024 23:59:00 GMT' }, 0],
+    ['X-RateLimit-Reset as seconds to wait', { 'x-ratelimit-reset': '7' }, 7000],
+    ['X-RateLimit-Reset as a Unix time', { 'x-ratelimit-reset': String(now / 1000 + 4) }, 4000],
+    ['Retry-After over X-RateLimit-Reset', { 'retry-after': '1', 'x-ratelimit-reset': '9' }, 1000],
+    ['an array header value', { 'retry-after': ['2', '5'] }, 2000],
+  ])('reads %s', (_name, headers, expected) => {
+    expect(parseRetryAfter(headers, now)).toBe(expected);
+  });
+
+  it('is undefined without either header or with garbage', () => {
+    expect(parseRetryAfter({}, now)).toBeUndefined();
+    expect(parseRetryAfter({ 'retry-after': 'soon' }, now)).toBeUndefined();
+  });
+});
+
+describe('backoffDelay', () => {
+  it('grows exponentially with equal jitter and is capped', () => {
+    const policy = { ...DEFAULT_RETRY, minDelayMs: 1000, maxDelayMs: 5000, factor: 2 };
+    expect(backoffDelay(1, policy, 0)).toBe(500);
+    expect(backoffDelay(1, policy, 0.999)).toBe(1000);
+    expect(backoffDelay(2, policy, 0)).toBe(1000);
+    expect(backoffDelay(3, policy, 0.5)).toBe(3000);
+    expect(backoffDelay(10, policy, 0.999)).toBe(4998);
+    expect(backoffDelay(10, policy, 1 - Number.EPSILON)).toBe(5000);
+    expect(backoffDelay(10, policy, 0)).toBe(2500);
+  });
+});
+
+describe('isRetryable', () => {
+  it.each([
+    ['408', status(408), true, false],
+    ['429', rateLimit(1000), true, true],
+    ['500', status(500), true, false],
+    ['502', status(502), true, false],
+    ['503 with Retry-After', status(503, 1000), true, true],
+    ['503 without Retry-After', status(503), true, false],
+    ['404', status(404), false, false],
+    ['connection refused', refused, true, true],
+    ['unknown host', new HttpConnectionError('connect', 'ENOTFOUND', 'x', info), true, true],
+    ['reset mid-response', reset, true, false],
+    ['headers timeout', new HttpTimeoutError('headers', 10, info), true, false],
+    ['connect timeout', new HttpTimeoutError('connect', 10, info), true, true],
+    ['abort', new AbortError(), false, false],
+    ['a plain Error', new Error('x'), false, false],
+  ])('%s', (_name, error, read, create) => {
+    expect(isRetryable(error, 'read')).toBe(read);
+    expect(isRetryable(error, 'create')).toBe(create);
+  });
+});
+
+describe('withRetry', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('waits the back-off between attempts and returns the first success', async () => {
+    vi.useFakeTimers();
+    const attempts: number[] = [];
+    const retries: RetryInfo[] = [];
+    const promise = withRetry(
+      async (n) => {
+        attempts.push(n);
+        if (n < 3) throw status(502);
+        return 'ok';
+      },
+      { kind: 'read', retry: { retries: 3, minDelayMs: 100, maxDelayMs: 1000 }, random: () => 0.999, onRetry: (r) => retries.push(r) },
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    expect(attempts).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(attempts).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(attempts).toEqual([1, 2]);
+    await vi.advanceTimersByTimeAsync(200);
+    await expect(promise).resolves.toBe('ok');
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(retries.map((r) => [r.retry, r.delayMs])).toEqual([
+      [1, 100],
+      [2, 200],
+    ]);
+  });
+
+  it("uses the service's Retry-After instead of the back-off", async () => {
+    vi.useFakeTimers();
+    const retries: RetryInfo[] = [];
+    let n = 0;
+    const promise = withRetry(
+      async () => {
+        n++;
+        if (n === 1) throw rateLimit(2500);
+        return n;
+      },
+      { kind: 'create', retry: { minDelayMs: 1 }, onRetry: (r) => retries.push(r) },
+    );
+    await vi.advanceTimersByTimeAsync(2499);
+    expect(n).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    await expect(promise).resolves.toBe(2);
+    expect(retries[0]?.delayMs).toBe(2500);
+  });
+
+  it('does not wait longer than maxDelayMs: a longer Retry-After is thrown at once', async () => {
+    let n = 0;
+    const error = await withRetry(
+      async () => {
+        n++;
+        throw rateLimit(120_000);
+      },
+      { kind: 'read', retry: { maxDelayMs: 60_000 } },
+    ).catch((e: unknown) => e);
+    expect(n).toBe(1);
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect((error as RateLimitError).retryAfterMs).toBe(120_000);
+  });
+
+  it('gives up after `retries` and throws the last typed error', async () => {
+    let n = 0;
+    const error = await withRetry(
+      async () => {
+        n++;
+        throw status(500 + n);
+      },
+      { kind: 'read', retry: { retries: 2, minDelayMs: 0 } },
+    ).catch((e: unknown) => e);
+    expect(n).toBe(3);
+    expect((error as HttpStatusError).status).toBe(503);
+  });
+
+  it('retry: false makes one attempt', async () => {
+    let n = 0;
+    await expect(
+      withRetry(
+        async () => {
+          n++;
+          throw status(503, 0);
+        },
+        { kind: 'read', retry: false },
+      ),
+    ).rejects.toBeInstanceOf(HttpStatusError);
+    expect(n).toBe(1);
+  });
+
+  it('an abort during the wait ends it at once with AbortError', async () => {
+    vi.useFakeTimers();
+    const controller = new AbortController();
+    let n = 0;
+    const promise = withRetry(
+      async () => {
+        n++;
+        throw status(500);
+      },
+      { kind: 'read', retry: { minDelayMs: 10_000 }, signal: controller.signal },
+    ).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(100);
+    controller.abort();
+    const error = await promise;
+    expect(error).toBeInstanceOf(AbortError);
+    expect(n).toBe(1);
+  });
+
+  it('rejects nonsense options', async () => {
+    await expect(withRetry(async () => 1, { kind: 'read', retry: { retries: -1 } })).rejects.toThrow(/retry.retries/);
+  });
+});
+
+describe('policy over HTTP', () => {
+  let emu: RunningEmulator;
+  let client: LocalizationClient;
+  const body = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+
+  beforeAll(async () => {
+    emu = await emulator();
+    client = clientFor(emu);
+  });
+
+  afterAll(async () => {
+    await client.close();
+    await emu.close();
+  });
+
+  afterEach(async () => {
+    await control(emu, 'DELETE', 'faults');
+    await control(emu, 'DELETE', 'requests');
+  });
+
+  it('a creation is retried after 503 with Retry-After, and succeeds', async () => {
+    await control(emu, 'POST', 'faults', { status: 503, count: 2, retryAfter: 0, path: '/translated-tts' });
+    const task = await client.createTranslatedTts(body);
+    expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([503, 503, 200]);
+  });
+
+  it('a creation is retried after 429', async () => {
+    await control(emu, 'POST', 'faults', { status: 429, count: 1, retryAfter: 0, path: '/translated-tts' });
+    await client.createTranslatedTts(body);
+    expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([429, 200]);
+  });
+
+  it('a creation is NOT retried after a 500', async () => {
+    await control(emu, 'POST', 'faults', { status: 500, count: 1, path: '/translated-tts' });
+    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toMatchObject({ status: 500, code: 'RTT_HTTP', retryable: true });
+    expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([500]);
+  });
+
+  it('a creation is NOT retried after a 503 that names no wait', async () => {
+    await control(emu, 'POST', 'faults', { status: 503, count: 1, retryAfter: null, path: '/translated-tts' });
+    await expect(client.createTranslatedTts(body)).rejects.toMatchObject({ status: 503, unavailable: false });
+    expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
+  });
+
+  it('a creation is NOT retried when the connection drops mid-response (the task was created)', async () => {
+    await control(emu, 'POST', 'faults', { dropAfterBytes: 5, count: 1, path: '/translated-tts' });
+    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpConnectionError);
+    expect(error).toMatchObject({ phase: 'exchange', code: 'RTT_CONNECTION' });
+    expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
+  });
+
+  it('a creation is NOT retried when the connection drops before the headers', async () => {
+    await control(emu, 'POST', 'faults', { dropAfterBytes: 0, count: 1, path: '/translated-tts' });
+    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpConnectionError);
+    expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
+  });
+
+  it('a read is retried after a 500 and after a dropped connection', async () => {
+    const task = await client.createTranslatedTts(body);
+    await control(emu, 'POST', 'faults', [
+      { status: 500, count: 1, path: '/translated-tts/' },
+      { dropAfterBytes: 3, count: 1, path: '/translated-tts/' },
+    ]);
+    const answer = await client.getTranslatedTtsStatus(task.taskId);
+    expect(answer.status).toBe('PENDING');
+    expect((await logged(emu, 'GET', '/translated-tts/')).map((r) => r.status)).toEqual([500, 0, 200]);
+  });
+
+  it('a read gives up after the configured retries with the last error', async () => {
+    const task = await client.createTranslatedTts(body);
+    await control(emu, 'POST', 'faults', { status: 502, count: 5, path: '/translated-tts/' });
+    await expect(client.getTranslatedTtsStatus(task.taskId)).rejects.toMatchObject({ status: 502 });
+    expect(await logged(emu, 'GET', '/translated-tts/')).toHaveLength(3);
+  });
+
+  it('retry: false (per call) turns retries off', async () => {
+    await control(emu, 'POST', 'faults', { status: 503, count: 1, retryAfter: 0, path: '/translated-tts' });
+    await expect(client.createTranslatedTts(body, { retry: false })).rejects.toMatchObject({ status: 503 });
+    expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
+  });
+
+  it("the emulator's per-key rate limiter answers 429 with Retry-After, exposed as retryAfterMs", async () => {
+    const limited = await emulator({ rateLimit: 2 });
+    const retries: Array<RetryInfo & { path: string }> = [];
+    const c = clientFor(limited, { retry: { retries: 1, maxDelayMs: 5_000 }, onRetry: (r) => retries.push(r) });
+    try {
+      await c.createTranslatedTts(body);
+      await c.createTranslatedTts(body);
+      const error = await c.createTranslatedTts(body, { retry: false }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimitError);
+      expect(error).toMatchObject({ code: 'RTT_RATE_LIMIT', retryable: true, retryAfterMs: 1000 });
+      expect(retries).toHaveLength(0);
+      // The other key has its own budget.
+      const other = clientFor(limited, { apiKey: OTHER_KEY, retry: false });
+      expect((await other.createTranslatedTts(body)).taskId).toMatch(/^[0-9a-f-]{36}$/);
+      await other.close();
+    } finally {
+      await c.close();
+      await limited.close();
+    }
+  });
+});
+
+describe('connection refused', () => {
+  let server: Server;
+  let port: number;
+
+  beforeAll(async () => {
+    // A port that was just free: listen, note it, close.
+    server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('a creation is retried when the connection is refused (nothing was sent)', async () => {
+    const retries: RetryInfo[] = [];
+    const client = new LocalizationClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: KEY,
+      retry: { retries: 2, minDelayMs: 1, maxDelayMs: 2 },
+      onRetry: (r) => retries.push(r),
+    });
+    try {
+      const error = await client.createTranslatedTts({ text: 'x', source_language: 'en-us', target_language: 'es-es' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpConnectionError);
+      expect(error).toMatchObject({ phase: 'connect', syscall: 'ECONNREFUSED', code: 'RTT_CONNECTION' });
+      expect(retries.map((r) => r.retry)).toEqual([1, 2]);
+    } finally {
+      await client.close();
+    }
+  });
+});
