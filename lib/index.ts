@@ -4,6 +4,8 @@
  */
 export * from './errors.js';
 export * from './config.js';
+
+// Realtime speech-to-speech
 export * from './realtime/languages.js';
 export * from './realtime/codec.js';
 export {
@@ -14,4 +16,20 @@ export {
   type RealtimeStats,
   type SessionStartedInfo,
 } from './realtime/realtime-translate-stream.js';
+
+// HTTP interface: client, endpoints, tasks, streams
+export * from './http/index.js';
+export * from './http/flac-download-stream.js';
+
+// Audio: framing, conversion, codecs, files, pacing
 export * from './audio/pcm-chunker.js';
+export * from './audio/audio-format.js';
+export * from './audio/resampler.js';
+export * from './audio/channels.js';
+export * from './audio/sample-format.js';
+export * from './audio/g711.js';
+export * from './audio/convert.js';
+export * from './audio/wav.js';
+export * from './audio/pacer.js';
+export * from './audio/flac-decoder.js';
+export { encodeFlac } from './audio/flac-encoder.js';
