@@ -238,6 +238,8 @@ export class RealtimeTranslateStream extends Duplex {
   #readerBehind = false;
   #eventsBehind = false;
   #paused = false;
+  /** The write waiting for the socket to take its audio (settled by _destroy). */
+  #heldWrite: { callback: (error?: Error | null) => void } | undefined;
   #onAbort: (() => void) | undefined;
   #stats = { bytesSent: 0, bytesReceived: 0, responses: 0 };
 
@@ -554,6 +556,7 @@ export class RealtimeTranslateStream extends Duplex {
     } else if (!shouldPause && this.#paused) {
       ws.resume();
       this.#paused = false;
+      if (this.#phase === 'ending') this.#armQuietTimer();
     }
   }
 
@@ -572,7 +575,9 @@ export class RealtimeTranslateStream extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     if (this.#fatal || this.#phase !== 'active') {
-      // The session is failing: the error reaches the caller through destroy(); hold the write.
+      // The session is failing: the error reaches the caller through destroy(), which settles
+      // this held write.
+      this.#heldWrite = { callback };
       return;
     }
     let data = chunk;
@@ -589,42 +594,54 @@ export class RealtimeTranslateStream extends Duplex {
     this.#sendAudio(pcm, callback);
   }
 
-  /** Sends `pcm` in append events of at most maxAppendBytes; calls back once the socket has room. */
+  /**
+   * Sends `pcm` in append events of at most maxAppendBytes, each only while the socket's send
+   * buffer is at or under maxSocketBufferBytes (else once the socket took the previous one), and
+   * calls back once the last one is sent and the buffer is under the bound again.
+   */
   #sendAudio(pcm: Buffer, callback: (error?: Error | null) => void): void {
     const ws = this.#ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       this.#fail(new ConnectionError('The realtime connection is not open.'));
       return;
     }
-    if (pcm.length === 0) {
-      callback();
-      return;
-    }
     const max = this.#opts.maxAppendBytes;
-    let lastSent: ((error?: Error) => void) | undefined;
-    let waitForFlush = false;
-    for (let offset = 0; offset < pcm.length; offset += max) {
-      const piece = pcm.subarray(offset, Math.min(offset + max, pcm.length));
-      const isLast = offset + max >= pcm.length;
-      if (isLast) {
-        lastSent = (error?: Error) => {
+    const held = { callback };
+    this.#heldWrite = held;
+    let offset = 0;
+    const sendMore = (): void => {
+      while (offset < pcm.length) {
+        const piece = pcm.subarray(offset, Math.min(offset + max, pcm.length));
+        offset += piece.length;
+        let waiting = false;
+        ws.send(encodeAudioAppend(piece), { binary: false }, (error?: Error) => {
           if (error) {
             this.#fail(new ConnectionError(`Sending audio failed: ${describeCause(error, this.#apiKey)}`));
             return;
           }
-          if (waitForFlush) callback();
-        };
+          // Settled meanwhile by _destroy, or not the piece we wait for.
+          if (waiting && this.#heldWrite === held) sendMore();
+        });
+        this.#stats.bytesSent += piece.length;
+        if (ws.bufferedAmount > this.#opts.maxSocketBufferBytes) {
+          waiting = true;
+          return;
+        }
       }
-      ws.send(encodeAudioAppend(piece), { binary: false }, lastSent);
-      this.#stats.bytesSent += piece.length;
-    }
-    if (ws.bufferedAmount > this.#opts.maxSocketBufferBytes) waitForFlush = true;
-    else callback();
+      this.#heldWrite = undefined;
+      callback();
+    };
+    sendMore();
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#phase !== 'active') {
-      callback(this.#fatal ?? new ConnectionError('The realtime session is not active.'));
+    if (this.#fatal) {
+      // The stream is destroyed with the error once the reader has drained what arrived.
+      this.#failWhenDrained();
+      return;
+    }
+    if (this.#phase !== 'active') {
+      callback(new ConnectionError('The realtime session is not active.'));
       return;
     }
     if (this.#carry) {
@@ -649,7 +666,8 @@ export class RealtimeTranslateStream extends Duplex {
    */
   #armQuietTimer(): void {
     clearTimeout(this.#quietTimer);
-    if (this.#phase !== 'ending') return;
+    // While the socket is paused for a slow consumer, the silence is ours: wait for the resume.
+    if (this.#phase !== 'ending' || this.#paused) return;
     const owed = this.#responseOpen || this.#speechUnanswered;
     const delay = owed ? this.#opts.responseStallTimeoutMs : this.#opts.quietPeriodMs;
     this.#quietTimer = setTimeout(() => {
@@ -767,13 +785,16 @@ export class RealtimeTranslateStream extends Duplex {
     if (this.#constructCallback) {
       this.#phase = 'closed';
       this.#closeSocket();
-      this.#settleConstruct(error ?? new AbortError('The realtime stream was destroyed before the session started.'));
+      this.#settleConstruct(error);
     }
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#phase = 'closed';
+    const held = this.#heldWrite;
+    this.#heldWrite = undefined;
+    held?.callback(error);
     this.#dropPendingWarning();
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
