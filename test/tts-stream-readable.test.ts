@@ -84,6 +84,24 @@ describe('errors', () => {
     expect(error).toMatchObject({ code: 'RTT_VALIDATION', field: 'output_configuration.format' });
   });
 
+  it.each([
+    ['idleTimeoutMs', { idleTimeoutMs: -1 }],
+    ['trailingPartialSample', { trailingPartialSample: 'keep' as never }],
+  ])('a bad %s option is a ValidationError naming it, and nothing is left running', async (field, options) => {
+    const rejections: unknown[] = [];
+    const onUncaught = (error: unknown) => rejections.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      expect(() => client.ttsStream({ text: 'hello', language: 'en-us' }, options)).toThrow(expect.objectContaining({ code: 'RTT_VALIDATION', field }));
+      // A stream that threw after its base class was built would still run _construct on the
+      // next tick, on a half-built object.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(rejections).toEqual([]);
+  });
+
   it('a 422 from the service (mp3 is not emulated) fails the stream with ServiceValidationError', async () => {
     const stream = client.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'mp3' } });
     const error = await collect(stream).catch((e: unknown) => e);

@@ -23,7 +23,7 @@
  *   (see `retry.ts`), and never once bytes have been received.
  */
 import { Readable, type ReadableOptions } from 'node:stream';
-import { AbortError, IntegrityError } from '../errors.js';
+import { AbortError, IntegrityError, ValidationError } from '../errors.js';
 import type { HttpRequester, RequestSpec } from './client.js';
 import { HttpTimeoutError } from './errors.js';
 import type { RetrySetting } from './retry.js';
@@ -122,18 +122,20 @@ export class TtsStreamReadable extends Readable {
   #ended = false;
 
   constructor(client: HttpRequester, request: TtsStreamRequest, options: TtsStreamReadableOptions = {}) {
-    super({ highWaterMark: options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK });
+    // Everything is checked before super(): once the Readable exists, _construct is already
+    // scheduled and would run on a half-built object if the constructor threw afterwards.
     const json = validate<Record<string, unknown> & { output_configuration?: { format?: OutputFormat } }>(ttsStreamSchema, {
       voice_id: DEFAULT_VOICE_ID,
       ...request,
     });
     const idle = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     if (typeof idle !== 'number' || !Number.isFinite(idle) || idle < 0) {
-      throw new TypeError(`idleTimeoutMs must be a number of milliseconds >= 0 (got ${String(idle)})`);
+      throw new ValidationError('idleTimeoutMs', 'a number of milliseconds >= 0', String(idle));
     }
     if (options.trailingPartialSample !== undefined && options.trailingPartialSample !== 'drop' && options.trailingPartialSample !== 'error') {
-      throw new TypeError(`trailingPartialSample must be 'drop' or 'error' (got ${String(options.trailingPartialSample)})`);
+      throw new ValidationError('trailingPartialSample', "'drop' or 'error'", String(options.trailingPartialSample));
     }
+    super({ highWaterMark: options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK });
     this.#client = client;
     this.#idleTimeoutMs = idle;
     this.#trailing = options.trailingPartialSample ?? 'drop';
