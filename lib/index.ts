@@ -33,3 +33,7 @@ export * from './audio/wav.js';
 export * from './audio/pacer.js';
 export * from './audio/flac-decoder.js';
 export { encodeFlac } from './audio/flac-encoder.js';
+
+// Integrations: Discord voice
+export * from './integrations/opus.js';
+export * from './integrations/discord.js';

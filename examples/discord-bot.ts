@@ -1,0 +1,179 @@
+/**
+ * A Discord bot that translates one speaker in a voice channel and plays the translation back
+ * into the channel, live.
+ *
+ *   speaker's Opus packets -> DiscordReceiveAdapter -> RealtimeTranslateStream
+ *     -> DiscordPlaybackAdapter (Opus packets) -> AudioPlayer
+ *
+ * Run it (from the repository root, or an app that depends on rt-translate):
+ *
+ *   npm install discord.js @discordjs/voice          # not dependencies of the library
+ *   npm run build
+ *   DISCORD_TOKEN=...          \   # the bot's token (Developer Portal -> Bot)
+ *   DISCORD_CHANNEL_ID=...     \   # the voice channel to join
+ *   DISCORD_SPEAKER_ID=...     \   # optional: the user to translate (default: the first who speaks)
+ *   TRANSLATE_FROM=en-us TRANSLATE_TO=es-es \
+ *   RT_TRANSLATE_API_KEY=...   \   # the translation service's key
+ *   RT_TRANSLATE_REALTIME_URL=wss://realtime.camb.ai \
+ *   node dist/examples/discord-bot.js
+ *
+ * The bot needs the "Guilds" and "Guild Voice States" intents and the Connect and Speak
+ * permissions in the channel. It joins undeafened (it must hear the speaker). Stop with Ctrl+C.
+ *
+ * To try it without the real service, start the emulator (`rt-translate/emulator`) and point
+ * RT_TRANSLATE_REALTIME_URL / RT_TRANSLATE_API_KEY at it: the bot then plays each utterance
+ * back as it was heard.
+ *
+ * discord.js and @discordjs/voice are loaded with a dynamic import, so this file type-checks
+ * and builds without them; the few of their types it uses are declared below.
+ */
+import type { Readable } from 'node:stream';
+import { translateSpeaker, type SpeakerTranslation } from '../lib/index.js';
+
+// --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
+
+interface VoiceAdapterGuild {
+  id: string;
+  voiceAdapterCreator: unknown;
+}
+interface VoiceChannelLike {
+  id: string;
+  name: string;
+  guild: VoiceAdapterGuild;
+  isVoiceBased(): boolean;
+}
+interface DiscordClient {
+  once(event: string, listener: () => void): unknown;
+  login(token: string): Promise<string>;
+  destroy(): Promise<void> | void;
+  user: { tag: string; id: string } | null;
+  channels: { fetch(id: string): Promise<VoiceChannelLike | null> };
+}
+interface DiscordJs {
+  Client: new (options: { intents: number[] }) => DiscordClient;
+  GatewayIntentBits: { Guilds: number; GuildVoiceStates: number };
+  Events: { ClientReady: string };
+}
+interface VoiceConnection {
+  receiver: {
+    speaking: { on(event: 'start', listener: (userId: string) => void): unknown };
+    subscribe(userId: string, options: { end: { behavior: number } }): Readable;
+  };
+  subscribe(player: AudioPlayer): unknown;
+  destroy(): void;
+}
+interface AudioPlayer {
+  play(resource: unknown): void;
+  stop(force?: boolean): boolean;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+interface DiscordVoice {
+  joinVoiceChannel(options: { channelId: string; guildId: string; adapterCreator: unknown; selfDeaf: boolean; selfMute: boolean }): VoiceConnection;
+  entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
+  VoiceConnectionStatus: { Ready: string };
+  EndBehaviorType: { Manual: number };
+  createAudioPlayer(options: { behaviors: { maxMissedFrames: number; noSubscriber: string } }): AudioPlayer;
+  NoSubscriberBehavior: { Play: string };
+  createAudioResource(input: Readable, options: { inputType: string }): unknown;
+  StreamType: { Opus: string };
+}
+
+async function load<T>(name: string): Promise<T> {
+  try {
+    // A CommonJS package's exports may sit on `default` only; merge both views.
+    const ns = (await import(name)) as Record<string, unknown>;
+    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as Record<string, unknown>) : {};
+    return { ...cjs, ...ns } as T;
+  } catch (err) {
+    console.error(`This example needs the package "${name}": npm install discord.js @discordjs/voice (${(err as Error).message})`);
+    process.exit(2);
+  }
+}
+
+function env(name: string, fallback?: string): string {
+  const value = process.env[name] ?? fallback;
+  if (!value) {
+    console.error(`Set ${name} (see the top of examples/discord-bot.ts).`);
+    process.exit(2);
+  }
+  return value;
+}
+
+// --- the bot --------------------------------------------------------------------------------------
+
+const token = env('DISCORD_TOKEN');
+const channelId = env('DISCORD_CHANNEL_ID');
+const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
+const from = env('TRANSLATE_FROM', 'en-us');
+const to = env('TRANSLATE_TO', 'es-es');
+
+const discord = await load<DiscordJs>('discord.js');
+const voice = await load<DiscordVoice>('@discordjs/voice');
+
+const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
+const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));
+await client.login(token);
+await ready;
+console.log(`logged in as ${client.user?.tag}`);
+
+const channel = await client.channels.fetch(channelId);
+if (!channel || !channel.isVoiceBased()) {
+  console.error(`${channelId} is not a voice channel this bot can see.`);
+  await client.destroy();
+  process.exit(2);
+}
+
+const connection = voice.joinVoiceChannel({
+  channelId: channel.id,
+  guildId: channel.guild.id,
+  adapterCreator: channel.guild.voiceAdapterCreator,
+  selfDeaf: false,
+  selfMute: false,
+});
+await voice.entersState(connection, voice.VoiceConnectionStatus.Ready, 30_000);
+console.log(`joined #${channel.name}; waiting for ${wantedSpeaker ?? 'someone'} to speak`);
+
+// The player reads one packet every 20 ms. Between translations there is nothing to read: play
+// silence meanwhile instead of stopping after 5 missed frames.
+const player = voice.createAudioPlayer({ behaviors: { maxMissedFrames: Infinity, noSubscriber: voice.NoSubscriberBehavior.Play } });
+player.on('error', (err) => console.error(`player: ${err.message}`));
+connection.subscribe(player);
+
+let active: { speaker: string; path: SpeakerTranslation; packets: Readable } | undefined;
+
+connection.receiver.speaking.on('start', (userId) => {
+  if (active || userId === client.user?.id) return;
+  if (wantedSpeaker && userId !== wantedSpeaker) return;
+  // One subscription for the whole session: the receive adapter fills the silences the receiver
+  // leaves out, so the service hears the pauses and ends each utterance on time.
+  const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
+  const path = translateSpeaker({ opusPackets: packets, from, to, output: 'opus' });
+  active = { speaker: userId, path, packets };
+  console.log(`translating <@${userId}> ${from} -> ${to} (Opus backend: ${path.receiver.opusBackend})`);
+
+  path.translator.on('transcript', (text) => console.log(`heard:      ${text}`));
+  path.translator.on('text.done', (text) => console.log(`translated: ${text}`));
+  path.translator.on('warning', (w) => console.warn(`service warning: ${w.message}`));
+  path.receiver.on('warning', (w) => console.warn(`receiver: ${w.message}`));
+  player.play(voice.createAudioResource(path.playback, { inputType: voice.StreamType.Opus }));
+
+  path.done.then(
+    () => console.log('translation ended'),
+    (err: Error) => console.error(`translation failed: ${err.message}`),
+  );
+});
+
+let stopping = false;
+process.on('SIGINT', () => {
+  if (stopping) process.exit(1);
+  stopping = true;
+  console.log('stopping: finishing the last translation (Ctrl+C again to quit at once)');
+  // Ending the packets lets the translator finish the utterance in progress; then leave.
+  active?.packets.push(null);
+  const finished = active ? active.path.done.catch(() => undefined) : Promise.resolve();
+  void finished.then(async () => {
+    player.stop(true);
+    connection.destroy();
+    await client.destroy();
+  });
+});

@@ -1,0 +1,336 @@
+/**
+ * Opus in Discord's voice format: 48 kHz, stereo, 20 ms packets (960 samples per channel,
+ * 3840 bytes of PCM16 LE per frame).
+ *
+ * Backends: the codec modules prism-media itself loads, in the same order: `@discordjs/opus`
+ * (native, fast) first, `opusscript` (WebAssembly, no compiler needed) as the fallback. Both
+ * are optional dependencies; which one a codec uses is reported as `backend`, and a caller can
+ * ask for one (`'native'`, `'opusscript'`) instead of `'auto'`.
+ *
+ * Why the codec modules are called directly instead of through prism's `opus.Decoder` /
+ * `opus.Encoder` streams: prism chooses its module once per process (a cached global), so a
+ * stream cannot ask for a backend; and its Decoder fails the whole stream on one bad packet,
+ * while a voice receiver must replace a corrupt packet with silence and carry on. Here every
+ * packet is one synchronous call whose failure the caller handles.
+ *
+ * Loading a backend has no process-wide side effect: `require` of the module, nothing else.
+ */
+import { createRequire } from 'node:module';
+import { Transform, type TransformCallback } from 'node:stream';
+import { UnsupportedError, ValidationError, describeCause } from '../errors.js';
+
+/** Sample rate of Discord voice Opus, Hz. */
+export const OPUS_SAMPLE_RATE = 48_000;
+/** Channels of Discord voice Opus. */
+export const OPUS_CHANNELS = 2;
+/** Duration of one Discord voice packet, ms. */
+export const OPUS_FRAME_MS = 20;
+/** Samples per channel in one 20 ms frame at 48 kHz. */
+export const OPUS_FRAME_SAMPLES = 960;
+/** Bytes of PCM16 LE stereo in one 20 ms frame at 48 kHz. */
+export const OPUS_FRAME_BYTES = OPUS_FRAME_SAMPLES * OPUS_CHANNELS * 2;
+
+/** The codec module in use: `@discordjs/opus` (`'native'`) or `opusscript`. */
+export type OpusBackend = 'native' | 'opusscript';
+/** Which backend to use: `'auto'` (native, else opusscript), or one of them only. */
+export type OpusBackendChoice = OpusBackend | 'auto';
+
+export const OPUS_BACKEND_CHOICES: readonly OpusBackendChoice[] = ['auto', 'native', 'opusscript'];
+
+/** The npm package behind each backend, for messages. */
+export const OPUS_BACKEND_PACKAGES: Readonly<Record<OpusBackend, string>> = Object.freeze({
+  native: '@discordjs/opus',
+  opusscript: 'opusscript',
+});
+
+/** An Opus encoder and decoder for 48 kHz stereo 20 ms frames. Not thread-safe; one per stream. */
+export interface OpusCodec {
+  readonly backend: OpusBackend;
+  /** Encodes exactly one 20 ms frame (`OPUS_FRAME_BYTES` of PCM16 LE stereo) into one packet. */
+  encode(frame: Buffer): Buffer;
+  /**
+   * Decodes one packet into PCM16 LE stereo 48 kHz (usually 20 ms, 3840 bytes; Opus packets
+   * may hold 2.5 to 120 ms). Throws on a corrupt packet; the codec stays usable.
+   */
+  decode(packet: Buffer): Buffer;
+  /** Releases the codec's memory (opusscript holds WebAssembly memory). Idempotent. */
+  close(): void;
+}
+
+// --- the two modules, typed locally (both are optional dependencies) --------------------------
+
+interface NativeOpusEncoder {
+  encode(pcm: Buffer): Buffer;
+  decode(packet: Buffer): Buffer;
+  applyEncoderCTL(ctl: number, value: number): void;
+}
+interface NativeOpusModule {
+  OpusEncoder: new (rate: number, channels: number) => NativeOpusEncoder;
+}
+interface OpusScriptInstance {
+  encode(pcm: Buffer, frameSize: number): Buffer;
+  decode(packet: Buffer): Buffer;
+  encoderCTL(ctl: number, value: number): void;
+  delete(): void;
+}
+interface OpusScriptModule {
+  new (rate: number, channels: number, application: number): OpusScriptInstance;
+  Application: { AUDIO: number };
+}
+
+/** `OPUS_SET_BITRATE_REQUEST` from opus_defines.h. */
+const OPUS_SET_BITRATE = 4002;
+
+/** Loads a module by name; the default is Node's `require` relative to this file. */
+export type ModuleLoader = (name: string) => unknown;
+
+const defaultLoader: ModuleLoader = createRequire(import.meta.url);
+
+interface Loaded {
+  backend: OpusBackend;
+  module: NativeOpusModule | OpusScriptModule;
+}
+
+const cache = new Map<OpusBackend, { module?: NativeOpusModule | OpusScriptModule; error?: unknown }>();
+
+function tryLoad(backend: OpusBackend, loader: ModuleLoader): { module?: NativeOpusModule | OpusScriptModule; error?: unknown } {
+  const useCache = loader === defaultLoader;
+  const cached = useCache ? cache.get(backend) : undefined;
+  if (cached) return cached;
+  let result: { module?: NativeOpusModule | OpusScriptModule; error?: unknown };
+  try {
+    const mod = loader(OPUS_BACKEND_PACKAGES[backend]) as Record<string, unknown> | undefined;
+    if (backend === 'native') {
+      if (typeof mod?.OpusEncoder !== 'function') throw new Error('the module has no OpusEncoder class');
+      result = { module: mod as unknown as NativeOpusModule };
+    } else {
+      const ctor = mod as unknown as OpusScriptModule | undefined;
+      if (typeof ctor !== 'function' || typeof ctor.Application?.AUDIO !== 'number') throw new Error('the module is not an OpusScript class');
+      result = { module: ctor };
+    }
+  } catch (error) {
+    result = { error };
+  }
+  if (useCache) cache.set(backend, result);
+  return result;
+}
+
+function validateChoice(value: unknown): OpusBackendChoice {
+  if (typeof value === 'string' && (OPUS_BACKEND_CHOICES as readonly string[]).includes(value)) return value as OpusBackendChoice;
+  throw new ValidationError('opusBackend', `one of ${OPUS_BACKEND_CHOICES.map((c) => `'${c}'`).join(', ')}`, String(value));
+}
+
+/**
+ * Finds the module for `choice`. Throws an `UnsupportedError` naming the package(s) to install
+ * when none loads, and a `ValidationError` (field `opusBackend`) for an unknown choice.
+ * `loader` replaces `require` (tests use it to simulate a missing module).
+ */
+export function loadOpusBackend(choice: OpusBackendChoice = 'auto', loader: ModuleLoader = defaultLoader): Loaded {
+  const wanted = validateChoice(choice);
+  const order: OpusBackend[] = wanted === 'auto' ? ['native', 'opusscript'] : [wanted];
+  const reasons: string[] = [];
+  for (const backend of order) {
+    const { module, error } = tryLoad(backend, loader);
+    if (module) return { backend, module };
+    reasons.push(`${OPUS_BACKEND_PACKAGES[backend]}: ${describeCause(error)}`);
+  }
+  const cause = reasons.join('; ');
+  if (wanted === 'auto') {
+    throw new UnsupportedError(
+      `No Opus codec could be loaded: install @discordjs/opus (native, fastest) or opusscript (WebAssembly, no build step). (${cause})`,
+    );
+  }
+  const other: OpusBackend = wanted === 'native' ? 'opusscript' : 'native';
+  throw new UnsupportedError(
+    `The Opus backend '${wanted}' could not be loaded: install ${OPUS_BACKEND_PACKAGES[wanted]}, or use opusBackend 'auto' or '${other}' (${OPUS_BACKEND_PACKAGES[other]}). (${cause})`,
+  );
+}
+
+/** Whether `backend` loads in this process. */
+export function isOpusBackendAvailable(backend: OpusBackend): boolean {
+  return tryLoad(backend, defaultLoader).module !== undefined;
+}
+
+export interface OpusCodecOptions {
+  /** Default `'auto'`: `@discordjs/opus`, else `opusscript`. */
+  backend?: OpusBackendChoice;
+  /** Encoder bitrate in bits per second, 6000 to 510000. Default: the codec's own (auto). */
+  bitrate?: number;
+  /** Replaces `require` for finding the modules (tests). */
+  loader?: ModuleLoader;
+}
+
+function validateBitrate(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 6000 && value <= 510_000) return value;
+  throw new ValidationError('bitrate', 'an integer number of bits per second from 6000 to 510000', String(value));
+}
+
+class NativeCodec implements OpusCodec {
+  readonly backend = 'native' as const;
+  private codec: NativeOpusEncoder | undefined;
+  constructor(mod: NativeOpusModule, bitrate: number | undefined) {
+    this.codec = new mod.OpusEncoder(OPUS_SAMPLE_RATE, OPUS_CHANNELS);
+    if (bitrate !== undefined) this.codec.applyEncoderCTL(OPUS_SET_BITRATE, bitrate);
+  }
+  private get live(): NativeOpusEncoder {
+    if (!this.codec) throw new Error('the Opus codec was closed');
+    return this.codec;
+  }
+  encode(frame: Buffer): Buffer {
+    return this.live.encode(frame);
+  }
+  decode(packet: Buffer): Buffer {
+    return this.live.decode(packet);
+  }
+  close(): void {
+    this.codec = undefined;
+  }
+}
+
+class OpusScriptCodec implements OpusCodec {
+  readonly backend = 'opusscript' as const;
+  private codec: OpusScriptInstance | undefined;
+  constructor(mod: OpusScriptModule, bitrate: number | undefined) {
+    this.codec = new mod(OPUS_SAMPLE_RATE, OPUS_CHANNELS, mod.Application.AUDIO);
+    if (bitrate !== undefined) this.codec.encoderCTL(OPUS_SET_BITRATE, bitrate);
+  }
+  private get live(): OpusScriptInstance {
+    if (!this.codec) throw new Error('the Opus codec was closed');
+    return this.codec;
+  }
+  encode(frame: Buffer): Buffer {
+    return this.live.encode(frame, OPUS_FRAME_SAMPLES);
+  }
+  decode(packet: Buffer): Buffer {
+    return this.live.decode(packet);
+  }
+  close(): void {
+    this.codec?.delete();
+    this.codec = undefined;
+  }
+}
+
+/**
+ * An Opus codec for 48 kHz stereo. Throws `UnsupportedError` when the chosen backend (or, for
+ * `'auto'`, either) cannot be loaded, `ValidationError` for a bad option.
+ */
+export function createOpusCodec(options: OpusCodecOptions = {}): OpusCodec {
+  const bitrate = validateBitrate(options.bitrate);
+  const { backend, module } = loadOpusBackend(options.backend ?? 'auto', options.loader);
+  return backend === 'native' ? new NativeCodec(module as NativeOpusModule, bitrate) : new OpusScriptCodec(module as OpusScriptModule, bitrate);
+}
+
+/**
+ * Cuts a byte stream into fixed-size frames, copying each byte once. `finish` pads the last
+ * partial frame with zero bytes (digital silence for PCM16) and reports how many it added.
+ */
+export class FrameAssembler {
+  private frame: Buffer;
+  private filled = 0;
+
+  constructor(readonly frameBytes: number) {
+    this.frame = Buffer.allocUnsafe(frameBytes);
+  }
+
+  /** Bytes waiting for the rest of their frame. */
+  get pendingBytes(): number {
+    return this.filled;
+  }
+
+  /** Adds `data`; calls `emit` with each completed frame (a new buffer the receiver owns). */
+  add(data: Buffer, emit: (frame: Buffer) => void): void {
+    let offset = 0;
+    while (offset < data.length) {
+      const n = Math.min(this.frameBytes - this.filled, data.length - offset);
+      data.copy(this.frame, this.filled, offset, offset + n);
+      this.filled += n;
+      offset += n;
+      if (this.filled === this.frameBytes) {
+        const full = this.frame;
+        this.frame = Buffer.allocUnsafe(this.frameBytes);
+        this.filled = 0;
+        emit(full);
+      }
+    }
+  }
+
+  /** Emits the last partial frame padded with zeros; returns the padding in bytes (0 if none). */
+  finish(emit: (frame: Buffer) => void): number {
+    if (this.filled === 0) return 0;
+    const padding = this.frameBytes - this.filled;
+    this.frame.fill(0, this.filled);
+    const last = this.frame;
+    this.frame = Buffer.allocUnsafe(this.frameBytes);
+    this.filled = 0;
+    emit(last);
+    return padding;
+  }
+}
+
+export interface OpusPacketEncoderOptions {
+  /** Default `'auto'`. */
+  opusBackend?: OpusBackendChoice;
+  /** Encoder bitrate, bits per second. Default: the codec's own. */
+  bitrate?: number;
+  /** Packets buffered on the readable side. Default 16 (320 ms). */
+  readableHighWaterMark?: number;
+  /** Bytes buffered on the writable side. Default 16 KiB. */
+  writableHighWaterMark?: number;
+}
+
+/**
+ * PCM16 LE stereo 48 kHz (any chunking) in, one Opus packet per 20 ms out (object mode, one
+ * Buffer per packet). A partial final frame is padded with silence to 20 ms before encoding.
+ */
+export class OpusPacketEncoder extends Transform {
+  readonly opusBackend: OpusBackend;
+  /** Packets produced so far. */
+  packets = 0;
+  private readonly codec: OpusCodec;
+  private readonly frames = new FrameAssembler(OPUS_FRAME_BYTES);
+
+  constructor(options: OpusPacketEncoderOptions = {}) {
+    const codec = createOpusCodec({ backend: options.opusBackend ?? 'auto', bitrate: options.bitrate });
+    super({
+      readableObjectMode: true,
+      writableObjectMode: false,
+      decodeStrings: true,
+      readableHighWaterMark: options.readableHighWaterMark ?? 16,
+      writableHighWaterMark: options.writableHighWaterMark ?? 16 * 1024,
+    });
+    this.codec = codec;
+    this.opusBackend = codec.backend;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    try {
+      this.frames.add(chunk, (frame) => this.encodeFrame(frame));
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
+    callback();
+  }
+
+  override _flush(callback: TransformCallback): void {
+    try {
+      this.frames.finish((frame) => this.encodeFrame(frame));
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
+    this.codec.close();
+    callback();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.codec.close();
+    callback(err);
+  }
+
+  private encodeFrame(frame: Buffer): void {
+    this.packets++;
+    this.push(this.codec.encode(frame));
+  }
+}
