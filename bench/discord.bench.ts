@@ -16,7 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { SERVICE_FORMAT } from '../lib/audio/audio-format.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { DISCORD_PCM_FORMAT, DiscordPlaybackAdapter, DiscordReceiveAdapter, type OpusPacketInput } from '../lib/integrations/discord.js';
-import { OPUS_FRAME_BYTES, createOpusCodec, isOpusBackendAvailable, type OpusBackend } from '../lib/integrations/opus.js';
+import { OPUS_FRAME_BYTES, createOpusCodec, isOpusBackendAvailable, type OpusBackend } from '../lib/audio/opus.js';
 import { compare } from './harness.js';
 
 const REPEAT = 3;

@@ -35,5 +35,5 @@ export * from './audio/flac-decoder.js';
 export { encodeFlac } from './audio/flac-encoder.js';
 
 // Integrations: Discord voice
-export * from './integrations/opus.js';
+export * from './audio/opus.js';
 export * from './integrations/discord.js';

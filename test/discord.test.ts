@@ -23,7 +23,7 @@ import {
   isOpusBackendAvailable,
   loadOpusBackend,
   type OpusBackend,
-} from '../lib/integrations/opus.js';
+} from '../lib/audio/opus.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { collector, runChunked } from './helpers/streams.js';

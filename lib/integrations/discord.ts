@@ -34,7 +34,7 @@ import {
   type OpusBackend,
   type OpusBackendChoice,
   type OpusCodec,
-} from './opus.js';
+} from '../audio/opus.js';
 
 /** Discord's PCM: s16le, 48 kHz, stereo (what a receiver decodes to and a player plays). */
 export const DISCORD_PCM_FORMAT: Readonly<ResolvedAudioDescription> = Object.freeze({ format: 's16le', rate: 48_000, channels: 2 });

@@ -43,14 +43,20 @@ export const OPUS_BACKEND_PACKAGES: Readonly<Record<OpusBackend, string>> = Obje
   opusscript: 'opusscript',
 });
 
-/** An Opus encoder and decoder for 48 kHz stereo 20 ms frames. Not thread-safe; one per stream. */
+/**
+ * An Opus encoder and decoder, by default for 48 kHz stereo 20 ms frames (Discord's format).
+ * Not thread-safe; one per stream.
+ */
 export interface OpusCodec {
   readonly backend: OpusBackend;
-  /** Encodes exactly one 20 ms frame (`OPUS_FRAME_BYTES` of PCM16 LE stereo) into one packet. */
+  readonly sampleRate: number;
+  readonly channels: number;
+  /** Encodes exactly one 20 ms frame of PCM16 LE (`OPUS_FRAME_BYTES` at the defaults) into one packet. */
   encode(frame: Buffer): Buffer;
   /**
-   * Decodes one packet into PCM16 LE stereo 48 kHz (usually 20 ms, 3840 bytes; Opus packets
-   * may hold 2.5 to 120 ms). Throws on a corrupt packet; the codec stays usable.
+   * Decodes one packet into PCM16 LE at the codec's rate and channels (usually 20 ms: 3840
+   * bytes at the defaults; Opus packets may hold 2.5 to 120 ms). Throws on a corrupt packet; the
+   * codec stays usable.
    */
   decode(packet: Buffer): Buffer;
   /** Releases the codec's memory (opusscript holds WebAssembly memory). Idempotent. */
@@ -158,6 +164,23 @@ export interface OpusCodecOptions {
   bitrate?: number;
   /** Replaces `require` for finding the modules (tests). */
   loader?: ModuleLoader;
+  /** Rate of the PCM side, one of `OPUS_PCM_RATES`. Default 48000. */
+  sampleRate?: number;
+  /** Channels of the PCM side, 1 or 2. Default 2. */
+  channels?: number;
+}
+
+/** The PCM rates libopus encodes from and decodes to. */
+export const OPUS_PCM_RATES: readonly number[] = [8000, 12_000, 16_000, 24_000, 48_000];
+
+function validateLayout(options: OpusCodecOptions): { sampleRate: number; channels: number } {
+  const sampleRate = options.sampleRate ?? OPUS_SAMPLE_RATE;
+  const channels = options.channels ?? OPUS_CHANNELS;
+  if (!OPUS_PCM_RATES.includes(sampleRate)) {
+    throw new ValidationError('sampleRate', `one of ${OPUS_PCM_RATES.join(', ')} Hz`, String(sampleRate));
+  }
+  if (channels !== 1 && channels !== 2) throw new ValidationError('channels', '1 or 2', String(channels));
+  return { sampleRate, channels };
 }
 
 function validateBitrate(value: unknown): number | undefined {
@@ -169,8 +192,13 @@ function validateBitrate(value: unknown): number | undefined {
 class NativeCodec implements OpusCodec {
   readonly backend = 'native' as const;
   private codec: NativeOpusEncoder | undefined;
-  constructor(mod: NativeOpusModule, bitrate: number | undefined) {
-    this.codec = new mod.OpusEncoder(OPUS_SAMPLE_RATE, OPUS_CHANNELS);
+  constructor(
+    mod: NativeOpusModule,
+    bitrate: number | undefined,
+    readonly sampleRate: number,
+    readonly channels: number,
+  ) {
+    this.codec = new mod.OpusEncoder(sampleRate, channels);
     if (bitrate !== undefined) this.codec.applyEncoderCTL(OPUS_SET_BITRATE, bitrate);
   }
   private get live(): NativeOpusEncoder {
@@ -191,8 +219,13 @@ class NativeCodec implements OpusCodec {
 class OpusScriptCodec implements OpusCodec {
   readonly backend = 'opusscript' as const;
   private codec: OpusScriptInstance | undefined;
-  constructor(mod: OpusScriptModule, bitrate: number | undefined) {
-    this.codec = new mod(OPUS_SAMPLE_RATE, OPUS_CHANNELS, mod.Application.AUDIO);
+  constructor(
+    mod: OpusScriptModule,
+    bitrate: number | undefined,
+    readonly sampleRate: number,
+    readonly channels: number,
+  ) {
+    this.codec = new mod(sampleRate, channels, mod.Application.AUDIO);
     if (bitrate !== undefined) this.codec.encoderCTL(OPUS_SET_BITRATE, bitrate);
   }
   private get live(): OpusScriptInstance {
@@ -200,7 +233,7 @@ class OpusScriptCodec implements OpusCodec {
     return this.codec;
   }
   encode(frame: Buffer): Buffer {
-    return this.live.encode(frame, OPUS_FRAME_SAMPLES);
+    return this.live.encode(frame, (this.sampleRate * OPUS_FRAME_MS) / 1000);
   }
   decode(packet: Buffer): Buffer {
     return this.live.decode(packet);
@@ -217,8 +250,11 @@ class OpusScriptCodec implements OpusCodec {
  */
 export function createOpusCodec(options: OpusCodecOptions = {}): OpusCodec {
   const bitrate = validateBitrate(options.bitrate);
+  const { sampleRate, channels } = validateLayout(options);
   const { backend, module } = loadOpusBackend(options.backend ?? 'auto', options.loader);
-  return backend === 'native' ? new NativeCodec(module as NativeOpusModule, bitrate) : new OpusScriptCodec(module as OpusScriptModule, bitrate);
+  return backend === 'native'
+    ? new NativeCodec(module as NativeOpusModule, bitrate, sampleRate, channels)
+    : new OpusScriptCodec(module as OpusScriptModule, bitrate, sampleRate, channels);
 }
 
 /**
