@@ -6,13 +6,12 @@
  * runs anywhere with nothing but Node. Point `realtimeUrl` and `apiKey` at the real service
  * (or set RT_TRANSLATE_REALTIME_URL and RT_TRANSLATE_API_KEY) and the same code translates.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import wav from 'wav';
 import { PcmChunker, RealtimeTranslateStream } from '../lib/index.js';
+import { SERVICE_FORMAT } from '../lib/audio/audio-format.js';
+import { WavFileWriter, WavReader } from '../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../lib/emulator/index.js';
 
 const sample = new URL('../../examples/assets/sample-en.wav', import.meta.url);
@@ -32,31 +31,20 @@ translator.on('session', (session) => console.log(`session ${session.id} (${sess
 translator.on('transcript', (text) => console.log(`transcript:  ${text}`));
 translator.on('text.done', (text) => console.log(`translation: ${text}`));
 
-// WAV in (the reader checks the header and yields PCM), 40 ms chunks, translation, WAV out.
-const reader = new wav.Reader();
-reader.once('format', (format: { sampleRate: number; channels: number; bitDepth: number }) =>
-  console.log(`input: ${format.sampleRate} Hz, ${format.channels} channel, ${format.bitDepth}-bit`),
-);
-const writer = new wav.Writer({ sampleRate: 24_000, channels: 1, bitDepth: 16 });
-let header: Buffer | undefined;
-writer.on('header', (h: Buffer) => (header = h));
+// WAV in (the reader reports the header's format and converts the audio, whatever its rate and
+// channels, to the service format), 40 ms chunks, translation, WAV out (the file writer puts the
+// exact sizes in the header once all audio is on disk).
+const reader = new WavReader({ to: SERVICE_FORMAT });
+reader.once('format', (format) => console.log(`input: ${format.sampleRate} Hz, ${format.channels} channel, ${format.bitDepth}-bit`));
 
 try {
   await pipeline(
     createReadStream(sample),
     reader,
-    new PassThrough(),
     new PcmChunker({ chunkMs: 40 }),
     translator,
-    writer,
-    createWriteStream(output),
+    new WavFileWriter(output, SERVICE_FORMAT),
   );
-  // The writer learns the data size only at the end: put the exact header in place.
-  if (header) {
-    const file = await open(output, 'r+');
-    await file.write(header, 0, header.length, 0);
-    await file.close();
-  }
   const seconds = translator.stats.bytesReceived / 48_000;
   console.log(`wrote ${output} (${seconds.toFixed(2)} s of translated audio, ${translator.stats.responses} responses)`);
 } finally {

@@ -1,15 +1,14 @@
 /**
  * `rt-translate --from TAG --to TAG`: realtime speech translation from a file or stdin to a file
- * or stdout, in the ffmpeg habit. Input is raw PCM16 LE mono 24 kHz or a WAV file of that
- * format; output is raw PCM16, or WAV when the output path ends in `.wav`.
+ * or stdout, in the ffmpeg habit. The input is described by `-f`/`--ar`/`--ac` or recognised by
+ * its header (WAV, Ogg/Opus, FLAC; other files through ffmpeg when it is on PATH); the output
+ * by `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path. The audio ends are composed in
+ * `../audio-io.ts`; this module runs the session.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
-import { pipeline } from 'node:stream/promises';
-import { PassThrough, Writable, type Readable } from 'node:stream';
-import wav from 'wav';
+import { Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
@@ -28,13 +27,26 @@ import {
   parseCommandLine,
   type CliIo,
 } from '../cli.js';
+import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec } from '../audio-io.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options]      realtime speech translation
 
-  -i, --input PATH      audio in; '-' or absent: stdin. Raw PCM16 LE mono 24 kHz, or a WAV
-                        file of that format (recognised by its RIFF header)
+  -i, --input PATH      audio in; '-' or absent: stdin
+  -f FORMAT             input format: s16le s16be f32le mulaw alaw (raw), wav ogg flac.
+                        Without -f, WAV, Ogg/Opus and FLAC are recognised by their header;
+                        other files (MP3, MP4, WebM, ...) are decoded with ffmpeg when it is
+                        on PATH; anything else is raw s16le
+  --ar HZ               raw input rate: 8000 16000 22050 24000 44100 48000 (default 24000;
+                        8000 for mulaw and alaw)
+  --ac N                raw input channels: 1 or 2 (default 1)
+  --realtime            send the input at real-time speed (a file played as a microphone)
   -o, --output PATH     translated audio out; '-' or absent: stdout. A path ending in .wav
-                        gets a WAV header; otherwise raw PCM16 LE mono 24 kHz
+                        gets a WAV header (exact sizes once done)
+  --out-format FORMAT   s16le s16be f32le mulaw alaw, or wav (a WAV container of s16le);
+                        default s16le, or wav for a .wav path (which holds s16le, f32le,
+                        mulaw or alaw)
+  --out-ar HZ           output rate, as --ar (default 24000)
+  --out-ac N            output channels: 1 or 2 (default 1)
   --from TAG            source language (ar-ae ar-eg ar-sa de-de en-gb en-us es-es fr-ca
   --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
   --voice ID            use the cloned voice ID
@@ -46,15 +58,27 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --emulator            start the embedded emulator on loopback and use it
   -h, --help; --version
 
+-ar and -ac (one dash, as in ffmpeg) are accepted for --ar and --ac. Example:
+  ffmpeg -i talk.mp4 -f s16le -ar 48000 -ac 2 - | rt-translate --from en-us --to fr-fr \\
+    -f s16le --ar 48000 --ac 2 -o talk-fr.wav
+
 Transcripts and translations are printed to stderr. Exit status: 0 done; 1 service or network
-failure (after everything received has been written); 2 usage or configuration error; 130
-interrupted twice (a first Ctrl-C stops reading input and lets the last translation finish).
+failure (after everything received has been written); 2 usage or configuration error, or an
+input that cannot be read; 130 interrupted twice (a first Ctrl-C stops reading input and lets
+the last translation finish).
 
 Other commands: rt-translate emulator --help`;
 
 const OPTIONS = {
   input: { type: 'string', short: 'i' },
+  format: { type: 'string', short: 'f' },
+  ar: { type: 'string' },
+  ac: { type: 'string' },
+  realtime: { type: 'boolean' },
   output: { type: 'string', short: 'o' },
+  'out-format': { type: 'string' },
+  'out-ar': { type: 'string' },
+  'out-ac': { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
   voice: { type: 'string' },
@@ -69,157 +93,48 @@ const OPTIONS = {
   version: { type: 'boolean' },
 } as const;
 
-const SERVICE_FORMAT = 'PCM16 LE (16-bit integer) mono 24000 Hz';
+/** ffmpeg's single-dash spellings of the rate and channel flags. */
+const FFMPEG_SPELLINGS: Record<string, string> = { '-ar': '--ar', '-ac': '--ac' };
 
-/** Reads up to `n` bytes without consuming them (they are put back with unshift). */
-async function peek(stream: Readable, n: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  while (length < n) {
-    const chunk = stream.read() as Buffer | null;
-    if (chunk !== null) {
-      chunks.push(chunk);
-      length += chunk.length;
-      continue;
+/** Rewrites `-ar`/`-ac` to `--ar`/`--ac` (not after `--`, and not as another flag's value). */
+function ffmpegSpellings(args: readonly string[]): string[] {
+  const out: string[] = [];
+  const takesValue = new Set(
+    Object.entries(OPTIONS).flatMap(([name, o]) => (o.type === 'string' ? [`--${name}`, ...('short' in o ? [`-${o.short}`] : [])] : [])),
+  );
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      out.push(...args.slice(i));
+      break;
     }
-    if (stream.readableEnded) break;
-    const more = await new Promise<boolean>((resolve, reject) => {
-      const done = (value: boolean, error?: Error) => {
-        stream.off('readable', onReadable);
-        stream.off('end', onEnd);
-        stream.off('error', onError);
-        if (error) reject(error);
-        else resolve(value);
-      };
-      const onReadable = () => done(true);
-      const onEnd = () => done(false);
-      const onError = (error: Error) => done(false, error);
-      stream.on('readable', onReadable);
-      stream.on('end', onEnd);
-      stream.on('error', onError);
-    });
-    if (!more) break;
+    out.push(FFMPEG_SPELLINGS[arg] ?? arg);
+    if (takesValue.has(arg) || FFMPEG_SPELLINGS[arg] !== undefined) {
+      if (i + 1 < args.length) out.push(args[++i]!);
+    }
   }
-  const head = Buffer.concat(chunks);
-  if (head.length > 0) stream.unshift(head);
-  return head.subarray(0, n);
+  return out;
 }
 
-function isWavHeader(head: Buffer): boolean {
-  return head.length >= 12 && head.toString('latin1', 0, 4) === 'RIFF' && head.toString('latin1', 8, 12) === 'WAVE';
-}
-
-interface WavFormat {
-  audioFormat: number;
-  channels: number;
-  sampleRate: number;
-  bitDepth: number;
-}
-
-/** The PCM inside a WAV input, or a usage error saying what was found and what is accepted. */
-async function wavPayload(input: Readable, label: string): Promise<Readable> {
-  const reader = new wav.Reader();
-  // The wav package is built on an old readable-stream; a core PassThrough gives callers a
-  // modern Readable (async iteration, destroy semantics).
-  const payload = new PassThrough();
-  const parsing = pipeline(input, reader, payload);
-  parsing.catch(() => undefined);
-  const format = await new Promise<WavFormat>((resolve, reject) => {
-    reader.once('format', resolve);
-    reader.once('error', (error: Error) => reject(new UsageError(`cannot parse the WAV header of ${label}: ${error.message}`)));
-    parsing.catch((error: Error) => reject(new UsageError(`cannot read ${label}: ${error.message}`)));
-  });
-  if (format.audioFormat !== 1 || format.bitDepth !== 16 || format.channels !== 1 || format.sampleRate !== REALTIME_SAMPLE_RATE) {
-    payload.destroy();
-    const kind = format.audioFormat === 1 ? `${format.bitDepth}-bit integer PCM` : `WAV format code ${format.audioFormat}`;
-    throw new UsageError(
-      `${label} is a WAV file of ${kind}, ${format.channels} channel(s), ${format.sampleRate} Hz; ` +
-        `accepted: ${SERVICE_FORMAT} (convert it first, e.g. ffmpeg -i IN -ac 1 -ar 24000 -c:a pcm_s16le OUT.wav).`,
-    );
-  }
-  return payload;
-}
-
-async function openInput(path: string | undefined, io: CliIo): Promise<{ source: Readable; label: string }> {
-  if (path === undefined || path === '-') return { source: io.stdin, label: 'standard input' };
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    throw new UsageError(`cannot read input ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  const info = await handle.stat();
-  if (info.isDirectory()) {
-    await handle.close();
-    throw new UsageError(`cannot read input ${path}: it is a directory`);
-  }
-  return { source: createReadStream(path, { fd: handle }), label: path };
-}
-
-interface AudioSink {
-  /** Where translated audio is written. */
-  stream: Writable;
-  /** Ends the sink and waits until everything is on disk (WAV sizes patched where possible). */
-  close(): Promise<void>;
-}
-
-function discardSink(): AudioSink {
-  const stream = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  return { stream, close: async () => { stream.end(); } };
-}
-
-async function openOutput(path: string | undefined, io: CliIo): Promise<AudioSink> {
-  if (path === undefined || path === '-') {
-    return {
-      stream: io.stdout,
-      close: async () => {
-        if (io.stdout.writableNeedDrain) await once(io.stdout, 'drain');
-      },
-    };
-  }
-  const file = createWriteStream(path);
-  await new Promise<void>((resolve, reject) => {
-    file.once('open', () => resolve());
-    file.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new UsageError(`cannot write output ${path}: ${error.code ?? error.message}`)),
-    );
-  });
-  if (!path.toLowerCase().endsWith('.wav')) {
-    return {
-      stream: file,
-      close: async () => {
-        file.end();
-        await once(file, 'close');
-      },
-    };
-  }
-  // A WAV of unknown length: placeholder sizes first, the exact header written over them once
-  // the audio has ended (when the output is a regular file; a pipe keeps the placeholders).
-  const writer = new wav.Writer({ channels: 1, sampleRate: REALTIME_SAMPLE_RATE, bitDepth: 16 });
-  let finalHeader: Buffer | undefined;
-  writer.on('header', (header: Buffer) => (finalHeader = header));
-  const written = pipeline(writer as unknown as Readable, file);
-  written.catch(() => undefined);
-  return {
-    stream: writer as unknown as Writable,
-    close: async () => {
-      writer.end();
-      await written;
-      if (finalHeader && (await stat(path)).isFile()) {
-        const handle = await open(path, 'r+');
-        try {
-          await handle.write(finalHeader, 0, finalHeader.length, 0);
-        } finally {
-          await handle.close();
-        }
-      }
-    },
-  };
-}
-
-/** Writes a chunk, waiting for drain; never loses what was written before a failure. */
+/** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
 async function writeAll(stream: Writable, chunk: Buffer): Promise<void> {
-  if (!stream.write(chunk)) await once(stream, 'drain');
+  if (stream.destroyed) throw stream.errored ?? new Error('the output was closed');
+  if (stream.write(chunk)) return;
+  await new Promise<void>((resolve, reject) => {
+    const done = (error?: Error | null) => {
+      stream.off('drain', onDrain);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onDrain = () => done();
+    const onError = (error: Error) => done(error);
+    const onClose = () => done(stream.errored ?? new Error('the output was closed'));
+    stream.on('drain', onDrain);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
 }
 
 function seconds(bytes: number): string {
@@ -227,7 +142,7 @@ function seconds(bytes: number): string {
 }
 
 export async function runTranslate(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
+  const { values } = parseCommandLine(() => parseArgs({ args: ffmpegSpellings(args), options: OPTIONS, strict: true }));
   if (values.help) {
     io.stdout.write(`${TRANSLATE_USAGE}\n`);
     return EXIT_OK;
@@ -243,6 +158,14 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const voiceId = intFlag(values.voice, '--voice', 1);
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
   const textOnly = values['text-only'] === true;
+  const inputSpec = parseInputSpec({ format: values.format, ar: values.ar, ac: values.ac });
+  const outputSpec = parseOutputSpec({
+    output: values.output,
+    outFormat: values['out-format'],
+    outAr: values['out-ar'],
+    outAc: values['out-ac'],
+    textOnly,
+  });
 
   const realtimeOption = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
   const useEmulator = values.emulator === true || !realtimeOption;
@@ -253,34 +176,58 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // An unusable URL is a configuration error, found before any file is opened or written.
   if (!useEmulator) resolveRealtimeUrl(realtimeOption, { allowInsecure: values['allow-insecure'] === true });
 
-  const { source: rawInput, label } = await openInput(values.input, io);
-  const head = await peek(rawInput, 12);
-  if (head.length === 0) throw new UsageError(`no audio on ${label}.`);
-  const source = isWavHeader(head) ? await wavPayload(rawInput, label) : rawInput;
+  const input = await openAudioInput({
+    path: values.input,
+    spec: inputSpec,
+    realtime: values.realtime === true,
+    stdin: io.stdin,
+    env: io.env,
+  });
+  const source = input.stream;
 
-  const sink = textOnly ? discardSink() : await openOutput(values.output, io);
-  const events = values.events ? createWriteStream(values.events) : undefined;
-  if (events) {
-    await new Promise<void>((resolve, reject) => {
-      events.once('open', () => resolve());
-      events.once('error', (error: NodeJS.ErrnoException) =>
-        reject(new UsageError(`cannot write events to ${values.events}: ${error.code ?? error.message}`)),
-      );
-    });
+  let sink;
+  try {
+    sink = textOnly
+      ? discardSink(new Writable({ write: (_chunk, _encoding, callback) => callback() }))
+      : await openAudioOutput(values.output, outputSpec, io.stdout);
+  } catch (error) {
+    input.close();
+    throw error;
   }
-
+  // A failure from here until the session runs releases the input (which may hold an ffmpeg
+  // process) and the output.
+  const release = async () => {
+    input.close();
+    await sink.close().catch(() => undefined);
+  };
+  let events: ReturnType<typeof createWriteStream> | undefined;
   let emulator: RunningEmulator | undefined;
   let realtimeUrl = realtimeOption;
-  if (useEmulator) {
-    apiKey ??= EMULATOR_DEFAULT_API_KEY;
-    emulator = await startEmulator({ apiKeys: [apiKey] });
-    realtimeUrl = emulator.realtimeUrl;
-    if (values.emulator !== true) {
-      io.stderr.write(
-        `rt-translate: no realtime URL configured (--realtime-url or ${ENV_REALTIME_URL}); ` +
-          `using the embedded emulator at ${emulator.realtimeUrl}\n`,
-      );
+  try {
+    if (values.events) {
+      const file = createWriteStream(values.events);
+      events = file;
+      await new Promise<void>((resolve, reject) => {
+        file.once('open', () => resolve());
+        file.once('error', (error: NodeJS.ErrnoException) =>
+          reject(new UsageError(`cannot write events to ${values.events}: ${error.code ?? error.message}`)),
+        );
+      });
     }
+    if (useEmulator) {
+      apiKey ??= EMULATOR_DEFAULT_API_KEY;
+      emulator = await startEmulator({ apiKeys: [apiKey] });
+      realtimeUrl = emulator.realtimeUrl;
+      if (values.emulator !== true) {
+        io.stderr.write(
+          `rt-translate: no realtime URL configured (--realtime-url or ${ENV_REALTIME_URL}); ` +
+            `using the embedded emulator at ${emulator.realtimeUrl}\n`,
+        );
+      }
+    }
+  } catch (error) {
+    await release();
+    throw error;
   }
 
   const controller = new AbortController();
@@ -298,6 +245,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
     });
   } catch (error) {
+    await release();
     await emulator?.close();
     if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
@@ -347,7 +295,13 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   };
 
   let failure: unknown;
-  const input = pumpInput().catch((error: unknown) => {
+  const inputDone = pumpInput().catch((error: unknown) => {
+    // After a first Ctrl-C the input is no longer wanted: a decoder that failed because it got
+    // the signal too (ffmpeg in the same process group) ends the input, not the session.
+    if (stopping && !controller.signal.aborted) {
+      if (!rt.destroyed) rt.end();
+      return;
+    }
     failure ??= error;
     rt.destroy(error instanceof Error ? error : new Error(String(error)));
   });
@@ -357,8 +311,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     failure ??= error;
   }
   // The session is over: stop reading an input that may never end (a microphone, an open pipe).
-  if (!source.destroyed) source.destroy();
-  await input;
+  input.close();
+  await inputDone;
   process.off('SIGINT', onSignal);
   if (progress) clearInterval(progress);
   clearProgress();

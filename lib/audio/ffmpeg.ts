@@ -1,0 +1,168 @@
+/**
+ * Decoding any audio or video file the library does not read itself (MP3, MP4, WebM, ...)
+ * through an `ffmpeg` binary, with prism-media's `FFmpeg` transform, straight to a described
+ * PCM layout (by default the service format: s16le, 24000 Hz, mono).
+ *
+ * Policies:
+ * - Where ffmpeg comes from: `findFfmpegOnPath` looks only in the directories of `PATH`; the
+ *   library ships no binary and depends on none. prism-media then runs `ffmpeg` from `PATH`
+ *   (it first tries an installed `ffmpeg-static` package, which this library does not depend on).
+ * - Input: a file path (`inputPath`), which ffmpeg opens itself so it can seek (an MP4 whose
+ *   index is at the end needs that), or bytes written to this stream (piped to ffmpeg's stdin).
+ * - Output: what ffmpeg writes to its stdout, with backpressure (its stdout is paused while
+ *   this stream's reader is behind). The readable side ends when ffmpeg exits with status 0
+ *   (and, when it produced no audio at all, printed no error); any other exit fails the stream with `UnsupportedError` carrying the end of ffmpeg's
+ *   error output (at most 2 KiB of it is kept). ffmpeg closing its stdin early is not an
+ *   error by itself: the exit status decides.
+ * - `destroy()` kills the process (SIGKILL) and calls back once it has exited.
+ */
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { Duplex } from 'node:stream';
+import type { ChildProcess } from 'node:child_process';
+import prism from 'prism-media';
+import { UnsupportedError } from '../errors.js';
+import { SERVICE_FORMAT, resolveDescription, type AudioDescription, type ResolvedAudioDescription } from './audio-format.js';
+import type { AudioTransformOptions } from './processor.js';
+
+/**
+ * The path of an executable `ffmpeg` in one of the directories of `pathVariable` (default
+ * `process.env.PATH`), or undefined when there is none.
+ */
+export function findFfmpegOnPath(pathVariable: string | undefined = process.env.PATH): string | undefined {
+  if (!pathVariable) return undefined;
+  const names = process.platform === 'win32' ? ['ffmpeg.exe', 'ffmpeg'] : ['ffmpeg'];
+  for (const dir of pathVariable.split(delimiter)) {
+    if (dir === '') continue;
+    for (const name of names) {
+      const candidate = join(dir, name);
+      try {
+        if (!statSync(candidate).isFile()) continue;
+        accessSync(candidate, constants.X_OK);
+        return candidate;
+      } catch {
+        // not there, or not executable
+      }
+    }
+  }
+  return undefined;
+}
+
+export interface FfmpegDecoderOptions extends AudioTransformOptions {
+  /** A file for ffmpeg to open itself; without it, the bytes written to this stream are decoded. */
+  inputPath?: string;
+  /** The PCM layout to produce; default the service format (s16le, 24000 Hz, mono). */
+  to?: AudioDescription;
+}
+
+/** Bytes of ffmpeg's error output kept for the failure message. */
+const STDERR_KEEP = 2048;
+
+/** Runs ffmpeg as a decoder; see the module comment for the policies. */
+export class FfmpegDecoder extends Duplex {
+  readonly to: ResolvedAudioDescription;
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<void>;
+  private stderrTail = '';
+  private pendingWrite: (() => void) | undefined;
+  private running = true;
+  private bytesOut = 0;
+
+  constructor(options: FfmpegDecoderOptions = {}) {
+    const to = resolveDescription(options.to ?? SERVICE_FORMAT, 'to');
+    super({
+      readableHighWaterMark: options.readableHighWaterMark,
+      writableHighWaterMark: options.writableHighWaterMark,
+      objectMode: false,
+      decodeStrings: true,
+      allowHalfOpen: true,
+    });
+    this.to = to;
+    const input = options.inputPath === undefined ? ['-i', 'pipe:0'] : ['-nostdin', '-i', options.inputPath];
+    // ffmpeg's raw muxers have the library's format names (s16le, s16be, f32le, mulaw, alaw).
+    const args = ['-hide_banner', '-loglevel', 'error', ...input, '-vn', '-sn', '-dn', '-f', to.format, '-ar', String(to.rate), '-ac', String(to.channels)];
+    let ffmpeg: InstanceType<typeof prism.FFmpeg>;
+    try {
+      ffmpeg = new prism.FFmpeg({ args });
+    } catch (error) {
+      throw new UnsupportedError(`Cannot run ffmpeg: ${(error as Error).message}`, { cause: error });
+    }
+    const child = ffmpeg.process;
+    this.child = child;
+    // prism's transform forwards stdio errors as its own 'error' events; the exit status is
+    // what counts here, so those are observed (EPIPE on stdin is expected) through `child`.
+    ffmpeg.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined);
+
+    child.stdout!.on('data', (chunk: Buffer) => {
+      this.bytesOut += chunk.length;
+      if (!this.push(chunk)) child.stdout!.pause();
+    });
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-STDERR_KEEP);
+    });
+    this.exited = new Promise<void>((resolve) => {
+      child.once('error', (error) => {
+        this.running = false;
+        this.release();
+        this.destroy(new UnsupportedError(`Cannot run ffmpeg: ${error.message}.`, { cause: error }));
+        resolve();
+      });
+      child.once('close', (code, signal) => {
+        this.running = false;
+        this.release();
+        if (!this.destroyed) {
+          const detail = this.stderrTail.trim().split('\n').slice(-3).join(' / ');
+          // Some ffmpeg builds exit with 0 after "Invalid data found": no audio and a message
+          // is a failure too.
+          if (code === 0 && (this.bytesOut > 0 || detail === '')) this.push(null);
+          else {
+            const status = code === null ? `signal ${signal}` : `status ${code}`;
+            this.destroy(new UnsupportedError(`ffmpeg could not decode the input (exit ${status}): ${detail || 'no message'}`));
+          }
+        }
+        resolve();
+      });
+    });
+    if (options.inputPath !== undefined) {
+      child.stdin?.end();
+      this.end();
+    }
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    const stdin = this.child.stdin;
+    if (!this.running || !stdin || stdin.destroyed) {
+      callback(); // ffmpeg has stopped reading: its exit status reports the outcome
+      return;
+    }
+    if (stdin.write(chunk)) callback();
+    else {
+      this.pendingWrite = () => callback();
+      stdin.once('drain', () => this.release());
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.child.stdin?.end();
+    callback();
+  }
+
+  override _read(): void {
+    this.child.stdout?.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.release();
+    if (this.running) this.child.kill('SIGKILL');
+    this.exited.then(() => callback(error));
+  }
+
+  /** Lets a write that waits on ffmpeg's stdin go on (drained, or the process is gone). */
+  private release(): void {
+    const pending = this.pendingWrite;
+    this.pendingWrite = undefined;
+    pending?.();
+  }
+}
