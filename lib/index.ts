@@ -37,3 +37,6 @@ export { encodeFlac } from './audio/flac-encoder.js';
 // Integrations: Discord voice
 export * from './audio/opus.js';
 export * from './integrations/discord.js';
+
+// Integrations: telephony (Twilio Media Streams)
+export * from './integrations/twilio.js';

@@ -1,0 +1,87 @@
+/**
+ * Keeps the timeline of a timestamped audio source real: a source that skips frames (Twilio
+ * sends no `media` for audio it lost, and its timestamps jump over the hole) would otherwise
+ * compress time, and a voice-activity detector downstream would hear speech and silence closer
+ * together than they were.
+ *
+ * Policy, in samples of the source's rate, counted from the stream's start (timestamp 0):
+ * - the timeline's position is every sample fed so far plus every sample of silence inserted;
+ * - a frame stamped `t` ms is due at sample `round(t * rate / 1000)`. When that is at least
+ *   `toleranceMs` past the position, the difference is a gap: silence is inserted up to the
+ *   frame's start, at most `maxFillMs` of it (a longer gap is cut to that bound, so one message
+ *   can never make the bridge allocate or send more than `maxFillMs` of audio);
+ * - differences under `toleranceMs` are jitter and ignored; a frame stamped earlier than the
+ *   position (a late or repeated timestamp) is taken as is: audio is never dropped or reordered;
+ * - a frame with no timestamp follows the previous one.
+ */
+import { ValidationError } from '../errors.js';
+
+export interface MediaTimelineOptions {
+  /** Samples per second of the source (Hz). */
+  sampleRate: number;
+  /** Longest silence inserted for one gap, in ms (0 turns gap filling off). Default 1000. */
+  maxFillMs?: number;
+  /** Timestamp differences below this are jitter, not gaps, in ms. Default 10. */
+  toleranceMs?: number;
+}
+
+/** What to do before feeding one frame. */
+export interface TimelineStep {
+  /** Samples of silence to insert before the frame. */
+  fillSamples: number;
+  /** Samples of the gap that were not filled because of `maxFillMs`. */
+  cutSamples: number;
+}
+
+export const DEFAULT_MAX_FILL_MS = 1000;
+export const DEFAULT_GAP_TOLERANCE_MS = 10;
+
+function nonNegative(field: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new ValidationError(field, 'a number of milliseconds, 0 or more', String(value));
+  }
+  return value;
+}
+
+/** Tracks a source's position and finds the gaps to fill; see the module comment. */
+export class MediaTimeline {
+  readonly sampleRate: number;
+  readonly maxFillSamples: number;
+  readonly toleranceSamples: number;
+  #position = 0;
+
+  constructor(options: MediaTimelineOptions) {
+    const rate = options?.sampleRate;
+    if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) {
+      throw new ValidationError('sampleRate', 'a positive integer sample rate in Hz', String(rate));
+    }
+    this.sampleRate = rate;
+    this.maxFillSamples = Math.round((nonNegative('maxFillMs', options.maxFillMs, DEFAULT_MAX_FILL_MS) * rate) / 1000);
+    this.toleranceSamples = Math.max(1, Math.round((nonNegative('toleranceMs', options.toleranceMs, DEFAULT_GAP_TOLERANCE_MS) * rate) / 1000));
+  }
+
+  /** Samples on the timeline so far (fed and inserted). */
+  get position(): number {
+    return this.#position;
+  }
+
+  /**
+   * Accounts for a frame of `samples` samples stamped `timestampMs` (or unstamped), and says how
+   * much silence goes before it. The caller inserts `fillSamples` of silence, then the frame.
+   */
+  next(timestampMs: number | undefined, samples: number): TimelineStep {
+    let fill = 0;
+    let cut = 0;
+    if (timestampMs !== undefined) {
+      const due = Math.round((timestampMs * this.sampleRate) / 1000);
+      const gap = due - this.#position;
+      if (gap >= this.toleranceSamples) {
+        fill = Math.min(gap, this.maxFillSamples);
+        cut = gap - fill;
+      }
+    }
+    this.#position += fill + samples;
+    return { fillSamples: fill, cutSamples: cut };
+  }
+}

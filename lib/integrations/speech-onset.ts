@@ -1,0 +1,100 @@
+/**
+ * Finds the moments speech starts in PCM16 LE mono audio, by level, for barge-in: a caller who
+ * starts talking while a translation is playing.
+ *
+ * Policy, in frames of `frameMs` (default 20 ms) aligned to the first sample fed:
+ * - a frame is loud when its RMS level is above `thresholdDbfs` (relative to 32768), using the
+ *   library's level arithmetic (`audio/level.ts`);
+ * - an onset is reported at the frame that completes a run of `minSpeechMs` of loud frames;
+ *   one onset per run: the next one needs a quiet frame first.
+ *
+ * Level, not the service's transcript, because the transcript of an utterance arrives only after
+ * the utterance has ended (the service's voice detection waits for silence), far too late to stop
+ * playback while the caller talks. The run length keeps clicks and short noises from counting.
+ */
+import { ValidationError } from '../errors.js';
+import { dbfsToMeanSquare, meanSquare } from '../audio/level.js';
+
+export interface SpeechOnsetOptions {
+  /** Samples per second of the audio fed (Hz). */
+  sampleRate: number;
+  /** RMS level above which a frame is loud, in dBFS (at most 0). Default -35. */
+  thresholdDbfs?: number;
+  /** Loud time that makes an onset, in ms (at least one frame). Default 100. */
+  minSpeechMs?: number;
+  /** Analysis frame, in ms; must give a whole number of samples. Default 20. */
+  frameMs?: number;
+}
+
+export const DEFAULT_ONSET_THRESHOLD_DBFS = -35;
+export const DEFAULT_ONSET_MIN_SPEECH_MS = 100;
+
+/** Reports speech onsets in a PCM16 LE mono stream fed in any chunking; see the module comment. */
+export class SpeechOnsetDetector {
+  readonly frameBytes: number;
+  readonly minFrames: number;
+  readonly #threshold: number;
+  readonly #partial: Buffer;
+  #partialLength = 0;
+  #run = 0;
+
+  constructor(options: SpeechOnsetOptions) {
+    const rate = options?.sampleRate;
+    if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) {
+      throw new ValidationError('sampleRate', 'a positive integer sample rate in Hz', String(rate));
+    }
+    const frameMs = options.frameMs ?? 20;
+    const samples = (rate * frameMs) / 1000;
+    if (typeof frameMs !== 'number' || !(frameMs > 0) || !Number.isInteger(samples)) {
+      throw new ValidationError('frameMs', `a frame duration in ms giving a whole number of samples at ${rate} Hz`, String(frameMs));
+    }
+    const db = options.thresholdDbfs ?? DEFAULT_ONSET_THRESHOLD_DBFS;
+    if (typeof db !== 'number' || !Number.isFinite(db) || db > 0) {
+      throw new ValidationError('thresholdDbfs', 'a level in dBFS, at most 0', String(db));
+    }
+    const minMs = options.minSpeechMs ?? DEFAULT_ONSET_MIN_SPEECH_MS;
+    if (typeof minMs !== 'number' || !Number.isFinite(minMs) || minMs < 0) {
+      throw new ValidationError('minSpeechMs', 'a number of milliseconds, 0 or more', String(minMs));
+    }
+    this.frameBytes = samples * 2;
+    this.minFrames = Math.max(1, Math.ceil(minMs / frameMs));
+    this.#threshold = dbfsToMeanSquare(db);
+    this.#partial = Buffer.alloc(this.frameBytes);
+  }
+
+  /** True while the current run of loud frames has reached an onset. */
+  get speaking(): boolean {
+    return this.#run >= this.minFrames;
+  }
+
+  /** Feeds audio; returns how many onsets it completed (0 or, for long chunks, more). */
+  push(pcm: Buffer): number {
+    let onsets = 0;
+    let pos = 0;
+    const fb = this.frameBytes;
+    if (this.#partialLength > 0) {
+      const take = Math.min(fb - this.#partialLength, pcm.length);
+      pcm.copy(this.#partial, this.#partialLength, 0, take);
+      this.#partialLength += take;
+      pos = take;
+      if (this.#partialLength < fb) return 0;
+      this.#partialLength = 0;
+      onsets += this.#frame(this.#partial, 0);
+    }
+    for (; pcm.length - pos >= fb; pos += fb) onsets += this.#frame(pcm, pos);
+    if (pos < pcm.length) {
+      pcm.copy(this.#partial, 0, pos);
+      this.#partialLength = pcm.length - pos;
+    }
+    return onsets;
+  }
+
+  #frame(buf: Buffer, offset: number): number {
+    if (meanSquare(buf, offset, offset + this.frameBytes) > this.#threshold) {
+      this.#run += 1;
+      return this.#run === this.minFrames ? 1 : 0;
+    }
+    this.#run = 0;
+    return 0;
+  }
+}

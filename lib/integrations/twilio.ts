@@ -1,0 +1,595 @@
+/**
+ * A Twilio Media Streams bridge: a phone call's audio through a `RealtimeTranslateStream` and the
+ * translation back into the call.
+ *
+ * `TwilioMediaBridge` is a Duplex in object mode. Its writable side takes the messages of a
+ * bidirectional Media Stream (`<Connect><Stream>`), as the WebSocket delivers them (text as a
+ * string or Buffer) or already parsed; its readable side yields the messages to send back:
+ * `media` (20 ms, 160 bytes of base64 mu-law each), a `mark` after each translated response, and
+ * `clear` when the caller barges in. `bridgeTwilioSocket(ws, bridge)` wires one to a `ws`
+ * WebSocket with backpressure both ways:
+ *
+ * ```ts
+ * wss.on('connection', (ws) => {
+ *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es' });
+ *   bridgeTwilioSocket(ws, bridge).catch((err) => console.error(err));
+ * });
+ * ```
+ *
+ * or, as a stream, `pipeline(wsStream, bridge, wsStream)` with
+ * `createWebSocketStream(ws, { readableObjectMode: true, decodeStrings: false })` and
+ * `output: 'json'` (one message per text frame). `bridgeTwilioSocket` also copes with the call's
+ * socket closing first (it discards the outbound audio and lets the session end); in the
+ * pipeline form, output produced after that close fails the pipeline with the socket's error.
+ *
+ * Inbound audio: `media` of the configured track (`inbound`) is decoded (G.711 mu-law), resampled
+ * 8 kHz -> 24 kHz by the library's converter and written to the translator. The timestamps keep
+ * the timeline real: a jump over missing frames is filled with silence, at most `maxGapFillMs`
+ * per gap (see `MediaTimeline`). Media before `start` or after `stop` is ignored with a warning.
+ *
+ * Outbound audio: see `TwilioOutbound` (responses, marks, `burst` or `realtime` pacing).
+ *
+ * Barge-in: the caller's audio is watched by level (`SpeechOnsetDetector`, 8 kHz, default
+ * -35 dBFS for 100 ms); the service's transcript would come only after the caller stopped
+ * talking. When speech starts while translated audio is pending (not yet sent, or sent and its
+ * mark not yet echoed by Twilio, which means it is still playing), the bridge sends `clear` and
+ * drops the queued audio and the rest of every response received so far (`TwilioOutbound.clear`).
+ * `bargeIn: false` turns this off.
+ *
+ * Validation: a message that is not JSON, lacks what its event needs, or exceeds
+ * `maxMessageBytes` is a `ProtocolError` warning and is ignored; an unknown event is ignored with
+ * a warning; a `start` whose `mediaFormat` is not `audio/x-mulaw` 8000 Hz mono fails the bridge
+ * with a `ValidationError` (field `start.mediaFormat`) naming both.
+ *
+ * End: `stop`, or the end of the writable side (the socket closed), ends the translator's input;
+ * the bridge waits for the last response (the translator's own end-of-session rule), sends it,
+ * then ends its readable side. `discardOutbound()` (called by `bridgeTwilioSocket` when the
+ * socket closes) drops outbound audio meanwhile. `destroy()` tears everything down and calls back
+ * once the translator's socket has closed. A fatal translator error destroys the bridge with it.
+ *
+ * Memory: bounded by the stream buffers (the readable side holds `maxQueuedMessages` messages,
+ * the translator its own bounds), one inbound message (`maxMessageBytes`) and one gap fill.
+ */
+import { Duplex } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { RawData, WebSocket } from 'ws';
+import { ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
+import { createConverter, type AudioConverter } from '../audio/convert.js';
+import { createG711DecodeProcessor } from '../audio/g711.js';
+import type { AudioProcessor } from '../audio/processor.js';
+import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../realtime/realtime-translate-stream.js';
+import { MediaTimeline } from './media-timeline.js';
+import { SpeechOnsetDetector } from './speech-onset.js';
+import { TwilioOutbound, type TwilioPacing, type TwilioResponseInfo } from './twilio-outbound.js';
+import {
+  DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
+  TWILIO_SAMPLE_RATE,
+  checkTwilioMediaFormat,
+  parseTwilioMessage,
+  twilioClearMessage,
+  type TwilioInboundMessage,
+  type TwilioOutboundMessage,
+  type TwilioStreamInfo,
+} from './twilio-messages.js';
+
+export * from './twilio-messages.js';
+export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
+export { SpeechOnsetDetector, type SpeechOnsetOptions } from './speech-onset.js';
+export type { TwilioPacing, TwilioResponseInfo } from './twilio-outbound.js';
+
+/** Barge-in detection on the caller's audio; see the module comment. */
+export interface TwilioBargeInOptions {
+  /** RMS level above which a 20 ms frame counts as speech, in dBFS. Default -35. */
+  thresholdDbfs?: number;
+  /** Speech time that makes an onset, in ms. Default 100. */
+  minSpeechMs?: number;
+}
+
+export interface TwilioMediaBridgeOptions extends Omit<RealtimeTranslateOptions, 'outputModalities'> {
+  /** `burst` (default): outbound messages as fast as produced; `realtime`: paced at 20 ms. */
+  pacing?: TwilioPacing;
+  /** Barge-in detection, or `false` to never send `clear`. Default `{ thresholdDbfs: -35, minSpeechMs: 100 }`. */
+  bargeIn?: false | TwilioBargeInOptions;
+  /** Longest silence inserted for one timestamp gap, in ms (0: no gap filling). Default 1000. */
+  maxGapFillMs?: number;
+  /** Timestamp differences below this are jitter, not gaps, in ms. Default 10. */
+  gapToleranceMs?: number;
+  /** The media track translated. Default `inbound` (the caller). */
+  track?: string;
+  /** Marks are named `${markPrefix}${n}` for the service's n-th response. Default `response-`. */
+  markPrefix?: string;
+  /** Readable side yields message objects (`object`, default) or their JSON text (`json`). */
+  output?: 'object' | 'json';
+  /** Largest inbound message accepted, in bytes of JSON text. Default 64 KiB. */
+  maxMessageBytes?: number;
+  /** Outbound messages the readable side buffers before the bridge waits. Default 50 (1 s of media). */
+  maxQueuedMessages?: number;
+}
+
+/** Counters, for logs and tests. */
+export interface TwilioBridgeStats {
+  /** `media` messages of the translated track accepted. */
+  mediaMessages: number;
+  /** Audio received in them, in ms. */
+  receivedMs: number;
+  /** Silence inserted for timestamp gaps, in ms. */
+  insertedSilenceMs: number;
+  /** Gap time not filled because of `maxGapFillMs`, in ms. */
+  cutGapMs: number;
+  /** Outbound `media` messages produced. */
+  outboundFrames: number;
+  /** Responses sent with their mark. */
+  responses: number;
+  /** Marks of ours Twilio echoed back (played, or cleared). */
+  marksPlayed: number;
+  /** `clear` messages sent. */
+  clears: number;
+  /** Warnings emitted. */
+  warnings: number;
+}
+
+export interface TwilioClearInfo {
+  /** Marks that were still outstanding (their audio was playing or queued at Twilio). */
+  pendingMarks: string[];
+  /** 20 ms frames dropped from the bridge's own queue (`realtime` pacing). */
+  droppedFrames: number;
+}
+
+export interface TwilioMediaBridgeEvents {
+  /** `connected`: the stream's first message. */
+  connected: [info: { protocol?: string; version?: string }];
+  /** `start`: the stream's metadata (validated). */
+  start: [info: TwilioStreamInfo];
+  /** A response's audio and its mark have been produced. */
+  response: [info: TwilioResponseInfo];
+  /** Twilio echoed a mark of ours: the response's audio has played (or was cleared). */
+  played: [mark: string];
+  /** Twilio echoed any mark (ours or not). */
+  mark: [name: string];
+  /** Caller speech started (level detector), whether or not it caused a `clear`. */
+  speech: [];
+  /** Barge-in: `clear` was sent and queued audio dropped. */
+  clear: [info: TwilioClearInfo];
+  /** A DTMF key press. */
+  dtmf: [digit: string];
+  /** `stop`: the stream ended; the last response is still awaited. */
+  stop: [];
+  /** Transcript of a caller utterance (from the translator). */
+  transcript: [text: string];
+  /** Final translated text of a response (from the translator). */
+  translation: [text: string];
+  /** A non-fatal problem: a malformed or unknown message, or a translator warning. */
+  warning: [warning: RtTranslateError];
+}
+
+const OWN_DEFAULTS = {
+  pacing: 'burst' as TwilioPacing,
+  markPrefix: 'response-',
+  track: 'inbound',
+  output: 'object' as 'object' | 'json',
+  maxMessageBytes: DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
+  maxQueuedMessages: 50,
+};
+
+const MULAW_SILENCE = 0xff;
+/** mu-law bytes (samples) per millisecond. */
+const SAMPLES_PER_MS = TWILIO_SAMPLE_RATE / 1000;
+
+function oneOf<T extends string>(field: string, value: unknown, accepted: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && (accepted as readonly string[]).includes(value)) return value as T;
+  throw new ValidationError(field, `one of ${accepted.join(', ')}`, typeof value === 'string' ? JSON.stringify(value) : String(value));
+}
+
+function positiveInteger(field: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
+  throw new ValidationError(field, 'a positive integer', String(value));
+}
+
+function nonEmptyString(field: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && value.length > 0) return value;
+  throw new ValidationError(field, 'a non-empty string', typeof value);
+}
+
+/**
+ * Translates a Twilio Media Stream; see the module comment. The realtime session is opened when
+ * the bridge is constructed (Twilio sends `start` right after connecting, so a cold start of the
+ * service overlaps the call's setup); options are validated first, and a bad one throws a
+ * `ValidationError` (or the translator's `ConfigError`) before anything connects.
+ */
+export class TwilioMediaBridge extends Duplex {
+  /** The realtime session this call's audio goes through (created with the bridge). */
+  readonly translator: RealtimeTranslateStream;
+  readonly pacing: TwilioPacing;
+
+  readonly #track: string;
+  readonly #output: 'object' | 'json';
+  readonly #maxMessageBytes: number;
+  readonly #timeline: MediaTimeline;
+  readonly #onset: SpeechOnsetDetector | undefined;
+  readonly #decoder: AudioProcessor = createG711DecodeProcessor('mulaw');
+  readonly #input: AudioConverter;
+  readonly #outbound: TwilioOutbound;
+  readonly #outstandingMarks = new Set<string>();
+  #stream: TwilioStreamInfo | undefined;
+  #inputEnded = false;
+  #discarding = false;
+  #pipelineDone = false;
+  #finalCallback: ((error?: Error | null) => void) | undefined;
+  readonly #stats = {
+    mediaMessages: 0,
+    receivedSamples: 0,
+    insertedSamples: 0,
+    cutSamples: 0,
+    responses: 0,
+    marksPlayed: 0,
+    clears: 0,
+    warnings: 0,
+  };
+
+  constructor(options: TwilioMediaBridgeOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new ValidationError('options', 'an object with from and to (and the realtime service options)');
+    }
+    const {
+      pacing: pacingOption,
+      bargeIn,
+      maxGapFillMs,
+      gapToleranceMs,
+      track: trackOption,
+      markPrefix: markPrefixOption,
+      output: outputOption,
+      maxMessageBytes: maxMessageBytesOption,
+      maxQueuedMessages: maxQueuedOption,
+      ...realtime
+    } = options;
+    const pacing = oneOf('pacing', pacingOption, ['burst', 'realtime'], OWN_DEFAULTS.pacing);
+    const output = oneOf('output', outputOption, ['object', 'json'], OWN_DEFAULTS.output);
+    const track = nonEmptyString('track', trackOption, OWN_DEFAULTS.track);
+    const markPrefix = nonEmptyString('markPrefix', markPrefixOption, OWN_DEFAULTS.markPrefix);
+    const maxMessageBytes = positiveInteger('maxMessageBytes', maxMessageBytesOption, OWN_DEFAULTS.maxMessageBytes);
+    const maxQueuedMessages = positiveInteger('maxQueuedMessages', maxQueuedOption, OWN_DEFAULTS.maxQueuedMessages);
+    if (bargeIn !== undefined && bargeIn !== false && (bargeIn === null || typeof bargeIn !== 'object')) {
+      throw new ValidationError('bargeIn', 'false or an object { thresholdDbfs?, minSpeechMs? }', String(bargeIn));
+    }
+    const timeline = new MediaTimeline({ sampleRate: TWILIO_SAMPLE_RATE, maxFillMs: maxGapFillMs, toleranceMs: gapToleranceMs });
+    const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn });
+    // Last, once every option of ours is valid: the translator starts connecting at once.
+    const translator = new RealtimeTranslateStream({ ...realtime, outputModalities: ['text', 'audio'] });
+
+    super({
+      readableObjectMode: true,
+      writableObjectMode: true,
+      readableHighWaterMark: maxQueuedMessages,
+      writableHighWaterMark: 16,
+      allowHalfOpen: true,
+    });
+    this.translator = translator;
+    this.pacing = pacing;
+    this.#track = track;
+    this.#output = output;
+    this.#maxMessageBytes = maxMessageBytes;
+    this.#timeline = timeline;
+    this.#onset = onset;
+    this.#input = createConverter({ rate: TWILIO_SAMPLE_RATE, channels: 1 }, { rate: 24_000, channels: 1 });
+    this.#outbound = new TwilioOutbound({
+      pacing,
+      markPrefix,
+      sink: {
+        push: (message) => this.#pushMessage(message),
+        streamSid: () => this.#stream?.streamSid,
+        responseSent: (info) => this.#responseSent(info),
+      },
+    });
+
+    translator.on('audio.done', () => this.#outbound.responseEnded(translator.stats.bytesReceived));
+    translator.on('transcript', (text) => this.emit('transcript', text));
+    translator.on('text.done', (text) => this.emit('translation', text));
+    translator.on('warning', (warning) => this.#warn(warning));
+
+    pipeline(this.#input, translator, this.#outbound).then(
+      () => {
+        this.#pipelineDone = true;
+        if (!this.destroyed) this.push(null);
+        const callback = this.#finalCallback;
+        this.#finalCallback = undefined;
+        callback?.();
+      },
+      (error: Error) => this.destroy(error),
+    );
+  }
+
+  /** The stream's metadata once `start` has arrived. */
+  get stream(): TwilioStreamInfo | undefined {
+    return this.#stream;
+  }
+
+  get stats(): TwilioBridgeStats {
+    const s = this.#stats;
+    return {
+      mediaMessages: s.mediaMessages,
+      receivedMs: s.receivedSamples / SAMPLES_PER_MS,
+      insertedSilenceMs: s.insertedSamples / SAMPLES_PER_MS,
+      cutGapMs: s.cutSamples / SAMPLES_PER_MS,
+      outboundFrames: this.#outbound.framesSent,
+      responses: s.responses,
+      marksPlayed: s.marksPlayed,
+      clears: s.clears,
+      warnings: s.warnings,
+    };
+  }
+
+  /**
+   * The far end is gone (the call's socket closed): outbound audio is dropped from now on. The
+   * session still ends as usual once the writable side ends.
+   */
+  discardOutbound(): void {
+    if (this.#discarding) return;
+    this.#discarding = true;
+    this.#outbound.discardAll();
+  }
+
+  /* ------------------------------------------------------------------ inbound */
+
+  override _write(data: unknown, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    let message: TwilioInboundMessage;
+    try {
+      message = parseTwilioMessage(data, this.#maxMessageBytes);
+    } catch (error) {
+      this.#warn(error instanceof RtTranslateError ? error : new ProtocolError(String(error)));
+      callback();
+      return;
+    }
+    switch (message.event) {
+      case 'connected':
+        this.emit('connected', { protocol: message.protocol, version: message.version });
+        callback();
+        return;
+      case 'start':
+        this.#onStart(message.start, callback);
+        return;
+      case 'media':
+        this.#onMedia(message, callback);
+        return;
+      case 'mark':
+        if (this.#outstandingMarks.delete(message.name)) {
+          this.#stats.marksPlayed += 1;
+          this.emit('played', message.name);
+        }
+        this.emit('mark', message.name);
+        callback();
+        return;
+      case 'dtmf':
+        this.emit('dtmf', message.digit);
+        callback();
+        return;
+      case 'stop':
+        if (!this.#inputEnded) this.emit('stop');
+        this.#endInput();
+        callback();
+        return;
+      case 'unknown':
+        this.#warn(new ProtocolError(`Unknown Twilio event ${JSON.stringify(message.wireEvent)}; it was ignored.`));
+        callback();
+        return;
+    }
+  }
+
+  #onStart(info: TwilioStreamInfo, callback: (error?: Error | null) => void): void {
+    if (this.#stream !== undefined) {
+      this.#warn(new ProtocolError(`A second "start" message was ignored (the stream ${this.#stream.streamSid} already started).`));
+      callback();
+      return;
+    }
+    try {
+      checkTwilioMediaFormat(info.mediaFormat);
+    } catch (error) {
+      callback(error as Error);
+      return;
+    }
+    this.#stream = info;
+    this.emit('start', info);
+    callback();
+  }
+
+  #onMedia(message: Extract<TwilioInboundMessage, { event: 'media' }>, callback: (error?: Error | null) => void): void {
+    if (this.#stream === undefined || this.#inputEnded) {
+      const when = this.#stream === undefined ? 'before "start"' : 'after "stop"';
+      this.#warn(new ProtocolError(`A "media" message ${when} was ignored.`));
+      callback();
+      return;
+    }
+    if (message.track !== this.#track || message.audio.length === 0) {
+      callback();
+      return;
+    }
+    if (message.streamSid !== undefined && message.streamSid !== this.#stream.streamSid) {
+      this.#warn(new ProtocolError(`A "media" message of another stream (${message.streamSid}) was ignored.`));
+      callback();
+      return;
+    }
+    const step = this.#timeline.next(message.timestamp, message.audio.length);
+    const s = this.#stats;
+    s.mediaMessages += 1;
+    s.receivedSamples += message.audio.length;
+    s.insertedSamples += step.fillSamples;
+    s.cutSamples += step.cutSamples;
+    const mulaw = step.fillSamples > 0 ? Buffer.concat([Buffer.alloc(step.fillSamples, MULAW_SILENCE), message.audio]) : message.audio;
+    const pcm = this.#decoder.process(mulaw);
+    if (this.#onset !== undefined && this.#onset.push(pcm) > 0) this.#speechStarted();
+    if (this.#input.write(pcm)) callback();
+    else this.#input.once('drain', () => callback());
+  }
+
+  #endInput(): void {
+    if (this.#inputEnded) return;
+    this.#inputEnded = true;
+    this.#input.end();
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#endInput();
+    if (this.#pipelineDone) callback();
+    else this.#finalCallback = callback;
+  }
+
+  /* ------------------------------------------------------------------ barge-in */
+
+  #speechStarted(): void {
+    this.emit('speech');
+    const stream = this.#stream;
+    if (stream === undefined || this.#discarding) return;
+    const received = this.translator.stats.bytesReceived;
+    if (this.#outstandingMarks.size === 0 && !this.#outbound.hasPendingAudio(received)) return;
+    const pendingMarks = [...this.#outstandingMarks];
+    this.#outstandingMarks.clear();
+    const droppedFrames = this.#outbound.clear(received);
+    this.#stats.clears += 1;
+    this.#pushMessage(twilioClearMessage(stream.streamSid));
+    this.emit('clear', { pendingMarks, droppedFrames });
+  }
+
+  /* ------------------------------------------------------------------ outbound */
+
+  #pushMessage(message: TwilioOutboundMessage): boolean {
+    if (this.destroyed || this.readableEnded) return true;
+    return this.push(this.#output === 'json' ? JSON.stringify(message) : message);
+  }
+
+  #responseSent(info: TwilioResponseInfo): void {
+    this.#outstandingMarks.add(info.mark);
+    this.#stats.responses += 1;
+    this.emit('response', info);
+  }
+
+  override _read(): void {
+    this.#outbound.readerReady();
+  }
+
+  /* ------------------------------------------------------------------ teardown */
+
+  #warn(warning: RtTranslateError): void {
+    this.#stats.warnings += 1;
+    this.emit('warning', warning);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#finalCallback = undefined;
+    this.#input.destroy();
+    this.#outbound.destroy();
+    const translator = this.translator;
+    if (translator.closed) {
+      callback(error);
+      return;
+    }
+    translator.once('close', () => callback(error));
+    translator.destroy();
+  }
+}
+
+// Typed events: `on('clear', (info) => ...)` and friends.
+export interface TwilioMediaBridge {
+  on<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  off<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
+  off(event: string | symbol, listener: (...args: any[]) => void): this;
+  emit<E extends keyof TwilioMediaBridgeEvents>(event: E, ...args: TwilioMediaBridgeEvents[E]): boolean;
+  emit(event: string | symbol, ...args: any[]): boolean;
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* WebSocket wiring                                                                             */
+
+export interface TwilioSocketOptions {
+  /** Bytes the socket may buffer unsent before the bridge's output is paused. Default 256 KiB. */
+  maxSocketBufferBytes?: number;
+}
+
+function rawToBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+/**
+ * Runs `bridge` over a Twilio Media Streams WebSocket (a `ws` server-side socket): each message
+ * in is written to the bridge (the socket is paused while the bridge is behind), each message
+ * out is sent as a text frame (the bridge is paused while the socket buffers more than
+ * `maxSocketBufferBytes`). When the socket closes, outbound audio is discarded and the bridge's
+ * input ends, so the session finishes cleanly; when the bridge is done, the socket is closed
+ * (code 1000; 1011 when the bridge failed). Resolves when the bridge has finished and closed;
+ * rejects with its error.
+ */
+export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, options: TwilioSocketOptions = {}): Promise<void> {
+  const bound = positiveInteger('maxSocketBufferBytes', options.maxSocketBufferBytes, 256 * 1024);
+  return new Promise<void>((resolve, reject) => {
+    const open = () => ws.readyState === ws.OPEN;
+    let sendPaused = false;
+
+    const onMessage = (data: RawData) => {
+      if (bridge.destroyed || bridge.writableEnded) return;
+      if (!bridge.write(rawToBuffer(data))) ws.pause();
+    };
+    const onDrain = () => ws.resume();
+    const onSent = () => {
+      if (sendPaused && ws.bufferedAmount <= bound) {
+        sendPaused = false;
+        bridge.resume();
+      }
+    };
+    const onData = (message: TwilioOutboundMessage | string) => {
+      if (!open()) return; // the call is gone: nothing to send to
+      ws.send(typeof message === 'string' ? message : JSON.stringify(message), onSent);
+      if (ws.bufferedAmount > bound) {
+        sendPaused = true;
+        bridge.pause();
+      }
+    };
+    const onEnd = () => {
+      if (open()) ws.close(1000, 'stream done');
+    };
+    const onSocketClose = () => {
+      bridge.discardOutbound();
+      if (sendPaused) {
+        sendPaused = false;
+        bridge.resume();
+      }
+      if (!bridge.destroyed && !bridge.writableEnded) bridge.end();
+    };
+    const onSocketError = () => {
+      // `ws` closes the socket after an error; the close handler ends the bridge.
+    };
+    const onClose = () => {
+      ws.off('message', onMessage);
+      ws.off('close', onSocketClose);
+      bridge.off('drain', onDrain);
+      bridge.off('data', onData);
+      bridge.off('end', onEnd);
+      ws.resume();
+      const error = bridge.errored;
+      if (error) {
+        if (open()) ws.close(1011, 'bridge failed');
+        reject(error);
+      } else {
+        if (open()) ws.close(1000, 'stream done');
+        resolve();
+      }
+    };
+
+    ws.on('message', onMessage);
+    ws.on('close', onSocketClose);
+    ws.on('error', onSocketError);
+    bridge.on('drain', onDrain);
+    bridge.on('data', onData);
+    bridge.on('end', onEnd);
+    bridge.on('error', () => {
+      // Reported through the promise (bridge.errored).
+    });
+    bridge.once('close', onClose);
+    if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
+  });
+}
