@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { setImmediate as tick } from 'node:timers/promises';
+import { inspect } from 'node:util';
 import { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeFlac } from '../lib/audio/flac-encoder.js';
@@ -262,6 +263,18 @@ describe('FlacDownloadStream', () => {
       ['a', API_KEY, 403],
       ['b', undefined, 206],
     ]);
+  });
+
+  it('shows neither its headers nor the URL signature when inspected or serialized', async () => {
+    const file = put(speechFlac);
+    const stream = new FlacDownloadStream({ url: file.url, dispatcher: agent, headers: { 'x-api-key': API_KEY } });
+    const signature = new URL(file.url).searchParams.get('sig')!;
+    for (const shown of [inspect(stream, { depth: 10, showHidden: true }), JSON.stringify(stream)]) {
+      expect(shown).not.toContain(API_KEY);
+      expect(shown).not.toContain(signature);
+    }
+    expect(inspect(stream)).toContain(new URL(file.url).pathname);
+    stream.destroy();
   });
 
   it('retries a 503 (honouring Retry-After) and follows a redirect', async () => {

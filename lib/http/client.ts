@@ -14,12 +14,19 @@
  *   `bodyTimeoutMs` between two pieces of a body (default 60 s).
  * - `dispatcher`: a caller's undici dispatcher; then `close()` leaves it open. Otherwise the
  *   client makes one `Agent` and `close()` closes it.
+ * - Result audio (`getTtsResultAudio`, `translateAndSpeak`, `openSeparationTrack`) comes as a
+ *   `FlacDownloadStream` made by `openFlacDownload`: over the same dispatcher, with the key sent
+ *   to the service's own origin only, and resumed (HTTP Range, or a restart that skips what was
+ *   delivered) when the connection drops. Its attempts follow the retry setting: `retries + 1`
+ *   attempts in a row without progress, `minDelayMs` as the first back-off; `retry: false`
+ *   gives one attempt, so no resume.
  */
 import { inspect } from 'node:util';
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher, type FormData } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
+import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
 import {
   HttpAuthError,
   HttpConnectionError,
@@ -83,10 +90,53 @@ export interface RequestSpec extends RequestOptions {
   json?: unknown;
   /** Multipart body. */
   form?: FormData;
-  /** `create` requests start paid work and are retried only where the service did not act. */
+  /**
+   * `create` requests start paid work and `delete` requests remove something for good: both are
+   * retried only where the service did not act (see `retry.ts`).
+   */
   kind: RequestKind;
   accept?: string;
 }
+
+/**
+ * What `openFlacDownload` takes: the stream's options without the parts the client supplies
+ * (dispatcher, headers, URL safety). Timeouts default to the client's; `maxAttempts` and
+ * `retryDelayMs` to its retry setting (or this `retry`).
+ */
+export interface FlacDownloadRequest extends Omit<FlacDownloadStreamOptions, 'dispatcher' | 'headers' | 'allowInsecure'> {
+  /**
+   * Send the API key (`x-api-key`). Only to the origin of the client's base URL: any other
+   * origin is a `ConfigError`. Presigned URLs need no key; leave this off for them. Default false.
+   */
+  authenticate?: boolean;
+  /** Retry setting the attempt limits derive from, replacing the client's. */
+  retry?: RetrySetting;
+}
+
+/** Options of a result audio download (`getTtsResultAudio`, `openSeparationTrack`, ...). */
+export interface AudioDownloadOptions extends RequestOptions {
+  /**
+   * Decode the FLAC to PCM16 LE interleaved on the fly, checking the STREAMINFO sample count and
+   * MD5 at the end (`IntegrityError` on a mismatch). Default false: the FLAC bytes.
+   */
+  decode?: boolean;
+  /** Attempts in a row without a new byte before giving up. Default: the retry setting's `retries + 1`. */
+  maxAttempts?: number;
+  /** First back-off between attempts, ms. Default: the retry setting's `minDelayMs`. */
+  retryDelayMs?: number;
+}
+
+/** The two tracks of an audio separation run. */
+export type SeparationTrack = 'foreground' | 'background';
+
+/** `openSeparationTrack` options. */
+export interface SeparationTrackOptions extends AudioDownloadOptions {
+  /** The presigned URL already known (from a lookup); without it a lookup comes first. */
+  url?: string;
+}
+
+/** `translateAndSpeak` options: the task's, and `decode` for its audio. */
+export interface TranslateAndSpeakOptions extends endpoints.TaskCallOptions, Pick<AudioDownloadOptions, 'decode'> {}
 
 /** A response whose body the caller consumes (or destroys). */
 export interface StreamResponse {
@@ -107,7 +157,15 @@ export interface HttpRequester {
   urlFor(path: string, query?: RequestSpec['query']): URL;
   /** Maps a failure of a body being read (socket reset, timeout) to the library's error. */
   bodyError(error: unknown, spec: RequestSpec): unknown;
+  /**
+   * A resumable FLAC download over the requester's connections. Optional: without it, result
+   * audio is a plain (non-resuming) body stream.
+   */
+  openFlacDownload?(request: FlacDownloadRequest): FlacDownloadStream;
 }
+
+/** A requester that can open resumable downloads (the `LocalizationClient` is one). */
+export type FlacDownloader = HttpRequester & Required<Pick<HttpRequester, 'openFlacDownload'>>;
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
@@ -177,6 +235,7 @@ export class LocalizationClient implements HttpRequester {
   readonly #retry: RetrySetting | undefined;
   readonly #polling: LocalizationClientOptions['polling'];
   readonly #onRetry: LocalizationClientOptions['onRetry'];
+  readonly #allowInsecure: boolean;
   #closed = false;
 
   constructor(options: LocalizationClientOptions = {}) {
@@ -189,6 +248,7 @@ export class LocalizationClient implements HttpRequester {
     base.search = '';
     base.hash = '';
     this.baseUrl = base;
+    this.#allowInsecure = options.allowInsecure === true;
     const key = resolveApiKey(options.apiKey, env);
     if (key === undefined) throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
     this.#apiKey = key;
@@ -278,6 +338,43 @@ export class LocalizationClient implements HttpRequester {
    */
   requestStream(spec: RequestSpec): Promise<StreamResponse> {
     return this.#withRetry(spec, () => this.#send(spec));
+  }
+
+  /**
+   * A `FlacDownloadStream` of `request.url` over the client's dispatcher, with the client's
+   * timeouts and attempt limits (see the module doc). With `authenticate`, the key goes to the
+   * base URL's origin only (a redirect or refreshed URL elsewhere gets no header). Nothing is
+   * requested until the stream is read.
+   */
+  openFlacDownload(request: FlacDownloadRequest): FlacDownloadStream {
+    if (this.#closed) {
+      throw new ConnectionError('This LocalizationClient is closed; create a new one.', { retryable: false });
+    }
+    const { authenticate, retry, ...rest } = request;
+    const url = parseServiceUrl(String(request.url), 'url', 'https:', { allowInsecure: this.#allowInsecure });
+    const headers: Record<string, string> = { 'user-agent': USER_AGENT, accept: 'audio/flac, */*' };
+    if (authenticate === true) {
+      if (url.origin !== this.baseUrl.origin) {
+        throw new ConfigError(
+          'url',
+          `The API key is only sent to the service's origin (${this.baseUrl.origin}), not to ${url.origin}; ` +
+            'download presigned URLs without authenticate.',
+        );
+      }
+      headers['x-api-key'] = this.#apiKey;
+    }
+    const policy = resolveRetry(retry !== undefined ? retry : this.#retry);
+    return new FlacDownloadStream({
+      ...rest,
+      url,
+      headers,
+      dispatcher: this.#dispatcher,
+      allowInsecure: this.#allowInsecure,
+      headersTimeoutMs: rest.headersTimeoutMs ?? this.#headersTimeoutMs,
+      bodyTimeoutMs: rest.bodyTimeoutMs ?? this.#bodyTimeoutMs,
+      maxAttempts: rest.maxAttempts ?? (policy === false ? 1 : policy.retries + 1),
+      retryDelayMs: rest.retryDelayMs ?? (policy === false ? 0 : policy.minDelayMs),
+    });
   }
 
   #withRetry<T>(spec: RequestSpec, attempt: () => Promise<T>): Promise<T> {
@@ -427,8 +524,11 @@ export class LocalizationClient implements HttpRequester {
     return endpoints.getTranslationResult(this, runId, options);
   }
 
-  /** `GET /tts-result/{run_id}?output_type=raw_bytes`: the FLAC audio, streamed. */
-  getTtsResultAudio(runId: number, options?: RequestOptions): Promise<endpoints.AudioResult> {
+  /**
+   * `GET /tts-result/{run_id}?output_type=raw_bytes`: the FLAC audio (or PCM16 with `decode`) as
+   * a resumable `FlacDownloadStream`, once its first bytes arrived (errors before that reject).
+   */
+  getTtsResultAudio(runId: number, options?: AudioDownloadOptions): Promise<endpoints.AudioResult<FlacDownloadStream>> {
     return endpoints.getTtsResultAudio(this, runId, options);
   }
 
@@ -480,6 +580,20 @@ export class LocalizationClient implements HttpRequester {
     return endpoints.getAudioSeparationResults(this, runIds, options);
   }
 
+  /**
+   * One track of a finished audio separation run as a resumable download whose presigned URL is
+   * refreshed by asking `POST /audio-separation-results` for `runIds` again (see
+   * `endpoints.openSeparationTrack`).
+   */
+  openSeparationTrack(
+    runIds: number[],
+    runId: number,
+    track: SeparationTrack,
+    options?: SeparationTrackOptions,
+  ): Promise<FlacDownloadStream> {
+    return endpoints.openSeparationTrack(this, runIds, runId, track, options);
+  }
+
   /** `DELETE /delete-voice/{voice_id}`: permanent; only the key's own voices. */
   deleteVoice(voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
     return endpoints.deleteVoice(this, voiceId, options);
@@ -490,8 +604,11 @@ export class LocalizationClient implements HttpRequester {
     return new TtsStreamReadable(this, body, options);
   }
 
-  /** Create, poll, fetch text and audio of a translated TTS task in one call. */
-  translateAndSpeak(body: endpoints.TranslatedTtsRequest, options?: endpoints.TaskCallOptions): Promise<endpoints.TranslateAndSpeakResult> {
+  /** Create, poll, fetch text and audio (a resumable `FlacDownloadStream`) of a translated TTS task in one call. */
+  translateAndSpeak(
+    body: endpoints.TranslatedTtsRequest,
+    options?: TranslateAndSpeakOptions,
+  ): Promise<endpoints.TranslateAndSpeakResult<FlacDownloadStream>> {
     return endpoints.translateAndSpeak(this, body, options);
   }
 

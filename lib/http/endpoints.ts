@@ -5,12 +5,29 @@
  * camelCase objects with the raw body kept in `raw`.
  *
  * Which requests create paid work (`kind: 'create'`, see `retry.ts`): `POST /translated-tts`,
- * `/project-setup`, `/tts`, `/audio-separation`, `/tts-stream`. Everything else is a read.
+ * `/project-setup`, `/tts`, `/audio-separation`, `/tts-stream`. `DELETE /delete-voice` is a
+ * deletion (`kind: 'delete'`), retried under the same rule. Everything else is a read.
+ *
+ * Result audio (`/tts-result` raw bytes, separated tracks) is a `FlacDownloadStream` when the
+ * requester can open one (`openFlacDownload`, as `LocalizationClient` does): an interrupted
+ * download resumes, and an expired separation URL is refreshed.
  */
 import { Readable } from 'node:stream';
 import { FormData } from 'undici';
-import { ProtocolError, ValidationError } from '../errors.js';
-import type { HttpRequester, RequestOptions, RequestSpec } from './client.js';
+import { AbortError, ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
+import type {
+  AudioDownloadOptions,
+  FlacDownloader,
+  FlacDownloadRequest,
+  HttpRequester,
+  RequestOptions,
+  RequestSpec,
+  SeparationTrack,
+  SeparationTrackOptions,
+  TranslateAndSpeakOptions,
+} from './client.js';
+import { HttpAuthError, HttpForbiddenError, HttpStatusError, RateLimitError, ServiceValidationError, type HttpRequestInfo } from './errors.js';
+import type { FlacDownloadStream } from './flac-download-stream.js';
 import { parseTaskStatus, runTask, waitForTask, type CompletedTask, type TaskStatusResponse, type WaitOptions } from './tasks.js';
 import {
   DEFAULT_VOICE_ID,
@@ -92,11 +109,18 @@ export interface TranslationResult {
   raw: Record<string, unknown>;
 }
 
-/** `GET /tts-result/{run_id}?output_type=raw_bytes`: FLAC bytes as they arrive. */
-export interface AudioResult {
-  audio: Readable;
+/**
+ * `GET /tts-result/{run_id}?output_type=raw_bytes`: FLAC bytes as they arrive. `audio` is a
+ * `FlacDownloadStream` when the requester opens resumable downloads (the client does).
+ */
+export interface AudioResult<A extends Readable = Readable> {
+  audio: A;
+  /** `audio/flac`; with `decode`, `audio/pcm;encoding=s16le;rate=R;channels=C`. */
   contentType: string | undefined;
-  /** From `Content-Length`, when sent. */
+  /**
+   * Bytes `audio` will deliver, when known: the FLAC file's `Content-Length`, or with `decode`
+   * the PCM size STREAMINFO announces.
+   */
   contentLength: number | undefined;
 }
 
@@ -191,12 +215,30 @@ export async function getTranslationResult(client: HttpRequester, runId: number,
 /* ----------------------------------------------------------------------------------------- */
 /* TTS results                                                                               */
 
-/** The audio of a finished run, streamed (FLAC). Consume or destroy `audio`. */
-export async function getTtsResultAudio(client: HttpRequester, runId: number, options?: RequestOptions): Promise<AudioResult> {
+/**
+ * The audio of a finished run (FLAC, or PCM16 with `decode`). Consume or destroy `audio`.
+ *
+ * With a requester that opens resumable downloads, `audio` is a `FlacDownloadStream` and the
+ * promise resolves once its first bytes (the FLAC header) arrived, so a run without a result
+ * rejects with the typed error of its status (`HttpStatusError` 404, `HttpForbiddenError`, ...);
+ * later failures destroy the stream. An interrupted download resumes where it stopped.
+ */
+export function getTtsResultAudio(client: FlacDownloader, runId: number, options?: AudioDownloadOptions): Promise<AudioResult<FlacDownloadStream>>;
+export function getTtsResultAudio(client: HttpRequester, runId: number, options?: AudioDownloadOptions): Promise<AudioResult>;
+export async function getTtsResultAudio(client: HttpRequester, runId: number, options: AudioDownloadOptions = {}): Promise<AudioResult> {
+  const path = runPath('/tts-result', runId);
+  const query = { output_type: 'raw_bytes' satisfies OutputType };
+  if (client.openFlacDownload) {
+    const url = client.urlFor(path, query);
+    const audio = client.openFlacDownload({ url, authenticate: true, ...downloadOptions(options) });
+    const info = { method: 'GET', path: url.pathname };
+    await firstBytes(audio, (error) => typedStatusError(error, info));
+    return describeDownload(audio, options.decode === true);
+  }
   const spec: RequestSpec = {
     method: 'GET',
-    path: runPath('/tts-result', runId),
-    query: { output_type: 'raw_bytes' satisfies OutputType },
+    path,
+    query,
     accept: 'audio/flac, */*',
     kind: 'read',
     ...request(options),
@@ -209,6 +251,66 @@ export async function getTtsResultAudio(client: HttpRequester, runId: number, op
     contentType: Array.isArray(type) ? type[0] : type,
     contentLength: Number.isSafeInteger(length) && length >= 0 ? length : undefined,
   };
+}
+
+function downloadOptions(options: AudioDownloadOptions): Omit<FlacDownloadRequest, 'url'> {
+  const { signal, headersTimeoutMs, bodyTimeoutMs, retry, decode, maxAttempts, retryDelayMs } = options;
+  return { signal, headersTimeoutMs, bodyTimeoutMs, retry, decode, maxAttempts, retryDelayMs };
+}
+
+function describeDownload(audio: FlacDownloadStream, decode: boolean): AudioResult<FlacDownloadStream> {
+  const format = audio.format;
+  if (!decode) return { audio, contentType: 'audio/flac', contentLength: audio.totalBytes };
+  return {
+    audio,
+    contentType: format ? `audio/pcm;encoding=s16le;rate=${format.sampleRate};channels=${format.channels}` : undefined,
+    contentLength: format && format.totalSamples > 0 ? format.totalSamples * format.channels * 2 : undefined,
+  };
+}
+
+/**
+ * Starts `stream` and waits until its FLAC header arrived. A failure before that rejects (the
+ * stream is destroyed by then) with the error `mapError` makes of it.
+ */
+function firstBytes(stream: FlacDownloadStream, mapError: (error: unknown) => unknown = (error) => error): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = (error?: unknown): void => {
+      stream.off('format', onFormat);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      if (error === undefined) resolve();
+      else reject(mapError(error));
+    };
+    const onFormat = (): void => done();
+    const onError = (error: Error): void => done(error);
+    const onClose = (): void => done(new AbortError('The download was closed before its audio began.'));
+    stream.on('format', onFormat);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+    stream.read(0);
+  });
+}
+
+/**
+ * The client's typed error for a download of an interface path (`/tts-result`) that failed on
+ * an HTTP status before its first byte (`FlacDownloadStream` reports statuses with the general
+ * classes, and a 403 as an expired presigned URL).
+ */
+function typedStatusError(error: unknown, info: HttpRequestInfo): unknown {
+  if (!(error instanceof RtTranslateError) || error.status === undefined || error.status < 400) return error;
+  const options = { ...info, status: error.status, serverMessage: error.serverMessage, cause: error };
+  switch (error.status) {
+    case 401:
+      return new HttpAuthError(options);
+    case 403:
+      return new HttpForbiddenError(options);
+    case 422:
+      return new ServiceValidationError([], options);
+    case 429:
+      return new RateLimitError(options);
+    default:
+      return new HttpStatusError(error.status, options);
+  }
 }
 
 /** URL field names seen for `file_url` answers, in order of preference. */
@@ -376,14 +478,68 @@ export async function getAudioSeparationResults(
   return parseAudioSeparationResults(raw);
 }
 
+/** The presigned URL of `track` of `runId` in a fresh lookup of `runIds`, or a clear error. */
+async function separationTrackUrl(
+  client: HttpRequester,
+  runIds: number[],
+  runId: number,
+  track: SeparationTrack,
+  options: RequestOptions,
+): Promise<string> {
+  const run = (await getAudioSeparationResults(client, runIds, options)).get(runId);
+  const url = track === 'foreground' ? run?.foregroundAudioUrl : run?.backgroundAudioUrl;
+  if (url !== undefined) return url;
+  const state =
+    run === undefined
+      ? 'is missing from the answer'
+      : `has no ${track} track (status ${run.status ?? 'not given'}${run.error ? `: ${run.error}` : ''})`;
+  throw new ProtocolError(`Audio separation run ${runId} ${state}.`, { serverMessage: run?.error });
+}
+
+/**
+ * One track of a finished audio separation run, as a resumable `FlacDownloadStream` (FLAC, or
+ * PCM16 with `decode`) that resolves once the FLAC header arrived.
+ *
+ * The track's URL is presigned (no API key is sent with it) and expires. When it is refused
+ * with 403, the stream asks `POST /audio-separation-results` for `runIds` again (the bulk
+ * lookup takes 2 to 5 runs, so pass the batch `runId` was looked up in, `runId` included) and
+ * goes on from where it stopped. `options.url` skips the first lookup when the URL is known.
+ */
+export async function openSeparationTrack(
+  client: FlacDownloader,
+  runIds: number[],
+  runId: number,
+  track: SeparationTrack,
+  options: SeparationTrackOptions = {},
+): Promise<FlacDownloadStream> {
+  validate(runIdParam, runId, ['run_id']);
+  if (track !== 'foreground' && track !== 'background') throw new ValidationError('track', "'foreground' or 'background'", String(track));
+  if (!Array.isArray(runIds) || !runIds.includes(runId)) {
+    const received = Array.isArray(runIds) ? `[${runIds.join(', ')}]` : typeof runIds;
+    throw new ValidationError('runIds', `the lookup batch of 2 to 5 run ids that includes run ${runId}`, received);
+  }
+  validate(audioSeparationResultsSchema, { run_ids: runIds });
+  const req = request(options);
+  const url = options.url ?? (await separationTrackUrl(client, runIds, runId, track, req));
+  const audio = client.openFlacDownload({
+    url,
+    refreshUrl: () => separationTrackUrl(client, runIds, runId, track, req),
+    ...downloadOptions(options),
+  });
+  await firstBytes(audio);
+  return audio;
+}
+
 /* ----------------------------------------------------------------------------------------- */
 /* Voices                                                                                    */
 
 /** `DELETE /delete-voice/{voice_id}`: permanent. 403 (`HttpForbiddenError`) for a voice the key does not own. */
 export async function deleteVoice(client: HttpRequester, voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
   validate(voiceIdParam, voiceId, ['voice_id']);
+  // A deletion: retried only where the service surely did not act (a repeat after a lost
+  // answer would be refused for a voice that was in fact deleted).
   const raw = asObject(
-    await client.requestJson<unknown>({ method: 'DELETE', path: `/delete-voice/${voiceId}`, kind: 'read', ...request(options) }),
+    await client.requestJson<unknown>({ method: 'DELETE', path: `/delete-voice/${voiceId}`, kind: 'delete', ...request(options) }),
     'DELETE /delete-voice',
   );
   if (raw.status !== 'ok') throw new ProtocolError(`DELETE /delete-voice/${voiceId} answered status ${JSON.stringify(raw.status)} instead of "ok".`);
@@ -406,20 +562,29 @@ function waitOptions(client: HttpRequester, options: TaskCallOptions, profile: '
   };
 }
 
-export interface TranslateAndSpeakResult {
+export interface TranslateAndSpeakResult<A extends Readable = Readable> {
   taskId: string;
   runId: number;
   translatedText: string;
-  /** FLAC audio as it downloads; consume or destroy it. */
-  audio: Readable;
+  /**
+   * FLAC audio (PCM16 with `decode`) as it downloads; consume or destroy it. A resumable
+   * `FlacDownloadStream` with the client.
+   */
+  audio: A;
   contentType: string | undefined;
 }
 
 /**
  * Translated TTS in one call: creates the task, polls it (speech profile), then fetches the
- * translated text and opens the audio stream.
+ * translated text and opens the audio stream (see `getTtsResultAudio`).
  */
-export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequest, options: TaskCallOptions = {}): Promise<TranslateAndSpeakResult> {
+export function translateAndSpeak(
+  client: FlacDownloader,
+  body: TranslatedTtsRequest,
+  options?: TranslateAndSpeakOptions,
+): Promise<TranslateAndSpeakResult<FlacDownloadStream>>;
+export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequest, options?: TranslateAndSpeakOptions): Promise<TranslateAndSpeakResult>;
+export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequest, options: TranslateAndSpeakOptions = {}): Promise<TranslateAndSpeakResult> {
   const req = request(options);
   return runTask(
     {
@@ -427,7 +592,7 @@ export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequ
       status: (taskId, signal) => getTranslatedTtsStatus(client, taskId, { ...req, signal }),
       result: async (run: CompletedTask) => {
         const text = await getTranslationResult(client, run.runId, req);
-        const audio = await getTtsResultAudio(client, run.runId, req);
+        const audio = await getTtsResultAudio(client, run.runId, { ...req, decode: options.decode });
         return { taskId: run.taskId, runId: run.runId, translatedText: text.translatedText, audio: audio.audio, contentType: audio.contentType };
       },
     },

@@ -29,6 +29,7 @@
  * - `destroy()` and the `signal` abort the request in flight; `_destroy` waits for it and for
  *   the decoder to be released.
  */
+import { inspect } from 'node:util';
 import { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
 import { FlacPcmDecoder, parseFlacStreamInfo, type FlacStreamInfo } from '../audio/flac-decoder.js';
@@ -150,13 +151,13 @@ function nonNegative(value: number | undefined, field: string, fallback: number)
 }
 
 export class FlacDownloadStream extends Readable {
-  private readonly firstUrl: URL;
-  private url: URL;
-  private readonly userHeaders: Record<string, string>;
-  private readonly secrets: string[];
+  readonly #firstUrl: URL;
+  #url: URL;
+  readonly #userHeaders: Record<string, string>;
+  readonly #secrets: string[];
   private readonly dispatcher: Dispatcher | undefined;
   private readonly signal: AbortSignal | undefined;
-  private readonly refreshUrl: (() => Promise<string | URL>) | undefined;
+  readonly #refreshUrl: (() => Promise<string | URL>) | undefined;
   private readonly maxAttempts: number;
   private readonly bodyTimeoutMs: number;
   private readonly headersTimeoutMs: number;
@@ -184,16 +185,16 @@ export class FlacDownloadStream extends Readable {
   constructor(options: FlacDownloadStreamOptions) {
     super({ highWaterMark: options.highWaterMark ?? 64 * 1024 });
     this.allowInsecure = options.allowInsecure === true;
-    this.firstUrl = parseServiceUrl(String(options.url), 'url', 'https:', { allowInsecure: this.allowInsecure });
-    this.url = this.firstUrl;
-    this.userHeaders = {};
-    for (const [name, value] of Object.entries(options.headers ?? {})) this.userHeaders[name.toLowerCase()] = value;
-    delete this.userHeaders.range;
-    delete this.userHeaders['if-range'];
-    this.secrets = Object.values(this.userHeaders).filter((value) => value.length >= 4);
+    this.#firstUrl = parseServiceUrl(String(options.url), 'url', 'https:', { allowInsecure: this.allowInsecure });
+    this.#url = this.#firstUrl;
+    this.#userHeaders = {};
+    for (const [name, value] of Object.entries(options.headers ?? {})) this.#userHeaders[name.toLowerCase()] = value;
+    delete this.#userHeaders.range;
+    delete this.#userHeaders['if-range'];
+    this.#secrets = Object.values(this.#userHeaders).filter((value) => value.length >= 4);
     this.dispatcher = options.dispatcher;
     this.signal = options.signal;
-    this.refreshUrl = options.refreshUrl;
+    this.#refreshUrl = options.refreshUrl;
     const maxAttempts = options.maxAttempts ?? 5;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
       throw new ValidationError('maxAttempts', 'an integer >= 1', String(maxAttempts));
@@ -258,9 +259,24 @@ export class FlacDownloadStream extends Readable {
       );
   }
 
+  /** Shows where it downloads from and how far, never the headers (an API key) or the URL's query (a signature). */
+  [inspect.custom](): string {
+    return `FlacDownloadStream ${inspect(this.toJSON())}`;
+  }
+
+  toJSON(): object {
+    return {
+      url: `${this.#url.origin}${this.#url.pathname}`,
+      bytesReceived: this.received,
+      totalBytes: this.total,
+      decode: this.decoder !== undefined,
+      destroyed: this.destroyed,
+    };
+  }
+
   private redact(text: string): string {
     let out = text;
-    for (const secret of this.secrets) out = redactSecret(out, secret);
+    for (const secret of this.#secrets) out = redactSecret(out, secret);
     return out;
   }
 
@@ -274,10 +290,10 @@ export class FlacDownloadStream extends Readable {
       failures = this.received > before ? 1 : failures + 1;
       if (failures >= this.maxAttempts) throw outcome.error;
       if (outcome.reason === 'expired') {
-        if (!this.refreshUrl) throw outcome.error;
+        if (!this.#refreshUrl) throw outcome.error;
         let fresh: string | URL | void;
         try {
-          fresh = await Promise.race([this.refreshUrl(), this.stoppedPromise]);
+          fresh = await Promise.race([this.#refreshUrl(), this.stoppedPromise]);
         } catch (err) {
           throw new ForbiddenError(
             `The download URL expired and refreshUrl() failed: ${this.redact(describeCause(err))}.`,
@@ -285,7 +301,7 @@ export class FlacDownloadStream extends Readable {
           );
         }
         if (this.stopped) return;
-        this.url = parseServiceUrl(String(fresh), 'refreshUrl()', 'https:', { allowInsecure: this.allowInsecure });
+        this.#url = parseServiceUrl(String(fresh), 'refreshUrl()', 'https:', { allowInsecure: this.allowInsecure });
       }
       const backoff = outcome.reason === 'expired' ? 0 : Math.min(this.retryDelayMs * 2 ** (failures - 1), MAX_DELAY_MS);
       const delayMs = outcome.retryAfterMs ?? backoff;
@@ -301,7 +317,7 @@ export class FlacDownloadStream extends Readable {
       if (pcm.length > 0) this.push(pcm);
       this.decoder.verify();
     } else if (!this.formatInfo) {
-      throw new ProtocolError(`The download of ${describeUrl(this.url)} ended before a complete FLAC header.`);
+      throw new ProtocolError(`The download of ${describeUrl(this.#url)} ended before a complete FLAC header.`);
     }
     this.push(null);
   }
@@ -322,9 +338,9 @@ export class FlacDownloadStream extends Readable {
     const controller = new AbortController();
     this.attempt = controller;
     try {
-      let url = this.url;
+      let url = this.#url;
       for (let redirects = 0; ; redirects++) {
-        const headers: Record<string, string> = url.origin === this.firstUrl.origin ? { ...this.userHeaders } : {};
+        const headers: Record<string, string> = url.origin === this.#firstUrl.origin ? { ...this.#userHeaders } : {};
         if (this.received > 0) {
           headers.range = `bytes=${this.received}-`;
           if (this.etag && !this.etag.startsWith('W/')) headers['if-range'] = this.etag;
@@ -347,7 +363,7 @@ export class FlacDownloadStream extends Readable {
         if (statusCode >= 300 && statusCode < 400 && location && statusCode !== 304) {
           await response.body.dump().catch(() => undefined);
           if (redirects >= MAX_REDIRECTS) {
-            throw new ProtocolError(`The download of ${describeUrl(this.url)} was redirected more than ${MAX_REDIRECTS} times.`);
+            throw new ProtocolError(`The download of ${describeUrl(this.#url)} was redirected more than ${MAX_REDIRECTS} times.`);
           }
           url = parseServiceUrl(new URL(location, url).href, 'redirect location', 'https:', { allowInsecure: this.allowInsecure });
           continue;
@@ -421,7 +437,7 @@ export class FlacDownloadStream extends Readable {
     const said = serverMessage ? ` The server said: ${serverMessage}` : '';
     const options = { status, serverMessage };
     if (status === 403) {
-      const hint = this.refreshUrl
+      const hint = this.#refreshUrl
         ? ''
         : ' Pass `refreshUrl: async () => freshUrl` (for example one that asks /tts-result/{run_id}?output_type=file_url ' +
           'or /audio-separation-results again) so the download can go on where it stopped.';

@@ -40,6 +40,7 @@ export {
   getTtsResultAudio,
   getTtsResultUrl,
   getTtsStatus,
+  openSeparationTrack,
   parseAudioSeparationResults,
   pickFileUrl,
   separateAudio,

@@ -3,12 +3,14 @@
  *
  * What is retried depends on what the request does:
  *
- * - A **read** (`GET`, `DELETE`, and the bulk lookup `POST /audio-separation-results`) is retried
- *   after 408, 429, any 5xx, a connection failure (refused, reset, closed mid-response) and a
+ * - A **read** (`GET` and the bulk lookup `POST /audio-separation-results`) is retried after
+ *   408, 429, any 5xx, a connection failure (refused, reset, closed mid-response) and a
  *   connect, headers or body timeout.
  * - A **creation** (a request that starts paid work: `POST /translated-tts`, `/tts`,
- *   `/project-setup`, `/audio-separation`, `/tts-stream`) is retried only where the service
- *   surely did not act on it:
+ *   `/project-setup`, `/audio-separation`, `/tts-stream`) and a **deletion**
+ *   (`DELETE /delete-voice/{id}`) are retried only where the service surely did not act on
+ *   them. A deletion is not idempotent in its answers: repeated after a lost response, it
+ *   would be answered 403 or 404 for a voice that was in fact deleted. Both are retried only:
  *     1. the connection was never made: `ECONNREFUSED`, an unknown host (`ENOTFOUND`,
  *        `EAI_AGAIN`) or a connect timeout, so no byte of the request was sent;
  *     2. 429: the rate limiter answers before any work starts;
@@ -49,8 +51,12 @@ export const DEFAULT_RETRY: Required<RetryOptions> = Object.freeze({
   factor: 2,
 });
 
-/** A read may be repeated freely; a creation costs credits (see the module doc). */
-export type RequestKind = 'read' | 'create';
+/**
+ * A read may be repeated freely; a creation costs credits and a deletion cannot be told apart
+ * from a failure once repeated, so both are retried only where the service did not act (see
+ * the module doc).
+ */
+export type RequestKind = 'read' | 'create' | 'delete';
 
 /** Header lookup tolerant of undici's `string | string[]` values. */
 export type HeaderBag = Record<string, string | string[] | undefined>;
@@ -95,7 +101,7 @@ export function serviceDidNotAct(error: unknown): boolean {
 /** Whether the policy retries `error` for a request of `kind`. */
 export function isRetryable(error: unknown, kind: RequestKind): boolean {
   if (!(error instanceof RtTranslateError)) return false;
-  if (kind === 'create') return serviceDidNotAct(error);
+  if (kind !== 'read') return serviceDidNotAct(error);
   if (error instanceof RateLimitError) return true;
   if (error instanceof HttpStatusError) return error.retryable;
   if (error instanceof HttpConnectionError || error instanceof HttpTimeoutError) return true;
