@@ -17,10 +17,15 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
   --cold-start-ms MS      send session.starting, then session.created after MS
   --latency-ms MS         delay before each realtime response
   --audio-frames F        output audio as 'json' base64 deltas (default) or 'binary' frames
+  --task-ms MS            time an HTTP task stays PENDING before its outcome (default 2000)
+  --url-ttl-s S           lifetime of presigned result URLs, seconds (default 3600); expired
+                          URLs answer 403
+  --rate-limit N          HTTP requests per second per key before 429 (default 0: unlimited)
   -h, --help
 
 Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it
-listens, then runs until SIGINT or SIGTERM.`;
+listens, then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
+endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests.`;
 
 const OPTIONS = {
   host: { type: 'string' },
@@ -30,6 +35,9 @@ const OPTIONS = {
   'cold-start-ms': { type: 'string' },
   'latency-ms': { type: 'string' },
   'audio-frames': { type: 'string' },
+  'task-ms': { type: 'string' },
+  'url-ttl-s': { type: 'string' },
+  'rate-limit': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -48,6 +56,9 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
   const creditSeconds = numberFlag(values['credit-seconds'], '--credit-seconds', 0);
   const coldStartMs = intFlag(values['cold-start-ms'], '--cold-start-ms', 0);
   const latencyMs = intFlag(values['latency-ms'], '--latency-ms', 0);
+  const taskMs = intFlag(values['task-ms'], '--task-ms', 0);
+  const urlTtlS = numberFlag(values['url-ttl-s'], '--url-ttl-s', 0);
+  const rateLimit = numberFlag(values['rate-limit'], '--rate-limit', 0);
 
   const emulator = await startEmulator({
     ...(values.host !== undefined ? { host: values.host } : {}),
@@ -57,6 +68,9 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(coldStartMs !== undefined ? { coldStartMs } : {}),
     ...(latencyMs !== undefined ? { latencyMs } : {}),
     ...(audioFrames !== undefined ? { audioFrames } : {}),
+    ...(taskMs !== undefined ? { taskMs } : {}),
+    ...(urlTtlS !== undefined ? { urlTtlS } : {}),
+    ...(rateLimit !== undefined ? { rateLimit } : {}),
   });
   io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl })}\n`);
 

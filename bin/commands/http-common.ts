@@ -1,0 +1,334 @@
+/**
+ * What the HTTP subcommands (`tts`, `translated-tts`, `separate-results`, `delete-voice`,
+ * `task-status`) share: the service flags and their checks, the client (on the configured base
+ * URL or the embedded emulator), output files in the ffmpeg habit, a progress line on a
+ * terminal, and Ctrl-C. Composition only; the protocol is in lib/http.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { once } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
+import { ENV_API_KEY, ENV_BASE_URL, parseServiceUrl, resolveApiKey } from '../../lib/config.js';
+import { LocalizationClient } from '../../lib/http/client.js';
+import type { TaskProgress } from '../../lib/http/tasks.js';
+import type { FlacDownloadRetry } from '../../lib/http/flac-download-stream.js';
+import { WavFileWriter } from '../../lib/audio/wav.js';
+import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
+import { UsageError, intFlag, type CliIo } from '../cli.js';
+
+/** Flags every HTTP subcommand takes (`parseArgs` form). */
+export const SERVICE_OPTIONS = {
+  'api-key': { type: 'string' },
+  'base-url': { type: 'string' },
+  'allow-insecure': { type: 'boolean' },
+  emulator: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Flags of the subcommands that wait for a task. */
+export const POLL_OPTIONS = {
+  'poll-ms': { type: 'string' },
+} as const;
+
+export const SERVICE_USAGE = `  --api-key KEY         or env ${ENV_API_KEY}
+  --base-url URL        or env ${ENV_BASE_URL} (for example https://client.camb.ai/apis)
+  --allow-insecure      allow plain-text http:// to a host that is not loopback
+  --emulator            start the embedded emulator on loopback and use it (the default when
+                        no base URL is configured)
+  -h, --help`;
+
+export const POLL_USAGE = `  --poll-ms MS          poll every MS (default: the service's guidance, 2 s growing to 5 s
+                        for speech, 15 s growing to 60 s for subtitles and separation)`;
+
+export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (after writing what was received; the
+message names the cause); 2 usage or configuration error, before any request.`;
+
+/** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
+const EMBEDDED_TASK_MS = 500;
+const EMBEDDED_POLL_MS = 100;
+/** Exit status after Ctrl-C. */
+export const EXIT_INTERRUPTED = 130;
+
+export interface ServiceValues {
+  'api-key'?: string;
+  'base-url'?: string;
+  'allow-insecure'?: boolean;
+  emulator?: boolean;
+  'poll-ms'?: string;
+}
+
+/** The service configuration, checked: a problem is a usage error before anything else happens. */
+export interface ServiceSettings {
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  allowInsecure: boolean;
+  /** Start the embedded emulator. */
+  useEmulator: boolean;
+  /** The emulator was chosen because no base URL is configured: say so. */
+  announce: boolean;
+  /** Fixed polling interval, ms, from `--poll-ms`. */
+  pollMs: number | undefined;
+}
+
+export function serviceSettings(values: ServiceValues, io: CliIo): ServiceSettings {
+  const baseOption = values['base-url'] ?? io.env[ENV_BASE_URL];
+  const useEmulator = values.emulator === true || !baseOption;
+  const allowInsecure = values['allow-insecure'] === true;
+  const apiKey = resolveApiKey(values['api-key'], io.env);
+  if (!useEmulator && apiKey === undefined) throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
+  if (!useEmulator) parseServiceUrl(baseOption!, 'baseUrl', 'https:', { allowInsecure });
+  const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
+  return {
+    baseUrl: useEmulator ? undefined : baseOption,
+    apiKey,
+    allowInsecure,
+    useEmulator,
+    announce: useEmulator && values.emulator !== true,
+    pollMs,
+  };
+}
+
+/** A client on the configured service or the embedded emulator, and Ctrl-C as an AbortSignal. */
+export interface Service {
+  client: LocalizationClient;
+  emulator: RunningEmulator | undefined;
+  /** Aborted by Ctrl-C. */
+  signal: AbortSignal;
+}
+
+/**
+ * Runs `body` with a connected service; closes the client and the emulator afterwards. Ctrl-C
+ * aborts the signal; the command then ends with status 130 once what was received is written.
+ */
+export async function withService(settings: ServiceSettings, io: CliIo, body: (service: Service) => Promise<number>): Promise<number> {
+  let emulator: RunningEmulator | undefined;
+  let baseUrl = settings.baseUrl;
+  let apiKey = settings.apiKey;
+  let pollMs = settings.pollMs;
+  if (settings.useEmulator) {
+    apiKey ??= EMULATOR_DEFAULT_API_KEY;
+    emulator = await startEmulator({ apiKeys: [apiKey], taskMs: EMBEDDED_TASK_MS });
+    baseUrl = emulator.baseUrl;
+    pollMs ??= EMBEDDED_POLL_MS;
+    if (settings.announce) {
+      io.stderr.write(
+        `rt-translate: no base URL configured (--base-url or ${ENV_BASE_URL}); using the embedded emulator at ${emulator.baseUrl}\n`,
+      );
+    }
+  }
+  const fixed = pollMs === undefined ? undefined : { initialIntervalMs: pollMs, maxIntervalMs: pollMs, factor: 1 };
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort(new Error('interrupted'));
+  process.on('SIGINT', onSignal);
+  let client: LocalizationClient | undefined;
+  try {
+    client = new LocalizationClient({
+      baseUrl,
+      apiKey,
+      allowInsecure: settings.allowInsecure,
+      env: {},
+      ...(fixed ? { polling: { speech: fixed, longMedia: fixed } } : {}),
+    });
+    return await body({ client, emulator, signal: controller.signal });
+  } catch (error) {
+    if (controller.signal.aborted) {
+      io.stderr.write('rt-translate: interrupted\n');
+      return EXIT_INTERRUPTED;
+    }
+    throw error;
+  } finally {
+    process.off('SIGINT', onSignal);
+    await client?.close();
+    await emulator?.close();
+  }
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Output                                                                                    */
+
+/** Where audio goes: a file or standard output. Writes wait for drain; `close` keeps all. */
+export interface AudioSink {
+  /** `standard output` or the path. */
+  label: string;
+  toStdout: boolean;
+  write(chunk: Buffer): Promise<void>;
+  /** Ends the file (never standard output) and waits until everything is written. */
+  close(): Promise<void>;
+}
+
+function isTerminal(stream: Writable): boolean {
+  return (stream as Writable & { isTTY?: boolean }).isTTY === true;
+}
+
+/** True when `-o` means standard output. */
+export function isStdout(path: string | undefined): boolean {
+  return path === undefined || path === '-';
+}
+
+/**
+ * Checks that audio can go to `path` (absent or `-`: standard output, which must not be a
+ * terminal) before any request: a problem is a usage error. Files are created (truncated) now.
+ */
+export async function checkOutput(path: string | undefined, io: CliIo): Promise<void> {
+  if (isStdout(path)) {
+    if (isTerminal(io.stdout)) {
+      throw new UsageError('refusing to write audio to a terminal: pass -o PATH, or redirect standard output.');
+    }
+    return;
+  }
+  try {
+    const handle = await open(path!, 'w');
+    await handle.close();
+  } catch (error) {
+    throw new UsageError(`cannot write output ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+async function writeTo(stream: Writable, chunk: Buffer): Promise<void> {
+  if (!stream.write(chunk)) await once(stream, 'drain');
+}
+
+async function endFile(stream: WriteStream | WavFileWriter): Promise<void> {
+  if (stream.destroyed) return;
+  const closed = once(stream, 'close');
+  stream.end();
+  await closed;
+}
+
+/** Raw bytes to `path` (checked by `checkOutput`) or standard output. */
+export function openRawSink(path: string | undefined, io: CliIo): AudioSink {
+  if (isStdout(path)) {
+    return {
+      label: 'standard output',
+      toStdout: true,
+      write: (chunk) => writeTo(io.stdout, chunk),
+      close: async () => {
+        if (io.stdout.writableNeedDrain) await once(io.stdout, 'drain');
+      },
+    };
+  }
+  const file = createWriteStream(path!);
+  const failed = once(file, 'error').then(([error]) => Promise.reject(error as Error));
+  failed.catch(() => undefined);
+  return {
+    label: path!,
+    toStdout: false,
+    write: (chunk) => Promise.race([writeTo(file, chunk), failed]),
+    close: () => Promise.race([endFile(file), failed]),
+  };
+}
+
+/** PCM16 LE to a WAV file at `path`, whose header gets the exact sizes on `close`. */
+export function openWavSink(path: string, rate: number, channels: number): AudioSink {
+  const file = new WavFileWriter(path, { format: 's16le', rate, channels });
+  const failed = once(file, 'error').then(([error]) => Promise.reject(error as Error));
+  failed.catch(() => undefined);
+  return {
+    label: path,
+    toStdout: false,
+    write: (chunk) => Promise.race([writeTo(file, chunk), failed]),
+    close: () => Promise.race([endFile(file), failed]),
+  };
+}
+
+/**
+ * Copies `source` into `sink` as it arrives, then closes the sink, also after a failure, so
+ * what was received is kept. Rethrows the failure (of the source first). Returns the bytes.
+ */
+export async function copyToSink(source: Readable, sink: AudioSink): Promise<number> {
+  let bytes = 0;
+  let failure: unknown;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      await sink.write(chunk);
+      bytes += chunk.length;
+    }
+  } catch (error) {
+    failure = error;
+    if (!source.destroyed) source.destroy();
+  }
+  try {
+    await sink.close();
+  } catch (error) {
+    failure ??= error;
+  }
+  if (failure !== undefined) throw failure;
+  return bytes;
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Progress                                                                                  */
+
+/** A live status line on stderr when it is a terminal; nothing otherwise. */
+export interface ProgressLine {
+  /** Shows `text` (replaced by the next call). */
+  show(text: string): void;
+  /** Prints a permanent line (the live line is cleared first and redrawn by the next `show`). */
+  line(text: string): void;
+  /** Clears the live line. */
+  stop(): void;
+}
+
+export function progressLine(io: CliIo): ProgressLine {
+  const tty = io.stderr.isTTY === true;
+  let shown = false;
+  const clear = (): void => {
+    if (shown) io.stderr.write('\r\x1b[K');
+    shown = false;
+  };
+  return {
+    show(text) {
+      if (!tty) return;
+      io.stderr.write(`\r\x1b[K${text}`);
+      shown = true;
+    },
+    line(text) {
+      clear();
+      io.stderr.write(`${text}\n`);
+    },
+    stop: clear,
+  };
+}
+
+/**
+ * Shows a task's status and the time waited on the progress line, refreshed every 250 ms
+ * between polls. `onProgress` goes to the wait; `stop` ends the ticker and clears the line.
+ */
+export function taskProgress(io: CliIo, what: string): { onProgress: (progress: TaskProgress) => void; stop: () => void; last(): TaskProgress | undefined } {
+  const progress = progressLine(io);
+  const start = Date.now();
+  let last: TaskProgress | undefined;
+  const render = (): void => {
+    const status = last?.status ?? 'submitted';
+    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s`);
+  };
+  const ticker = io.stderr.isTTY === true ? setInterval(render, 250) : undefined;
+  ticker?.unref();
+  render();
+  return {
+    onProgress(p) {
+      last = p;
+      render();
+    },
+    stop() {
+      if (ticker) clearInterval(ticker);
+      progress.stop();
+    },
+    last: () => last,
+  };
+}
+
+/** The stderr line for a resumed download. */
+export function describeRetry(what: string, info: FlacDownloadRetry): string {
+  const reason =
+    info.reason === 'expired'
+      ? 'the URL expired; asked for a fresh one'
+      : info.reason === 'status'
+        ? `HTTP ${info.status ?? '?'}`
+        : info.reason === 'timeout'
+          ? 'no data came in time'
+          : info.reason === 'connect'
+            ? 'could not connect'
+            : 'the connection was lost';
+  return `rt-translate: ${what}: ${reason}; going on from byte ${info.offset}`;
+}

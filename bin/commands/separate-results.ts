@@ -1,0 +1,151 @@
+/**
+ * `rt-translate separate-results RUN_ID...`: downloads both tracks of finished audio separation
+ * runs (`POST /audio-separation-results`, then each presigned URL) into a directory, as
+ * `foreground-RUN.flac` and `background-RUN.flac`. Downloads resume after a lost connection and
+ * refresh an expired URL by looking the runs up again. Each run's failure is reported on its
+ * own; the exit status is 1 when any run failed.
+ */
+import { rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { RUN_IDS_COUNT } from '../../lib/http/validation.js';
+import type { LocalizationClient, SeparationTrack } from '../../lib/http/client.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, parseCommandLine, type CliIo } from '../cli.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, copyToSink, describeRetry, openRawSink, serviceSettings, withService } from './http-common.js';
+
+export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
+
+  RUN_ID...             finished audio separation runs, at least ${RUN_IDS_COUNT.min} (the service looks
+                        runs up ${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} at a time; more are split into such batches)
+  -o, --output DIR      directory for foreground-RUN.flac and background-RUN.flac
+                        (default: the current directory)
+${SERVICE_USAGE}
+
+Prints the path of each file written on stdout. A run that is unknown, unfinished or failed,
+or whose download fails, is reported on stderr and the others go on.
+
+${EXIT_USAGE_TEXT} Status 1 also when any run failed.`;
+
+const OPTIONS = {
+  ...SERVICE_OPTIONS,
+  output: { type: 'string', short: 'o' },
+} as const;
+
+const TRACKS: readonly SeparationTrack[] = ['foreground', 'background'];
+
+function runIdsOf(positionals: string[]): number[] {
+  const ids = positionals.map((text) => {
+    const id = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(id) || id < 1) throw new UsageError(`RUN_ID expects a positive integer (got "${text}").`);
+    return id;
+  });
+  const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (duplicate !== undefined) throw new UsageError(`run ${duplicate} is given twice.`);
+  if (ids.length < RUN_IDS_COUNT.min) {
+    throw new UsageError(
+      `give at least ${RUN_IDS_COUNT.min} run ids (got ${ids.length}): the service looks up separation results ` +
+        `${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} runs at a time.`,
+    );
+  }
+  return ids;
+}
+
+/** Splits `ids` into as few batches as possible, each of 2 to 5 runs (`ids` has at least 2). */
+export function batchesOf(ids: number[]): number[][] {
+  const count = Math.ceil(ids.length / RUN_IDS_COUNT.max);
+  const batches: number[][] = [];
+  let start = 0;
+  for (let i = 0; i < count; i++) {
+    const size = Math.ceil((ids.length - start) / (count - i));
+    batches.push(ids.slice(start, start + size));
+    start += size;
+  }
+  return batches;
+}
+
+async function checkDirectory(dir: string): Promise<void> {
+  let info;
+  try {
+    info = await stat(dir);
+  } catch (error) {
+    throw new UsageError(`cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
+}
+
+/** Downloads one track to `path` (through `path.part`, renamed once complete). */
+async function downloadTrack(
+  client: LocalizationClient,
+  batch: number[],
+  runId: number,
+  track: SeparationTrack,
+  url: string,
+  path: string,
+  io: CliIo,
+  signal: AbortSignal,
+): Promise<number> {
+  const partial = `${path}.part`;
+  try {
+    const audio = await client.openSeparationTrack(batch, runId, track, { url, signal });
+    audio.on('retry', (info) => io.stderr.write(`${describeRetry(`run ${runId} ${track}`, info)}\n`));
+    const bytes = await copyToSink(audio, openRawSink(partial, io));
+    await rename(partial, path);
+    return bytes;
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
+}
+
+export async function runSeparateResults(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true }));
+  if (values.help) {
+    io.stdout.write(`${SEPARATE_RESULTS_USAGE}\n`);
+    return EXIT_OK;
+  }
+  const ids = runIdsOf(positionals);
+  const dir = values.output ?? '.';
+  if (dir === '-') throw new UsageError('-o expects a directory: two files are written per run.');
+  const settings = serviceSettings(values, io);
+  await checkDirectory(dir);
+
+  return withService(settings, io, async ({ client, signal }) => {
+    const failed = new Set<number>();
+    const report = (runId: number, text: string): void => {
+      failed.add(runId);
+      io.stderr.write(`rt-translate: run ${runId}: ${text}\n`);
+    };
+    for (const batch of batchesOf(ids)) {
+      let runs;
+      try {
+        runs = await client.getAudioSeparationResults(batch, { signal });
+      } catch (error) {
+        if (signal.aborted) throw error;
+        for (const runId of batch) report(runId, `lookup failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);
+        continue;
+      }
+      for (const runId of batch) {
+        const run = runs.get(runId);
+        if (!run || !run.ready) {
+          const status = run?.status ?? 'no result';
+          report(runId, `no tracks (${status})${run?.error ? `: ${run.error}` : ''}`);
+          continue;
+        }
+        for (const track of TRACKS) {
+          const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
+          const path = join(dir, `${track}-${runId}.flac`);
+          try {
+            await downloadTrack(client, batch, runId, track, url, path, io, signal);
+            io.stdout.write(`${path}\n`);
+          } catch (error) {
+            if (signal.aborted) throw error;
+            report(runId, `${track} track failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);
+          }
+        }
+      }
+    }
+    if (failed.size === 0) return EXIT_OK;
+    io.stderr.write(`rt-translate: ${failed.size} of ${ids.length} run(s) failed\n`);
+    return EXIT_FAILURE;
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * `rt-translate tts`: streaming text to speech (`POST /tts-stream`), the audio written to a file
+ * or standard output as it arrives.
+ */
+import { extname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, validate, type OutputFormat } from '../../lib/http/validation.js';
+import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
+import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, checkOutput, copyToSink, openRawSink, serviceSettings, withService } from './http-common.js';
+
+export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --voice ID --language TAG [options]      streaming text to speech
+
+  --text TEXT           what to say (${TTS_STREAM_TEXT_LENGTH.min} to ${TTS_STREAM_TEXT_LENGTH.max} characters)
+  --voice ID            voice id (for example ${DEFAULT_VOICE_ID})
+  --language TAG        locale tag of the text, for example en-us
+  -o, --output PATH     audio out, written as it arrives; '-' or absent: stdout
+  --format F            ${OUTPUT_FORMATS.join(' ')}
+                        (default: from the output's extension, .wav .flac .mp3 .aac .pcm; else wav)
+  --sample-rate HZ      ask for this sample rate
+  --model M             speech model (auto, mars-pro, mars-flash, mars-instruct, ...)
+${SERVICE_USAGE}
+
+${EXIT_USAGE_TEXT}`;
+
+const OPTIONS = {
+  ...SERVICE_OPTIONS,
+  text: { type: 'string' },
+  voice: { type: 'string' },
+  language: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  format: { type: 'string' },
+  'sample-rate': { type: 'string' },
+  model: { type: 'string' },
+} as const;
+
+const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
+  '.wav': 'wav',
+  '.flac': 'flac',
+  '.mp3': 'mp3',
+  '.aac': 'adts',
+  '.adts': 'adts',
+  '.pcm': 'pcm_s16le',
+  '.raw': 'pcm_s16le',
+};
+
+function outputFormat(flag: string | undefined, output: string | undefined): OutputFormat {
+  if (flag !== undefined) {
+    if (!(OUTPUT_FORMATS as readonly string[]).includes(flag)) {
+      throw new UsageError(`--format expects one of ${OUTPUT_FORMATS.join(', ')} (got "${flag}").`);
+    }
+    return flag as OutputFormat;
+  }
+  const ext = output === undefined || output === '-' ? '' : extname(output).toLowerCase();
+  return FORMAT_BY_EXTENSION[ext] ?? 'wav';
+}
+
+export async function runTts(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
+  if (values.help) {
+    io.stdout.write(`${TTS_USAGE}\n`);
+    return EXIT_OK;
+  }
+  if (values.text === undefined) throw new UsageError('--text TEXT is required (see --help).');
+  if (values.voice === undefined) throw new UsageError('--voice ID is required (see --help).');
+  if (values.language === undefined) throw new UsageError('--language TAG is required (see --help).');
+  const voiceId = intFlag(values.voice, '--voice', 1)!;
+  const sampleRate = intFlag(values['sample-rate'], '--sample-rate', 1);
+  const format = outputFormat(values.format, values.output);
+  const request: TtsStreamRequest = {
+    text: values.text,
+    language: values.language,
+    voice_id: voiceId,
+    ...(values.model !== undefined ? { speech_model: values.model } : {}),
+    output_configuration: { format, ...(sampleRate !== undefined ? { sample_rate: sampleRate } : {}) },
+  };
+  // The library's checks (text length, locale tag, ...) before anything is opened or sent.
+  validate(ttsStreamSchema, request);
+  const settings = serviceSettings(values, io);
+  await checkOutput(values.output, io);
+
+  return withService(settings, io, async ({ client, signal }) => {
+    const audio = client.ttsStream(request, { signal });
+    audio.on('warning', (warning: Error) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
+    await copyToSink(audio, openRawSink(values.output, io));
+    return EXIT_OK;
+  });
+}

@@ -1,0 +1,527 @@
+/**
+ * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate-results`,
+ * `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, spawned as real
+ * processes against the embedded emulator, an `rt-translate emulator` process and in-process
+ * servers on loopback: output bytes, stdout and stderr lines, exit statuses, and the key kept
+ * out of every output.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, type Server, type Socket } from 'node:net';
+import { request } from 'undici';
+import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
+import { separateTracks, synthesizeFlac, synthesizeSpeechPcm } from '../lib/emulator/synth.js';
+import { Readable, Writable } from 'node:stream';
+import { batchesOf } from '../bin/commands/separate-results.js';
+import { taskProgress } from '../bin/commands/http-common.js';
+import type { CliIo } from '../bin/cli.js';
+import type { TaskStatusResponse } from '../lib/http/tasks.js';
+import { killAllChildren, runCli, startCliEmulator, type CliEmulator, type CliResult } from './helpers/cli.js';
+
+/** A key distinctive enough that finding it anywhere in the output means it leaked. */
+const KEY = 'sk-cli-http-test-8d2e61c4a0b9f357';
+const RATE = 24_000;
+
+let dir: string;
+let emu: CliEmulator;
+const closers: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-http-'));
+  emu = await startCliEmulator(['--api-key', KEY, '--task-ms', '200']);
+});
+
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+afterAll(async () => {
+  await emu?.stop();
+  await killAllChildren();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function path(name: string): string {
+  return join(dir, name);
+}
+
+function lines(text: string): string[] {
+  return text.split('\n').filter((line) => line !== '');
+}
+
+/** The emulator process as the service: base URL and key from the environment. */
+function serviceEnv(baseUrl = emu.baseUrl): Record<string, string> {
+  return { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY };
+}
+
+/** Calls an emulator's control endpoint (no key needed). */
+async function control(baseUrl: string, method: 'GET' | 'POST' | 'DELETE', name: string, body?: unknown): Promise<any> {
+  const response = await request(`${baseUrl}/_emulator/${name}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`control ${name}: ${response.statusCode} ${text}`);
+  return JSON.parse(text);
+}
+
+/** The requests the emulator logged whose path starts with `prefix`. */
+async function requestsTo(baseUrl: string, prefix = '/'): Promise<Array<{ method: string; path: string; status: number }>> {
+  const { requests } = (await control(baseUrl, 'GET', 'requests')) as { requests: Array<{ method: string; path: string; status: number }> };
+  return requests.filter((r) => r.path.startsWith(prefix));
+}
+
+function expectKeyNotLeaked(result: CliResult): void {
+  expect(result.stderr).not.toContain(KEY);
+  expect(result.stdout.includes(KEY)).toBe(false);
+}
+
+/** Checks the 44-byte header of a PCM16 mono 24 kHz WAV and returns its data. */
+function wavData(wav: Buffer): Buffer {
+  expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
+  expect(wav.readUInt32LE(4)).toBe(wav.length - 8);
+  expect(wav.toString('latin1', 8, 16)).toBe('WAVEfmt ');
+  expect(wav.readUInt16LE(20)).toBe(1);
+  expect(wav.readUInt16LE(22)).toBe(1);
+  expect(wav.readUInt32LE(24)).toBe(RATE);
+  expect(wav.readUInt16LE(34)).toBe(16);
+  expect(wav.toString('latin1', 36, 40)).toBe('data');
+  expect(wav.readUInt32LE(40)).toBe(wav.length - 44);
+  return wav.subarray(44);
+}
+
+const EMBEDDED_NOTICE =
+  /^rt-translate: no base URL configured \(--base-url or RT_TRANSLATE_BASE_URL\); using the embedded emulator at http:\/\/127\.0\.0\.1:\d+$/;
+
+/** A TCP server on loopback that accepts and at once resets every connection. */
+async function resettingServer(): Promise<string> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.resetAndDestroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+/** An in-process emulator (for cloned voices, which the command has no flag for). */
+async function inProcessEmulator(clonedVoices: Record<string, number[]>): Promise<RunningEmulator> {
+  const server = await startEmulator({ port: 0, apiKeys: [KEY], clonedVoices, taskMs: 0 });
+  closers.push(() => server.close());
+  return server;
+}
+
+describe('rt-translate tts', () => {
+  const text = 'Streaming speech from the command line.';
+  const pcm = synthesizeSpeechPcm(text, { sampleRate: RATE });
+
+  it('writes a valid WAV (-o x.wav) from the embedded emulator, saying so on stderr', async () => {
+    const result = await runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '-o', path('speech.wav')], {
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+    expect(result.code).toBe(0);
+    expect(lines(result.stderr)).toHaveLength(1);
+    expect(lines(result.stderr)[0]).toMatch(EMBEDDED_NOTICE);
+    expect(result.stdout.length).toBe(0);
+    const data = wavData(await readFile(path('speech.wav')));
+    expect(data.equals(pcm)).toBe(true);
+    expectKeyNotLeaked(result);
+  });
+
+  it('--format pcm_s16le -o - streams whole samples to stdout; a .flac path gets FLAC', async () => {
+    const [toStdout, toFlac] = await Promise.all([
+      runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
+      runCli(['tts', '--text', text, '--voice', '5', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
+    ]);
+    expect(toStdout.code).toBe(0);
+    expect(toStdout.stderr).toBe('');
+    expect(toStdout.stdout.equals(pcm)).toBe(true);
+    expect(toFlac.code).toBe(0);
+    expect(toFlac.stderr).toBe('');
+    const flac = await readFile(path('speech.flac'));
+    expect(flac.subarray(0, 4).toString('latin1')).toBe('fLaC');
+    expect(flac.length).toBeGreaterThan(1000);
+  });
+
+  it('a stream cut by the service exits 1 naming the cause, after writing the bytes received', async () => {
+    await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 5000, path: '/tts-stream' });
+    const result = await runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
+      env: serviceEnv(),
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^rt-translate: POST \/tts-stream lost its connection \(.+\)\..* \[RTT_CONNECTION\]\n$/);
+    const written = await readFile(path('cut.pcm'));
+    expect(written.length).toBe(5000);
+    expect(written.equals(pcm.subarray(0, 5000))).toBe(true);
+    expectKeyNotLeaked(result);
+  });
+
+  it('usage and library validation errors exit 2 before any request', async () => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const base = ['tts', '--voice', '5', '--language', 'en-us', '-o', path('never.wav')];
+    const [short, locale, voice, format, missing, unknownFlag] = await Promise.all([
+      runCli([...base, '--text', 'hi'], { env: serviceEnv() }),
+      runCli(['tts', '--text', text, '--voice', '5', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
+      runCli(['tts', '--text', text, '--voice', 'abc', '--language', 'en-us'], { env: serviceEnv() }),
+      runCli([...base, '--text', text, '--format', 'ogg'], { env: serviceEnv() }),
+      runCli(['tts', '--text', text, '--language', 'en-us'], { env: serviceEnv() }),
+      runCli([...base, '--text', text, '--speed', '2'], { env: serviceEnv() }),
+    ]);
+    for (const result of [short, locale, voice, format, missing, unknownFlag]) {
+      expect(result.code).toBe(2);
+      expect(result.stdout.length).toBe(0);
+      expectKeyNotLeaked(result);
+    }
+    expect(short.stderr).toBe('rt-translate: Invalid text: expected a string of 3 to 3000 characters (got "hi"). [RTT_VALIDATION]\n');
+    expect(locale.stderr).toMatch(/^rt-translate: Invalid language: expected a locale tag .*\(got "english"\)\. \[RTT_VALIDATION\]\n$/);
+    expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
+    expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
+    expect(missing.stderr).toBe('rt-translate: --voice ID is required (see --help).\n');
+    expect(unknownFlag.stderr).toMatch(/^rt-translate: Unknown option '--speed'/);
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
+  });
+});
+
+describe('rt-translate translated-tts', () => {
+  const text = 'Good morning, dear listeners';
+  const translated = `[es-es] ${text}`;
+
+  it('waits for the task, prints the translation on stdout and writes the FLAC the service synthesized', async () => {
+    const result = await runCli(
+      ['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.flac'), '--poll-ms', '50', '--base-url', emu.baseUrl, '--api-key', KEY],
+    );
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.toString()).toBe(`${translated}\n`);
+    expect((await readFile(path('out.flac'))).equals(synthesizeFlac(translated, { sampleRate: RATE }))).toBe(true);
+    expectKeyNotLeaked(result);
+  });
+
+  it('with -o - the audio goes to stdout and the text to stderr; --decode writes a WAV of the PCM', async () => {
+    const [toStdout, decoded] = await Promise.all([
+      runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', '-', '--poll-ms', '50'], { env: serviceEnv() }),
+      runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.wav'), '--decode', '--poll-ms', '50'], {
+        env: serviceEnv(),
+      }),
+    ]);
+    expect(toStdout.code).toBe(0);
+    expect(toStdout.stderr).toBe(`${translated}\n`);
+    expect(toStdout.stdout.equals(synthesizeFlac(translated, { sampleRate: RATE }))).toBe(true);
+    expect(decoded.code).toBe(0);
+    expect(decoded.stdout.toString()).toBe(`${translated}\n`);
+    expect(wavData(await readFile(path('out.wav'))).equals(synthesizeSpeechPcm(translated, { sampleRate: RATE }))).toBe(true);
+  });
+
+  it('resumes a result download that was cut, and says so on stderr', async () => {
+    await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 3000, path: '/tts-result/' });
+    const result = await runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'fr-fr', '-o', path('resumed.flac'), '--poll-ms', '50'], {
+      env: serviceEnv(),
+    });
+    expect(result.code).toBe(0);
+    expect(lines(result.stderr)).toEqual([
+      expect.stringMatching(/^rt-translate: audio of run \d+: the connection was lost; going on from byte 3000$/),
+    ]);
+    expect((await readFile(path('resumed.flac'))).equals(synthesizeFlac(`[fr-fr] ${text}`, { sampleRate: RATE }))).toBe(true);
+  });
+
+  it('a task that fails exits 1 with its message; a bad locale exits 2 before any request', async () => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const badLocale = await runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'spanish', '-o', path('x.flac')], { env: serviceEnv() });
+    expect(badLocale.code).toBe(2);
+    expect(badLocale.stderr).toMatch(/^rt-translate: Invalid target_language: expected a locale tag .* \[RTT_VALIDATION\]\n$/);
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
+
+    const failed = await runCli(['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '50'], {
+      env: serviceEnv(),
+    });
+    expect(failed.code).toBe(1);
+    expect(failed.stdout.length).toBe(0);
+    expect(failed.stderr).toMatch(
+      /^rt-translate: Task [0-9a-f-]+ failed: The emulator failed this task because its text asked for it\..* \[RTT_TASK_FAILED\]\n$/,
+    );
+    expectKeyNotLeaked(failed);
+  });
+});
+
+describe('rt-translate separate-results', () => {
+  async function seeded(): Promise<{ runId: number; tracks: ReturnType<typeof separateTracks> }> {
+    const task = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'audio-separation', apiKey: KEY, taskMs: 0 })) as { task_id: string; run_id: number };
+    return { runId: task.run_id, tracks: separateTracks(task.task_id, { sampleRate: RATE }) };
+  }
+
+  it('writes both tracks of each run, equal to the service\'s, resuming a cut download', async () => {
+    const out = path('tracks');
+    await mkdir(out);
+    const [a, b] = [await seeded(), await seeded()];
+    await control(emu.baseUrl, 'POST', 'file-faults', { dropAfterBytes: 800, count: 1 });
+    const result = await runCli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
+    expect(result.code).toBe(0);
+    const written = [a, b].flatMap(({ runId }) => [join(out, `foreground-${runId}.flac`), join(out, `background-${runId}.flac`)]);
+    expect(lines(result.stdout.toString())).toEqual(written);
+    expect(lines(result.stderr)).toEqual([`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte 800`]);
+    expect((await readFile(written[0]!)).equals(a.tracks.foreground)).toBe(true);
+    expect((await readFile(written[1]!)).equals(a.tracks.background)).toBe(true);
+    expect((await readFile(written[2]!)).equals(b.tracks.foreground)).toBe(true);
+    expect((await readFile(written[3]!)).equals(b.tracks.background)).toBe(true);
+    expect((await readdir(out)).sort()).toEqual(written.map((p) => p.slice(out.length + 1)).sort());
+  });
+
+  it('reports each run that has no tracks and exits 1; the other runs are still written', async () => {
+    const out = path('mixed');
+    await mkdir(out);
+    const good = await seeded();
+    const failed = (await control(emu.baseUrl, 'POST', 'tasks', {
+      kind: 'audio-separation',
+      apiKey: KEY,
+      taskMs: 0,
+      status: 'ERROR',
+      message: 'unreadable audio',
+    })) as { run_id: number };
+    const result = await runCli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr)).toEqual([
+      `rt-translate: run ${failed.run_id}: no tracks (ERROR): unreadable audio`,
+      'rt-translate: run 999999: no tracks (ERROR): Run 999999 does not exist.',
+      'rt-translate: 2 of 3 run(s) failed',
+    ]);
+    expect((await readdir(out)).sort()).toEqual([`background-${good.runId}.flac`, `foreground-${good.runId}.flac`]);
+    expect((await readFile(join(out, `foreground-${good.runId}.flac`))).equals(good.tracks.foreground)).toBe(true);
+    expectKeyNotLeaked(result);
+  });
+
+  it('checks run ids and the directory before any request (exit 2)', async () => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const [one, notNumber, twice, notDir, stdout] = await Promise.all([
+      runCli(['separate-results', '12'], { env: serviceEnv() }),
+      runCli(['separate-results', '12', 'abc'], { env: serviceEnv() }),
+      runCli(['separate-results', '12', '12'], { env: serviceEnv() }),
+      runCli(['separate-results', '12', '13', '-o', path('no-such-dir')], { env: serviceEnv() }),
+      runCli(['separate-results', '12', '13', '-o', '-'], { env: serviceEnv() }),
+    ]);
+    expect(one.stderr).toBe(
+      'rt-translate: give at least 2 run ids (got 1): the service looks up separation results 2 to 5 runs at a time.\n',
+    );
+    expect(notNumber.stderr).toBe('rt-translate: RUN_ID expects a positive integer (got "abc").\n');
+    expect(twice.stderr).toBe('rt-translate: run 12 is given twice.\n');
+    expect(notDir.stderr).toMatch(/^rt-translate: cannot write into .*no-such-dir: ENOENT\n$/);
+    expect(stdout.stderr).toBe('rt-translate: -o expects a directory: two files are written per run.\n');
+    for (const result of [one, notNumber, twice, notDir, stdout]) expect(result.code).toBe(2);
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
+  });
+
+  it('splits more than 5 runs into lookups of 2 to 5', () => {
+    expect(batchesOf([1, 2])).toEqual([[1, 2]]);
+    expect(batchesOf([1, 2, 3, 4, 5])).toEqual([[1, 2, 3, 4, 5]]);
+    expect(batchesOf([1, 2, 3, 4, 5, 6])).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    expect(batchesOf([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).map((b) => b.length)).toEqual([4, 4, 3]);
+  });
+});
+
+describe('rt-translate delete-voice', () => {
+  it('prints "deleted voice ID"; a voice the key does not own exits 1 with the 403 named', async () => {
+    const server = await inProcessEmulator({ [KEY]: [4242] });
+    const deleted = await runCli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    expect(deleted.code).toBe(0);
+    expect(deleted.stdout.toString()).toBe('deleted voice 4242\n');
+    expect(deleted.stderr).toBe('');
+    const again = await runCli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    expect(again.code).toBe(1);
+    expect(again.stdout.length).toBe(0);
+    expect(again.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/4242 was refused with 403: .* \[RTT_FORBIDDEN\]\n$/);
+    expectKeyNotLeaked(again);
+  });
+
+  it('a connection lost once the request was sent is reported (exit 1), not repeated', async () => {
+    const base = await resettingServer();
+    const result = await runCli(['delete-voice', '17', '--base-url', base, '--api-key', KEY]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 lost its connection \(.*\)\. .*\[RTT_CONNECTION\]\n$/);
+    expectKeyNotLeaked(result);
+  });
+
+  it('an unknown key exits 1 with the 401 named and never echoes the key', async () => {
+    const wrong = 'sk-cli-http-wrong-key-77aa19c3e5';
+    const result = await runCli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 was refused with 401: .* \[RTT_AUTH\]\n$/);
+    expect(result.stderr).not.toContain(wrong);
+  });
+
+  it('configuration errors exit 2 before any request', async () => {
+    const [noKey, plainRemote, badId] = await Promise.all([
+      runCli(['delete-voice', '17', '--base-url', emu.baseUrl]),
+      runCli(['delete-voice', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
+      runCli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
+    ]);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
+    expect(plainRemote.code).toBe(2);
+    expect(plainRemote.stderr).toMatch(/^rt-translate: Refusing plain-text http:\/\/ to service\.example\.com.* \[RTT_CONFIG\]\n$/);
+    expect(badId.code).toBe(2);
+    expect(badId.stderr).toBe('rt-translate: ID expects a positive integer (got "seventeen").\n');
+  });
+});
+
+describe('rt-translate task-status', () => {
+  it('prints the status JSON; --wait polls until SUCCESS and prints the final status', async () => {
+    const pending = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, taskMs: 3_600_000 })) as { task_id: string };
+    const now = await runCli(['task-status', 'sub', pending.task_id], { env: serviceEnv() });
+    expect(now.code).toBe(0);
+    expect(now.stderr).toBe('');
+    expect(JSON.parse(now.stdout.toString())).toEqual({ status: 'PENDING', run_id: null });
+    const task = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, taskMs: 300 })) as { task_id: string; run_id: number };
+    const waited = await runCli(['task-status', 'sub', task.task_id, '--wait', '--poll-ms', '50'], { env: serviceEnv() });
+    expect(waited.code).toBe(0);
+    expect(waited.stderr).toBe('');
+    expect(waited.stdout.toString()).toBe(`${JSON.stringify({ status: 'SUCCESS', run_id: task.run_id })}\n`);
+  });
+
+  it('--wait on a task that fails prints its final status and exits 1 with the message', async () => {
+    const task = (await control(emu.baseUrl, 'POST', 'tasks', {
+      kind: 'audio-separation',
+      apiKey: KEY,
+      taskMs: 100,
+      status: 'ERROR',
+      message: 'the file is silent',
+    })) as { task_id: string };
+    const result = await runCli(['task-status', 'audio-separation', task.task_id, '--wait', '--poll-ms', '50'], { env: serviceEnv() });
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout.toString())).toMatchObject({ status: 'ERROR', message: 'the file is silent' });
+    expect(result.stderr).toMatch(new RegExp(`^rt-translate: Task ${task.task_id} failed: the file is silent\\..* \\[RTT_TASK_FAILED\\]\\n$`));
+  });
+
+  it('an unknown task exits 1 naming the 404; a bad KIND or missing TASK_ID exits 2', async () => {
+    const [unknown, badKind, missing] = await Promise.all([
+      runCli(['task-status', 'translated-tts', 'no-such-task'], { env: serviceEnv() }),
+      runCli(['task-status', 'dubbing', 'abc'], { env: serviceEnv() }),
+      runCli(['task-status', 'sub'], { env: serviceEnv() }),
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^rt-translate: GET \/translated-tts\/no-such-task failed with HTTP 404.* \[RTT_HTTP\]\n$/);
+    expect(badKind.code).toBe(2);
+    expect(badKind.stderr).toBe('rt-translate: KIND expects one of translated-tts, tts, sub, audio-separation (got "dubbing").\n');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe('rt-translate: task-status expects KIND and TASK_ID (got 1 argument(s); see --help).\n');
+  });
+});
+
+describe('rt-translate emulator: HTTP flags', () => {
+  it('--rate-limit answers 429 past N requests a second per key; --url-ttl-s sets the URL lifetime', async () => {
+    const other = 'sk-cli-http-second-key-41f0';
+    const limited = await startCliEmulator(['--api-key', KEY, '--api-key', other, '--rate-limit', '1', '--url-ttl-s', '7']);
+    closers.push(async () => void (await limited.stop()));
+    const get = () => request(`${limited.baseUrl}/sub/none`, { headers: { 'x-api-key': KEY } });
+    const first = await get();
+    await first.body.dump();
+    const second = await get();
+    await second.body.dump();
+    expect([first.statusCode, second.statusCode]).toEqual([404, 429]);
+    expect(second.headers['retry-after']).toBe('1');
+
+    // The other key has its own allowance.
+    const seed = () => control(limited.baseUrl, 'POST', 'tasks', { kind: 'audio-separation', apiKey: other, taskMs: 0 }) as Promise<{ run_id: number }>;
+    const [a, b] = [await seed(), await seed()];
+    const before = Date.now();
+    const lookup = await request(`${limited.baseUrl}/audio-separation-results`, {
+      method: 'POST',
+      headers: { 'x-api-key': other, 'content-type': 'application/json' },
+      body: JSON.stringify({ run_ids: [a.run_id, b.run_id] }),
+    });
+    expect(lookup.statusCode).toBe(200);
+    const runs = (await lookup.body.json()) as Record<string, { foreground_audio_url: string }>;
+    const after = Date.now();
+    const expires = Number(new URL(runs[String(a.run_id)]!.foreground_audio_url).searchParams.get('expires'));
+    expect(expires).toBeGreaterThanOrEqual(before + 7000);
+    expect(expires).toBeLessThanOrEqual(after + 7000);
+  });
+
+  it('--task-ms sets how long a task stays PENDING; bad values exit 2', async () => {
+    const slow = await startCliEmulator(['--api-key', KEY, '--task-ms', '3600000']);
+    closers.push(async () => void (await slow.stop()));
+    const created = await request(`${slow.baseUrl}/translated-tts`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'hello', source_language: 'en-us', target_language: 'es-es' }),
+    });
+    const { task_id } = (await created.body.json()) as { task_id: string };
+    const status = await runCli(['task-status', 'translated-tts', task_id], { env: serviceEnv(slow.baseUrl) });
+    expect(JSON.parse(status.stdout.toString())).toEqual({ status: 'PENDING', run_id: null });
+
+    const [negative, word] = await Promise.all([
+      runCli(['emulator', '--task-ms=-1']),
+      runCli(['emulator', '--rate-limit', 'many']),
+    ]);
+    expect(negative.code).toBe(2);
+    expect(negative.stderr).toBe('rt-translate: --task-ms expects an integer >= 0 (got "-1").\n');
+    expect(word.code).toBe(2);
+    expect(word.stderr).toBe('rt-translate: --rate-limit expects a number >= 0 (got "many").\n');
+  });
+});
+
+describe('progress line of a task wait', () => {
+  function fakeIo(isTTY: boolean): { io: CliIo; written: () => string } {
+    let text = '';
+    const stderr = Object.assign(
+      new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          text += chunk.toString();
+          callback();
+        },
+      }),
+      { isTTY },
+    );
+    const io = { stdin: Readable.from([]), stdout: new Writable({ write: (_c, _e, cb) => cb() }), stderr, env: {} } as CliIo;
+    return { io, written: () => text };
+  }
+  const response: TaskStatusResponse = { status: 'PENDING', run_id: null };
+
+  it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
+    const { io, written } = fakeIo(true);
+    const progress = taskProgress(io, 'task t-1');
+    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.stop();
+    const parts = written().split('\r\x1b[K');
+    expect(parts[0]).toBe('');
+    expect(parts[1]).toMatch(/^task t-1: submitted, \d+\.\d s$/);
+    expect(parts[2]).toMatch(/^task t-1: PENDING, \d+\.\d s$/);
+    expect(parts.at(-1)).toBe('');
+    expect(progress.last()?.status).toBe('PENDING');
+  });
+
+  it('writes nothing when stderr is not a terminal', () => {
+    const { io, written } = fakeIo(false);
+    const progress = taskProgress(io, 'task t-2');
+    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, response });
+    progress.stop();
+    expect(written()).toBe('');
+  });
+});
+
+describe('rt-translate: help for the HTTP commands', () => {
+  it('each command has --help (exit 0); the top-level usage lists them', async () => {
+    const commands = ['tts', 'translated-tts', 'separate-results', 'delete-voice', 'task-status'];
+    const results = await Promise.all([...commands.map((c) => runCli([c, '--help'])), runCli(['--help']), runCli(['emulator', '--help'])]);
+    commands.forEach((command, i) => {
+      const result = results[i]!;
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe('');
+      expect(result.stdout.toString()).toMatch(new RegExp(`^Usage: rt-translate ${command} `));
+      expect(result.stdout.toString()).toContain('--base-url URL');
+    });
+    const top = results[commands.length]!.stdout.toString();
+    for (const command of commands) expect(top).toContain(`rt-translate ${command} `);
+    const emulatorHelp = results[commands.length + 1]!.stdout.toString();
+    for (const flag of ['--task-ms MS', '--url-ttl-s S', '--rate-limit N']) expect(emulatorHelp).toContain(flag);
+  });
+});
