@@ -26,7 +26,6 @@ import { createRequire } from 'node:module';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { createServer, type Server, type Socket } from 'node:net';
 import { planConversion } from '../lib/audio/convert.js';
 import { resolveDescription, type AudioDescription } from '../lib/audio/audio-format.js';
 import { findFfmpegOnPath } from '../lib/audio/ffmpeg.js';
@@ -36,6 +35,7 @@ import { IntegrityError } from '../lib/errors.js';
 import { runChunked } from './helpers/streams.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 import { killAllChildren, runCli, type CliResult } from './helpers/cli.js';
+import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
 
 const FFMPEG = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
 /** PATH with the dev dependency's ffmpeg in front. */
@@ -436,22 +436,11 @@ describe('rt-translate --realtime', () => {
 
 describe('rt-translate: audio usage errors exit 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
-  let listener: Server;
-  let connections = 0;
-  let url = '';
-
+  let counter: ConnectionCounter;
   beforeAll(async () => {
-    listener = createServer((socket: Socket) => {
-      connections++;
-      socket.destroy();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    url = `ws://127.0.0.1:${(listener.address() as { port: number }).port}`;
+    counter = await startConnectionCounter();
   });
-
-  afterAll(async () => {
-    await new Promise<void>((resolve) => listener.close(() => resolve()));
-  });
+  afterAll(() => counter.close());
 
   const pcm = fixture.pcm.subarray(0, 48_000);
   const cases: Array<{ name: string; args: () => string[]; stdin?: () => Promise<Buffer>; env?: Record<string, string>; message: RegExp }> = [
@@ -511,7 +500,7 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
   ];
 
   it.each(cases)('$name', async ({ args, stdin, env, message }) => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', url, '--api-key', 'test-key', ...args()], {
+    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url, '--api-key', 'test-key', ...args()], {
       stdin: stdin ? await stdin() : pcm,
       ...(env ? { env } : {}),
     });
@@ -520,6 +509,6 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
     expect(lines(result.stderr)).toHaveLength(1);
     expect(result.stderr).toMatch(/^rt-translate: /);
     expect(result.stderr).toMatch(message);
-    expect(connections).toBe(0);
+    expect(counter.connections).toBe(0);
   });
 });

@@ -8,11 +8,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
 import { collect, killAllChildren, runCli, spawnCli, startCliEmulator, type CliResult } from './helpers/cli.js';
+import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-test-5f1c2a9e77d04b1c';
@@ -378,22 +379,11 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
 
 describe('rt-translate: exit status 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
-  let listener: Server;
-  let connections = 0;
-  let url = '';
-
+  let counter: ConnectionCounter;
   beforeAll(async () => {
-    listener = createServer((socket: Socket) => {
-      connections++;
-      socket.destroy();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    url = `ws://127.0.0.1:${(listener.address() as { port: number }).port}`;
+    counter = await startConnectionCounter();
   });
-
-  afterAll(async () => {
-    await new Promise<void>((resolve) => listener.close(() => resolve()));
-  });
+  afterAll(() => counter.close());
 
   // IMA ADPCM (format 0x11), which the library does not decode (a 16 kHz stereo PCM WAV, once
   // refused here, is now converted: see cli-formats.test.ts).
@@ -419,21 +409,21 @@ describe('rt-translate: exit status 2 before any connection', () => {
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
-    const result = await runCli([...args, '--realtime-url', url, '--api-key', KEY], stdin ? { stdin } : {});
+    const result = await runCli([...args, '--realtime-url', counter.url, '--api-key', KEY], stdin ? { stdin } : {});
     expect(result.code).toBe(2);
     expect(result.stdout.length).toBe(0);
     expect(lines(result.stderr)).toHaveLength(1);
     expect(result.stderr).toMatch(/^rt-translate: /);
     expect(result.stderr).toMatch(message);
-    expect(connections).toBe(0);
+    expect(counter.connections).toBe(0);
     await expectKeyNotLeaked(result);
   });
 
   it('a configured URL without an API key', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', url], { stdin: fixture.pcm });
+    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
-    expect(connections).toBe(0);
+    expect(counter.connections).toBe(0);
   });
 
   it('plain ws:// to a host that is not loopback, leaving the output and events files untouched', async () => {

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { createServer, type AddressInfo } from 'node:net';
 
 /** The command as built by `npm run build`. */
 export const CLI_PATH = fileURLToPath(new URL('../../dist/bin/rt-translate.js', import.meta.url));
@@ -168,4 +169,29 @@ export async function killAllChildren(): Promise<void> {
       }),
   );
   await Promise.all(waiting);
+}
+
+/** A loopback listener that only counts TCP connections: proves a command connected nowhere. */
+export interface ConnectionCounter {
+  /** `ws://127.0.0.1:PORT` of the listener. */
+  readonly url: string;
+  /** Connections accepted so far. */
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+export async function startConnectionCounter(): Promise<ConnectionCounter> {
+  let connections = 0;
+  const listener = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `ws://127.0.0.1:${(listener.address() as AddressInfo).port}`,
+    get connections() {
+      return connections;
+    },
+    close: () => new Promise<void>((resolve) => listener.close(() => resolve())),
+  };
 }

@@ -5,19 +5,10 @@
  */
 import { encodeFlac } from '../../audio/flac-encoder.js';
 import { synthesizeSpeechPcm } from '../synth.js';
-import type { OutputFormat } from '../../http/validation.js';
+import { OUTPUT_FORMATS, type OutputFormat } from '../../http/validation.js';
 
 /** Formats the emulator can stream; mp3 and adts need an encoder it does not have. */
-export const EMULATED_FORMATS: readonly OutputFormat[] = [
-  'wav',
-  'flac',
-  'pcm_s16le',
-  'pcm_s16be',
-  'pcm_s32le',
-  'pcm_s32be',
-  'pcm_f32le',
-  'pcm_f32be',
-];
+export const EMULATED_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter((format) => format !== 'mp3' && format !== 'adts');
 
 /** A RIFF/WAVE header for `dataBytes` of PCM. */
 export function wavHeader(dataBytes: number, sampleRate: number, channels: number, bitsPerSample: number): Buffer {
