@@ -33,6 +33,10 @@ export * from './audio/wav.js';
 export * from './audio/pacer.js';
 export * from './audio/flac-decoder.js';
 export { encodeFlac } from './audio/flac-encoder.js';
+export * from './audio/flac-stream.js';
+export * from './audio/ogg-opus.js';
+export * from './audio/sniff.js';
+export * from './audio/ffmpeg.js';
 
 // Integrations: Discord voice
 export * from './audio/opus.js';
