@@ -584,6 +584,12 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
   const QUIET_MS = 300;
 
   /** A fake server session with fake setTimeout, past end(): the peer has the input and the padding. */
+  /**
+   * The fixture's first two utterances (the third starts at sample 150240): the scripted server
+   * answers twice, so the stream owes nothing once both answers are in.
+   */
+  const TWO_UTTERANCES = FIXTURE.subarray(0, 140_000 * 2);
+
   async function endedSession(options: Partial<RealtimeTranslateOptions>) {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const fake = await fakeServer();
@@ -597,8 +603,8 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     await peer.waitForEvent('session.update');
     peer.sendSessionCreated();
     await new Promise((resolve) => stream.once('session', resolve));
-    stream.end(FIXTURE);
-    await peer.waitForAudioBytes(FIXTURE.length + END_PADDING.length);
+    stream.end(TWO_UTTERANCES);
+    await peer.waitForAudioBytes(TWO_UTTERANCES.length + END_PADDING.length);
     return { stream, closed, warnings, emitted, peer };
   }
 

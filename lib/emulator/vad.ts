@@ -1,14 +1,11 @@
 /**
- * The emulator's voice-activity detector: splits a PCM16 LE mono 24 kHz byte stream into
- * utterances by energy, and hands back each utterance's own input audio (its voiced region plus
- * a little padding) so the emulator can return it, byte for byte, as the "translation".
+ * The emulator's utterance segmenter: splits a PCM16 LE mono 24 kHz byte stream into
+ * utterances with the shared energy detector (`lib/audio/vad.ts`: 20 ms frames, an utterance
+ * ends after `silenceMs` of unvoiced frames or at `maxUtteranceMs`), and hands back each
+ * utterance's own input audio (its voiced region plus a little padding) so the emulator can
+ * return it, byte for byte, as the "translation".
  *
- * Policy, in 20 ms frames of 480 samples (960 bytes), counted from the first byte fed:
- * - a frame is voiced when its RMS level is above `thresholdDbfs` (relative to 32768);
- * - an utterance starts at its first voiced frame and ends once `silenceMs` of unvoiced frames
- *   followed its last voiced frame, or, for endless speech, at the first voiced frame that
- *   brings it to `maxUtteranceMs` (the next voiced frame then starts a new utterance);
- * - its audio runs from `paddingMs` before the first voiced frame to `paddingMs` after the last
+ * - An utterance's audio runs from `paddingMs` before the first voiced frame to `paddingMs` after the last
  *   one, clamped: never before the first byte fed, never into the previous utterance's audio,
  *   and never past the audio received when the utterance ended (a forced end has no trailing
  *   padding; a silence shorter than the padding gives a shorter one).
@@ -18,22 +15,18 @@
  * `paddingMs + maxUtteranceMs + silenceMs` plus one fed chunk, whatever the length of the input.
  * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
  */
-import { ValidationError } from '../errors.js';
-import { dbfsToMeanSquare, meanSquare } from '../audio/level.js';
+import {
+  DEFAULT_VAD_SILENCE_MS,
+  DEFAULT_VAD_THRESHOLD_DBFS,
+  VoiceActivityDetector,
+  checkVadNumber,
+  type VoiceSegment,
+} from '../audio/vad.js';
 
-/** Samples per detector frame: 20 ms at 24 kHz. */
-export const VAD_FRAME_SAMPLES = 480;
-/** Bytes per detector frame (PCM16 mono). */
-export const VAD_FRAME_BYTES = VAD_FRAME_SAMPLES * 2;
-/** Duration of one detector frame, in milliseconds. */
-export const VAD_FRAME_MS = 20;
+export { DEFAULT_VAD_SILENCE_MS, DEFAULT_VAD_THRESHOLD_DBFS, VAD_FRAME_BYTES, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../audio/vad.js';
+
 /** PCM16 mono 24 kHz: bytes per millisecond of audio. */
 const BYTES_PER_MS = 48;
-
-/** A frame is voiced above this RMS level, in dBFS. */
-export const DEFAULT_VAD_THRESHOLD_DBFS = -40;
-/** Unvoiced time that ends an utterance, in milliseconds. */
-export const DEFAULT_VAD_SILENCE_MS = 600;
 /** Longest utterance before a forced end, in milliseconds. */
 export const DEFAULT_MAX_UTTERANCE_MS = 15_000;
 /** Input audio kept around the voiced region of each utterance, in milliseconds. */
@@ -76,35 +69,18 @@ interface Piece {
 }
 
 function checkNumber(field: string, value: number, accepted: string, ok: (v: number) => boolean): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value)) {
-    throw new ValidationError(field, accepted, String(value));
-  }
-  return value;
+  return checkVadNumber(field, value, accepted, (v) => Number.isFinite(v) && ok(v));
 }
 
 /** Segments a PCM16 LE mono 24 kHz stream into utterances; see the module comment for the policy. */
 export class UtteranceSegmenter {
-  private readonly powerThreshold: number;
-  private readonly silenceFrames: number;
-  private readonly maxFrames: number;
+  private readonly detector: VoiceActivityDetector;
   private readonly padBytes: number;
 
   /** Bytes fed so far. */
   private received = 0;
-  /** Offset of the frame being assembled (a multiple of VAD_FRAME_BYTES). */
-  private frameStart = 0;
-  /** The frame being assembled when it spans calls. */
-  private readonly partial = Buffer.alloc(VAD_FRAME_BYTES);
-  private partialLength = 0;
-
   /** Input still needed, in order, without gaps. */
   private readonly pieces: Piece[] = [];
-
-  private inUtterance = false;
-  private utteranceStart = 0;
-  private lastVoicedEnd = 0;
-  private utteranceFrames = 0;
-  private unvoicedRun = 0;
   private previousAudioEnd = 0;
   private count = 0;
 
@@ -113,9 +89,7 @@ export class UtteranceSegmenter {
     const silence = checkNumber('silenceMs', options.silenceMs ?? DEFAULT_VAD_SILENCE_MS, 'a positive number of milliseconds', (v) => v > 0);
     const max = checkNumber('maxUtteranceMs', options.maxUtteranceMs ?? DEFAULT_MAX_UTTERANCE_MS, 'a positive number of milliseconds', (v) => v > 0);
     const pad = checkNumber('paddingMs', options.paddingMs ?? DEFAULT_PADDING_MS, `0 to ${MAX_PADDING_MS} milliseconds`, (v) => v >= 0 && v <= MAX_PADDING_MS);
-    this.powerThreshold = dbfsToMeanSquare(db);
-    this.silenceFrames = Math.max(1, Math.ceil(silence / VAD_FRAME_MS));
-    this.maxFrames = Math.max(1, Math.ceil(max / VAD_FRAME_MS));
+    this.detector = new VoiceActivityDetector({ thresholdDbfs: db, silenceMs: silence, maxSegmentMs: max });
     this.padBytes = Math.round((pad * BYTES_PER_MS) / 2) * 2;
   }
 
@@ -133,7 +107,7 @@ export class UtteranceSegmenter {
 
   /** True while an utterance has started and not yet ended. */
   get speaking(): boolean {
-    return this.inUtterance;
+    return this.detector.speaking;
   }
 
   /**
@@ -145,67 +119,21 @@ export class UtteranceSegmenter {
     this.pieces.push({ offset: this.received, bytes: chunk });
     this.received += chunk.length;
     const ended: SegmentedUtterance[] = [];
-    let pos = 0;
-    if (this.partialLength > 0) {
-      const take = Math.min(VAD_FRAME_BYTES - this.partialLength, chunk.length);
-      chunk.copy(this.partial, this.partialLength, 0, take);
-      this.partialLength += take;
-      pos = take;
-      if (this.partialLength === VAD_FRAME_BYTES) {
-        this.partialLength = 0;
-        this.frame(this.partial, 0, ended);
-      }
-    }
-    while (chunk.length - pos >= VAD_FRAME_BYTES) {
-      this.frame(chunk, pos, ended);
-      pos += VAD_FRAME_BYTES;
-    }
-    if (pos < chunk.length) {
-      chunk.copy(this.partial, 0, pos);
-      this.partialLength = chunk.length - pos;
-    }
+    this.detector.push(chunk, (segment) => ended.push(this.finish(segment)));
     this.trim();
     return ended;
   }
 
   /** Forgets the utterance in progress (its audio is never returned). */
   dropCurrent(): void {
-    this.inUtterance = false;
+    this.detector.dropCurrent();
     this.trim();
   }
 
-  private frame(buf: Buffer, offset: number, ended: SegmentedUtterance[]): void {
-    const voiced = meanSquare(buf, offset, offset + VAD_FRAME_BYTES) > this.powerThreshold;
-    const start = this.frameStart;
-    const end = start + VAD_FRAME_BYTES;
-    this.frameStart = end;
-
-    if (!this.inUtterance) {
-      if (!voiced) return;
-      this.inUtterance = true;
-      this.utteranceStart = start;
-      this.utteranceFrames = 0;
-      this.unvoicedRun = 0;
-    }
-    this.utteranceFrames += 1;
-    if (voiced) {
-      this.lastVoicedEnd = end;
-      this.unvoicedRun = 0;
-    } else {
-      this.unvoicedRun += 1;
-    }
-    if (this.unvoicedRun >= this.silenceFrames || (voiced && this.utteranceFrames >= this.maxFrames)) {
-      ended.push(this.finish(end));
-    }
-  }
-
-  /** Ends the current utterance; `now` is the end of the last frame analysed. */
-  private finish(now: number): SegmentedUtterance {
-    this.inUtterance = false;
-    const voicedStart = this.utteranceStart;
-    const voicedEnd = this.lastVoicedEnd;
+  /** The audio of a segment that just ended, with its padding. */
+  private finish({ voicedStart, voicedEnd, endedAt }: VoiceSegment): SegmentedUtterance {
     const audioStart = Math.max(0, this.previousAudioEnd, voicedStart - this.padBytes);
-    const audioEnd = voicedEnd + Math.min(this.padBytes, now - voicedEnd);
+    const audioEnd = voicedEnd + Math.min(this.padBytes, endedAt - voicedEnd);
     this.previousAudioEnd = audioEnd;
     this.count += 1;
     return {
@@ -235,7 +163,7 @@ export class UtteranceSegmenter {
 
   /** Drops input no future utterance can need. */
   private trim(): void {
-    const firstNeeded = this.inUtterance ? this.utteranceStart : this.frameStart;
+    const firstNeeded = this.detector.speaking ? this.detector.segmentStart : this.detector.analysedBytes;
     const keepFrom = Math.max(this.previousAudioEnd, firstNeeded - this.padBytes);
     let drop = 0;
     while (drop < this.pieces.length) {

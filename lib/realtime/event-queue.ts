@@ -1,9 +1,19 @@
 /**
  * A bounded async-iterator queue. The producer pushes; when any queue holds more than its
- * bound, `onPressure(true)` tells the producer to stop reading its source, and
- * `onPressure(false)` once every queue has drained to half. So an iterator consumer that is
- * slower than the network holds back the socket instead of growing memory.
+ * bound (a number of items, or their total weight in bytes), `onPressure(true)` tells the
+ * producer to stop reading its source, and `onPressure(false)` once every queue has drained to
+ * half. So an iterator consumer that is slower than the network holds back the socket instead
+ * of growing memory.
  */
+
+export interface FanoutBounds<T> {
+  /** Items a subscriber may have queued. */
+  count: number;
+  /** Total weight a subscriber may have queued. */
+  bytes: number;
+  /** The weight of one item, in bytes. */
+  weigh: (item: T) => number;
+}
 
 interface Waiter<T> {
   resolve: (result: IteratorResult<T>) => void;
@@ -12,14 +22,14 @@ interface Waiter<T> {
 
 export class EventFanout<T> {
   readonly #subscribers = new Set<Subscriber<T>>();
-  readonly #bound: number;
+  readonly #bounds: FanoutBounds<T>;
   readonly #onPressure: (full: boolean) => void;
   #full = false;
   #ended = false;
   #error: unknown;
 
-  constructor(bound: number, onPressure: (full: boolean) => void) {
-    this.#bound = bound;
+  constructor(bounds: FanoutBounds<T>, onPressure: (full: boolean) => void) {
+    this.#bounds = bounds;
     this.#onPressure = onPressure;
   }
 
@@ -32,7 +42,8 @@ export class EventFanout<T> {
 
   push(value: T): void {
     if (this.#ended) return;
-    for (const s of this.#subscribers) s.offer(value);
+    const weight = this.#bounds.weigh(value);
+    for (const s of this.#subscribers) s.offer(value, weight);
     this.#checkPressure();
   }
 
@@ -46,7 +57,7 @@ export class EventFanout<T> {
   }
 
   subscribe(): AsyncIterableIterator<T> {
-    const sub = new Subscriber<T>(() => this.#checkPressure(), () => {
+    const sub = new Subscriber<T>(this.#bounds.weigh, () => this.#checkPressure(), () => {
       this.#subscribers.delete(sub);
       this.#checkPressure();
     });
@@ -58,8 +69,9 @@ export class EventFanout<T> {
   #checkPressure(): void {
     let full = false;
     if (!this.#ended) {
+      const divisor = this.#full ? 2 : 1;
       for (const s of this.#subscribers) {
-        if (s.queue.length > (this.#full ? this.#bound >> 1 : this.#bound)) full = true;
+        if (s.queue.length > this.#bounds.count / divisor || s.queuedBytes > this.#bounds.bytes / divisor) full = true;
       }
     }
     if (full !== this.#full) {
@@ -71,18 +83,21 @@ export class EventFanout<T> {
 
 class Subscriber<T> implements AsyncIterableIterator<T> {
   readonly queue: T[] = [];
+  queuedBytes = 0;
+  readonly #weigh: (item: T) => number;
   #waiter: Waiter<T> | undefined;
   #done = false;
   #error: unknown;
   readonly #onTake: () => void;
   readonly #onReturn: () => void;
 
-  constructor(onTake: () => void, onReturn: () => void) {
+  constructor(weigh: (item: T) => number, onTake: () => void, onReturn: () => void) {
+    this.#weigh = weigh;
     this.#onTake = onTake;
     this.#onReturn = onReturn;
   }
 
-  offer(value: T): void {
+  offer(value: T, weight: number): void {
     if (this.#done) return;
     const waiter = this.#waiter;
     if (waiter) {
@@ -90,6 +105,7 @@ class Subscriber<T> implements AsyncIterableIterator<T> {
       waiter.resolve({ value, done: false });
     } else {
       this.queue.push(value);
+      this.queuedBytes += weight;
     }
   }
 
@@ -114,6 +130,7 @@ class Subscriber<T> implements AsyncIterableIterator<T> {
   next(): Promise<IteratorResult<T>> {
     if (this.queue.length > 0) {
       const value = this.queue.shift() as T;
+      this.queuedBytes -= this.#weigh(value);
       this.#onTake();
       return Promise.resolve({ value, done: false });
     }
@@ -127,6 +144,7 @@ class Subscriber<T> implements AsyncIterableIterator<T> {
   return(): Promise<IteratorResult<T>> {
     this.#done = true;
     this.queue.length = 0;
+    this.queuedBytes = 0;
     this.#onReturn();
     const waiter = this.#waiter;
     this.#waiter = undefined;

@@ -50,7 +50,7 @@ import {
   type SessionInfo,
 } from './codec.js';
 import { EventFanout } from './event-queue.js';
-import { dbfsToMeanSquare, hasFrameAbove } from '../audio/level.js';
+import { SpeechSegmentCounter } from '../audio/vad.js';
 
 export interface RealtimeTranslateOptions {
   /** Source language tag, one of the 14 realtime tags (case-insensitive). */
@@ -90,6 +90,15 @@ export interface RealtimeTranslateOptions {
   maxAppendBytes?: number;
   /** Events an `events()` consumer may fall behind by before the socket is paused. Default 512. */
   maxQueuedEvents?: number;
+  /** Audio bytes queued for an `events()` consumer before the socket is paused. Default 4 MiB. */
+  maxQueuedEventBytes?: number;
+  /**
+   * Level above which sent audio counts as speech the service owes an answer to, in dBFS
+   * (see "Ending" in the README). Default -40, the usual voice-detection threshold.
+   */
+  speechThresholdDbfs?: number;
+  /** Silence that ends a segment of sent speech, in ms. Default 600 (the service's utterance gap). */
+  speechSilenceMs?: number;
   /** Aborts the session: the stream is destroyed with an `AbortError`. */
   signal?: AbortSignal;
   /** Readable side buffer, in bytes. Default 256 KiB. */
@@ -147,18 +156,25 @@ const DEFAULTS = {
   maxSocketBufferBytes: 1024 * 1024,
   maxAppendBytes: MAX_APPEND_AUDIO_BYTES,
   maxQueuedEvents: 512,
+  maxQueuedEventBytes: 4 * 1024 * 1024,
+  speechSilenceMs: 600,
   readableHighWaterMark: 256 * 1024,
   writableHighWaterMark: 64 * 1024,
 };
 
-type Phase = 'connecting' | 'active' | 'ending' | 'closed';
+/** `closing`: the session is done and the close handshake is under way; audio still arriving is kept. */
+type Phase = 'connecting' | 'active' | 'ending' | 'closing' | 'closed';
 
-/**
- * Sent audio with a 20 ms frame above this level counts as speech the service owes an answer
- * to (see `#speechUnanswered`). Below the usual voice-detection thresholds on purpose.
- */
-const SPEECH_MEAN_SQUARE = dbfsToMeanSquare(-45);
-const SPEECH_FRAME_BYTES = (REALTIME_SAMPLE_RATE / 50) * REALTIME_BYTES_PER_FRAME;
+/** Server events that show a response is being worked on (keep-alives and session events do not). */
+const RESPONSE_ACTIVITY = new Set<ServerEvent['type']>([
+  'transcript.delta',
+  'transcript.completed',
+  'text.delta',
+  'text.done',
+  'audio.delta',
+  'audio.done',
+  'error',
+]);
 
 /**
  * A server `error` while the session is open is a warning unless the service closes the
@@ -178,6 +194,13 @@ function positiveInt(value: unknown, field: string, fallback: number, min = 0): 
     throw new ValidationError(field, `an integer >= ${min}`, String(value));
   }
   return value;
+}
+
+/** What an event holds in memory while queued for an `events()` consumer, in bytes (audio counts). */
+function eventBytes(event: ServerEvent): number {
+  if (event.type !== 'audio.delta') return 0;
+  const raw = event.raw ? (typeof event.raw.delta === 'string' ? event.raw.delta.length : typeof event.raw.audio === 'string' ? event.raw.audio.length : 0) : 0;
+  return event.audio.length + raw;
 }
 
 /** Maps a fatal realtime `error` event to the error class a caller can act on. */
@@ -225,11 +248,15 @@ export class RealtimeTranslateStream extends Duplex {
   #sawStarting = false;
   #responseOpen = false;
   /**
-   * Speech was sent after the last response started: the service still owes an answer, so
-   * after end() the stream waits for it (bounded by responseStallTimeoutMs) instead of ending
-   * after a mere quiet period.
+   * Speech segments in the audio sent, against responses started: while the service owes
+   * answers, the wait after end() is bounded by responseStallTimeoutMs of inactivity instead of
+   * the quiet period, so a slow service never loses the last translations.
    */
-  #speechUnanswered = false;
+  readonly #speech: SpeechSegmentCounter;
+  #responsesStarted = 0;
+  #sendStallTimer: NodeJS.Timeout | undefined;
+  /** The session ended normally: everything was delivered and the socket is closed. */
+  #completed = false;
   #pendingWarning: { error: RtTranslateError; timer: NodeJS.Timeout } | undefined;
   #textSoFar = '';
   /** A server error that was the last event seen: if the socket closes now, it is the cause. */
@@ -255,9 +282,15 @@ export class RealtimeTranslateStream extends Duplex {
       maxSocketBufferBytes: positiveInt(options.maxSocketBufferBytes, 'maxSocketBufferBytes', DEFAULTS.maxSocketBufferBytes),
       maxAppendBytes: positiveInt(options.maxAppendBytes, 'maxAppendBytes', DEFAULTS.maxAppendBytes, REALTIME_BYTES_PER_FRAME),
       maxQueuedEvents: positiveInt(options.maxQueuedEvents, 'maxQueuedEvents', DEFAULTS.maxQueuedEvents, 1),
+      maxQueuedEventBytes: positiveInt(options.maxQueuedEventBytes, 'maxQueuedEventBytes', DEFAULTS.maxQueuedEventBytes, 1),
+      speechSilenceMs: positiveInt(options.speechSilenceMs, 'speechSilenceMs', DEFAULTS.speechSilenceMs, 1),
       readableHighWaterMark: positiveInt(options.readableHighWaterMark, 'readableHighWaterMark', DEFAULTS.readableHighWaterMark, 1),
       writableHighWaterMark: positiveInt(options.writableHighWaterMark, 'writableHighWaterMark', DEFAULTS.writableHighWaterMark, 1),
     };
+    const speechThresholdDbfs = options.speechThresholdDbfs ?? -40;
+    if (typeof speechThresholdDbfs !== 'number' || !Number.isFinite(speechThresholdDbfs) || speechThresholdDbfs > 0) {
+      throw new ValidationError('speechThresholdDbfs', 'a number of dBFS, at most 0', String(speechThresholdDbfs));
+    }
     if (opts.maxAppendBytes > MAX_APPEND_AUDIO_BYTES || opts.maxAppendBytes % REALTIME_BYTES_PER_FRAME !== 0) {
       throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, String(opts.maxAppendBytes));
     }
@@ -306,12 +339,20 @@ export class RealtimeTranslateStream extends Duplex {
     this.#keyInSessionUpdate = options.sendKeyInSessionUpdate === true;
     this.#headers = { ...options.headers };
     this.#signal = options.signal;
-    this.#fanout = new EventFanout<ServerEvent>(opts.maxQueuedEvents, (full) => {
-      this.#eventsBehind = full;
-      this.#updateFlow();
-    });
+    this.#speech = new SpeechSegmentCounter({ thresholdDbfs: speechThresholdDbfs, silenceMs: opts.speechSilenceMs });
+    this.#fanout = new EventFanout<ServerEvent>(
+      { count: opts.maxQueuedEvents, bytes: opts.maxQueuedEventBytes, weigh: eventBytes },
+      (full) => {
+        this.#eventsBehind = full;
+        this.#updateFlow();
+      },
+    );
     if (this.#signal) {
-      this.#onAbort = () => this.destroy(new AbortError('The realtime session was aborted.', { cause: this.#signal?.reason }));
+      this.#onAbort = () => {
+        // A session that has already delivered everything is complete, not aborted.
+        if (this.#completed) return;
+        this.destroy(new AbortError('The realtime session was aborted.', { cause: this.#signal?.reason }));
+      };
       this.#signal.addEventListener('abort', this.#onAbort, { once: true });
     }
   }
@@ -375,7 +416,7 @@ export class RealtimeTranslateStream extends Duplex {
     ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
     ws.on('error', (error) => {
       if (this.#phase === 'closed') return;
-      this.#fail(new ConnectionError(`Realtime connection failed: ${describeCause(error, this.#apiKey)}`));
+      this.#fail(this.#lastErrorIfLast ?? new ConnectionError(`Realtime connection failed: ${describeCause(error, this.#apiKey)}`));
     });
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString('utf8')));
   }
@@ -445,7 +486,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.emit('server-event', event);
     this.#fanout.push(event);
     this.#handle(event);
-    if (this.#phase === 'ending') this.#armQuietTimer();
+    if (this.#phase === 'ending' && RESPONSE_ACTIVITY.has(event.type)) this.#armQuietTimer();
   }
 
   #handle(event: ServerEvent): void {
@@ -518,8 +559,9 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   #openResponse(): void {
+    if (this.#responseOpen) return;
     this.#responseOpen = true;
-    this.#speechUnanswered = false;
+    this.#responsesStarted++;
   }
 
   #flushPendingWarning(): void {
@@ -588,9 +630,7 @@ export class RealtimeTranslateStream extends Duplex {
     const aligned = data.length - (data.length % REALTIME_BYTES_PER_FRAME);
     if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
     const pcm = data.subarray(0, aligned);
-    if (!this.#speechUnanswered && hasFrameAbove(pcm, SPEECH_MEAN_SQUARE, SPEECH_FRAME_BYTES)) {
-      this.#speechUnanswered = true;
-    }
+    this.#speech.push(pcm);
     this.#sendAudio(pcm, callback);
   }
 
@@ -601,13 +641,14 @@ export class RealtimeTranslateStream extends Duplex {
    */
   #sendAudio(pcm: Buffer, callback: (error?: Error | null) => void): void {
     const ws = this.#ws;
+    const held = { callback };
+    this.#heldWrite = held;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
-      this.#fail(new ConnectionError('The realtime connection is not open.'));
+      // The service is closing the session: its close (with the cause it gave, such as a
+      // billing stop) fails the stream and settles this write.
       return;
     }
     const max = this.#opts.maxAppendBytes;
-    const held = { callback };
-    this.#heldWrite = held;
     let offset = 0;
     const sendMore = (): void => {
       while (offset < pcm.length) {
@@ -615,10 +656,8 @@ export class RealtimeTranslateStream extends Duplex {
         offset += piece.length;
         let waiting = false;
         ws.send(encodeAudioAppend(piece), { binary: false }, (error?: Error) => {
-          if (error) {
-            this.#fail(new ConnectionError(`Sending audio failed: ${describeCause(error, this.#apiKey)}`));
-            return;
-          }
+          // A failed send means the socket is going down: its close reports the cause.
+          if (error) return;
           // Settled meanwhile by _destroy, or not the piece we wait for.
           if (waiting && this.#heldWrite === held) sendMore();
         });
@@ -655,7 +694,16 @@ export class RealtimeTranslateStream extends Duplex {
     const padding = Buffer.alloc(
       Math.round((this.#opts.endPaddingMs * REALTIME_SAMPLE_RATE) / 1000) * REALTIME_BYTES_PER_FRAME,
     );
-    this.#sendAudio(padding, () => this.#armQuietTimer());
+    this.#speech.push(padding);
+    // A service that stops reading our audio after end() must not hold the stream forever.
+    const stall = this.#opts.responseStallTimeoutMs;
+    this.#sendStallTimer = setTimeout(() => {
+      this.#fail(new TimeoutError(`The realtime service took none of the audio for ${stall} ms after end().`, stall));
+    }, stall);
+    this.#sendAudio(padding, () => {
+      clearTimeout(this.#sendStallTimer);
+      this.#armQuietTimer();
+    });
   }
 
   /**
@@ -668,13 +716,19 @@ export class RealtimeTranslateStream extends Duplex {
     clearTimeout(this.#quietTimer);
     // While the socket is paused for a slow consumer, the silence is ours: wait for the resume.
     if (this.#phase !== 'ending' || this.#paused) return;
-    const owed = this.#responseOpen || this.#speechUnanswered;
+    const owed = this.#responseOpen || this.#speech.segments > this.#responsesStarted;
     const delay = owed ? this.#opts.responseStallTimeoutMs : this.#opts.quietPeriodMs;
     this.#quietTimer = setTimeout(() => {
       if (this.#responseOpen) {
         this.#warn(new TimeoutError(`The last response sent nothing for ${delay} ms after end(); closing without the rest of it.`, delay));
       } else if (owed) {
-        this.#warn(new TimeoutError(`No response to the last speech within ${delay} ms after end(); closing without it.`, delay));
+        const missing = this.#speech.segments - this.#responsesStarted;
+        this.#warn(
+          new TimeoutError(
+            `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${delay} ms after end(); closing without it.`,
+            delay,
+          ),
+        );
       }
       this.#finishSession();
     }, delay);
@@ -682,9 +736,12 @@ export class RealtimeTranslateStream extends Duplex {
 
   #finishSession(): void {
     this.#flushPendingWarning();
-    this.#phase = 'closed';
+    this.#phase = 'closing';
     clearTimeout(this.#quietTimer);
     const done = () => {
+      if (this.#fatal) return;
+      this.#phase = 'closed';
+      this.#completed = true;
       this.#fanout.end();
       if (!this.readableEnded) this.push(null);
       const callback = this.#finalCallback;
@@ -710,7 +767,8 @@ export class RealtimeTranslateStream extends Duplex {
   #onClose(code: number, reason: string): void {
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
-    if (this.#phase === 'closed') return;
+    clearTimeout(this.#sendStallTimer);
+    if (this.#phase === 'closed' || this.#phase === 'closing') return;
     if (this.#phase === 'ending' && !this.#lastErrorIfLast && (code === 1000 || code === 1005)) {
       // The service ended the session after our end(): everything has arrived.
       this.#finishSession();
@@ -740,6 +798,7 @@ export class RealtimeTranslateStream extends Duplex {
     else this.#flushPendingWarning();
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
+    clearTimeout(this.#sendStallTimer);
     const wasActive = this.#phase !== 'connecting';
     this.#phase = 'closed';
     this.#closeSocket();
@@ -798,6 +857,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#dropPendingWarning();
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#quietTimer);
+    clearTimeout(this.#sendStallTimer);
     if (this.#signal && this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
     const ws = this.#ws;

@@ -1,0 +1,185 @@
+/**
+ * An energy-based voice-activity detector for PCM16 LE mono 24 kHz, shared by the emulator
+ * (which answers each utterance) and the client (which counts the speech it has sent, so it
+ * knows which answers it is still owed).
+ *
+ * Policy, in 20 ms frames of 480 samples (960 bytes), counted from the first byte fed:
+ * - a frame is voiced when its RMS level is above `thresholdDbfs` (relative to 32768);
+ * - a segment starts at its first voiced frame and ends once `silenceMs` of unvoiced frames
+ *   followed its last voiced frame, or, for endless speech, at the first voiced frame that
+ *   brings it to `maxSegmentMs` (the next voiced frame then starts a new segment).
+ * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
+ */
+import { ValidationError } from '../errors.js';
+import { dbfsToMeanSquare, meanSquare } from './level.js';
+
+/** Samples per detector frame: 20 ms at 24 kHz. */
+export const VAD_FRAME_SAMPLES = 480;
+/** Bytes per detector frame (PCM16 mono). */
+export const VAD_FRAME_BYTES = VAD_FRAME_SAMPLES * 2;
+/** Duration of one detector frame, in milliseconds. */
+export const VAD_FRAME_MS = 20;
+
+/** A frame is voiced above this RMS level, in dBFS. */
+export const DEFAULT_VAD_THRESHOLD_DBFS = -40;
+/** Unvoiced time that ends a segment, in milliseconds. */
+export const DEFAULT_VAD_SILENCE_MS = 600;
+
+export interface VoiceActivityOptions {
+  /** RMS level above which a frame is voiced, in dBFS (at most 0). Default -40. */
+  thresholdDbfs?: number;
+  /** Unvoiced milliseconds that end a segment (> 0). Default 600. */
+  silenceMs?: number;
+  /** Milliseconds after which a segment is ended even if speech goes on (> 0). Default: never. */
+  maxSegmentMs?: number;
+}
+
+/** A finished segment. Offsets are byte offsets into everything fed so far. */
+export interface VoiceSegment {
+  /** Start of the first voiced frame. */
+  readonly voicedStart: number;
+  /** End of the last voiced frame. */
+  readonly voicedEnd: number;
+  /** End of the frame that ended the segment (audio received when it ended). */
+  readonly endedAt: number;
+}
+
+export function checkVadNumber(field: string, value: number, accepted: string, ok: (v: number) => boolean): number {
+  if (typeof value !== 'number' || Number.isNaN(value) || !ok(value)) {
+    throw new ValidationError(field, accepted, String(value));
+  }
+  return value;
+}
+
+export class VoiceActivityDetector {
+  readonly #powerThreshold: number;
+  readonly #silenceFrames: number;
+  readonly #maxFrames: number;
+
+  /** Offset of the frame being assembled (a multiple of VAD_FRAME_BYTES). */
+  #frameStart = 0;
+  /** The frame being assembled when it spans calls. */
+  readonly #partial = Buffer.alloc(VAD_FRAME_BYTES);
+  #partialLength = 0;
+
+  #inSegment = false;
+  #segmentStart = 0;
+  #segmentFrames = 0;
+  #unvoicedRun = 0;
+  #lastVoicedEnd = 0;
+
+  constructor(options: VoiceActivityOptions = {}) {
+    const db = checkVadNumber('thresholdDbfs', options.thresholdDbfs ?? DEFAULT_VAD_THRESHOLD_DBFS, 'a number of dBFS, at most 0', (v) => Number.isFinite(v) && v <= 0);
+    const silence = checkVadNumber('silenceMs', options.silenceMs ?? DEFAULT_VAD_SILENCE_MS, 'a positive number of milliseconds', (v) => Number.isFinite(v) && v > 0);
+    const max = checkVadNumber('maxSegmentMs', options.maxSegmentMs ?? Infinity, 'a positive number of milliseconds', (v) => v > 0);
+    this.#powerThreshold = dbfsToMeanSquare(db);
+    this.#silenceFrames = Math.max(1, Math.ceil(silence / VAD_FRAME_MS));
+    this.#maxFrames = Number.isFinite(max) ? Math.max(1, Math.ceil(max / VAD_FRAME_MS)) : Infinity;
+  }
+
+  /** Bytes analysed so far (whole frames). */
+  get analysedBytes(): number {
+    return this.#frameStart;
+  }
+
+  /** True while a segment has started and not yet ended. */
+  get speaking(): boolean {
+    return this.#inSegment;
+  }
+
+  /** Start of the current segment's first voiced frame (meaningful while `speaking`). */
+  get segmentStart(): number {
+    return this.#segmentStart;
+  }
+
+  /** Voiced span of the current segment so far, in bytes (0 when not speaking). */
+  get currentVoicedBytes(): number {
+    return this.#inSegment ? this.#lastVoicedEnd - this.#segmentStart : 0;
+  }
+
+  /** Feeds audio; `onEnd` is called for each segment that ends within it, in order. */
+  push(chunk: Buffer, onEnd: (segment: VoiceSegment) => void): void {
+    let pos = 0;
+    if (this.#partialLength > 0) {
+      const take = Math.min(VAD_FRAME_BYTES - this.#partialLength, chunk.length);
+      chunk.copy(this.#partial, this.#partialLength, 0, take);
+      this.#partialLength += take;
+      pos = take;
+      if (this.#partialLength < VAD_FRAME_BYTES) return;
+      this.#partialLength = 0;
+      this.#frame(this.#partial, 0, onEnd);
+    }
+    while (chunk.length - pos >= VAD_FRAME_BYTES) {
+      this.#frame(chunk, pos, onEnd);
+      pos += VAD_FRAME_BYTES;
+    }
+    if (pos < chunk.length) {
+      chunk.copy(this.#partial, 0, pos);
+      this.#partialLength = chunk.length - pos;
+    }
+  }
+
+  /** Forgets the segment in progress. */
+  dropCurrent(): void {
+    this.#inSegment = false;
+  }
+
+  #frame(buf: Buffer, offset: number, onEnd: (segment: VoiceSegment) => void): void {
+    const voiced = meanSquare(buf, offset, offset + VAD_FRAME_BYTES) > this.#powerThreshold;
+    const start = this.#frameStart;
+    const end = start + VAD_FRAME_BYTES;
+    this.#frameStart = end;
+
+    if (!this.#inSegment) {
+      if (!voiced) return;
+      this.#inSegment = true;
+      this.#segmentStart = start;
+      this.#segmentFrames = 0;
+      this.#unvoicedRun = 0;
+    }
+    this.#segmentFrames += 1;
+    if (voiced) {
+      this.#lastVoicedEnd = end;
+      this.#unvoicedRun = 0;
+    } else {
+      this.#unvoicedRun += 1;
+    }
+    if (this.#unvoicedRun >= this.#silenceFrames || (voiced && this.#segmentFrames >= this.#maxFrames)) {
+      this.#inSegment = false;
+      onEnd({ voicedStart: this.#segmentStart, voicedEnd: this.#lastVoicedEnd, endedAt: end });
+    }
+  }
+}
+
+/**
+ * Counts the speech segments in audio as it is sent, for a client that must know how many
+ * answers it is owed. Segments with less than `minSpeechMs` of voiced span are not counted (a
+ * click is not speech). Never forces a segment end: a service that splits long speech answers
+ * more often than counted, which only makes the count conservative.
+ */
+export class SpeechSegmentCounter {
+  readonly #detector: VoiceActivityDetector;
+  readonly #minBytes: number;
+  #completed = 0;
+
+  constructor(options: { thresholdDbfs?: number; silenceMs?: number; minSpeechMs?: number } = {}) {
+    const min = checkVadNumber('minSpeechMs', options.minSpeechMs ?? 100, 'a number of milliseconds >= 0', (v) => Number.isFinite(v) && v >= 0);
+    this.#detector = new VoiceActivityDetector({
+      ...(options.thresholdDbfs !== undefined ? { thresholdDbfs: options.thresholdDbfs } : {}),
+      ...(options.silenceMs !== undefined ? { silenceMs: options.silenceMs } : {}),
+    });
+    this.#minBytes = Math.round(min * (VAD_FRAME_BYTES / VAD_FRAME_MS));
+  }
+
+  push(pcm: Buffer): void {
+    this.#detector.push(pcm, (segment) => {
+      if (segment.voicedEnd - segment.voicedStart >= this.#minBytes) this.#completed++;
+    });
+  }
+
+  /** Speech segments sent so far, the one in progress included once it is long enough. */
+  get segments(): number {
+    const current = this.#detector.speaking && this.#detector.currentVoicedBytes >= this.#minBytes ? 1 : 0;
+    return this.#completed + current;
+  }
+}

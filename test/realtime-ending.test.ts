@@ -1,0 +1,261 @@
+/**
+ * How a RealtimeTranslateStream session ends, and how a service's errors reach the caller, in
+ * the situations where a simpler rule loses output or hangs:
+ * - a service slower than the quiet period, or that reads more slowly than we send;
+ * - keep-alive events after end();
+ * - a billing stop while the caller is still writing;
+ * - server errors that leave the session open, responses that stall, a normal close by the
+ *   service, a service that stops reading after end(), an abort after the session completed.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
+import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
+import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
+import type { RtTranslateError } from '../lib/errors.js';
+import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { chunked, expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
+
+const KEY = 'ending-test-key-0123';
+const fixture = loadSpeechFixture();
+/** The fixture's first two utterances and the silence after the second (the third starts at sample 150240). */
+const TWO = fixture.pcm.subarray(0, 140_000 * 2);
+const TWO_EXPECTED = expectedTranslation(TWO, fixture.utterances.slice(0, 2));
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const emu = await startEmulator({ apiKeys: [KEY], ...options });
+  cleanups.push(() => emu.close());
+  return emu;
+}
+
+async function fakeServer(): Promise<FakeRealtimeServer> {
+  const fake = await startFakeRealtimeServer();
+  cleanups.push(() => fake.close());
+  return fake;
+}
+
+function open(realtimeUrl: string, options: Partial<RealtimeTranslateOptions> = {}): RealtimeTranslateStream {
+  const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, quietPeriodMs: 300, ...options });
+  cleanups.push(() => {
+    stream.destroy();
+  });
+  return stream;
+}
+
+interface Outcome {
+  error: RtTranslateError | undefined;
+  audio: Buffer;
+  warnings: RtTranslateError[];
+  transcripts: string[];
+}
+
+/** Pipes `input` through `stream` into memory; resolves with what came out and how it ended. */
+async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<Outcome> {
+  const audio: Buffer[] = [];
+  const warnings: RtTranslateError[] = [];
+  const transcripts: string[] = [];
+  stream.on('warning', (w) => warnings.push(w));
+  stream.on('transcript', (t) => transcripts.push(t));
+  let error: RtTranslateError | undefined;
+  try {
+    await pipeline(
+      Readable.from(input),
+      stream,
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          audio.push(chunk);
+          cb();
+        },
+      }),
+    );
+  } catch (e) {
+    error = e as RtTranslateError;
+  }
+  return { error, audio: Buffer.concat(audio), warnings, transcripts };
+}
+
+/** A scripted session: the peer has seen session.update and answered session.created. */
+async function scripted(options: Partial<RealtimeTranslateOptions> = {}): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
+  const fake = await fakeServer();
+  const stream = open(fake.realtimeUrl, options);
+  const peer = await fake.nextPeer();
+  await peer.waitForEvent('session.update');
+  peer.sendSessionCreated();
+  await new Promise((resolve) => stream.once('session', resolve));
+  return { stream, peer };
+}
+
+describe('after end(), the stream waits for every answer it is owed', () => {
+  it('a service that reads at twice real time answers the second utterance after the quiet period: nothing is lost', async () => {
+    // Response one arrives at about 1.6 s, response two at about 2.8 s: more than the quiet
+    // period apart. The stream counted two segments of speech, so it waits for the second.
+    const emu = await emulator({ inputBytesPerSecond: 96_000 });
+    const outcome = await run(open(emu.realtimeUrl), chunked(TWO, [4800]));
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.transcripts).toHaveLength(2);
+    expect(outcome.audio.equals(TWO_EXPECTED)).toBe(true);
+    expect(outcome.warnings).toEqual([]);
+  });
+
+  it('without speech detection (threshold 0 dBFS) the same session loses the second answer: the rule is what saves it', async () => {
+    const emu = await emulator({ inputBytesPerSecond: 96_000 });
+    const outcome = await run(open(emu.realtimeUrl, { speechThresholdDbfs: 0 }), chunked(TWO, [4800]));
+    expect(outcome.transcripts.length).toBeLessThan(2);
+  });
+
+  it('an answer slower than the quiet period, to speech written before the previous answer arrived, still arrives', async () => {
+    const emu = await emulator({ latencyMs: 1200 });
+    const stream = open(emu.realtimeUrl);
+    const first = TWO.subarray(0, 80_000 * 2); // utterance one and 0.7 s of silence
+    const second = TWO.subarray(80_000 * 2);
+    async function* input() {
+      yield first;
+      yield second; // sent before the first answer (1.2 s later) arrives
+    }
+    const outcome = await run(stream, input());
+    expect(outcome.transcripts).toHaveLength(2);
+    expect(outcome.audio.equals(TWO_EXPECTED)).toBe(true);
+  });
+
+  it('keep-alive events after end() do not keep the session open', { timeout: 10_000 }, async () => {
+    const { stream, peer } = await scripted();
+    const keepalive = setInterval(() => peer.send({ type: 'keepalive' }), 100);
+    cleanups.push(() => clearInterval(keepalive));
+    const outcome = await run(stream, [Buffer.alloc(24_000)]);
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.audio.length).toBe(0);
+  });
+
+  it('an open response that goes silent is given up after responseStallTimeoutMs with a warning, keeping what arrived', async () => {
+    const { stream, peer } = await scripted({ responseStallTimeoutMs: 400 });
+    const ending = run(stream, [Buffer.alloc(24_000)]);
+    await peer.waitForAudioBytes(24_000);
+    peer.send({ type: 'conversation.item.input_audio_transcription.completed', transcript: 'hello' });
+    peer.sendAudio(Buffer.alloc(4800, 1));
+    const outcome = await ending;
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.audio.equals(Buffer.alloc(4800, 1))).toBe(true);
+    expect(outcome.warnings.map((w) => w.code)).toEqual(['RTT_TIMEOUT']);
+    expect(outcome.warnings[0]!.message).toMatch(/last response sent nothing for 400 ms/);
+  });
+
+  it('the service closing normally after end() ends the stream without an error', async () => {
+    const { stream, peer } = await scripted({ quietPeriodMs: 60_000 });
+    const ending = run(stream, [Buffer.alloc(24_000)]);
+    await peer.waitForAudioBytes(24_000);
+    peer.sendResponse(Buffer.alloc(9600, 2), 'done');
+    await sleep(50);
+    peer.close(1000, 'bye');
+    const outcome = await ending;
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.audio.equals(Buffer.alloc(9600, 2))).toBe(true);
+  });
+
+  it('a service that stops reading after end() fails the stream after responseStallTimeoutMs instead of hanging', async () => {
+    const { stream, peer } = await scripted({ maxSocketBufferBytes: 16 * 1024, responseStallTimeoutMs: 500 });
+    peer.pauseReading();
+    // Fill the kernel's buffers until the socket starts holding data itself.
+    const piece = Buffer.alloc(4800);
+    for (let i = 0; i < 10_000 && stream.stats.socketBufferedAmount === 0; i++) {
+      await new Promise<void>((resolve, reject) => stream.write(piece, (e) => (e ? reject(e) : resolve())));
+    }
+    expect(stream.stats.socketBufferedAmount).toBeGreaterThan(0);
+    const closed = new Promise<Error | null>((resolve) => stream.once('close', () => resolve(stream.errored)));
+    stream.on('error', () => undefined);
+    stream.resume();
+    stream.end();
+    const error = (await closed) as RtTranslateError;
+    expect(error.code).toBe('RTT_TIMEOUT');
+    expect(error.message).toMatch(/took none of the audio for 500 ms after end\(\)/);
+  });
+});
+
+describe('service errors reach the caller with their cause', () => {
+  it('a billing stop while the caller keeps writing is a BillingError, and every write is settled', async () => {
+    const emu = await emulator({ creditSeconds: 3 });
+    const stream = open(emu.realtimeUrl);
+    let written = 0;
+    let handed = 0;
+    let settled = 0;
+    async function* endless() {
+      for (let i = 0; i < 2000; i++) {
+        written++;
+        yield fixture.pcm.subarray((i % 80) * 4800, (i % 80) * 4800 + 4800);
+        await tick();
+      }
+    }
+    const source = Readable.from(endless());
+    const counting = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        // Hand each chunk to the translator and count its callback.
+        handed++;
+        stream.write(chunk, () => settled++);
+        cb();
+      },
+    });
+    stream.resume();
+    const failed = new Promise<RtTranslateError>((resolve) => stream.once('error', resolve));
+    // 'error' and 'close' are emitted in the same tick: listen for both up front.
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    void pipeline(source, counting).catch(() => undefined);
+    const error = await failed;
+    source.destroy();
+    await closed;
+    expect(error.code).toBe('RTT_BILLING');
+    expect(error.serverMessage).toMatch(/credit/i);
+    expect(written).toBeLessThan(2000);
+    // Every write handed to the stream got its callback (with or without an error).
+    await tick();
+    await tick();
+    expect(handed).toBeGreaterThan(0);
+    expect(settled).toBe(handed);
+  });
+
+  it('an error event while the session stays open is a warning, and the session goes on', async () => {
+    const { stream, peer } = await scripted({ quietPeriodMs: 2000 });
+    const ending = run(stream, [Buffer.alloc(24_000)]);
+    await peer.waitForAudioBytes(24_000);
+    peer.sendError('input_audio_buffer.commit is not supported', 400);
+    await sleep(400); // past the grace period in which a close would make it fatal
+    peer.sendResponse(Buffer.alloc(4800, 3), 'after the warning');
+    const outcome = await ending;
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.warnings.map((w) => [w.code, w.serverMessage])).toEqual([['RTT_SERVER', 'input_audio_buffer.commit is not supported']]);
+    expect(outcome.audio.equals(Buffer.alloc(4800, 3))).toBe(true);
+  });
+
+  it('an abort after the session has completed does not turn it into a failure', async () => {
+    const emu = await emulator();
+    const controller = new AbortController();
+    const stream = open(emu.realtimeUrl, { signal: controller.signal });
+    stream.once('end', () => controller.abort());
+    const outcome = await run(stream, chunked(TWO, [4800]));
+    await new Promise((resolve) => (stream.closed ? resolve(undefined) : stream.once('close', resolve)));
+    expect(outcome.error).toBeUndefined();
+    expect(stream.errored).toBeNull();
+    expect(outcome.audio.equals(TWO_EXPECTED)).toBe(true);
+  });
+
+  it('an events() consumer that falls behind by audio bytes pauses the socket, and pulling later gets everything', async () => {
+    const emu = await emulator();
+    const stream = open(emu.realtimeUrl, { maxQueuedEventBytes: 32 * 1024, maxQueuedEvents: 100_000 });
+    const iterator = stream.events();
+    let pausedSeen = false;
+    stream.on('server-event', () => {
+      if (stream.stats.paused) pausedSeen = true;
+    });
+    const outcome = run(stream, chunked(TWO, [4800]));
+    while (!pausedSeen) await sleep(10);
+    let audioBytes = 0;
+    for await (const event of iterator) if (event.type === 'audio.delta') audioBytes += event.audio.length;
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(audioBytes).toBe(TWO_EXPECTED.length);
+  });
+});
