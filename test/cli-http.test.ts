@@ -274,6 +274,36 @@ describe('rt-translate separate-results', () => {
     expect((await readdir(out)).sort()).toEqual(written.map((p) => p.slice(out.length + 1)).sort());
   });
 
+  it('a track whose download fails keeps what was received in NAME.part and names it; the other tracks are written', async () => {
+    const out = path('partial');
+    await mkdir(out);
+    const [a, b] = [await seeded(), await seeded()];
+    // The first download is cut after 800 bytes; resuming it is then refused for good (404).
+    await control(emu.baseUrl, 'POST', 'faults', [
+      { dropAfterBytes: 800, path: '/_files/' },
+      { status: 404, path: '/_files/' },
+    ]);
+    try {
+      const result = await runCli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
+      expect(result.code).toBe(1);
+      const part = join(out, `foreground-${a.runId}.flac.part`);
+      const kept = await readFile(part);
+      expect(kept.length).toBe(800);
+      expect(kept.equals(a.tracks.foreground.subarray(0, 800))).toBe(true);
+      const errors = lines(result.stderr);
+      expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte 800`);
+      expect(errors[1]).toMatch(new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; the 800 bytes received are kept in ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      expect(errors.slice(2)).toEqual(['rt-translate: 1 of 2 run(s) failed']);
+      expect((await readdir(out)).sort()).toEqual(
+        [`background-${a.runId}.flac`, `background-${b.runId}.flac`, `foreground-${a.runId}.flac.part`, `foreground-${b.runId}.flac`].sort(),
+      );
+      expect((await readFile(join(out, `background-${a.runId}.flac`))).equals(a.tracks.background)).toBe(true);
+      expectKeyNotLeaked(result);
+    } finally {
+      await control(emu.baseUrl, 'DELETE', 'faults');
+    }
+  });
+
   it('reports each run that has no tracks and exits 1; the other runs are still written', async () => {
     const out = path('mixed');
     await mkdir(out);

@@ -1,14 +1,36 @@
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormData, request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { MultipartError, multipartBoundary, parseMultipart } from '../lib/emulator/http/multipart.js';
-import { sniffAudio, wavHeader } from '../lib/emulator/http/audio.js';
+import { MP3_SAMPLE_RATES, sniffAudio, wavHeader } from '../lib/emulator/http/audio.js';
 import { createRateLimiter } from '../lib/emulator/http/rate-limit.js';
 import { synthesizeSpeechPcm } from '../lib/emulator/synth.js';
 import { KEY, OTHER_KEY, clientFor, collect, control, emulator, openNetHandles, raw, until } from './http-test-helpers.js';
 
 const WAV = await readFile(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+const FFMPEG = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
+
+/** Decodes `audio` with ffmpeg (independently of the library) to PCM16 LE mono at `rate`. */
+function ffmpegDecode(audio: Buffer, rate: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      FFMPEG,
+      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', String(rate), 'pipe:1'],
+      { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => (error ? reject(new Error(`ffmpeg: ${error.message} ${stderr.toString()}`)) : resolve(stdout)),
+    );
+    child.stdin!.end(audio);
+  });
+}
+
+function rms(pcm: Buffer): number {
+  let sum = 0;
+  for (let i = 0; i < pcm.length; i += 2) sum += pcm.readInt16LE(i) ** 2;
+  return Math.sqrt(sum / (pcm.length / 2));
+}
 
 let emu: RunningEmulator;
 
@@ -60,6 +82,17 @@ describe('routing', () => {
   it('404 for an unknown task', async () => {
     expect(await raw(emu, 'GET', '/tts/no-such-task')).toMatchObject({ status: 404, json: { status: 404 } });
   });
+
+  it.each(['/translated-tts/%E0%A4%A', '/tts/%', '/sub/abc%ZZ', '/audio-separation/%C3'])(
+    '404 {error, status} for a task id that is not valid percent-encoding (%s)',
+    async (path) => {
+      const answer = await raw(emu, 'GET', path);
+      expect(answer.status).toBe(404);
+      expect(Object.keys(answer.json).sort()).toEqual(['error', 'status']);
+      expect(answer.json.status).toBe(404);
+      expect(answer.json.error).toContain('not valid percent-encoding');
+    },
+  );
 });
 
 describe('422 detail', () => {
@@ -111,13 +144,24 @@ describe('422 detail', () => {
     expect(query.json.detail[0]).toMatchObject({ loc: ['query', 'output_type'], type: 'enum' });
   });
 
-  it('tts-stream: mp3, adts and no format are not supported by the emulator', async () => {
-    for (const output_configuration of [{ format: 'mp3' }, { format: 'adts' }, undefined]) {
-      const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration } });
-      expect(r.status).toBe(422);
-      expect(r.json.detail[0].loc).toEqual(['body', 'output_configuration', 'format']);
-      expect(r.json.detail[0].msg).toContain('not supported by the emulator');
-    }
+  it('tts-stream: adts is not supported by the emulator (no AAC encoder)', async () => {
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'adts' } } });
+    expect(r.status).toBe(422);
+    expect(r.json.detail).toEqual([
+      {
+        loc: ['body', 'output_configuration', 'format'],
+        msg: expect.stringContaining('adts is not supported by the emulator'),
+        type: 'value_error',
+      },
+    ]);
+  });
+
+  it('tts-stream: mp3 at a sample rate MP3 cannot carry', async () => {
+    const r = await raw(emu, 'POST', '/tts-stream', {
+      json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'mp3', sample_rate: 96_000 } },
+    });
+    expect(r.status).toBe(422);
+    expect(r.json.detail[0]).toMatchObject({ loc: ['body', 'output_configuration', 'sample_rate'], type: 'value_error' });
   });
 });
 
@@ -142,6 +186,60 @@ describe('tts-stream', () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe('tts-stream mp3 (the service default)', () => {
+  const text = 'The emulator speaks MP3 now, progressively.';
+
+  it.each([
+    ['no output_configuration (the default)', undefined, 24_000],
+    ['format mp3 at 16000 Hz', { format: 'mp3', sample_rate: 16_000 }, 16_000],
+    ['format mp3 at 44100 Hz', { format: 'mp3', sample_rate: 44_100 }, 44_100],
+  ])('%s: audio/mpeg in several pieces that ffmpeg decodes to the synthesized duration', async (_name, output_configuration, rate) => {
+    const slow = await emulator({ ttsStreamDelayMs: 2, ttsStreamChunkMs: 100 });
+    try {
+      const response = await request(`${slow.baseUrl}/tts-stream`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ text, language: 'en-us', voice_id: 1, output_configuration }),
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toBe('audio/mpeg');
+      expect(response.headers['x-credits-required']).toBe(String(text.length));
+      const chunks: Buffer[] = [];
+      for await (const chunk of response.body) chunks.push(chunk as Buffer);
+      const mp3 = Buffer.concat(chunks);
+      expect(chunks.length).toBeGreaterThan(3);
+      expect(sniffAudio(mp3)).toBe('mp3');
+      const expected = synthesizeSpeechPcm(text, { sampleRate: rate });
+      const decoded = await ffmpegDecode(mp3, rate);
+      const samples = decoded.length / 2;
+      const expectedSamples = expected.length / 2;
+      // A layer III stream holds the encoder's delay and the padding of its last frame: at most
+      // three frames (1152 samples each at 32 kHz and above, 576 below) more than the input.
+      const frame = rate >= 32_000 ? 1152 : 576;
+      expect(samples).toBeGreaterThanOrEqual(expectedSamples);
+      expect(samples).toBeLessThanOrEqual(expectedSamples + 3 * frame);
+      // Speech, not silence: the level of the decoded audio is that of the synthesized one (within 3 dB).
+      const ratio = rms(decoded) / rms(expected);
+      expect(ratio).toBeGreaterThan(0.7);
+      expect(ratio).toBeLessThan(1.4);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('offers every sample rate MP3 carries', () => {
+    expect(MP3_SAMPLE_RATES).toEqual([8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000]);
+  });
+
+  it('loading the encoder installs no process-wide handlers', async () => {
+    const events = ['uncaughtException', 'unhandledRejection', 'exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'warning'] as const;
+    const before = events.map((e) => process.listenerCount(e));
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'one more time', language: 'en-us', voice_id: 1 } });
+    expect(r.status).toBe(200);
+    expect(events.map((e) => process.listenerCount(e))).toEqual(before);
   });
 });
 
@@ -239,6 +337,43 @@ describe('rate limiting', () => {
     now += 500;
     expect(limiter.take('a').allowed).toBe(true);
     expect(limiter.take('a').allowed).toBe(false);
+  });
+
+  it('a rate below 1 a second lets one request through, then one every 1/rate seconds (0.5/s: every 2 s)', () => {
+    let now = 0;
+    const limiter = createRateLimiter(0.5, () => now);
+    const seen: Array<[number, boolean, number]> = [];
+    for (let i = 0; i <= 8; i++) {
+      const decision = limiter.take('k');
+      seen.push([now / 1000, decision.allowed, decision.retryAfterS]);
+      now += 500;
+    }
+    expect(seen).toEqual([
+      [0, true, 0],
+      [0.5, false, 2],
+      [1, false, 1],
+      [1.5, false, 1],
+      [2, true, 0],
+      [2.5, false, 2],
+      [3, false, 1],
+      [3.5, false, 1],
+      [4, true, 0],
+    ]);
+  });
+
+  it('a first request at a rate below 1 is answered, not refused', async () => {
+    let now = 5_000_000;
+    const limited = await emulator({ rateLimit: 0.5, clock: () => now });
+    try {
+      expect((await raw(limited, 'POST', '/translated-tts', { json: tts })).status).toBe(200);
+      const refused = await raw(limited, 'POST', '/translated-tts', { json: tts });
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBe('2');
+      now += 2000;
+      expect((await raw(limited, 'POST', '/translated-tts', { json: tts })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
   });
 
   it('answers 429 {error, status} with Retry-After past the limit', async () => {

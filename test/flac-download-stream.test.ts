@@ -11,6 +11,16 @@ import { createFileStore, type FileStore, type StoredFile } from '../lib/emulato
 import { synthesizeSpeechPcm } from '../lib/emulator/synth.js';
 import { FlacDownloadStream, type FlacDownloadRetry, type FlacFormat } from '../lib/http/flac-download-stream.js';
 import type { RtTranslateError } from '../lib/errors.js';
+import {
+  HttpConnectionError,
+  HttpForbiddenError,
+  HttpStatusError,
+  HttpTimeoutError,
+  HttpTlsError,
+  RateLimitError,
+  ServiceValidationError,
+} from '../lib/http/errors.js';
+import { selfSignedHttpsServer } from './http-test-helpers.js';
 
 const TTL_MS = 60_000;
 const API_KEY = 'sk-test-0123456789abcdef';
@@ -109,11 +119,43 @@ beforeEach(() => {
   agent = new Agent();
 });
 
+/** Servers of single tests (see `serve`), closed after each test. */
+const ownServers: Server[] = [];
+
 afterEach(async () => {
   vi.useRealTimers();
   await agent.close();
+  for (const server of ownServers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
   await allConnectionsClosed();
 });
+
+/** A server of one test answering with `handler`; its base URL. */
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const server = createServer(handler);
+  ownServers.push(server);
+  return listen(server);
+}
+
+/** The start of `Range: bytes=N-`, or undefined without one. */
+function rangeStart(req: IncomingMessage): number | undefined {
+  const match = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Sends the first `bytes` bytes of `file` as a 200 of the whole file, then cuts the connection. */
+function cutAfter(res: ServerResponse, file: Buffer, bytes: number, headers: Record<string, string | number> = {}): void {
+  res.writeHead(200, { 'content-length': file.length, ...headers });
+  res.write(file.subarray(0, bytes), () => res.destroy());
+}
+
+/** Sends `file` from byte `start` as a 206. */
+function partial(res: ServerResponse, file: Buffer, start: number, headers: Record<string, string | number> = {}): void {
+  res.writeHead(206, { 'content-range': `bytes ${start}-${file.length - 1}/${file.length}`, 'content-length': file.length - start, ...headers });
+  res.end(file.subarray(start));
+}
 
 async function collect(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -216,16 +258,19 @@ describe('FlacDownloadStream', () => {
     ]);
   });
 
-  it('without refreshUrl, fails on an expired URL with ForbiddenError that says how to go on and leaks no secret', async () => {
+  it('without refreshUrl, fails on an expired URL with HttpForbiddenError that says how to go on and leaks no secret', async () => {
     const file = put(speechFlac);
     clock += TTL_MS + 1;
     const stream = new FlacDownloadStream({ url: file.url, dispatcher: agent, headers: { 'X-Api-Key': API_KEY } });
     const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
-    expect(err.name).toBe('ForbiddenError');
+    expect(err).toBeInstanceOf(HttpForbiddenError);
     expect(err.code).toBe('RTT_FORBIDDEN');
     expect(err.status).toBe(403);
+    expect(err).toMatchObject({ method: 'GET', path: new URL(file.url).pathname });
     expect(err.message).toMatch(/expired/);
-    expect(err.message).toMatch(/refreshUrl/);
+    // The options that exist: refreshUrl here and in openFlacDownload, or the client's own downloads.
+    expect(err.message).toMatch(/Give FlacDownloadStream \(or LocalizationClient\.openFlacDownload\) a refreshUrl/);
+    expect(err.message).toMatch(/getTtsResultAudio or openSeparationTrack, which get fresh URLs themselves/);
     expect(err.serverMessage).toMatch(/expired/);
     const sig = new URL(file.url).searchParams.get('sig')!;
     for (const text of [err.message, err.stack ?? '', JSON.stringify(err)]) {
@@ -246,6 +291,7 @@ describe('FlacDownloadStream', () => {
       },
     });
     const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
+    expect(err).toBeInstanceOf(HttpForbiddenError);
     expect(err.code).toBe('RTT_FORBIDDEN');
     expect(err.message).toMatch(/refreshUrl\(\) failed: token service down/);
   });
@@ -445,8 +491,8 @@ describe('FlacDownloadStream', () => {
       expect(stream.destroyed).toBe(false);
       vi.advanceTimersByTime(1);
       const [err] = (await failed) as [RtTranslateError & { timeoutMs: number }];
-      expect(err.code).toBe('RTT_TIMEOUT');
-      expect(err.timeoutMs).toBe(10_000);
+      expect(err).toBeInstanceOf(HttpTimeoutError);
+      expect(err).toMatchObject({ code: 'RTT_TIMEOUT', phase: 'body', timeoutMs: 10_000 });
       expect(err.message).toMatch(/byte 5000/);
     });
 
@@ -459,6 +505,284 @@ describe('FlacDownloadStream', () => {
       await once(stream, 'end');
       expect(Buffer.concat(chunks).equals(speechFlac)).toBe(true);
       expect(log.map((l) => l.range)).toEqual([undefined, 'bytes=5000-']);
+    });
+  });
+
+  describe('servers that answer a resumed request their own way', () => {
+    it('a 206 that starts before the requested byte (block-aligned) is accepted and the overlap skipped', async () => {
+      const ranges: Array<string | undefined> = [];
+      const base = await serve((req, res) => {
+        ranges.push(req.headers.range);
+        const from = rangeStart(req);
+        if (from === undefined) return cutAfter(res, speechFlac, 5000, { etag: '"v1"' });
+        partial(res, speechFlac, Math.floor(from / 4096) * 4096, { etag: '"v1"' });
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 });
+      const seen = events(stream);
+      expect((await collect(stream)).equals(speechFlac)).toBe(true);
+      expect(ranges).toEqual([undefined, 'bytes=5000-']);
+      expect(seen.retries.map((r) => [r.reason, r.offset])).toEqual([['interrupted', 5000]]);
+    });
+
+    it('a 206 that starts before the requested byte but is another file (ETag) fails with IntegrityError', async () => {
+      const base = await serve((req, res) => {
+        const from = rangeStart(req);
+        if (from === undefined) return cutAfter(res, speechFlac, 5000, { etag: '"v1"' });
+        partial(res, speechFlac, 4096, { etag: '"v2"' });
+      });
+      const err = await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch((e: unknown) => e);
+      expect(err).toMatchObject({ name: 'IntegrityError', code: 'RTT_INTEGRITY' });
+    });
+
+    it('a 206 that starts after the requested byte fails with ProtocolError: bytes would be missing', async () => {
+      const base = await serve((req, res) => {
+        if (rangeStart(req) === undefined) return cutAfter(res, speechFlac, 5000, { etag: '"v1"' });
+        partial(res, speechFlac, 6000, { etag: '"v1"' });
+      });
+      const err = (await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch(
+        (e: unknown) => e,
+      )) as RtTranslateError;
+      expect(err.code).toBe('RTT_PROTOCOL');
+      expect(err.message).toMatch(/starts later, at byte 6000: 1000 bytes would be missing/);
+    });
+
+    it.each([false, true])('a 416 saying the file has exactly the bytes received ends the download (decode: %s)', async (decode) => {
+      const statuses: number[] = [];
+      // The first answer has no length (chunked) and is cut right after its last byte.
+      const base = await serve((req, res) => {
+        res.on('finish', () => statuses.push(res.statusCode));
+        const from = rangeStart(req);
+        if (from === undefined) {
+          res.writeHead(200, { 'accept-ranges': 'bytes' });
+          res.write(speechFlac, () => res.destroy());
+          return;
+        }
+        if (from >= speechFlac.length) {
+          res.writeHead(416, { 'content-range': `bytes */${speechFlac.length}`, 'content-length': 0 });
+          res.end();
+          return;
+        }
+        partial(res, speechFlac, from);
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0, decode });
+      const out = await collect(stream);
+      expect(out.equals(decode ? speechPcm : speechFlac)).toBe(true);
+      expect(stream.totalBytes).toBe(speechFlac.length);
+      expect(statuses).toEqual([416]);
+    });
+
+    it('a 416 naming another size than the one received is not taken for the end', async () => {
+      const base = await serve((req, res) => {
+        if (rangeStart(req) === undefined) {
+          res.writeHead(200, {});
+          res.write(speechFlac.subarray(0, 5000), () => res.destroy());
+          return;
+        }
+        res.writeHead(416, { 'content-range': `bytes */${speechFlac.length}`, 'content-length': 0 });
+        res.end();
+      });
+      const err = await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(HttpStatusError);
+      expect(err).toMatchObject({ status: 416, code: 'RTT_HTTP' });
+    });
+
+    it.each([
+      ['1.5', 1500],
+      ['0.25', 250],
+      ['3', 3000],
+      ['86400', 60_000],
+    ])('Retry-After: %s on a 503 waits %i ms (fractions read, capped at 60 s)', async (header, delayMs) => {
+      const base = await serve((_req, res) => {
+        res.writeHead(503, { 'retry-after': header, 'content-type': 'application/json' });
+        res.end('{"error":"busy","status":503}');
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 7 });
+      const retried = once(stream, 'retry') as Promise<[FlacDownloadRetry]>;
+      stream.resume();
+      const [retry] = await retried;
+      stream.destroy();
+      expect(retry).toEqual({ attempt: 1, offset: 0, reason: 'status', status: 503, delayMs });
+    });
+
+    it('a 429 with X-RateLimit-Reset (and no Retry-After) waits what it names', async () => {
+      const base = await serve((_req, res) => {
+        res.writeHead(429, { 'x-ratelimit-reset': '2', 'content-type': 'application/json' });
+        res.end('{"error":"slow down","status":429}');
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 7 });
+      const retried = once(stream, 'retry') as Promise<[FlacDownloadRetry]>;
+      stream.resume();
+      const [retry] = await retried;
+      stream.destroy();
+      expect(retry).toMatchObject({ reason: 'status', status: 429, delayMs: 2000 });
+    });
+  });
+
+  describe("failures in the middle of a download are the HTTP client's error classes", () => {
+    const detail = [{ loc: ['query', 'output_type'], msg: 'Input should be raw_bytes or file_url', type: 'enum' }];
+    it.each([
+      ['422 with detail[]', 422, { detail }, ServiceValidationError, { field: 'output_type', detail, retryable: false, code: 'RTT_VALIDATION' }],
+      ['500', 500, { error: 'storage failure', status: 500 }, HttpStatusError, { retryable: true, code: 'RTT_HTTP', serverMessage: 'storage failure' }],
+      ['429', 429, { error: 'slow down', status: 429 }, RateLimitError, { retryable: true, code: 'RTT_RATE_LIMIT', retryAfterMs: 0 }],
+      ['404', 404, { error: 'gone', status: 404 }, HttpStatusError, { retryable: false, code: 'RTT_HTTP' }],
+    ] as const)('%s after 5000 bytes', async (_name, status, body, type, fields) => {
+      const base = await serve((req, res) => {
+        if (rangeStart(req) === undefined) return cutAfter(res, speechFlac, 5000, { etag: '"v1"' });
+        res.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '0' } : {}) });
+        res.end(JSON.stringify(body));
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac?sig=secret`, dispatcher: agent, retryDelayMs: 0, maxAttempts: 2 });
+      const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
+      expect(err).toBeInstanceOf(type);
+      expect(err).toMatchObject({ status, method: 'GET', path: '/f.flac', ...fields });
+      expect(err.message).toContain('GET /f.flac (at byte 5000 of the file)');
+      expect(err.message).not.toContain('sig=');
+      expect(stream.bytesReceived).toBe(5000);
+    });
+
+    it('a connection that keeps failing ends with HttpConnectionError naming where it stopped', async () => {
+      const base = await serve((req, res) => cutAfter(res, speechFlac, rangeStart(req) === undefined ? 5000 : 0));
+      const err = (await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0, maxAttempts: 2 })).catch(
+        (e: unknown) => e,
+      )) as RtTranslateError;
+      expect(err).toBeInstanceOf(HttpConnectionError);
+      expect(err).toMatchObject({ code: 'RTT_CONNECTION', retryable: true, phase: 'exchange' });
+      expect(err.message).toContain('(at byte 5000 of the file)');
+    });
+
+    it('a certificate the client does not trust ends the download at once with HttpTlsError, without retrying', async () => {
+      const tls = await selfSignedHttpsServer();
+      try {
+        const stream = new FlacDownloadStream({ url: `${tls.base}/f.flac`, dispatcher: agent, retryDelayMs: 0, maxAttempts: 5 });
+        const seen = events(stream);
+        const err = await collect(stream).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(HttpTlsError);
+        expect(err).toMatchObject({ code: 'RTT_CONNECTION', phase: 'connect', retryable: false, syscall: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+        expect((err as Error).message).toMatch(/TLS\/certificate problem \(DEPTH_ZERO_SELF_SIGNED_CERT/);
+        expect(seen.retries).toEqual([]);
+        expect(tls.connections()).toBe(1);
+      } finally {
+        await tls.close();
+      }
+    });
+  });
+
+  describe('403 by where it came from', () => {
+    it('from a storage URL the first URL redirected to: starts again from the first URL, which redirects anew', async () => {
+      let issued = 0;
+      let refusals = 0;
+      const paths: string[] = [];
+      const base = await serve((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        paths.push(`${url.pathname}${req.headers.range ? ` ${req.headers.range}` : ''}`);
+        if (url.pathname === '/tts-result/7') {
+          res.writeHead(302, { location: `/store/f.flac?v=${++issued}` });
+          res.end();
+          return;
+        }
+        const from = rangeStart(req);
+        if (from === undefined) return cutAfter(res, speechFlac, 3000, { etag: '"e"' });
+        // The storage URL handed out for the resume lapses before it is used, once.
+        if (refusals++ === 0) {
+          res.writeHead(403, { 'content-type': 'application/json' });
+          res.end('{"error":"Request has expired","status":403}');
+          return;
+        }
+        partial(res, speechFlac, from, { etag: '"e"' });
+      });
+      const stream = new FlacDownloadStream({ url: `${base}/tts-result/7`, dispatcher: agent, retryDelayMs: 0, urlKind: 'api' });
+      const seen = events(stream);
+      expect((await collect(stream)).equals(speechFlac)).toBe(true);
+      expect(seen.retries.map((r) => [r.reason, r.offset, r.status])).toEqual([
+        ['interrupted', 3000, undefined],
+        ['expired', 3000, 403],
+      ]);
+      expect(paths).toEqual([
+        '/tts-result/7',
+        '/store/f.flac',
+        '/tts-result/7 bytes=3000-',
+        '/store/f.flac bytes=3000-',
+        '/tts-result/7 bytes=3000-',
+        '/store/f.flac bytes=3000-',
+      ]);
+    });
+
+    it('urlKind api: a 403 from the URL itself means no permission and fails at once, without a refreshUrl hint', async () => {
+      const base = await serve((_req, res) => {
+        res.writeHead(403, { 'content-type': 'application/json' });
+        res.end('{"error":"Run 7 belongs to another API key.","status":403}');
+      });
+      const refreshUrl = vi.fn(async () => `${base}/other`);
+      const stream = new FlacDownloadStream({ url: `${base}/tts-result/7`, dispatcher: agent, retryDelayMs: 0, urlKind: 'api', refreshUrl });
+      const seen = events(stream);
+      const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
+      expect(err).toBeInstanceOf(HttpForbiddenError);
+      expect(err.message).toBe(
+        'GET /tts-result/7 was refused with 403: the API key has no permission for this resource. The service said: Run 7 belongs to another API key.',
+      );
+      expect(refreshUrl).not.toHaveBeenCalled();
+      expect(seen.retries).toEqual([]);
+    });
+
+    it('a fresh URL from refreshUrl that is refused too is named as such once the attempts are spent', async () => {
+      const base = await serve((_req, res) => {
+        res.writeHead(403, { 'content-type': 'application/json' });
+        res.end('{"error":"AccessDenied","status":403}');
+      });
+      let n = 0;
+      const stream = new FlacDownloadStream({ url: `${base}/f.flac?v=0`, dispatcher: agent, retryDelayMs: 0, maxAttempts: 3, refreshUrl: async () => `${base}/f.flac?v=${++n}` });
+      const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
+      expect(err).toBeInstanceOf(HttpForbiddenError);
+      expect(err.message).toMatch(/although it came fresh from refreshUrl\(\)/);
+      expect(n).toBe(2);
+    });
+  });
+
+  describe('If-Range without an ETag (RFC 9110 13.1.5)', () => {
+    const changed = Buffer.from(speechFlac);
+    changed[changed.length - 100] = changed[changed.length - 100]! ^ 0x55;
+    const modified = 'Tue, 03 Nov 2026 10:00:00 GMT';
+    const modifiedAgain = 'Tue, 03 Nov 2026 10:05:00 GMT';
+
+    /** A server whose file is replaced (same size, new Last-Modified) after the first response, honouring If-Range dates. */
+    async function changingServer(date: string, etag?: string): Promise<{ base: string; ifRanges: Array<string | undefined> }> {
+      const ifRanges: Array<string | undefined> = [];
+      let requests = 0;
+      const base = await serve((req, res) => {
+        const first = requests++ === 0;
+        const [file, lastModified] = first ? [speechFlac, modified] : [changed, modifiedAgain];
+        const headers: Record<string, string> = { 'last-modified': lastModified, date: first ? date : 'Tue, 03 Nov 2026 10:06:00 GMT' };
+        if (etag) headers.etag = etag;
+        if (first) return cutAfter(res, file, 5000, headers);
+        ifRanges.push(req.headers['if-range'] as string | undefined);
+        const from = rangeStart(req);
+        // RFC 9110: a range is sent only when If-Range, if any, matches the current validator.
+        const ifRange = req.headers['if-range'];
+        if (from !== undefined && (ifRange === undefined || ifRange === lastModified)) return partial(res, file, from, headers);
+        res.writeHead(200, { 'content-length': file.length, ...headers });
+        res.end(file);
+      });
+      return { base, ifRanges };
+    }
+
+    it('sends Last-Modified as If-Range when Date is a second or more later, so a changed file is not spliced', async () => {
+      const { base, ifRanges } = await changingServer('Tue, 03 Nov 2026 10:00:07 GMT');
+      const err = await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch((e: unknown) => e);
+      expect(ifRanges).toEqual([modified]);
+      expect(err).toMatchObject({ name: 'IntegrityError', code: 'RTT_INTEGRITY' });
+    });
+
+    it('sends no If-Range for a Last-Modified within the second of Date (a weak validator), and still refuses the other file', async () => {
+      const { base, ifRanges } = await changingServer(modified);
+      const err = await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch((e: unknown) => e);
+      expect(ifRanges).toEqual([undefined]);
+      expect(err).toMatchObject({ name: 'IntegrityError', code: 'RTT_INTEGRITY' });
+    });
+
+    it('sends neither a weak ETag nor a date (an entity tag exists) as If-Range', async () => {
+      const { base, ifRanges } = await changingServer('Tue, 03 Nov 2026 10:00:07 GMT', 'W/"weak"');
+      await collect(new FlacDownloadStream({ url: `${base}/f.flac`, dispatcher: agent, retryDelayMs: 0 })).catch(() => undefined);
+      expect(ifRanges).toEqual([undefined]);
     });
   });
 });

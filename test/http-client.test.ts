@@ -8,12 +8,16 @@ import { AbortError, AuthError, ConfigError, ConnectionError, ForbiddenError, Pr
 import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpAuthError,
+  HttpConnectionError,
   HttpStatusError,
   HttpTimeoutError,
+  HttpTlsError,
   RateLimitError,
   ServiceValidationError,
+  TaskFailedError,
 } from '../lib/http/errors.js';
-import { KEY, clientFor, collect, control, emulator, logged, until } from './http-test-helpers.js';
+import { isRetryable } from '../lib/http/retry.js';
+import { KEY, clientFor, collect, control, emulator, logged, selfSignedHttpsServer, silentServer, until } from './http-test-helpers.js';
 
 /** A server answering by path; records each request's method, URL, headers and body. */
 interface Seen {
@@ -152,6 +156,93 @@ describe('the API key', () => {
       expect(inspect(error, { depth: 10 })).not.toContain(secret);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('server text in task failures', () => {
+  const echo = `echo of ${KEY}`;
+  let client: LocalizationClient;
+  beforeAll(() => {
+    client = new LocalizationClient({ baseUrl: base, apiKey: KEY, retry: false });
+  });
+  afterAll(async () => {
+    await client.close();
+  });
+
+  function expectRedacted(...texts: Array<string | undefined>): void {
+    for (const text of texts) {
+      expect(text).toBeDefined();
+      expect(text).not.toContain(KEY);
+      expect(text).toContain('[redacted]');
+    }
+  }
+
+  it('an ERROR message or exception_reason that echoes the key is redacted', async () => {
+    handlers.set('/translated-tts/t-message', (_req, res) => json(res, 200, { status: 'ERROR', run_id: null, message: echo }));
+    handlers.set('/translated-tts/t-reason', (_req, res) => json(res, 200, { status: 'ERROR', run_id: null, exception_reason: echo }));
+    for (const id of ['t-message', 't-reason']) {
+      const error = (await client.waitForTranslatedTts(id, { initialIntervalMs: 1 }).catch((e: unknown) => e)) as TaskFailedError;
+      expect(error).toBeInstanceOf(TaskFailedError);
+      expectRedacted(error.message, error.taskMessage, error.serverMessage, inspect(error));
+    }
+  });
+
+  it('an unknown status that echoes the key is redacted in the ProtocolError naming it', async () => {
+    handlers.set('/translated-tts/t-odd', (_req, res) => json(res, 200, { status: `BROKEN ${echo}`, run_id: null }));
+    const error = (await client.getTranslatedTtsStatus('t-odd').catch((e: unknown) => e)) as ProtocolError;
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error.message).toContain('BROKEN');
+    expectRedacted(error.message, error.serverMessage);
+  });
+
+  it('a per-run separation error that echoes the key is redacted in the run and in the error naming it', async () => {
+    handlers.set('/audio-separation-results', (_req, res) =>
+      json(res, 200, { '5': { run_id: 5, status: 'ERROR', error: echo }, '6': { run_id: 6, status: 'PENDING' } }),
+    );
+    const runs = await client.getAudioSeparationResults([5, 6]);
+    expectRedacted(runs.get(5)?.error, JSON.stringify(runs.get(5)?.raw));
+    const error = (await client.openSeparationTrack([5, 6], 5, 'foreground').catch((e: unknown) => e)) as ProtocolError;
+    expect(error).toBeInstanceOf(ProtocolError);
+    expectRedacted(error.message, error.serverMessage);
+  });
+});
+
+describe('TLS and connect failures', () => {
+  it('a certificate the client does not trust is HttpTlsError (phase connect, not retryable, naming the code), never retried', async () => {
+    const tls = await selfSignedHttpsServer();
+    const client = new LocalizationClient({ baseUrl: tls.base, apiKey: KEY, retry: { retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
+    try {
+      const read = await client.getSubtitleStatus('t1').catch((e: unknown) => e);
+      const creation = await client.createTranslatedTts(body).catch((e: unknown) => e);
+      for (const error of [read, creation]) {
+        expect(error).toBeInstanceOf(HttpTlsError);
+        expect(error).toBeInstanceOf(HttpConnectionError);
+        expect(error).toMatchObject({ code: 'RTT_CONNECTION', phase: 'connect', retryable: false, syscall: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+        expect((error as Error).message).toMatch(/TLS\/certificate problem \(DEPTH_ZERO_SELF_SIGNED_CERT: /);
+        expect((error as Error).message).not.toContain(KEY);
+        expect(isRetryable(error, 'read')).toBe(false);
+      }
+      // One handshake per call: neither was repeated although retries are on.
+      expect(tls.connections()).toBe(2);
+    } finally {
+      await client.close();
+      await tls.close();
+    }
+  });
+
+  // undici runs the connect limit on its own timer wheel: a short real limit, asserting on the error only.
+  it('a connect timeout names the configured connectTimeoutMs', async () => {
+    const silent = await silentServer();
+    const client = new LocalizationClient({ baseUrl: silent.base, apiKey: KEY, connectTimeoutMs: 150, retry: false });
+    try {
+      const error = await client.getSubtitleStatus('t1').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpTimeoutError);
+      expect(error).toMatchObject({ code: 'RTT_TIMEOUT', phase: 'connect', timeoutMs: 150 });
+      expect((error as Error).message).toContain('timed out after 150 ms connecting');
+    } finally {
+      await client.close();
+      await silent.close();
     }
   });
 });

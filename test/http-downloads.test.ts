@@ -125,6 +125,36 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
     }
   });
 
+  it('fails in the middle of a download with the same typed classes as before the first byte', async () => {
+    const text = 'A result that first breaks off and then meets a server error on the way.';
+    const runId = await seededRun(text);
+    await control(emu, 'POST', 'faults', [
+      { dropAfterBytes: 3000, path: '/tts-result/' },
+      { status: 500, count: 2, path: '/tts-result/' },
+    ]);
+    const result = await client.getTtsResultAudio(runId);
+    const error = await collect(result.audio).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toMatchObject({ status: 500, code: 'RTT_HTTP', retryable: true, method: 'GET', path: `/tts-result/${runId}` });
+    expect(result.audio.bytesReceived).toBe(3000);
+    expect((error as Error).message).not.toContain(KEY);
+  });
+
+  it('a 403 from /tts-result in the middle of a download is HttpForbiddenError about permission, not about refreshUrl', async () => {
+    const runId = await seededRun('Permission withdrawn halfway through this download.');
+    await control(emu, 'POST', 'faults', [
+      { dropAfterBytes: 2000, path: '/tts-result/' },
+      { status: 403, path: '/tts-result/' },
+    ]);
+    const result = await client.getTtsResultAudio(runId);
+    const seen = retries(result.audio);
+    const error = await collect(result.audio).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpForbiddenError);
+    expect((error as Error).message).toContain('the API key has no permission for this resource');
+    expect((error as Error).message).not.toMatch(/refreshUrl/);
+    expect(seen.map((r) => r.reason)).toEqual(['interrupted']);
+  });
+
   it('openFlacDownload refuses to send the key to another origin', () => {
     expect(() => client.openFlacDownload({ url: 'https://storage.example.com/x.flac', authenticate: true })).toThrow(ConfigError);
     const stream = client.openFlacDownload({ url: 'https://storage.example.com/x.flac' });
@@ -198,6 +228,25 @@ describe('openSeparationTrack', () => {
       ['interrupted', 1200],
       ['expired', 1200],
     ]);
+  });
+
+  it("getTtsResultAudio with outputType 'file_url': an URL that expires mid-download is replaced by asking file_url again", async () => {
+    const text = 'Fetched through its presigned URL, which lapses halfway.';
+    const seeded = (await control(timed, 'POST', 'tasks', { kind: 'tts', text, taskMs: 0, apiKey: KEY })) as { run_id: number };
+    await control(timed, 'DELETE', 'requests');
+    await control(timed, 'POST', 'file-faults', { dropAfterBytes: 1200, count: 1 });
+    const result = await timedClient.getTtsResultAudio(seeded.run_id, { outputType: 'file_url' });
+    now += 6_000;
+    const seen = retries(result.audio);
+    expect((await collect(result.audio)).equals(synthesizeFlac(text, { sampleRate: RATE }))).toBe(true);
+    expect(result.contentType).toBe('audio/flac');
+    expect(seen.map((r) => [r.reason, r.offset])).toEqual([
+      ['interrupted', 1200],
+      ['expired', 1200],
+    ]);
+    // Two file_url lookups (the first URL, then a fresh one); the file itself: cut, expired, the rest.
+    expect(await logged(timed, 'GET', '/tts-result/')).toHaveLength(2);
+    expect((await logged(timed, 'GET', '/_files/')).map((r) => r.status)).toEqual([0, 403, 206]);
   });
 
   it('checks its arguments before any request', async () => {

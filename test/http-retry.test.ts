@@ -8,13 +8,17 @@ import {
   HttpConnectionError,
   HttpStatusError,
   HttpTimeoutError,
+  HttpTlsError,
   RateLimitError,
 } from '../lib/http/errors.js';
+import { isTlsFailureCode, typedNetworkError } from '../lib/http/failures.js';
 import {
   DEFAULT_RETRY,
+  NO_CONNECTION_CODES,
   backoffDelay,
   isRetryable,
   parseRetryAfter,
+  serviceDidNotAct,
   withRetry,
   type RetryInfo,
 } from '../lib/http/retry.js';
@@ -74,11 +78,57 @@ describe('isRetryable', () => {
     ['reset mid-response', reset, true, false],
     ['headers timeout', new HttpTimeoutError('headers', 10, info), true, false],
     ['connect timeout', new HttpTimeoutError('connect', 10, info), true, true],
+    ['no route to the host', new HttpConnectionError('connect', 'EHOSTUNREACH', 'x', info), true, true],
+    ['a TLS certificate failure', new HttpTlsError('CERT_HAS_EXPIRED', 'certificate has expired', info), false, false],
     ['abort', new AbortError(), false, false],
     ['a plain Error', new Error('x'), false, false],
   ])('%s', (_name, error, read, create) => {
     expect(isRetryable(error, 'read')).toBe(read);
     expect(isRetryable(error, 'create')).toBe(create);
+  });
+});
+
+describe('network failures mapped by the one list of codes that precede sending', () => {
+  const limits = { connectTimeoutMs: 1, headersTimeoutMs: 2, bodyTimeoutMs: 3 };
+  const socketError = (code: string, syscall: string): Error => Object.assign(new Error(`${syscall} ${code}`), { code, syscall });
+
+  it.each([...NO_CONNECTION_CODES])('%s while connecting: phase connect, and a creation may be repeated', (code) => {
+    const typed = typedNetworkError(socketError(code, code.startsWith('EAI') || code === 'ENOTFOUND' ? 'getaddrinfo' : 'connect'), info, limits, (t) => t);
+    expect(typed).toBeInstanceOf(HttpConnectionError);
+    expect(typed).toMatchObject({ phase: 'connect', syscall: code, retryable: true });
+    expect(serviceDidNotAct(typed)).toBe(true);
+    expect(isRetryable(typed, 'create')).toBe(true);
+  });
+
+  it('the same code on an open socket (a read) is phase exchange: a creation is not repeated', () => {
+    const typed = typedNetworkError(socketError('EHOSTUNREACH', 'read'), info, limits, (t) => t);
+    expect(typed).toMatchObject({ phase: 'exchange', syscall: 'EHOSTUNREACH' });
+    expect(isRetryable(typed, 'create')).toBe(false);
+    expect(isRetryable(typed, 'read')).toBe(true);
+  });
+
+  it.each([
+    'DEPTH_ZERO_SELF_SIGNED_CERT',
+    'SELF_SIGNED_CERT_IN_CHAIN',
+    'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+    'CERT_HAS_EXPIRED',
+    'CERT_NOT_YET_VALID',
+    'ERR_TLS_CERT_ALTNAME_INVALID',
+    'ERR_SSL_WRONG_VERSION_NUMBER',
+    'HOSTNAME_MISMATCH',
+  ])('%s is a TLS failure: HttpTlsError, phase connect, never retried', (code) => {
+    expect(isTlsFailureCode(code)).toBe(true);
+    const typed = typedNetworkError(socketError(code, 'connect'), info, limits, (t) => t);
+    expect(typed).toBeInstanceOf(HttpTlsError);
+    expect(typed).toMatchObject({ phase: 'connect', syscall: code, retryable: false, code: 'RTT_CONNECTION' });
+    expect((typed as Error).message).toContain(`TLS/certificate problem (${code}: `);
+    expect(isRetryable(typed, 'read')).toBe(false);
+    expect(isRetryable(typed, 'create')).toBe(false);
+  });
+
+  it.each(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE', 'ECONNREFUSED'])('%s is not a TLS failure', (code) => {
+    expect(isTlsFailureCode(code)).toBe(false);
   });
 });
 

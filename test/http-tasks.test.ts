@@ -121,8 +121,67 @@ describe('waitForTask', () => {
     const error = await promise;
     expect(error).toBeInstanceOf(TaskWaitTimeoutError);
     expect(error).toMatchObject({ code: 'RTT_TIMEOUT', taskId: 't5', lastStatus: 'PENDING', timeoutMs: 3500 });
-    // Polls at 1000, 2000, 3000, and a last one at the deadline (3500).
-    expect(source.calls).toEqual([1000, 2000, 3000, 3500]);
+    // Polls at 1000, 2000, 3000; none at the deadline (3500), where no time is left for one.
+    expect(source.calls).toEqual([1000, 2000, 3000]);
+  });
+
+  describe('each status request gets the time left before maxWaitMs', () => {
+    it('a request still running at the deadline is aborted and the wait ends with TaskWaitTimeoutError', async () => {
+      const signals: AbortSignal[] = [];
+      // The first poll answers PENDING; the second hangs (retries, a stalled answer) until aborted.
+      const getStatus = (_id: string, signal: AbortSignal | undefined): Promise<unknown> => {
+        signals.push(signal!);
+        if (signals.length === 1) return Promise.resolve(pending);
+        return new Promise((_, reject) => signal!.addEventListener('abort', () => reject(new AbortError('aborted')), { once: true }));
+      };
+      let outcome: unknown;
+      void waitForTask('t9', getStatus, { initialIntervalMs: 1000, maxIntervalMs: 1000, maxWaitMs: 5000 }).then(
+        (value) => (outcome = value),
+        (error: unknown) => (outcome = error),
+      );
+      await vi.advanceTimersByTimeAsync(4999);
+      expect(outcome).toBeUndefined();
+      expect(signals[1]!.aborted).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(outcome).toBeInstanceOf(TaskWaitTimeoutError);
+      expect(outcome).toMatchObject({ taskId: 't9', lastStatus: 'PENDING', timeoutMs: 5000 });
+      expect(signals[1]!.aborted).toBe(true);
+      expect(Date.now()).toBe(5000);
+    });
+
+    it('a status function that ignores its signal is not awaited beyond the deadline', async () => {
+      let calls = 0;
+      const getStatus = (): Promise<unknown> => (++calls === 1 ? Promise.resolve(pending) : new Promise(() => undefined));
+      let outcome: unknown;
+      void waitForTask('t10', getStatus, { initialIntervalMs: 1000, maxWaitMs: 3000 }).catch((error: unknown) => (outcome = error));
+      await vi.advanceTimersByTimeAsync(3000);
+      expect(outcome).toBeInstanceOf(TaskWaitTimeoutError);
+      expect(calls).toBe(2);
+    });
+
+    it("the caller's abort during a status request is still an AbortError", async () => {
+      const controller = new AbortController();
+      const getStatus = (_id: string, signal: AbortSignal | undefined): Promise<unknown> =>
+        new Promise((_, reject) => signal!.addEventListener('abort', () => reject(new Error('request aborted')), { once: true }));
+      const promise = waitForTask('t11', getStatus, { initialIntervalMs: 10, maxWaitMs: 60_000, signal: controller.signal }).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(100);
+      controller.abort();
+      const error = await promise;
+      expect(error).toBeInstanceOf(AbortError);
+      expect(error).not.toBeInstanceOf(TaskWaitTimeoutError);
+    });
+  });
+
+  it('TaskFailedError says what the interface says for ERROR: read the message, retry (it is retryable)', () => {
+    const withMessage = new TaskFailedError('the voice is unavailable', { taskId: 't12' });
+    expect(withMessage).toMatchObject({ retryable: true, code: 'RTT_TASK_FAILED', taskMessage: 'the voice is unavailable' });
+    expect(withMessage.message).toBe(
+      'Task t12 failed: the voice is unavailable. Read the message: if it names a problem with the input, fix that; ' +
+        'otherwise submit the task again, which may succeed.',
+    );
+    const bare = new TaskFailedError(undefined, { taskId: 't13' });
+    expect(bare.retryable).toBe(true);
+    expect(bare.message).toBe('Task t13 failed (no message given). Submitting the task again may succeed.');
   });
 
   it('an abort ends the wait between polls at once', async () => {

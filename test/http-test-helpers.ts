@@ -2,6 +2,10 @@
  * Shared set-up of the HTTP tests: an emulator on 127.0.0.1:0, clients pointed at it, the
  * emulator's control endpoint, and a check that no socket is left open.
  */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
@@ -92,4 +96,69 @@ export async function until(condition: () => boolean | Promise<boolean>, maxTurn
 /** Open TCP sockets and servers of this process. */
 export function openNetHandles(): string[] {
   return process.getActiveResourcesInfo().filter((name) => name === 'TCPSocketWrap' || name === 'TCPServerWrap');
+}
+
+/** A loopback server of a test: its base URL, the TCP connections it accepted so far, `close()`. */
+export interface TestServer {
+  base: string;
+  port: number;
+  connections(): number;
+  close(): Promise<void>;
+}
+
+function tracked(server: import('node:net').Server, scheme: string): Promise<TestServer> {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as AddressInfo).port;
+      resolve({
+        base: `${scheme}://127.0.0.1:${port}`,
+        port,
+        connections: () => accepted,
+        close: async () => {
+          for (const socket of sockets) socket.destroy();
+          await new Promise<void>((done) => server.close(() => done()));
+        },
+      });
+    });
+  });
+}
+
+/**
+ * An HTTPS server on 127.0.0.1:0 with the self-signed certificate of `test/fixtures/tls` (see
+ * its README): a client that does not trust it fails the handshake with
+ * `DEPTH_ZERO_SELF_SIGNED_CERT`. Answers 200 `{}` to anything that gets through.
+ */
+export function selfSignedHttpsServer(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
+  const server = createHttpsServer(
+    {
+      key: readFileSync(new URL('./fixtures/tls/tls-self-signed.key.pem', import.meta.url)),
+      cert: readFileSync(new URL('./fixtures/tls/tls-self-signed.cert.pem', import.meta.url)),
+    },
+    handler ??
+      ((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{}');
+      }),
+  );
+  // A handshake the client gives up on is reported here; it is the expected outcome.
+  server.on('tlsClientError', () => undefined);
+  return tracked(server, 'https');
+}
+
+/**
+ * A TCP server on 127.0.0.1:0 that accepts connections and never sends a byte: an `https://`
+ * request to it never gets past the TLS handshake, so its connect time limit passes.
+ */
+export function silentServer(): Promise<TestServer> {
+  return tracked(
+    createTcpServer((socket) => socket.on('error', () => undefined)),
+    'https',
+  );
 }

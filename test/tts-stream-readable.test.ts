@@ -64,6 +64,19 @@ describe('formats', () => {
     expect(types).toEqual({ wav: 'audio/wav', flac: 'audio/flac', 'pcm_s16le': 'audio/pcm;encoding=s16le;rate=24000;channels=1' });
   });
 
+  it('without a format the service default, mp3, comes through with its content type', async () => {
+    const stream = client.ttsStream({ text: TEXT, language: 'en-us' });
+    expect(stream.format).toBeUndefined();
+    expect(stream.sampleBytes).toBe(1);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const mp3 = Buffer.concat(chunks);
+    expect(stream.contentType).toBe('audio/mpeg');
+    // Layer III frames: 11 sync bits, then (MPEG-2 at 24 kHz) version bits 10, layer bits 01.
+    expect(mp3[0]).toBe(0xff);
+    expect(mp3[1]! & 0xfe).toBe(0xf2);
+  });
+
   it('honours sample_rate', async () => {
     const stream = client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'pcm_s16le', sample_rate: 16_000 } });
     expect((await collect(stream)).equals(expected('pcm_s16le', TEXT, 16_000))).toBe(true);
@@ -102,8 +115,8 @@ describe('errors', () => {
     expect(rejections).toEqual([]);
   });
 
-  it('a 422 from the service (mp3 is not emulated) fails the stream with ServiceValidationError', async () => {
-    const stream = client.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'mp3' } });
+  it('a 422 from the service (adts is not emulated) fails the stream with ServiceValidationError', async () => {
+    const stream = client.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'adts' } });
     const error = await collect(stream).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
     expect(error).toMatchObject({ field: 'output_configuration.format' });

@@ -20,7 +20,8 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
   --task-ms MS            time an HTTP task stays PENDING before its outcome (default 2000)
   --url-ttl-s S           lifetime of presigned result URLs, seconds (default 3600); expired
                           URLs answer 403
-  --rate-limit N          HTTP requests per second per key before 429 (default 0: unlimited)
+  --rate-limit N          HTTP requests per second per key before 429 (default 0: unlimited;
+                          below 1, e.g. 0.5: one request, then one every 1/N seconds)
   -h, --help
 
 Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it

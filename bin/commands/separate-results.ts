@@ -3,7 +3,8 @@
  * runs (`POST /audio-separation-results`, then each presigned URL) into a directory, as
  * `foreground-RUN.flac` and `background-RUN.flac`. Downloads resume after a lost connection and
  * refresh an expired URL by looking the runs up again. Each run's failure is reported on its
- * own; the exit status is 1 when any run failed.
+ * own; the exit status is 1 when any run failed. A track is written to `NAME.part` and renamed
+ * once complete; after a failure the bytes received stay in `NAME.part` and the message names it.
  */
 import { rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -22,7 +23,8 @@ export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_
 ${SERVICE_USAGE}
 
 Prints the path of each file written on stdout. A run that is unknown, unfinished or failed,
-or whose download fails, is reported on stderr and the others go on.
+or whose download fails, is reported on stderr and the others go on; what a failed download
+received is kept in NAME.flac.part, named in the message.
 
 ${EXIT_USAGE_TEXT} Status 1 also when any run failed.`;
 
@@ -73,7 +75,29 @@ async function checkDirectory(dir: string): Promise<void> {
   if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
 }
 
-/** Downloads one track to `path` (through `path.part`, renamed once complete). */
+/** A download that failed; `partial` names the file holding what was received, if any. */
+class TrackDownloadError extends Error {
+  constructor(
+    readonly failure: unknown,
+    readonly partial: { path: string; bytes: number } | undefined,
+  ) {
+    super(failure instanceof Error ? failure.message : String(failure));
+  }
+}
+
+/** Size of the file at `path`, or undefined when there is none. */
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Downloads one track to `path` (through `path.part`, renamed once complete). On failure the
+ * partial file is kept (an empty one is removed) and named by the `TrackDownloadError`.
+ */
 async function downloadTrack(
   client: LocalizationClient,
   batch: number[],
@@ -92,8 +116,9 @@ async function downloadTrack(
     await rename(partial, path);
     return bytes;
   } catch (error) {
-    await rm(partial, { force: true });
-    throw error;
+    const bytes = await sizeOf(partial);
+    if (bytes === 0) await rm(partial, { force: true });
+    throw new TrackDownloadError(error, bytes ? { path: partial, bytes } : undefined);
   }
 }
 
@@ -138,8 +163,13 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
             await downloadTrack(client, batch, runId, track, url, path, io, signal);
             io.stdout.write(`${path}\n`);
           } catch (error) {
-            if (signal.aborted) throw error;
-            report(runId, `${track} track failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);
+            const { failure, partial } = error instanceof TrackDownloadError ? error : { failure: error, partial: undefined };
+            const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
+            if (signal.aborted) {
+              if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);
+              throw failure;
+            }
+            report(runId, `${track} track failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}`);
           }
         }
       }

@@ -17,9 +17,11 @@
  * - Result audio (`getTtsResultAudio`, `translateAndSpeak`, `openSeparationTrack`) comes as a
  *   `FlacDownloadStream` made by `openFlacDownload`: over the same dispatcher, with the key sent
  *   to the service's own origin only, and resumed (HTTP Range, or a restart that skips what was
- *   delivered) when the connection drops. Its attempts follow the retry setting: `retries + 1`
- *   attempts in a row without progress, `minDelayMs` as the first back-off; `retry: false`
- *   gives one attempt, so no resume.
+ *   delivered) when the connection drops, and an expired URL on the way is replaced without the
+ *   caller's help (the interface path is asked again, `file_url` is looked up again, separation
+ *   runs are looked up again). Its attempts follow the retry setting: `retries + 1` attempts in
+ *   a row without progress, `minDelayMs` as the first back-off; `retry: false` gives one
+ *   attempt, so no resume. Its failures are the same `Http*` error classes as the client's.
  */
 import { inspect } from 'node:util';
 import type { Readable } from 'node:stream';
@@ -27,19 +29,9 @@ import { Agent, request, type Dispatcher, type FormData } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
 import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
-import {
-  HttpAuthError,
-  HttpConnectionError,
-  HttpForbiddenError,
-  HttpStatusError,
-  HttpTimeoutError,
-  RateLimitError,
-  ServiceValidationError,
-  type HttpErrorOptions,
-  type HttpRequestInfo,
-  type ServiceValidationDetail,
-} from './errors.js';
-import { parseRetryAfter, withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
+import type { HttpRequestInfo } from './errors.js';
+import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
+import { withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
 import { resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
 import * as endpoints from './endpoints.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
@@ -103,10 +95,14 @@ export interface RequestSpec extends RequestOptions {
  * (dispatcher, headers, URL safety). Timeouts default to the client's; `maxAttempts` and
  * `retryDelayMs` to its retry setting (or this `retry`).
  */
-export interface FlacDownloadRequest extends Omit<FlacDownloadStreamOptions, 'dispatcher' | 'headers' | 'allowInsecure'> {
+export interface FlacDownloadRequest
+  extends Omit<FlacDownloadStreamOptions, 'dispatcher' | 'headers' | 'allowInsecure' | 'urlKind' | 'connectTimeoutMs'> {
   /**
    * Send the API key (`x-api-key`). Only to the origin of the client's base URL: any other
-   * origin is a `ConfigError`. Presigned URLs need no key; leave this off for them. Default false.
+   * origin is a `ConfigError`. The URL is then an address of the interface (`urlKind: 'api'`):
+   * a 403 from it means the key lacks permission and fails at once, while a 403 from a URL it
+   * redirected to (an expired storage URL) starts the download again from it. Presigned URLs
+   * need no key; leave this off for them (and pass `refreshUrl`). Default false.
    */
   authenticate?: boolean;
   /** Retry setting the attempt limits derive from, replacing the client's. */
@@ -124,6 +120,17 @@ export interface AudioDownloadOptions extends RequestOptions {
   maxAttempts?: number;
   /** First back-off between attempts, ms. Default: the retry setting's `minDelayMs`. */
   retryDelayMs?: number;
+}
+
+/** `getTtsResultAudio` options. */
+export interface TtsResultAudioOptions extends AudioDownloadOptions {
+  /**
+   * How the audio is fetched. `raw_bytes` (default): `GET /tts-result/{run_id}?output_type=raw_bytes`
+   * with the API key. `file_url`: the presigned URL of `output_type=file_url`, downloaded without
+   * the key; when it expires (403) mid-download, a fresh one is asked for the same way and the
+   * download goes on where it stopped.
+   */
+  outputType?: 'raw_bytes' | 'file_url';
 }
 
 /** The two tracks of an audio separation run. */
@@ -147,6 +154,11 @@ export interface StreamResponse {
 
 /** What endpoint functions and streams need from a client. */
 export interface HttpRequester {
+  /**
+   * Sends `spec` and parses its JSON answer. Every string in the answer that came from the
+   * service has the API key redacted (see `readServerJson`), so task messages, statuses and
+   * per-run errors can go into errors and logs as they are.
+   */
   requestJson<T>(spec: RequestSpec): Promise<T>;
   requestStream(spec: RequestSpec): Promise<StreamResponse>;
   /** The polling options of a profile with the client's overrides. */
@@ -176,18 +188,6 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
 const USER_AGENT = 'rt-translate/0.1 (+node)';
 
-/** Codes that mean no connection was ever made, so nothing was sent. */
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
-
-function errorCode(error: unknown): string | undefined {
-  if (error === null || typeof error !== 'object') return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string') return code;
-  const inner = (error as { errors?: unknown }).errors;
-  if (Array.isArray(inner)) return errorCode(inner[0]);
-  return undefined;
-}
-
 function checkTimeout(value: number | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
@@ -212,30 +212,21 @@ async function readLimited(body: Readable, limit: number): Promise<{ buffer: Buf
   return { buffer: Buffer.concat(chunks, size), truncated: false };
 }
 
-function toDetail(raw: unknown): ServiceValidationDetail[] {
-  if (!Array.isArray(raw)) return [];
-  return raw.map((entry: unknown) => {
-    const e = (entry ?? {}) as { loc?: unknown; msg?: unknown; type?: unknown };
-    return {
-      loc: Array.isArray(e.loc) ? e.loc.filter((p): p is string | number => typeof p === 'string' || typeof p === 'number') : [],
-      msg: typeof e.msg === 'string' ? e.msg : '',
-      type: typeof e.type === 'string' ? e.type : '',
-    };
-  });
-}
-
 /** The HTTP interface of the service. See the module doc for configuration. */
 export class LocalizationClient implements HttpRequester {
   readonly baseUrl: URL;
   readonly #apiKey: string;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  readonly #connectTimeoutMs: number;
   readonly #headersTimeoutMs: number;
   readonly #bodyTimeoutMs: number;
   readonly #retry: RetrySetting | undefined;
   readonly #polling: LocalizationClientOptions['polling'];
   readonly #onRetry: LocalizationClientOptions['onRetry'];
   readonly #allowInsecure: boolean;
+  /** `redact` as a function value, for the shared error mappers. */
+  readonly #redactor = (text: string): string => this.redact(text);
   #closed = false;
 
   constructor(options: LocalizationClientOptions = {}) {
@@ -252,7 +243,7 @@ export class LocalizationClient implements HttpRequester {
     const key = resolveApiKey(options.apiKey, env);
     if (key === undefined) throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
     this.#apiKey = key;
-    const connectTimeout = checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.#connectTimeoutMs = checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.#headersTimeoutMs = checkTimeout(options.headersTimeoutMs, 'headersTimeoutMs') ?? DEFAULT_HEADERS_TIMEOUT_MS;
     this.#bodyTimeoutMs = checkTimeout(options.bodyTimeoutMs, 'bodyTimeoutMs') ?? DEFAULT_BODY_TIMEOUT_MS;
     resolveRetry(options.retry);
@@ -265,7 +256,7 @@ export class LocalizationClient implements HttpRequester {
       this.#ownsDispatcher = false;
     } else {
       this.#dispatcher = new Agent({
-        connect: { timeout: connectTimeout },
+        connect: { timeout: this.#connectTimeoutMs },
         headersTimeout: this.#headersTimeoutMs,
         bodyTimeout: this.#bodyTimeoutMs,
       });
@@ -321,13 +312,9 @@ export class LocalizationClient implements HttpRequester {
       if (read.truncated) throw new ProtocolError(`${info.method} ${info.path} answered more than ${MAX_JSON_BODY_BYTES} bytes of JSON.`);
       const text = read.buffer.toString('utf8');
       try {
-        return (text === '' ? null : JSON.parse(text)) as T;
+        return (text === '' ? null : readServerJson(text, this.#redactor)) as T;
       } catch (error) {
-        throw new ProtocolError(`${info.method} ${info.path} answered a body that is not JSON.`, {
-          cause: error,
-          status: response.statusCode,
-          serverMessage: this.redact(text.slice(0, 200)),
-        });
+        throw notJsonError(info, response.statusCode, text, this.#redactor, error);
       }
     });
   }
@@ -370,6 +357,8 @@ export class LocalizationClient implements HttpRequester {
       headers,
       dispatcher: this.#dispatcher,
       allowInsecure: this.#allowInsecure,
+      urlKind: authenticate === true ? 'api' : 'presigned',
+      connectTimeoutMs: this.#connectTimeoutMs,
       headersTimeoutMs: rest.headersTimeoutMs ?? this.#headersTimeoutMs,
       bodyTimeoutMs: rest.bodyTimeoutMs ?? this.#bodyTimeoutMs,
       maxAttempts: rest.maxAttempts ?? (policy === false ? 1 : policy.retries + 1),
@@ -431,79 +420,24 @@ export class LocalizationClient implements HttpRequester {
   /** Maps an undici or socket failure to the library's error. Unknown errors pass unchanged. */
   #networkError(error: unknown, spec: RequestSpec): unknown {
     if (error instanceof RtTranslateError) return error;
-    const info: HttpErrorOptions = { ...this.#info(spec), cause: error };
+    const info = this.#info(spec);
     if (spec.signal?.aborted) return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
-    const code = errorCode(error);
-    const detail = this.redact(error instanceof Error ? error.message : String(error));
-    switch (code) {
-      case 'UND_ERR_HEADERS_TIMEOUT':
-        return new HttpTimeoutError('headers', spec.headersTimeoutMs ?? this.#headersTimeoutMs, info);
-      case 'UND_ERR_BODY_TIMEOUT':
-        return new HttpTimeoutError('body', spec.bodyTimeoutMs ?? this.#bodyTimeoutMs, info);
-      case 'UND_ERR_CONNECT_TIMEOUT':
-        return new HttpTimeoutError('connect', DEFAULT_CONNECT_TIMEOUT_MS, info);
-      case 'UND_ERR_ABORTED':
-      case 'ABORT_ERR':
-        return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
-      default:
-        break;
-    }
-    if (code && CONNECT_CODES.has(code)) return new HttpConnectionError('connect', code, detail, info);
-    if (
-      code &&
-      (code === 'UND_ERR_SOCKET' ||
-        code === 'UND_ERR_CLOSED' ||
-        code === 'UND_ERR_DESTROYED' ||
-        code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' ||
-        code.startsWith('HPE_') ||
-        /^E[A-Z]+$/.test(code))
-    ) {
-      return new HttpConnectionError('exchange', code, detail, info);
-    }
-    if (error instanceof Error && error.name === 'AbortError') {
-      return new AbortError(`${info.method} ${info.path} was aborted.`, { cause: error });
-    }
-    return error;
+    const limits = {
+      connectTimeoutMs: this.#connectTimeoutMs,
+      headersTimeoutMs: spec.headersTimeoutMs ?? this.#headersTimeoutMs,
+      bodyTimeoutMs: spec.bodyTimeoutMs ?? this.#bodyTimeoutMs,
+    };
+    return typedNetworkError(error, info, limits, this.#redactor) ?? error;
   }
 
   async #statusError(response: Dispatcher.ResponseData, spec: RequestSpec): Promise<RtTranslateError> {
-    const status = response.statusCode;
-    const headers = response.headers as HeaderBag;
     let text = '';
     try {
       text = (await readLimited(response.body, MAX_ERROR_BODY_BYTES)).buffer.toString('utf8');
     } catch {
       // The status alone is enough to report.
     }
-    let parsed: Record<string, unknown> | undefined;
-    try {
-      const value: unknown = JSON.parse(text);
-      if (value !== null && typeof value === 'object') parsed = value as Record<string, unknown>;
-    } catch {
-      parsed = undefined;
-    }
-    const said = [parsed?.error, parsed?.detail, parsed?.message].find((v) => typeof v === 'string') as string | undefined;
-    const serverMessage = this.redact(said ?? (parsed ? '' : text.trim().slice(0, 200))) || undefined;
-    const options: HttpErrorOptions = {
-      ...this.#info(spec),
-      status,
-      serverMessage,
-      retryAfterMs: parseRetryAfter(headers),
-    };
-    switch (status) {
-      case 401:
-        return new HttpAuthError(options);
-      case 403:
-        return new HttpForbiddenError(options);
-      case 422: {
-        const detail = toDetail(parsed?.detail).map((d) => ({ ...d, msg: this.redact(d.msg) }));
-        return new ServiceValidationError(detail, options);
-      }
-      case 429:
-        return new RateLimitError(options);
-      default:
-        return new HttpStatusError(status, options);
-    }
+    return typedStatusError(response.statusCode, response.headers as HeaderBag, text, this.#info(spec), this.#redactor);
   }
 
   /* --------------------------------------------------------------------------------------- */
@@ -525,10 +459,12 @@ export class LocalizationClient implements HttpRequester {
   }
 
   /**
-   * `GET /tts-result/{run_id}?output_type=raw_bytes`: the FLAC audio (or PCM16 with `decode`) as
-   * a resumable `FlacDownloadStream`, once its first bytes arrived (errors before that reject).
+   * `GET /tts-result/{run_id}?output_type=raw_bytes` (or, with `outputType: 'file_url'`, the
+   * presigned URL of `file_url`): the FLAC audio (or PCM16 with `decode`) as a resumable
+   * `FlacDownloadStream`, once its first bytes arrived (errors before that reject). An expired
+   * URL on the way is replaced by a fresh one without the caller's help.
    */
-  getTtsResultAudio(runId: number, options?: AudioDownloadOptions): Promise<endpoints.AudioResult<FlacDownloadStream>> {
+  getTtsResultAudio(runId: number, options?: TtsResultAudioOptions): Promise<endpoints.AudioResult<FlacDownloadStream>> {
     return endpoints.getTtsResultAudio(this, runId, options);
   }
 

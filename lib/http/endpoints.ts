@@ -14,7 +14,7 @@
  */
 import { Readable } from 'node:stream';
 import { FormData } from 'undici';
-import { AbortError, ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
+import { AbortError, ProtocolError, ValidationError } from '../errors.js';
 import type {
   AudioDownloadOptions,
   FlacDownloader,
@@ -25,8 +25,8 @@ import type {
   SeparationTrack,
   SeparationTrackOptions,
   TranslateAndSpeakOptions,
+  TtsResultAudioOptions,
 } from './client.js';
-import { HttpAuthError, HttpForbiddenError, HttpStatusError, RateLimitError, ServiceValidationError, type HttpRequestInfo } from './errors.js';
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import { parseTaskStatus, runTask, waitForTask, type CompletedTask, type TaskStatusResponse, type WaitOptions } from './tasks.js';
 import {
@@ -221,18 +221,39 @@ export async function getTranslationResult(client: HttpRequester, runId: number,
  * With a requester that opens resumable downloads, `audio` is a `FlacDownloadStream` and the
  * promise resolves once its first bytes (the FLAC header) arrived, so a run without a result
  * rejects with the typed error of its status (`HttpStatusError` 404, `HttpForbiddenError`, ...);
- * later failures destroy the stream. An interrupted download resumes where it stopped.
+ * later failures destroy the stream with errors of the same classes. An interrupted download
+ * resumes where it stopped.
+ *
+ * `outputType` (see `TtsResultAudioOptions`): `raw_bytes` (default) downloads
+ * `/tts-result/{run_id}` with the key; a presigned storage URL it redirects to that expires is
+ * replaced by asking `/tts-result/{run_id}` again. `file_url` looks the presigned URL up with
+ * `getTtsResultUrl` and downloads it without the key; when it expires, `getTtsResultUrl` is
+ * asked for a fresh one and the download goes on where it stopped.
  */
-export function getTtsResultAudio(client: FlacDownloader, runId: number, options?: AudioDownloadOptions): Promise<AudioResult<FlacDownloadStream>>;
-export function getTtsResultAudio(client: HttpRequester, runId: number, options?: AudioDownloadOptions): Promise<AudioResult>;
-export async function getTtsResultAudio(client: HttpRequester, runId: number, options: AudioDownloadOptions = {}): Promise<AudioResult> {
+export function getTtsResultAudio(client: FlacDownloader, runId: number, options?: TtsResultAudioOptions): Promise<AudioResult<FlacDownloadStream>>;
+export function getTtsResultAudio(client: HttpRequester, runId: number, options?: TtsResultAudioOptions): Promise<AudioResult>;
+export async function getTtsResultAudio(client: HttpRequester, runId: number, options: TtsResultAudioOptions = {}): Promise<AudioResult> {
   const path = runPath('/tts-result', runId);
+  const outputType = options.outputType ?? 'raw_bytes';
+  if (outputType !== 'raw_bytes' && outputType !== 'file_url') {
+    throw new ValidationError('outputType', "'raw_bytes' or 'file_url'", String(outputType));
+  }
+  if (outputType === 'file_url') {
+    const req = request(options);
+    const first = await getTtsResultUrl(client, runId, req);
+    const fresh = async (): Promise<string> => (await getTtsResultUrl(client, runId, req)).url;
+    if (client.openFlacDownload) {
+      const audio = client.openFlacDownload({ url: first.url, refreshUrl: fresh, ...downloadOptions(options) });
+      await firstBytes(audio);
+      return describeDownload(audio, options.decode === true);
+    }
+    throw new ValidationError('outputType', "'raw_bytes' with a requester that cannot open downloads (no openFlacDownload)", 'file_url');
+  }
   const query = { output_type: 'raw_bytes' satisfies OutputType };
   if (client.openFlacDownload) {
     const url = client.urlFor(path, query);
     const audio = client.openFlacDownload({ url, authenticate: true, ...downloadOptions(options) });
-    const info = { method: 'GET', path: url.pathname };
-    await firstBytes(audio, (error) => typedStatusError(error, info));
+    await firstBytes(audio);
     return describeDownload(audio, options.decode === true);
   }
   const spec: RequestSpec = {
@@ -269,17 +290,17 @@ function describeDownload(audio: FlacDownloadStream, decode: boolean): AudioResu
 }
 
 /**
- * Starts `stream` and waits until its FLAC header arrived. A failure before that rejects (the
- * stream is destroyed by then) with the error `mapError` makes of it.
+ * Starts `stream` and waits until its FLAC header arrived. A failure before that rejects with
+ * the stream's error (the stream is destroyed by then).
  */
-function firstBytes(stream: FlacDownloadStream, mapError: (error: unknown) => unknown = (error) => error): Promise<void> {
+function firstBytes(stream: FlacDownloadStream): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const done = (error?: unknown): void => {
       stream.off('format', onFormat);
       stream.off('error', onError);
       stream.off('close', onClose);
       if (error === undefined) resolve();
-      else reject(mapError(error));
+      else reject(error);
     };
     const onFormat = (): void => done();
     const onError = (error: Error): void => done(error);
@@ -289,28 +310,6 @@ function firstBytes(stream: FlacDownloadStream, mapError: (error: unknown) => un
     stream.on('close', onClose);
     stream.read(0);
   });
-}
-
-/**
- * The client's typed error for a download of an interface path (`/tts-result`) that failed on
- * an HTTP status before its first byte (`FlacDownloadStream` reports statuses with the general
- * classes, and a 403 as an expired presigned URL).
- */
-function typedStatusError(error: unknown, info: HttpRequestInfo): unknown {
-  if (!(error instanceof RtTranslateError) || error.status === undefined || error.status < 400) return error;
-  const options = { ...info, status: error.status, serverMessage: error.serverMessage, cause: error };
-  switch (error.status) {
-    case 401:
-      return new HttpAuthError(options);
-    case 403:
-      return new HttpForbiddenError(options);
-    case 422:
-      return new ServiceValidationError([], options);
-    case 429:
-      return new RateLimitError(options);
-    default:
-      return new HttpStatusError(error.status, options);
-  }
 }
 
 /** URL field names seen for `file_url` answers, in order of preference. */

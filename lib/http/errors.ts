@@ -27,10 +27,18 @@ export interface HttpRequestInfo {
 export interface HttpErrorOptions extends RtTranslateErrorOptions, HttpRequestInfo {
   /** Wait the service asked for (from `Retry-After` or `X-RateLimit-Reset`), in ms. */
   retryAfterMs?: number;
+  /**
+   * What the status means here and what to do, replacing the class's general sentence (a 403
+   * from a presigned URL means something else than a 403 from the API).
+   */
+  explanation?: string;
+  /** Where in the exchange it happened (`at byte 5000 of the file`), added to the message of a
+   * status, connection or timeout error. */
+  context?: string;
 }
 
-function where(info: HttpRequestInfo): string {
-  return `${info.method} ${info.path}`;
+function where(info: HttpRequestInfo & { context?: string }): string {
+  return info.context ? `${info.method} ${info.path} (${info.context})` : `${info.method} ${info.path}`;
 }
 
 /** 401: the key is missing or unknown. Not retryable: fix the key. */
@@ -55,10 +63,8 @@ export class HttpForbiddenError extends ForbiddenError {
   readonly path: string;
   constructor(options: HttpErrorOptions) {
     const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
-    super(
-      `${where(options)} was refused with 403: the API key has no permission for this resource.${said}`,
-      { ...options, status: 403, retryable: false },
-    );
+    const explanation = options.explanation ?? 'the API key has no permission for this resource.';
+    super(`${where(options)} was refused with 403: ${explanation}${said}`, { ...options, status: 403, retryable: false });
     this.method = options.method;
     this.path = options.path;
   }
@@ -149,22 +155,44 @@ export type ConnectionPhase = 'connect' | 'exchange';
  * The network failed: refused, reset, closed mid-response, DNS failure. `phase` is `connect`
  * when the failure is known to precede sending (refused, unknown host): the service cannot have
  * acted. `syscall` is the system or undici error code (`ECONNREFUSED`, `UND_ERR_SOCKET`).
+ * Retryable, except for its subclass `HttpTlsError`.
  */
 export class HttpConnectionError extends ConnectionError {
   readonly method: string;
   readonly path: string;
   readonly phase: ConnectionPhase;
   readonly syscall: string | undefined;
-  constructor(phase: ConnectionPhase, syscall: string | undefined, detail: string, options: HttpErrorOptions) {
+  constructor(phase: ConnectionPhase, syscall: string | undefined, detail: string, options: HttpErrorOptions, message?: string) {
     const what = phase === 'connect' ? 'could not connect' : 'lost its connection';
-    super(`${where(options)} ${what} (${syscall ?? 'network error'}: ${detail}). Check the base URL and the network.`, {
+    super(message ?? `${where(options)} ${what} (${syscall ?? 'network error'}: ${detail}). Check the base URL and the network.`, {
       ...options,
-      retryable: true,
+      retryable: options.retryable ?? true,
     });
     this.method = options.method;
     this.path = options.path;
     this.phase = phase;
     this.syscall = syscall;
+  }
+}
+
+/**
+ * The TLS handshake failed: the server's certificate is self-signed, expired, issued for another
+ * host or by an authority this machine does not trust, or the two sides share no protocol.
+ * `syscall` holds the TLS or OpenSSL code (`DEPTH_ZERO_SELF_SIGNED_CERT`,
+ * `ERR_TLS_CERT_ALTNAME_INVALID`, `CERT_HAS_EXPIRED`, ...). Phase `connect` (nothing was sent)
+ * and not retryable: the same certificate fails the same way until someone changes it.
+ */
+export class HttpTlsError extends HttpConnectionError {
+  constructor(code: string, detail: string, options: HttpErrorOptions) {
+    super(
+      'connect',
+      code,
+      detail,
+      { ...options, retryable: false },
+      `${where(options)} could not connect: a TLS/certificate problem (${code}: ${detail}). ` +
+        `Check that the URL names the right host and that its certificate is valid and trusted here ` +
+        `(for a private authority, NODE_EXTRA_CA_CERTS). Retrying will not help.`,
+    );
   }
 }
 
@@ -203,7 +231,11 @@ export class TaskFailedError extends RtTranslateError {
   readonly taskMessage: string | undefined;
   constructor(taskMessage: string | undefined, options: TaskErrorOptions) {
     const said = taskMessage ? `: ${taskMessage}` : ' (no message given)';
-    super('RTT_TASK_FAILED', `Task ${options.taskId} failed${said}. Check the input and submit it again.`, {
+    // The interface's guidance for ERROR: read the message, retry.
+    const advice = taskMessage
+      ? 'Read the message: if it names a problem with the input, fix that; otherwise submit the task again, which may succeed.'
+      : 'Submitting the task again may succeed.';
+    super('RTT_TASK_FAILED', `Task ${options.taskId} failed${said}. ${advice}`, {
       ...options,
       serverMessage: taskMessage,
       retryable: true,
@@ -246,12 +278,12 @@ export class PaymentRequiredError extends RtTranslateError {
 export class TaskWaitTimeoutError extends TimeoutError {
   readonly taskId: string;
   readonly lastStatus: string;
-  constructor(taskId: string, lastStatus: string, timeoutMs: number) {
+  constructor(taskId: string, lastStatus: string, timeoutMs: number, options: RtTranslateErrorOptions = {}) {
     super(
       `Task ${taskId} was still ${lastStatus} after waiting ${timeoutMs} ms (maxWaitMs). ` +
         `It may still finish: poll it again later with its task id, or raise maxWaitMs.`,
       timeoutMs,
-      { retryable: true },
+      { ...options, retryable: true },
     );
     this.taskId = taskId;
     this.lastStatus = lastStatus;

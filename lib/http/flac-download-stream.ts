@@ -7,13 +7,31 @@
  * - Backpressure: the body is read only while the reader wants data; when `push()` returns
  *   false, reading the response stops (and undici pauses the socket) until `_read`.
  * - Interruptions (connection lost mid-body, stalled body, 5xx, 408, 429): the download goes on
- *   with `Range: bytes=N-` (plus `If-Range` with a strong ETag). A 206 must start exactly at N;
- *   a server that answers 200 instead is read again from the start and the first N bytes are
- *   skipped, after checking (ETag, else length) that it is the same file. Either way the reader
- *   gets every byte exactly once; a file that changed in between fails with `IntegrityError`.
+ *   with `Range: bytes=N-`, plus `If-Range` so that a file that changed is sent whole instead
+ *   of spliced: the ETag when it is strong, else (no ETag at all) the `Last-Modified` date when
+ *   it is a strong validator by RFC 9110 8.8.2.2, that is when the response's `Date` is at
+ *   least one second later. A 206 may start at N or before it (block-aligned ranges; the bytes
+ *   before N are skipped), never after it. A server that answers 200 instead is read again from
+ *   the start and the first N bytes are skipped. Either way the response must be the same file
+ *   (ETag, `Last-Modified`, length) and the reader gets every byte exactly once; a file that
+ *   changed in between fails with `IntegrityError`. A 416 whose `Content-Range: bytes * /N`
+ *   says the file has exactly the N bytes already received ends the download successfully.
+ * - The wait after 408, 429 and 5xx is the server's (`Retry-After` in seconds, fractions
+ *   included, or as a date; `X-RateLimit-Reset`), at most 60 s; otherwise an exponential
+ *   back-off from `retryDelayMs`, at most 5 s.
  * - `maxAttempts` bounds the attempts in a row that bring no new byte; progress resets it.
- * - HTTP 403 (an expired presigned URL): `refreshUrl()` is asked for a fresh URL and the
- *   download goes on where it was; without `refreshUrl`, a `ForbiddenError` says so.
+ *   Failures that another attempt cannot fix (a TLS/certificate failure, 401, 404, ...) end the
+ *   download at once.
+ * - Errors are the HTTP client's classes (`HttpStatusError`, `HttpForbiddenError`,
+ *   `ServiceValidationError`, `RateLimitError`, `HttpConnectionError`, `HttpTlsError`,
+ *   `HttpTimeoutError`, ...), with `method` GET and the URL's path, whether the failure came
+ *   before the first byte or in the middle of the download.
+ * - HTTP 403: from a URL that `url` redirected to (a storage URL that expired), the download
+ *   starts again from `url`, which redirects anew. From `url` itself, by `urlKind`:
+ *   `presigned` (default), an expired presigned URL: `refreshUrl()` is asked for a fresh one and
+ *   the download goes on where it was; without `refreshUrl` it fails with `HttpForbiddenError`
+ *   saying so. `api` (an interface address such as `/tts-result/{run_id}`): the key lacks
+ *   permission; it fails at once.
  * - `headers` (for example `x-api-key` for `/tts-result`) go only to the origin of `url`: a
  *   redirect or refreshed URL on another origin (a storage host) gets none of them. No header
  *   value and no URL query (presigned signatures) ever appears in an error message.
@@ -34,20 +52,10 @@ import { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
 import { FlacPcmDecoder, parseFlacStreamInfo, type FlacStreamInfo } from '../audio/flac-decoder.js';
 import { parseServiceUrl } from '../config.js';
-import {
-  AbortError,
-  AuthError,
-  ConnectionError,
-  ForbiddenError,
-  IntegrityError,
-  ProtocolError,
-  RtTranslateError,
-  ServerError,
-  TimeoutError,
-  ValidationError,
-  describeCause,
-  redactSecret,
-} from '../errors.js';
+import { AbortError, IntegrityError, ProtocolError, RtTranslateError, ValidationError, describeCause, redactSecret } from '../errors.js';
+import { HttpConnectionError, HttpForbiddenError, HttpTimeoutError, type HttpRequestInfo } from './errors.js';
+import { typedNetworkError, typedStatusError } from './failures.js';
+import { parseRetryAfter, type HeaderBag } from './retry.js';
 
 export interface FlacDownloadStreamOptions {
   /** The FLAC's address: an `https://` URL, or `http://` on loopback (see `allowInsecure`). */
@@ -60,6 +68,12 @@ export interface FlacDownloadStreamOptions {
   signal?: AbortSignal;
   /** Returns a fresh URL for the same file when the current one is refused with 403 (expired). */
   refreshUrl?: () => Promise<string | URL>;
+  /**
+   * What a 403 from `url` itself means: `presigned` (default), an expired presigned URL, for
+   * which `refreshUrl` is asked; `api`, an address of the service's interface, where a 403 means
+   * the credentials lack permission, so the download fails at once.
+   */
+  urlKind?: 'presigned' | 'api';
   /** Output PCM16 LE interleaved instead of FLAC bytes, with the STREAMINFO checks. Default false. */
   decode?: boolean;
   /** Attempts in a row without a new byte before giving up (at least 1). Default 5. */
@@ -68,7 +82,12 @@ export interface FlacDownloadStreamOptions {
   bodyTimeoutMs?: number;
   /** Longest wait for response headers, in ms; 0 disables. Default 60000. */
   headersTimeoutMs?: number;
-  /** First back-off between attempts, in ms, doubling up to 5 s; `Retry-After` wins. Default 250. */
+  /**
+   * The connect time limit of `dispatcher`, in ms, as named in an `HttpTimeoutError` (the
+   * dispatcher enforces it). Default 10000, undici's.
+   */
+  connectTimeoutMs?: number;
+  /** First back-off between attempts, in ms, doubling up to 5 s; `Retry-After` (at most 60 s) wins. Default 250. */
   retryDelayMs?: number;
   /** Allow plain `http://` to a host that is not loopback. Default false. */
   allowInsecure?: boolean;
@@ -123,9 +142,11 @@ interface Retry {
   error: RtTranslateError;
   status?: number;
   retryAfterMs?: number;
+  /** Ask `refreshUrl` for a fresh URL before the next attempt. */
+  refresh?: boolean;
 }
 
-function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+function header(headers: HeaderBag, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -135,11 +156,15 @@ function describeUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
-function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
-  if (!value) return undefined;
-  if (/^\d+$/.test(value.trim())) return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - now), MAX_RETRY_AFTER_MS);
+/**
+ * Whether `lastModified` is a strong validator by RFC 9110 8.8.2.2: the response's `Date` is at
+ * least one second after it (the file was not changed again within the same second).
+ */
+function strongDate(lastModified: string | undefined, date: string | undefined): boolean {
+  if (lastModified === undefined || date === undefined) return false;
+  const modified = Date.parse(lastModified);
+  const sent = Date.parse(date);
+  return Number.isFinite(modified) && Number.isFinite(sent) && sent - modified >= 1000;
 }
 
 function nonNegative(value: number | undefined, field: string, fallback: number): number {
@@ -158,9 +183,11 @@ export class FlacDownloadStream extends Readable {
   private readonly dispatcher: Dispatcher | undefined;
   private readonly signal: AbortSignal | undefined;
   readonly #refreshUrl: (() => Promise<string | URL>) | undefined;
+  readonly #urlKind: 'presigned' | 'api';
   private readonly maxAttempts: number;
   private readonly bodyTimeoutMs: number;
   private readonly headersTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly retryDelayMs: number;
   private readonly allowInsecure: boolean;
   private readonly decoder: FlacPcmDecoder | undefined;
@@ -168,6 +195,9 @@ export class FlacDownloadStream extends Readable {
   private received = 0;
   private total: number | undefined;
   private etag: string | undefined;
+  private lastModified: string | undefined;
+  /** `lastModified` may go into `If-Range` (RFC 9110 13.1.5). */
+  private lastModifiedStrong = false;
   private header: Buffer[] = [];
   private formatInfo: FlacFormat | undefined;
   private running: Promise<void> | undefined;
@@ -195,6 +225,10 @@ export class FlacDownloadStream extends Readable {
     this.dispatcher = options.dispatcher;
     this.signal = options.signal;
     this.#refreshUrl = options.refreshUrl;
+    if (options.urlKind !== undefined && options.urlKind !== 'presigned' && options.urlKind !== 'api') {
+      throw new ValidationError('urlKind', "'presigned' or 'api'", String(options.urlKind));
+    }
+    this.#urlKind = options.urlKind ?? 'presigned';
     const maxAttempts = options.maxAttempts ?? 5;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
       throw new ValidationError('maxAttempts', 'an integer >= 1', String(maxAttempts));
@@ -202,6 +236,7 @@ export class FlacDownloadStream extends Readable {
     this.maxAttempts = maxAttempts;
     this.bodyTimeoutMs = nonNegative(options.bodyTimeoutMs, 'bodyTimeoutMs', 30_000);
     this.headersTimeoutMs = nonNegative(options.headersTimeoutMs, 'headersTimeoutMs', 60_000);
+    this.connectTimeoutMs = nonNegative(options.connectTimeoutMs, 'connectTimeoutMs', 10_000);
     this.retryDelayMs = nonNegative(options.retryDelayMs, 'retryDelayMs', 250);
     this.decoder = options.decode ? new FlacPcmDecoder() : undefined;
     this.stoppedPromise = new Promise((resolve) => {
@@ -289,16 +324,17 @@ export class FlacDownloadStream extends Readable {
       if (outcome === 'done') break;
       failures = this.received > before ? 1 : failures + 1;
       if (failures >= this.maxAttempts) throw outcome.error;
-      if (outcome.reason === 'expired') {
-        if (!this.#refreshUrl) throw outcome.error;
+      if (outcome.refresh && this.#refreshUrl) {
         let fresh: string | URL | void;
         try {
           fresh = await Promise.race([this.#refreshUrl(), this.stoppedPromise]);
         } catch (err) {
-          throw new ForbiddenError(
-            `The download URL expired and refreshUrl() failed: ${this.redact(describeCause(err))}.`,
-            { cause: err, status: 403 },
-          );
+          throw new HttpForbiddenError({
+            ...this.info(this.#url),
+            status: 403,
+            cause: err,
+            explanation: `the presigned URL expired and refreshUrl() failed: ${this.redact(describeCause(err))}.`,
+          });
         }
         if (this.stopped) return;
         this.#url = parseServiceUrl(String(fresh), 'refreshUrl()', 'https:', { allowInsecure: this.allowInsecure });
@@ -343,7 +379,8 @@ export class FlacDownloadStream extends Readable {
         const headers: Record<string, string> = url.origin === this.#firstUrl.origin ? { ...this.#userHeaders } : {};
         if (this.received > 0) {
           headers.range = `bytes=${this.received}-`;
-          if (this.etag && !this.etag.startsWith('W/')) headers['if-range'] = this.etag;
+          const validator = this.ifRange();
+          if (validator !== undefined) headers['if-range'] = validator;
         }
         let response: Dispatcher.ResponseData;
         try {
@@ -377,37 +414,43 @@ export class FlacDownloadStream extends Readable {
     }
   }
 
-  private networkFailure(err: unknown, url: URL, reason: 'connect' | 'interrupted'): Retry {
-    const code = (err as { code?: unknown } | null)?.code;
-    const where = describeUrl(url);
-    if (this.idleFired) {
-      this.idleFired = false;
-      return {
-        reason: 'timeout',
-        error: new TimeoutError(
-          `No data came for ${this.bodyTimeoutMs} ms while downloading ${where} (at byte ${this.received}).`,
-          this.bodyTimeoutMs,
-        ),
-      };
-    }
-    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
-      return {
-        reason: 'timeout',
-        error: new TimeoutError(`No response headers within ${this.headersTimeoutMs} ms from ${where}.`, this.headersTimeoutMs, {
-          cause: err,
-        }),
-      };
-    }
-    const verb = reason === 'connect' ? 'The request for' : 'The download of';
-    return {
-      reason,
-      error: new ConnectionError(
-        `${verb} ${where} failed at byte ${this.received}: ${this.redact(describeCause(err))}.`,
-        { cause: err },
-      ),
-    };
+  /**
+   * `If-Range` for a resumed request (RFC 9110 13.1.5): a strong ETag; with no ETag at all, a
+   * `Last-Modified` date that is a strong validator; otherwise none (a weak ETag must not be
+   * sent, and a date must not be sent when an ETag exists).
+   */
+  private ifRange(): string | undefined {
+    if (this.etag !== undefined) return this.etag.startsWith('W/') ? undefined : this.etag;
+    return this.lastModifiedStrong ? this.lastModified : undefined;
   }
 
+  private readonly redactor = (text: string): string => this.redact(text);
+
+  /** How a request is named in errors: GET and the path, never the query (a signature), and how far the download got. */
+  private info(url: URL): HttpRequestInfo & { context?: string } {
+    const info = { method: 'GET', path: url.pathname };
+    return this.received > 0 ? { ...info, context: `at byte ${this.received} of the file` } : info;
+  }
+
+  /**
+   * The typed error of a request or body that failed without a status, as a `Retry`; thrown
+   * when another attempt cannot help (a TLS/certificate failure).
+   */
+  private networkFailure(err: unknown, url: URL, reason: 'connect' | 'interrupted'): Retry {
+    const info = this.info(url);
+    if (this.idleFired) {
+      this.idleFired = false;
+      return { reason: 'timeout', error: new HttpTimeoutError('body', this.bodyTimeoutMs, { ...info, cause: err }) };
+    }
+    const limits = { connectTimeoutMs: this.connectTimeoutMs, headersTimeoutMs: this.headersTimeoutMs, bodyTimeoutMs: this.bodyTimeoutMs };
+    const error =
+      typedNetworkError(err, info, limits, this.redactor) ??
+      new HttpConnectionError('exchange', undefined, this.redact(describeCause(err)), { ...info, cause: err });
+    if (!error.retryable && !(error instanceof AbortError)) throw error;
+    return { reason: error instanceof HttpTimeoutError ? 'timeout' : reason, error };
+  }
+
+  /** Up to `ERROR_BODY_LIMIT` characters of an error body, then the body is dropped. */
   private async errorText(body: Dispatcher.ResponseData['body']): Promise<string> {
     let text = '';
     try {
@@ -420,88 +463,123 @@ export class FlacDownloadStream extends Readable {
     }
     body.on('error', () => undefined);
     body.destroy();
-    try {
-      const parsed = JSON.parse(text) as { error?: unknown; detail?: unknown; message?: unknown };
-      const message = parsed.error ?? parsed.message ?? parsed.detail;
-      if (typeof message === 'string') return this.redact(message.slice(0, 500));
-    } catch {
-      // Not JSON.
+    return text;
+  }
+
+  /** What a 403 from `url` means, for the message of its `HttpForbiddenError`. */
+  private forbiddenExplanation(url: URL, redirected: boolean): string | undefined {
+    if (redirected) {
+      return (
+        `this address, which ${describeUrl(this.#url)} redirected to, refused the download ` +
+        `(a presigned URL that expired, or one without access to this file).`
+      );
     }
-    return this.redact(text.slice(0, 500));
+    if (this.#urlKind === 'api') return undefined;
+    if (this.#refreshUrl) {
+      return this.#url === this.#firstUrl
+        ? 'the presigned URL was refused (expired, or without access to this file).'
+        : 'the presigned URL was refused although it came fresh from refreshUrl() (it does not grant access to this file).';
+    }
+    return (
+      'the presigned URL has probably expired (or does not grant access to this file). ' +
+      'Give FlacDownloadStream (or LocalizationClient.openFlacDownload) a refreshUrl that returns a fresh URL ' +
+      'for the same file, or download through LocalizationClient.getTtsResultAudio or openSeparationTrack, ' +
+      'which get fresh URLs themselves.'
+    );
   }
 
   private async statusFailure(response: Dispatcher.ResponseData, url: URL): Promise<'done' | Retry> {
     const status = response.statusCode;
-    const serverMessage = await this.errorText(response.body);
-    const where = describeUrl(url);
-    const said = serverMessage ? ` The server said: ${serverMessage}` : '';
-    const options = { status, serverMessage };
+    const headers = response.headers as HeaderBag;
+    const text = await this.errorText(response.body);
+    const info = this.info(url);
+    if (status === 416 && this.rangeEnded(headers, url)) return 'done';
     if (status === 403) {
-      const hint = this.#refreshUrl
-        ? ''
-        : ' Pass `refreshUrl: async () => freshUrl` (for example one that asks /tts-result/{run_id}?output_type=file_url ' +
-          'or /audio-separation-results again) so the download can go on where it stopped.';
-      return {
-        reason: 'expired',
-        status,
-        error: new ForbiddenError(
-          `The download of ${where} was refused (HTTP 403): the presigned URL has probably expired, ` +
-            `or the API key lacks permission for it.${hint}${said}`,
-          options,
-        ),
-      };
+      const redirected = url.href !== this.#url.href;
+      const error = typedStatusError(status, headers, text, info, this.redactor, this.forbiddenExplanation(url, redirected));
+      // A storage URL the first one redirected to: asking the first one again redirects anew.
+      if (redirected) return { reason: 'expired', status, error };
+      if (this.#urlKind === 'api' || !this.#refreshUrl) throw error;
+      return { reason: 'expired', status, error, refresh: true };
     }
-    if (status === 401) {
-      throw new AuthError(`The download of ${where} was refused (HTTP 401): check the API key.${said}`, options);
-    }
-    if (status === 416 && this.total !== undefined && this.received >= this.total) return 'done';
+    const error = typedStatusError(status, headers, text, info, this.redactor);
     if (status === 408 || status === 429 || status >= 500) {
-      const error =
-        status >= 500
-          ? new ServerError(`The download of ${where} failed with HTTP ${status}.${said}`, { ...options, retryable: true })
-          : new RtTranslateError(status === 429 ? 'RTT_RATE_LIMIT' : 'RTT_HTTP', `The download of ${where} failed with HTTP ${status}.${said}`, {
-              ...options,
-              retryable: true,
-            });
       const retry: Retry = { reason: 'status', status, error };
-      const after = retryAfterMs(header(response.headers, 'retry-after'));
-      if (after !== undefined) retry.retryAfterMs = after;
+      const asked = parseRetryAfter(headers);
+      if (asked !== undefined) retry.retryAfterMs = Math.min(Math.max(0, asked), MAX_RETRY_AFTER_MS);
       return retry;
     }
-    throw new RtTranslateError('RTT_HTTP', `The download of ${where} failed with HTTP ${status}.${said}`, options);
+    throw error;
   }
 
-  /** Checks that a 200/206 continues the same file at `received`; returns the bytes to skip. */
+  /**
+   * For a 416: true when `Content-Range: bytes * /N` (or the size known before) says the file has
+   * exactly the bytes already received, so the download is complete. A size that differs from
+   * one seen before means the file changed (`IntegrityError`).
+   */
+  private rangeEnded(headers: HeaderBag, url: URL): boolean {
+    const match = /^bytes \*\/(\d+)$/.exec(header(headers, 'content-range')?.trim() ?? '');
+    const size = match ? Number(match[1]) : undefined;
+    if (size !== undefined && this.total !== undefined && size !== this.total) {
+      throw new IntegrityError(
+        `The file at ${describeUrl(url)} changed while it was being downloaded (its size went from ${this.total} to ${size} bytes); start the download again.`,
+      );
+    }
+    const known = size ?? this.total;
+    if (known === undefined || this.received === 0 || this.received !== known) return false;
+    this.total = known;
+    return true;
+  }
+
+  /**
+   * Checks that a 200/206 continues the same file at `received` (same ETag, `Last-Modified` and
+   * size, where both responses name them); returns the bytes to skip: all `received` of a 200,
+   * and of a 206 that starts before `received` the part before it.
+   */
   private acceptResponse(response: Dispatcher.ResponseData, url: URL): number {
     const where = describeUrl(url);
-    const etag = header(response.headers, 'etag');
-    const length = header(response.headers, 'content-length');
+    const headers = response.headers as HeaderBag;
+    const etag = header(headers, 'etag');
+    const lastModified = header(headers, 'last-modified');
+    const length = header(headers, 'content-length');
     let total: number | undefined;
-    let skip = 0;
+    let skip: number;
     if (response.statusCode === 206) {
-      const match = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(header(response.headers, 'content-range')?.trim() ?? '');
-      if (!match || Number(match[1]) !== this.received) {
+      const match = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(header(headers, 'content-range')?.trim() ?? '');
+      if (!match) {
+        throw new ProtocolError(`The server answered a request for ${where} from byte ${this.received} with 206 but no valid Content-Range.`);
+      }
+      const start = Number(match[1]);
+      if (start > this.received) {
         throw new ProtocolError(
-          `The server answered a request for ${where} from byte ${this.received} with a range that does not start there.`,
+          `The server answered a request for ${where} from byte ${this.received} with a range that starts later, at byte ${start}: ` +
+            `${start - this.received} bytes would be missing.`,
         );
       }
+      skip = this.received - start;
       if (match[3] !== '*') total = Number(match[3]);
     } else {
       if (length !== undefined && /^\d+$/.test(length)) total = Number(length);
       skip = this.received;
     }
     if (this.received > 0) {
+      const differs = (before: string | number | undefined, now: string | number | undefined): boolean =>
+        before !== undefined && now !== undefined && before !== now;
       const changed =
-        this.etag !== undefined && etag !== undefined
-          ? this.etag !== etag
-          : this.total !== undefined && total !== undefined && this.total !== total;
+        differs(this.etag, etag) ||
+        differs(this.total, total) ||
+        (this.etag === undefined && etag === undefined && differs(this.lastModified, lastModified));
       if (changed) {
         throw new IntegrityError(
           `The file at ${where} changed while it was being downloaded (at byte ${this.received}); start the download again.`,
         );
       }
     }
-    this.etag ??= etag;
+    if (this.etag === undefined && this.lastModified === undefined) {
+      this.etag = etag;
+      this.lastModified = lastModified;
+      this.lastModifiedStrong = strongDate(lastModified, header(headers, 'date'));
+    }
     this.total ??= total;
     return skip;
   }

@@ -2,6 +2,7 @@
 export * from './errors.js';
 export {
   DEFAULT_RETRY,
+  NO_CONNECTION_CODES,
   backoffDelay,
   isRetryable,
   parseRetryAfter,

@@ -11,8 +11,8 @@
  *   (`DELETE /delete-voice/{id}`) are retried only where the service surely did not act on
  *   them. A deletion is not idempotent in its answers: repeated after a lost response, it
  *   would be answered 403 or 404 for a voice that was in fact deleted. Both are retried only:
- *     1. the connection was never made: `ECONNREFUSED`, an unknown host (`ENOTFOUND`,
- *        `EAI_AGAIN`) or a connect timeout, so no byte of the request was sent;
+ *     1. the connection was never made (`NO_CONNECTION_CODES`: refused, an unknown host, no
+ *        route to it) or a connect timeout, so no byte of the request was sent;
  *     2. 429: the rate limiter answers before any work starts;
  *     3. 503 **with** a `Retry-After` (or `X-RateLimit-Reset`) header: the service says it is
  *        unavailable and when to come back. A 503 without one may come from a proxy after the
@@ -87,20 +87,36 @@ export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): n
   return undefined;
 }
 
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * Error codes that mean no connection was ever made, so no byte of the request was sent: the
+ * connection was refused, the host is unknown (or its name could not be looked up now), or no
+ * route leads to it. The one list both the client (which marks these failures phase
+ * `connect`) and the policy below (which repeats creations after them) use.
+ */
+export const NO_CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
 
 /** True when `error` proves the service did not act on the request (see the module doc). */
 export function serviceDidNotAct(error: unknown): boolean {
   if (error instanceof RateLimitError) return true;
   if (error instanceof HttpStatusError) return error.unavailable;
-  if (error instanceof HttpConnectionError) return error.phase === 'connect' && NOT_CONNECTED.has(error.syscall ?? '');
+  if (error instanceof HttpConnectionError) return error.phase === 'connect' && NO_CONNECTION_CODES.has(error.syscall ?? '');
   if (error instanceof HttpTimeoutError) return error.phase === 'connect';
   return false;
 }
 
-/** Whether the policy retries `error` for a request of `kind`. */
+/**
+ * Whether the policy retries `error` for a request of `kind`. An error that says retrying cannot
+ * help (`retryable: false`, for example a TLS certificate failure) is never retried.
+ */
 export function isRetryable(error: unknown, kind: RequestKind): boolean {
-  if (!(error instanceof RtTranslateError)) return false;
+  if (!(error instanceof RtTranslateError) || !error.retryable) return false;
   if (kind !== 'read') return serviceDidNotAct(error);
   if (error instanceof RateLimitError) return true;
   if (error instanceof HttpStatusError) return error.retryable;

@@ -19,8 +19,15 @@
  * Any other status is a `ProtocolError` that names it (statuses are compared case-insensitively).
  * Each status request goes through the client's retry policy, so one failed poll does not end
  * the wait.
+ *
+ * `maxWaitMs` is a hard limit: polls are made only while time is left, and each status request
+ * (with its retries and their waits) gets the time left as its budget. When the budget runs out
+ * the request is aborted and the wait ends with `TaskWaitTimeoutError`, never later.
+ *
+ * Server text (a task's `message`, an unknown status) goes into errors as the requester hands it
+ * over: `LocalizationClient` redacts the API key from every JSON answer before anything reads it.
  */
-import { AbortError, ProtocolError } from '../errors.js';
+import { AbortError, ProtocolError, RtTranslateError } from '../errors.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
 
 export const TASK_STATUSES = ['SUCCESS', 'PENDING', 'TIMEOUT', 'ERROR', 'PAYMENT_REQUIRED'] as const;
@@ -171,9 +178,63 @@ export function throwIfFailed(taskId: string, response: TaskStatusResponse): voi
 }
 
 /**
+ * `signal` and a deadline in one signal: aborted when the caller aborts or `ms` have passed.
+ * `expired` tells which; `release` clears the timer and the listener.
+ */
+function budget(ms: number, signal: AbortSignal | undefined): { signal: AbortSignal; expired: () => boolean; release: () => void } {
+  const controller = new AbortController();
+  let expired = false;
+  const onAbort = (): void => controller.abort(signal?.reason);
+  const timer = setTimeout(() => {
+    expired = true;
+    controller.abort(new AbortError('The time to wait for the task is up.'));
+  }, ms);
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    expired: () => expired,
+    release: () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/**
+ * One status request, given at most `ms`: the signal it receives is aborted when the time is up,
+ * and its promise is not awaited beyond that (for a `getStatus` that ignores its signal).
+ */
+async function statusWithin(
+  taskId: string,
+  getStatus: (taskId: string, signal: AbortSignal | undefined) => Promise<unknown>,
+  ms: number,
+  signal: AbortSignal | undefined,
+  timedOut: (cause: unknown) => RtTranslateError,
+): Promise<unknown> {
+  const limit = budget(ms, signal);
+  try {
+    const request = getStatus(taskId, limit.signal);
+    const deadline = new Promise<never>((_, reject) => {
+      limit.signal.addEventListener('abort', () => reject(limit.signal.reason), { once: true });
+    });
+    request.catch(() => undefined);
+    deadline.catch(() => undefined);
+    return await Promise.race([request, deadline]);
+  } catch (error) {
+    if (limit.expired() && !signal?.aborted) throw timedOut(error);
+    if (signal?.aborted && !(error instanceof RtTranslateError)) throw new AbortError('Waiting for the task was aborted.', { cause: error });
+    throw error;
+  } finally {
+    limit.release();
+  }
+}
+
+/**
  * Polls `getStatus` until the task is final. Resolves with its `run_id` on SUCCESS; rejects with
- * the typed error of any other outcome, `TaskWaitTimeoutError` after `maxWaitMs`, or
- * `AbortError` when `signal` aborts (the wait between polls ends at once).
+ * the typed error of any other outcome, `TaskWaitTimeoutError` once `maxWaitMs` has passed (a
+ * status request still running then is aborted), or `AbortError` when `signal` aborts (the wait
+ * between polls ends at once).
  */
 export async function waitForTask(
   taskId: string,
@@ -185,12 +246,16 @@ export async function waitForTask(
   const start = Date.now();
   let interval = polling.initialIntervalMs;
   let lastStatus = 'PENDING';
+  const timedOut = (cause?: unknown): TaskWaitTimeoutError =>
+    new TaskWaitTimeoutError(taskId, lastStatus, polling.maxWaitMs, cause === undefined ? {} : { cause });
   for (let poll = 1; ; poll++) {
-    const elapsed = Date.now() - start;
-    const remaining = polling.maxWaitMs - elapsed;
-    if (remaining <= 0) throw new TaskWaitTimeoutError(taskId, lastStatus, polling.maxWaitMs);
+    const remaining = polling.maxWaitMs - (Date.now() - start);
+    if (remaining <= 0) throw timedOut();
     await sleep(Math.min(interval, remaining), signal);
-    const response = parseTaskStatus(taskId, await getStatus(taskId, signal));
+    const left = polling.maxWaitMs - (Date.now() - start);
+    // A poll with no time left could not finish within maxWaitMs.
+    if (left <= 0) throw timedOut();
+    const response = parseTaskStatus(taskId, await statusWithin(taskId, getStatus, left, signal, timedOut));
     lastStatus = response.status;
     const final = response.status !== 'PENDING';
     const next = Math.min(polling.maxIntervalMs, Math.round(interval * polling.factor));

@@ -1,14 +1,54 @@
 /**
  * Audio for the emulator's HTTP answers: the output formats of `POST /tts-stream` made from
- * synthesized PCM16 (wav, flac, pcm_s16/s32/f32 in both byte orders), a small cache so a repeated
- * text is synthesized once, and a sniffer for uploaded audio.
+ * synthesized PCM16 (wav, flac, pcm_s16/s32/f32 in both byte orders, and mp3 encoded piece by
+ * piece as it streams), a small cache so a repeated text is synthesized once, and a sniffer for
+ * uploaded audio.
+ *
+ * MP3 comes from LAME compiled to WebAssembly (`wasm-media-encoders`: no native build, no
+ * process-wide handlers), loaded on the first mp3 request only. ADTS (AAC) is not produced:
+ * that package has no AAC encoder, and an AAC one would be a second, larger dependency, so the
+ * emulator answers 422 for it.
  */
 import { encodeFlac } from '../../audio/flac-encoder.js';
 import { synthesizeSpeechPcm } from '../synth.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../../http/validation.js';
 
-/** Formats the emulator can stream; mp3 and adts need an encoder it does not have. */
-export const EMULATED_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter((format) => format !== 'mp3' && format !== 'adts');
+/** Formats the emulator can stream; adts (AAC) needs an encoder it does not have. */
+export const EMULATED_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter((format) => format !== 'adts');
+
+/** The sample rates an MP3 stream can carry (MPEG-1, MPEG-2 and MPEG-2.5 layer III). */
+export const MP3_SAMPLE_RATES: readonly number[] = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000];
+
+/** Constant bit rate of the emulator's MP3, kbit/s: plenty for synthesized speech. */
+const MP3_BITRATE = 64;
+
+/**
+ * Encodes PCM16 LE mono to MP3 piece by piece: each `encode` returns the MP3 frames completed so
+ * far (possibly none), `finish` the rest. The bytes returned are copies the caller may keep.
+ */
+export interface Mp3PieceEncoder {
+  encode(pcm16le: Buffer): Buffer;
+  finish(): Buffer;
+}
+
+/** A fresh MP3 encoder for `sampleRate` (one of `MP3_SAMPLE_RATES`). */
+export async function createMp3PieceEncoder(sampleRate: number): Promise<Mp3PieceEncoder> {
+  if (!MP3_SAMPLE_RATES.includes(sampleRate)) throw new RangeError(`MP3 cannot carry ${sampleRate} Hz.`);
+  const { createMp3Encoder } = await import('wasm-media-encoders');
+  const encoder = await createMp3Encoder();
+  encoder.configure({ sampleRate, channels: 1, bitrate: MP3_BITRATE });
+  return {
+    encode(pcm16le) {
+      const samples = new Float32Array(pcm16le.length >> 1);
+      for (let i = 0; i < samples.length; i++) samples[i] = pcm16le.readInt16LE(i * 2) / 32768;
+      // The encoder's answer is a view of its memory, overwritten by the next call: copy it.
+      return Buffer.from(encoder.encode([samples]));
+    },
+    finish() {
+      return Buffer.from(encoder.finalize());
+    },
+  };
+}
 
 /** A RIFF/WAVE header for `dataBytes` of PCM. */
 export function wavHeader(dataBytes: number, sampleRate: number, channels: number, bitsPerSample: number): Buffer {
@@ -64,7 +104,8 @@ export function encodeAs(pcm16le: Buffer, format: OutputFormat, sampleRate: numb
       return { bytes: out, contentType: pcmType(format.slice(4)) };
     }
     default:
-      throw new Error(`The emulator cannot produce ${format}.`);
+      // mp3 is encoded as it streams (createMp3PieceEncoder); adts is not emulated.
+      throw new Error(`The emulator cannot produce ${format} in one piece.`);
   }
 }
 

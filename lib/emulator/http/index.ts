@@ -17,10 +17,11 @@
  *   `urlTtlS` (403 afterwards). The translated flow answers `{audio_url}`, the legacy flow
  *   `{output_url}` (both forms seen from the real service).
  * - The "translation" of text T into L is `[L] T`.
- * - `/tts-stream` streams wav, flac and pcm_* progressively (chunks of `ttsStreamChunkMs` of
- *   audio, `ttsStreamDelayMs` apart, ending mid-sample as the real service's do), with
- *   `X-Credits-Required` = characters of text. mp3 and adts (and no format, whose default is
- *   mp3) answer 422 "not supported by the emulator".
+ * - `/tts-stream` streams wav, flac, pcm_* and mp3 progressively (chunks of `ttsStreamChunkMs`
+ *   of audio, `ttsStreamDelayMs` apart, PCM chunks ending mid-sample as the real service's do),
+ *   with `X-Credits-Required` = characters of text. No format means mp3, the service's default
+ *   (LAME compiled to WebAssembly, 64 kbit/s CBR; the sample rate must be one MP3 carries).
+ *   adts answers 422 "not supported by the emulator": there is no AAC encoder to make it.
  * - Languages: any well-formed locale tag; numeric ids: any positive integer.
  * - `media_url` must be an absolute http(s) URL; it is never fetched.
  * - `POST /audio-separation`: multipart/form-data with one audio file part (any field name;

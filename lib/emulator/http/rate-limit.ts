@@ -1,7 +1,8 @@
 /**
- * Per-key rate limiting for the emulator: a token bucket per API key holding `perSecond`
- * tokens and refilled at `perSecond` tokens a second. A request takes one token; with none
- * left it is refused with the wait until the next token.
+ * Per-key rate limiting for the emulator: a token bucket per API key refilled at `perSecond`
+ * tokens a second, holding at most `max(1, perSecond)` tokens (so a rate below 1 still lets one
+ * request through, then one every `1 / perSecond` seconds). A request takes one token; with
+ * none left it is refused with the wait until the next token.
  */
 
 export interface RateDecision {
@@ -16,12 +17,13 @@ export interface RateLimiter {
 }
 
 export function createRateLimiter(perSecond: number, now: () => number): RateLimiter {
+  const capacity = Math.max(1, perSecond);
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
     take(key) {
       const t = now();
-      const bucket = buckets.get(key) ?? { tokens: perSecond, at: t };
-      bucket.tokens = Math.min(perSecond, bucket.tokens + ((t - bucket.at) / 1000) * perSecond);
+      const bucket = buckets.get(key) ?? { tokens: capacity, at: t };
+      bucket.tokens = Math.min(capacity, bucket.tokens + ((t - bucket.at) / 1000) * perSecond);
       bucket.at = t;
       buckets.set(key, bucket);
       if (bucket.tokens >= 1) {

@@ -17,7 +17,7 @@ import {
   type Check,
   type OutputFormat,
 } from '../../http/validation.js';
-import { EMULATED_FORMATS, PcmCache, encodeAs, sniffAudio } from './audio.js';
+import { EMULATED_FORMATS, MP3_SAMPLE_RATES, PcmCache, createMp3PieceEncoder, encodeAs, sniffAudio, type Mp3PieceEncoder } from './audio.js';
 import { MultipartError, multipartBoundary, parseMultipart } from './multipart.js';
 import {
   BodyTooLargeError,
@@ -106,9 +106,24 @@ function intParam(r: RouteRequest, index: number, name: string): number | undefi
   return value;
 }
 
+/** A percent-encoded path segment decoded, or undefined when its encoding is malformed. */
+function decodeSegment(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The task named in the path, if it exists and belongs to the key (else 404/403 answered). */
 function ownedTask(ctx: RouteContext, r: RouteRequest, kind: TaskKind): EmulatedTask | undefined {
-  const id = decodeURIComponent(r.params[0] ?? '');
+  const raw = r.params[0] ?? '';
+  const id = decodeSegment(raw);
+  if (id === undefined) {
+    // No task has an id that is not valid percent-encoding: unknown, like any other id.
+    sendError(r.res, 404, `No ${kind} task ${raw} (the task id is not valid percent-encoding).`);
+    return undefined;
+  }
   const task = ctx.tasks.task(id);
   if (!task || task.kind !== kind) {
     sendError(r.res, 404, `No ${kind} task ${id}.`);
@@ -188,6 +203,31 @@ async function streamBytes(ctx: RouteContext, res: ServerResponse, bytes: Buffer
     if (delayMs > 0 && offset + chunk < bytes.length) await ctx.sleep(delayMs, res);
     if (res.destroyed) return;
   }
+  res.end();
+}
+
+/**
+ * Streams `pcm` (PCM16 LE mono) as MP3: `chunkMs` of audio encoded at a time, each piece written
+ * as soon as the encoder completes frames, `delayMs` apart; stops if the client goes.
+ */
+async function streamMp3(
+  ctx: RouteContext,
+  res: ServerResponse,
+  encoder: Mp3PieceEncoder,
+  pcm: Buffer,
+  rate: number,
+  chunkMs: number,
+  delayMs: number,
+): Promise<void> {
+  const step = Math.max(2, Math.round((rate * chunkMs) / 1000) * 2);
+  for (let offset = 0; offset < pcm.length; offset += step) {
+    const piece = encoder.encode(pcm.subarray(offset, offset + step));
+    if (piece.length > 0 && !(await writeWithBackpressure(res, piece))) return;
+    if (delayMs > 0 && offset + step < pcm.length) await ctx.sleep(delayMs, res);
+    if (res.destroyed) return;
+  }
+  const last = encoder.finish();
+  if (last.length > 0 && !(await writeWithBackpressure(res, last))) return;
   res.end();
 }
 
@@ -344,10 +384,28 @@ const ttsStream: Handler = async (ctx, r) => {
     ]);
     return;
   }
+  if (format === 'mp3' && !MP3_SAMPLE_RATES.includes(rate)) {
+    sendDetail(r.res, [
+      {
+        loc: ['body', 'output_configuration', 'sample_rate'],
+        msg: `Value error, mp3 carries one of ${MP3_SAMPLE_RATES.join(', ')} Hz`,
+        type: 'value_error',
+      },
+    ]);
+    return;
+  }
   const text = String(body.text);
   const durationMs = config.duration === undefined ? undefined : Math.min(600_000, config.duration * 1000);
+  const credits = String([...text].length);
+  if (format === 'mp3') {
+    const pcm = ctx.pcm.get(text, rate, durationMs);
+    const encoder = await createMp3PieceEncoder(rate);
+    r.res.writeHead(200, { 'content-type': 'audio/mpeg', 'x-credits-required': credits });
+    await streamMp3(ctx, r.res, encoder, pcm, rate, ctx.streamChunkMs, ctx.streamDelayMs);
+    return;
+  }
   const { bytes, contentType } = encodeAs(ctx.pcm.get(text, rate, durationMs), format, rate);
-  r.res.writeHead(200, { 'content-type': contentType, 'x-credits-required': String([...text].length) });
+  r.res.writeHead(200, { 'content-type': contentType, 'x-credits-required': credits });
   // Chunks deliberately end mid-sample (the real service does), to exercise re-alignment.
   const bytesPerSecond = format === 'pcm_s16le' || format === 'pcm_s16be' || format === 'wav' || format === 'flac' ? rate * 2 : rate * 4;
   const chunk = Math.max(1, Math.round((bytesPerSecond * ctx.streamChunkMs) / 1000)) | 1;
