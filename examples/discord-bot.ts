@@ -24,11 +24,51 @@
  * RT_TRANSLATE_REALTIME_URL / RT_TRANSLATE_API_KEY at it: the bot then plays each utterance
  * back as it was heard.
  *
+ * One speaker is translated at a time (`SpeakerSlot`): when that translation ends or fails
+ * (the service closed the session, a network error), the slot is freed and the receiver's
+ * subscription released, and the next person who speaks is translated.
+ *
  * discord.js and @discordjs/voice are loaded with a dynamic import, so this file type-checks
  * and builds without them; the few of their types it uses are declared below.
  */
 import type { Readable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import { translateSpeaker, type SpeakerTranslation } from '../lib/index.js';
+
+/** A translation path and the packet stream feeding it (a receiver subscription). */
+export interface SpeakerPath {
+  path: Pick<SpeakerTranslation, 'done'>;
+  packets: Readable;
+}
+
+/**
+ * The one speaker being translated. `take()` starts a path only while the slot is free; the
+ * slot is freed as soon as that path's `done` settles (ended or failed), and its packet stream
+ * is destroyed then, so that the receiver drops the subscription and a later `subscribe()`
+ * gets a fresh one.
+ */
+export class SpeakerSlot<T extends SpeakerPath = SpeakerPath> {
+  #active: { speaker: string; entry: T } | undefined;
+
+  /** The speaker being translated and their path, or undefined when the slot is free. */
+  get active(): { speaker: string; entry: T } | undefined {
+    return this.#active;
+  }
+
+  /** Calls `open()` and holds its path for `speaker` when the slot is free; else returns undefined. */
+  take(speaker: string, open: () => T): T | undefined {
+    if (this.#active !== undefined) return undefined;
+    const entry = open();
+    const active = { speaker, entry };
+    this.#active = active;
+    const release = () => {
+      if (this.#active === active) this.#active = undefined;
+      if (!entry.packets.destroyed) entry.packets.destroy();
+    };
+    entry.path.done.then(release, release);
+    return entry;
+  }
+}
 
 // --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
 
@@ -101,79 +141,104 @@ function env(name: string, fallback?: string): string {
 
 // --- the bot --------------------------------------------------------------------------------------
 
-const token = env('DISCORD_TOKEN');
-const channelId = env('DISCORD_CHANNEL_ID');
-const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
-const from = env('TRANSLATE_FROM', 'en-us');
-const to = env('TRANSLATE_TO', 'es-es');
+/** Runs the bot from the environment (see the comment at the top). */
+async function main(): Promise<void> {
+  const token = env('DISCORD_TOKEN');
+  const channelId = env('DISCORD_CHANNEL_ID');
+  const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
+  const from = env('TRANSLATE_FROM', 'en-us');
+  const to = env('TRANSLATE_TO', 'es-es');
 
-const discord = await load<DiscordJs>('discord.js');
-const voice = await load<DiscordVoice>('@discordjs/voice');
+  const discord = await load<DiscordJs>('discord.js');
+  const voice = await load<DiscordVoice>('@discordjs/voice');
 
-const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
-const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));
-await client.login(token);
-await ready;
-console.log(`logged in as ${client.user?.tag}`);
+  const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
+  const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));
+  await client.login(token);
+  await ready;
+  console.log(`logged in as ${client.user?.tag}`);
 
-const channel = await client.channels.fetch(channelId);
-if (!channel || !channel.isVoiceBased()) {
-  console.error(`${channelId} is not a voice channel this bot can see.`);
-  await client.destroy();
-  process.exit(2);
+  const channel = await client.channels.fetch(channelId);
+  if (!channel || !channel.isVoiceBased()) {
+    console.error(`${channelId} is not a voice channel this bot can see.`);
+    await client.destroy();
+    process.exit(2);
+  }
+
+  const connection = voice.joinVoiceChannel({
+    channelId: channel.id,
+    guildId: channel.guild.id,
+    adapterCreator: channel.guild.voiceAdapterCreator,
+    selfDeaf: false,
+    selfMute: false,
+  });
+  await voice.entersState(connection, voice.VoiceConnectionStatus.Ready, 30_000);
+  console.log(`joined #${channel.name}; waiting for ${wantedSpeaker ?? 'someone'} to speak`);
+
+  // The player reads one packet every 20 ms. Between translations there is nothing to read: play
+  // silence meanwhile instead of stopping after 5 missed frames.
+  const player = voice.createAudioPlayer({ behaviors: { maxMissedFrames: Infinity, noSubscriber: voice.NoSubscriberBehavior.Play } });
+  player.on('error', (err) => console.error(`player: ${err.message}`));
+  connection.subscribe(player);
+
+  const slot = new SpeakerSlot<{ path: SpeakerTranslation; packets: Readable }>();
+  let stopping = false;
+
+  connection.receiver.speaking.on('start', (userId) => {
+    if (stopping || slot.active || userId === client.user?.id) return;
+    if (wantedSpeaker && userId !== wantedSpeaker) return;
+    // One subscription for the whole session: the receive adapter fills the silences the receiver
+    // leaves out, so the service hears the pauses and ends each utterance on time.
+    let taken: { path: SpeakerTranslation; packets: Readable } | undefined;
+    try {
+      taken = slot.take(userId, () => {
+        const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
+        try {
+          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus' }), packets };
+        } catch (err) {
+          packets.destroy();
+          throw err;
+        }
+      });
+    } catch (err) {
+      console.error(`cannot translate <@${userId}>: ${(err as Error).message}`);
+      return;
+    }
+    if (taken === undefined) return;
+    const { path } = taken;
+    console.log(`translating <@${userId}> ${from} -> ${to} (Opus backend: ${path.receiver.opusBackend})`);
+
+    path.translator.on('transcript', (text) => console.log(`heard:      ${text}`));
+    path.translator.on('text.done', (text) => console.log(`translated: ${text}`));
+    path.translator.on('warning', (w) => console.warn(`service warning: ${w.message}`));
+    path.receiver.on('warning', (w) => console.warn(`receiver: ${w.message}`));
+    player.play(voice.createAudioResource(path.playback, { inputType: voice.StreamType.Opus }));
+
+    path.done.then(
+      () => console.log('translation ended; waiting for the next speaker'),
+      (err: Error) => console.error(`translation failed: ${err.message}; waiting for the next speaker`),
+    );
+  });
+
+  process.on('SIGINT', () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    console.log('stopping: finishing the last translation (Ctrl+C again to quit at once)');
+    // Ending the packets lets the translator finish the utterance in progress; then leave.
+    const active = slot.active?.entry;
+    active?.packets.push(null);
+    const finished = active ? active.path.done.catch(() => undefined) : Promise.resolve();
+    void finished.then(async () => {
+      player.stop(true);
+      connection.destroy();
+      await client.destroy();
+    });
+  });
 }
 
-const connection = voice.joinVoiceChannel({
-  channelId: channel.id,
-  guildId: channel.guild.id,
-  adapterCreator: channel.guild.voiceAdapterCreator,
-  selfDeaf: false,
-  selfMute: false,
-});
-await voice.entersState(connection, voice.VoiceConnectionStatus.Ready, 30_000);
-console.log(`joined #${channel.name}; waiting for ${wantedSpeaker ?? 'someone'} to speak`);
-
-// The player reads one packet every 20 ms. Between translations there is nothing to read: play
-// silence meanwhile instead of stopping after 5 missed frames.
-const player = voice.createAudioPlayer({ behaviors: { maxMissedFrames: Infinity, noSubscriber: voice.NoSubscriberBehavior.Play } });
-player.on('error', (err) => console.error(`player: ${err.message}`));
-connection.subscribe(player);
-
-let active: { speaker: string; path: SpeakerTranslation; packets: Readable } | undefined;
-
-connection.receiver.speaking.on('start', (userId) => {
-  if (active || userId === client.user?.id) return;
-  if (wantedSpeaker && userId !== wantedSpeaker) return;
-  // One subscription for the whole session: the receive adapter fills the silences the receiver
-  // leaves out, so the service hears the pauses and ends each utterance on time.
-  const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
-  const path = translateSpeaker({ opusPackets: packets, from, to, output: 'opus' });
-  active = { speaker: userId, path, packets };
-  console.log(`translating <@${userId}> ${from} -> ${to} (Opus backend: ${path.receiver.opusBackend})`);
-
-  path.translator.on('transcript', (text) => console.log(`heard:      ${text}`));
-  path.translator.on('text.done', (text) => console.log(`translated: ${text}`));
-  path.translator.on('warning', (w) => console.warn(`service warning: ${w.message}`));
-  path.receiver.on('warning', (w) => console.warn(`receiver: ${w.message}`));
-  player.play(voice.createAudioResource(path.playback, { inputType: voice.StreamType.Opus }));
-
-  path.done.then(
-    () => console.log('translation ended'),
-    (err: Error) => console.error(`translation failed: ${err.message}`),
-  );
-});
-
-let stopping = false;
-process.on('SIGINT', () => {
-  if (stopping) process.exit(1);
-  stopping = true;
-  console.log('stopping: finishing the last translation (Ctrl+C again to quit at once)');
-  // Ending the packets lets the translator finish the utterance in progress; then leave.
-  active?.packets.push(null);
-  const finished = active ? active.path.done.catch(() => undefined) : Promise.resolve();
-  void finished.then(async () => {
-    player.stop(true);
-    connection.destroy();
-    await client.destroy();
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: Error) => {
+    console.error(error.message);
+    process.exitCode = 1;
   });
-});
+}

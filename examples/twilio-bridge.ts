@@ -18,16 +18,32 @@
  * 3. Call the number and speak: each utterance comes back translated; speaking over a
  *    translation interrupts it (the bridge sends `clear`).
  *
+ * Who may connect: every call runs a realtime session on your service account, so the server
+ * must not translate for anyone who finds it.
+ * - It listens on 127.0.0.1 by default: the tunnel or reverse proxy that terminates TLS for
+ *   Twilio runs on the same machine and forwards to it. Set `HOST=0.0.0.0` (or another address)
+ *   only when the proxy is elsewhere.
+ * - With `TWILIO_AUTH_TOKEN` set, every request must carry a valid `X-Twilio-Signature`, as
+ *   Twilio signs them: base64 of HMAC-SHA1, keyed with the account's auth token, of the full URL
+ *   Twilio requested followed by the POST parameters sorted by name (each name then its value).
+ *   The URL is `https://PUBLIC_HOST/twiml...` for the TwiML webhook and
+ *   `wss://PUBLIC_HOST/twilio/media...` (no parameters) for the Media Stream's WebSocket
+ *   handshake. A request without a valid signature gets 403 and no session. Without the token
+ *   nothing is checked (a warning says so when the server listens beyond loopback).
+ *
  * Environment:
- * - `PORT` (default 8080), `HOST` (default 0.0.0.0), `STREAM_PATH` (default `/twilio/media`),
- *   `PUBLIC_HOST` (host name for the TwiML's `wss://` URL; default: the request's Host header).
+ * - `PORT` (default 8080), `HOST` (default 127.0.0.1; see above), `STREAM_PATH` (default
+ *   `/twilio/media`), `PUBLIC_HOST` (host name Twilio uses: the TwiML's `wss://` URL and the
+ *   signed URLs; default: the request's Host header).
+ * - `TWILIO_AUTH_TOKEN`: the account's auth token, to verify `X-Twilio-Signature`.
  * - `TRANSLATE_FROM` (default `en-us`), `TRANSLATE_TO` (default `es-es`).
  * - `PACING`: `burst` (default, Twilio buffers the audio) or `realtime` (20 ms pacing here).
  * - `RT_TRANSLATE_REALTIME_URL` and `RT_TRANSLATE_API_KEY`: the realtime service. Without a
  *   realtime URL the embedded emulator is started and used (it answers each utterance with the
  *   caller's own audio, so the whole path can be tried without an account).
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -49,8 +65,13 @@ export interface TwilioBridgeServerOptions {
   port?: number;
   /** Path of the Media Streams WebSocket. Default `/twilio/media`. */
   path?: string;
-  /** Host name put in the TwiML's `wss://` URL. Default: the request's Host header. */
+  /** Host name Twilio uses (the TwiML's `wss://` URL, the signed URLs). Default: the request's Host header. */
   publicHost?: string;
+  /**
+   * The Twilio account's auth token: every request must then carry a valid `X-Twilio-Signature`
+   * (see `twilioSignature`), else it is answered 403. Default: none, nothing is checked.
+   */
+  authToken?: string;
   /** Each call's bridge options (translation and realtime service), or a function of the request. */
   bridge: TwilioMediaBridgeOptions | ((request: IncomingMessage) => TwilioMediaBridgeOptions);
   /** Called for each call as it starts (logs, events, tests). */
@@ -63,6 +84,45 @@ export interface RunningTwilioBridgeServer {
   readonly port: number;
   /** Ends every call at once and stops listening. */
   close(): Promise<void>;
+}
+
+/**
+ * Twilio's request signature: base64 of HMAC-SHA1 keyed with the auth token, over `url` (the
+ * full URL Twilio requested, query included) followed by every POST parameter sorted by name
+ * (and by value for a repeated name), each written as its name then its value.
+ */
+export function twilioSignature(authToken: string, url: string, params: Iterable<readonly [string, string]> = []): string {
+  const sorted = [...params].sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
+  const hmac = createHmac('sha1', authToken).update(url);
+  for (const [name, value] of sorted) hmac.update(name + value);
+  return hmac.digest('base64');
+}
+
+/** True when `signature` (the `X-Twilio-Signature` header) is Twilio's for this request. */
+export function isTwilioSignatureValid(
+  authToken: string,
+  signature: string | string[] | undefined,
+  url: string,
+  params: Iterable<readonly [string, string]> = [],
+): boolean {
+  if (typeof signature !== 'string') return false;
+  const expected = Buffer.from(twilioSignature(authToken, url, params));
+  const got = Buffer.from(signature);
+  return got.length === expected.length && timingSafeEqual(got, expected);
+}
+
+/** Bytes of a webhook body read to check its signature (Twilio's are a few KiB). */
+const MAX_WEBHOOK_BODY = 64 * 1024;
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of req) {
+    length += (chunk as Buffer).length;
+    if (length > MAX_WEBHOOK_BODY) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
 function twiml(streamUrl: string): string {
@@ -78,13 +138,29 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
   // Twilio's messages are small (a 20 ms media message is about 400 bytes).
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
 
+  const authToken = options.authToken;
+  /** The URL Twilio requested (what it signed), behind a proxy that terminates TLS. */
+  const publicUrl = (req: IncomingMessage, scheme: 'https' | 'wss') => `${scheme}://${options.publicHost ?? req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+
+  const answerTwiml = async (req: IncomingMessage, res: ServerResponse) => {
+    const form = req.method === 'POST' ? await readForm(req) : (req.resume(), new URLSearchParams());
+    if (authToken !== undefined) {
+      const valid = form !== undefined && isTwilioSignatureValid(authToken, req.headers['x-twilio-signature'], publicUrl(req, 'https'), form);
+      if (!valid) {
+        res.writeHead(403, { 'content-type': 'text/plain' });
+        res.end('Forbidden: no valid X-Twilio-Signature\n');
+        return;
+      }
+    }
+    const publicHost = options.publicHost ?? req.headers.host ?? `localhost`;
+    res.writeHead(200, { 'content-type': 'text/xml' });
+    res.end(twiml(`wss://${publicHost}${path}`));
+  };
+
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://bridge');
     if (url.pathname === '/twiml' && (req.method === 'GET' || req.method === 'POST')) {
-      req.resume();
-      const publicHost = options.publicHost ?? req.headers.host ?? `localhost`;
-      res.writeHead(200, { 'content-type': 'text/xml' });
-      res.end(twiml(`wss://${publicHost}${path}`));
+      answerTwiml(req, res).catch(() => res.destroy());
       return;
     }
     req.resume();
@@ -96,6 +172,11 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
     const url = new URL(req.url ?? '/', 'http://bridge');
     if (url.pathname !== path) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    // The handshake is signed with the wss:// URL and no parameters.
+    if (authToken !== undefined && !isTwilioSignatureValid(authToken, req.headers['x-twilio-signature'], publicUrl(req, 'wss'))) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
@@ -159,8 +240,14 @@ async function main(): Promise<void> {
     console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
   }
   const pacing = env.PACING === 'realtime' ? 'realtime' : 'burst';
+  const host = env.HOST ?? '127.0.0.1';
+  const authToken = env.TWILIO_AUTH_TOKEN || undefined;
+  if (authToken === undefined && !['127.0.0.1', '::1', 'localhost'].includes(host)) {
+    console.warn(`warning: listening on ${host} without TWILIO_AUTH_TOKEN: anyone who reaches this port can run sessions on your account`);
+  }
   const server = await startTwilioBridgeServer({
-    host: env.HOST ?? '0.0.0.0',
+    host,
+    ...(authToken ? { authToken } : {}),
     port: Number(env.PORT ?? 8080),
     path: env.STREAM_PATH ?? '/twilio/media',
     ...(env.PUBLIC_HOST ? { publicHost: env.PUBLIC_HOST } : {}),

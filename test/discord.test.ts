@@ -24,6 +24,7 @@ import {
   loadOpusBackend,
   type OpusBackend,
 } from '../lib/audio/opus.js';
+import { SpeakerSlot } from '../examples/discord-bot.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { collector, runChunked } from './helpers/streams.js';
@@ -286,6 +287,21 @@ describe.each(BACKENDS)('DiscordReceiveAdapter (%s)', (backend) => {
     expect(r.pcm.equals(await reference(timeline(list, sent, cap), backend))).toBe(true);
     expect(r.gaps).toEqual(runs.map((n) => ({ mode: 'clock', durationMs: Math.min(n, cap) * 20, capped: n > cap })));
     expect(r.adapter.stats.cappedGaps).toBe(runs.filter((n) => n > cap).length);
+  });
+
+  it('maxGapMs 0 (filling off): no silence, no gap event, no gap counted, in clock, timestamp and sequence modes', async () => {
+    const clock = await feedWithClock(
+      { opusBackend: backend, toleranceMs: 10, maxGapMs: 0 },
+      sent.map((i) => ({ packet: list[i]!, at: i * 20 + jitter(i) })),
+    );
+    const stamped = await feedObjects({ opusBackend: backend, maxGapMs: 0 }, sent.map((i) => ({ packet: list[i]!, timestamp: i * 960 })));
+    const numbered = await feedObjects({ opusBackend: backend, maxGapMs: 0 }, sent.map((i) => ({ packet: list[i]!, sequence: i })));
+    const backToBack = await reference(sent.map((i) => list[i]!), backend);
+    for (const r of [clock, stamped, numbered]) {
+      expect(r.gaps).toEqual([]);
+      expect(r.adapter.stats).toMatchObject({ gaps: 0, cappedGaps: 0, silenceSamples: 0, packets: sent.length });
+      expect(r.pcm.equals(backToBack)).toBe(true);
+    }
   });
 
   it('clock mode: lateness within the tolerance inserts nothing', async () => {
@@ -604,6 +620,45 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
     const m = compareSignals(int16(expected.frames), int16(decoded), 800, 96_000);
     expect(m.lag).toBe(624);
     expect(m.snrDb).toBeGreaterThan(20);
+  });
+
+  it('the example bot frees its speaker slot when a translation ends or fails: the next speaker is translated', async () => {
+    emulator = await startEmulator({ apiKeys: [KEY] });
+    const realtimeUrl = emulator.realtimeUrl;
+    const short = items().slice(0, 60);
+    const open = (apiKey: string) => () => {
+      const packets = Readable.from(short);
+      const path = translateSpeaker({ opusPackets: packets, from: 'en-us', to: 'es-es', apiKey, realtimeUrl, quietPeriodMs: 200, opusBackend: backend });
+      path.playback.on('error', () => undefined);
+      path.playback.resume();
+      return { path, packets };
+    };
+    const slot = new SpeakerSlot();
+    const first = slot.take('alice', open(KEY))!;
+    expect(slot.active?.speaker).toBe('alice');
+    let opened = false;
+    expect(
+      slot.take('bob', () => {
+        opened = true;
+        return open(KEY)();
+      }),
+    ).toBeUndefined();
+    expect(opened).toBe(false);
+    await first.path.done;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(slot.active).toBeUndefined();
+
+    // A failing translation (a key the service refuses) frees the slot too, and releases its packets.
+    const failing = slot.take('bob', open('refused-key-0123456789'))!;
+    expect(slot.active?.speaker).toBe('bob');
+    await expect(failing.path.done).rejects.toBeInstanceOf(RtTranslateError);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(slot.active).toBeUndefined();
+    expect(failing.packets.destroyed).toBe(true);
+
+    const third = slot.take('carol', open(KEY))!;
+    expect(slot.active?.speaker).toBe('carol');
+    await third.path.done;
   });
 
   it('a failing session rejects done and destroys playback with the same typed error', async () => {

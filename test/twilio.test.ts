@@ -16,6 +16,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
+import { createHmac } from 'node:crypto';
+import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws';
@@ -30,6 +32,7 @@ import {
   SpeechOnsetDetector,
   TwilioMediaBridge,
   TWILIO_FRAME_BYTES,
+  bridgeTwilioSocket,
   checkTwilioMediaFormat,
   parseTwilioMessage,
   twilioClearMessage,
@@ -37,7 +40,13 @@ import {
   twilioMediaMessage,
   type TwilioMediaBridgeOptions,
 } from '../lib/integrations/twilio.js';
-import { startTwilioBridgeServer, type RunningTwilioBridgeServer, type TwilioCall } from '../examples/twilio-bridge.js';
+import {
+  isTwilioSignatureValid,
+  startTwilioBridgeServer,
+  twilioSignature,
+  type RunningTwilioBridgeServer,
+  type TwilioCall,
+} from '../examples/twilio-bridge.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
@@ -149,8 +158,8 @@ class FakeTwilio {
     this.closed = new Promise((resolve) => ws.once('close', (code) => resolve(code)));
   }
 
-  static async connect(url: string): Promise<FakeTwilio> {
-    const ws = new WebSocket(url);
+  static async connect(url: string, headers?: Record<string, string>): Promise<FakeTwilio> {
+    const ws = new WebSocket(url, headers ? { headers } : {});
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
@@ -389,6 +398,43 @@ describe('TwilioMediaBridge as a Duplex', () => {
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     }
   });
+  it('bridgeTwilioSocket removes every listener it added once the call is over, finished or failed', async () => {
+    const emulator = await startEmulator({ port: 0, apiKeys: [KEY], latencyMs: 0 });
+    emulators.push(emulator);
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await once(wss, 'listening');
+    const events = ['message', 'close', 'error'] as const;
+    const calls: Array<{ ws: WebSocket; bridge: TwilioMediaBridge; before: number[]; done: Promise<void> }> = [];
+    wss.on('connection', (ws) => {
+      const before = events.map((e) => ws.listenerCount(e));
+      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200 });
+      const done = bridgeTwilioSocket(ws, bridge);
+      done.catch(() => undefined);
+      calls.push({ ws, bridge, before, done });
+    });
+    try {
+      const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+      const good = await FakeTwilio.connect(url);
+      clients.push(good);
+      for (const message of callMessages(20)) good.send(message);
+      expect(await good.closed).toBe(1000);
+      const bad = await FakeTwilio.connect(url);
+      clients.push(bad);
+      bad.open({ encoding: 'audio/x-alaw', sampleRate: 8000, channels: 1 });
+      expect(await bad.closed).toBe(1011);
+      await calls[0]!.done;
+      await expect(calls[1]!.done).rejects.toBeInstanceOf(ValidationError);
+      for (const { ws, bridge, before } of calls) {
+        if (ws.readyState !== ws.CLOSED) await once(ws, 'close');
+        expect(events.map((e) => ws.listenerCount(e))).toEqual(before);
+        expect(bridge.listenerCount('error')).toBe(0);
+        expect(['data', 'end', 'drain', 'close'].map((e) => bridge.listenerCount(e))).toEqual([0, 0, 0, 0]);
+      }
+    } finally {
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    }
+  });
+
   it('destroy() mid-call ends the realtime session and closes every socket', async () => {
     const emulator = await startEmulator({ port: 0, apiKeys: [KEY], latencyMs: 0 });
     emulators.push(emulator);
@@ -507,15 +553,20 @@ describe('inbound timeline and validation', () => {
     twilio.media(0, 11);
     // The next frame is stamped 1000 ms after its due time (220 ms): 1000 ms are missing.
     twilio.send({ event: 'media', media: { track: 'inbound', chunk: '12', timestamp: '1220', payload: silent.toString('base64') }, streamSid: STREAM_SID });
+    // Five more frames on the new clock: on time, nothing more filled or cut.
+    for (let k = 1; k <= 5; k++) {
+      const media = { track: 'inbound', chunk: String(12 + k), timestamp: String(1220 + 20 * k), payload: silent.toString('base64') };
+      twilio.send({ event: 'media', media, streamSid: STREAM_SID });
+    }
     twilio.stop();
     expect(await twilio.closed).toBe(1000);
     await calls[0]!.done;
     const { stats, translator } = calls[0]!.bridge;
     expect(stats.insertedSilenceMs).toBe(200);
     expect(stats.cutGapMs).toBe(800);
-    expect(stats.receivedMs).toBe(240);
-    // 12 frames and 200 ms of silence at 8 kHz, x3 samples at 24 kHz, 2 bytes each, plus the end padding.
-    expect(translator.stats.bytesSent).toBe((12 * 160 + 1600) * 3 * 2 + END_PADDING_BYTES);
+    expect(stats.receivedMs).toBe(340);
+    // 17 frames and 200 ms of silence at 8 kHz, x3 samples at 24 kHz, 2 bytes each, plus the end padding.
+    expect(translator.stats.bytesSent).toBe((17 * 160 + 1600) * 3 * 2 + END_PADDING_BYTES);
   });
 
   it('malformed JSON, unknown events and bad media are warnings; the call goes on', async () => {
@@ -592,6 +643,97 @@ describe('inbound timeline and validation', () => {
     expect(bridge.translator.closed).toBe(true);
     expect(emulator.realtimeSessions()).toEqual([]);
     await expectNoLeakedHandles(baseline);
+  });
+});
+
+/* ------------------------------------------------------------------------------------------- */
+/* The example server: X-Twilio-Signature                                                      */
+
+describe('the example bridge server checks X-Twilio-Signature when it has the auth token', () => {
+  const TOKEN = 'twilio-auth-token-for-tests';
+
+  it('computes Twilio\'s signature (its documented example, and one computed here)', () => {
+    // Twilio's documented example: auth token 12345, this URL, these POST parameters.
+    const params: Array<[string, string]> = [
+      ['CallSid', 'CA1234567890ABCDE'],
+      ['Caller', '+12349013030'],
+      ['Digits', '1234'],
+      ['From', '+12349013030'],
+      ['To', '+18005551212'],
+    ];
+    const url = 'https://mycompany.com/myapp.php?foo=1&bar=2';
+    expect(twilioSignature('12345', url, [...params].reverse())).toBe('0/KCTR6DLpKmkAf8muzZqo1nDgQ=');
+    expect(isTwilioSignatureValid('12345', '0/KCTR6DLpKmkAf8muzZqo1nDgQ=', url, params)).toBe(true);
+    expect(isTwilioSignatureValid('12346', '0/KCTR6DLpKmkAf8muzZqo1nDgQ=', url, params)).toBe(false);
+    expect(isTwilioSignatureValid('12345', '0/KCTR6DLpKmkAf8muzZqo1nDgQ=', `${url}&x=1`, params)).toBe(false);
+    expect(isTwilioSignatureValid('12345', undefined, url, params)).toBe(false);
+    // No parameters (a WebSocket handshake): the URL alone.
+    const wss = 'wss://bridge.example/twilio/media';
+    expect(twilioSignature(TOKEN, wss)).toBe(createHmac('sha1', TOKEN).update(wss).digest('base64'));
+  });
+
+  it('a Media Stream handshake or a TwiML request without a valid signature gets 403; a signed one is served', async () => {
+    const emulator = await startEmulator({ port: 0, apiKeys: [KEY], latencyMs: 0 });
+    emulators.push(emulator);
+    const calls: TwilioCall[] = [];
+    const server = await startTwilioBridgeServer({
+      authToken: TOKEN,
+      publicHost: 'bridge.example',
+      bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200 },
+      onCall: (call) => calls.push(call),
+    });
+    servers.push(server);
+    // Computed here, independently: HMAC-SHA1 of the wss URL Twilio connects to, keyed with the token.
+    const signed = createHmac('sha1', TOKEN).update('wss://bridge.example/twilio/media').digest('base64');
+    const refused = async (headers?: Record<string, string>) => {
+      const error = await FakeTwilio.connect(server.url, headers).then(
+        (client) => {
+          clients.push(client);
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
+      return (error as Error | undefined)?.message;
+    };
+    expect(await refused()).toBe('Unexpected server response: 403');
+    expect(await refused({ 'X-Twilio-Signature': signed.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')) })).toBe('Unexpected server response: 403');
+    expect(calls).toHaveLength(0);
+
+    const twilio = await FakeTwilio.connect(server.url, { 'X-Twilio-Signature': signed });
+    clients.push(twilio);
+    twilio.open();
+    twilio.media(0, 10);
+    twilio.stop();
+    expect(await twilio.closed).toBe(1000);
+    expect(calls).toHaveLength(1);
+    await calls[0]!.done;
+    expect(calls[0]!.bridge.stats.mediaMessages).toBe(10);
+
+    // The TwiML webhook: POST parameters are signed after the https URL, sorted by name.
+    const body = 'To=%2B18005551212&CallSid=CA0001&From=%2B12349013030';
+    const post = (signature?: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(
+          `http://127.0.0.1:${server.port}/twiml`,
+          { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(signature ? { 'x-twilio-signature': signature } : {}) } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (t: string) => (text += t));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const webhookSignature = createHmac('sha1', TOKEN)
+      .update('https://bridge.example/twiml' + 'CallSidCA0001' + 'From+12349013030' + 'To+18005551212')
+      .digest('base64');
+    expect((await post()).status).toBe(403);
+    expect((await post(signed)).status).toBe(403);
+    const ok = await post(webhookSignature);
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('<Stream url="wss://bridge.example/twilio/media" />');
   });
 });
 
@@ -714,9 +856,31 @@ describe('MediaTimeline', () => {
     expect(t.next(100, 160)).toEqual({ fillSamples: 0, cutSamples: 0 }); // behind: taken as is
     expect(t.position).toBe(1760);
     expect(t.next(5240, 160)).toEqual({ fillSamples: 8000, cutSamples: 32160 }); // 5.02 s gap, 1 s filled
-    expect(t.position).toBe(9920);
+    // The cut part is skipped: the timeline is rebased on the frame's stamp.
+    expect(t.position).toBe(5260 * 8);
+    expect(t.next(5260, 160)).toEqual({ fillSamples: 0, cutSamples: 0 });
     expect(new MediaTimeline({ sampleRate: 8000, maxFillMs: 0 }).next(1000, 160)).toEqual({ fillSamples: 0, cutSamples: 8000 });
     expect(() => new MediaTimeline({ sampleRate: 8000, maxFillMs: -1 })).toThrow(ValidationError);
+  });
+
+  it('after a gap longer than maxFillMs, the frames that follow are on time: nothing more is filled or cut', () => {
+    const t = new MediaTimeline({ sampleRate: 8000 }); // maxFillMs 1000
+    let ts = 0;
+    for (let i = 0; i < 5; i++, ts += 20) expect(t.next(ts, 160)).toEqual({ fillSamples: 0, cutSamples: 0 });
+    ts += 3000; // a 3 s hole in the stamps
+    const steps = [];
+    for (let i = 0; i < 6; i++, ts += 20) steps.push(t.next(ts, 160));
+    expect(steps).toEqual([
+      { fillSamples: 8000, cutSamples: 16000 }, // 1 s filled, 2 s cut, once
+      ...Array.from({ length: 5 }, () => ({ fillSamples: 0, cutSamples: 0 })),
+    ]);
+    expect(t.position).toBe(ts * 8);
+    // A later real gap is measured from the rebased position.
+    expect(t.next(ts + 100, 160)).toEqual({ fillSamples: 800, cutSamples: 0 });
+    // maxFillMs 0: each gap is cut once, then the stream is on time again.
+    const off = new MediaTimeline({ sampleRate: 8000, maxFillMs: 0 });
+    expect(off.next(1000, 160)).toEqual({ fillSamples: 0, cutSamples: 8000 });
+    expect(off.next(1020, 160)).toEqual({ fillSamples: 0, cutSamples: 0 });
   });
 });
 

@@ -124,9 +124,9 @@ export interface DiscordReceiveStats {
   corruptPackets: number;
   /** Late or repeated packets dropped (timestamp and sequence modes). */
   droppedPackets: number;
-  /** Gaps filled with silence. */
+  /** Gaps filled with silence (none when `maxGapMs` is 0). */
   gaps: number;
-  /** Gaps longer than `maxGapMs`, shortened to it. */
+  /** Gaps longer than `maxGapMs`, shortened to it (and filled). */
   cappedGaps: number;
   /** Silence inserted for gaps and corrupt packets, in 48 kHz samples per channel. */
   silenceSamples: number;
@@ -134,7 +134,10 @@ export interface DiscordReceiveStats {
   bytesOut: number;
 }
 
-/** Payload of the `gap` event, emitted when a gap closes (the next packet arrives). */
+/**
+ * Payload of the `gap` event, emitted when a gap with silence inserted closes (the next packet
+ * arrives). With `maxGapMs: 0` nothing is inserted and no `gap` event is emitted.
+ */
 export interface GapInfo {
   mode: 'clock' | 'timestamp' | 'sequence';
   /** Silence inserted for this gap, in ms. */
@@ -401,8 +404,9 @@ export class DiscordReceiveAdapter extends Transform {
     this.push(pcm);
   }
 
+  /** Counts and reports a filled gap; a gap with nothing filled (`maxGapMs: 0`) is no event. */
   private closeGap(mode: GapInfo['mode'], samples: number, capped: boolean): void {
-    if (samples === 0 && !capped) return;
+    if (samples === 0) return;
     this.stats.gaps++;
     if (capped) this.stats.cappedGaps++;
     this.emit('gap', { mode, durationMs: samples / SAMPLES_PER_MS, capped });

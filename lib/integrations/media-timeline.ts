@@ -5,11 +5,15 @@
  * together than they were.
  *
  * Policy, in samples of the source's rate, counted from the stream's start (timestamp 0):
- * - the timeline's position is every sample fed so far plus every sample of silence inserted;
+ * - the timeline's position is every sample fed so far plus every sample of silence inserted,
+ *   except after a cut gap (below), where it is rebased on the source's clock;
  * - a frame stamped `t` ms is due at sample `round(t * rate / 1000)`. When that is at least
  *   `toleranceMs` past the position, the difference is a gap: silence is inserted up to the
  *   frame's start, at most `maxFillMs` of it (a longer gap is cut to that bound, so one message
  *   can never make the bridge allocate or send more than `maxFillMs` of audio);
+ * - after a cut gap the position jumps to the frame's due sample plus the frame (the cut part
+ *   is skipped, not owed): the frames that follow it are on time again, and the cut is counted
+ *   once, in that frame's `cutSamples`;
  * - differences under `toleranceMs` are jitter and ignored; a frame stamped earlier than the
  *   position (a late or repeated timestamp) is taken as is: audio is never dropped or reordered;
  * - a frame with no timestamp follows the previous one.
@@ -61,7 +65,7 @@ export class MediaTimeline {
     this.toleranceSamples = Math.max(1, Math.round((nonNegative('toleranceMs', options.toleranceMs, DEFAULT_GAP_TOLERANCE_MS) * rate) / 1000));
   }
 
-  /** Samples on the timeline so far (fed and inserted). */
+  /** The timeline's position, in samples: fed, inserted, and skipped by cut gaps. */
   get position(): number {
     return this.#position;
   }
@@ -73,15 +77,20 @@ export class MediaTimeline {
   next(timestampMs: number | undefined, samples: number): TimelineStep {
     let fill = 0;
     let cut = 0;
+    let start = this.#position;
     if (timestampMs !== undefined) {
       const due = Math.round((timestampMs * this.sampleRate) / 1000);
       const gap = due - this.#position;
       if (gap >= this.toleranceSamples) {
         fill = Math.min(gap, this.maxFillSamples);
         cut = gap - fill;
+        // The frame starts where it is due: after a cut gap that rebases the timeline on the
+        // source's clock (otherwise every following frame would look late by the cut and get
+        // silence of its own).
+        start = due;
       }
     }
-    this.#position += fill + samples;
+    this.#position = start + samples;
     return { fillSamples: fill, cutSamples: cut };
   }
 }

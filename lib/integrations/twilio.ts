@@ -522,7 +522,8 @@ function rawToBuffer(data: RawData): Buffer {
  * `maxSocketBufferBytes`). When the socket closes, outbound audio is discarded and the bridge's
  * input ends, so the session finishes cleanly; when the bridge is done, the socket is closed
  * (code 1000; 1011 when the bridge failed). Resolves when the bridge has finished and closed;
- * rejects with its error.
+ * rejects with its error. Every listener it added is removed by then, except the socket's
+ * `error` listener, which stays until the socket has closed.
  */
 export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, options: TwilioSocketOptions = {}): Promise<void> {
   const bound = positiveInteger('maxSocketBufferBytes', options.maxSocketBufferBytes, 256 * 1024);
@@ -563,21 +564,28 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
     const onSocketError = () => {
       // `ws` closes the socket after an error; the close handler ends the bridge.
     };
+    const onBridgeError = () => {
+      // Reported through the promise (bridge.errored).
+    };
+    /** The socket's error listener stays until the socket has closed (an error may come while it closes). */
+    const releaseSocketError = () => ws.off('error', onSocketError);
     const onClose = () => {
       ws.off('message', onMessage);
       ws.off('close', onSocketClose);
       bridge.off('drain', onDrain);
       bridge.off('data', onData);
       bridge.off('end', onEnd);
+      bridge.off('error', onBridgeError);
       ws.resume();
       const error = bridge.errored;
-      if (error) {
-        if (open()) ws.close(1011, 'bridge failed');
-        reject(error);
-      } else {
-        if (open()) ws.close(1000, 'stream done');
-        resolve();
+      if (open()) {
+        if (error) ws.close(1011, 'bridge failed');
+        else ws.close(1000, 'stream done');
       }
+      if (ws.readyState === ws.CLOSED) releaseSocketError();
+      else ws.once('close', releaseSocketError);
+      if (error) reject(error);
+      else resolve();
     };
 
     ws.on('message', onMessage);
@@ -586,9 +594,7 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
     bridge.on('drain', onDrain);
     bridge.on('data', onData);
     bridge.on('end', onEnd);
-    bridge.on('error', () => {
-      // Reported through the promise (bridge.errored).
-    });
+    bridge.on('error', onBridgeError);
     bridge.once('close', onClose);
     if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
   });
