@@ -8,6 +8,13 @@
  * and fed the raw bytes on stdin; its time includes process start-up, which is a small part of
  * 60 s of audio (measured and printed below on 1 s of input). Figures are "x realtime" (seconds
  * of audio converted per second); the ratio is our time over ffmpeg's.
+ *
+ * Two ffmpeg baselines, because their filters differ in quality:
+ * - "swr default": ffmpeg's default resampler (swr, 32-tap filter, cutoff 0.97), whose stopband
+ *   is far short of our 90 dB: cheaper, but not the same work;
+ * - "high quality": a filter at least as good as ours, `aresample=resampler=soxr:precision=28`
+ *   when this ffmpeg has soxr (found by a trial run), else swr with a long filter
+ *   (`filter_size=256:cutoff=0.9:kaiser_beta=12`).
  */
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -85,6 +92,24 @@ async function startupMs(binary: string, args: string[], oneSecond: Buffer): Pro
   return times.sort((a, b) => a - b)[2]!;
 }
 
+/** The `-af` filter of the high-quality baseline: soxr when this ffmpeg has it, else a long swr filter. */
+async function highQualityFilter(binary: string): Promise<{ filter: string; label: string }> {
+  const soxr = 'aresample=resampler=soxr:precision=28';
+  const trial = ['-f', 's16le', '-ar', '48000', '-ac', '1', '-i', 'pipe:0', '-af', soxr, '-f', 's16le', '-ar', '24000', 'pipe:1'];
+  try {
+    if ((await throughFfmpeg(binary, trial, Buffer.alloc(9600))) > 0) return { filter: soxr, label: 'soxr, precision 28' };
+  } catch {
+    // no soxr in this build
+  }
+  return { filter: 'aresample=resampler=swr:filter_size=256:cutoff=0.9:kaiser_beta=12', label: 'swr, 256 taps, cutoff 0.9, beta 12' };
+}
+
+/** ffmpeg arguments with the high-quality filter put before the output options. */
+function withFilter(args: string[], filter: string): string[] {
+  const output = args.lastIndexOf('-f');
+  return [...args.slice(0, output), '-af', filter, ...args.slice(output)];
+}
+
 export default async function (): Promise<void> {
   let binary: string;
   try {
@@ -93,6 +118,7 @@ export default async function (): Promise<void> {
     console.log('resample: no ffmpeg binary (@ffmpeg-installer/ffmpeg is a dev dependency); skipped');
     return;
   }
+  const hq = await highQualityFilter(binary);
 
   // --- 48 kHz stereo -> 24 kHz mono ----------------------------------------------------------
   const stereo = program(48000, 2, SECONDS);
@@ -103,10 +129,18 @@ export default async function (): Promise<void> {
   if (ours !== expectedOut || Math.abs(theirs - expectedOut) > 4800) {
     throw new Error(`unexpected output sizes: ours ${ours}, ffmpeg ${theirs}, expected ${expectedOut}`);
   }
+  const discordSubject = { name: 'rt-translate toServiceFormat (Transform, 20 ms chunks)', run: () => throughTransform(toServiceFormat({ rate: 48000, channels: 2 }), stereo, 3840) };
   const discord = await compare(
-    `48 kHz stereo s16le -> 24 kHz mono s16le, ${SECONDS} s of audio per run`,
-    { name: 'rt-translate toServiceFormat (Transform, 20 ms chunks)', run: () => throughTransform(toServiceFormat({ rate: 48000, channels: 2 }), stereo, 3840) },
-    { name: 'ffmpeg -threads 1 (spawned, stdin/stdout)', run: () => throughFfmpeg(binary, discordArgs, stereo) },
+    `48 kHz stereo s16le -> 24 kHz mono s16le, ${SECONDS} s of audio per run, vs ffmpeg swr default (weaker filter)`,
+    discordSubject,
+    { name: 'ffmpeg -threads 1, swr default (spawned, stdin/stdout)', run: () => throughFfmpeg(binary, discordArgs, stereo) },
+    { unit: 'x realtime', audioSeconds: SECONDS, rounds: 5 },
+  );
+  const discordHqArgs = withFilter(discordArgs, hq.filter);
+  await compare(
+    `48 kHz stereo s16le -> 24 kHz mono s16le, ${SECONDS} s of audio per run, vs ffmpeg high quality (${hq.label})`,
+    discordSubject,
+    { name: `ffmpeg -threads 1, ${hq.label} (spawned, stdin/stdout)`, run: () => throughFfmpeg(binary, discordHqArgs, stereo) },
     { unit: 'x realtime', audioSeconds: SECONDS, rounds: 5 },
   );
   const perSpeaker = (discord.subjectMsPerRun / (SECONDS * 1000)) * 100;
@@ -118,10 +152,21 @@ export default async function (): Promise<void> {
   const mulaw = Buffer.alloc(pcm8k.length / 2);
   for (let i = 0; i < mulaw.length; i++) mulaw[i] = encodeMulaw(pcm8k.readInt16LE(i * 2));
   const phoneArgs = ['-f', 'mulaw', '-ar', '8000', '-ac', '1', '-i', 'pipe:0', '-f', 's16le', '-ar', '24000', '-ac', '1', 'pipe:1'];
+  const phoneSubject = {
+    name: 'rt-translate toServiceFormat (Transform, 20 ms chunks)',
+    run: () => throughTransform(toServiceFormat({ format: 'mulaw', rate: 8000, channels: 1 }), mulaw, 160),
+  };
   await compare(
-    `8 kHz mu-law -> 24 kHz mono s16le, ${SECONDS} s of audio per run`,
-    { name: 'rt-translate toServiceFormat (Transform, 20 ms chunks)', run: () => throughTransform(toServiceFormat({ format: 'mulaw', rate: 8000, channels: 1 }), mulaw, 160) },
-    { name: 'ffmpeg -threads 1 (spawned, stdin/stdout)', run: () => throughFfmpeg(binary, phoneArgs, mulaw) },
+    `8 kHz mu-law -> 24 kHz mono s16le, ${SECONDS} s of audio per run, vs ffmpeg swr default (weaker filter)`,
+    phoneSubject,
+    { name: 'ffmpeg -threads 1, swr default (spawned, stdin/stdout)', run: () => throughFfmpeg(binary, phoneArgs, mulaw) },
+    { unit: 'x realtime', audioSeconds: SECONDS, rounds: 5 },
+  );
+  const phoneHqArgs = withFilter(phoneArgs, hq.filter);
+  await compare(
+    `8 kHz mu-law -> 24 kHz mono s16le, ${SECONDS} s of audio per run, vs ffmpeg high quality (${hq.label})`,
+    phoneSubject,
+    { name: `ffmpeg -threads 1, ${hq.label} (spawned, stdin/stdout)`, run: () => throughFfmpeg(binary, phoneHqArgs, mulaw) },
     { unit: 'x realtime', audioSeconds: SECONDS, rounds: 5 },
   );
   console.log(`  ffmpeg start-up share: ${(await startupMs(binary, phoneArgs, mulaw.subarray(0, 8000))).toFixed(0)} ms for 1 s of audio`);

@@ -16,7 +16,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import { pipeline, finished } from 'node:stream/promises';
-import type { Duplex, Readable, Writable } from 'node:stream';
+import { PassThrough, type Duplex, type Readable, type Writable } from 'node:stream';
 import { ValidationError, UnsupportedError } from '../lib/errors.js';
 import {
   SAMPLE_FORMATS,
@@ -234,20 +234,49 @@ async function identify(source: Source, spec: InputSpec): Promise<InputKind> {
 
 const HOW_TO_CONVERT = 'convert it first, e.g. ffmpeg -i IN -f s16le -ar 24000 -ac 1 - | rt-translate -f s16le --from ...';
 
-function inputFailure(error: unknown, source: Source, kind: InputKind): UsageError {
+/**
+ * The input could not be read or decoded (exit status 2, like a usage error, whether it is found
+ * before connecting or in the middle of a session).
+ */
+export class InputError extends UsageError {
+  /** What failed underneath (a read error, a decoder's error). */
+  override readonly cause: unknown;
+  constructor(message: string, cause: unknown) {
+    super(message);
+    this.name = 'InputError';
+    this.cause = cause;
+  }
+}
+
+function kindName(kind: InputKind): string {
+  return kind.kind === 'raw' ? `raw ${kind.format}` : kind.kind === 'foreign' ? kind.name : KIND_NAMES[kind.kind];
+}
+
+/** Describes a failure of the input chain: reading the source (`read`) or decoding it. */
+function inputFailure(error: unknown, source: Source, kind: InputKind, read = false): InputError {
   const label = source.label;
-  const name = kind.kind === 'raw' ? `raw ${kind.format}` : kind.kind === 'foreign' ? kind.name : KIND_NAMES[kind.kind];
   const message = error instanceof Error ? error.message : String(error);
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (read) return new InputError(`cannot read ${label}: ${typeof code === 'string' ? `${code} (${message.replace(/\.$/, '')})` : message.replace(/\.$/, '')}.`, error);
   let hint = '';
   if (kind.kind === 'foreign' && source.path === undefined) hint = ' (ffmpeg reads some files, e.g. an MP4 whose index is at its end, only from a file: pass it with -i FILE)';
   else if (error instanceof WavFormatError || error instanceof UnsupportedError) hint = ` (${HOW_TO_CONVERT})`;
-  return new UsageError(`cannot decode ${label} as ${name}: ${message.replace(/\.$/, '')}${hint}.`);
+  return new InputError(`cannot decode ${label} as ${kindName(kind)}: ${message.replace(/\.$/, '')}${hint}.`, error);
 }
 
 /** The input, as PCM16 LE mono 24 kHz. */
 export interface AudioInput {
+  /**
+   * The audio. It ends normally when the input ends, and also when the input fails midway
+   * (a read error, corrupt data): then it ends after everything decoded before the failure,
+   * and `failure` says what happened.
+   */
   stream: Readable;
   label: string;
+  /** What decodes the input, e.g. `WAV`, `Ogg/Opus`, `raw s16le`, `ffmpeg`. */
+  decoder: string;
+  /** Set once the input has failed midway (the stream then ends early). */
+  readonly failure: InputError | undefined;
   /** Stops reading (an endless input: a microphone, an open pipe) and releases every stage. */
   close(): void;
 }
@@ -263,11 +292,91 @@ export interface AudioInputOptions {
   env: NodeJS.ProcessEnv;
 }
 
+/** A stage of the input chain that failed, and the error. */
+interface ChainFailure {
+  error: unknown;
+  /** Index of the failed stream in the chain (0: the head). */
+  stage: number;
+}
+
+interface InputChain {
+  /** The chain's last stream, which never fails by itself (see `connectStages`). */
+  outlet: Readable;
+  readonly failure: ChainFailure | undefined;
+  close(): void;
+}
+
+/**
+ * Connects `head -> stages... -> outlet`. Unlike `pipeline()`, a failing stage does not
+ * discard what was produced before the failure: the stages before it are destroyed (reading
+ * stops), the output it had already produced is passed on, and the next stage is ended
+ * normally, so it flushes (a resampler's tail, a pacer's queue). The outlet then ends as if
+ * the input had been cut at that point, and `failure` records the error. Backpressure holds
+ * between every two stages.
+ */
+function connectStages(head: Readable, stages: Duplex[]): InputChain {
+  const outlet = new PassThrough();
+  const all: Array<Readable | Duplex> = [head, ...stages, outlet];
+  let failure: ChainFailure | undefined;
+  const chain: InputChain = {
+    outlet,
+    get failure() {
+      return failure;
+    },
+    close() {
+      for (const s of all) if (!s.destroyed) s.destroy();
+    },
+  };
+  for (let i = 0; i + 1 < all.length; i++) {
+    const from = all[i]!;
+    const to = all[i + 1] as Duplex;
+    const onData = (chunk: Buffer) => {
+      if (!to.write(chunk)) from.pause();
+    };
+    from.on('data', onData);
+    to.on('drain', () => from.resume());
+    from.once('end', () => {
+      if (!to.destroyed && !to.writableEnded) to.end();
+    });
+    from.on('error', (error: Error) => {
+      from.off('data', onData);
+      failure ??= { error, stage: i };
+      for (let j = 0; j < i; j++) if (!all[j]!.destroyed) all[j]!.destroy();
+      if (to.destroyed || to.writableEnded) return;
+      // A destroyed stream still gives what it had buffered to read(): pass it on, then end.
+      for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) to.write(chunk);
+      to.end();
+    });
+  }
+  return chain;
+}
+
+/** Waits for the chain's first audio; throws the failure (or "no audio") when there is none. */
+async function prime(chain: InputChain, source: Source): Promise<void> {
+  const first = await peek(chain.outlet, 1);
+  if (first.length > 0) return;
+  if (chain.failure !== undefined) throw chain.failure;
+  throw new UsageError(`no audio on ${source.label}.`);
+}
+
+function isChainFailure(value: unknown): value is ChainFailure {
+  return typeof value === 'object' && value !== null && 'stage' in value && 'error' in value;
+}
+
+/** Formats WAV and FLAC inputs that the library cannot convert but ffmpeg may. */
+function refusedFormat(kind: InputKind, error: unknown): boolean {
+  return (kind.kind === 'wav' || kind.kind === 'flac') && error instanceof UnsupportedError;
+}
+
 /**
  * Opens the input and builds its chain to the service format:
  * raw -> `toServiceFormat`; WAV -> `WavReader`; Ogg/Opus -> `OggOpusDecoder` at 24 kHz mono;
  * FLAC -> `FlacDecodeStream`; anything else recognised -> `FfmpegDecoder` when ffmpeg is on
- * `PATH`; then `Pacer` with `realtime`. Resolves once the first audio is available.
+ * `PATH`; then `Pacer` with `realtime`. A WAV or FLAC file in a layout the library cannot
+ * convert (24-bit, 8-bit, 32 kHz, 11.025 kHz, more than 2 channels...) is decoded by ffmpeg
+ * instead when it is on `PATH` (and refused, saying what was found and accepted, when it is
+ * not, or when the input is standard input, which cannot be read a second time). Resolves
+ * once the first audio is available.
  */
 export async function openAudioInput(options: AudioInputOptions): Promise<AudioInput> {
   const source = await openSource(options.path, options.stdin);
@@ -278,6 +387,8 @@ export async function openAudioInput(options: AudioInputOptions): Promise<AudioI
     source.stream.destroy();
     throw error;
   }
+  const ffmpegPath = findFfmpegOnPath(options.env.PATH);
+  const pacer = () => (options.realtime ? [new Pacer({ sampleRate: SERVICE_FORMAT.rate, channels: SERVICE_FORMAT.channels })] : []);
 
   let head: Readable = source.stream;
   const stages: Duplex[] = [];
@@ -302,7 +413,7 @@ export async function openAudioInput(options: AudioInputOptions): Promise<AudioI
       stages.push(new FlacDecodeStream({ to: SERVICE_FORMAT }));
       break;
     case 'foreign': {
-      if (findFfmpegOnPath(options.env.PATH) === undefined) {
+      if (ffmpegPath === undefined) {
         source.stream.destroy();
         throw new UsageError(
           `${source.label} is ${kind.name} (recognised by its header), which rt-translate does not decode itself; ` +
@@ -313,29 +424,57 @@ export async function openAudioInput(options: AudioInputOptions): Promise<AudioI
       if (source.path !== undefined) {
         // ffmpeg opens the file itself, so it can seek (an MP4 index at the end needs that).
         source.stream.destroy();
-        head = new FfmpegDecoder({ inputPath: source.path, to: SERVICE_FORMAT });
+        head = new FfmpegDecoder({ inputPath: source.path, ffmpegPath, to: SERVICE_FORMAT });
       } else {
-        stages.push(new FfmpegDecoder({ to: SERVICE_FORMAT }));
+        stages.push(new FfmpegDecoder({ ffmpegPath, to: SERVICE_FORMAT }));
       }
       break;
     }
   }
-  if (options.realtime) stages.push(new Pacer({ sampleRate: SERVICE_FORMAT.rate, channels: SERVICE_FORMAT.channels }));
-
-  const all: Array<Readable | Duplex> = [head, ...stages];
-  const stream = all.at(-1) as Readable;
-  if (all.length > 1) pipeline(all).catch(() => undefined); // failures reach `stream` (destroyed with the error)
-  const close = () => {
-    for (const s of all) if (!s.destroyed) s.destroy();
-  };
+  stages.push(...pacer());
+  /** The head is the file or stdin (its failures are read errors), not ffmpeg reading the file. */
+  let headIsSource = head === source.stream;
+  let decoder = kind.kind === 'foreign' ? 'ffmpeg' : kindName(kind);
+  let chain = connectStages(head, stages);
+  let decodedKind = kind;
   try {
-    const first = await peek(stream, 1);
-    if (first.length === 0) throw new UsageError(`no audio on ${source.label}.`);
-  } catch (error) {
-    close();
-    throw error instanceof UsageError ? error : inputFailure(error, source, kind);
+    await prime(chain, source);
+  } catch (thrown) {
+    chain.close();
+    const failure = isChainFailure(thrown) ? thrown : undefined;
+    const error = failure ? failure.error : thrown;
+    if (!(refusedFormat(kind, error) && source.path !== undefined && ffmpegPath !== undefined)) {
+      if (!failure) throw error instanceof UsageError ? error : inputFailure(error, source, kind);
+      throw inputFailure(error, source, kind, failure.stage === 0 && headIsSource);
+    }
+    // A WAV or FLAC layout the library does not convert: ffmpeg reads the file instead.
+    decodedKind = { kind: 'foreign', name: `${kindName(kind)} (through ffmpeg)` };
+    decoder = 'ffmpeg';
+    headIsSource = false;
+    chain = connectStages(new FfmpegDecoder({ inputPath: source.path, ffmpegPath, to: SERVICE_FORMAT }), pacer());
+    try {
+      await prime(chain, source);
+    } catch (again) {
+      chain.close();
+      if (isChainFailure(again)) throw inputFailure(again.error, source, decodedKind);
+      throw again instanceof UsageError ? again : inputFailure(again, source, decodedKind);
+    }
   }
-  return { stream, label: source.label, close };
+  const running = chain;
+  const fromSource = headIsSource;
+  let reported: InputError | undefined;
+  return {
+    stream: running.outlet,
+    label: source.label,
+    decoder,
+    get failure() {
+      const failure = running.failure;
+      if (failure === undefined) return undefined;
+      reported ??= inputFailure(failure.error, source, decodedKind, failure.stage === 0 && fromSource);
+      return reported;
+    },
+    close: () => running.close(),
+  };
 }
 
 /** Where translated audio is written. */

@@ -22,19 +22,22 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, relative } from 'node:path';
 import { planConversion } from '../lib/audio/convert.js';
 import { resolveDescription, type AudioDescription } from '../lib/audio/audio-format.js';
-import { findFfmpegOnPath } from '../lib/audio/ffmpeg.js';
+import { FfmpegDecoder, findFfmpegOnPath } from '../lib/audio/ffmpeg.js';
 import { OggOpusDecoder } from '../lib/audio/ogg-opus.js';
 import { SNIFF_BYTES, sniffAudio } from '../lib/audio/sniff.js';
-import { IntegrityError } from '../lib/errors.js';
+import { IntegrityError, ValidationError } from '../lib/errors.js';
 import { runChunked } from './helpers/streams.js';
+import { pipeline } from 'node:stream/promises';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 import { killAllChildren, runCli, type CliResult } from './helpers/cli.js';
+import { collector } from './helpers/streams.js';
 import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
 
 const FFMPEG = (createRequire(import.meta.url)('@ffmpeg-installer/ffmpeg') as { path: string }).path;
@@ -87,6 +90,7 @@ beforeAll(async () => {
   inputs.opus = makeWithFfmpeg('in.opus', [...duplicate, '-ar', '48000', '-c:a', 'libopus', '-b:a', '64k']);
   inputs.flac = makeWithFfmpeg('in.flac', ['-c:a', 'flac']);
   inputs.flac32k = makeWithFfmpeg('in-32k.flac', ['-ar', '32000', '-c:a', 'flac']);
+  inputs.wav24bit = makeWithFfmpeg('in-24bit.wav', ['-c:a', 'pcm_s24le']);
   inputs.mp3 = makeWithFfmpeg('in.mp3', ['-c:a', 'libmp3lame', '-b:a', '128k']);
   inputs.mp3Bare = makeWithFfmpeg('in-bare.mp3', ['-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '0', '-write_xing', '0']);
   inputs.m4a = makeWithFfmpeg('in.m4a', ['-c:a', 'aac', '-b:a', '128k']);
@@ -118,7 +122,7 @@ function bandLimited(rate: number): Buffer {
 let runs = 0;
 
 /** Runs a translation en-us -> fr-fr with `--events`; returns the result and the events file. */
-async function translate(args: string[], options: { stdin?: Buffer; env?: Record<string, string> } = {}) {
+async function translate(args: string[], options: { stdin?: Buffer; env?: Record<string, string>; cwd?: string } = {}) {
   const events = path(`events-${++runs}.jsonl`);
   const result = await runCli(['--from', 'en-us', '--to', 'fr-fr', '--quiet-ms', '500', '--events', events, ...args], {
     ...options,
@@ -314,6 +318,87 @@ describe('rt-translate input formats', () => {
     await expectSpeech(mp3.result.stdout, mp3.events, fixture.pcm, 22);
     await expectSpeech(m4a.result.stdout, m4a.events, fixture.pcm, 40);
   });
+
+  it('a file named like an ffmpeg protocol (concat:..., http:...) is read as the file it is', async () => {
+    const env = { PATH: PATH_WITH_FFMPEG };
+    await copyFile(inputs.mp3!, path('concat:in.mp3'));
+    await copyFile(inputs.mp3!, path('http:in.mp3'));
+    const [plain, concat, http] = await Promise.all([
+      translate(['-i', 'in.mp3'], { env, cwd: dir }),
+      translate(['-i', 'concat:in.mp3'], { env, cwd: dir }),
+      translate(['-i', 'http:in.mp3'], { env, cwd: dir }),
+    ]);
+    expectDone(plain.result);
+    expectDone(concat.result);
+    expectDone(http.result);
+    await expectSpeech(plain.result.stdout, plain.events, fixture.pcm, 22);
+    expect(concat.result.stdout.equals(plain.result.stdout)).toBe(true);
+    expect(http.result.stdout.equals(plain.result.stdout)).toBe(true);
+  });
+
+  it('a WAV or FLAC file the library cannot convert (24-bit, 32 kHz) is decoded through ffmpeg on PATH', async () => {
+    const env = { PATH: PATH_WITH_FFMPEG };
+    const [wav24, flac32k] = await Promise.all([translate(['-i', inputs.wav24bit!], { env }), translate(['-i', inputs.flac32k!], { env })]);
+    // 24-bit samples made from 16-bit ones, at the service rate: back to the same 16 bits.
+    expectDone(wav24.result);
+    expect(wav24.result.stdout.equals(expected)).toBe(true);
+    // Resampled twice (ffmpeg to 32 kHz and back): measured 79.7, 80.3, 80.7 dB.
+    expectDone(flac32k.result);
+    await expectSpeech(flac32k.result.stdout, flac32k.events, fixture.pcm, 74);
+  });
+});
+
+describe('rt-translate: an input that fails midway', () => {
+  /** Offsets of the Ogg pages of `data`. */
+  function oggPages(data: Buffer): number[] {
+    const pages: number[] = [];
+    for (let at = 0; at + 27 <= data.length; ) {
+      expect(data.toString('latin1', at, at + 4)).toBe('OggS');
+      pages.push(at);
+      const segments = data[at + 26]!;
+      let length = 27 + segments;
+      for (let k = 0; k < segments; k++) length += data[at + 27 + k]!;
+      at += length;
+    }
+    return pages;
+  }
+
+  it('a corrupt Ogg page: everything before it is translated and written (as for the file cut there), then exit 2 naming the input error', async () => {
+    const opus = await readFile(inputs.opus!);
+    const pages = oggPages(opus);
+    const bad = pages.find((offset) => offset >= opus.length * 0.75)!;
+    const corrupt = Buffer.from(opus);
+    corrupt[bad + 40]! ^= 0x10;
+    await writeFile(path('corrupt.opus'), corrupt);
+    await writeFile(path('cut.opus'), opus.subarray(0, bad));
+    const [cut, failed, failedPaced, failedStdin] = await Promise.all([
+      translate(['-i', path('cut.opus')]),
+      translate(['-i', path('corrupt.opus')]),
+      translate(['-i', path('corrupt.opus'), '--realtime']),
+      translate([], { stdin: corrupt }),
+    ]);
+    expect(cut.result.code).toBe(0);
+    const translated = lines(cut.result.stderr).filter((line) => line.startsWith('translation'));
+    expect(translated.length).toBeGreaterThanOrEqual(2);
+    expect(cut.result.stdout.length).toBeGreaterThan(0);
+    for (const { result } of [failed, failedPaced, failedStdin]) {
+      expect(result.code).toBe(2);
+      // The same audio and text as the cut file: nothing sent was lost.
+      expect(result.stdout.equals(cut.result.stdout)).toBe(true);
+      expect(lines(result.stderr).filter((line) => line.startsWith('translation'))).toEqual(translated);
+      const last = lines(result.stderr).at(-1)!;
+      expect(last).toMatch(
+        new RegExp(
+          `^rt-translate: input error: cannot decode .+ as Ogg/Opus: Ogg page at byte ${bad} fails its CRC check: the data is corrupt ` +
+            `\\[RTT_INTEGRITY\\]; (\\d+\\.\\d) s of audio before the failure were translated\\.$`,
+        ),
+      );
+    }
+    // How much was used: the decoded audio before the bad page.
+    const seconds = /; (\d+\.\d) s of audio/.exec(lines(failed.result.stderr).at(-1)!)![1]!;
+    const decoded = await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), opus.subarray(0, bad), 65_536);
+    expect(seconds).toBe((decoded.length / 48_000).toFixed(1));
+  });
 });
 
 describe('the library parts behind the inputs', () => {
@@ -331,6 +416,34 @@ describe('the library parts behind the inputs', () => {
     const failure = await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), corrupt, 4096).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(IntegrityError);
     expect((failure as Error).message).toMatch(/fails its CRC check/);
+  });
+
+  it('FfmpegDecoder runs exactly the ffmpeg it is given, the input named file:<absolute path>; destroy() kills and reaps it', async () => {
+    // A wrapper that records its arguments, then becomes the real ffmpeg.
+    const log = path('ffmpeg-args.txt');
+    const wrapper = path('ffmpeg-wrapper.sh');
+    await writeFile(wrapper, `#!/bin/sh\nprintf '%s\\n' "$@" > '${log}'\nexec '${FFMPEG}' "$@"\n`);
+    await chmod(wrapper, 0o755);
+    const inputPath = relative(process.cwd(), inputs.mp3!);
+    const out: Buffer[] = [];
+    await pipeline(new FfmpegDecoder({ ffmpegPath: wrapper, inputPath }), collector(out));
+    const args = (await readFile(log, 'utf8')).split('\n');
+    expect(args).toContain(`file:${inputs.mp3!}`);
+    expect(args.slice(args.indexOf('-f'), args.indexOf('-f') + 6)).toEqual(['-f', 's16le', '-ar', '24000', '-ac', '1']);
+    const direct = execFileSync(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-i', inputs.mp3!, '-f', 's16le', '-ar', '24000', '-ac', '1', '-']);
+    expect(Buffer.concat(out).equals(direct)).toBe(true);
+
+    // Fed through stdin, which stays open: destroy() ends the process and waits for its exit.
+    const waiting = new FfmpegDecoder({ ffmpegPath: FFMPEG });
+    waiting.write((await readFile(inputs.mp3!)).subarray(0, 4096));
+    const pid = waiting.pid!;
+    expect(pid).toBeGreaterThan(0);
+    expect(process.kill(pid, 0)).toBe(true);
+    waiting.destroy();
+    await once(waiting, 'close');
+    expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+
+    expect(() => new FfmpegDecoder({ ffmpegPath: '' })).toThrow(ValidationError);
   });
 
   it('sniffAudio: containers by header; an MP3 frame header counts only when the next frame confirms it', async () => {
@@ -493,8 +606,22 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
       message: /cannot decode .*in\.ogg as Ogg\/Opus: Not an Ogg\/Opus stream: found Ogg streams of Vorbis/,
     },
     {
-      name: 'a FLAC at 32 kHz',
+      name: 'a 24-bit WAV without ffmpeg on PATH',
+      args: () => ['-i', inputs.wav24bit!],
+      env: { PATH: PATH_WITHOUT_FFMPEG },
+      message: /cannot decode .*in-24bit\.wav as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit, 1 channel\(s\), 24000 Hz, LE; accepted: PCM 16-bit/,
+    },
+    {
+      name: 'a 24-bit WAV on stdin, even with ffmpeg on PATH (it decodes files only)',
+      args: () => [],
+      stdin: () => readFile(inputs.wav24bit!),
+      env: { PATH: PATH_WITH_FFMPEG },
+      message: /cannot decode standard input as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit/,
+    },
+    {
+      name: 'a FLAC at 32 kHz without ffmpeg on PATH',
       args: () => ['-i', inputs.flac32k!],
+      env: { PATH: PATH_WITHOUT_FFMPEG },
       message: /cannot decode .*in-32k\.flac as FLAC: Cannot convert this FLAC stream: found 16-bit, 1 channel\(s\), 32000 Hz; accepted: 1 or 2 channels at one of 8000, .*48000 Hz/,
     },
   ];

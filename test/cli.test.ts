@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import { EventLog } from '../bin/commands/translate.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
@@ -195,6 +197,27 @@ describe('rt-translate: translation through the embedded emulator', () => {
     expect(longest).toBeLessThanOrEqual(100);
   });
 
+  it('a first Ctrl-C while the input is idle (an open, quiet pipe) stops reading at once; the session finishes, exit 0', async () => {
+    const sent = fixture.pcm.subarray(0, 84_480 * 2); // the first utterance and the silence after it
+    const child = spawnCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500']);
+    let seenTranslation: () => void = () => undefined;
+    const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
+    const ended = collect(child, 10_000, (text) => {
+      if (text.includes('translation (es-es)')) seenTranslation();
+    });
+    // stdin stays open and quiet after this, as a paused producer's would.
+    child.stdin!.write(sent);
+    await translated;
+    child.kill('SIGINT');
+    const result = await ended;
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expectedTranslation(sent, fixture.utterances.slice(0, 1)))).toBe(true);
+    const stderr = lines(result.stderr);
+    expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
+    expect(stderr.slice(1)).toEqual(textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)));
+  });
+
   it('--text-only writes no audio and prints the translations', async () => {
     const result = await runCli(['--from', 'en-us', '--to', 'de-de', '--text-only', '--quiet-ms', '500'], {
       stdin: fixture.pcm,
@@ -204,6 +227,81 @@ describe('rt-translate: translation through the embedded emulator', () => {
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
     expect(stderr.slice(1)).toEqual(textLines('en-us', 'de-de'));
+  });
+});
+
+describe('--events log (EventLog)', () => {
+  /** A file that holds every write's callback until `release()`; counts writes made while it asked for drain. */
+  function slowFile() {
+    const held: Array<() => void> = [];
+    const state = { written: [] as string[], writesWhileFull: 0, held };
+    const file = new Writable({
+      highWaterMark: 1024,
+      write(chunk: Buffer, _encoding, callback) {
+        state.written.push(chunk.toString());
+        held.push(() => callback());
+      },
+    });
+    const write = file.write.bind(file) as (chunk: unknown) => boolean;
+    file.write = ((chunk: unknown) => {
+      if (file.writableNeedDrain) state.writesWhileFull += 1;
+      return write(chunk);
+    }) as typeof file.write;
+    return { file, state, release: () => held.shift()?.() };
+  }
+  const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('writes every line in order, never writes while the file asks for drain, and reports when it is over its bound', async () => {
+    const { file, state, release } = slowFile();
+    const log = new EventLog(file);
+    const lineOf = (n: number) => `{"type":"response.audio.delta","n":${n},"pad":"${'x'.repeat(100)}"}\n`;
+    const all: string[] = [];
+    let n = 0;
+    const add = (count: number) => {
+      for (let k = 0; k < count; k++) {
+        const line = lineOf(n++);
+        all.push(line);
+        log.add(line);
+      }
+    };
+    add(3000); // about 370 KB: over the 256 KiB bound
+    let below = false;
+    const waiting = log.belowHighWater().then(() => (below = true));
+    await tick();
+    expect(below).toBe(false);
+    // The file takes its time: events keep coming meanwhile, and are queued, not written.
+    for (let round = 0; round < 5; round++) {
+      add(10);
+      await tick();
+      expect(state.writesWhileFull).toBe(0);
+    }
+    while (!below) {
+      release();
+      await tick();
+    }
+    await waiting;
+    const closing = log.close();
+    let closed = false;
+    void closing.then(() => (closed = true));
+    while (!closed) {
+      release();
+      await tick();
+    }
+    await closing;
+    expect(state.writesWhileFull).toBe(0);
+    expect(state.written.join('')).toBe(all.join(''));
+    expect(state.written.length).toBeLessThan(20); // batched, not one write per line
+  });
+
+  it('a failing file: close() reports the error, later lines are dropped, nobody waits forever', async () => {
+    const failure = Object.assign(new Error('no space left'), { code: 'ENOSPC' });
+    const file = new Writable({ write: (_chunk, _encoding, callback) => callback(failure) });
+    file.on('error', () => undefined);
+    const log = new EventLog(file);
+    log.add(`{"type":"session.created"}\n`.repeat(30_000));
+    await log.belowHighWater();
+    log.add('{"type":"later"}\n');
+    await expect(log.close()).rejects.toBe(failure);
   });
 });
 
@@ -459,6 +557,8 @@ describe('rt-translate: help, version and usage', () => {
     expect(help.stderr).toBe('');
     expect(help.stdout.toString()).toMatch(/^Usage: rt-translate --from TAG --to TAG \[options\]/);
     expect(help.stdout.toString()).toContain('--realtime-url URL');
+    expect(help.stdout.toString()).toMatch(/\n {2}--quiet-ms MS {9}after the input ends, wait for the last translation/);
+    expect(help.stdout.toString()).toMatch(/\n {2}2 {4}usage or configuration error \(before any connection\), or an input that cannot be read\n/);
     expect(short.code).toBe(0);
     expect(short.stdout.equals(help.stdout)).toBe(true);
 

@@ -6,28 +6,27 @@
  * `../audio-io.ts`; this module runs the session.
  */
 import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
-import { ValidationError, ConfigError } from '../../lib/errors.js';
+import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
   EXIT_USAGE,
   UsageError,
-  isUsageError,
   describeFailure,
   intFlag,
   packageVersion,
   parseCommandLine,
   type CliIo,
 } from '../cli.js';
-import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec } from '../audio-io.js';
+import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec, type InputError } from '../audio-io.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options]      realtime speech translation
 
@@ -52,6 +51,8 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --voice ID            use the cloned voice ID
   --text-only           text only (output_modalities ["text"]); no audio written
   --events PATH         every server event as one JSON object per line (audio as byte counts)
+  --quiet-ms MS         after the input ends, wait for the last translation until no event
+                        has arrived for MS ms (default 3000)
   --api-key KEY         or env ${ENV_API_KEY}
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
@@ -62,10 +63,15 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   ffmpeg -i talk.mp4 -f s16le -ar 48000 -ac 2 - | rt-translate --from en-us --to fr-fr \\
     -f s16le --ar 48000 --ac 2 -o talk-fr.wav
 
-Transcripts and translations are printed to stderr. Exit status: 0 done; 1 service or network
-failure (after everything received has been written); 2 usage or configuration error, or an
-input that cannot be read; 130 interrupted twice (a first Ctrl-C stops reading input and lets
-the last translation finish).
+Transcripts and translations are printed to stderr. Ctrl-C stops reading the input at once and
+lets the last translation finish; a second Ctrl-C aborts. Exit status:
+  0    done
+  1    service or network failure, or the output could not be written (after everything
+       received has been written)
+  2    usage or configuration error (before any connection), or an input that cannot be read
+       or decoded; when that happens midway, the audio before the failure is translated and
+       written first, and the message says how much was used
+  130  aborted by a second Ctrl-C
 
 Other commands: rt-translate emulator --help`;
 
@@ -117,7 +123,7 @@ function ffmpegSpellings(args: readonly string[]): string[] {
 }
 
 /** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
-async function writeAll(stream: Writable, chunk: Buffer): Promise<void> {
+async function writeAll(stream: Writable, chunk: Buffer | string): Promise<void> {
   if (stream.destroyed) throw stream.errored ?? new Error('the output was closed');
   if (stream.write(chunk)) return;
   await new Promise<void>((resolve, reject) => {
@@ -134,6 +140,104 @@ async function writeAll(stream: Writable, chunk: Buffer): Promise<void> {
     stream.on('drain', onDrain);
     stream.on('error', onError);
     stream.on('close', onClose);
+  });
+}
+
+/** Bytes of event lines queued beyond which the translated audio is no longer read. */
+const EVENT_LOG_HIGH_WATER = 256 * 1024;
+
+/**
+ * `--events`: server events as JSON lines, written in order with the file's backpressure.
+ *
+ * The translator emits its events synchronously and cannot wait for a file, so `add()` only
+ * queues a line; one loop writes the queue out (all queued lines in one write, then waits for
+ * `drain` when the file is behind). The queue is bounded through the audio: while more than
+ * `EVENT_LOG_HIGH_WATER` bytes are queued, the command stops reading translated audio
+ * (`belowHighWater()`), so the translator stops reading its socket and no more events arrive
+ * until the file has caught up. (With `--text-only` there is no audio to hold back; the events
+ * are then only text, a few bytes per word.) A write failure is kept, later lines are dropped,
+ * and `close()` reports it.
+ */
+export class EventLog {
+  readonly #file: Writable;
+  #queue: string[] = [];
+  #queuedBytes = 0;
+  #writing: Promise<void> | undefined;
+  #error: unknown;
+  #waiters: Array<() => void> = [];
+
+  constructor(file: Writable) {
+    this.#file = file;
+  }
+
+  add(line: string): void {
+    if (this.#error !== undefined) return;
+    this.#queue.push(line);
+    this.#queuedBytes += Buffer.byteLength(line);
+    this.#writing ??= this.#writeQueue();
+  }
+
+  /** Resolves once the queue is at most `EVENT_LOG_HIGH_WATER` bytes (or writing failed). */
+  async belowHighWater(): Promise<void> {
+    while (this.#queuedBytes > EVENT_LOG_HIGH_WATER && this.#error === undefined) {
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Writes what is queued, ends the file and waits until it is closed; throws a write failure. */
+  async close(): Promise<void> {
+    while (this.#writing) await this.#writing;
+    if (this.#error === undefined) {
+      this.#file.end();
+      try {
+        await finished(this.#file);
+      } catch (error) {
+        this.#error = error;
+      }
+    } else if (!this.#file.destroyed) {
+      this.#file.destroy();
+    }
+    if (this.#error !== undefined) throw this.#error;
+  }
+
+  async #writeQueue(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.join('');
+        this.#queue = [];
+        await writeAll(this.#file, batch);
+        this.#queuedBytes -= Buffer.byteLength(batch);
+        this.#wake();
+      }
+    } catch (error) {
+      this.#error = error;
+      this.#queue = [];
+      this.#queuedBytes = 0;
+    } finally {
+      this.#writing = undefined;
+      this.#wake();
+    }
+  }
+
+  #wake(): void {
+    if (this.#queuedBytes > EVENT_LOG_HIGH_WATER && this.#error === undefined) return;
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+}
+
+/** Resolves when `stream` drains, closes or fails, or `stop` is called (never rejects). */
+function drainOrStop(stream: Writable, onStop: (stop: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+    stream.on('error', done);
+    onStop(done);
   });
 }
 
@@ -273,38 +377,54 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   rt.on('transcript', (text) => line(`transcript (${from}): ${text}`));
   rt.on('text.done', (text) => line(`translation (${to}): ${text}`));
   rt.on('warning', (warning) => line(`rt-translate: warning: ${warning.message}`));
-  if (events) rt.on('server-event', (event) => events.write(`${JSON.stringify(summarizeServerEvent(event))}\n`));
+  const eventLog = events ? new EventLog(events) : undefined;
+  if (eventLog) rt.on('server-event', (event) => eventLog.add(`${JSON.stringify(summarizeServerEvent(event))}\n`));
 
-  // First Ctrl-C: stop reading input, let the session finish. Second: abort.
+  // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
+  // the translator's input, so the session finishes with what was sent. Second: abort.
   let stopping = false;
+  let wakeInput: (() => void) | undefined;
   const onSignal = () => {
-    if (stopping) controller.abort(new Error('interrupted'));
+    if (stopping) {
+      controller.abort(new Error('interrupted'));
+      return;
+    }
     stopping = true;
+    input.close();
+    wakeInput?.();
   };
   process.on('SIGINT', onSignal);
 
+  /** Service-format bytes of input sent to the translator. */
+  let bytesIn = 0;
+  /** An input failure that happened before any Ctrl-C (after one, the input is not wanted). */
+  let inputFailure: InputError | undefined;
   const pumpInput = async () => {
-    for await (const chunk of source) {
-      if (stopping || rt.destroyed) break;
-      if (!rt.write(chunk)) await once(rt, 'drain');
+    try {
+      for await (const chunk of source) {
+        if (stopping || rt.destroyed) break;
+        bytesIn += (chunk as Buffer).length;
+        if (!rt.write(chunk)) {
+          await drainOrStop(rt, (stop) => (wakeInput = stop));
+          wakeInput = undefined;
+        }
+      }
+    } catch {
+      // The input was closed under the loop (Ctrl-C, or the session is over): nothing to report.
     }
-    if (!rt.destroyed) rt.end();
+    // A failing input ends `source` after what it decoded before the failure.
+    if (!stopping) inputFailure = input.failure;
+    if (!rt.destroyed && !rt.writableEnded) rt.end();
   };
   const pumpOutput = async () => {
-    for await (const chunk of rt) await writeAll(sink.stream, chunk as Buffer);
+    for await (const chunk of rt) {
+      await writeAll(sink.stream, chunk as Buffer);
+      if (eventLog) await eventLog.belowHighWater();
+    }
   };
 
   let failure: unknown;
-  const inputDone = pumpInput().catch((error: unknown) => {
-    // After a first Ctrl-C the input is no longer wanted: a decoder that failed because it got
-    // the signal too (ffmpeg in the same process group) ends the input, not the session.
-    if (stopping && !controller.signal.aborted) {
-      if (!rt.destroyed) rt.end();
-      return;
-    }
-    failure ??= error;
-    rt.destroy(error instanceof Error ? error : new Error(String(error)));
-  });
+  const inputDone = pumpInput();
   try {
     await pumpOutput();
   } catch (error) {
@@ -312,25 +432,37 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   }
   // The session is over: stop reading an input that may never end (a microphone, an open pipe).
   input.close();
+  wakeInput?.();
   await inputDone;
   process.off('SIGINT', onSignal);
   if (progress) clearInterval(progress);
   clearProgress();
   try {
     await sink.close();
-    if (events) {
-      events.end();
-      await once(events, 'close');
-    }
+  } catch (error) {
+    failure ??= error;
+  }
+  try {
+    await eventLog?.close();
   } catch (error) {
     failure ??= error;
   }
   await emulator?.close();
-  if (failure === undefined) return EXIT_OK;
   if (controller.signal.aborted) {
     io.stderr.write('rt-translate: interrupted\n');
     return 130;
   }
-  io.stderr.write(`${describeFailure(failure)}\n`);
-  return isUsageError(failure) ? EXIT_USAGE : EXIT_FAILURE;
+  // Exit status: decided here, not by the error's class (a library ValidationError in the
+  // middle of a session is not a usage error).
+  if (inputFailure !== undefined) {
+    const cause = inputFailure.cause;
+    const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
+    const used = `${seconds(bytesIn)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
+    io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
+  }
+  if (failure !== undefined) {
+    io.stderr.write(`${describeFailure(failure)}\n`);
+    return EXIT_FAILURE;
+  }
+  return inputFailure !== undefined ? EXIT_USAGE : EXIT_OK;
 }

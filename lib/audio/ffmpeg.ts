@@ -1,27 +1,29 @@
 /**
  * Decoding any audio or video file the library does not read itself (MP3, MP4, WebM, ...)
- * through an `ffmpeg` binary, with prism-media's `FFmpeg` transform, straight to a described
- * PCM layout (by default the service format: s16le, 24000 Hz, mono).
+ * through an `ffmpeg` binary, straight to a described PCM layout (by default the service
+ * format: s16le, 24000 Hz, mono).
  *
  * Policies:
- * - Where ffmpeg comes from: `findFfmpegOnPath` looks only in the directories of `PATH`; the
- *   library ships no binary and depends on none. prism-media then runs `ffmpeg` from `PATH`
- *   (it first tries an installed `ffmpeg-static` package, which this library does not depend on).
+ * - Which ffmpeg: the `ffmpegPath` option, else the one `findFfmpegOnPath` finds in the
+ *   directories of `PATH`; that exact file is spawned (no shell, no other lookup: never an
+ *   `avconv`, a `./ffmpeg` of the working directory or an `ffmpeg-static` package). The library
+ *   ships no binary and depends on none; without one the constructor throws `UnsupportedError`.
  * - Input: a file path (`inputPath`), which ffmpeg opens itself so it can seek (an MP4 whose
  *   index is at the end needs that), or bytes written to this stream (piped to ffmpeg's stdin).
+ *   The path is given to ffmpeg as `file:` + the absolute path, so a name such as `concat:x.mp3`
+ *   or `http:x` is always a local file, never one of ffmpeg's protocols.
  * - Output: what ffmpeg writes to its stdout, with backpressure (its stdout is paused while
  *   this stream's reader is behind). The readable side ends when ffmpeg exits with status 0
- *   (and, when it produced no audio at all, printed no error); any other exit fails the stream with `UnsupportedError` carrying the end of ffmpeg's
- *   error output (at most 2 KiB of it is kept). ffmpeg closing its stdin early is not an
- *   error by itself: the exit status decides.
- * - `destroy()` kills the process (SIGKILL) and calls back once it has exited.
+ *   (and, when it produced no audio at all, printed no error); any other exit fails the stream
+ *   with `UnsupportedError` carrying the end of ffmpeg's error output (at most 2 KiB of it is
+ *   kept). ffmpeg closing its stdin early is not an error by itself: the exit status decides.
+ * - `destroy()` kills the process (SIGKILL) and calls back once it has exited (reaped).
  */
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { Duplex } from 'node:stream';
-import type { ChildProcess } from 'node:child_process';
-import prism from 'prism-media';
-import { UnsupportedError } from '../errors.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { UnsupportedError, ValidationError } from '../errors.js';
 import { SERVICE_FORMAT, resolveDescription, type AudioDescription, type ResolvedAudioDescription } from './audio-format.js';
 import type { AudioTransformOptions } from './processor.js';
 
@@ -49,8 +51,13 @@ export function findFfmpegOnPath(pathVariable: string | undefined = process.env.
 }
 
 export interface FfmpegDecoderOptions extends AudioTransformOptions {
-  /** A file for ffmpeg to open itself; without it, the bytes written to this stream are decoded. */
+  /**
+   * A file for ffmpeg to open itself (relative to the working directory, or absolute); without
+   * it, the bytes written to this stream are decoded.
+   */
   inputPath?: string;
+  /** The ffmpeg executable to run. Default: `findFfmpegOnPath()` (the `PATH` of this process). */
+  ffmpegPath?: string;
   /** The PCM layout to produce; default the service format (s16le, 24000 Hz, mono). */
   to?: AudioDescription;
 }
@@ -58,7 +65,10 @@ export interface FfmpegDecoderOptions extends AudioTransformOptions {
 /** Bytes of ffmpeg's error output kept for the failure message. */
 const STDERR_KEEP = 2048;
 
-/** Runs ffmpeg as a decoder; see the module comment for the policies. */
+/**
+ * Runs ffmpeg as a decoder; see the module comment for the policies. Throws `UnsupportedError`
+ * when there is no ffmpeg to run, `ValidationError` for a bad option.
+ */
 export class FfmpegDecoder extends Duplex {
   readonly to: ResolvedAudioDescription;
   private readonly child: ChildProcess;
@@ -70,6 +80,24 @@ export class FfmpegDecoder extends Duplex {
 
   constructor(options: FfmpegDecoderOptions = {}) {
     const to = resolveDescription(options.to ?? SERVICE_FORMAT, 'to');
+    if (options.ffmpegPath !== undefined && (typeof options.ffmpegPath !== 'string' || options.ffmpegPath === '')) {
+      throw new ValidationError('ffmpegPath', 'the path of an ffmpeg executable', String(options.ffmpegPath));
+    }
+    if (options.inputPath !== undefined && (typeof options.inputPath !== 'string' || options.inputPath === '')) {
+      throw new ValidationError('inputPath', 'the path of a file', String(options.inputPath));
+    }
+    const command = options.ffmpegPath ?? findFfmpegOnPath();
+    if (command === undefined) {
+      throw new UnsupportedError('Cannot run ffmpeg: no ffmpeg executable on PATH (install ffmpeg, or pass ffmpegPath).');
+    }
+    const fromFile = options.inputPath !== undefined;
+    // `file:` and an absolute path: the name is a local file whatever it looks like.
+    const input = fromFile ? ['-nostdin', '-i', `file:${resolve(options.inputPath!)}`] : ['-i', 'pipe:0'];
+    // ffmpeg's raw muxers have the library's format names (s16le, s16be, f32le, mulaw, alaw).
+    const args = [
+      '-hide_banner', '-loglevel', 'error', ...input,
+      '-vn', '-sn', '-dn', '-f', to.format, '-ar', String(to.rate), '-ac', String(to.channels), 'pipe:1',
+    ];
     super({
       readableHighWaterMark: options.readableHighWaterMark,
       writableHighWaterMark: options.writableHighWaterMark,
@@ -78,21 +106,12 @@ export class FfmpegDecoder extends Duplex {
       allowHalfOpen: true,
     });
     this.to = to;
-    const input = options.inputPath === undefined ? ['-i', 'pipe:0'] : ['-nostdin', '-i', options.inputPath];
-    // ffmpeg's raw muxers have the library's format names (s16le, s16be, f32le, mulaw, alaw).
-    const args = ['-hide_banner', '-loglevel', 'error', ...input, '-vn', '-sn', '-dn', '-f', to.format, '-ar', String(to.rate), '-ac', String(to.channels)];
-    let ffmpeg: InstanceType<typeof prism.FFmpeg>;
-    try {
-      ffmpeg = new prism.FFmpeg({ args });
-    } catch (error) {
-      throw new UnsupportedError(`Cannot run ffmpeg: ${(error as Error).message}`, { cause: error });
-    }
-    const child = ffmpeg.process;
+    const child = spawn(command, args, { stdio: [fromFile ? 'ignore' : 'pipe', 'pipe', 'pipe'], windowsHide: true });
     this.child = child;
-    // prism's transform forwards stdio errors as its own 'error' events; the exit status is
-    // what counts here, so those are observed (EPIPE on stdin is expected) through `child`.
-    ffmpeg.on('error', () => undefined);
+    // EPIPE on stdin is expected when ffmpeg stops reading: the exit status decides.
     child.stdin?.on('error', () => undefined);
+    child.stdout!.on('error', () => undefined);
+    child.stderr!.on('error', () => undefined);
 
     child.stdout!.on('data', (chunk: Buffer) => {
       this.bytesOut += chunk.length;
@@ -125,10 +144,12 @@ export class FfmpegDecoder extends Duplex {
         resolve();
       });
     });
-    if (options.inputPath !== undefined) {
-      child.stdin?.end();
-      this.end();
-    }
+    if (fromFile) this.end();
+  }
+
+  /** The ffmpeg process id (undefined when it could not be started). */
+  get pid(): number | undefined {
+    return this.child.pid;
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {

@@ -36,6 +36,8 @@ export interface CliRunOptions {
   timeoutMs?: number;
   /** Called with each piece of stderr text as it arrives. */
   onStderr?: (text: string) => void;
+  /** Working directory of the child. Default: the test's. */
+  cwd?: string;
 }
 
 function assertBuilt(): void {
@@ -51,11 +53,12 @@ function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** Spawns the command; the caller owns stdin. The child is tracked until it exits. */
-export function spawnCli(args: readonly string[], env?: Record<string, string>): ChildProcess {
+export function spawnCli(args: readonly string[], env?: Record<string, string>, cwd?: string): ChildProcess {
   assertBuilt();
   const child = spawn(process.execPath, [CLI_PATH, ...args], {
     env: childEnv(env),
     stdio: ['pipe', 'pipe', 'pipe'],
+    ...(cwd !== undefined ? { cwd } : {}),
   });
   live.add(child);
   child.once('exit', () => live.delete(child));
@@ -99,7 +102,7 @@ export function collect(
 
 /** Runs `rt-translate ARGS` to completion. */
 export function runCli(args: readonly string[], options: CliRunOptions = {}): Promise<CliResult> {
-  const child = spawnCli(args, options.env);
+  const child = spawnCli(args, options.env, options.cwd);
   const result = collect(child, options.timeoutMs, options.onStderr, `rt-translate ${args.join(' ')}`);
   child.stdin?.end(options.stdin ?? Buffer.alloc(0));
   return result;
