@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { dbfsToMeanSquare, meanSquare } from '../lib/audio/level.js';
+import { SpeechSegmentCounter, VoiceActivityDetector, type VoiceSegment } from '../lib/audio/vad.js';
+import { loadSpeechFixture } from './helpers/speech.js';
+
+/** The mean square computed the plain way, for comparison. */
+function reference(buf: Buffer, start: number, end: number): number {
+  let sum = 0;
+  for (let i = start; i < end; i += 2) sum += buf.readInt16LE(i) ** 2;
+  return sum / ((end - start) / 2);
+}
+
+describe('meanSquare', () => {
+  const samples = Buffer.alloc(2 * 1001);
+  for (let i = 0; i < 1001; i++) samples.writeInt16LE(Math.round(Math.sin(i / 7) * 20_000) - (i % 3), i * 2);
+
+  it.each([
+    ['an even byte offset (typed view)', 0],
+    ['an odd byte offset (per-sample reads)', 1],
+  ])('gives the exact mean square at %s', (_name, shift) => {
+    // Copy the samples so they start at `shift` within a larger buffer.
+    const host = Buffer.alloc(samples.length + 2);
+    samples.copy(host, shift);
+    const view = host.subarray(shift, shift + samples.length);
+    expect((view.byteOffset + 0) % 2).toBe(shift % 2);
+    expect(meanSquare(view, 0, view.length)).toBe(reference(samples, 0, samples.length));
+    expect(meanSquare(view, 10, 970)).toBe(reference(samples, 10, 970));
+  });
+
+  it('dbfsToMeanSquare: full scale is 32768², -20 dBFS a hundredth of it', () => {
+    expect(dbfsToMeanSquare(0)).toBe(32768 ** 2);
+    expect(dbfsToMeanSquare(-20)).toBeCloseTo(32768 ** 2 / 100, 3);
+  });
+});
+
+describe('VoiceActivityDetector and SpeechSegmentCounter', () => {
+  const fixture = loadSpeechFixture();
+
+  it('finds the speech fixture’s three utterances at their measured places, whatever the chunking', () => {
+    for (const size of [1, 959, 4800, fixture.pcm.length]) {
+      const detector = new VoiceActivityDetector();
+      const ended: VoiceSegment[] = [];
+      for (let o = 0; o < fixture.pcm.length; o += size) detector.push(fixture.pcm.subarray(o, o + size), (s) => ended.push(s));
+      expect(ended.map((s) => [s.voicedStart / 2, s.voicedEnd / 2])).toEqual(fixture.utterances.map((u) => [u.startSample, u.endSample]));
+    }
+  });
+
+  it('counts the segments of speech sent, the one in progress included', () => {
+    const counter = new SpeechSegmentCounter();
+    const firstUtteranceEnd = fixture.utterances[0]!.endSample * 2;
+    counter.push(fixture.pcm.subarray(0, firstUtteranceEnd - 4800));
+    expect(counter.segments).toBe(1); // still speaking
+    counter.push(fixture.pcm.subarray(firstUtteranceEnd - 4800));
+    expect(counter.segments).toBe(3);
+  });
+
+  it('does not count a click shorter than minSpeechMs as speech', () => {
+    const counter = new SpeechSegmentCounter({ minSpeechMs: 100 });
+    const click = Buffer.alloc(960 * 3);
+    for (let i = 0; i < 480 * 2; i++) click.writeInt16LE(i % 2 ? 20_000 : -20_000, i * 2); // 40 ms loud
+    counter.push(Buffer.concat([click, Buffer.alloc(48_000)]));
+    expect(counter.segments).toBe(0);
+    const speechLike = Buffer.alloc(48 * 300);
+    for (let i = 0; i < speechLike.length / 2; i++) speechLike.writeInt16LE(i % 2 ? 20_000 : -20_000, i * 2); // 300 ms loud
+    counter.push(Buffer.concat([speechLike, Buffer.alloc(48_000)]));
+    expect(counter.segments).toBe(1);
+  });
+});
