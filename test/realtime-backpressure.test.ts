@@ -367,10 +367,7 @@ describe('RealtimeTranslateStream backpressure: a slow server', () => {
     });
     const closed = closedWith(stream);
     stream.resume(); // the readable side must end for 'close'; this server sends no audio
-    const peer = await fake.nextPeer();
-    await peer.waitForEvent('session.update');
-    peer.sendSessionCreated();
-    await new Promise((resolve) => stream.once('session', resolve));
+    const peer = await fake.acceptSession(stream);
     peer.pauseReading();
 
     const figures = new Figures(stream);
@@ -548,10 +545,7 @@ describe('RealtimeTranslateStream backpressure: chunks larger than one append ev
     const stream = open(fake.realtimeUrl, { maxSocketBufferBytes: MAX_SOCKET_BUFFER, maxAppendBytes: APPEND });
     const closed = closedWith(stream);
     stream.resume();
-    const peer = await fake.nextPeer();
-    await peer.waitForEvent('session.update');
-    peer.sendSessionCreated();
-    await new Promise((resolve) => stream.once('session', resolve));
+    const peer = await fake.acceptSession(stream);
     peer.pauseReading();
 
     const figures = new Figures(stream);
@@ -599,10 +593,7 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     stream.on('warning', (warning: Error) => warnings.push(warning));
     const emitted: ServerEvent[] = [];
     stream.on('server-event', (event: ServerEvent) => emitted.push(event));
-    const peer = await fake.nextPeer();
-    await peer.waitForEvent('session.update');
-    peer.sendSessionCreated();
-    await new Promise((resolve) => stream.once('session', resolve));
+    const peer = await fake.acceptSession(stream);
     stream.end(TWO_UTTERANCES);
     await peer.waitForAudioBytes(TWO_UTTERANCES.length + END_PADDING.length);
     return { stream, closed, warnings, emitted, peer };

@@ -84,10 +84,7 @@ async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | As
 async function scripted(options: Partial<RealtimeTranslateOptions> = {}): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
   const fake = await fakeServer();
   const stream = open(fake.realtimeUrl, options);
-  const peer = await fake.nextPeer();
-  await peer.waitForEvent('session.update');
-  peer.sendSessionCreated();
-  await new Promise((resolve) => stream.once('session', resolve));
+  const peer = await fake.acceptSession(stream);
   return { stream, peer };
 }
 

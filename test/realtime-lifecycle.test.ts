@@ -229,10 +229,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
   async 'writing under backpressure (stalled server)'() {
     const fake = await fakeServer();
     const w = open(fake.realtimeUrl, { maxSocketBufferBytes: 64 * 1024, maxAppendBytes: 9600, writableHighWaterMark: 16 * 1024 });
-    const peer = await fake.nextPeer();
-    await peer.waitForEvent('session.update');
-    peer.sendSessionCreated();
-    await next(w.stream, 'session');
+    const peer = await fake.acceptSession(w.stream);
     peer.pauseReading();
     const writes = await writeUntilHeldBack(w, 64 * 1024);
     expect(writes.slice(-2)).toEqual(['pending', 'pending']);
@@ -276,6 +273,21 @@ async function serverSawEnd(server: Server, withServer: HandleCounts): Promise<v
   // Both ends of the loopback connection are sockets of this process: back at the count taken
   // while the server was listening, the server's end is closed as well.
   await expectNoLeakedHandles(withServer);
+}
+
+/** Reads every chunk with a pause after each (a slow consumer); resolves with the audio and the error it ended with. */
+async function readSlowly(stream: AsyncIterable<unknown>, pauseMs: number): Promise<{ audio: Buffer; failure: (Error & { code?: string }) | undefined }> {
+  const chunks: Buffer[] = [];
+  let failure: (Error & { code?: string }) | undefined;
+  try {
+    for await (const chunk of stream) {
+      chunks.push(chunk as Buffer);
+      await sleep(pauseMs);
+    }
+  } catch (error) {
+    failure = error as Error & { code?: string };
+  }
+  return { audio: Buffer.concat(chunks), failure };
 }
 
 describe('RealtimeTranslateStream: destroy() in every state', () => {
@@ -517,21 +529,12 @@ describe('RealtimeTranslateStream: output received before a fatal server error i
     expect(w.errors).toEqual([]);
     if (endAfterStop) w.stream.end();
 
-    const chunks: Buffer[] = [];
-    let failure: (Error & { code?: string }) | undefined;
-    try {
-      for await (const chunk of w.stream) {
-        chunks.push(chunk as Buffer);
-        await sleep(2);
-      }
-    } catch (error) {
-      failure = error as Error & { code?: string };
-    }
+    const { audio, failure } = await readSlowly(w.stream, 2);
     await w.closed;
 
     const expected = expectedTranslation(SENT, CREDIT_BYTES);
-    expect(Buffer.concat(chunks).length).toBe(expected.length);
-    expect(Buffer.concat(chunks).equals(expected)).toBe(true);
+    expect(audio.length).toBe(expected.length);
+    expect(audio.equals(expected)).toBe(true);
     expect(failure?.code).toBe('RTT_BILLING');
     expect(failure?.message).toMatch(/credits/);
     await closeServer(server);
@@ -546,21 +549,12 @@ describe('RealtimeTranslateStream: output received before a fatal server error i
     // The reader stays away until the socket had to be paused for it.
     await until(() => w.stream.stats.paused, 'the socket to be paused for the reader');
 
-    const chunks: Buffer[] = [];
-    let failure: (Error & { code?: string }) | undefined;
-    try {
-      for await (const chunk of w.stream) {
-        chunks.push(chunk as Buffer);
-        await sleep(5);
-      }
-    } catch (error) {
-      failure = error as Error & { code?: string };
-    }
+    const { audio, failure } = await readSlowly(w.stream, 5);
     await w.closed;
 
     const expected = expectedTranslation(SENT, CREDIT_BYTES);
-    expect(Buffer.concat(chunks).length).toBe(expected.length);
-    expect(Buffer.concat(chunks).equals(expected)).toBe(true);
+    expect(audio.length).toBe(expected.length);
+    expect(audio.equals(expected)).toBe(true);
     expect(failure?.code).toBe('RTT_BILLING');
     await closeServer(server);
     await expectNoLeakedHandles(baseline);

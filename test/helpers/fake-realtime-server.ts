@@ -23,6 +23,7 @@
  * A paused peer (`pauseReading()`) reads nothing from its socket, so it cannot see the client
  * close the connection either: call `resumeReading()` before awaiting `closed` or `allClosed()`.
  */
+import { once, type EventEmitter } from 'node:events';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -50,6 +51,11 @@ export interface FakeRealtimeServer {
   readonly requests: readonly IncomingMessage[];
   /** Resolves with the next WebSocket peer, in order of connection (one not yet handed out). */
   nextPeer(): Promise<FakePeer>;
+  /**
+   * Takes the next peer through the session start: waits for its `session.update`, answers
+   * `session.created`, and resolves once `stream` has emitted `'session'`.
+   */
+  acceptSession(stream: EventEmitter): Promise<FakePeer>;
   /** Resolves with the next upgrade request (one not yet handed out), held or answered. */
   nextUpgradeRequest(): Promise<IncomingMessage>;
   /** Resolves once every accepted TCP connection has closed on the server side. */
@@ -321,6 +327,14 @@ export async function startFakeRealtimeServer(options: FakeRealtimeServerOptions
     },
     requests,
     nextPeer: () => peerInbox.take(),
+    async acceptSession(stream) {
+      const peer = await peerInbox.take();
+      const started = once(stream, 'session');
+      await peer.waitForEvent('session.update');
+      peer.sendSessionCreated();
+      await started;
+      return peer;
+    },
     nextUpgradeRequest: () => requestInbox.take(),
     allClosed() {
       if (sockets.size === 0) return Promise.resolve();
