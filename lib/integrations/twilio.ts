@@ -50,6 +50,7 @@
  * Memory: bounded by the stream buffers (the readable side holds `maxQueuedMessages` messages,
  * the translator its own bounds), one inbound message (`maxMessageBytes`) and one gap fill.
  */
+import type { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RawData, WebSocket } from 'ws';
@@ -567,15 +568,20 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
     const onBridgeError = () => {
       // Reported through the promise (bridge.errored).
     };
-    /** The socket's error listener stays until the socket has closed (an error may come while it closes). */
+    // Every listener added for the call, in one list, so removing them cannot miss one. The
+    // socket's error listener is separate: it stays until the socket has closed (an error may
+    // come while it closes).
+    const listeners: Array<[EventEmitter, string, (...args: any[]) => void]> = [
+      [ws, 'message', onMessage],
+      [ws, 'close', onSocketClose],
+      [bridge, 'drain', onDrain],
+      [bridge, 'data', onData],
+      [bridge, 'end', onEnd],
+      [bridge, 'error', onBridgeError],
+    ];
     const releaseSocketError = () => ws.off('error', onSocketError);
     const onClose = () => {
-      ws.off('message', onMessage);
-      ws.off('close', onSocketClose);
-      bridge.off('drain', onDrain);
-      bridge.off('data', onData);
-      bridge.off('end', onEnd);
-      bridge.off('error', onBridgeError);
+      for (const [emitter, event, listener] of listeners) emitter.off(event, listener);
       ws.resume();
       const error = bridge.errored;
       if (open()) {
@@ -588,13 +594,8 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
       else resolve();
     };
 
-    ws.on('message', onMessage);
-    ws.on('close', onSocketClose);
+    for (const [emitter, event, listener] of listeners) emitter.on(event, listener);
     ws.on('error', onSocketError);
-    bridge.on('drain', onDrain);
-    bridge.on('data', onData);
-    bridge.on('end', onEnd);
-    bridge.on('error', onBridgeError);
     bridge.once('close', onClose);
     if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
   });
