@@ -28,7 +28,8 @@
  */
 import pRetry from 'p-retry';
 import { AbortError, RtTranslateError } from '../errors.js';
-import { HttpConnectionError, HttpStatusError, HttpTimeoutError, RateLimitError } from './errors.js';
+import { RateLimitError } from '../errors.js';
+import { HttpConnectionError, HttpStatusError, HttpTimeoutError } from './errors.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt. Default 2. */
