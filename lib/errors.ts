@@ -35,6 +35,8 @@ export interface RtTranslateErrorOptions {
   closeCode?: number;
   /** What the service said, verbatim (after secret redaction). */
   serverMessage?: string;
+  /** Realtime: input audio accepted that may not have been processed when the session failed, in ms. */
+  unprocessedInputMs?: number;
 }
 
 export class RtTranslateError extends Error {
@@ -43,6 +45,8 @@ export class RtTranslateError extends Error {
   readonly status: number | undefined;
   readonly closeCode: number | undefined;
   readonly serverMessage: string | undefined;
+  /** Realtime: input audio accepted that may not have been processed when the session failed, in ms. */
+  unprocessedInputMs: number | undefined;
 
   constructor(code: RtTranslateErrorCode, message: string, options: RtTranslateErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -52,6 +56,7 @@ export class RtTranslateError extends Error {
     this.status = options.status;
     this.closeCode = options.closeCode;
     this.serverMessage = options.serverMessage;
+    this.unprocessedInputMs = options.unprocessedInputMs;
   }
 }
 

@@ -212,7 +212,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
   async 'connecting (connected, cold start: session.starting, no session.created)'() {
     const server = await emulator({ coldStartMs: 60_000 });
     const w = open(server.realtimeUrl);
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     expect(w.stream.sessionId).toBeUndefined();
     return { server: { kind: 'emulator', emulator: server }, w };
   },
@@ -220,7 +220,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
     const server = await emulator();
     const w = open(server.realtimeUrl);
     collect(w);
-    await next(w.stream, 'session');
+    await next(w.stream, 'session.created');
     w.stream.write(FIXTURE);
     await next(w.stream, 'audio.done');
     expect(w.output.length).toBeGreaterThan(0);
@@ -239,7 +239,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
     const server = await emulator();
     const w = open(server.realtimeUrl, { quietPeriodMs: 60_000 });
     collect(w);
-    await next(w.stream, 'session');
+    await next(w.stream, 'session.created');
     const three = times(w.stream, 'audio.done', 3);
     w.stream.end(FIXTURE);
     await three;
@@ -370,14 +370,14 @@ describe('RealtimeTranslateStream: AbortSignal', () => {
     async 'connecting (cold start)'(signal) {
       const server = await emulator({ coldStartMs: 60_000 });
       const w = open(server.realtimeUrl, { signal });
-      await next(w.stream, 'starting');
+      await next(w.stream, 'session.starting');
       return { w, server: { kind: 'emulator', emulator: server } };
     },
     async active(signal) {
       const server = await emulator();
       const w = open(server.realtimeUrl, { signal });
       collect(w);
-      await next(w.stream, 'session');
+      await next(w.stream, 'session.created');
       w.stream.write(FIXTURE);
       await next(w.stream, 'audio.done');
       return { w, server: { kind: 'emulator', emulator: server } };
@@ -428,7 +428,7 @@ describe('RealtimeTranslateStream: ready timeout during a cold start', () => {
     const baseline = countHandles();
     const server = await coldStart();
     const w = open(server.realtimeUrl, { readyTimeoutMs: READY_MS });
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     const withServer = countHandles();
 
     vi.advanceTimersByTime(READY_MS - 1);
@@ -471,7 +471,7 @@ describe('RealtimeTranslateStream: ready timeout during a cold start', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     const withServer = countHandles();
     vi.advanceTimersByTime(READY_MS);
     vi.useRealTimers();

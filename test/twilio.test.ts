@@ -442,7 +442,7 @@ describe('TwilioMediaBridge as a Duplex', () => {
     const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl });
     const messages = callMessages(60);
     for (const message of messages.slice(0, -1)) bridge.write(message);
-    await once(bridge.translator, 'session');
+    await once(bridge.translator, 'session.created');
     await new Promise<void>((resolve) => {
       const check = () => (bridge.translator.stats.bytesSent >= 50 * 160 * 6 ? resolve() : setTimeout(check, 5));
       check();

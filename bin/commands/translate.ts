@@ -11,7 +11,8 @@ import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
-import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
@@ -374,11 +375,11 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       }, 250)
     : undefined;
   progress?.unref();
-  rt.on('transcript', (text) => line(`transcript (${from}): ${text}`));
+  rt.on('transcript.done', (text) => line(`transcript (${from}): ${text}`));
   rt.on('text.done', (text) => line(`translation (${to}): ${text}`));
   rt.on('warning', (warning) => line(`rt-translate: warning: ${warning.message}`));
   const eventLog = events ? new EventLog(events) : undefined;
-  if (eventLog) rt.on('server-event', (event) => eventLog.add(`${JSON.stringify(summarizeServerEvent(event))}\n`));
+  if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.

@@ -20,7 +20,7 @@ import {
   type OutputModality,
   type SessionConfig,
   type SessionConfigInput,
-  type SessionInfo,
+  type WireSessionInfo,
   type VoiceSelection,
 } from '../realtime/codec.js';
 import { ValidationError } from '../errors.js';
@@ -319,9 +319,9 @@ export class RealtimeSession {
     this.send(encodeServerEvent.sessionUpdated(info));
   }
 
-  private sessionInfo(): SessionInfo {
+  private sessionInfo(): WireSessionInfo {
     const config = this.config!;
-    const info: SessionInfo = {
+    const info: WireSessionInfo = {
       id: this.id,
       source_language: config.source_language,
       target_language: config.target_language,
