@@ -50,6 +50,11 @@ export class ReplayBuffer {
     return this.#end - this.#start;
   }
 
+  /** Memory held in blocks, in bytes (what is retained, rounded up to whole blocks). */
+  get allocatedBytes(): number {
+    return this.#blocks.length * this.#blockBytes;
+  }
+
   /** Bytes accepted and not sent yet. */
   get unsent(): number {
     return this.#end - this.#sent;

@@ -92,7 +92,7 @@ export function errorForConnectionEnd(end: ConnectionEnd, secret: string | undef
       if (status === 402) return new BillingError(`The realtime service refused the session: out of credits (HTTP 402)${said}.`, options);
       if (status === 429) {
         const wait = retryAfterMs === undefined ? '' : ` It asked to wait ${retryAfterMs} ms.`;
-        return new RateLimitError(`The realtime handshake was refused with 429 (rate limited)${said}.${wait}`, { ...options, retryAfterMs });
+        return new RateLimitError(`The realtime handshake was refused with HTTP 429 (rate limited)${said}.${wait}`, { ...options, retryAfterMs });
       }
       const wait = retryAfterMs === undefined ? '' : ` It asked to wait ${retryAfterMs} ms.`;
       return new ConnectionError(`The realtime handshake was refused with HTTP ${status}${said}.${wait}`, {
