@@ -177,6 +177,9 @@ export class RealtimeSession {
   /** Utterances held to be answered as one (`mergeUtterances`). */
   private merging: SegmentedUtterance[] = [];
   private mergeTimer: NodeJS.Timeout | undefined;
+  /** Frames given to the socket and not yet written, and who waits for them. */
+  private unflushed = 0;
+  private readonly flushWaiters: Array<() => void> = [];
 
   constructor(
     private readonly ws: WebSocket,
@@ -289,6 +292,7 @@ export class RealtimeSession {
       );
       return;
     }
+    this.ownerKey = key;
     const config = this.validate(session, key, true);
     if (config === undefined) return;
     this.config = config;
@@ -547,6 +551,8 @@ export class RealtimeSession {
 
   /** After each write completes: resume reading once the send buffer is back under its bound. */
   private readonly onSent = (): void => {
+    this.unflushed -= 1;
+    if (this.unflushed === 0) for (const waiter of this.flushWaiters.splice(0)) waiter();
     if (this.pauses.has('backpressure') && this.ws.bufferedAmount <= this.settings.sendBufferLimitBytes) {
       this.unpause('backpressure');
     }
@@ -554,6 +560,7 @@ export class RealtimeSession {
 
   private send(frame: string | Buffer): void {
     if (this.state === 'closed' || this.state === 'half-open' || this.ws.readyState !== this.ws.OPEN) return;
+    this.unflushed += 1;
     this.ws.send(frame, { binary: typeof frame !== 'string' }, this.onSent);
     this.peakBuffered = Math.max(this.peakBuffered, this.ws.bufferedAmount);
     // A client that reads slowly: stop reading its input until our send buffer drains.
@@ -581,8 +588,24 @@ export class RealtimeSession {
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;
-    if (options.code === undefined) this.ws.terminate();
-    else this.ws.close(options.code, 'dropped by the emulator');
+    if (options.code !== undefined) {
+      this.ws.close(options.code, 'dropped by the emulator');
+      return;
+    }
+    // Cut without a close frame (the client sees 1006). What was sent before reaches the client
+    // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
+    // what it had not read yet.
+    this.afterFlush(() => {
+      if (this.socket) this.socket.end();
+      else this.ws.terminate();
+      this.setTimer(() => this.ws.terminate(), 1000);
+    });
+  }
+
+  /** Runs `fn` once every frame sent so far has been handed to the kernel. */
+  private afterFlush(fn: () => void): void {
+    if (this.unflushed === 0) fn();
+    else this.flushWaiters.push(fn);
   }
 
   /**
@@ -619,6 +642,7 @@ export class RealtimeSession {
 
   private dispose(): void {
     this.state = 'closed';
+    this.flushWaiters.length = 0;
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;

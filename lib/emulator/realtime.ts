@@ -78,6 +78,8 @@ export interface RealtimeFaultControl {
   halfOpen(): void;
   /** Refuses the next `count` handshakes with `status` (default 503), `Retry-After` when given. */
   refuseNextHandshakes(count: number, status?: number, retryAfterS?: number): void;
+  /** Leaves the next `count` handshakes unanswered (the upgrade request is read, nothing comes back). */
+  stallNextHandshakes(count: number): void;
 }
 
 export interface RealtimeEmulatorOptions {
@@ -238,11 +240,22 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
     status: intOption(options.faults?.refuseStatus, 'faults.refuseStatus', { min: 300, max: 599, fallback: 503 }),
     retryAfterS: optionalInt('faults.refuseRetryAfterS', options.faults?.refuseRetryAfterS, 0),
   };
+  let stalls = 0;
 
   return {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       if (closing) {
         rejectHandshake(socket, 503, 'The emulator is shutting down.');
+        return;
+      }
+      if (stalls > 0) {
+        // Read and discard, answer nothing: the client's handshake hangs until it gives up.
+        stalls -= 1;
+        handshaking.add(socket);
+        socket.on('error', () => undefined);
+        socket.once('close', () => handshaking.delete(socket));
+        socket.once('end', () => socket.destroy());
+        socket.resume();
         return;
       }
       if (refusal.remaining > 0) {
@@ -289,6 +302,9 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
         refusal.remaining = count;
         refusal.status = status;
         refusal.retryAfterS = retryAfterS;
+      },
+      stallNextHandshakes(count: number): void {
+        stalls = count;
       },
     },
     async close(): Promise<void> {
