@@ -9,11 +9,10 @@
  * The emulator answers each utterance with its own voiced audio, so the expected output of the
  * speech fixture is its three voiced regions, in order, once each.
  */
-import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AuthError, ConnectionError, RateLimitError, VoiceRejectedError, type RtTranslateError } from '../lib/errors.js';
+import { AuthError, ConnectionError, RateLimitError, VoiceRejectedError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { UtteranceSegmenter } from '../lib/emulator/vad.js';
 import { OUTPUT_PIECE_BYTES } from '../lib/emulator/realtime.js';
@@ -21,6 +20,7 @@ import { eventToRecord, type RealtimeEvent } from '../lib/realtime/realtime-even
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { recordEvents, runSession } from './helpers/realtime-session.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
 const KEY = 'faults-test-key-0123456789abcdef';
@@ -73,45 +73,12 @@ function open(realtimeUrl: string, options: Partial<RealtimeTranslateOptions> = 
   return stream;
 }
 
-interface Outcome {
-  error: RtTranslateError | undefined;
-  output: Buffer;
-  events: RealtimeEvent[];
-  /** Whether the readable side ended before the session was over (it must not). */
-  endedEarly: boolean;
+/** Every event of `stream`, and their types. */
+function watch(stream: RealtimeTranslateStream): { events: RealtimeEvent[] } {
+  return { events: recordEvents(stream) };
 }
 
-/** Watches a stream: every event, and the audio, written through a sink once piped. */
-function watch(stream: RealtimeTranslateStream): { events: RealtimeEvent[]; types: () => string[] } {
-  const events: RealtimeEvent[] = [];
-  stream.on('event', (event) => events.push(event));
-  return { events, types: () => events.map((e) => e.type) };
-}
-
-/** Pipes `input` through the stream into memory; resolves when the pipeline settles. */
-async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | AsyncIterable<Buffer>, events = watch(stream).events): Promise<Outcome> {
-  const output: Buffer[] = [];
-  let endedEarly = false;
-  stream.once('end', () => {
-    if (!events.some((e) => e.type === 'ended')) endedEarly = true;
-  });
-  let error: RtTranslateError | undefined;
-  try {
-    await pipeline(
-      Readable.from(input),
-      stream,
-      new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          output.push(chunk);
-          callback();
-        },
-      }),
-    );
-  } catch (caught) {
-    error = caught as RtTranslateError;
-  }
-  return { error, output: Buffer.concat(output), events, endedEarly };
-}
+const run = runSession;
 
 /** Resolves at the `n`th emission of `event` (1-based). */
 function nth(stream: RealtimeTranslateStream, event: string, n: number): Promise<void> {
@@ -302,7 +269,7 @@ describe('refused handshakes while reconnecting', () => {
   }
 
   it('503 with Retry-After: waits at least that long, then resumes', async () => {
-    const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(1, 503, 1));
+    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(1, 503, 1));
     const result = await run(stream, pieces(), events);
     expect(result.error).toBeUndefined();
     expect(result.output.equals(ALL)).toBe(true);
@@ -314,7 +281,7 @@ describe('refused handshakes while reconnecting', () => {
   });
 
   it('429: a RateLimitError with the wait asked for, honoured', async () => {
-    const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(1, 429, 1));
+    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(1, 429, 1));
     const result = await run(stream, pieces(), events);
     expect(result.output.equals(ALL)).toBe(true);
     const second = result.events.flatMap((e) => (e.type === 'reconnecting' ? [e] : []))[1]!;
