@@ -58,6 +58,7 @@ export interface ResolvedRealtimeFaults {
   dropAfterResponses: number | undefined;
   dropMidResponse: boolean;
   dropCode: number | undefined;
+  dropReset: boolean;
   halfOpenAfterMs: number | undefined;
   mergeUtterances: number;
   lateUtterances: ReadonlyMap<number, number>;
@@ -68,6 +69,8 @@ export interface ResolvedRealtimeFaults {
 export interface DropOptions {
   /** Close with this code instead of cutting the connection (the client then sees 1006). */
   code?: number;
+  /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
+  reset?: boolean;
 }
 
 /** Utterances waiting to be answered together (`mergeUtterances`), flushed after this quiet time. */
@@ -357,8 +360,8 @@ export class RealtimeSession {
     const info = this.sessionInfo();
     this.send(encodeServerEvent.sessionCreated(info));
     this.send(encodeServerEvent.sessionUpdated(info));
-    const { dropAfterMs, halfOpenAfterMs, dropCode } = this.settings.faults;
-    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(dropCode === undefined ? {} : { code: dropCode }), dropAfterMs);
+    const { dropAfterMs, halfOpenAfterMs } = this.settings.faults;
+    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(this.dropOptions()), dropAfterMs);
     if (halfOpenAfterMs !== undefined) this.setTimer(() => this.goHalfOpen(), halfOpenAfterMs);
   }
 
@@ -481,7 +484,7 @@ export class RealtimeSession {
         return;
       }
       this.queue.shift();
-      const { dropAfterResponses, dropMidResponse, dropCode } = this.settings.faults;
+      const { dropAfterResponses, dropMidResponse } = this.settings.faults;
       const dropNow = dropAfterResponses !== undefined && this.responsesSent >= dropAfterResponses;
       if (dropNow && dropMidResponse) {
         // Cut in the middle of this response's audio.
@@ -490,7 +493,7 @@ export class RealtimeSession {
         for (const frame of head.frames.slice(0, cut)) this.send(frame);
       }
       if (dropNow) {
-        this.drop(dropCode === undefined ? {} : { code: dropCode });
+        this.drop(this.dropOptions());
         return;
       }
       for (const frame of head.frames) this.send(frame);
@@ -592,6 +595,12 @@ export class RealtimeSession {
       this.ws.close(options.code, 'dropped by the emulator');
       return;
     }
+    if (options.reset) {
+      const socket = this.socket as (Duplex & { resetAndDestroy?: () => void }) | undefined;
+      if (socket?.resetAndDestroy) socket.resetAndDestroy();
+      else this.ws.terminate();
+      return;
+    }
     // Cut without a close frame (the client sees 1006). What was sent before reaches the client
     // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
     // what it had not read yet.
@@ -600,6 +609,11 @@ export class RealtimeSession {
       else this.ws.terminate();
       this.setTimer(() => this.ws.terminate(), 1000);
     });
+  }
+
+  private dropOptions(): DropOptions {
+    const { dropCode, dropReset } = this.settings.faults;
+    return dropCode !== undefined ? { code: dropCode } : { reset: dropReset };
   }
 
   /** Runs `fn` once every frame sent so far has been handed to the kernel. */

@@ -54,6 +54,8 @@ export interface RealtimeFaults {
   dropMidResponse?: boolean;
   /** Drop with this close code (1001, 1011, 1012, 1013, ...) instead of cutting the connection (1006). */
   dropCode?: number;
+  /** Drop with a TCP reset: what was in flight is lost, as on a real network (default: ended after a flush). */
+  dropReset?: boolean;
   /** Go half-open this many ms after `session.created`: read nothing, answer no ping, send nothing. */
   halfOpenAfterMs?: number;
   /** Refuse this many handshakes (from the start) with `refuseStatus`. */
@@ -150,6 +152,7 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
     dropAfterResponses: optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0),
     dropMidResponse: faults.dropMidResponse === true,
     dropCode: optionalInt('faults.dropCode', faults.dropCode, 1000),
+    dropReset: faults.dropReset === true,
     halfOpenAfterMs: optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0),
     mergeUtterances: intOption(faults.mergeUtterances, 'faults.mergeUtterances', { min: 1, fallback: 1 }),
     lateUtterances: late,
