@@ -472,8 +472,11 @@ describe('events-only and audio-only consumers', () => {
         if (event.type === 'audio.delta') audio.push(event.audio);
       }
     })();
+    const closed = new Promise<Error | null>((resolve) => stream.once('close', () => resolve(stream.errored)));
     stream.end(Buffer.concat([fixture.pcm, fixture.pcm]));
     await iterating;
+    // The stream ends and closes by itself: nothing was left for a reader.
+    expect(await closed).toBeNull();
     expect(Buffer.concat(audio).equals(expectedFor(Buffer.concat([fixture.pcm, fixture.pcm])))).toBe(true);
     expect(types.filter((t) => t === 'response')).toHaveLength(6);
     expect(types.at(-1)).toBe('ended');

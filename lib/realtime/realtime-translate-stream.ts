@@ -697,6 +697,8 @@ export class RealtimeTranslateStream extends Duplex {
     this.#publish({ type: 'ended', ...ending });
     this.#fanout.end();
     if (!this.readableEnded) this.push(null);
+    // Nothing was left for a reader (events-only, or text only): let the readable side end now.
+    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
     const callback = this.#finalCallback;
     this.#finalCallback = undefined;
     callback?.();
