@@ -180,8 +180,8 @@ describe('rt-translate tts', () => {
       expect(result.stdout.length).toBe(0);
       expectKeyNotLeaked(result);
     }
-    expect(short.stderr).toBe('rt-translate: Invalid text: expected a string of 3 to 3000 characters (got "hi"). [RTT_VALIDATION]\n');
-    expect(locale.stderr).toMatch(/^rt-translate: Invalid language: expected a locale tag .*\(got "english"\)\. \[RTT_VALIDATION\]\n$/);
+    expect(short.stderr).toBe('rt-translate: --text expects a string of 3 to 3000 characters (got "hi").\n');
+    expect(locale.stderr).toMatch(/^rt-translate: --language expects a locale tag .*\(got "english"\)\.\n$/);
     expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
     expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
     expect(missing.stderr).toBe('rt-translate: --voice ID is required (see --help).\n');
@@ -236,7 +236,7 @@ describe('rt-translate translated-tts', () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
     const badLocale = await runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'spanish', '-o', path('x.flac')], { env: serviceEnv() });
     expect(badLocale.code).toBe(2);
-    expect(badLocale.stderr).toMatch(/^rt-translate: Invalid target_language: expected a locale tag .* \[RTT_VALIDATION\]\n$/);
+    expect(badLocale.stderr).toMatch(/^rt-translate: --to expects a locale tag .*\(got "spanish"\)\.\n$/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
 
     const failed = await runCli(['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '50'], {
@@ -514,7 +514,7 @@ describe('progress line of a task wait', () => {
     const io = { stdin: Readable.from([]), stdout: new Writable({ write: (_c, _e, cb) => cb() }), stderr, env: {} } as CliIo;
     return { io, written: () => text };
   }
-  const response: TaskStatusResponse = { status: 'PENDING', run_id: null };
+  const response: TaskStatusResponse = { status: 'PENDING', runId: null, raw: { status: 'PENDING', run_id: null } };
 
   it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
     const { io, written } = fakeIo(true);

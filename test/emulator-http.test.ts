@@ -433,9 +433,9 @@ describe('cleanup', () => {
     const before = openNetHandles().length;
     const mine = await emulator({ ttsStreamDelayMs: 2 });
     const client = clientFor(mine);
-    const result = await client.translateAndSpeak(tts);
+    const result = await client.translateAndSpeak({ text: tts.text, sourceLanguage: tts.source_language, targetLanguage: tts.target_language });
     await collect(result.audio);
-    const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', output_configuration: { format: 'pcm_s16le' } });
+    const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } });
     await new Promise((resolve) => stream.once('data', resolve));
     stream.destroy();
     await new Promise((resolve) => stream.once('close', resolve));

@@ -250,7 +250,7 @@ describe('withRetry', () => {
 describe('policy over HTTP', () => {
   let emu: RunningEmulator;
   let client: LocalizationClient;
-  const body = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+  const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
   beforeAll(async () => {
     emu = await emulator();
@@ -376,7 +376,7 @@ describe('connection refused', () => {
       onRetry: (r) => retries.push(r),
     });
     try {
-      const error = await client.createTranslatedTts({ text: 'x', source_language: 'en-us', target_language: 'es-es' }).catch((e: unknown) => e);
+      const error = await client.createTranslatedTts({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpConnectionError);
       expect(error).toMatchObject({ phase: 'connect', syscall: 'ECONNREFUSED', code: 'RTT_CONNECTION' });
       expect(retries.map((r) => r.retry)).toEqual([1, 2]);

@@ -14,6 +14,8 @@ import type { TaskProgress } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry } from '../../lib/http/flac-download-stream.js';
 import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
+import { ValidationError } from '../../lib/errors.js';
+import { validate, type Check } from '../../lib/http/validation.js';
 import { UsageError, intFlag, type CliIo } from '../cli.js';
 
 /** Flags every HTTP subcommand takes (`parseArgs` form). */
@@ -140,6 +142,24 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
     process.off('SIGINT', onSignal);
     await client?.close();
     await emulator?.close();
+  }
+}
+
+/**
+ * The library's checks of a request built from flags, before anything is opened or sent; a
+ * problem is a usage error naming the flag (`flags` maps the request's field to its flag) and
+ * what it accepts. Returns the request's wire body.
+ */
+export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object, flags: Record<string, string>): T {
+  try {
+    return validate<T>(schema, request);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const top = error.field.split('.')[0]!;
+    const flag = flags[error.field] ?? flags[top];
+    if (flag === undefined) throw error;
+    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
+    throw new UsageError(`${flag} expects ${error.accepted}${got === undefined ? '' : ` (got ${got})`}.`);
   }
 }
 

@@ -9,7 +9,7 @@
 import { rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { RUN_IDS_COUNT } from '../../lib/http/validation.js';
+import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
 import type { LocalizationClient, SeparationTrack } from '../../lib/http/client.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, parseCommandLine, type CliIo } from '../cli.js';
 import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, copyToSink, describeRetry, openRawSink, serviceSettings, withService } from './http-common.js';

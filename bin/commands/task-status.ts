@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import * as endpoints from '../../lib/http/endpoints.js';
+import { waitFor } from '../../lib/http/endpoint-kit.js';
 import type { HttpRequester, RequestOptions } from '../../lib/http/client.js';
 import type { TaskStatusResponse } from '../../lib/http/tasks.js';
 import { EXIT_OK, UsageError, parseCommandLine, type CliIo } from '../cli.js';
@@ -59,12 +60,12 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
   return withService(settings, io, async ({ client, signal }) => {
     if (values.wait !== true) {
       const status = await kind.status(client, taskId, { signal });
-      io.stdout.write(`${JSON.stringify(status)}\n`);
+      io.stdout.write(`${JSON.stringify(status.raw)}\n`);
       return EXIT_OK;
     }
     const progress = taskProgress(io, `task ${taskId}`);
     try {
-      const done = await endpoints.waitFor(
+      const done = await waitFor(
         client,
         taskId,
         (id, options) => kind.status(client, id, options),
@@ -72,13 +73,13 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
         kind.profile,
       );
       progress.stop();
-      io.stdout.write(`${JSON.stringify(done.response)}\n`);
+      io.stdout.write(`${JSON.stringify(done.response.raw)}\n`);
       return EXIT_OK;
     } catch (error) {
       progress.stop();
       // A task that ended badly: its final status first, then the cause (exit 1).
       const last = progress.last();
-      if (last && last.status !== 'PENDING') io.stdout.write(`${JSON.stringify(last.response)}\n`);
+      if (last && last.status !== 'PENDING') io.stdout.write(`${JSON.stringify(last.response.raw)}\n`);
       throw error;
     }
   });

@@ -4,7 +4,7 @@
  * (FLAC, or PCM16/WAV with `--decode`) to a file or stdout, resuming if the download breaks.
  */
 import { parseArgs } from 'node:util';
-import { DEFAULT_VOICE_ID, translatedTtsSchema, validate } from '../../lib/http/validation.js';
+import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
 import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
 import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import {
@@ -14,6 +14,7 @@ import {
   SERVICE_OPTIONS,
   SERVICE_USAGE,
   checkOutput,
+  checkRequest,
   copyToSink,
   describeRetry,
   isStdout,
@@ -65,11 +66,11 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
   const voiceId = intFlag(values.voice, '--voice', 1);
   const body: TranslatedTtsRequest = {
     text: values.text,
-    source_language: values.from,
-    target_language: values.to,
-    ...(voiceId !== undefined ? { voice_id: voiceId } : {}),
+    sourceLanguage: values.from,
+    targetLanguage: values.to,
+    ...(voiceId !== undefined ? { voiceId } : {}),
   };
-  validate(translatedTtsSchema, body);
+  checkRequest(translatedTtsSchema, body, { text: '--text', sourceLanguage: '--from', targetLanguage: '--to', voiceId: '--voice' });
   const settings = serviceSettings(values, io);
   const output = values.output;
   const decode = values.decode === true;

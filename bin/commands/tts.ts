@@ -4,10 +4,10 @@
  */
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, validate, type OutputFormat } from '../../lib/http/validation.js';
+import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
 import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, checkOutput, copyToSink, openRawSink, serviceSettings, withService } from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, checkOutput, checkRequest, copyToSink, openRawSink, serviceSettings, withService } from './http-common.js';
 
 export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --voice ID --language TAG [options]      streaming text to speech
 
@@ -70,12 +70,12 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   const request: TtsStreamRequest = {
     text: values.text,
     language: values.language,
-    voice_id: voiceId,
-    ...(values.model !== undefined ? { speech_model: values.model } : {}),
-    output_configuration: { format, ...(sampleRate !== undefined ? { sample_rate: sampleRate } : {}) },
+    voiceId,
+    ...(values.model !== undefined ? { speechModel: values.model } : {}),
+    outputConfiguration: { format, ...(sampleRate !== undefined ? { sampleRate } : {}) },
   };
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
-  validate(ttsStreamSchema, request);
+  checkRequest(ttsStreamSchema, request, { text: '--text', language: '--language', voiceId: '--voice', speechModel: '--model', outputConfiguration: '--format', 'outputConfiguration.sampleRate': '--sample-rate' });
   const settings = serviceSettings(values, io);
   await checkOutput(values.output, io);
 

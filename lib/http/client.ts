@@ -24,8 +24,8 @@
  *   attempt, so no resume. Its failures are the same `Http*` error classes as the client's.
  */
 import { inspect } from 'node:util';
-import type { Readable } from 'node:stream';
-import { Agent, request, type Dispatcher, type FormData } from 'undici';
+import { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
 import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
@@ -34,6 +34,9 @@ import { notJsonError, readServerJson, typedNetworkError, typedStatusError } fro
 import { withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
 import { resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
 import * as endpoints from './endpoints.js';
+import * as kit from './endpoint-kit.js';
+import type { MultipartBody } from './multipart.js';
+import { LanguageCatalog } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
 
 export interface LocalizationClientOptions {
@@ -70,7 +73,7 @@ export interface RequestOptions {
   retry?: RetrySetting;
 }
 
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** One request, as the endpoint functions describe it. */
 export interface RequestSpec extends RequestOptions {
@@ -80,8 +83,8 @@ export interface RequestSpec extends RequestOptions {
   query?: Record<string, string | number | undefined>;
   /** JSON body. */
   json?: unknown;
-  /** Multipart body. */
-  form?: FormData;
+  /** Multipart body, streamed (see `multipart.ts`); a one-shot body is not retried once read. */
+  multipart?: MultipartBody;
   /**
    * `create` requests start paid work and `delete` requests remove something for good: both are
    * retried only where the service did not act (see `retry.ts`).
@@ -174,6 +177,11 @@ export interface HttpRequester {
    * audio is a plain (non-resuming) body stream.
    */
   openFlacDownload?(request: FlacDownloadRequest): FlacDownloadStream;
+  /**
+   * The service's language lists, cached for the requester's life (the client keeps one).
+   * Optional: without it, each conversion of a locale tag to a language id asks the lists anew.
+   */
+  readonly languages?: LanguageCatalog;
 }
 
 /** A requester that can open resumable downloads (the `LocalizationClient` is one). */
@@ -228,6 +236,8 @@ export class LocalizationClient implements HttpRequester {
   /** `redact` as a function value, for the shared error mappers. */
   readonly #redactor = (text: string): string => this.redact(text);
   #closed = false;
+  /** The service's source and target language lists, fetched once and kept. */
+  readonly languages: LanguageCatalog = new LanguageCatalog(this);
 
   constructor(options: LocalizationClientOptions = {}) {
     const env = options.env ?? process.env;
@@ -369,6 +379,7 @@ export class LocalizationClient implements HttpRequester {
   #withRetry<T>(spec: RequestSpec, attempt: () => Promise<T>): Promise<T> {
     return withRetry(attempt, {
       kind: spec.kind,
+      canRetry: spec.multipart ? () => spec.multipart!.canReopen() : undefined,
       retry: spec.retry !== undefined ? spec.retry : this.#retry,
       signal: spec.signal,
       onRetry: this.#onRetry ? (info) => this.#onRetry?.({ ...info, ...this.#info(spec) }) : undefined,
@@ -390,12 +401,14 @@ export class LocalizationClient implements HttpRequester {
       'user-agent': USER_AGENT,
       accept: spec.accept ?? 'application/json',
     };
-    let body: string | FormData | undefined;
+    let body: string | Readable | undefined;
     if (spec.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(spec.json);
-    } else if (spec.form !== undefined) {
-      body = spec.form;
+    } else if (spec.multipart !== undefined) {
+      headers['content-type'] = spec.multipart.contentType;
+      if (spec.multipart.length !== undefined) headers['content-length'] = String(spec.multipart.length);
+      body = spec.multipart.open();
     }
     let response: Dispatcher.ResponseData;
     try {
@@ -409,6 +422,7 @@ export class LocalizationClient implements HttpRequester {
         bodyTimeout: spec.bodyTimeoutMs ?? this.#bodyTimeoutMs,
       });
     } catch (error) {
+      if (body instanceof Readable) body.destroy();
       throw this.#networkError(error, spec);
     }
     if (response.statusCode >= 200 && response.statusCode < 300) {
@@ -502,7 +516,7 @@ export class LocalizationClient implements HttpRequester {
   }
 
   /** `POST /audio-separation`: uploads audio (multipart) and starts a separation task. */
-  createAudioSeparation(upload: endpoints.AudioUpload, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+  createAudioSeparation(upload: endpoints.AudioSeparationRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
     return endpoints.createAudioSeparation(this, upload, options);
   }
 
@@ -549,18 +563,18 @@ export class LocalizationClient implements HttpRequester {
   }
 
   /** Upload audio for separation and wait for its run. */
-  separateAudio(upload: endpoints.AudioUpload, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+  separateAudio(upload: endpoints.AudioSeparationRequest, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
     return endpoints.separateAudio(this, upload, options);
   }
 
   /** Wait for a subtitle task (long-media polling: 15 s growing to 60 s). */
   waitForSubtitles(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getSubtitleStatus(this, id, o), options, 'longMedia');
+    return kit.waitForTaskOf(this, 'sub', taskId, options);
   }
 
   /** Wait for a translated TTS task (speech polling: 2 s growing to 5 s). */
   waitForTranslatedTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTranslatedTtsStatus(this, id, o), options, 'speech');
+    return kit.waitForTaskOf(this, 'translated-tts', taskId, options);
   }
 
   /**
@@ -568,8 +582,7 @@ export class LocalizationClient implements HttpRequester {
    * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
    */
   waitForTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    // eslint-disable-next-line @typescript-eslint/no-deprecated
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTtsStatus(this, id, o), options, 'speech');
+    return kit.waitForTaskOf(this, 'tts', taskId, options);
   }
 
   /** What `util.inspect` shows: never the key. */

@@ -6,17 +6,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { separateTracks, synthesizeFlac } from '../synth.js';
 import type { FileStore } from './files.js';
+import { collectIssues, type Check } from '../../http/validation.js';
 import {
-  audioSeparationResultsSchema,
-  collectIssues,
   legacyTtsSchema,
   outputTypeParam,
   projectSetupSchema,
+  runIdsSchema,
   translatedTtsSchema,
   ttsStreamSchema,
-  type Check,
   type OutputFormat,
-} from '../../http/validation.js';
+} from '../../http/schemas.js';
 import { EMULATED_FORMATS, MP3_SAMPLE_RATES, PcmCache, createMp3PieceEncoder, encodeAs, sniffAudio, type Mp3PieceEncoder } from './audio.js';
 import { MultipartError, multipartBoundary, parseMultipart } from './multipart.js';
 import {
@@ -246,7 +245,7 @@ const translationResult: Handler = (ctx, r) => {
 
 const ttsResult: Handler = async (ctx, r) => {
   const outputType = r.url.searchParams.get('output_type') ?? 'raw_bytes';
-  const { issues } = collectIssues(outputTypeParam, outputType, ['output_type']);
+  const { issues } = collectIssues(outputTypeParam, outputType, { loc: ['output_type'] });
   if (issues.length > 0) {
     sendDetail(r.res, issuesToDetail(issues, 'query'));
     return;
@@ -313,7 +312,7 @@ const createAudioSeparation: Handler = async (ctx, r) => {
 };
 
 const separationResults: Handler = async (ctx, r) => {
-  const body = await jsonBody(ctx, r, audioSeparationResultsSchema);
+  const body = await jsonBody(ctx, r, runIdsSchema);
   if (!body) return;
   const out: Record<string, Record<string, unknown>> = {};
   for (const runId of body.run_ids as number[]) {
