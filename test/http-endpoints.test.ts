@@ -159,7 +159,7 @@ describe('project setup', () => {
     const task = await client.createProjectSetup({
       mediaUrl: 'https://media.example.com/talk.mp4',
       sourceLanguage: 1,
-      targetLanguages: [2, 'es-es'],
+      targetLanguages: [54, 'es-es'],
       projectName: 'Talk',
       selectedAudioTracks: [0, 1],
       folderId: 3,
@@ -167,7 +167,7 @@ describe('project setup', () => {
     });
     expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     expect(warningsWith('RTT_DEP_NUMERIC_LANGUAGE')).toHaveLength(1);
-    await client.createProjectSetup({ mediaUrl: 'http://media.example.com/a.mxf', sourceLanguage: 4, targetLanguages: ['en-us'] });
+    await client.createProjectSetup({ mediaUrl: 'http://media.example.com/a.mxf', sourceLanguage: 31, targetLanguages: ['en-us'] });
     expect(warningsWith('RTT_DEP_NUMERIC_LANGUAGE')).toHaveLength(1);
   });
 
@@ -181,7 +181,7 @@ describe('project setup', () => {
 
 describe('subtitle status', () => {
   it('polls GET /sub/{task_id} to SUCCESS with the long-media profile', async () => {
-    const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', apiKey: KEY });
+    const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, polls: 1 });
     expect((await client.getSubtitleStatus(seeded.task_id)).status).toBe('PENDING');
     const done = await client.waitForSubtitles(seeded.task_id);
     expect(done.runId).toBe(seeded.run_id);

@@ -13,8 +13,12 @@ import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/
 export const KEY = 'test-key-0123456789';
 export const OTHER_KEY = 'other-key-9876543210';
 
+/**
+ * An emulator for the HTTP tests. Tasks do not depend on time: each answers PENDING to its first
+ * status read and reaches its outcome at the second (`taskPolls: 1`), on any machine.
+ */
 export async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
-  return startEmulator({ port: 0, apiKeys: [KEY, OTHER_KEY], taskMs: 30, ttsStreamDelayMs: 0, ...options });
+  return startEmulator({ port: 0, apiKeys: [KEY, OTHER_KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0, ...options });
 }
 
 /** A client with fast retries (1 ms back-off) unless told otherwise. */

@@ -1,9 +1,10 @@
 /**
  * The emulator's language lists (`GET /source-languages`, `GET /target-languages`): numeric ids,
  * names and short tags, covering every locale tag the official SDK lists for `/tts-stream` (the
- * realtime side's 14 included). The ids are the emulator's own: the service's are not published,
- * so clients must look them up rather than hard-code them. Two tags are targets only, so a
- * client that confuses the lists is caught.
+ * realtime side's 14 included). The service's documentation gives a few ids (English 1, Arabic 4,
+ * German 31, Spanish 54, French 76, Japanese 88, Mandarin Chinese 139); those are kept, the rest
+ * are the emulator's own, so clients must look ids up rather than hard-code them. Two tags are
+ * targets only, so a client that confuses the lists is caught.
  */
 
 /** One language record as the service sends it. */
@@ -82,8 +83,13 @@ const NAMES: ReadonlyArray<readonly [string, string]> = [
 /** Tags the emulator offers as targets but not as sources. */
 const TARGET_ONLY: ReadonlySet<string> = new Set(['as-in', 'ar-xa']);
 
-/** Every language, ids from 1 in the order above. */
-export const LANGUAGES: readonly LanguageRecord[] = Object.freeze(NAMES.map(([tag, name], i) => ({ id: i + 1, language: name, short_name: tag })));
+/** The ids the service's documentation gives; the others count up from 200 in the order above. */
+const DOCUMENTED_IDS: Readonly<Record<string, number>> = { 'en-us': 1, 'ar-sa': 4, 'de-de': 31, 'es-es': 54, 'fr-fr': 76, 'ja-jp': 88, 'zh-cn': 139 };
+
+/** Every language. */
+export const LANGUAGES: readonly LanguageRecord[] = Object.freeze(
+  NAMES.map(([tag, name], i) => ({ id: DOCUMENTED_IDS[tag] ?? 200 + i, language: name, short_name: tag })),
+);
 
 export const SOURCE_LANGUAGES: readonly LanguageRecord[] = LANGUAGES.filter((l) => !TARGET_ONLY.has(l.short_name));
 export const TARGET_LANGUAGES: readonly LanguageRecord[] = LANGUAGES;

@@ -8,11 +8,18 @@ import type { AddressInfo } from 'node:net';
 import { REALTIME_PATH } from '../config.js';
 import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeSessionStats } from './realtime.js';
 import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
+import { VoiceRegistry } from './voices.js';
 
 /** The key the emulator accepts when none are configured. Not a secret: it only opens the emulator. */
 export const EMULATOR_DEFAULT_API_KEY = 'emulator-key';
 
 export interface EmulatorOptions extends RealtimeEmulatorOptions, HttpEmulatorOptions {
+  /**
+   * Custom voices that exist from the start, per API key: `{ [apiKey]: voiceIds[] }`. Each key
+   * may use its own as `voice: {type: 'cloned', voice_id}` on the realtime side and delete them;
+   * voices created with `POST /create-custom-voice` join them. Default: none.
+   */
+  clonedVoices?: Readonly<Record<string, readonly number[]>>;
   /** Interface to listen on. Default `127.0.0.1`. */
   host?: string;
   /** Port; 0 (the default) picks a free one. */
@@ -34,9 +41,11 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
-/** Emulator parts share this: who may call, and the server's own address once known. */
+/** Emulator parts share this: who may call, the voices, and the server's own address once known. */
 export interface EmulatorContext {
   apiKeys: ReadonlySet<string>;
+  /** Stock voices and each key's custom voices, for both sides. */
+  voices: VoiceRegistry;
   baseUrl(): string;
 }
 
@@ -61,7 +70,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const host = options.host ?? '127.0.0.1';
   const apiKeys = new Set(options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : [EMULATOR_DEFAULT_API_KEY]);
   let baseUrl = '';
-  const context: EmulatorContext = { apiKeys, baseUrl: () => baseUrl };
+  const context: EmulatorContext = { apiKeys, voices: new VoiceRegistry(options.clonedVoices), baseUrl: () => baseUrl };
   const realtime: RealtimePart = createRealtimeEmulator(options, context);
   const http: HttpPart = createHttpEmulator(options, context);
 

@@ -173,6 +173,30 @@ export async function bulkLookup(client: HttpRequester, path: string, runIds: nu
   return parseBulkAnswer(await call(client, 'POST', path, 'read', options, { json }), `POST ${path}`);
 }
 
+/**
+ * A bulk lookup's results parsed by `parse`: a run whose entry does not parse (unknown,
+ * unfinished, failed: `{run_id, status, error}`) maps to undefined.
+ */
+export async function bulkResultsOf<T>(
+  client: HttpRequester,
+  path: string,
+  runIds: number[],
+  parse: (entry: Record<string, unknown>, runId: number) => T | undefined,
+  options?: RequestOptions,
+): Promise<Map<number, T | undefined>> {
+  const out = new Map<number, T | undefined>();
+  for (const [runId, entry] of await bulkLookup(client, path, runIds, options)) {
+    let result: T | undefined;
+    try {
+      result = parse(entry, runId);
+    } catch {
+      result = undefined;
+    }
+    out.set(runId, result);
+  }
+  return out;
+}
+
 /** A string field, or undefined when absent or empty. */
 export function optionalString(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -191,6 +215,11 @@ export function pickFileUrl(raw: Record<string, unknown>, runId: number): string
     if (typeof value === 'string' && value !== '') return value;
   }
   throw new ProtocolError(`The file_url answer for run ${runId} has none of ${URL_FIELDS.join(', ')}.`);
+}
+
+/** A bulk entry's presigned URL (`output_url`, `audio_url`, ...) as an `AudioFileUrl`-shaped value. */
+export function fileUrlEntry(entry: Record<string, unknown>, runId: number): { url: string; raw: Record<string, unknown> } {
+  return { url: pickFileUrl(entry, runId), raw: entry };
 }
 
 export function downloadOptions(options: AudioDownloadOptions): Omit<FlacDownloadRequest, 'url'> {

@@ -31,10 +31,12 @@ import type { FlacDownloadStream } from './flac-download-stream.js';
 import {
   asObject,
   bulkLookup,
+  bulkResultsOf,
   call,
   callOptions,
   createTask,
   downloadOptions,
+  fileUrlEntry,
   firstBytes,
   getTaskStatus,
   mapBodyErrors,
@@ -276,19 +278,8 @@ export function getTtsResultUrl(client: HttpRequester, runId: number, options?: 
 }
 
 /** `POST /tts-results`: the results of 2 to 5 TTS runs (their presigned URLs), by run id. */
-export async function getTtsResults(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, AudioFileUrl | undefined>> {
-  const runs = await bulkLookup(client, '/tts-results', runIds, options);
-  const out = new Map<number, AudioFileUrl | undefined>();
-  for (const [runId, entry] of runs) {
-    let url: string | undefined;
-    try {
-      url = pickFileUrl(entry, runId);
-    } catch {
-      url = undefined;
-    }
-    out.set(runId, url === undefined ? undefined : { url, raw: entry });
-  }
-  return out;
+export function getTtsResults(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, AudioFileUrl | undefined>> {
+  return bulkResultsOf(client, '/tts-results', runIds, fileUrlEntry, options);
 }
 
 /* ----------------------------------------------------------------------------------------- */

@@ -78,7 +78,14 @@ export {
   type TranslatedTtsRequest,
   type TranslationResult,
 } from './endpoints.js';
-export { LanguageCatalog, fetchLanguages, type Language, type LanguageSide } from './languages.js';
+export { LanguageCatalog, fetchLanguages, parseLanguages, type Language, type LanguageSide } from './languages.js';
+export * from './voices.js';
+export * from './translation.js';
+export * from './transcription.js';
+export * from './transcript.js';
+export * from './dubbing.js';
+export * from './projects.js';
+export * from './library.js';
 export { contentTypeFor, type Upload, type UploadData, type UploadFile } from './multipart.js';
 export * from './client.js';
 export * from './tts-stream-readable.js';

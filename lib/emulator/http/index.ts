@@ -44,9 +44,9 @@
  *   `{"dropAfterBytes": 1000, "count": 1}`, `{"stallMs": 2000, "count": 1}`.
  * - `POST /_emulator/task-outcomes` `{status, count?, kind?, message?, exception_reason?}`: the
  *   next tasks created end with `status` (any string); `DELETE` clears.
- * - `POST /_emulator/tasks` `{kind, apiKey?, status?, message?, taskMs?, text?}`: creates a
- *   task directly (kind `sub` for subtitles), PENDING for `taskMs` (default the emulator's),
- *   and answers `{task_id, run_id}`.
+ * - `POST /_emulator/tasks` `{kind, apiKey?, status?, message?, taskMs?, polls?, text?}`:
+ *   creates a task directly (any kind of `task-kinds.ts`), PENDING for `taskMs` (default the
+ *   emulator's) and its first `polls` status reads (default 0), and answers `{task_id, run_id}`.
  * - `POST /_emulator/file-faults`: replaces the file store's fault switches (`dropAfterBytes`,
  *   `stallAfterBytes`, `count`, `ignoreRange`; see `files.ts`).
  * - `GET /_emulator/requests`: the last 500 requests `{method, path, status}` (status 0 when
@@ -61,27 +61,34 @@ import { BodyTooLargeError, parseJsonBody, readBody, sendError, sendJson } from 
 import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
 import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
+import { LibraryStore } from './library-store.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
   taskMs?: number;
+  /**
+   * Status reads of each created task that answer PENDING, whatever the time (a read whose
+   * answer was cut does not count). Default 0. For tests that must see PENDING, then the
+   * outcome, on any machine: `taskMs: 0, taskPolls: 1`.
+   */
+  taskPolls?: number;
   /** Lifetime of presigned result URLs, seconds. Default 3600. CLI: `--url-ttl-s`. */
   urlTtlS?: number;
   /** Requests per second per API key before 429; 0 or undefined: unlimited. CLI: `--rate-limit`. */
   rateLimit?: number;
-  /** Custom voices per API key (shared with the realtime side); deletable by their owner only. */
-  clonedVoices?: Readonly<Record<string, readonly number[]>>;
   /** Audio per `/tts-stream` chunk, ms. Default 100. */
   ttsStreamChunkMs?: number;
   /** Pause between `/tts-stream` chunks, ms. Default 20. */
   ttsStreamDelayMs?: number;
-  /** Largest `/audio-separation` upload, bytes. Default 50 MiB. */
+  /** Largest upload (multipart, streamed, so it is never held whole), bytes. Default 1 GiB. */
   maxUploadBytes?: number;
   /** Clock of tasks, rate limits and URL expiry, ms since the epoch. Default `Date.now`. */
   clock?: () => number;
 }
 
 const CONTROL_PREFIX = '/_emulator/';
+/** The path prefix of the service's own base URL, answered like the root. */
+const API_PREFIX = '/apis';
 const MAX_JSON_BYTES = 1024 * 1024;
 const LOG_SIZE = 500;
 
@@ -107,9 +114,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const files: FileStore = createFileStore({ urlTtlMs: urlTtlS * 1000, now: clock }, context.baseUrl);
   const faults = new FaultSwitch();
   const limiter: RateLimiter | undefined = rateLimit > 0 ? createRateLimiter(rateLimit, clock) : undefined;
-  const tasks = new TaskStore(taskMs, clock);
-  const voices = new Map<string, Set<number>>();
-  for (const [key, ids] of Object.entries(options.clonedVoices ?? {})) voices.set(key, new Set(ids));
+  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0));
   const log: LogEntry[] = [];
   const sleepers = new Set<() => void>();
   const responses = new Set<ServerResponse>();
@@ -118,14 +123,16 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const routeContext: RouteContext = {
     tasks,
     files,
-    voices,
+    voices: context.voices,
+    library: new LibraryStore(clock),
     pcm: new PcmCache(),
     resultSampleRate: 24_000,
     streamSampleRate: 24_000,
     streamChunkMs: nonNegative('ttsStreamChunkMs', options.ttsStreamChunkMs, 100) || 100,
     streamDelayMs: nonNegative('ttsStreamDelayMs', options.ttsStreamDelayMs, 20),
     maxJsonBytes: MAX_JSON_BYTES,
-    maxUploadBytes: nonNegative('maxUploadBytes', options.maxUploadBytes, 50 * 1024 * 1024),
+    maxUploadBytes: nonNegative('maxUploadBytes', options.maxUploadBytes, 1024 * 1024 * 1024),
+    now: clock,
     sleep(ms, res) {
       return new Promise((resolve) => {
         let timer: NodeJS.Timeout | undefined;
@@ -216,7 +223,11 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         if (body.taskMs !== undefined && !(typeof body.taskMs === 'number' && body.taskMs >= 0)) {
           return sendError(res, 400, 'Invalid task: taskMs must be a number >= 0.');
         }
-        const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined);
+        if (body.polls !== undefined && !(Number.isSafeInteger(body.polls) && (body.polls as number) >= 0)) {
+          return sendError(res, 400, 'Invalid task: polls must be an integer >= 0.');
+        }
+        // A seeded task is final at once unless it asks otherwise (taskMs, polls).
+        const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined, (body.polls as number | undefined) ?? 0);
         return sendJson(res, 200, { task_id: task.id, run_id: task.runId });
       }
     } else if (name === 'file-faults') {
@@ -247,7 +258,9 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://emulator');
-    const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    const trimmed = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    // The service's base URL ends in /apis: a production-shaped base URL works here too.
+    const path = trimmed === API_PREFIX ? '/' : trimmed.startsWith(`${API_PREFIX}/`) ? trimmed.slice(API_PREFIX.length) : trimmed;
     const method = (req.method ?? 'GET').toUpperCase();
     if (path.startsWith(CONTROL_PREFIX) || path === CONTROL_PREFIX.slice(0, -1)) {
       await control(req, res, path);
