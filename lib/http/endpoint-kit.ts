@@ -253,8 +253,8 @@ export function firstBytes(stream: FlacDownloadStream): Promise<void> {
 }
 
 /**
- * A result file (dubbed audio or video, a transcript file, a sound) at `url`, as a resumable
- * download opened once its first bytes arrived. `refreshUrl` gives a fresh URL when the one in
+ * A result file of any format (dubbed audio or video, a transcript file, a story's narration) at
+ * `url`, byte for byte, as a resumable download opened once its first bytes arrived. `refreshUrl` gives a fresh URL when the one in
  * hand expired (403). Without a requester that opens resumable downloads, a `ValidationError`.
  */
 export async function openResultDownload(
@@ -266,7 +266,7 @@ export async function openResultDownload(
   if (!client.openFlacDownload) {
     throw new ValidationError('client', 'a requester that opens downloads (openFlacDownload), such as LocalizationClient', 'one without');
   }
-  const audio = client.openFlacDownload({ url, ...(refreshUrl ? { refreshUrl } : {}), ...downloadOptions(options) });
+  const audio = client.openFlacDownload({ url, ...(refreshUrl ? { refreshUrl } : {}), ...downloadOptions(options), decode: false, content: 'any' });
   await firstBytes(audio);
   return audio;
 }

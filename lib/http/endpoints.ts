@@ -216,9 +216,15 @@ export function getTtsResultAudio(client: HttpRequester, runId: number, options:
 
 /**
  * The audio of `GET {prefix}/{run_id}` (`raw_bytes` with the key, or the presigned URL of
- * `file_url`): `/tts-result` and `/text-to-sound-result` share it.
+ * `file_url`): `/tts-result` (FLAC) and `/text-to-sound-result` (WAV: `content: 'any'`) share it.
  */
-export async function runResultAudio(client: HttpRequester, prefix: string, runId: number, options: TtsResultAudioOptions = {}): Promise<AudioResult> {
+export async function runResultAudio(
+  client: HttpRequester,
+  prefix: string,
+  runId: number,
+  options: TtsResultAudioOptions = {},
+  content: 'flac' | 'any' = 'flac',
+): Promise<AudioResult> {
   const path = runPath(prefix, runId);
   const outputType = options.outputType ?? 'raw_bytes';
   if (outputType !== 'raw_bytes' && outputType !== 'file_url') {
@@ -229,7 +235,7 @@ export async function runResultAudio(client: HttpRequester, prefix: string, runI
     const first = await resultFileUrl(client, prefix, runId, req);
     const fresh = async (): Promise<string> => (await resultFileUrl(client, prefix, runId, req)).url;
     if (client.openFlacDownload) {
-      const audio = client.openFlacDownload({ url: first.url, refreshUrl: fresh, ...downloadOptions(options) });
+      const audio = client.openFlacDownload({ url: first.url, refreshUrl: fresh, ...downloadOptions(options), content });
       await firstBytes(audio);
       return describeDownload(audio, options.decode === true);
     }
@@ -238,7 +244,7 @@ export async function runResultAudio(client: HttpRequester, prefix: string, runI
   const query = { output_type: 'raw_bytes' satisfies OutputType };
   if (client.openFlacDownload) {
     const url = client.urlFor(path, query);
-    const audio = client.openFlacDownload({ url, authenticate: true, ...downloadOptions(options) });
+    const audio = client.openFlacDownload({ url, authenticate: true, ...downloadOptions(options), content });
     await firstBytes(audio);
     return describeDownload(audio, options.decode === true);
   }

@@ -101,7 +101,7 @@ export function getTextToSoundStatus(client: HttpRequester, taskId: string, opti
  * again when it expires). Resolves once its first bytes arrived.
  */
 export function getTextToSoundResultAudio(client: HttpRequester, runId: number, options: Omit<TtsResultAudioOptions, 'decode'> = {}): Promise<AudioResult> {
-  return runResultAudio(client, '/text-to-sound-result', runId, { ...options, decode: false });
+  return runResultAudio(client, '/text-to-sound-result', runId, { ...options, decode: false }, 'any');
 }
 
 /** `POST /text-to-sound-results`: the presigned URLs of 2 to 5 runs by run id. */

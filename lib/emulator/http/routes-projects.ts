@@ -151,7 +151,7 @@ const createStory: Handler = async (ctx, r) => {
 const setupStory: Handler = async (ctx, r) => {
   const payload = await storyForm(ctx, r);
   if (!payload) return;
-  const task = ctx.tasks.create('story', r.key, payload, { status: 'SUCCESS' }, 0);
+  const task = ctx.tasks.create('story', r.key, payload, { status: 'SUCCESS' }, 0, 0);
   sendJson(r.res, 200, {
     run_id: task.runId,
     story_details: {
