@@ -7,6 +7,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
+import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
 
@@ -19,6 +20,26 @@ export const OTHER_KEY = 'other-key-9876543210';
  */
 export async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
   return startEmulator({ port: 0, apiKeys: [KEY, OTHER_KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0, ...options });
+}
+
+/** The emulator and client a test file shares: started before its tests, closed after them. */
+export interface SharedEmulator {
+  emu: RunningEmulator;
+  client: LocalizationClient;
+}
+
+/** Starts an emulator (`emulator(options)`) and a client on it for the file's tests, and closes both after them. */
+export function sharedEmulator(options: EmulatorOptions = {}): SharedEmulator {
+  const shared = {} as SharedEmulator;
+  beforeAll(async () => {
+    shared.emu = await emulator(options);
+    shared.client = clientFor(shared.emu);
+  });
+  afterAll(async () => {
+    await shared.client?.close();
+    await shared.emu?.close();
+  });
+  return shared;
 }
 
 /** A client with fast retries (1 ms back-off) unless told otherwise. */

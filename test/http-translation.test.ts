@@ -3,49 +3,36 @@
  * results, both shapes of a translation result, the translation stream (text split inside a
  * character), validation and language conversion before the creation, and every final status.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { RunningEmulator } from '../lib/emulator/server.js';
+import { describe, expect, it, vi } from 'vitest';
 import { ProtocolError, ValidationError } from '../lib/errors.js';
-import type { LocalizationClient } from '../lib/http/client.js';
 import { parseTranslationResult } from '../lib/http/endpoints.js';
 import { PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../lib/http/errors.js';
-import { KEY, OTHER_KEY, clientFor, control, emulator, logged, raw } from './http-test-helpers.js';
+import { KEY, OTHER_KEY, clientFor, control, emulator, sharedEmulator, logged, raw } from './http-test-helpers.js';
 
-let emu: RunningEmulator;
-let client: LocalizationClient;
-
-beforeAll(async () => {
-  emu = await emulator();
-  client = clientFor(emu);
-});
-
-afterAll(async () => {
-  await client.close();
-  await emu.close();
-});
+const env = sharedEmulator();
 
 describe('the translation task', () => {
   it('step by step: ids converted, PENDING then SUCCESS, one translation per text', async () => {
-    await control(emu, 'DELETE', 'requests');
-    const task = await client.createTranslation({ texts: ['Good morning', 'Thank you'], sourceLanguage: 'en-us', targetLanguage: 'es-es', formality: 2, projectName: 'Greetings' });
-    expect((await client.getTranslationStatus(task.taskId)).status).toBe('PENDING');
-    const done = await client.waitForTask('translation', task.taskId);
-    const result = await client.getTranslationResult(done.runId);
+    await control(env.emu, 'DELETE', 'requests');
+    const task = await env.client.createTranslation({ texts: ['Good morning', 'Thank you'], sourceLanguage: 'en-us', targetLanguage: 'es-es', formality: 2, projectName: 'Greetings' });
+    expect((await env.client.getTranslationStatus(task.taskId)).status).toBe('PENDING');
+    const done = await env.client.waitForTask('translation', task.taskId);
+    const result = await env.client.getTranslationResult(done.runId);
     expect(result.texts).toEqual(['[es-es] Good morning', '[es-es] Thank you']);
     expect(result.translatedText).toBe('[es-es] Good morning\n[es-es] Thank you');
     expect(result.raw).toEqual({ texts: result.texts });
-    expect((await logged(emu, 'POST', '/translate')).map((r) => r.status)).toEqual([200]);
+    expect((await logged(env.emu, 'POST', '/translate')).map((r) => r.status)).toEqual([200]);
   });
 
   it('translateTexts does it in one call', async () => {
-    expect(await client.translateTexts(['Where is the station?'], { from: 'en-us', to: 'fr-fr' })).toEqual(['[fr-fr] Where is the station?']);
-    expect(await client.translateTexts(['numeric ids'], { from: 1, to: 31 })).toEqual(['[de-de] numeric ids']);
+    expect(await env.client.translateTexts(['Where is the station?'], { from: 'en-us', to: 'fr-fr' })).toEqual(['[fr-fr] Where is the station?']);
+    expect(await env.client.translateTexts(['numeric ids'], { from: 1, to: 31 })).toEqual(['[de-de] numeric ids']);
   });
 
   it('the interface path /translation is answered too', async () => {
-    const created = await raw(emu, 'POST', '/translation', { json: { texts: ['hi'], source_language: 1, target_language: 54 } });
+    const created = await raw(env.emu, 'POST', '/translation', { json: { texts: ['hi'], source_language: 1, target_language: 54 } });
     expect(created.status).toBe(200);
-    expect((await raw(emu, 'GET', `/translation/${created.json.task_id}`)).json).toEqual({ status: 'PENDING', run_id: null });
+    expect((await raw(env.emu, 'GET', `/translation/${created.json.task_id}`)).json).toEqual({ status: 'PENDING', run_id: null });
   });
 
   it.each([
@@ -53,16 +40,16 @@ describe('the translation task', () => {
     ['TIMEOUT', '[[TIMEOUT]]', TaskTimeoutError],
     ['PAYMENT_REQUIRED', '[[PAYMENT_REQUIRED]]', PaymentRequiredError],
   ])('a task that ends %s rejects with its error', async (_status, marker, type) => {
-    await expect(client.translateTexts([`fine`, `not fine ${marker}`], { from: 'en-us', to: 'es-es' })).rejects.toBeInstanceOf(type);
+    await expect(env.client.translateTexts([`fine`, `not fine ${marker}`], { from: 'en-us', to: 'es-es' })).rejects.toBeInstanceOf(type);
   });
 
   it('bulk results: finished runs parsed, the others undefined', async () => {
-    const a = await client.createTranslation({ texts: ['one'], sourceLanguage: 'en-us', targetLanguage: 'de-de' });
-    const b = await client.createTranslation({ texts: ['two'], sourceLanguage: 'en-us', targetLanguage: 'ja-jp' });
-    const runA = await client.waitForTask('translation', a.taskId);
-    const pending = await control(emu, 'POST', 'tasks', { kind: 'translation', apiKey: KEY, taskMs: 60_000 });
-    const foreign = await control(emu, 'POST', 'tasks', { kind: 'translation', apiKey: OTHER_KEY });
-    const results = await client.getTranslationResults([runA.runId, pending.run_id, foreign.run_id]);
+    const a = await env.client.createTranslation({ texts: ['one'], sourceLanguage: 'en-us', targetLanguage: 'de-de' });
+    const b = await env.client.createTranslation({ texts: ['two'], sourceLanguage: 'en-us', targetLanguage: 'ja-jp' });
+    const runA = await env.client.waitForTask('translation', a.taskId);
+    const pending = await control(env.emu, 'POST', 'tasks', { kind: 'translation', apiKey: KEY, taskMs: 60_000 });
+    const foreign = await control(env.emu, 'POST', 'tasks', { kind: 'translation', apiKey: OTHER_KEY });
+    const results = await env.client.getTranslationResults([runA.runId, pending.run_id, foreign.run_id]);
     expect(results.get(runA.runId)?.texts).toEqual(['[de-de] one']);
     expect(results.get(pending.run_id)).toBeUndefined();
     expect(results.get(foreign.run_id)).toBeUndefined();
@@ -79,21 +66,21 @@ describe('validation before any request', () => {
     [{ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es', formality: 3 }, 'formality'],
     [{ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es', folderId: 0 }, 'folderId'],
   ])('%j is refused at %s', async (request, field) => {
-    await control(emu, 'DELETE', 'requests');
-    const error = await client.createTranslation(request as never).catch((e: unknown) => e);
+    await control(env.emu, 'DELETE', 'requests');
+    const error = await env.client.createTranslation(request as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).field).toBe(field);
-    expect(await logged(emu, 'POST', '/translate')).toEqual([]);
+    expect(await logged(env.emu, 'POST', '/translate')).toEqual([]);
   });
 
   it('a well-formed tag the service does not list stops before the creation', async () => {
-    await control(emu, 'DELETE', 'requests');
-    await expect(client.createTranslation({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'xx-yy' })).rejects.toMatchObject({ field: 'targetLanguage' });
-    expect(await logged(emu, 'POST', '/translate')).toEqual([]);
+    await control(env.emu, 'DELETE', 'requests');
+    await expect(env.client.createTranslation({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'xx-yy' })).rejects.toMatchObject({ field: 'targetLanguage' });
+    expect(await logged(env.emu, 'POST', '/translate')).toEqual([]);
   });
 
   it('an id the service does not know is its 422', async () => {
-    await expect(client.createTranslation({ texts: ['x'], sourceLanguage: 1, targetLanguage: 99_999 })).rejects.toBeInstanceOf(ServiceValidationError);
+    await expect(env.client.createTranslation({ texts: ['x'], sourceLanguage: 1, targetLanguage: 99_999 })).rejects.toBeInstanceOf(ServiceValidationError);
   });
 });
 
@@ -106,7 +93,7 @@ describe('result shapes', () => {
   });
 
   it('a translated TTS run answers both fields, and the client reads either', async () => {
-    const result = await client.translateAndSpeak({ text: 'Good night', sourceLanguage: 'en-us', targetLanguage: 'it-it' });
+    const result = await env.client.translateAndSpeak({ text: 'Good night', sourceLanguage: 'en-us', targetLanguage: 'it-it' });
     result.audio.destroy();
     expect(result.translatedText).toBe('[it-it] Good night');
   });
@@ -135,13 +122,13 @@ describe('the translation stream', () => {
   });
 
   it('an HTTP failure rejects before any text', async () => {
-    await control(emu, 'POST', 'faults', { status: 401, count: 1, path: '/translation/stream' });
-    await expect(client.translationStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toMatchObject({ code: 'RTT_AUTH' });
+    await control(env.emu, 'POST', 'faults', { status: 401, count: 1, path: '/translation/stream' });
+    await expect(env.client.translationStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toMatchObject({ code: 'RTT_AUTH' });
   });
 
   it('a stream cut in the middle fails with a connection error after the text received', async () => {
-    await control(emu, 'POST', 'faults', { dropAfterBytes: 10, count: 1, path: '/translation/stream' });
-    const stream = await client.translationStream({ text: 'A sentence long enough to be cut.', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    await control(env.emu, 'POST', 'faults', { dropAfterBytes: 10, count: 1, path: '/translation/stream' });
+    const stream = await env.client.translationStream({ text: 'A sentence long enough to be cut.', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     let got = '';
     const error = await (async () => {
       for await (const piece of stream) got += piece as string;
