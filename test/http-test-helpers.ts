@@ -65,9 +65,17 @@ export async function control(emu: RunningEmulator, method: 'GET' | 'POST' | 'DE
   return JSON.parse(text);
 }
 
+/** A request as the emulator logged it; `uploads` for a multipart body. */
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  uploads?: Array<{ name: string; filename: string; size: number; sha256: string }>;
+}
+
 /** The requests the emulator logged for `method` and `path`. */
-export async function logged(emu: RunningEmulator, method: string, pathPrefix: string): Promise<Array<{ method: string; path: string; status: number }>> {
-  const { requests } = (await control(emu, 'GET', 'requests')) as { requests: Array<{ method: string; path: string; status: number }> };
+export async function logged(emu: RunningEmulator, method: string, pathPrefix: string): Promise<LoggedRequest[]> {
+  const { requests } = (await control(emu, 'GET', 'requests')) as { requests: LoggedRequest[] };
   return requests.filter((r) => r.method === method && r.path.startsWith(pathPrefix));
 }
 

@@ -74,6 +74,8 @@ function isUploadFile(value: Upload): value is UploadFile {
 /** A file part ready to stream: its size when known, and how to (re)open its bytes. */
 interface FilePart {
   name: string;
+  /** The caller's name of the field, for errors. */
+  field: string;
   filename: string;
   contentType: string;
   size: number | undefined;
@@ -95,7 +97,7 @@ export interface FileField {
 async function prepareFile({ name, upload, field = name }: FileField): Promise<FilePart> {
   const file: UploadFile = isUploadFile(upload) ? upload : { data: upload };
   const data = file.data;
-  let part: Omit<FilePart, 'name' | 'filename' | 'contentType'>;
+  let part: Omit<FilePart, 'name' | 'field' | 'filename' | 'contentType'>;
   let defaultName = 'file';
   if (typeof data === 'string' || data instanceof URL) {
     const path = data instanceof URL ? (data.protocol === 'file:' ? fileURLToPath(data) : undefined) : data;
@@ -131,7 +133,7 @@ async function prepareFile({ name, upload, field = name }: FileField): Promise<F
   }
   if (part.size === 0) throw new ValidationError(field, 'a non-empty file', '0 bytes');
   const filename = file.filename ?? defaultName;
-  return { ...part, name, filename, contentType: file.contentType ?? contentTypeFor(filename) };
+  return { ...part, name, field, filename, contentType: file.contentType ?? contentTypeFor(filename) };
 }
 
 /** A form field's value: strings, numbers and booleans as text; arrays as repeated fields. */
@@ -192,7 +194,7 @@ export async function multipartBody(fields: Record<string, FieldValue>, files: F
         yield chunk;
       }
       if (part.size !== undefined && sent !== part.size) {
-        throw new ValidationError(part.name, `a file that does not change while it is uploaded (${part.size} bytes)`, `${sent} bytes`);
+        throw new ValidationError(part.field, `a file that does not change while it is uploaded (${part.size} bytes)`, `${sent} bytes`);
       }
       yield CRLF;
     }

@@ -49,8 +49,9 @@
  *   emulator's) and its first `polls` status reads (default 0), and answers `{task_id, run_id}`.
  * - `POST /_emulator/file-faults`: replaces the file store's fault switches (`dropAfterBytes`,
  *   `stallAfterBytes`, `count`, `ignoreRange`; see `files.ts`).
- * - `GET /_emulator/requests`: the last 500 requests `{method, path, status}` (status 0 when
- *   the connection was cut); `DELETE` clears.
+ * - `GET /_emulator/requests`: the last 500 requests `{method, path, status, uploads?}` (status
+ *   0 when the connection was cut; `uploads`: each file of a multipart body as received,
+ *   `{name, filename, size, sha256}`); `DELETE` clears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmulatorContext, HttpPart } from '../server.js';
@@ -62,6 +63,7 @@ import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
 import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
 import { LibraryStore } from './library-store.js';
+import type { UploadRecord } from './route-kit.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
@@ -104,6 +106,8 @@ interface LogEntry {
   method: string;
   path: string;
   status: number;
+  /** The files of a multipart upload, as received: name, file name, size and SHA-256. */
+  uploads?: UploadRecord[];
 }
 
 export function createHttpEmulator(options: HttpEmulatorOptions, context: EmulatorContext): HttpPart {
@@ -149,7 +153,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
     },
   };
 
-  const record = (req: IncomingMessage, res: ServerResponse, path: string): void => {
+  const record = (req: IncomingMessage, res: ServerResponse, path: string): LogEntry => {
     const entry: LogEntry = { method: req.method ?? 'GET', path, status: 0 };
     log.push(entry);
     if (log.length > LOG_SIZE) log.shift();
@@ -160,6 +164,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
     res.once('close', () => {
       responses.delete(res);
     });
+    return entry;
   };
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -266,7 +271,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
       await control(req, res, path);
       return;
     }
-    record(req, res, path);
+    const entry = record(req, res, path);
     const fault = faults.take(method, path);
     if (fault?.stallMs !== undefined && fault.stallAfterBytes === undefined) {
       await routeContext.sleep(fault.stallMs, res);
@@ -311,7 +316,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
       sendError(res, match, match === 404 ? `No route for ${method} ${path}.` : `Method ${method} is not allowed on ${path}.`);
       return;
     }
-    await match.handler(routeContext, { req, res, key, url, params: match.params });
+    await match.handler(routeContext, { req, res, key, url, params: match.params, log: entry });
   }
 
   return {

@@ -208,8 +208,14 @@ export class MultipartParser {
   }
 
   /** Takes part data up to the next boundary; returns what follows the boundary (or nothing). */
-  #body(chunk: Buffer): Buffer {
+  #body(input: Buffer): Buffer {
     const d = this.#delimiter.length;
+    let chunk = input;
+    if (this.#carry.length > 0 && chunk.length < d - 1) {
+      // Tiny pieces: join them to the few carried bytes (both are shorter than a boundary).
+      chunk = Buffer.concat([this.#carry, chunk]);
+      this.#carry = EMPTY;
+    }
     if (this.#carry.length > 0) {
       // A boundary that starts in the carried bytes ends within the first d - 1 bytes of the chunk.
       const seam = Buffer.concat([this.#carry, chunk.subarray(0, d - 1)]);

@@ -51,12 +51,22 @@ export interface RouteContext {
   sleep(ms: number, res: ServerResponse): Promise<void>;
 }
 
+/** A file of a multipart upload as the emulator received it (for `GET /_emulator/requests`). */
+export interface UploadRecord {
+  name: string;
+  filename: string;
+  size: number;
+  sha256: string;
+}
+
 export interface RouteRequest {
   req: IncomingMessage;
   res: ServerResponse;
   key: string;
   url: URL;
   params: string[];
+  /** The request's entry in the emulator's log, where uploads are noted. */
+  log?: { uploads?: UploadRecord[] };
 }
 
 export type Handler = (ctx: RouteContext, r: RouteRequest) => Promise<void> | void;
@@ -138,6 +148,7 @@ export async function formBody(
     } else r.res.destroy();
     return undefined;
   }
+  if (r.log) r.log.uploads = form.files.map(({ name, filename, size, sha256 }) => ({ name, filename, size, sha256 }));
   const raw: Record<string, unknown> = {};
   for (const [name, values] of form.fields) raw[name] = values.length === 1 ? values[0] : values;
   const { value, issues } = collectIssues(schema, raw, { form: true });
