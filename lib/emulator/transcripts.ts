@@ -10,6 +10,7 @@
  * Word timings divide each segment among its words in proportion to their length. Times are in
  * milliseconds (the service's documentation shows them so).
  */
+import { createHash } from 'node:crypto';
 import { VoiceActivityDetector } from '../audio/vad.js';
 import { speechDurationMs } from './synth.js';
 
@@ -33,7 +34,8 @@ interface KnownRecording {
   name: string;
   sha256: string;
   sampleRate: number;
-  utterances: ReadonlyArray<readonly [startSample: number, endSample: number, text: string]>;
+  /** Voiced region, text, and the first 32 hex digits of the SHA-256 of the region's PCM16. */
+  utterances: ReadonlyArray<readonly [startSample: number, endSample: number, text: string, pcmSha256: string]>;
 }
 
 /** The repository's speech recordings (see `test/fixtures/README.md`), with their measured utterances. */
@@ -43,9 +45,9 @@ const KNOWN: readonly KnownRecording[] = [
     sha256: '16893ecb2318bd3170aaf305adb034f2337d8fa8c0cef565f5090f322e3f1938',
     sampleRate: 24_000,
     utterances: [
-      [7680, 62_880, 'Hello, this is a test of live translation.'],
-      [91_680, 120_960, 'The weather is nice today.'],
-      [150_240, 176_160, 'Thank you for listening.'],
+      [7680, 62_880, 'Hello, this is a test of live translation.', 'a7bc3d9ab6993cdaea700d542390cbee'],
+      [91_680, 120_960, 'The weather is nice today.', '7c812ee11d22c4f14596a24bfdc69b18'],
+      [150_240, 176_160, 'Thank you for listening.', 'a59fef504fb0dd8921aa093a94794d9f'],
     ],
   },
   {
@@ -53,13 +55,24 @@ const KNOWN: readonly KnownRecording[] = [
     sha256: 'f1acbda54be5f931852d2a41ffd3d60f626ad835002ee47589e7aa51312d622a',
     sampleRate: 24_000,
     utterances: [
-      [7200, 86_400, 'Good morning. I would like to book a table for two people tonight.'],
-      [105_600, 143_040, 'Is there anything available at eight?'],
+      [7200, 86_400, 'Good morning. I would like to book a table for two people tonight.', 'f6789c0dddc7ae5a9ea2f618aa5d2e85'],
+      [105_600, 143_040, 'Is there anything available at eight?', '642263ee65d14b706082e20c8944fc88'],
     ],
   },
 ];
 
 const SPEAKER = 'SPEAKER_0';
+
+const BY_UTTERANCE = new Map(KNOWN.flatMap((k) => k.utterances.map(([, , text, hash]) => [hash, text] as const)));
+
+/**
+ * The text of a known utterance, from its voiced region's PCM16 24 kHz mono (as a voice-activity
+ * detector with 20 ms frames at -40 dBFS cuts it from a stream that starts where the recording
+ * does), or undefined.
+ */
+export function knownUtteranceText(pcm: Buffer): string | undefined {
+  return BY_UTTERANCE.get(createHash('sha256').update(pcm).digest('hex').slice(0, 32));
+}
 
 /** Word timings: the segment's time shared among its words by length, with a little confidence noise. */
 export function wordTimings(text: string, start: number, end: number): EmulatedWord[] {
