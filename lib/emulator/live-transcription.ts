@@ -27,7 +27,6 @@ import {
   encodeLiveError,
   encodeReady,
   encodeResults,
-  liveSampleBytes,
   parseLiveQuery,
   type LiveTranscriptionParams,
 } from '../realtime/transcription-codec.js';
