@@ -3,7 +3,7 @@
  * this package) into a temporary folder with npm, starts the emulator, and checks that the SDK
  * and `LocalizationClient` get the same answers for a sample of endpoints (languages, voices and
  * cloning, translation, translated TTS, transcription, dubbing and its transcript, streaming TTS,
- * text to sound, project setup, dictionaries, folders, a 422). Prints one line per check and
+ * text to sound, project setup, dictionaries, folders, live streams, a 422). Prints one line per check and
  * exits 1 when any differs.
  *
  *     npm run check:sdk                     # CI runs it after the tests
@@ -153,6 +153,22 @@ async function main(): Promise<number> {
       await sdk.folders!.createFolder!({ folder_name: 'From the SDK' });
       return [await sdk.folders!.listFolders!(), (await client.listFolders()).map((f) => f.raw)];
     });
+
+    await check('POST /stream, GET /stream/{id}', async () => {
+      const created = (await sdk.streaming!.createStream!({
+        voices: [147_320],
+        dictionaries: [],
+        config: {},
+        source_stream: { language: 1, url: 'srt://ingest.example.com:9000' },
+        target_streams: [{ languages: [54], url: 'rtmp://out.example.com/live/es', type: 1 }],
+      })) as { stream_id: number };
+      return [await sdk.streaming!.getStreamResult!({ stream_id: created.stream_id }), (await client.getStream(created.stream_id)).raw];
+    });
+
+    await check('POST /stream/probe', async () => [
+      await sdk.streaming!.getProbeStream!({ body: { url: 'srt://ingest.example.com:9000' } }),
+      (await client.probeStream({ url: 'srt://ingest.example.com:9000' })).raw,
+    ]);
 
     await check('a 422 for an unknown language, both ways', async () => {
       const theirs = await sdk.translation!.createTranslation!({ texts: ['x'], source_language: 1, target_language: 99_999 }).then(

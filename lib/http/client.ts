@@ -41,6 +41,7 @@ import * as transcription from './transcription.js';
 import * as dubbing from './dubbing.js';
 import * as projects from './projects.js';
 import * as library from './library.js';
+import * as streams from './streams.js';
 import type { TaskKind } from './task-kinds.js';
 import type { DubAltFormat } from './schemas.js';
 import type { ParseTranscriptOptions } from './transcript.js';
@@ -889,6 +890,31 @@ export class LocalizationClient implements HttpRequester {
   /** `POST /folders/create`. */
   createFolder(folderName: string, options?: RequestOptions): Promise<library.Folder> {
     return library.createFolder(this, folderName, options);
+  }
+
+  /** `POST /stream`: dubs a live stream (SRT, RTMP, HLS) to target streams. */
+  createStream(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
+    return streams.createStream(this, request, options);
+  }
+
+  /** `GET /stream/{id}`. */
+  getStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.getStream(this, streamId, options);
+  }
+
+  /** `PATCH /stream/{id}`: reschedules a stream or changes its settings. */
+  updateStream(streamId: number, update: Parameters<typeof streams.updateStream>[2], options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.updateStream(this, streamId, update, options);
+  }
+
+  /** `DELETE /stream/{id}`. */
+  deleteStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.deleteStream(this, streamId, options);
+  }
+
+  /** `POST /stream/probe`: the tracks of a source stream. */
+  probeStream(request: Parameters<typeof streams.probeStream>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
+    return streams.probeStream(this, request, options);
   }
 
   /** What `util.inspect` shows: never the key. */

@@ -22,6 +22,7 @@ import {
   numberIn,
   object,
   opt,
+  plainObject,
   positiveNumber,
   req,
   str,
@@ -291,3 +292,100 @@ export const outputTypeParam = literal(OUTPUT_TYPES);
 export const transcriptFormatParam = literal(TRANSCRIPT_FORMATS);
 export const transcriptDataTypeParam = literal(TRANSCRIPT_DATA_TYPES);
 export const limitParam = int(1);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Live stream dubbing (`/stream`)                                                           */
+
+const PIPELINE_OPTIONS = ['none', 'best_model', 'fast_model'] as const;
+export const STREAM_DEMIXING_OPTIONS = ['none', 'pick_left_channel', 'pick_right_channel', 'pick_center_channel', 'best_model', 'fast_model'] as const;
+export const STREAM_SEGMENTING_OPTIONS = ['none', 'loudness', 'best_model', 'fast_model'] as const;
+
+/** A stream URL: SRT, RTMP(S), or HTTP(S) for HLS. */
+export function streamUrl(): Check {
+  return (value, loc, ctx) => {
+    const checked = str(1)(value, loc, ctx);
+    if (checked === undefined) return undefined;
+    if (!/^(srt|rtmps?|https?|udp|rtp):\/\/[^/\s]/i.test(checked as string)) {
+      ctx.issues.push({ loc, type: 'url_scheme', msg: 'URL scheme should be srt, rtmp, rtmps, http, https, udp or rtp', accepted: 'a stream URL (srt://, rtmp://, rtmps://, http(s):// for HLS, udp://, rtp://)', received: JSON.stringify(checked) });
+      return undefined;
+    }
+    return checked;
+  };
+}
+
+const sourceStreamSchema = object({
+  language: req(languageRef()),
+  url: req(streamUrl()),
+  category: opt(int(0)),
+  passphrase: opt(str(1)),
+  streamid: opt(str(1)),
+  number_of_streams: opt(int(1)),
+  audio_stream: opt(int(0)),
+  background_audio_stream: opt(int(0)),
+  latency: opt(int(0)),
+  relay_input: opt(bool()),
+});
+
+const targetStreamSchema = object({
+  languages: req(array(languageRef(), { min: 1 })),
+  url: req(streamUrl()),
+  type: req(int(0)),
+  passphrase: opt(str(1)),
+  streamid: opt(str(1)),
+  pids: opt(array(any())),
+  transcode_video: opt(bool()),
+  embed_subtitles: opt(bool()),
+  audio_codec: opt(str(1)),
+  audio_bitrate: opt(str(1)),
+  audio_channel_layout: opt(str(1)),
+  latency: opt(int(0)),
+  constant_bitrate: opt(bool()),
+  relay_output: opt(bool()),
+});
+
+export const streamSchema = object({
+  name: opt(str(1)),
+  description: opt(str(1)),
+  initial_delay: { check: numberIn(0, 86_400) },
+  timeout_in_mins: opt(int(1)),
+  voices: req(array(int(1))),
+  dictionaries: req(array(int(1))),
+  config: req(
+    object({
+      pipeline: {
+        check: object({
+          demixing: { check: literal(STREAM_DEMIXING_OPTIONS) },
+          segmenting: { check: literal(STREAM_SEGMENTING_OPTIONS) },
+          transcribing: { check: literal(PIPELINE_OPTIONS) },
+          translating: { check: literal(PIPELINE_OPTIONS) },
+          revoicing: { check: literal(PIPELINE_OPTIONS) },
+        }),
+      },
+      mixing: {
+        check: object({
+          original_audio_gain: opt(numberIn(-100, 100)),
+          background_audio_gain: opt(numberIn(-100, 100)),
+          fade_time: { check: numberIn(0, 60) },
+          fallback_audio_gain: opt(numberIn(-100, 100)),
+        }),
+      },
+    }),
+  ),
+  source_stream: req(sourceStreamSchema),
+  target_streams: req(array(targetStreamSchema, { min: 1 })),
+  start_time: opt(str(1)),
+  end_time: opt(str(1)),
+  timezone: opt(str(1)),
+});
+
+export const streamUpdateSchema = object({
+  start_time: opt(str(1)),
+  end_time: opt(str(1)),
+  payload: opt(plainObject()),
+});
+
+export const streamProbeSchema = object({
+  url: req(streamUrl()),
+  passphrase: opt(str(1)),
+  stream_id: opt(str(1)),
+});

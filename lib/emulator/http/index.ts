@@ -63,6 +63,7 @@ import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
 import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
 import { LibraryStore } from './library-store.js';
+import { StreamStore } from './routes-streams.js';
 import type { UploadRecord } from './route-kit.js';
 
 export interface HttpEmulatorOptions {
@@ -129,6 +130,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
     files,
     voices: context.voices,
     library: new LibraryStore(clock),
+    streams: new StreamStore(),
     pcm: new PcmCache(),
     resultSampleRate: 24_000,
     streamSampleRate: 24_000,

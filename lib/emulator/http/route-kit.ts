@@ -14,6 +14,7 @@ import type { VoiceRegistry } from '../voices.js';
 import type { PcmCache } from './audio.js';
 import type { FileStore } from './files.js';
 import type { LibraryStore } from './library-store.js';
+import type { StreamStore } from './routes-streams.js';
 import { MultipartError, multipartBoundary, readMultipart, type FormFile, type ParsedForm } from './multipart.js';
 import {
   BodyTooLargeError,
@@ -36,6 +37,8 @@ export interface RouteContext {
   voices: VoiceRegistry;
   /** Dictionaries and folders per API key. */
   library: LibraryStore;
+  /** Live streams. */
+  streams: StreamStore;
   pcm: PcmCache;
   /** Sample rate of task results (FLAC). */
   resultSampleRate: number;

@@ -42,6 +42,7 @@ import { LIBRARY_ROUTES } from './routes-library.js';
 import { MEDIA_ROUTES } from './routes-media.js';
 import { TEXT_ROUTES } from './routes-text.js';
 import { VOICE_ROUTES } from './routes-voices.js';
+import { STREAM_ROUTES } from './routes-streams.js';
 import type { EmulatedTask } from './task-store.js';
 
 export type { RouteContext, RouteRequest } from './route-kit.js';
@@ -237,6 +238,7 @@ export const ROUTES: readonly Route[] = [
   ...TEXT_ROUTES,
   ...MEDIA_ROUTES,
   ...LIBRARY_ROUTES,
+  ...STREAM_ROUTES,
   ...statusRoutes(),
 ];
 
