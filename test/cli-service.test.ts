@@ -316,7 +316,7 @@ describe('rt-translate emulator --cloned-voice', () => {
       const fixture = loadSpeechFixture();
       const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, voiceId: 5002, quietPeriodMs: 200 });
       await pipeline(Readable.from([fixture.pcm.subarray(0, 96_000)]), stream, new Writable({ write: (_c, _e, cb) => cb() }));
-      expect(stream.session?.voice).toEqual({ type: 'cloned', voice_id: 5002 });
+      expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: 5002 });
       const deleted = await runCommand(runDeleteVoice, ['5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
       expect(deleted.stdout.toString()).toBe('deleted voice 5001\n');
       const bad = await runCommand(runEmulator, ['--cloned-voice', 'abc']);

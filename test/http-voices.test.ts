@@ -153,7 +153,7 @@ describe('a voice cloned over HTTP, used by the realtime stream', () => {
         },
       }),
     );
-    expect(stream.session?.voice).toEqual({ type: 'cloned', voice_id: voiceId });
+    expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: voiceId });
     expect(Buffer.concat(audio).equals(expectedTranslation(fixture.pcm, fixture.utterances))).toBe(true);
   });
 

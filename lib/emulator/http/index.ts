@@ -1,6 +1,8 @@
 /**
- * The emulator's HTTP side: every endpoint of the interface's HTTP part, at the root of the
- * emulator's base URL (no `/apis` prefix; clients treat the base URL as a prefix).
+ * The emulator's HTTP side: every endpoint of the interface's HTTP part and every one the
+ * official SDK calls beyond it, at the root of the emulator's base URL and under `/apis` too
+ * (the production base URL ends in `/apis`; clients treat the base URL as a prefix). The routes
+ * are in `routes-*.ts` by area; `routes.ts` lists them.
  *
  * Order of checks for a request: control endpoint (`/_emulator/...`, no key needed) → armed
  * fault → presigned files (`/_files/...`, no key) → API key (`x-api-key`; 401 `{error, status}`
@@ -22,16 +24,19 @@
  *   with `X-Credits-Required` = characters of text. No format means mp3, the service's default
  *   (LAME compiled to WebAssembly, 64 kbit/s CBR; the sample rate must be one MP3 carries).
  *   adts answers 422 "not supported by the emulator": there is no AAC encoder to make it.
- * - Languages: any well-formed locale tag; numeric ids: any positive integer.
+ * - Languages: the emulator's table (`../languages.ts`, the documented ids: 1 en-us, 4 ar-sa,
+ *   31 de-de, 54 es-es, 76 fr-fr, 88 ja-jp, 139 zh-cn); a tag or id not in it is 422.
  * - `media_url` must be an absolute http(s) URL; it is never fetched.
  * - `POST /audio-separation`: multipart/form-data with one audio file part (any field name;
  *   WAV, MP3, FLAC or AAC by content), at most `maxUploadBytes` (413 beyond).
  *   `POST /audio-separation-results` always answers 200; runs that are unknown, of another key,
  *   of another kind, unfinished or failed carry `{run_id, status, error}` instead of URLs.
- * - `DELETE /delete-voice/{id}`: 200 `{status: "ok"}` for a voice in `clonedVoices[key]` (then
- *   gone), 403 for any other voice.
- * - Subtitle tasks have no creation endpoint in the interface: seed one with
- *   `POST /_emulator/tasks` and read it with `GET /sub/{task_id}`.
+ * - Voices live in the shared `VoiceRegistry` (`../voices.ts`): `clonedVoices` seeds it, and
+ *   voices made with `POST /create-custom-voice` or text-to-voice belong to the key that made
+ *   them, on the realtime side too. `DELETE /delete-voice/{id}`: 200 `{status: "ok"}` for a
+ *   voice the key owns (then gone on both sides), 403 for any other voice.
+ * - `POST /sub` has no published body: it takes the project fields (`media_url`,
+ *   `source_language`, `target_languages`); its transcript is `GET /transcript/{run}/{lang}`.
  *
  * Control endpoint (JSON, no API key; for tests and users):
  * - `POST /_emulator/faults` with one fault or an array; `GET` lists, `DELETE` clears. Fields:
