@@ -8,6 +8,7 @@ export * from './config.js';
 // Realtime speech-to-speech
 export * from './realtime/languages.js';
 export * from './realtime/codec.js';
+export * from './realtime/transcription-codec.js';
 export {
   RealtimeTranslateStream,
   type RealtimeTranslateOptions,
