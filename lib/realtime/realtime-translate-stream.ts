@@ -27,8 +27,8 @@ import { decideEnding } from './ending-policy.js';
 import { EventFanout } from './event-queue.js';
 import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
-import { ReplayBuffer } from './replay-buffer.js';
-import { classifyServerError } from './server-errors.js';
+import { AudioOutbox } from './audio-outbox.js';
+import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import { LatencySeries, SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
 
@@ -99,8 +99,6 @@ type PauseReason = 'reader' | 'events';
 const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
 /** Input replayed before the first unanswered speech, so the service hears it begin. */
 const REPLAY_PREROLL_MS = 300;
-/** A server `error` followed by a close within this time is the cause of the close (else a warning). */
-const ERROR_CLOSE_GRACE_MS = 250;
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
@@ -116,13 +114,11 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #link: SessionLink;
   readonly #fanout: EventFanout<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
-  readonly #replay = new ReplayBuffer();
+  readonly #outbox: AudioOutbox;
   readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
   readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
   #constructCallback: ((error?: Error | null) => void) | undefined;
   #finalCallback: ((error?: Error | null) => void) | undefined;
-  /** The write waiting for room (in the socket, or in the replay bound during an outage). */
-  #heldWrite: ((error?: Error | null) => void) | undefined;
   #session: SessionStartedInfo | undefined;
   #sawStarting = false;
   #inputCarry: Buffer | undefined;
@@ -134,9 +130,8 @@ export class RealtimeTranslateStream extends Duplex {
   #endingTimer: Timer | undefined;
   /** What the current outage sends again, for the `reconnected` event. */
   #replayed: { bytes: number; notReplayedBytes: number } | undefined;
-  #pendingWarning: { error: RtTranslateError; timer: Timer } | undefined;
-  /** A server error that was the last event: if the socket closes now, it is the cause. */
-  #lastErrorIfLast: { message: string; code: number | string | undefined; error: RtTranslateError } | undefined;
+  /** A server error that is a warning unless the service closes right after it. */
+  readonly #serverError: PendingServerError;
   #fatal: RtTranslateError | undefined;
   #ending: EndedInfo | undefined;
   #closed = false;
@@ -152,6 +147,7 @@ export class RealtimeTranslateStream extends Duplex {
       objectMode: false,
     });
     this.#o = o;
+    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#warn(warning));
     this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
     this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
       this.#setPause('events', full),
@@ -179,6 +175,20 @@ export class RealtimeTranslateStream extends Duplex {
         closed: () => this.#completeClose(),
       },
     );
+    this.#outbox = new AudioOutbox(this.#link, {
+      maxPieceBytes: o.maxAppendBytes,
+      maxSocketBufferBytes: o.maxSocketBufferBytes,
+      maxReplayBytes: o.reconnect?.maxReplayBytes,
+      encode: encodeAudioAppend,
+      handed: (end) => {
+        this.#ledger.recordSent(end, Date.now());
+        this.#outbox.keepFrom(this.#ledger.replayStart(end, REPLAY_PREROLL_MS));
+      },
+      sent: (length) => {
+        this.#stats.bytesSent += length;
+        this.#evaluateEnding();
+      },
+    });
     const signal = o.signal;
     if (signal) {
       this.#onAbort = () => {
@@ -211,8 +221,8 @@ export class RealtimeTranslateStream extends Duplex {
     const l = this.#latency;
     return {
       ...this.#stats,
-      bytesQueued: this.#replay.unsent + buffered,
-      replayBytes: this.#replay.retained,
+      bytesQueued: this.#outbox.unsent + buffered,
+      replayBytes: this.#outbox.retained,
       socketBufferedAmount: buffered,
       paused: this.#link.paused,
       latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
@@ -255,14 +265,13 @@ export class RealtimeTranslateStream extends Duplex {
         return;
       }
     }
-    this.#lastErrorIfLast = undefined;
-    this.#flushPendingWarning();
+    this.#serverError.settle();
     this.#handle(event);
   }
 
   #handle(event: ServerEvent): void {
     const now = Date.now();
-    const sent = this.#replay.sent;
+    const sent = this.#outbox.sent;
     switch (event.type) {
       case 'session.starting':
         this.#sawStarting = true;
@@ -336,8 +345,8 @@ export class RealtimeTranslateStream extends Duplex {
     const callback = this.#constructCallback;
     this.#constructCallback = undefined;
     callback?.(null);
-    this.#pump();
-    this.#releaseWrite();
+    this.#outbox.pump();
+    this.#outbox.release();
     this.#evaluateEnding();
   }
 
@@ -378,32 +387,17 @@ export class RealtimeTranslateStream extends Duplex {
     for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
     this.#publish({ type: 'response', timing });
     this.#link.progress();
-    this.#trimReplay();
+    this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
   }
 
   #onServerError(message: string, code: number | string | undefined): void {
-    const error = classifyServerError(message, code, this.#o.apiKey);
+    const error = this.#serverError.note(message, code);
     if (this.#link.status === 'connecting' && (this.#session === undefined || !error.retryable)) {
       // Refused before the session started (a bad voice, the key): no new session can cure it.
+      this.#serverError.discard();
       this.#link.shutdown();
       this.#fail(this.#withUnprocessed(error, this.#session ? ' while reconnecting' : ''));
-      return;
     }
-    this.#lastErrorIfLast = { message, code, error };
-    this.#pendingWarning = { error, timer: setTimeout(() => this.#flushPendingWarning(), ERROR_CLOSE_GRACE_MS) };
-  }
-
-  #flushPendingWarning(): void {
-    const pending = this.#pendingWarning;
-    if (!pending) return;
-    this.#pendingWarning = undefined;
-    clearTimeout(pending.timer);
-    this.#warn(pending.error);
-  }
-
-  #dropPendingWarning(): void {
-    if (this.#pendingWarning) clearTimeout(this.#pendingWarning.timer);
-    this.#pendingWarning = undefined;
   }
 
   #warn(warning: RtTranslateError): void {
@@ -432,7 +426,7 @@ export class RealtimeTranslateStream extends Duplex {
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     if (this.#fatal || this.#closed || this.#link.status === 'closing') {
       // The error reaches the caller through destroy(), which settles this held write.
-      this.#heldWrite = callback;
+      this.#outbox.hold(callback);
       return;
     }
     let data = chunk;
@@ -444,65 +438,14 @@ export class RealtimeTranslateStream extends Duplex {
     if (aligned < data.length) this.#inputCarry = Buffer.from(data.subarray(aligned));
     this.#accept(data.subarray(0, aligned));
     this.#stats.inputBytes += aligned;
-    this.#heldWrite = callback;
-    this.#releaseWrite();
+    this.#outbox.hold(callback);
   }
 
   #accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#ledger.accept(pcm);
-    this.#replay.push(pcm);
     this.#allSentAt = undefined;
-    this.#pump();
-  }
-
-  /** Calls back the held write once there is room: in the socket when connected, else in the replay bound. */
-  #releaseWrite(): void {
-    const callback = this.#heldWrite;
-    if (!callback) return;
-    const status = this.#link.status;
-    // Connected: room in the socket. Reconnecting: room in the replay bound (what is kept to send again).
-    const room =
-      status === 'ready'
-        ? this.#replay.unsent + this.#link.bufferedAmount <= this.#o.maxSocketBufferBytes
-        : (status === 'connecting' || status === 'waiting') && this.#replay.retained <= (this.#o.reconnect?.maxReplayBytes ?? 0);
-    if (!room) return;
-    this.#heldWrite = undefined;
-    callback();
-  }
-
-  /** Hands queued audio to the socket, one append at a time, while its buffer is under the bound. */
-  #pump(): void {
-    if (this.#link.status !== 'ready') return;
-    const o = this.#o;
-    while (this.#link.bufferedAmount <= o.maxSocketBufferBytes) {
-      const piece = this.#replay.peek(o.maxAppendBytes);
-      if (!piece) break;
-      const length = piece.length;
-      const end = this.#replay.sent + length;
-      this.#link.send(encodeAudioAppend(piece), (error) => {
-        if (error) return; // the connection is going down: its end reports the cause
-        this.#stats.bytesSent += length;
-        this.#pump();
-        this.#releaseWrite();
-        this.#evaluateEnding();
-      });
-      this.#replay.advance(length);
-      this.#ledger.recordSent(end, Date.now());
-    }
-    this.#trimReplay();
-  }
-
-  /** Forgets input nothing can need again: answered, or beyond the replay bound. */
-  #trimReplay(): void {
-    const replay = this.#replay;
-    const bound = this.#o.reconnect?.maxReplayBytes;
-    if (bound === undefined) {
-      replay.release(replay.sent);
-      return;
-    }
-    replay.release(this.#ledger.replayStart(replay.sent, REPLAY_PREROLL_MS));
-    if (replay.sent - replay.start > bound) replay.release(replay.sent - bound);
+    this.#outbox.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -539,7 +482,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#endingTimer = undefined;
     if (!this.#inputEnded || this.#link.status !== 'ready') return;
     const now = Math.max(Date.now(), reached);
-    const allSent = this.#replay.unsent === 0 && this.#link.bufferedAmount === 0;
+    const allSent = this.#outbox.drained;
     if (allSent) this.#allSentAt ??= now;
     const decision = decideEnding({
       now,
@@ -579,7 +522,7 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
   #finishSession(reason: EndedInfo['reason']): void {
-    this.#flushPendingWarning();
+    this.#serverError.settle();
     this.#ending = { complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
     this.#link.close();
   }
@@ -604,10 +547,9 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** The connection ended unasked: what it means, or the session's normal end after end(). */
   #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
-    const lastError = this.#lastErrorIfLast;
-    this.#lastErrorIfLast = undefined;
-    if (lastError && this.#pendingWarning?.error === lastError.error) this.#dropPendingWarning();
-    if (wasReady && this.#inputEnded && !lastError && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+    // A server error right before the close is its cause; the close code says whether to retry.
+    const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
+    if (wasReady && this.#inputEnded && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
       // The service ended the session after our end(): complete, unless it still owed something.
       const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
       if (owed) {
@@ -617,32 +559,31 @@ export class RealtimeTranslateStream extends Duplex {
       this.#completeClose();
       return 'finished';
     }
-    // A server error right before the close is its cause; the close code says whether to retry.
-    return lastError ? classifyServerError(lastError.message, lastError.code, this.#o.apiKey, end.kind === 'closed' ? end.code : undefined) : cause;
+    return serverCause ?? cause;
   }
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
     clearTimeout(this.#endingTimer);
     if (sessionLost) {
-      const wanted = this.#ledger.replayStart(this.#replay.sent, REPLAY_PREROLL_MS);
-      const notReplayedBytes = Math.max(0, Math.min(this.#replay.start, this.#replay.sent) - wanted);
+      const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
+      const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
       this.#ledger.responseAbandoned();
       this.#outputCarry = undefined;
       this.#textSoFar = '';
-      const bytes = this.#replay.rewind(wanted);
+      const bytes = this.#outbox.rewind(wanted);
       this.#allSentAt = undefined;
       this.#replayed = this.#replayed
         ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
         : { bytes, notReplayedBytes };
     }
     this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
-    this.#releaseWrite();
+    this.#outbox.release();
   }
 
   /** Adds to `error` how much accepted input may not have been processed. */
   #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
-    const unprocessed = ms(this.#replay.end - this.#ledger.frontier);
+    const unprocessed = ms(this.#outbox.end - this.#ledger.frontier);
     if (this.#session && unprocessed > 0) {
       error.unprocessedInputMs = unprocessed;
       error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
@@ -660,8 +601,7 @@ export class RealtimeTranslateStream extends Duplex {
     if (this.#fatal || this.destroyed) return;
     this.#fatal = error;
     clearTimeout(this.#endingTimer);
-    if (this.#pendingWarning?.error === error) this.#dropPendingWarning();
-    else this.#flushPendingWarning();
+    this.#serverError.settle();
     this.#link.shutdown();
     if (this.#constructCallback) {
       const callback = this.#constructCallback;
@@ -704,10 +644,8 @@ export class RealtimeTranslateStream extends Duplex {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#link.shutdown();
     clearTimeout(this.#endingTimer);
-    const held = this.#heldWrite;
-    this.#heldWrite = undefined;
-    held?.(error);
-    this.#dropPendingWarning();
+    this.#outbox.abandon(error);
+    this.#serverError.discard();
     if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
