@@ -27,6 +27,17 @@ export {
 } from './realtime/realtime-events.js';
 export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
 export { classifyServerError } from './realtime/server-errors.js';
+export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
+
+// Live transcription
+export {
+  LiveTranscriptionStream,
+  type LiveTranscriptionOptions,
+  type LiveTranscript,
+  type LiveTranscriptionEvent,
+  type LiveTranscriptionEvents,
+  type LiveTranscriptionStats,
+} from './realtime/live-transcription-stream.js';
 
 // HTTP interface: client, endpoints, tasks, streams
 export * from './http/index.js';

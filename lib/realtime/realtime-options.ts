@@ -102,7 +102,7 @@ export interface RealtimeTranslateOptions extends RealtimeConnectionOptions {
 }
 
 export interface ResolvedReconnect extends ReconnectPolicy {
-  maxReplayBytes: number;
+  maxReplayMs: number;
 }
 
 /** The connection options, checked and resolved. */
@@ -137,8 +137,6 @@ export interface ResolvedRealtimeOptions extends ResolvedConnectionOptions {
   writableHighWaterMark: number;
 }
 
-/** PCM16 mono 24 kHz, bytes per millisecond. */
-const BYTES_PER_MS = 48;
 /** Appends above this size encode to base64 strings large enough to slow V8 down. */
 const DEFAULT_APPEND_BYTES = 64 * 1024;
 
@@ -153,7 +151,7 @@ function resolveReconnect(value: unknown): ResolvedReconnect | undefined {
     initialDelayMs: intOption(r.initialDelayMs, 'reconnect.initialDelayMs', { min: 0, fallback: 500 }),
     maxDelayMs: intOption(r.maxDelayMs, 'reconnect.maxDelayMs', { min: 0, fallback: 10_000 }),
     giveUpAfterMs: intOption(r.giveUpAfterMs, 'reconnect.giveUpAfterMs', { min: 0, fallback: 60_000 }),
-    maxReplayBytes: intOption(r.maxReplayMs, 'reconnect.maxReplayMs', { min: 0, max: 600_000, fallback: 30_000 }) * BYTES_PER_MS,
+    maxReplayMs: intOption(r.maxReplayMs, 'reconnect.maxReplayMs', { min: 0, max: 600_000, fallback: 30_000 }),
   };
 }
 

@@ -178,7 +178,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#outbox = new AudioOutbox(this.#link, {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
-      maxReplayBytes: o.reconnect?.maxReplayBytes,
+      maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
       encode: encodeAudioAppend,
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
