@@ -15,6 +15,8 @@ import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } fro
 
 /** PCM16 mono 24 kHz, bytes per millisecond. */
 const BYTES_PER_MS = 48;
+/** Send times kept for timing responses (about 10 minutes of 40 ms appends). */
+const MAX_SEND_RECORDS = 16_384;
 
 export interface SpeechLedgerOptions extends VoiceActivityOptions {
   /** Voiced length below which a segment is not speech the service owes an answer to, in ms. Default 100. */
@@ -151,6 +153,8 @@ export class SpeechLedger {
     if (endOffset <= this.#sentMax) return;
     this.#sentMax = endOffset;
     this.#sends.push([endOffset, now]);
+    // Bounded even when nothing is ever answered: the oldest records go (their timings with them).
+    if (this.#sends.length > MAX_SEND_RECORDS) this.#sends.splice(0, this.#sends.length - MAX_SEND_RECORDS / 2);
   }
 
   /** A response event arrived: opens a response if none is open. `sent` is the input handed to the socket so far. */
