@@ -1,8 +1,11 @@
 /**
  * What every subcommand shares: exit codes, usage errors, argument parsing that turns
- * `node:util` parse errors into a usage error, and the standard streams (injectable for tests).
+ * `node:util` parse errors into a usage error, and the process's outside world (standard
+ * streams, environment, signals, working directory) as one injectable `CliIo`, so a command runs
+ * in a test process exactly as it runs from a shell.
  */
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
@@ -12,11 +15,34 @@ export const EXIT_FAILURE = 1;
 /** Usage or configuration error, reported before any connection. */
 export const EXIT_USAGE = 2;
 
+/** Where `SIGINT` and `SIGTERM` arrive: `process`, or an emitter a test drives. */
+export type SignalSource = Pick<NodeJS.EventEmitter, 'on' | 'off' | 'once'>;
+
+/** What a command sees of its process; `processIo()` gives the real one. */
 export interface CliIo {
-  stdin: Readable;
-  stdout: Writable;
+  stdin: Readable & { isTTY?: boolean };
+  stdout: Writable & { isTTY?: boolean; columns?: number };
   stderr: Writable & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
+  /** Default `process`. */
+  signals?: SignalSource;
+  /** The directory relative paths are taken from. Default `process.cwd()`. */
+  cwd?: string;
+}
+
+/** The running process as a `CliIo`. */
+export function processIo(): CliIo {
+  return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, signals: process, cwd: process.cwd() };
+}
+
+/** Where signals arrive for `io`. */
+export function signalsOf(io: CliIo): SignalSource {
+  return io.signals ?? process;
+}
+
+/** `path` (as given on the command line) resolved against the command's working directory. */
+export function resolvePath(io: CliIo, path: string): string {
+  return resolve(io.cwd ?? process.cwd(), path);
 }
 
 /** A usage or configuration problem: exit status 2. */

@@ -126,7 +126,6 @@ async function translate(args: string[], options: { stdin?: Buffer; env?: Record
   const events = path(`events-${++runs}.jsonl`);
   const result = await runCli(['--from', 'en-us', '--to', 'fr-fr', '--quiet-ms', '500', '--events', events, ...args], {
     ...options,
-    timeoutMs: 25_000,
   });
   return { result, events };
 }

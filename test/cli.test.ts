@@ -202,7 +202,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
     const child = spawnCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500']);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const ended = collect(child, 10_000, (text) => {
+    const ended = collect(child, (text) => {
       if (text.includes('translation (es-es)')) seenTranslation();
     });
     // stdin stays open and quiet after this, as a paused producer's would.
@@ -335,7 +335,7 @@ describe('rt-translate emulator', () => {
     const client = spawnCli(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY]);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const clientEnded = collect(client, 8_000, (text) => {
+    const clientEnded = collect(client, (text) => {
       if (text.includes('translation (fr-fr)')) seenTranslation();
     });
     // The first utterance and the silence after it; stdin stays open, so the session does too.

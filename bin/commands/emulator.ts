@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
-import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
 
@@ -77,14 +77,15 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const signals = signalsOf(io);
+  signals.once('SIGINT', onSignal);
+  signals.once('SIGTERM', onSignal);
   signal?.addEventListener('abort', onSignal, { once: true });
   try {
     await once(stop.signal, 'abort');
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.off('SIGINT', onSignal);
+    signals.off('SIGTERM', onSignal);
     await emulator.close();
   }
   return EXIT_OK;

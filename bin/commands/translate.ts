@@ -24,6 +24,7 @@ import {
   intFlag,
   packageVersion,
   parseCommandLine,
+  signalsOf,
   type CliIo,
 } from '../cli.js';
 import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec, type InputError } from '../audio-io.js';
@@ -393,7 +394,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     input.close();
     wakeInput?.();
   };
-  process.on('SIGINT', onSignal);
+  const signals = signalsOf(io);
+  signals.on('SIGINT', onSignal);
 
   /** Service-format bytes of input sent to the translator. */
   let bytesIn = 0;
@@ -434,7 +436,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   input.close();
   wakeInput?.();
   await inputDone;
-  process.off('SIGINT', onSignal);
+  signals.off('SIGINT', onSignal);
   if (progress) clearInterval(progress);
   clearProgress();
   try {
