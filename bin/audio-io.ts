@@ -136,8 +136,13 @@ export function parseOutputSpec(flags: {
   return { container: 'raw', desc: { format, rate, channels } };
 }
 
-/** Reads up to `n` bytes without consuming them (they are put back with unshift). */
-export async function peek(stream: Readable, n: number): Promise<Buffer> {
+/**
+ * Reads up to `n` bytes from the start of `stream` without losing them. Resolves with those
+ * bytes and the stream to read everything from, those bytes included: `stream` itself with the
+ * bytes put back (`unshift`) while it has not ended, or, when the whole input was shorter than
+ * `n` and `stream` has ended (an ended stream takes nothing back), a new stream of those bytes.
+ */
+export async function peek(stream: Readable, n: number): Promise<{ head: Buffer; stream: Readable }> {
   const chunks: Buffer[] = [];
   let length = 0;
   while (length < n) {
@@ -173,8 +178,13 @@ export async function peek(stream: Readable, n: number): Promise<Buffer> {
     if (!more) break;
   }
   const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  if (stream.readableEnded || stream.destroyed) {
+    const rest = new PassThrough();
+    rest.end(head);
+    return { head: head.subarray(0, n), stream: rest };
+  }
   if (head.length > 0) stream.unshift(head);
-  return head.subarray(0, n);
+  return { head: head.subarray(0, n), stream };
 }
 
 interface Source {
@@ -209,13 +219,14 @@ async function identify(source: Source, spec: InputSpec): Promise<InputKind> {
   if (isRawFormat(spec.format)) return { kind: 'raw', format: spec.format };
   if (spec.format !== undefined) return { kind: spec.format as 'wav' | 'ogg' | 'flac' };
   let want = SNIFF_BYTES;
-  let head = await peek(source.stream, want);
+  let head: Buffer;
+  ({ head, stream: source.stream } = await peek(source.stream, want));
   if (head.length === 0) throw new UsageError(`no audio on ${source.label}.`);
   for (;;) {
     const result = sniffAudio(head, head.length < want);
     if (!isSniffResult(result)) {
       want = result.needBytes;
-      head = await peek(source.stream, want);
+      ({ head, stream: source.stream } = await peek(source.stream, want));
       continue;
     }
     let kind: InputKind;
@@ -324,7 +335,7 @@ function connectStages(head: Readable, stages: Duplex[]): InputChain {
       return failure;
     },
     close() {
-      for (const s of all) if (!s.destroyed) s.destroy();
+      for (const s of [...all, chain.outlet]) if (!s.destroyed) s.destroy();
     },
   };
   for (let i = 0; i + 1 < all.length; i++) {
@@ -353,8 +364,9 @@ function connectStages(head: Readable, stages: Duplex[]): InputChain {
 
 /** Waits for the chain's first audio; throws the failure (or "no audio") when there is none. */
 async function prime(chain: InputChain, source: Source): Promise<void> {
-  const first = await peek(chain.outlet, 1);
-  if (first.length > 0) return;
+  const { head, stream } = await peek(chain.outlet, 1);
+  chain.outlet = stream;
+  if (head.length > 0) return;
   if (chain.failure !== undefined) throw chain.failure;
   throw new UsageError(`no audio on ${source.label}.`);
 }

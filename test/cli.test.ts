@@ -14,7 +14,7 @@ import { EventLog } from '../bin/commands/translate.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
-import { collect, killAllChildren, runCli, spawnCli, startCliEmulator, type CliResult } from './helpers/cli.js';
+import { collect, killAllChildren, runCli, runInProcess, spawnCli, startCliEmulator, type CliResult } from './helpers/cli.js';
 import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
@@ -117,6 +117,44 @@ function wavFile(sampleRate: number, channels: number, bitDepth: number, data: B
   header.writeUInt32LE(data.length, 40);
   return Buffer.concat([header, data]);
 }
+
+describe('rt-translate: inputs shorter than a container header', () => {
+  /** A WAV header announcing no data at all (44 bytes). */
+  const emptyWav = wavFile(24_000, 1, 16, Buffer.alloc(0));
+
+  it.each([
+    { name: '10 bytes of raw PCM', bytes: Buffer.from('0123456789') },
+    { name: '3 bytes', bytes: Buffer.from([1, 2, 3]) },
+    { name: '63 bytes (one short of a full sniff)', bytes: fixture.pcm.subarray(0, 63) },
+  ])('$name on stdin are translated as raw PCM (exit 0)', async ({ bytes }) => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '100'], { stdin: bytes });
+    expect(result.stderr).not.toMatch(/unshift|error/i);
+    expect(result.code).toBe(0);
+    // Whatever the emulator heard in them comes back as whole samples.
+    expect(result.stdout.length % 2).toBe(0);
+  });
+
+  it('a WAV header with no data, on stdin or as a file, is "no audio" (exit 2), with nothing written', async () => {
+    const file = path('empty.wav');
+    await writeFile(file, emptyWav);
+    const [stdin, named] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es'], { stdin: emptyWav }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-i', file]),
+    ]);
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toBe('rt-translate: no audio on standard input.\n');
+    expect(named.code).toBe(2);
+    expect(named.stderr).toBe(`rt-translate: no audio on ${file}.\n`);
+    expect(stdin.stdout.length + named.stdout.length).toBe(0);
+  });
+
+  it('a WAV cut inside its header is an input error naming WAV (exit 2)', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es'], { stdin: emptyWav.subarray(0, 20) });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^rt-translate: cannot decode standard input as WAV: .+\n$/);
+    expect(result.stderr).not.toMatch(/unshift/);
+  });
+});
 
 describe('rt-translate: translation through the embedded emulator', () => {
   it('translates raw PCM from stdin to stdout, bit for bit, with the text on stderr', async () => {
