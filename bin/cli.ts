@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
+import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
 export const EXIT_OK = 0;
 /** A service or network failure, reported after everything received was written. */
@@ -79,14 +79,22 @@ export function numberFlag(value: string | undefined, flag: string, min = 0): nu
   return n;
 }
 
+/** The version in the package's `package.json`, found above this module (built or not). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (let dir = new URL('./', import.meta.url); ; dir = new URL('../', dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version: string };
+      if (pkg.name === 'rt-translate') return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    if (dir.pathname === '/') throw new Error('the package.json of rt-translate was not found');
+  }
 }
 
-/** Errors that mean the command line or configuration is wrong: exit status 2. */
+/** Errors that mean the command line, the configuration or the input is wrong: exit status 2. */
 export function isUsageError(error: unknown): boolean {
-  return error instanceof UsageError || error instanceof ValidationError || error instanceof ConfigError;
+  return error instanceof UsageError || error instanceof ValidationError || error instanceof ConfigError || error instanceof AudioInputError;
 }
 
 /** One line for stderr describing a failure; never includes a stack for expected errors. */

@@ -1,7 +1,8 @@
 /**
- * The `rt-translate` command, spawned as a real process with pipes: audio bytes in and out,
- * stderr lines, the events file and exit statuses, against the embedded emulator, the
- * `rt-translate emulator` command and in-process servers on loopback.
+ * The realtime command (`rt-translate --from .. --to ..`) and `rt-translate emulator`, run in
+ * this process with injected standard streams, signals and environment: audio bytes in and out,
+ * stderr lines, the events file and exit statuses, against the embedded emulator, the emulator
+ * command and servers on loopback. What only a real process shows is in cli-smoke.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,8 +15,7 @@ import { EventLog } from '../bin/commands/translate.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
-import { collect, killAllChildren, runCli, runInProcess, spawnCli, startCliEmulator, type CliResult } from './helpers/cli.js';
-import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
+import { runInProcess, startConnectionCounter, startInProcess, startInProcessEmulator, type CliResult, type ConnectionCounter } from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-test-5f1c2a9e77d04b1c';
@@ -32,7 +32,6 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await killAllChildren();
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
@@ -142,23 +141,23 @@ describe('rt-translate: inputs shorter than a container header', () => {
       runInProcess(['--from', 'en-us', '--to', 'es-es', '-i', file]),
     ]);
     expect(stdin.code).toBe(2);
-    expect(stdin.stderr).toBe('rt-translate: no audio on standard input.\n');
+    expect(stdin.stderr).toBe('rt-translate: No audio in standard input. [RTT_INPUT]\n');
     expect(named.code).toBe(2);
-    expect(named.stderr).toBe(`rt-translate: no audio on ${file}.\n`);
+    expect(named.stderr).toBe(`rt-translate: No audio in ${file}. [RTT_INPUT]\n`);
     expect(stdin.stdout.length + named.stdout.length).toBe(0);
   });
 
   it('a WAV cut inside its header is an input error naming WAV (exit 2)', async () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es'], { stdin: emptyWav.subarray(0, 20) });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^rt-translate: cannot decode standard input as WAV: .+\n$/);
+    expect(result.stderr).toMatch(/^rt-translate: Cannot decode standard input as WAV: .+ \[RTT_INPUT\]\n$/);
     expect(result.stderr).not.toMatch(/unshift/);
   });
 });
 
 describe('rt-translate: translation through the embedded emulator', () => {
   it('translates raw PCM from stdin to stdout, bit for bit, with the text on stderr', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
     expect(result.stderr).not.toMatch(/error|warning/i);
     expect(result.code).toBe(0);
     expect(result.stdout.length).toBe(expected.length);
@@ -173,9 +172,9 @@ describe('rt-translate: translation through the embedded emulator', () => {
     await writeFile(wavIn, fixture.wav);
     const common = ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'];
     const [toWav, toPcm, wavOnStdin] = await Promise.all([
-      runCli([...common, '-i', wavIn, '-o', path('out.wav')]),
-      runCli([...common, '--input', wavIn, '--output', path('out.pcm')]),
-      runCli(common, { stdin: fixture.wav }),
+      runInProcess([...common, '-i', wavIn, '-o', path('out.wav')]),
+      runInProcess([...common, '--input', wavIn, '--output', path('out.pcm')]),
+      runInProcess(common, { stdin: fixture.wav }),
     ]);
 
     expect(toWav.code).toBe(0);
@@ -210,7 +209,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
 
   it('--events writes one JSON object per line, audio as decoded byte counts that add up to the output', async () => {
     const events = path('events.jsonl');
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', events], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', events], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(0);
@@ -237,18 +236,18 @@ describe('rt-translate: translation through the embedded emulator', () => {
 
   it('a first Ctrl-C while the input is idle (an open, quiet pipe) stops reading at once; the session finishes, exit 0', async () => {
     const sent = fixture.pcm.subarray(0, 84_480 * 2); // the first utterance and the silence after it
-    const child = spawnCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500']);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const ended = collect(child, (text) => {
-      if (text.includes('translation (es-es)')) seenTranslation();
+    const run = startInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], {
+      onStderr: (text) => {
+        if (text.includes('translation (es-es)')) seenTranslation();
+      },
     });
     // stdin stays open and quiet after this, as a paused producer's would.
-    child.stdin!.write(sent);
+    run.stdin.write(sent);
     await translated;
-    child.kill('SIGINT');
-    const result = await ended;
-    expect(result.signal).toBeNull();
+    run.signal('SIGINT');
+    const result = await run.result;
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expectedTranslation(sent, fixture.utterances.slice(0, 1)))).toBe(true);
     const stderr = lines(result.stderr);
@@ -257,7 +256,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
   });
 
   it('--text-only writes no audio and prints the translations', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'de-de', '--text-only', '--quiet-ms', '500'], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'de-de', '--text-only', '--quiet-ms', '500'], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(0);
@@ -345,13 +344,13 @@ describe('--events log (EventLog)', () => {
 
 describe('rt-translate emulator', () => {
   it('prints one JSON line, serves a second process, keeps running and stops on SIGTERM with status 0', async () => {
-    const emulator = await startCliEmulator(['--port', '0', '--api-key', KEY]);
+    const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
     const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)"\}$/.exec(emulator.line);
     expect(match).not.toBeNull();
     expect(match![1]).toBe(match![2]);
     expect(Number(match![1])).toBeGreaterThan(0);
 
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
       { stdin: fixture.pcm },
     );
@@ -360,32 +359,30 @@ describe('rt-translate emulator', () => {
     // A configured URL: no notice about the embedded emulator, only the text.
     expect(lines(result.stderr)).toEqual(textLines('en-us', 'fr-fr'));
 
-    expect(emulator.child.exitCode).toBeNull();
     const ended = await emulator.stop('SIGTERM');
-    expect(ended.signal).toBeNull();
     expect(ended.code).toBe(0);
     expect(ended.stdout.toString()).toBe(`${emulator.line}\n`);
     expect(ended.stderr).toBe('');
   });
 
   it('stops on SIGINT with status 0 while a session is open; the client reports the lost connection', async () => {
-    const emulator = await startCliEmulator(['--port', '0', '--api-key', KEY]);
-    const client = spawnCli(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY]);
+    const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const clientEnded = collect(client, (text) => {
-      if (text.includes('translation (fr-fr)')) seenTranslation();
+    const client = startInProcess(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY], {
+      onStderr: (text) => {
+        if (text.includes('translation (fr-fr)')) seenTranslation();
+      },
     });
     // The first utterance and the silence after it; stdin stays open, so the session does too.
-    client.stdin!.write(fixture.pcm.subarray(0, 84_480 * 2));
+    client.stdin.write(fixture.pcm.subarray(0, 84_480 * 2));
     await translated;
 
     const ended = await emulator.stop('SIGINT');
-    expect(ended.signal).toBeNull();
     expect(ended.code).toBe(0);
     expect(ended.stderr).toBe('');
 
-    const result = await clientEnded;
+    const result = await client.result;
     expect(result.code).toBe(1);
     expect(lines(result.stderr).at(-1)).toMatch(/^rt-translate: .*\[RTT_CONNECTION\]$/);
     // What arrived before the stop was written, in order, and nothing else.
@@ -395,9 +392,9 @@ describe('rt-translate emulator', () => {
   });
 
   it('--audio-frames binary gives the same audio, logged as {"type":"binary","bytes":N}; --cold-start-ms sends session.starting', async () => {
-    const emulator = await startCliEmulator(['--api-key', KEY, '--audio-frames', 'binary', '--cold-start-ms', '200']);
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--audio-frames', 'binary', '--cold-start-ms', '200']);
     const events = path('binary-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'ja-jp', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500', '--events', events],
       { stdin: fixture.pcm },
     );
@@ -420,10 +417,10 @@ describe('rt-translate emulator', () => {
 
   it('--latency-ms delays each response; a client with a shorter quiet period still receives all of it', async () => {
     const latencyMs = 1500;
-    const emulator = await startCliEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
     const started = performance.now();
     let firstTranscriptAfter: number | undefined;
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
       {
         stdin: fixture.pcm,
@@ -446,9 +443,9 @@ describe('rt-translate emulator', () => {
 
 describe('rt-translate: exit status 1 after writing what was received, the cause named', () => {
   it('billing stop (--credit-seconds 4): stdout holds exactly the first utterance, stderr the reason', async () => {
-    const emulator = await startCliEmulator(['--api-key', KEY, '--credit-seconds', '4']);
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--credit-seconds', '4']);
     const events = path('billing-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500', '--events', events],
       { stdin: fixture.pcm },
     );
@@ -467,7 +464,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
 
   it('a rejected voice (--voice 999) is named', async () => {
     const events = path('voice-events.jsonl');
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--voice', '999', '--api-key', KEY, '--events', events], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--voice', '999', '--api-key', KEY, '--events', events], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(1);
@@ -483,8 +480,8 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
     const eventsEnv = path('auth-env-events.jsonl');
     const common = ['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl];
     const [byFlag, byEnv] = await Promise.all([
-      runCli([...common, '--api-key', KEY, '--events', eventsFlag], { stdin: fixture.pcm }),
-      runCli([...common, '--events', eventsEnv], { stdin: fixture.pcm, env: { RT_TRANSLATE_API_KEY: KEY } }),
+      runInProcess([...common, '--api-key', KEY, '--events', eventsFlag], { stdin: fixture.pcm }),
+      runInProcess([...common, '--events', eventsEnv], { stdin: fixture.pcm, env: { RT_TRANSLATE_API_KEY: KEY } }),
     ]);
     for (const [result, events] of [
       [byFlag, eventsFlag],
@@ -501,7 +498,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
   it('a refused connection names ECONNREFUSED', async () => {
     const port = await closedPort();
     const events = path('refused-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--events', events],
       { stdin: fixture.pcm },
     );
@@ -532,20 +529,20 @@ describe('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: new RegExp(`--to.*${REALTIME_LANGUAGES.join(', ')}.*"xx"`),
     },
-    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /cannot read input \/nonexistent: ENOENT/ },
+    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /Cannot read \/nonexistent: ENOENT\. \[RTT_INPUT\]/ },
     {
       name: 'a WAV of a format the library cannot read (ADPCM)',
       args: ['--from', 'en-us', '--to', 'es-es'],
       stdin: adpcm,
-      message: /cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it first/,
+      message: /Cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it to raw PCM first/,
     },
     { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
-    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /no audio on standard input/ },
+    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
-    const result = await runCli([...args, '--realtime-url', counter.url, '--api-key', KEY], stdin ? { stdin } : {});
+    const result = await runInProcess([...args, '--realtime-url', counter.url, '--api-key', KEY], stdin ? { stdin } : {});
     expect(result.code).toBe(2);
     expect(result.stdout.length).toBe(0);
     expect(lines(result.stderr)).toHaveLength(1);
@@ -556,7 +553,7 @@ describe('rt-translate: exit status 2 before any connection', () => {
   });
 
   it('a configured URL without an API key', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
     expect(counter.connections).toBe(0);
@@ -567,7 +564,7 @@ describe('rt-translate: exit status 2 before any connection', () => {
     const events = path('untouched-events.jsonl');
     await writeFile(output, 'earlier output');
     await writeFile(events, 'earlier events\n');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', 'ws://example.com', '--api-key', KEY, '-o', output, '--events', events],
       { stdin: fixture.pcm },
     );
@@ -584,12 +581,12 @@ describe('rt-translate: exit status 2 before any connection', () => {
 describe('rt-translate: help, version and usage', () => {
   it('--help, -h, --version and emulator --help exit 0; no arguments prints usage on stderr with status 2', async () => {
     const [help, short, version, none, emulatorHelp, emulatorBadFlag] = await Promise.all([
-      runCli(['--help']),
-      runCli(['-h']),
-      runCli(['--version']),
-      runCli([]),
-      runCli(['emulator', '--help']),
-      runCli(['emulator', '--audio-frames', 'xml']),
+      runInProcess(['--help']),
+      runInProcess(['-h']),
+      runInProcess(['--version']),
+      runInProcess([]),
+      runInProcess(['emulator', '--help']),
+      runInProcess(['emulator', '--audio-frames', 'xml']),
     ]);
     expect(help.code).toBe(0);
     expect(help.stderr).toBe('');
@@ -618,7 +615,7 @@ describe('rt-translate: help, version and usage', () => {
   });
 
   it('--version anywhere on the command line prints the version and exits 0', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--version']);
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--version']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout.toString()).toBe(`${packageVersion}\n`);

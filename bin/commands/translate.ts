@@ -1,20 +1,21 @@
 /**
  * `rt-translate --from TAG --to TAG`: realtime speech translation from a file or stdin to a file
- * or stdout, in the ffmpeg habit. The input is described by `-f`/`--ar`/`--ac` or recognised by
- * its header (WAV, Ogg/Opus, FLAC; other files through ffmpeg when it is on PATH); the output
- * by `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path. The audio ends are composed in
- * `../audio-io.ts`; this module runs the session.
+ * or stdout, in the ffmpeg habit. The input is opened by `openAudioSource` (described by
+ * `-f`/`--ar`/`--ac`, or recognised by its header); the output is laid out by
+ * `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path (`../audio-io.ts`). This module parses
+ * the flags and runs one `pipeline()`: input, translator, output.
  */
 import { createWriteStream } from 'node:fs';
-import { finished } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { Writable } from 'node:stream';
+import { Transform, type Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
-import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
+import { openAudioSource } from '../../lib/audio/source.js';
+import type { RunningEmulator } from '../../lib/emulator/server.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -24,10 +25,11 @@ import {
   intFlag,
   packageVersion,
   parseCommandLine,
+  resolvePath,
   signalsOf,
   type CliIo,
 } from '../cli.js';
-import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec, type InputError } from '../audio-io.js';
+import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options]      realtime speech translation
 
@@ -123,27 +125,6 @@ function ffmpegSpellings(args: readonly string[]): string[] {
   return out;
 }
 
-/** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
-async function writeAll(stream: Writable, chunk: Buffer | string): Promise<void> {
-  if (stream.destroyed) throw stream.errored ?? new Error('the output was closed');
-  if (stream.write(chunk)) return;
-  await new Promise<void>((resolve, reject) => {
-    const done = (error?: Error | null) => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-      if (error) reject(error);
-      else resolve();
-    };
-    const onDrain = () => done();
-    const onError = (error: Error) => done(error);
-    const onClose = () => done(stream.errored ?? new Error('the output was closed'));
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
-}
-
 /** Bytes of event lines queued beyond which the translated audio is no longer read. */
 const EVENT_LOG_HIGH_WATER = 256 * 1024;
 
@@ -226,22 +207,6 @@ export class EventLog {
   }
 }
 
-/** Resolves when `stream` drains, closes or fails, or `stop` is called (never rejects). */
-function drainOrStop(stream: Writable, onStop: (stop: () => void) => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      stream.off('error', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-    stream.on('error', done);
-    onStop(done);
-  });
-}
-
 function seconds(bytes: number): string {
   return (bytes / (REALTIME_SAMPLE_RATE * 2)).toFixed(1);
 }
@@ -263,7 +228,6 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const voiceId = intFlag(values.voice, '--voice', 1);
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
   const textOnly = values['text-only'] === true;
-  const inputSpec = parseInputSpec({ format: values.format, ar: values.ar, ac: values.ac });
   const outputSpec = parseOutputSpec({
     output: values.output,
     outFormat: values['out-format'],
@@ -281,28 +245,29 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // An unusable URL is a configuration error, found before any file is opened or written.
   if (!useEmulator) resolveRealtimeUrl(realtimeOption, { allowInsecure: values['allow-insecure'] === true });
 
-  const input = await openAudioInput({
-    path: values.input,
-    spec: inputSpec,
+  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
+  const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
+    label: inputPath ?? 'standard input',
     realtime: values.realtime === true,
-    stdin: io.stdin,
     env: io.env,
+    onFailure: 'end',
+    fieldNames: INPUT_FLAGS,
   });
-  const source = input.stream;
 
   let sink;
   try {
+    const outputPath = values.output === undefined || values.output === '-' ? undefined : values.output;
     sink = textOnly
-      ? discardSink(new Writable({ write: (_chunk, _encoding, callback) => callback() }))
-      : await openAudioOutput(values.output, outputSpec, io.stdout);
+      ? discardSink()
+      : await openAudioOutput(outputPath === undefined ? undefined : resolvePath(io, outputPath), outputPath ?? 'standard output', outputSpec, io.stdout);
   } catch (error) {
-    input.close();
+    source.destroy();
     throw error;
   }
   // A failure from here until the session runs releases the input (which may hold an ffmpeg
   // process) and the output.
   const release = async () => {
-    input.close();
+    source.destroy();
     await sink.close().catch(() => undefined);
   };
   let events: ReturnType<typeof createWriteStream> | undefined;
@@ -310,7 +275,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   let realtimeUrl = realtimeOption;
   try {
     if (values.events) {
-      const file = createWriteStream(values.events);
+      const file = createWriteStream(resolvePath(io, values.events));
       events = file;
       await new Promise<void>((resolve, reject) => {
         file.once('open', () => resolve());
@@ -320,6 +285,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       });
     }
     if (useEmulator) {
+      const { startEmulator, EMULATOR_DEFAULT_API_KEY } = await import('../../lib/emulator/server.js');
       apiKey ??= EMULATOR_DEFAULT_API_KEY;
       emulator = await startEmulator({ apiKeys: [apiKey] });
       realtimeUrl = emulator.realtimeUrl;
@@ -384,72 +350,47 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.
   let stopping = false;
-  let wakeInput: (() => void) | undefined;
   const onSignal = () => {
     if (stopping) {
       controller.abort(new Error('interrupted'));
       return;
     }
     stopping = true;
-    input.close();
-    wakeInput?.();
+    source.stop();
   };
   const signals = signalsOf(io);
   signals.on('SIGINT', onSignal);
 
   /** Service-format bytes of input sent to the translator. */
   let bytesIn = 0;
-  /** An input failure that happened before any Ctrl-C (after one, the input is not wanted). */
-  let inputFailure: InputError | undefined;
-  const pumpInput = async () => {
-    try {
-      for await (const chunk of source) {
-        if (stopping || rt.destroyed) break;
-        bytesIn += (chunk as Buffer).length;
-        if (!rt.write(chunk)) {
-          await drainOrStop(rt, (stop) => (wakeInput = stop));
-          wakeInput = undefined;
-        }
-      }
-    } catch {
-      // The input was closed under the loop (Ctrl-C, or the session is over): nothing to report.
-    }
-    // A failing input ends `source` after what it decoded before the failure.
-    if (!stopping) inputFailure = input.failure;
-    if (!rt.destroyed && !rt.writableEnded) rt.end();
-  };
-  const pumpOutput = async () => {
-    for await (const chunk of rt) {
-      await writeAll(sink.stream, chunk as Buffer);
-      if (eventLog) await eventLog.belowHighWater();
-    }
-  };
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytesIn += chunk.length;
+      callback(null, chunk);
+    },
+  });
 
   let failure: unknown;
-  const inputDone = pumpInput();
   try {
-    await pumpOutput();
+    await pipeline(source, counter, rt, (chunks: AsyncIterable<Buffer>) =>
+      writeInto(sink, chunks, async () => {
+        if (eventLog) await eventLog.belowHighWater();
+      }),
+    );
   } catch (error) {
-    failure ??= error;
+    failure = error;
   }
-  // The session is over: stop reading an input that may never end (a microphone, an open pipe).
-  input.close();
-  wakeInput?.();
-  await inputDone;
   signals.off('SIGINT', onSignal);
   if (progress) clearInterval(progress);
   clearProgress();
-  try {
-    await sink.close();
-  } catch (error) {
-    failure ??= error;
-  }
   try {
     await eventLog?.close();
   } catch (error) {
     failure ??= error;
   }
   await emulator?.close();
+  // An input failure after a Ctrl-C is not reported: the input was not wanted any more.
+  const inputFailure = stopping ? undefined : source.failure;
   if (controller.signal.aborted) {
     io.stderr.write('rt-translate: interrupted\n');
     return 130;

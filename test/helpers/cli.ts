@@ -68,6 +68,8 @@ export interface InProcessOptions extends CliRunOptions {
   columns?: number;
   /** Replaces the collecting stdout (a reader that fails, a slow one); `result.stdout` is then empty. */
   stdout?: Writable;
+  /** Called with each piece of stdout as it arrives. */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 /** A command running in this process. */
@@ -92,6 +94,7 @@ export function startInProcess(args: readonly string[], options: InProcessOption
       new Writable({
         write(chunk: Buffer, _encoding, callback) {
           out.push(Buffer.from(chunk));
+          options.onStdout?.(chunk);
           callback();
         },
       }),
@@ -120,6 +123,61 @@ export function runInProcess(args: readonly string[], options: InProcessOptions 
   const run = startInProcess(args, options);
   run.stdin.end(options.stdin ?? Buffer.alloc(0));
   return run.result;
+}
+
+/** A running emulator (`rt-translate emulator`, in process or spawned). */
+export interface CliEmulator {
+  /** The JSON line the emulator printed on stdout, without its newline. */
+  line: string;
+  baseUrl: string;
+  realtimeUrl: string;
+  /** Everything printed on stdout so far. */
+  stdout(): string;
+  /** Sends `signal` and waits for the command to end. */
+  stop(signal?: 'SIGINT' | 'SIGTERM'): Promise<CliResult>;
+}
+
+/** Resolves with the first complete line of `text()` that starts with `{"baseUrl"`; `wake` re-checks. */
+function listeningLine(text: () => string, subscribe: (wake: () => void) => void, ended: Promise<CliResult>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const found = text()
+        .split('\n')
+        .find((candidate, i, all) => i < all.length - 1 && candidate.startsWith('{"baseUrl"'));
+      if (found !== undefined) resolve(found);
+    };
+    subscribe(check);
+    check();
+    void ended.then(
+      (result) => reject(new Error(`rt-translate emulator ended (${result.code ?? result.signal}) before listening:\n${result.stderr}`)),
+      reject,
+    );
+  });
+}
+
+/** Starts `rt-translate emulator ARGS` in this process; it runs until `stop()`. */
+export async function startInProcessEmulator(args: readonly string[]): Promise<CliEmulator> {
+  let out = '';
+  let wake = () => {};
+  const run = startInProcess(['emulator', ...args], {
+    onStdout: (chunk) => {
+      out += chunk.toString('utf8');
+      wake();
+    },
+  });
+  run.result.catch(() => undefined);
+  const line = await listeningLine(() => out, (check) => (wake = check), run.result);
+  const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
+  return {
+    line,
+    baseUrl: parsed.baseUrl,
+    realtimeUrl: parsed.realtimeUrl,
+    stdout: () => out,
+    async stop(signal = 'SIGTERM') {
+      run.signal(signal);
+      return run.result;
+    },
+  };
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -172,43 +230,24 @@ export function runCli(args: readonly string[], options: CliRunOptions = {}): Pr
   return result;
 }
 
-/** A running `rt-translate emulator` process. */
-export interface CliEmulator {
-  child: ChildProcess;
-  /** The JSON line the emulator printed on stdout, without its newline. */
-  line: string;
-  baseUrl: string;
-  realtimeUrl: string;
-  /** Everything printed on stdout so far. */
-  stdout(): string;
-  /** Sends `signal` and waits for the process to end. */
-  stop(signal?: NodeJS.Signals): Promise<CliResult>;
-}
-
 /**
- * Starts `rt-translate emulator ARGS` and waits for its JSON line (the line that says where it
- * listens; a line before it, such as the accepted key, is kept in `stdout()`). It runs until
- * `stop()` or `killAllChildren()`.
+ * Starts `rt-translate emulator ARGS` as a child process and waits for the line that says where
+ * it listens. It runs until `stop()` or `killAllChildren()`.
  */
-export async function startCliEmulator(args: readonly string[]): Promise<CliEmulator> {
+export async function startCliEmulator(args: readonly string[]): Promise<CliEmulator & { child: ChildProcess }> {
   const child = spawnCli(['emulator', ...args]);
   let out = '';
-  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
   const ended = collect(child);
   ended.catch(() => undefined);
-  const line = await new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const found = out.split('\n').find((candidate, i, all) => i < all.length - 1 && candidate.startsWith('{"baseUrl"'));
-      if (found === undefined) return;
-      child.stdout?.off('data', check);
-      resolve(found);
-    };
-    child.stdout?.on('data', check);
-    void ended.then(
-      (result) => reject(new Error(`rt-translate emulator exited (${result.code ?? result.signal}) before listening:\n${result.stderr}`)),
-      reject,
-    );
-  });
+  const line = await listeningLine(
+    () => out,
+    (check) =>
+      child.stdout?.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        check();
+      }),
+    ended,
+  );
   const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
   return {
     child,
