@@ -195,6 +195,9 @@ export class FfmpegDecoder extends Duplex {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.release();
     if (this.running) this.child.kill('SIGKILL');
+    // The process counts as closed once its pipes are: a paused stdout (a reader that fell
+    // behind) would otherwise hold unread output, and 'close', forever.
+    this.child.stdout?.destroy();
     this.exited.then(() => callback(error));
   }
 
