@@ -53,13 +53,16 @@ export class UsageError extends Error {
   }
 }
 
-/** Runs `parse` (a `parseArgs` call), turning its errors into a usage error. */
-export function parseCommandLine<R>(parse: () => R): R {
+/**
+ * Runs `parse` (a `parseArgs` call), turning its errors into a usage error that points to the
+ * command's help (`help`, default the top-level `rt-translate --help`).
+ */
+export function parseCommandLine<R>(parse: () => R, help = 'rt-translate --help'): R {
   try {
     return parse();
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new UsageError(message.replace(/\. To specify a positional argument.*$/s, '.'));
+    const message = (error instanceof Error ? error.message : String(error)).replace(/\. To specify a positional argument.*$/s, '');
+    throw new UsageError(`${message.replace(/\.$/, '')}. See ${help}.`);
   }
 }
 

@@ -9,10 +9,9 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, describeFailure, isUsageError, packa
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
 export type Command = (args: string[], io: CliIo) => Promise<number>;
 
-const loadTranslate = async (): Promise<Command> => (await import('./commands/translate.js')).runTranslate;
-
 /** The subcommands by name, each loaded on first use. */
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  translate: async () => (await import('./commands/translate.js')).runTranslate,
   emulator: async () => (await import('./commands/emulator.js')).runEmulator,
   tts: async () => (await import('./commands/tts.js')).runTts,
   'translated-tts': async () => (await import('./commands/translated-tts.js')).runTranslatedTts,
@@ -55,7 +54,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     }
     const load = first !== undefined && Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
-    const command = await (load ?? loadTranslate)();
+    const command = await (load ?? COMMANDS.translate!)();
     return await command(load ? rest : argv, io);
   } catch (error) {
     io.stderr.write(`${describeFailure(error)}\n`);

@@ -38,12 +38,13 @@ export function isLoopbackHost(hostname: string): boolean {
  * The API key from the option or, when the option is absent, `RT_TRANSLATE_API_KEY`. An option
  * that is empty or blank is a `ConfigError` (never silently replaced by the environment); a
  * blank variable counts as absent. Returns `undefined` when neither gives a key: the caller
- * decides whether that is an error. The key itself never appears in an error message.
+ * decides whether that is an error. The key itself never appears in an error message; `field`
+ * is how messages name the option.
  */
-export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv = process.env, field = 'apiKey'): string | undefined {
   if (option !== undefined) {
     if (typeof option !== 'string' || option.trim() === '') {
-      throw new ConfigError('apiKey', 'Invalid apiKey: expected a non-empty string.');
+      throw new ConfigError(field, `Invalid ${field}: expected a non-empty string.`);
     }
     return option;
   }
@@ -54,6 +55,12 @@ export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv
 export interface UrlSafetyOptions {
   /** Allow plain-text `ws://` or `http://` to a host that is not loopback. Off by default. */
   allowInsecure?: boolean;
+  /**
+   * How messages tell the user to do things, for a caller with its own words (a command line's
+   * flags): allowing plain text (default `set allowInsecure: true`) and giving the key (default
+   * `pass apiKey`).
+   */
+  hints?: { allowInsecure?: string; apiKey?: string };
 }
 
 /**
@@ -80,13 +87,13 @@ export function parseServiceUrl(
     );
   }
   if (url.username || url.password) {
-    throw new ConfigError(field, `Invalid ${field}: credentials in the URL are not accepted; pass apiKey instead.`);
+    throw new ConfigError(field, `Invalid ${field}: credentials in the URL are not accepted; ${options.hints?.apiKey ?? 'pass apiKey'} instead.`);
   }
   if (url.protocol === plainProtocol && !isLoopbackHost(url.hostname) && !options.allowInsecure) {
     throw new ConfigError(
       field,
       `Refusing plain-text ${plainProtocol}// to ${url.hostname}, which is not a loopback host: ` +
-        `use ${secureProtocol}//, or set allowInsecure: true if you really mean it.`,
+        `use ${secureProtocol}//, or ${options.hints?.allowInsecure ?? 'set allowInsecure: true'} if you really mean it.`,
     );
   }
   return url;
@@ -95,15 +102,16 @@ export function parseServiceUrl(
 /**
  * The full realtime endpoint: the configured host (option or `RT_TRANSLATE_REALTIME_URL`) with
  * `/v1/realtime` appended unless it is already there. Query parameters (the beta `model` or
- * `mode` selectors) are kept.
+ * `mode` selectors) are kept. Messages name where the URL came from: `field` (default
+ * `realtimeUrl`) for the option, the variable for the environment.
  */
 export function resolveRealtimeUrl(
   option: string | undefined,
-  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv } = {},
+  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv; field?: string } = {},
 ): URL | undefined {
   const raw = option ?? (options.env ?? process.env)[ENV_REALTIME_URL];
   if (raw === undefined || raw === '') return undefined;
-  const url = parseServiceUrl(raw, 'realtimeUrl', 'wss:', options);
+  const url = parseServiceUrl(raw, option !== undefined ? (options.field ?? 'realtimeUrl') : ENV_REALTIME_URL, 'wss:', options);
   const path = url.pathname.replace(/\/+$/, '');
   // Always rewrite: `/v1/realtime/` loses its trailing slash, anything else gets the path once.
   url.pathname = path.endsWith(REALTIME_PATH) ? path : path + REALTIME_PATH;

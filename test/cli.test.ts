@@ -578,6 +578,108 @@ describe('rt-translate: exit status 2 before any connection', () => {
   });
 });
 
+describe('rt-translate: flags and messages', () => {
+  let counter: ConnectionCounter;
+  beforeAll(async () => {
+    counter = await startConnectionCounter();
+  });
+  afterAll(() => counter.close());
+
+  /** Every message names what the user typed (a flag or a variable), never a library option. */
+  const LIBRARY_NAMES = /allowInsecure|realtimeUrl|apiKey|session\.|source_language|target_language|voiceId|quietPeriodMs/;
+  const cases: Array<{ name: string; args: string[]; env?: Record<string, string>; message: RegExp }> = [
+    {
+      name: 'plain ws:// to a remote host',
+      args: ['--realtime-url', 'ws://example.com', '--api-key', KEY],
+      message: /^rt-translate: Refusing plain-text ws:\/\/ to example\.com, which is not a loopback host: use wss:\/\/, or pass --allow-insecure if you really mean it\. \[RTT_CONFIG\]$/,
+    },
+    { name: 'a --realtime-url that is no URL', args: ['--realtime-url', 'not a url', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected an absolute wss:\/\/ URL/ },
+    { name: 'an http:// --realtime-url', args: ['--realtime-url', 'http://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected a wss:\/\/ or ws:\/\/ URL \(got http:\/\/\)/ },
+    {
+      name: 'a bad RT_TRANSLATE_REALTIME_URL',
+      args: ['--api-key', KEY],
+      env: { RT_TRANSLATE_REALTIME_URL: 'nonsense' },
+      message: /^rt-translate: Invalid RT_TRANSLATE_REALTIME_URL: expected an absolute wss:\/\/ URL/,
+    },
+    {
+      name: 'credentials in the URL',
+      args: ['--realtime-url', 'wss://user:secret@example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid --realtime-url: credentials in the URL are not accepted; pass the key with --api-key-file or RT_TRANSLATE_API_KEY instead/,
+    },
+    { name: 'an empty --api-key', args: ['--realtime-url', 'wss://example.com', '--api-key', ''], message: /^rt-translate: Invalid --api-key: expected a non-empty string/ },
+    { name: 'a misspelt --from', args: ['--from', 'EN_US', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --from: expected one of/ },
+    { name: 'an empty --to', args: ['--to', '', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --to: expected one of/ },
+    { name: 'a bad -f', args: ['-f', 'mp3', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid -f: expected one of .* leave -f out/ },
+  ];
+
+  it.each(cases)('$name: the message names the flag or variable', async ({ args, env, message }) => {
+    // A flag given twice takes its last value: the case's.
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', ...args], { stdin: fixture.pcm, ...(env ? { env } : {}) });
+    expect(result.code).toBe(2);
+    expect(lines(result.stderr)).toHaveLength(1);
+    expect(result.stderr.trimEnd()).toMatch(message);
+    expect(result.stderr).not.toMatch(LIBRARY_NAMES);
+    expect(result.stderr).not.toContain('secret');
+    expect(counter.connections).toBe(0);
+  });
+
+  it('an unknown option or an unexpected argument points to --help', async () => {
+    const [option, argument, subcommand] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--bogus']),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', 'talk.wav']),
+      runInProcess(['emulator', '--bogus']),
+    ]);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toBe("rt-translate: Unknown option '--bogus'. See rt-translate --help.\n");
+    expect(argument.code).toBe(2);
+    expect(argument.stderr).toMatch(/^rt-translate: Unexpected argument 'talk\.wav'\. .*See rt-translate --help\.\n$/);
+    expect(subcommand.code).toBe(2);
+    expect(subcommand.stderr).toBe("rt-translate: Unknown option '--bogus'. See rt-translate emulator --help.\n");
+  });
+
+  it('rt-translate translate ... is the realtime command, named', async () => {
+    const result = await runInProcess(['translate', '--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+    const help = await runInProcess(['translate', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate \[translate\] --from TAG --to TAG/);
+  });
+
+  it('--events - writes the events on standard output (with -o or --text-only), and never a file named "-"', async () => {
+    const out = path('events-dash.pcm');
+    const [withOutput, textOnly, clash] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', out, '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--text-only', '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+    ]);
+    for (const result of [withOutput, textOnly]) {
+      expect(result.code).toBe(0);
+      const events = result.stdout.toString().trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string });
+      expect(events[0]!.type).toBe('session.created');
+      expect(events.filter((e) => e.type === 'response.text.done')).toHaveLength(3);
+    }
+    expect((await readFile(out)).equals(expected)).toBe(true);
+    expect(clash.code).toBe(2);
+    expect(clash.stderr).toBe('rt-translate: --events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.\n');
+    await expect(readFile(join(dir, '-'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('a reader that goes away (EPIPE on standard output) ends the command quietly, status 0', async () => {
+    let taken = 0;
+    const reader = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        taken += chunk.length;
+        if (taken > 20_000) callback(Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' }));
+        else callback();
+      },
+    });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm, stdout: reader });
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+});
+
 describe('rt-translate: help, version and usage', () => {
   it('--help, -h, --version and emulator --help exit 0; no arguments prints usage on stderr with status 2', async () => {
     const [help, short, version, none, emulatorHelp, emulatorBadFlag] = await Promise.all([
@@ -590,7 +692,7 @@ describe('rt-translate: help, version and usage', () => {
     ]);
     expect(help.code).toBe(0);
     expect(help.stderr).toBe('');
-    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate --from TAG --to TAG \[options\]/);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate \[translate\] --from TAG --to TAG \[options\]/);
     expect(help.stdout.toString()).toContain('--realtime-url URL');
     expect(help.stdout.toString()).toMatch(/\n {2}--quiet-ms MS {9}after the input ends, wait for the last translation/);
     expect(help.stdout.toString()).toMatch(/\n {2}2 {4}usage or configuration error \(before any connection\), or an input that cannot be read\n/);

@@ -43,7 +43,7 @@ const OPTIONS = {
 } as const;
 
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
+  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate emulator --help');
   if (values.help) {
     io.stdout.write(`${EMULATOR_USAGE}\n`);
     return EXIT_OK;

@@ -8,7 +8,7 @@
 import { createWriteStream } from 'node:fs';
 import { finished, pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { Transform, type Writable } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
@@ -31,7 +31,7 @@ import {
 } from '../cli.js';
 import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
 
-export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options]      realtime speech translation
+export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
   -i, --input PATH      audio in; '-' or absent: stdin
   -f FORMAT             input format: s16le s16be f32le mulaw alaw (raw), wav ogg flac.
@@ -53,7 +53,8 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
   --voice ID            use the cloned voice ID
   --text-only           text only (output_modalities ["text"]); no audio written
-  --events PATH         every server event as one JSON object per line (audio as byte counts)
+  --events PATH         every server event as one JSON object per line (audio as byte counts);
+                        '-': standard output (with -o PATH or --text-only)
   --quiet-ms MS         after the input ends, wait for the last translation until no event
                         has arrived for MS ms (default 3000)
   --api-key KEY         or env ${ENV_API_KEY}
@@ -207,6 +208,18 @@ export class EventLog {
   }
 }
 
+/** How messages tell the user to do things: with the flags. */
+const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
+
+/** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */
+function unclosable(stream: Writable): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      writeAll(stream, chunk).then(() => callback(), callback);
+    },
+  });
+}
+
 function seconds(bytes: number): string {
   return (bytes / (REALTIME_SAMPLE_RATE * 2)).toFixed(1);
 }
@@ -236,14 +249,21 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     textOnly,
   });
 
+  const eventsToStdout = values.events === '-';
+  if (eventsToStdout && !textOnly && (values.output === undefined || values.output === '-')) {
+    throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
+  }
+
   const realtimeOption = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
   const useEmulator = values.emulator === true || !realtimeOption;
-  let apiKey = resolveApiKey(values['api-key'], io.env);
+  let apiKey = resolveApiKey(values['api-key'], io.env, '--api-key');
   if (!useEmulator && apiKey === undefined) {
     throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
   }
   // An unusable URL is a configuration error, found before any file is opened or written.
-  if (!useEmulator) resolveRealtimeUrl(realtimeOption, { allowInsecure: values['allow-insecure'] === true });
+  if (!useEmulator) {
+    resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });
+  }
 
   const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
   const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
@@ -270,11 +290,12 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     source.destroy();
     await sink.close().catch(() => undefined);
   };
-  let events: ReturnType<typeof createWriteStream> | undefined;
+  let events: Writable | undefined;
   let emulator: RunningEmulator | undefined;
   let realtimeUrl = realtimeOption;
   try {
-    if (values.events) {
+    if (eventsToStdout) events = unclosable(io.stdout);
+    else if (values.events) {
       const file = createWriteStream(resolvePath(io, values.events));
       events = file;
       await new Promise<void>((resolve, reject) => {
@@ -395,6 +416,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stderr.write('rt-translate: interrupted\n');
     return 130;
   }
+  // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
+  if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
   if (inputFailure !== undefined) {
