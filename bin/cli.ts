@@ -5,6 +5,7 @@
  * in a test process exactly as it runs from a shell.
  */
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
@@ -93,6 +94,40 @@ export function packageVersion(): string {
     }
     if (dir.pathname === '/') throw new Error('the package.json of rt-translate was not found');
   }
+}
+
+/** Longest key file read, in bytes: a key is a line, not a document. */
+const MAX_KEY_FILE_BYTES = 4096;
+
+/**
+ * The API key of `--api-key-file PATH` (`-`: standard input, read to its end): the file's text
+ * without surrounding whitespace. A missing, empty or oversized file is a usage error; the key
+ * itself is never part of a message.
+ */
+export async function readKeyFile(path: string, io: CliIo): Promise<string> {
+  let text: string;
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of io.stdin as AsyncIterable<Buffer>) {
+      length += chunk.length;
+      if (length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file - holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+      chunks.push(chunk);
+    }
+    text = Buffer.concat(chunks).toString('utf8');
+  } else {
+    try {
+      const bytes = await readFile(resolvePath(io, path));
+      if (bytes.length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file ${path} holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+      text = bytes.toString('utf8');
+    } catch (error) {
+      if (error instanceof UsageError) throw error;
+      throw new UsageError(`cannot read --api-key-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+    }
+  }
+  const key = text.trim();
+  if (key === '') throw new UsageError(`--api-key-file ${path} holds no key (the ${path === '-' ? 'input' : 'file'} is empty).`);
+  return key;
 }
 
 /** Errors that mean the command line, the configuration or the input is wrong: exit status 2. */

@@ -345,7 +345,7 @@ describe('--events log (EventLog)', () => {
 describe('rt-translate emulator', () => {
   it('prints one JSON line, serves a second process, keeps running and stops on SIGTERM with status 0', async () => {
     const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
-    const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)"\}$/.exec(emulator.line);
+    const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)","apiKeys":\["[^"]+"\]\}$/.exec(emulator.line);
     expect(match).not.toBeNull();
     expect(match![1]).toBe(match![2]);
     expect(Number(match![1])).toBeGreaterThan(0);
@@ -362,7 +362,7 @@ describe('rt-translate emulator', () => {
     const ended = await emulator.stop('SIGTERM');
     expect(ended.code).toBe(0);
     expect(ended.stdout.toString()).toBe(`${emulator.line}\n`);
-    expect(ended.stderr).toBe('');
+    expect(ended.stderr).toMatch(/^rt-translate emulator: listening; it accepts the API key .*\n {2}export .*\n$/);
   });
 
   it('stops on SIGINT with status 0 while a session is open; the client reports the lost connection', async () => {
@@ -380,7 +380,7 @@ describe('rt-translate emulator', () => {
 
     const ended = await emulator.stop('SIGINT');
     expect(ended.code).toBe(0);
-    expect(ended.stderr).toBe('');
+    expect(lines(ended.stderr)).toHaveLength(2);
 
     const result = await client.result;
     expect(result.code).toBe(1);
@@ -555,7 +555,7 @@ describe('rt-translate: exit status 2 before any connection', () => {
   it('a configured URL without an API key', async () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
+    expect(result.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');
     expect(counter.connections).toBe(0);
   });
 
@@ -677,6 +677,72 @@ describe('rt-translate: flags and messages', () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm, stdout: reader });
     expect(result.code).toBe(0);
     expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+});
+
+describe('rt-translate: the API key off the command line', () => {
+  let emulator: RunningEmulator;
+  beforeAll(async () => {
+    emulator = await startEmulator({ apiKeys: [KEY] });
+  });
+  afterAll(() => emulator.close());
+  const common = () => ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--realtime-url', emulator.realtimeUrl];
+
+  it('--api-key-file PATH reads the key (its trailing newline dropped); a wrong one fails as auth, unshown', async () => {
+    await writeFile(path('key.txt'), `${KEY}\n`);
+    await writeFile(path('wrong-key.txt'), 'sk-not-the-key-0123456789\n');
+    const [good, wrong] = await Promise.all([
+      runInProcess([...common(), '--api-key-file', path('key.txt')], { stdin: fixture.pcm }),
+      runInProcess([...common(), '--api-key-file', 'wrong-key.txt'], { stdin: fixture.pcm, cwd: dir }),
+    ]);
+    expect(good.code).toBe(0);
+    expect(good.stdout.equals(expected)).toBe(true);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/refused the API key \(HTTP 401\).*\[RTT_AUTH\]\n$/);
+    expect(wrong.stderr).not.toContain('sk-not-the-key');
+  });
+
+  it('--api-key-file - reads the key from standard input, the audio then comes from -i', async () => {
+    await writeFile(path('speech.pcm'), fixture.pcm);
+    const result = await runInProcess([...common(), '--api-key-file', '-', '-i', path('speech.pcm')], { stdin: Buffer.from(`${KEY}\n`) });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+  });
+
+  it.each([
+    { name: 'a missing file', args: ['--api-key-file', '/nonexistent/key'], message: 'rt-translate: cannot read --api-key-file /nonexistent/key: ENOENT.' },
+    { name: 'an empty file', args: ['--api-key-file', 'empty-key.txt'], message: 'rt-translate: --api-key-file empty-key.txt holds no key (the file is empty).' },
+    { name: 'both ways at once', args: ['--api-key', KEY, '--api-key-file', 'key.txt'], message: 'rt-translate: give the key once: --api-key or --api-key-file, not both.' },
+    {
+      name: 'the key and the audio both on standard input',
+      args: ['--api-key-file', '-'],
+      message: 'rt-translate: --api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.',
+    },
+  ])('$name is a usage error (exit 2)', async ({ args, message }) => {
+    await writeFile(path('empty-key.txt'), '\n');
+    const result = await runInProcess([...common(), ...args], { stdin: Buffer.from(`${KEY}\n`), cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`${message}\n`);
+  });
+
+  it('--help says to prefer the environment or a file to --api-key', async () => {
+    const help = (await runInProcess(['--help'])).stdout.toString();
+    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input; the audio then\n {24}comes from -i PATH\)/);
+    expect(help).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
+  });
+
+  it('rt-translate emulator says which key it accepts, and how to point the command at it', async () => {
+    const started = await startInProcessEmulator(['--api-key', KEY]);
+    try {
+      expect(JSON.parse(started.line)).toEqual({ baseUrl: started.baseUrl, realtimeUrl: started.realtimeUrl, apiKeys: [KEY] });
+    } finally {
+      const ended = await started.stop();
+      expect(ended.code).toBe(0);
+      expect(ended.stderr).toBe(
+        `rt-translate emulator: listening; it accepts the API key ${KEY}. To use it:\n` +
+          `  export RT_TRANSLATE_REALTIME_URL=${started.realtimeUrl} RT_TRANSLATE_BASE_URL=${started.baseUrl} RT_TRANSLATE_API_KEY=${KEY}\n`,
+      );
+    }
   });
 });
 

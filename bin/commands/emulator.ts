@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
+import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
@@ -24,8 +25,9 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
                           below 1, e.g. 0.5: one request, then one every 1/N seconds)
   -h, --help
 
-Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it
-listens, then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
+Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT","apiKeys":[...]} on one
+line of standard output once it listens (and on standard error, the variables to set to use
+it), then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
 endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests.`;
 
 const OPTIONS = {
@@ -73,7 +75,14 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(urlTtlS !== undefined ? { urlTtlS } : {}),
     ...(rateLimit !== undefined ? { rateLimit } : {}),
   });
-  io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl })}\n`);
+  const apiKeys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];
+  io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl, apiKeys })}\n`);
+  // The emulator's keys are the user's own choice (or the documented default): saying them is
+  // what makes the emulator usable without reading its source.
+  io.stderr.write(
+    `rt-translate emulator: listening; it accepts the API ${apiKeys.length === 1 ? 'key' : 'keys'} ${apiKeys.join(', ')}. To use it:\n` +
+      `  export ${ENV_REALTIME_URL}=${emulator.realtimeUrl} ${ENV_BASE_URL}=${emulator.baseUrl} ${ENV_API_KEY}=${apiKeys[0]}\n`,
+  );
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();

@@ -25,6 +25,7 @@ import {
   intFlag,
   packageVersion,
   parseCommandLine,
+  readKeyFile,
   resolvePath,
   signalsOf,
   type CliIo,
@@ -57,7 +58,10 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
                         '-': standard output (with -o PATH or --text-only)
   --quiet-ms MS         after the input ends, wait for the last translation until no event
                         has arrived for MS ms (default 3000)
-  --api-key KEY         or env ${ENV_API_KEY}
+  --api-key-file PATH   the API key from a file ('-': standard input; the audio then
+                        comes from -i PATH); or set ${ENV_API_KEY}
+  --api-key KEY         the API key; other users can see it in 'ps': prefer
+                        ${ENV_API_KEY} or --api-key-file
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it
@@ -95,6 +99,7 @@ const OPTIONS = {
   'text-only': { type: 'boolean' },
   events: { type: 'string' },
   'api-key': { type: 'string' },
+  'api-key-file': { type: 'string' },
   'realtime-url': { type: 'string' },
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
@@ -254,11 +259,17 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
   }
 
+  const keyFile = values['api-key-file'];
+  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
+  if (keyFile === '-' && (values.input === undefined || values.input === '-')) {
+    throw new UsageError('--api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.');
+  }
+
   const realtimeOption = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
   const useEmulator = values.emulator === true || !realtimeOption;
-  let apiKey = resolveApiKey(values['api-key'], io.env, '--api-key');
+  let apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
   if (!useEmulator && apiKey === undefined) {
-    throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
+    throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
   }
   // An unusable URL is a configuration error, found before any file is opened or written.
   if (!useEmulator) {
