@@ -130,11 +130,12 @@ function lines(text: string): string[] {
   return text.split('\n').filter((line) => line !== '');
 }
 
-/** Asserts a successful run: status 0, the emulator notice and the six text lines. */
+/** Asserts a successful run: status 0, the emulator notice, the six text lines and the summary. */
 function expectDone(result: CliResult): void {
   expect(result.stderr).not.toMatch(/error|warning/i);
   expect(result.code).toBe(0);
-  const text = lines(result.stderr).slice(1);
+  const text = lines(result.stderr).slice(1, -1);
+  expect(lines(result.stderr).at(-1)).toMatch(/^rt-translate: sent \d+\.\d s of audio, received \d+\.\d s in 3 responses\.$/);
   expect(text).toHaveLength(6);
   text.forEach((line, i) => expect(line).toMatch(i % 2 === 0 ? /^transcript \(en-us\): \[en-us utterance \d/ : /^translation \(fr-fr\): \[fr-fr/));
 }

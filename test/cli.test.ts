@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { EventLog } from '../bin/commands/translate.js';
+import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionProgress } from '../bin/status-line.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
@@ -58,6 +59,15 @@ function textLines(from: string, to: string, utterances = fixture.utterances): s
     `transcript (${from}): [${from} utterance ${i + 1}, ${duration(u)} s]`,
     `translation (${to}): [${to} translation of utterance ${i + 1}, ${duration(u)} s]`,
   ]);
+}
+
+/** The command's last line on stderr after a session: what was sent and received. */
+function summary(sent: Buffer, received: number | 'text', responses: number): string {
+  const plural = responses === 1 ? 'response' : 'responses';
+  const sentText = `sent ${(sent.length / 48_000).toFixed(1)} s of audio`;
+  return received === 'text'
+    ? `rt-translate: ${sentText}, ${responses} ${plural} (text only).`
+    : `rt-translate: ${sentText}, received ${(received / 48_000).toFixed(1)} s in ${responses} ${plural}.`;
 }
 
 const EMBEDDED_NOTICE =
@@ -164,7 +174,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
     expect(result.stdout.equals(expected)).toBe(true);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'es-es'));
+    expect(stderr.slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
   });
 
   it('reads a WAV file (-i) and writes a WAV with exact header sizes (-o .wav), raw PCM otherwise', async () => {
@@ -179,7 +189,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
 
     expect(toWav.code).toBe(0);
     expect(toWav.stdout.length).toBe(0);
-    expect(lines(toWav.stderr).slice(1)).toEqual(textLines('en-us', 'es-es'));
+    expect(lines(toWav.stderr).slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
     const wav = await readFile(path('out.wav'));
     expect(wav.length).toBe(44 + expected.length);
     expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
@@ -252,7 +262,12 @@ describe('rt-translate: translation through the embedded emulator', () => {
     expect(result.stdout.equals(expectedTranslation(sent, fixture.utterances.slice(0, 1)))).toBe(true);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)));
+    // The first Ctrl-C is acknowledged at once; the translation of what was sent still comes.
+    expect(stderr.slice(1)).toEqual([
+      ...textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)),
+      'rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).',
+      summary(sent, expectedTranslation(sent, fixture.utterances.slice(0, 1)).length, 1),
+    ]);
   });
 
   it('--text-only writes no audio and prints the translations', async () => {
@@ -263,7 +278,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
     expect(result.stdout.length).toBe(0);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'de-de'));
+    expect(stderr.slice(1)).toEqual([...textLines('en-us', 'de-de'), summary(fixture.pcm, 'text', 3)]);
   });
 });
 
@@ -357,7 +372,7 @@ describe('rt-translate emulator', () => {
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expected)).toBe(true);
     // A configured URL: no notice about the embedded emulator, only the text.
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'fr-fr'));
+    expect(lines(result.stderr)).toEqual([...textLines('en-us', 'fr-fr'), summary(fixture.pcm, expected.length, 3)]);
 
     const ended = await emulator.stop('SIGTERM');
     expect(ended.code).toBe(0);
@@ -400,7 +415,11 @@ describe('rt-translate emulator', () => {
     );
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expected)).toBe(true);
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'ja-jp'));
+    expect(lines(result.stderr)).toEqual([
+      'rt-translate: the service is starting (a cold start can take 30 to 90 s)...',
+      ...textLines('en-us', 'ja-jp'),
+      summary(fixture.pcm, expected.length, 3),
+    ]);
 
     const text = await readFile(events, 'utf8');
     const all = await readEvents(events);
@@ -434,7 +453,7 @@ describe('rt-translate emulator', () => {
     // a server slower than the quiet period must not lose the translation.
     expect(result.stdout.length).toBe(expected.length);
     expect(result.stdout.equals(expected)).toBe(true);
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'ko-kr'));
+    expect(lines(result.stderr)).toEqual([...textLines('en-us', 'ko-kr'), summary(fixture.pcm, expected.length, 3)]);
     // A lower bound only: the delay was applied (without it the first line comes well before).
     expect(firstTranscriptAfter).toBeGreaterThanOrEqual(latencyMs);
     expect((await emulator.stop()).code).toBe(0);
@@ -677,6 +696,116 @@ describe('rt-translate: flags and messages', () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm, stdout: reader });
     expect(result.code).toBe(0);
     expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+});
+
+describe('the status texts (pure)', () => {
+  const at = (phase: SessionPhase, extra: Partial<SessionProgress> = {}): SessionProgress => ({
+    phase,
+    phaseMs: 12_400,
+    sentBytes: 48_000 * 3.5,
+    receivedBytes: 48_000 * 1.25,
+    responses: 1,
+    textOnly: false,
+    ...extra,
+  });
+
+  it('say where the session is, with the counts and the time waited in the phase', () => {
+    expect(progressText(at('connecting'))).toBe('connecting: 12 s');
+    expect(progressText(at('starting'))).toBe('the service is starting: 12 s');
+    expect(progressText(at('translating'))).toBe('sent 3.5 s, received 1.3 s, 1 response');
+    expect(progressText(at('translating', { responses: 2, textOnly: true }))).toBe('sent 3.5 s, 2 responses');
+    expect(progressText(at('finishing', { responses: 0 }))).toBe('input done: sent 3.5 s; waiting for the last translations: received 1.3 s, 0 responses, 12 s');
+    expect(progressText(at('stopping'))).toMatch(/^stopping \(Ctrl-C again to abort\): sent 3\.5 s; waiting/);
+    expect(summaryText(at('finishing'))).toBe('sent 3.5 s of audio, received 1.3 s in 1 response.');
+    expect(summaryText(at('finishing', { responses: 3, textOnly: true }))).toBe('sent 3.5 s of audio, 3 responses (text only).');
+  });
+
+  it('are cut to the terminal width, the last column left free', () => {
+    expect(fitToWidth('abcdef', 7)).toBe('abcdef');
+    expect(fitToWidth('abcdefg', 7)).toBe('abcde…');
+    expect(fitToWidth('abcdefg', 1)).toBe('…');
+  });
+});
+
+describe('rt-translate on a terminal', () => {
+  /** The texts drawn on the status line: each is `\r\x1b[K` then a text without a newline. */
+  function statusTexts(stderr: string): string[] {
+    return stderr
+      .split('\r\x1b[K')
+      .slice(1)
+      .filter((part) => part !== '' && !part.includes('\n'));
+  }
+
+  /** The permanent lines: stderr without the status line's texts and control sequences. */
+  function permanentLines(stderr: string): string[] {
+    return lines(stderr.replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '').replaceAll('\r\x1b[K', ''));
+  }
+
+  it('refuses to write audio to a terminal without -o, before any connection', async () => {
+    const counter = await startConnectionCounter();
+    servers.push(counter);
+    const common = ['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url, '--api-key', KEY];
+    const [raw, dash, wav, textOnly] = await Promise.all([
+      runInProcess(common, { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess([...common, '-o', '-'], { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess([...common, '--out-format', 'wav'], { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--text-only', '--quiet-ms', '500'], { stdin: fixture.pcm, stdoutTTY: true }),
+    ]);
+    for (const result of [raw, dash, wav]) {
+      expect(result.code).toBe(2);
+      expect(result.stdout.length).toBe(0);
+      expect(result.stderr).toBe('rt-translate: refusing to write audio to a terminal: pass -o PATH, redirect standard output, or use --text-only.\n');
+    }
+    expect(counter.connections).toBe(0);
+    expect(textOnly.code).toBe(0);
+  });
+
+  it('a status line within the terminal width: connecting, sending, then waiting for the last answers; a summary at the end', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('tty-out.pcm')], {
+      stdin: fixture.pcm,
+      stderrTTY: true,
+      columns: 40,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    for (const text of texts) expect(text.length).toBeLessThanOrEqual(39);
+    expect(texts.some((text) => text.startsWith('connecting'))).toBe(true);
+    expect(texts.some((text) => text.startsWith('input done'))).toBe(true);
+    // Permanent lines are whole, and the last one is the summary, on a cleared line.
+    const permanent = permanentLines(result.stderr);
+    expect(permanent.slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
+    expect(result.stderr.endsWith(`${summary(fixture.pcm, expected.length, 3)}\n`)).toBe(true);
+  });
+
+  it('counts what was sent, not the padding added at the end, and says "1 response"', async () => {
+    const first = fixture.pcm.subarray(0, 84_480 * 2);
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('one.pcm')], {
+      stdin: first,
+      stderrTTY: true,
+      columns: 200,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    // 3.52 s of input; the 0.8 s of padding the translator adds after it is not "sent" audio.
+    expect(texts.filter((text) => /^sent /.test(text)).every((text) => /^sent [0-3]\.\d s/.test(text))).toBe(true);
+    expect(texts.some((text) => /^input done: sent 3\.5 s; waiting for the last translations/.test(text))).toBe(true);
+    expect(texts.join('\n')).not.toMatch(/\b1 responses/);
+    expect(permanentLines(result.stderr).at(-1)).toBe(summary(first, expectedTranslation(first, fixture.utterances.slice(0, 1)).length, 1));
+  });
+
+  it('a cold start is announced (a line, and on a terminal the time waited)', async () => {
+    const emulator = await startEmulator({ apiKeys: [KEY], coldStartMs: 400 });
+    servers.push(emulator);
+    const args = ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '--text-only', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY];
+    const [plain, tty] = await Promise.all([
+      runInProcess(args, { stdin: fixture.pcm.subarray(0, 24_000) }),
+      runInProcess(args, { stdin: fixture.pcm.subarray(0, 24_000), stderrTTY: true }),
+    ]);
+    expect(plain.code).toBe(0);
+    expect(lines(plain.stderr)[0]).toBe('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+    expect(tty.code).toBe(0);
+    expect(statusTexts(tty.stderr).some((text) => /^the service is starting: \d+ s$/.test(text))).toBe(true);
   });
 });
 

@@ -30,6 +30,7 @@ import {
   signalsOf,
   type CliIo,
 } from '../cli.js';
+import { StatusLine, progressText, summaryText, type SessionPhase, type SessionProgress } from '../status-line.js';
 import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
@@ -254,8 +255,12 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     textOnly,
   });
 
+  const audioToStdout = !textOnly && (values.output === undefined || values.output === '-');
+  if (audioToStdout && io.stdout.isTTY === true) {
+    throw new UsageError('refusing to write audio to a terminal: pass -o PATH, redirect standard output, or use --text-only.');
+  }
   const eventsToStdout = values.events === '-';
-  if (eventsToStdout && !textOnly && (values.output === undefined || values.output === '-')) {
+  if (eventsToStdout && audioToStdout) {
     throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
   }
 
@@ -354,28 +359,35 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
 
-  // Progress and text lines on stderr.
-  const tty = io.stderr.isTTY === true;
-  let progressShown = false;
-  const clearProgress = () => {
-    if (progressShown) io.stderr.write('\r\x1b[K');
-    progressShown = false;
+  // The session on stderr: text lines, notices, and a status line on a terminal.
+  const status = new StatusLine(io.stderr);
+  const progress: SessionProgress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly };
+  let phaseStart = performance.now();
+  let sessionStarted = false;
+  const redraw = () => {
+    progress.phaseMs = performance.now() - phaseStart;
+    progress.responses = rt.stats.responses;
+    status.show(progressText(progress));
   };
-  const line = (text: string) => {
-    clearProgress();
-    io.stderr.write(`${text}\n`);
+  const enter = (phase: SessionPhase) => {
+    progress.phase = phase;
+    phaseStart = performance.now();
+    redraw();
   };
-  const progress = tty
-    ? setInterval(() => {
-        const s = rt.stats;
-        io.stderr.write(`\r\x1b[Ksent ${seconds(s.bytesSent)} s, received ${seconds(s.bytesReceived)} s, ${s.responses} responses`);
-        progressShown = true;
-      }, 250)
-    : undefined;
-  progress?.unref();
-  rt.on('transcript', (text) => line(`transcript (${from}): ${text}`));
-  rt.on('text.done', (text) => line(`translation (${to}): ${text}`));
-  rt.on('warning', (warning) => line(`rt-translate: warning: ${warning.message}`));
+  const ticker = status.drawn ? setInterval(redraw, 250) : undefined;
+  ticker?.unref();
+  redraw();
+  rt.on('starting', () => {
+    status.print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+    enter('starting');
+  });
+  rt.on('session', () => {
+    sessionStarted = true;
+    if (progress.phase === 'connecting' || progress.phase === 'starting') enter('translating');
+  });
+  rt.on('transcript', (text) => status.print(`transcript (${from}): ${text}`));
+  rt.on('text.done', (text) => status.print(`translation (${to}): ${text}`));
+  rt.on('warning', (warning) => status.print(`rt-translate: warning: ${warning.message}`));
   const eventLog = events ? new EventLog(events) : undefined;
   if (eventLog) rt.on('server-event', (event) => eventLog.add(`${JSON.stringify(summarizeServerEvent(event))}\n`));
 
@@ -388,24 +400,30 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       return;
     }
     stopping = true;
+    status.print('rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).');
+    enter('stopping');
     source.stop();
   };
   const signals = signalsOf(io);
   signals.on('SIGINT', onSignal);
 
-  /** Service-format bytes of input sent to the translator. */
-  let bytesIn = 0;
+  // Counts what the command sends (the translator adds its own padding after the end).
   const counter = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
-      bytesIn += chunk.length;
+      progress.sentBytes += chunk.length;
       callback(null, chunk);
+    },
+    flush(callback) {
+      if (!stopping) enter('finishing');
+      callback();
     },
   });
 
   let failure: unknown;
   try {
     await pipeline(source, counter, rt, (chunks: AsyncIterable<Buffer>) =>
-      writeInto(sink, chunks, async () => {
+      writeInto(sink, chunks, async (chunk) => {
+        progress.receivedBytes += chunk.length;
         if (eventLog) await eventLog.belowHighWater();
       }),
     );
@@ -413,8 +431,9 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     failure = error;
   }
   signals.off('SIGINT', onSignal);
-  if (progress) clearInterval(progress);
-  clearProgress();
+  if (ticker) clearInterval(ticker);
+  status.clear();
+  progress.responses = rt.stats.responses;
   try {
     await eventLog?.close();
   } catch (error) {
@@ -429,12 +448,13 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   }
   // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
+  if (sessionStarted) io.stderr.write(`rt-translate: ${summaryText(progress)}\n`);
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
   if (inputFailure !== undefined) {
     const cause = inputFailure.cause;
     const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(bytesIn)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
+    const used = `${seconds(progress.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
     io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
   }
   if (failure !== undefined) {
