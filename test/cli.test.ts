@@ -435,12 +435,12 @@ describe('rt-translate emulator', () => {
   });
 
   it('--latency-ms delays each response; a client with a shorter quiet period still receives all of it', async () => {
-    const latencyMs = 1500;
+    const latencyMs = 800;
     const emulator = await startInProcessEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
     const started = performance.now();
     let firstTranscriptAfter: number | undefined;
     const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
+      ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '300'],
       {
         stdin: fixture.pcm,
         onStderr: (text) => {
