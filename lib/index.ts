@@ -10,12 +10,22 @@ export * from './realtime/languages.js';
 export * from './realtime/codec.js';
 export {
   RealtimeTranslateStream,
-  classifyServerError,
   type RealtimeTranslateOptions,
+  type ReconnectOptions,
   type RealtimeTranslateEvents,
   type RealtimeStats,
   type SessionStartedInfo,
 } from './realtime/realtime-translate-stream.js';
+export {
+  eventToRecord,
+  type RealtimeEvent,
+  type RealtimeEventType,
+  type ReconnectingInfo,
+  type ReconnectedInfo,
+  type EndedInfo,
+} from './realtime/realtime-events.js';
+export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
+export { classifyServerError } from './realtime/server-errors.js';
 
 // HTTP interface: client, endpoints, tasks, streams
 export * from './http/index.js';

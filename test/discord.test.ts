@@ -580,7 +580,7 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
       opusBackend: backend,
     });
     const transcripts: string[] = [];
-    translator.on('transcript', (t) => transcripts.push(t));
+    translator.on('transcript.done', (t) => transcripts.push(t));
     const frames: Buffer[] = [];
     playback.on('data', (f: Buffer) => frames.push(f));
     await done;

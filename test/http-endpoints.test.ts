@@ -123,7 +123,7 @@ describe('task outcomes', () => {
   it('PAYMENT_REQUIRED ends in PaymentRequiredError', async () => {
     const error = await client.translateAndSpeak({ ...base, text: 'no money [[PAYMENT_REQUIRED]]' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
-    expect(error).toMatchObject({ code: 'RTT_PAYMENT_REQUIRED', retryable: false });
+    expect(error).toMatchObject({ code: 'RTT_BILLING', retryable: false });
   });
 
   it('a status the client does not know is a ProtocolError naming it', async () => {

@@ -9,7 +9,7 @@ import {
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  RateLimitError,
+  HttpRateLimitError,
 } from '../lib/http/errors.js';
 import { isTlsFailureCode, typedNetworkError } from '../lib/http/failures.js';
 import {
@@ -26,7 +26,7 @@ import { KEY, OTHER_KEY, clientFor, control, emulator, logged } from './http-tes
 
 const info = { method: 'POST', path: '/x' };
 const status = (code: number, retryAfterMs?: number): HttpStatusError => new HttpStatusError(code, { ...info, retryAfterMs });
-const rateLimit = (retryAfterMs?: number): RateLimitError => new RateLimitError({ ...info, retryAfterMs });
+const rateLimit = (retryAfterMs?: number): HttpRateLimitError => new HttpRateLimitError({ ...info, retryAfterMs });
 const refused = new HttpConnectionError('connect', 'ECONNREFUSED', 'connect ECONNREFUSED', info);
 const reset = new HttpConnectionError('exchange', 'UND_ERR_SOCKET', 'other side closed', info);
 
@@ -193,8 +193,8 @@ describe('withRetry', () => {
       { kind: 'read', retry: { maxDelayMs: 60_000 } },
     ).catch((e: unknown) => e);
     expect(n).toBe(1);
-    expect(error).toBeInstanceOf(RateLimitError);
-    expect((error as RateLimitError).retryAfterMs).toBe(120_000);
+    expect(error).toBeInstanceOf(HttpRateLimitError);
+    expect((error as HttpRateLimitError).retryAfterMs).toBe(120_000);
   });
 
   it('gives up after `retries` and throws the last typed error', async () => {
@@ -341,7 +341,7 @@ describe('policy over HTTP', () => {
       await c.createTranslatedTts(body);
       await c.createTranslatedTts(body);
       const error = await c.createTranslatedTts(body, { retry: false }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(RateLimitError);
+      expect(error).toBeInstanceOf(HttpRateLimitError);
       expect(error).toMatchObject({ code: 'RTT_RATE_LIMIT', retryable: true, retryAfterMs: 1000 });
       expect(retries).toHaveLength(0);
       // The other key has its own budget.

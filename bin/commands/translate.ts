@@ -9,9 +9,11 @@ import { createWriteStream } from 'node:fs';
 import { finished, pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { Transform, Writable } from 'node:stream';
-import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
+import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
+import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
-import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { openAudioSource } from '../../lib/audio/source.js';
@@ -59,6 +61,11 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
                         '-': standard output (with -o PATH or --text-only)
   --quiet-ms MS         after the input ends, wait for the last translation until no event
                         has arrived for MS ms (default 3000)
+  --no-reconnect        fail at the first dropped connection instead of reconnecting and
+                        sending the unanswered audio again (default: reconnect, said on stderr)
+  --stats               print a summary at the end: responses, latency from the end of each
+                        sentence to its transcript and first translated audio (p50/p95/max),
+                        reconnects (also one {"type":"stats"} line in --events)
   --api-key-file PATH   the API key from a file ('-': standard input; the audio then
                         comes from -i PATH); or set ${ENV_API_KEY}
   --api-key KEY         the API key; other users can see it in 'ps': prefer
@@ -77,6 +84,8 @@ lets the last translation finish; a second Ctrl-C aborts. Exit status:
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)
+  3    the session ended, but without every answer it was owed (the service closed early,
+       or an answer never came within the stall timeout); what arrived was written
   2    usage or configuration error (before any connection), or an input that cannot be read
        or decoded; when that happens midway, the audio before the failure is translated and
        written first, and the message says how much was used
@@ -105,6 +114,8 @@ const OPTIONS = {
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
   'quiet-ms': { type: 'string' },
+  'no-reconnect': { type: 'boolean' },
+  stats: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -351,6 +362,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       ...(voiceId !== undefined ? { voiceId } : {}),
       ...(textOnly ? { outputModalities: ['text'] as const } : {}),
       ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
+      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
     });
   } catch (error) {
     await release();
@@ -377,19 +389,28 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const ticker = status.drawn ? setInterval(redraw, 250) : undefined;
   ticker?.unref();
   redraw();
-  rt.on('starting', () => {
+  rt.on('session.starting', () => {
     status.print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
     enter('starting');
   });
-  rt.on('session', () => {
+  rt.on('session.created', () => {
     sessionStarted = true;
     if (progress.phase === 'connecting' || progress.phase === 'starting') enter('translating');
   });
-  rt.on('transcript', (text) => status.print(`transcript (${from}): ${text}`));
+  rt.on('transcript.done', (text) => status.print(`transcript (${from}): ${text}`));
   rt.on('text.done', (text) => status.print(`translation (${to}): ${text}`));
   rt.on('warning', (warning) => status.print(`rt-translate: warning: ${warning.message}`));
+  rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
+    status.print(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
+  );
+  rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
+    status.print(
+      `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
+        (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
+    ),
+  );
   const eventLog = events ? new EventLog(events) : undefined;
-  if (eventLog) rt.on('server-event', (event) => eventLog.add(`${JSON.stringify(summarizeServerEvent(event))}\n`));
+  if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.
@@ -434,6 +455,11 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if (ticker) clearInterval(ticker);
   status.clear();
   progress.responses = rt.stats.responses;
+  if (values.stats === true) {
+    const stats = rt.stats;
+    for (const text of statsLines(stats)) io.stderr.write(`rt-translate: ${text}\n`);
+    eventLog?.add(`${JSON.stringify({ type: 'stats', ...stats })}\n`);
+  }
   try {
     await eventLog?.close();
   } catch (error) {
@@ -461,5 +487,35 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`${describeFailure(failure)}\n`);
     return EXIT_FAILURE;
   }
-  return inputFailure !== undefined ? EXIT_USAGE : EXIT_OK;
+  if (inputFailure !== undefined) return EXIT_USAGE;
+  return rt.stats.ending?.complete === false ? EXIT_INCOMPLETE : EXIT_OK;
+}
+
+/** The session ended without every answer it was owed (what arrived was written). */
+const EXIT_INCOMPLETE = 3;
+
+function latencyText(summary: LatencySummary): string {
+  if (summary.count === 0) return 'n/a';
+  const s = (v: number | undefined) => ((v ?? 0) / 1000).toFixed(2);
+  return `p50 ${s(summary.p50)} s, p95 ${s(summary.p95)} s, max ${s(summary.max)} s`;
+}
+
+/** `--stats`: a few lines a person reads at the end of a session. */
+function statsLines(stats: RealtimeStats): string[] {
+  const lines = [
+    `${stats.responses} ${stats.responses === 1 ? 'response' : 'responses'}; ` +
+      `${seconds(stats.inputBytes)} s of audio in, ${seconds(stats.bytesReceived)} s of translated audio out`,
+    `latency from the end of a sentence: transcript ${latencyText(stats.latency.transcriptMs)}; ` +
+      `first translated audio ${latencyText(stats.latency.firstAudioMs)}`,
+  ];
+  if (stats.reconnects > 0) {
+    lines.push(
+      `${stats.reconnects} ${stats.reconnects === 1 ? 'reconnect' : 'reconnects'}, ${(stats.outageMs / 1000).toFixed(1)} s without a session ` +
+        `(longest ${(stats.longestOutageMs / 1000).toFixed(1)} s), ${seconds(stats.bytesReplayed)} s of audio sent again`,
+    );
+  }
+  if (stats.ending && !stats.ending.complete) {
+    lines.push(`ended incomplete (${stats.ending.reason}): ${(stats.ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech unanswered`);
+  }
+  return lines;
 }

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { REALTIME_PATH } from '../config.js';
-import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeSessionStats } from './realtime.js';
+import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeFaultControl, type RealtimeSessionStats } from './realtime.js';
 import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
 
 /** The key the emulator accepts when none are configured. Not a secret: it only opens the emulator. */
@@ -30,6 +30,8 @@ export interface RunningEmulator {
   readonly port: number;
   /** Figures of each open realtime session (state, audio received, send buffer, flow control). */
   realtimeSessions(): RealtimeSessionStats[];
+  /** Realtime faults triggered now (drop, half-open, refused handshakes). */
+  readonly realtimeFaults: RealtimeFaultControl;
   /** Ends every session and connection and stops listening. */
   close(): Promise<void>;
 }
@@ -47,6 +49,7 @@ export interface EmulatorPart {
 export interface RealtimePart extends EmulatorPart {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   sessions(): RealtimeSessionStats[];
+  faults: RealtimeFaultControl;
 }
 
 export interface HttpPart extends EmulatorPart {
@@ -97,6 +100,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     host,
     port,
     realtimeSessions: () => realtime.sessions(),
+    realtimeFaults: realtime.faults,
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
