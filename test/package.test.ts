@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -70,5 +70,42 @@ describe('installing rt-translate', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the package surface', () => {
+  it('a consumer program compiles against the built declarations, and the building blocks are off the root', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rt-translate-consumer-'));
+    try {
+      // An application with rt-translate installed (linked to this checkout, built by npm test).
+      await mkdir(join(dir, 'node_modules'));
+      await symlink(root, join(dir, 'node_modules', 'rt-translate'), 'dir');
+      await symlink(join(root, 'node_modules', '@types'), join(dir, 'node_modules', '@types'), 'dir');
+      for (const name of ['consumer.ts', 'tsconfig.json', 'package.json']) await copyFile(join(root, 'test', 'consumer', name), join(dir, name));
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      const result = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
+        ({ stdout }) => ({ ok: true, stdout }),
+        (error: { stdout: string }) => ({ ok: false, stdout: error.stdout }),
+      );
+      expect(result.stdout).toBe('');
+      expect(result.ok).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the root is grouped by use: what a program needs, no building blocks', async () => {
+    const rootModule = (await import('../lib/index.js')) as Record<string, unknown>;
+    const names = Object.keys(rootModule);
+    for (const internal of ['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE', 'encodeSessionUpdate', 'redactSecret', 'FrameAssembler', 'startEmulator']) {
+      expect(names).not.toContain(internal);
+    }
+    for (const used of ['RealtimeTranslateStream', 'openAudioSource', 'LocalizationClient', 'toServiceFormat', 'DiscordReceiveAdapter', 'TwilioMediaBridge', 'AudioInputError']) {
+      expect(names).toContain(used);
+    }
+    const dsp = (await import('../lib/dsp.js')) as Record<string, unknown>;
+    const protocol = (await import('../lib/protocol.js')) as Record<string, unknown>;
+    expect(Object.keys(dsp)).toEqual(expect.arrayContaining(['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE']));
+    expect(Object.keys(protocol)).toEqual(expect.arrayContaining(['encodeSessionUpdate', 'decodeServerEvent', 'parseTwilioMessage']));
   });
 });
