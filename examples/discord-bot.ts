@@ -13,6 +13,7 @@
  *   DISCORD_CHANNEL_ID=...     \   # the voice channel to join
  *   DISCORD_SPEAKER_ID=...     \   # optional: the user to translate (default: the first who speaks)
  *   TRANSLATE_FROM=en-us TRANSLATE_TO=es-es \
+ *   DISCORD_PLAY_FILE=talk.mp3 \   # optional: a file (any format) translated and played on joining
  *   RT_TRANSLATE_API_KEY=...   \   # the translation service's key
  *   RT_TRANSLATE_REALTIME_URL=wss://realtime.camb.ai \
  *   node dist/examples/discord-bot.js
@@ -32,8 +33,45 @@
  * and builds without them; the few of their types it uses are declared below.
  */
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
-import { translateSpeaker, type SpeakerTranslation } from '../lib/index.js';
+import {
+  DiscordPlaybackAdapter,
+  RealtimeTranslateStream,
+  openAudioSource,
+  translateSpeaker,
+  type RealtimeTranslateOptions,
+  type SpeakerTranslation,
+} from '../lib/index.js';
+
+/** A file's translation as Opus packets for the player, and when it is over. */
+export interface FileTranslation {
+  /** 20 ms Opus packets, one per chunk (object mode), for `createAudioResource(..., { inputType: StreamType.Opus })`. */
+  packets: Readable;
+  translator: RealtimeTranslateStream;
+  /** Settles once the last translation went into `packets`; rejects with the first failure. */
+  done: Promise<void>;
+}
+
+/**
+ * Translates an audio file (any format `openAudioSource` reads: WAV, Ogg/Opus, FLAC, raw PCM,
+ * and MP3, MP4, ... through ffmpeg) into Opus packets for a Discord audio player. The player
+ * takes one packet every 20 ms; its backpressure paces the whole path.
+ */
+export async function translateFile(path: string, options: RealtimeTranslateOptions): Promise<FileTranslation> {
+  const source = await openAudioSource(path);
+  let translator: RealtimeTranslateStream;
+  try {
+    translator = new RealtimeTranslateStream(options);
+  } catch (error) {
+    source.destroy();
+    throw error;
+  }
+  const packets = new DiscordPlaybackAdapter({ output: 'opus' });
+  const done = pipeline(source, translator, packets);
+  done.catch(() => {});
+  return { packets, translator, done };
+}
 
 /** A translation path and the packet stream feeding it (a receiver subscription). */
 export interface SpeakerPath {
@@ -144,6 +182,7 @@ function env(name: string, fallback?: string): string {
 /** Runs the bot from the environment (see the comment at the top). */
 async function main(): Promise<void> {
   const token = env('DISCORD_TOKEN');
+  const playFile = process.env.DISCORD_PLAY_FILE;
   const channelId = env('DISCORD_CHANNEL_ID');
   const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
   const from = env('TRANSLATE_FROM', 'en-us');
@@ -180,6 +219,16 @@ async function main(): Promise<void> {
   const player = voice.createAudioPlayer({ behaviors: { maxMissedFrames: Infinity, noSubscriber: voice.NoSubscriberBehavior.Play } });
   player.on('error', (err) => console.error(`player: ${err.message}`));
   connection.subscribe(player);
+
+  if (playFile) {
+    const file = await translateFile(playFile, { from, to });
+    file.translator.on('text.done', (text) => console.log(`${playFile}: ${text}`));
+    player.play(voice.createAudioResource(file.packets, { inputType: voice.StreamType.Opus }));
+    file.done.then(
+      () => console.log(`${playFile}: translated`),
+      (err: Error) => console.error(`${playFile}: ${err.message}`),
+    );
+  }
 
   const slot = new SpeakerSlot<{ path: SpeakerTranslation; packets: Readable }>();
   let stopping = false;
