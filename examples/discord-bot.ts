@@ -21,9 +21,9 @@
  * The bot needs the "Guilds" and "Guild Voice States" intents and the Connect and Speak
  * permissions in the channel. It joins undeafened (it must hear the speaker). Stop with Ctrl+C.
  *
- * To try it without the real service, start the emulator (`rt-translate/emulator`) and point
- * RT_TRANSLATE_REALTIME_URL / RT_TRANSLATE_API_KEY at it: the bot then plays each utterance
- * back as it was heard.
+ * Without RT_TRANSLATE_REALTIME_URL the bot starts the embedded emulator (`rt-translate/emulator`)
+ * and uses it: each utterance is then played back as it was heard, so the whole path can be
+ * tried without a service account.
  *
  * One speaker is translated at a time (`SpeakerSlot`): when that translation ends or fails
  * (the service closed the session, a network error), the slot is freed and the receiver's
@@ -35,6 +35,7 @@
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
+import { EMULATOR_DEFAULT_API_KEY, startEmulator } from '../lib/emulator/index.js';
 import {
   DiscordPlaybackAdapter,
   RealtimeTranslateStream,
@@ -188,6 +189,16 @@ async function main(): Promise<void> {
   const from = env('TRANSLATE_FROM', 'en-us');
   const to = env('TRANSLATE_TO', 'es-es');
 
+  // The translation service: the configured one, or the embedded emulator.
+  const service: Pick<RealtimeTranslateOptions, 'realtimeUrl' | 'apiKey'> = {};
+  let emulator: Awaited<ReturnType<typeof startEmulator>> | undefined;
+  if (!process.env.RT_TRANSLATE_REALTIME_URL) {
+    emulator = await startEmulator();
+    service.realtimeUrl = emulator.realtimeUrl;
+    service.apiKey = EMULATOR_DEFAULT_API_KEY;
+    console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
+  }
+
   const discord = await load<DiscordJs>('discord.js');
   const voice = await load<DiscordVoice>('@discordjs/voice');
 
@@ -221,7 +232,7 @@ async function main(): Promise<void> {
   connection.subscribe(player);
 
   if (playFile) {
-    const file = await translateFile(playFile, { from, to });
+    const file = await translateFile(playFile, { from, to, ...service });
     file.translator.on('text.done', (text) => console.log(`${playFile}: ${text}`));
     player.play(voice.createAudioResource(file.packets, { inputType: voice.StreamType.Opus }));
     file.done.then(
@@ -243,7 +254,7 @@ async function main(): Promise<void> {
       taken = slot.take(userId, () => {
         const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
         try {
-          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus' }), packets };
+          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }), packets };
         } catch (err) {
           packets.destroy();
           throw err;
@@ -281,6 +292,7 @@ async function main(): Promise<void> {
       player.stop(true);
       connection.destroy();
       await client.destroy();
+      await emulator?.close();
     });
   });
 }
