@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadOpusBackend } from '../lib/audio/opus.js';
@@ -77,10 +77,18 @@ describe('the package surface', () => {
   it('a consumer program compiles against the built declarations, and the building blocks are off the root', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'rt-translate-consumer-'));
     try {
-      // An application with rt-translate installed (linked to this checkout, built by npm test).
-      await mkdir(join(dir, 'node_modules'));
-      await symlink(root, join(dir, 'node_modules', 'rt-translate'), 'dir');
-      await symlink(join(root, 'node_modules', '@types'), join(dir, 'node_modules', '@types'), 'dir');
+      // An application with rt-translate installed as npm would: the package (its package.json
+      // and the build of this checkout) and its dependencies beside it, none of its
+      // devDependencies; the application's own @types/node.
+      const modules = join(dir, 'node_modules');
+      await mkdir(join(modules, 'rt-translate'), { recursive: true });
+      await copyFile(join(root, 'package.json'), join(modules, 'rt-translate', 'package.json'));
+      await symlink(join(root, 'dist'), join(modules, 'rt-translate', 'dist'), 'dir');
+      const typesNode = JSON.parse(readFileSync(join(root, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+      for (const name of [...Object.keys(pkg.dependencies ?? {}), '@types/node', ...Object.keys(typesNode.dependencies ?? {})]) {
+        await mkdir(dirname(join(modules, name)), { recursive: true });
+        await symlink(join(root, 'node_modules', name), join(modules, name), 'dir');
+      }
       for (const name of ['consumer.ts', 'tsconfig.json', 'package.json']) await copyFile(join(root, 'test', 'consumer', name), join(dir, name));
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
       const result = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
