@@ -89,7 +89,7 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
   );
 }
 
-describe('openAudioSource: what comes out', () => {
+describe.concurrent('openAudioSource: what comes out', () => {
   it.each([1, 3, 10, 63, 64, 65])('%i bytes of raw PCM, as a stream or a file, come out unchanged', async (n) => {
     const bytes = second.subarray(0, n);
     await writeFile(path(`raw-${n}.pcm`), bytes);
@@ -123,7 +123,7 @@ describe('openAudioSource: what comes out', () => {
   });
 });
 
-describe('openAudioSource: errors before any audio', () => {
+describe.concurrent('openAudioSource: errors before any audio', () => {
   it('no audio at all: an empty stream, a WAV header without data', async () => {
     for (const input of [chunks(Buffer.alloc(0), 1), chunks(wav(Buffer.alloc(0)), 10)]) {
       const error = await rejection(openAudioSource(input, {}, { label: 'the call' }));
@@ -160,7 +160,7 @@ describe('openAudioSource: errors before any audio', () => {
   });
 });
 
-describe('openAudioSource: a failure midway keeps the audio before it', () => {
+describe.concurrent('openAudioSource: a failure midway keeps the audio before it', () => {
   const file = wav(second);
   const failure = Object.assign(new Error('input/output error'), { code: 'EIO' });
 
@@ -214,7 +214,7 @@ describe('openAudioSource: a failure midway keeps the audio before it', () => {
   });
 });
 
-describe('openAudioSource: stop() and destroy()', () => {
+describe.concurrent('openAudioSource: stop() and destroy()', () => {
   it('stop() ends a source whose input stays open, after what it has produced, and releases the input', async () => {
     const input = new PassThrough();
     input.write(second);
@@ -243,7 +243,7 @@ describe('openAudioSource: stop() and destroy()', () => {
   });
 });
 
-describe('openAudioSource: which ffmpeg runs', () => {
+describe.concurrent('openAudioSource: which ffmpeg runs', () => {
   let mp3: string;
   let wrapper: string;
   let log: string;

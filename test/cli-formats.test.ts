@@ -237,7 +237,7 @@ async function expectSpeech(output: Buffer, events: string, reference: Buffer, m
   return matches;
 }
 
-describe('rt-translate input formats', () => {
+describe.concurrent('rt-translate input formats', () => {
   it('raw s16le 48 kHz stereo on stdin (-f s16le --ar 48000 --ac 2, and ffmpeg\'s -ar/-ac spelling)', async () => {
     const stdin = await readFile(inputs.s16le48kStereo!);
     const [long, short] = await Promise.all([
@@ -345,7 +345,7 @@ describe('rt-translate input formats', () => {
   });
 });
 
-describe('rt-translate: an input that fails midway', () => {
+describe.concurrent('rt-translate: an input that fails midway', () => {
   /** Offsets of the Ogg pages of `data`. */
   function oggPages(data: Buffer): number[] {
     const pages: number[] = [];
@@ -398,7 +398,7 @@ describe('rt-translate: an input that fails midway', () => {
   });
 });
 
-describe('the library parts behind the inputs', () => {
+describe.concurrent('the library parts behind the inputs', () => {
   it('OggOpusDecoder: the encoded duration exactly, the same output for any chunking; a corrupt page fails its CRC', async () => {
     const opus = await readFile(inputs.opus!);
     const whole = await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), opus, opus.length);
@@ -472,7 +472,7 @@ describe('the library parts behind the inputs', () => {
   });
 });
 
-describe('rt-translate output formats', () => {
+describe.concurrent('rt-translate output formats', () => {
   it('--out-format mulaw --out-ar 8000 writes G.711 at 8 kHz', async () => {
     const { result, events } = await translate(['-i', path('fixture.wav'), '--out-format', 'mulaw', '--out-ar', '8000']);
     expectDone(result);
@@ -535,7 +535,7 @@ describe('rt-translate output formats', () => {
   });
 });
 
-describe('rt-translate --realtime', () => {
+describe.concurrent('rt-translate --realtime', () => {
   it('sends a file at real-time speed: the run lasts at least the audio, the answer is unchanged', async () => {
     // 1.25 s from the second sentence's start: the translator's end padding closes the utterance.
     const piece = fixture.pcm.subarray(84_480 * 2, (84_480 + 30_000) * 2);
@@ -553,7 +553,7 @@ describe('rt-translate --realtime', () => {
   });
 });
 
-describe('rt-translate: audio usage errors exit 2 before any connection', () => {
+describe.concurrent('rt-translate: audio usage errors exit 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
   let counter: ConnectionCounter;
   beforeAll(async () => {

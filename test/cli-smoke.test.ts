@@ -4,7 +4,7 @@
  * processes talking (the command and `rt-translate emulator`). Every other case runs in process
  * (cli.test.ts, cli-formats.test.ts).
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
@@ -17,11 +17,10 @@ const expected = expectedTranslation(fixture.pcm, fixture.utterances);
 const firstPart = fixture.pcm.subarray(0, 84_480 * 2);
 
 const servers: RunningEmulator[] = [];
-afterEach(async () => {
+afterAll(async () => {
   await killAllChildren();
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
-afterAll(killAllChildren);
 
 function lines(text: string): string[] {
   return text.split('\n').filter((line) => line !== '');
@@ -44,7 +43,7 @@ function watch(child: ChildProcess): { ended: Promise<CliResult>; seen(text: str
   };
 }
 
-describe('rt-translate as a process', () => {
+describe.concurrent('rt-translate as a process', () => {
   it('translates stdin to stdout through `rt-translate emulator`, another process; both exit 0', async () => {
     const emulator = await startCliEmulator(['--api-key', KEY]);
     const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--realtime-url', emulator.realtimeUrl], {

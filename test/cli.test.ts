@@ -4,7 +4,7 @@
  * stderr lines, the events file and exit statuses, against the embedded emulator, the emulator
  * command and servers on loopback. What only a real process shows is in cli-smoke.test.ts.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,11 +32,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-'));
 });
 
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-});
-
 afterAll(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -127,7 +124,7 @@ function wavFile(sampleRate: number, channels: number, bitDepth: number, data: B
   return Buffer.concat([header, data]);
 }
 
-describe('rt-translate: inputs shorter than a container header', () => {
+describe.concurrent('rt-translate: inputs shorter than a container header', () => {
   /** A WAV header announcing no data at all (44 bytes). */
   const emptyWav = wavFile(24_000, 1, 16, Buffer.alloc(0));
 
@@ -165,7 +162,7 @@ describe('rt-translate: inputs shorter than a container header', () => {
   });
 });
 
-describe('rt-translate: translation through the embedded emulator', () => {
+describe.concurrent('rt-translate: translation through the embedded emulator', () => {
   it('translates raw PCM from stdin to stdout, bit for bit, with the text on stderr', async () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
     expect(result.stderr).not.toMatch(/error|warning/i);
@@ -285,7 +282,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
   });
 });
 
-describe('--events log (EventLog)', () => {
+describe.concurrent('--events log (EventLog)', () => {
   /** A file that holds every write's callback until `release()`; counts writes made while it asked for drain. */
   function slowFile() {
     const held: Array<() => void> = [];
@@ -360,7 +357,7 @@ describe('--events log (EventLog)', () => {
   });
 });
 
-describe('rt-translate emulator', () => {
+describe.concurrent('rt-translate emulator', () => {
   it('prints one JSON line, serves a second process, keeps running and stops on SIGTERM with status 0', async () => {
     const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
     const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)","apiKeys":\["[^"]+"\]\}$/.exec(emulator.line);
@@ -463,7 +460,7 @@ describe('rt-translate emulator', () => {
   });
 });
 
-describe('rt-translate: exit status 1 after writing what was received, the cause named', () => {
+describe.concurrent('rt-translate: exit status 1 after writing what was received, the cause named', () => {
   it('billing stop (--credit-seconds 4): stdout holds exactly the first utterance, stderr the reason', async () => {
     const emulator = await startInProcessEmulator(['--api-key', KEY, '--credit-seconds', '4']);
     const events = path('billing-events.jsonl');
@@ -534,7 +531,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
   });
 });
 
-describe('rt-translate: exit status 2 before any connection', () => {
+describe.concurrent('rt-translate: exit status 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
   let counter: ConnectionCounter;
   beforeAll(async () => {
@@ -602,7 +599,7 @@ describe('rt-translate: exit status 2 before any connection', () => {
   });
 });
 
-describe('rt-translate: flags and messages', () => {
+describe.concurrent('rt-translate: flags and messages', () => {
   let counter: ConnectionCounter;
   beforeAll(async () => {
     counter = await startConnectionCounter();
@@ -704,7 +701,7 @@ describe('rt-translate: flags and messages', () => {
   });
 });
 
-describe('the status texts (pure)', () => {
+describe.concurrent('the status texts (pure)', () => {
   const at = (phase: SessionPhase, extra: Partial<SessionProgress> = {}): SessionProgress => ({
     phase,
     phaseMs: 12_400,
@@ -733,7 +730,7 @@ describe('the status texts (pure)', () => {
   });
 });
 
-describe('rt-translate on a terminal', () => {
+describe.concurrent('rt-translate on a terminal', () => {
   /** The texts drawn on the status line: each is `\r\x1b[K` then a text without a newline. */
   function statusTexts(stderr: string): string[] {
     return stderr
@@ -814,7 +811,7 @@ describe('rt-translate on a terminal', () => {
   });
 });
 
-describe('rt-translate: the API key off the command line', () => {
+describe.concurrent('rt-translate: the API key off the command line', () => {
   let emulator: RunningEmulator;
   beforeAll(async () => {
     emulator = await startEmulator({ apiKeys: [KEY] });
@@ -880,7 +877,7 @@ describe('rt-translate: the API key off the command line', () => {
   });
 });
 
-describe('rt-translate: help, version and usage', () => {
+describe.concurrent('rt-translate: help, version and usage', () => {
   it('--help, -h, --version and emulator --help exit 0; no arguments prints usage on stderr with status 2', async () => {
     const [help, short, version, none, emulatorHelp, emulatorBadFlag] = await Promise.all([
       runInProcess(['--help']),

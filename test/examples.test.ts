@@ -3,7 +3,7 @@
  * Opus packets for the player, and the Twilio bridge's greeting played into each call, both
  * against the emulator on loopback.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { WebSocket } from 'ws';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,7 @@ const FIXTURE_WAV = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import
 const fixture = loadSpeechFixture();
 
 const closers: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
+afterAll(async () => {
   for (const closer of closers.splice(0).reverse()) await closer.close();
 });
 
@@ -29,7 +29,7 @@ async function emulator(): Promise<RunningEmulator> {
   return started;
 }
 
-describe('examples: playing a file', () => {
+describe.concurrent('examples: playing a file', () => {
   it("the Discord bot's translateFile: a WAV file's translation as 20 ms Opus packets", async () => {
     const { realtimeUrl } = await emulator();
     const file = await translateFile(FIXTURE_WAV, { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, quietPeriodMs: 300 });

@@ -25,7 +25,7 @@ const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) a
   packages: Record<string, { hasInstallScript?: boolean; dev?: boolean; optional?: boolean; peer?: boolean }>;
 };
 
-describe('installing rt-translate', () => {
+describe.concurrent('installing rt-translate', () => {
   it('builds nothing: the only install scripts are the dev-only ffmpeg binaries marking themselves executable', () => {
     const withScripts = Object.entries(lock.packages)
       .filter(([, entry]) => entry.hasInstallScript)
@@ -73,7 +73,7 @@ describe('installing rt-translate', () => {
   });
 });
 
-describe('the package surface', () => {
+describe.concurrent('the package surface', () => {
   it('a consumer program compiles against the built declarations, and the building blocks are off the root', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'rt-translate-consumer-'));
     try {

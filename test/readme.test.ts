@@ -42,7 +42,7 @@ function isWav(bytes: Buffer): boolean {
   return bytes.length > 44 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WAVE';
 }
 
-describe('README: Start here', () => {
+describe.concurrent('README: Start here', () => {
   it('the commands to translate a file and to stream text to speech work as written, on the embedded emulator', async () => {
     const lines = commands(startHere);
     expect(lines.map((args) => args[0])).toEqual(['--from', 'tts']);

@@ -67,7 +67,7 @@ function commandLoads(args: string[], env?: NodeJS.ProcessEnv): Promise<string[]
 
 const CODECS = /node_modules\/(wav|opusscript|@wasm-audio-decoders|wasm-media-encoders)\//;
 
-describe('start-up', () => {
+describe.concurrent('start-up', () => {
   it('--version loads the command line only: no command, library, codec or network module', async () => {
     const loaded = inRepo(await commandLoads(['--version']));
     expect(loaded.filter((path) => path.startsWith('dist/'))).toEqual(
