@@ -41,13 +41,13 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   -f FORMAT             input format: s16le s16be f32le mulaw alaw (raw), wav ogg flac.
                         Without -f, WAV, Ogg/Opus and FLAC are recognised by their header;
                         other files (MP3, MP4, WebM, ...) are decoded with ffmpeg when it is
-                        on PATH; anything else is raw s16le
+                        on PATH (or FFMPEG_PATH names it); anything else is raw s16le
   --ar HZ               raw input rate: 8000 16000 22050 24000 44100 48000 (default 24000;
                         8000 for mulaw and alaw)
   --ac N                raw input channels: 1 or 2 (default 1)
   --realtime            send the input at real-time speed (a file played as a microphone)
-  -o, --output PATH     translated audio out; '-' or absent: stdout. A path ending in .wav
-                        gets a WAV header (exact sizes once done)
+  -o, --output PATH     translated audio out; '-' or absent: stdout (not a terminal). A path
+                        ending in .wav gets a WAV header (exact sizes once done)
   --out-format FORMAT   s16le s16be f32le mulaw alaw, or wav (a WAV container of s16le);
                         default s16le, or wav for a .wav path (which holds s16le, f32le,
                         mulaw or alaw)
@@ -79,8 +79,9 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   ffmpeg -i talk.mp4 -f s16le -ar 48000 -ac 2 - | rt-translate --from en-us --to fr-fr \\
     -f s16le --ar 48000 --ac 2 -o talk-fr.wav
 
-Transcripts and translations are printed to stderr. Ctrl-C stops reading the input at once and
-lets the last translation finish; a second Ctrl-C aborts. Exit status:
+Transcripts, translations and a summary are printed to stderr (with a status line on a
+terminal). Ctrl-C stops reading the input at once and lets the last translation finish; a
+second Ctrl-C aborts. A reader of stdout that goes away ends the command quietly. Exit status:
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)

@@ -10,8 +10,12 @@
  *   that goes away, the exit status as the shell sees it). `npm run build` first (npm test does).
  *
  * Neither has a time limit of its own: the test's timeout bounds every run, and
- * `killAllChildren()` (call it in `afterEach`/`afterAll`) ends every child still running, so a
- * failing test never leaves one behind.
+ * `killAllChildren()` (call it in `afterAll`) ends every child still running, so a failing test
+ * never leaves one behind.
+ *
+ * In process, a command sees only its `CliIo`: it must take signals from `signalsOf(io)` and
+ * resolve relative paths with `resolvePath(io, path)` (bin/cli.ts) for `signal()` and `cwd` to
+ * reach it, as the realtime and emulator commands do.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
