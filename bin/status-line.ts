@@ -1,10 +1,12 @@
 /**
  * What the realtime command says about a session while it runs: the progress as text (pure
- * functions of numbers, `progressText` and `summaryText`), and `StatusLine`, a line on stderr
- * that is redrawn in place when stderr is a terminal, never wider than it (a wider line would
- * wrap and leave a copy behind at every redraw), around the permanent lines printed meanwhile.
+ * functions of numbers, `progressText` and `summaryText`); `StatusLine`, a line on stderr that
+ * is redrawn in place when stderr is a terminal, never wider than it (a wider line would wrap
+ * and leave a copy behind at every redraw), around the permanent lines printed meanwhile; and
+ * `SessionReport`, which wires a translator's events to both.
  */
-import type { Writable } from 'node:stream';
+import { Transform, type Writable } from 'node:stream';
+import type { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */
 const SERVICE_BYTES_PER_SECOND = 48_000;
@@ -120,5 +122,103 @@ export class StatusLine {
     if (this.#shown === undefined) return;
     this.#shown = undefined;
     this.#stream.write('\r\x1b[K');
+  }
+}
+
+/** How often the status line is redrawn between events, ms. */
+const REDRAW_MS = 250;
+
+/**
+ * A session told on `stderr`: transcripts and translations, warnings and reconnects as lines; a
+ * status line on a terminal; a summary at the end. `counter` goes between the input and the
+ * translator: it counts what the command sends, and its end means the input is done.
+ */
+export class SessionReport {
+  readonly counter: Transform;
+  readonly #status: StatusLine;
+  readonly #rt: RealtimeTranslateStream;
+  readonly #progress: SessionProgress;
+  readonly #ticker: NodeJS.Timeout | undefined;
+  #phaseStart = performance.now();
+  #started = false;
+
+  constructor(rt: RealtimeTranslateStream, stderr: Writable & { isTTY?: boolean; columns?: number }, labels: { from: string; to: string; textOnly: boolean }) {
+    this.#rt = rt;
+    this.#status = new StatusLine(stderr);
+    this.#progress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly: labels.textOnly };
+    const print = (line: string) => this.#status.print(line);
+    rt.on('session.starting', () => {
+      print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+      this.#enter('starting');
+    });
+    rt.on('session.created', () => {
+      this.#started = true;
+      if (this.#progress.phase === 'connecting' || this.#progress.phase === 'starting') this.#enter('translating');
+    });
+    rt.on('transcript.done', (text) => print(`transcript (${labels.from}): ${text}`));
+    rt.on('text.done', (text) => print(`translation (${labels.to}): ${text}`));
+    rt.on('warning', (warning) => print(`rt-translate: warning: ${warning.message}`));
+    rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
+      print(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
+    );
+    rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
+      print(
+        `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
+          (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
+      ),
+    );
+    const progress = this.#progress;
+    const finishing = () => {
+      if (progress.phase !== 'stopping') this.#enter('finishing');
+    };
+    this.counter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        progress.sentBytes += chunk.length;
+        callback(null, chunk);
+      },
+      flush(callback) {
+        finishing();
+        callback();
+      },
+    });
+    this.#ticker = this.#status.drawn ? setInterval(() => this.#redraw(), REDRAW_MS) : undefined;
+    this.#ticker?.unref();
+    this.#redraw();
+  }
+
+  /** Service-format bytes of input sent so far. */
+  get sentBytes(): number {
+    return this.#progress.sentBytes;
+  }
+
+  /** Counts translated audio written out. */
+  received(bytes: number): void {
+    this.#progress.receivedBytes += bytes;
+  }
+
+  /** The first Ctrl-C: acknowledged at once. */
+  stopping(): void {
+    this.#status.print('rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).');
+    this.#enter('stopping');
+  }
+
+  /** Ends the status line; returns the summary line once a session had started. */
+  close(): string | undefined {
+    if (this.#ticker) clearInterval(this.#ticker);
+    this.#status.clear();
+    this.#progress.responses = this.#rt.stats.responses;
+    return this.#started ? `rt-translate: ${summaryText(this.#progress)}` : undefined;
+  }
+
+  #redraw(): void {
+    this.#progress.phaseMs = performance.now() - this.#phaseStart;
+    this.#progress.responses = this.#rt.stats.responses;
+    this.#status.show(progressText(this.#progress));
+  }
+
+  #enter(phase: SessionPhase): void {
+    this.#progress.phase = phase;
+    this.#phaseStart = performance.now();
+    this.#redraw();
   }
 }

@@ -8,7 +8,7 @@
 import { createWriteStream } from 'node:fs';
 import { finished, pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { Transform, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
 import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
@@ -32,7 +32,7 @@ import {
   signalsOf,
   type CliIo,
 } from '../cli.js';
-import { StatusLine, progressText, summaryText, type SessionPhase, type SessionProgress } from '../status-line.js';
+import { SessionReport } from '../status-line.js';
 import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
@@ -372,44 +372,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
 
-  // The session on stderr: text lines, notices, and a status line on a terminal.
-  const status = new StatusLine(io.stderr);
-  const progress: SessionProgress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly };
-  let phaseStart = performance.now();
-  let sessionStarted = false;
-  const redraw = () => {
-    progress.phaseMs = performance.now() - phaseStart;
-    progress.responses = rt.stats.responses;
-    status.show(progressText(progress));
-  };
-  const enter = (phase: SessionPhase) => {
-    progress.phase = phase;
-    phaseStart = performance.now();
-    redraw();
-  };
-  const ticker = status.drawn ? setInterval(redraw, 250) : undefined;
-  ticker?.unref();
-  redraw();
-  rt.on('session.starting', () => {
-    status.print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
-    enter('starting');
-  });
-  rt.on('session.created', () => {
-    sessionStarted = true;
-    if (progress.phase === 'connecting' || progress.phase === 'starting') enter('translating');
-  });
-  rt.on('transcript.done', (text) => status.print(`transcript (${from}): ${text}`));
-  rt.on('text.done', (text) => status.print(`translation (${to}): ${text}`));
-  rt.on('warning', (warning) => status.print(`rt-translate: warning: ${warning.message}`));
-  rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
-    status.print(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
-  );
-  rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
-    status.print(
-      `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
-        (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
-    ),
-  );
+  const report = new SessionReport(rt, io.stderr, { from, to, textOnly });
   const eventLog = events ? new EventLog(events) : undefined;
   if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
 
@@ -422,30 +385,17 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       return;
     }
     stopping = true;
-    status.print('rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).');
-    enter('stopping');
+    report.stopping();
     source.stop();
   };
   const signals = signalsOf(io);
   signals.on('SIGINT', onSignal);
 
-  // Counts what the command sends (the translator adds its own padding after the end).
-  const counter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      progress.sentBytes += chunk.length;
-      callback(null, chunk);
-    },
-    flush(callback) {
-      if (!stopping) enter('finishing');
-      callback();
-    },
-  });
-
   let failure: unknown;
   try {
-    await pipeline(source, counter, rt, (chunks: AsyncIterable<Buffer>) =>
+    await pipeline(source, report.counter, rt, (chunks: AsyncIterable<Buffer>) =>
       writeInto(sink, chunks, async (chunk) => {
-        progress.receivedBytes += chunk.length;
+        report.received(chunk.length);
         if (eventLog) await eventLog.belowHighWater();
       }),
     );
@@ -453,9 +403,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     failure = error;
   }
   signals.off('SIGINT', onSignal);
-  if (ticker) clearInterval(ticker);
-  status.clear();
-  progress.responses = rt.stats.responses;
+  const summary = report.close();
   if (values.stats === true) {
     const stats = rt.stats;
     for (const text of statsLines(stats)) io.stderr.write(`rt-translate: ${text}\n`);
@@ -475,13 +423,13 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   }
   // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
-  if (sessionStarted) io.stderr.write(`rt-translate: ${summaryText(progress)}\n`);
+  if (summary !== undefined) io.stderr.write(`${summary}\n`);
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
   if (inputFailure !== undefined) {
     const cause = inputFailure.cause;
     const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(progress.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
+    const used = `${seconds(report.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
     io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
   }
   if (failure !== undefined) {
