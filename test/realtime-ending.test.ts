@@ -15,6 +15,7 @@ import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../li
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import type { RtTranslateError } from '../lib/errors.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { runSession } from './helpers/realtime-session.js';
 import { chunked, expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
 const KEY = 'ending-test-key-0123';
@@ -48,36 +49,10 @@ function open(realtimeUrl: string, options: Partial<RealtimeTranslateOptions> = 
   return stream;
 }
 
-interface Outcome {
-  error: RtTranslateError | undefined;
-  audio: Buffer;
-  warnings: RtTranslateError[];
-  transcripts: string[];
-}
-
-/** Pipes `input` through `stream` into memory; resolves with what came out and how it ended. */
-async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<Outcome> {
-  const audio: Buffer[] = [];
-  const warnings: RtTranslateError[] = [];
-  const transcripts: string[] = [];
-  stream.on('warning', (w) => warnings.push(w));
-  stream.on('transcript.done', (t) => transcripts.push(t));
-  let error: RtTranslateError | undefined;
-  try {
-    await pipeline(
-      Readable.from(input),
-      stream,
-      new Writable({
-        write(chunk: Buffer, _e, cb) {
-          audio.push(chunk);
-          cb();
-        },
-      }),
-    );
-  } catch (e) {
-    error = e as RtTranslateError;
-  }
-  return { error, audio: Buffer.concat(audio), warnings, transcripts };
+/** Runs the session; `audio` is what the readable side gave. */
+async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | AsyncIterable<Buffer>) {
+  const outcome = await runSession(stream, input);
+  return { ...outcome, audio: outcome.output };
 }
 
 /** A scripted session: the peer has seen session.update and answered session.created. */

@@ -32,6 +32,7 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
                             response's audio instead
   --drop-code CODE          drop with this close code (1001 1011 1012 1013 ...) instead of
                             cutting the connection (the client sees 1006)
+  --drop-reset              drop with a TCP reset: what was in flight is lost
   --half-open-after-ms MS   go half-open MS after session.created: read nothing, answer no
                             ping, send nothing (a server that vanished without closing)
   --refuse-handshakes N[:STATUS[:RETRY_AFTER_S]]
@@ -62,6 +63,7 @@ const OPTIONS = {
   'drop-after-responses': { type: 'string' },
   'drop-mid-response': { type: 'boolean' },
   'drop-code': { type: 'string' },
+  'drop-reset': { type: 'boolean' },
   'half-open-after-ms': { type: 'string' },
   'refuse-handshakes': { type: 'string' },
   'merge-utterances': { type: 'string' },
@@ -84,6 +86,7 @@ function parseFaults(values: {
   'drop-after-responses'?: string;
   'drop-mid-response'?: boolean;
   'drop-code'?: string;
+  'drop-reset'?: boolean;
   'half-open-after-ms'?: string;
   'refuse-handshakes'?: string;
   'merge-utterances'?: string;
@@ -98,6 +101,7 @@ function parseFaults(values: {
   if (values['drop-mid-response'] === true) faults.dropMidResponse = true;
   const dropCode = intFlag(values['drop-code'], '--drop-code', 1000);
   if (dropCode !== undefined) faults.dropCode = dropCode;
+  if (values['drop-reset'] === true) faults.dropReset = true;
   const halfOpenAfterMs = intFlag(values['half-open-after-ms'], '--half-open-after-ms', 0);
   if (halfOpenAfterMs !== undefined) faults.halfOpenAfterMs = halfOpenAfterMs;
   if (values['refuse-handshakes'] !== undefined) {

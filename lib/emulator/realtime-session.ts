@@ -58,6 +58,7 @@ export interface ResolvedRealtimeFaults {
   dropAfterResponses: number | undefined;
   dropMidResponse: boolean;
   dropCode: number | undefined;
+  dropReset: boolean;
   halfOpenAfterMs: number | undefined;
   mergeUtterances: number;
   lateUtterances: ReadonlyMap<number, number>;
@@ -68,6 +69,8 @@ export interface ResolvedRealtimeFaults {
 export interface DropOptions {
   /** Close with this code instead of cutting the connection (the client then sees 1006). */
   code?: number;
+  /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
+  reset?: boolean;
 }
 
 /** Utterances waiting to be answered together (`mergeUtterances`), flushed after this quiet time. */
@@ -177,6 +180,9 @@ export class RealtimeSession {
   /** Utterances held to be answered as one (`mergeUtterances`). */
   private merging: SegmentedUtterance[] = [];
   private mergeTimer: NodeJS.Timeout | undefined;
+  /** Frames given to the socket and not yet written, and who waits for them. */
+  private unflushed = 0;
+  private readonly flushWaiters: Array<() => void> = [];
 
   constructor(
     private readonly ws: WebSocket,
@@ -289,6 +295,7 @@ export class RealtimeSession {
       );
       return;
     }
+    this.ownerKey = key;
     const config = this.validate(session, key, true);
     if (config === undefined) return;
     this.config = config;
@@ -353,8 +360,8 @@ export class RealtimeSession {
     const info = this.sessionInfo();
     this.send(encodeServerEvent.sessionCreated(info));
     this.send(encodeServerEvent.sessionUpdated(info));
-    const { dropAfterMs, halfOpenAfterMs, dropCode } = this.settings.faults;
-    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(dropCode === undefined ? {} : { code: dropCode }), dropAfterMs);
+    const { dropAfterMs, halfOpenAfterMs } = this.settings.faults;
+    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(this.dropOptions()), dropAfterMs);
     if (halfOpenAfterMs !== undefined) this.setTimer(() => this.goHalfOpen(), halfOpenAfterMs);
   }
 
@@ -477,7 +484,7 @@ export class RealtimeSession {
         return;
       }
       this.queue.shift();
-      const { dropAfterResponses, dropMidResponse, dropCode } = this.settings.faults;
+      const { dropAfterResponses, dropMidResponse } = this.settings.faults;
       const dropNow = dropAfterResponses !== undefined && this.responsesSent >= dropAfterResponses;
       if (dropNow && dropMidResponse) {
         // Cut in the middle of this response's audio.
@@ -486,7 +493,7 @@ export class RealtimeSession {
         for (const frame of head.frames.slice(0, cut)) this.send(frame);
       }
       if (dropNow) {
-        this.drop(dropCode === undefined ? {} : { code: dropCode });
+        this.drop(this.dropOptions());
         return;
       }
       for (const frame of head.frames) this.send(frame);
@@ -547,6 +554,8 @@ export class RealtimeSession {
 
   /** After each write completes: resume reading once the send buffer is back under its bound. */
   private readonly onSent = (): void => {
+    this.unflushed -= 1;
+    if (this.unflushed === 0) for (const waiter of this.flushWaiters.splice(0)) waiter();
     if (this.pauses.has('backpressure') && this.ws.bufferedAmount <= this.settings.sendBufferLimitBytes) {
       this.unpause('backpressure');
     }
@@ -554,6 +563,7 @@ export class RealtimeSession {
 
   private send(frame: string | Buffer): void {
     if (this.state === 'closed' || this.state === 'half-open' || this.ws.readyState !== this.ws.OPEN) return;
+    this.unflushed += 1;
     this.ws.send(frame, { binary: typeof frame !== 'string' }, this.onSent);
     this.peakBuffered = Math.max(this.peakBuffered, this.ws.bufferedAmount);
     // A client that reads slowly: stop reading its input until our send buffer drains.
@@ -581,8 +591,35 @@ export class RealtimeSession {
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;
-    if (options.code === undefined) this.ws.terminate();
-    else this.ws.close(options.code, 'dropped by the emulator');
+    if (options.code !== undefined) {
+      this.ws.close(options.code, 'dropped by the emulator');
+      return;
+    }
+    if (options.reset) {
+      const socket = this.socket as (Duplex & { resetAndDestroy?: () => void }) | undefined;
+      if (socket?.resetAndDestroy) socket.resetAndDestroy();
+      else this.ws.terminate();
+      return;
+    }
+    // Cut without a close frame (the client sees 1006). What was sent before reaches the client
+    // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
+    // what it had not read yet.
+    this.afterFlush(() => {
+      if (this.socket) this.socket.end();
+      else this.ws.terminate();
+      this.setTimer(() => this.ws.terminate(), 1000);
+    });
+  }
+
+  private dropOptions(): DropOptions {
+    const { dropCode, dropReset } = this.settings.faults;
+    return dropCode !== undefined ? { code: dropCode } : { reset: dropReset };
+  }
+
+  /** Runs `fn` once every frame sent so far has been handed to the kernel. */
+  private afterFlush(fn: () => void): void {
+    if (this.unflushed === 0) fn();
+    else this.flushWaiters.push(fn);
   }
 
   /**
@@ -619,6 +656,7 @@ export class RealtimeSession {
 
   private dispose(): void {
     this.state = 'closed';
+    this.flushWaiters.length = 0;
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;

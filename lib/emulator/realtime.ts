@@ -54,6 +54,8 @@ export interface RealtimeFaults {
   dropMidResponse?: boolean;
   /** Drop with this close code (1001, 1011, 1012, 1013, ...) instead of cutting the connection (1006). */
   dropCode?: number;
+  /** Drop with a TCP reset: what was in flight is lost, as on a real network (default: ended after a flush). */
+  dropReset?: boolean;
   /** Go half-open this many ms after `session.created`: read nothing, answer no ping, send nothing. */
   halfOpenAfterMs?: number;
   /** Refuse this many handshakes (from the start) with `refuseStatus`. */
@@ -78,6 +80,8 @@ export interface RealtimeFaultControl {
   halfOpen(): void;
   /** Refuses the next `count` handshakes with `status` (default 503), `Retry-After` when given. */
   refuseNextHandshakes(count: number, status?: number, retryAfterS?: number): void;
+  /** Leaves the next `count` handshakes unanswered (the upgrade request is read, nothing comes back). */
+  stallNextHandshakes(count: number): void;
 }
 
 export interface RealtimeEmulatorOptions {
@@ -148,6 +152,7 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
     dropAfterResponses: optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0),
     dropMidResponse: faults.dropMidResponse === true,
     dropCode: optionalInt('faults.dropCode', faults.dropCode, 1000),
+    dropReset: faults.dropReset === true,
     halfOpenAfterMs: optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0),
     mergeUtterances: intOption(faults.mergeUtterances, 'faults.mergeUtterances', { min: 1, fallback: 1 }),
     lateUtterances: late,
@@ -238,11 +243,22 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
     status: intOption(options.faults?.refuseStatus, 'faults.refuseStatus', { min: 300, max: 599, fallback: 503 }),
     retryAfterS: optionalInt('faults.refuseRetryAfterS', options.faults?.refuseRetryAfterS, 0),
   };
+  let stalls = 0;
 
   return {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       if (closing) {
         rejectHandshake(socket, 503, 'The emulator is shutting down.');
+        return;
+      }
+      if (stalls > 0) {
+        // Read and discard, answer nothing: the client's handshake hangs until it gives up.
+        stalls -= 1;
+        handshaking.add(socket);
+        socket.on('error', () => undefined);
+        socket.once('close', () => handshaking.delete(socket));
+        socket.once('end', () => socket.destroy());
+        socket.resume();
         return;
       }
       if (refusal.remaining > 0) {
@@ -289,6 +305,9 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
         refusal.remaining = count;
         refusal.status = status;
         refusal.retryAfterS = retryAfterS;
+      },
+      stallNextHandshakes(count: number): void {
+        stalls = count;
       },
     },
     async close(): Promise<void> {

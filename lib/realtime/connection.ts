@@ -4,11 +4,12 @@
  * body, instead of surfacing as a bare error), pausing reads for named reasons, liveness, and one
  * report of how the connection ended.
  *
- * Liveness: while reading, the connection pings every `pingIntervalMs` and counts as alive
- * whatever shows the peer is there: any frame received (a pong included), or send-buffer progress
- * (the peer's TCP stack took more of our data). With no such sign for `livenessTimeoutMs` it is
- * dead: terminated and reported as `dead`. While reads are paused (the caller is behind) the
- * peer may rightly stop reading too, so the clock stops, and restarts on resume.
+ * Liveness: while reading, the connection pings every `pingIntervalMs`, and a ping period counts
+ * as alive when something showed the peer is there: any frame received (a pong included), or
+ * send-buffer progress (the peer's TCP stack took more of our data). After silent periods adding
+ * up to `livenessTimeoutMs` it is dead: terminated and reported as `dead`. Counting periods, not
+ * wall time, means a stalled event loop (ours) is never mistaken for a silent peer. While reads
+ * are paused (the caller is behind) the peer may rightly stop reading too: no period counts.
  */
 import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
@@ -56,7 +57,10 @@ export class RealtimeConnection {
   #ended = false;
   #livenessTimer: NodeJS.Timeout | undefined;
   #closeGuard: NodeJS.Timeout | undefined;
-  #lastSignAt = Date.now();
+  /** Something showed the peer is there since the last ping period. */
+  #sign = true;
+  /** Ping periods in a row without a sign. */
+  #silentPeriods = 0;
   #lastBuffered = 0;
 
   constructor(options: ConnectionOptions, handlers: ConnectionHandlers) {
@@ -73,19 +77,18 @@ export class RealtimeConnection {
     this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
     ws.on('unexpected-response', (_req, res) => this.#onRefused(res));
     ws.on('open', () => {
-      this.#lastSignAt = Date.now();
       this.#armLiveness();
       handlers.open();
     });
     ws.on('message', (data, isBinary) => {
-      this.#lastSignAt = Date.now();
+      this.#sign = true;
       handlers.message(data as Buffer, isBinary);
     });
     ws.on('pong', () => {
-      this.#lastSignAt = Date.now();
+      this.#sign = true;
     });
     ws.on('ping', () => {
-      this.#lastSignAt = Date.now();
+      this.#sign = true;
     });
     ws.on('error', (error) => {
       this.#error ??= error;
@@ -129,7 +132,8 @@ export class RealtimeConnection {
     if (this.#ws.readyState !== WebSocket.OPEN && this.#ws.readyState !== WebSocket.CLOSING) return;
     this.#ws.resume();
     // Our pause, not the peer's silence: the peer gets a full period again.
-    this.#lastSignAt = Date.now();
+    this.#sign = true;
+    this.#silentPeriods = 0;
   }
 
   /**
@@ -162,21 +166,17 @@ export class RealtimeConnection {
     this.#livenessTimer = setInterval(() => {
       const ws = this.#ws;
       if (ws.readyState !== WebSocket.OPEN) return;
-      const now = Date.now();
       const buffered = ws.bufferedAmount;
-      if (buffered < this.#lastBuffered) this.#lastSignAt = now;
+      const sign = this.#sign || buffered < this.#lastBuffered || this.#pauses.size > 0;
       this.#lastBuffered = buffered;
-      if (this.#pauses.size > 0) {
-        this.#lastSignAt = now;
-        return;
-      }
-      const silentMs = now - this.#lastSignAt;
-      if (silentMs >= livenessTimeoutMs) {
-        this.#dead = silentMs;
+      this.#sign = false;
+      this.#silentPeriods = sign ? 0 : this.#silentPeriods + 1;
+      if (this.#silentPeriods * pingIntervalMs >= livenessTimeoutMs) {
+        this.#dead = this.#silentPeriods * pingIntervalMs;
         this.terminate();
         return;
       }
-      ws.ping();
+      if (this.#pauses.size === 0) ws.ping();
     }, pingIntervalMs);
     this.#livenessTimer.unref();
   }

@@ -56,6 +56,8 @@ export interface RealtimeStats {
   bytesQueued: number;
   /** Audio bytes sent again after reconnects. */
   bytesReplayed: number;
+  /** Input audio kept in memory for a replay (sent but unanswered, and not yet sent), in bytes. */
+  replayBytes: number;
   /** Translated audio bytes received. */
   bytesReceived: number;
   /** Bytes queued in the WebSocket that the kernel has not taken yet. */
@@ -102,7 +104,7 @@ type Timer = NodeJS.Timeout;
 /** Where the session is. Each state owns its timers; `#setState` clears them. */
 type State =
   | { status: 'connecting'; connection: RealtimeConnection; attempt: number; readyTimer: Timer; sawStarting: boolean }
-  | { status: 'active'; connection: RealtimeConnection; endingTimer: Timer | undefined }
+  | { status: 'active'; connection: RealtimeConnection; endingTimer: Timer | undefined; settleTimer: Timer | undefined }
   | { status: 'reconnecting'; attempt: number; timer: Timer }
   | { status: 'closing'; connection: RealtimeConnection }
   | { status: 'closed' };
@@ -145,7 +147,12 @@ export class RealtimeTranslateStream extends Duplex {
   #inputEnded = false;
   #allSentAt: number | undefined;
   #lastActivityAt = 0;
-  #outage: { startedAt: number; replayedBytes: number; notReplayedBytes: number; retryAfterMs: number | undefined } | undefined;
+  /**
+   * The outage being recovered from: kept after a reconnect until the new session proves itself
+   * (a response, or longer up than the longest back-off), so a service that accepts sessions and
+   * drops them at once is still bounded by the reconnect policy.
+   */
+  #outage: { startedAt: number; attempts: number; gapStartedAt: number; replayedBytes: number; notReplayedBytes: number } | undefined;
   #pendingWarning: { error: RtTranslateError; timer: Timer } | undefined;
   /** A server error that was the last event: if the socket closes now, it is the cause. */
   #lastErrorIfLast: { message: string; code: number | string | undefined; error: RtTranslateError } | undefined;
@@ -202,6 +209,7 @@ export class RealtimeTranslateStream extends Duplex {
     return {
       ...this.#stats,
       bytesQueued: this.#replay.unsent + buffered,
+      replayBytes: this.#replay.retained,
       socketBufferedAmount: buffered,
       paused: this.#pauses.size > 0,
       latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
@@ -223,7 +231,10 @@ export class RealtimeTranslateStream extends Duplex {
   #setState(next: State): void {
     const previous = this.#state;
     if (previous.status === 'connecting') clearTimeout(previous.readyTimer);
-    if (previous.status === 'active') clearTimeout(previous.endingTimer);
+    if (previous.status === 'active') {
+      clearTimeout(previous.endingTimer);
+      clearTimeout(previous.settleTimer);
+    }
     if (previous.status === 'reconnecting') clearTimeout(previous.timer);
     const kept = 'connection' in next ? next.connection : undefined;
     if ('connection' in previous && previous.connection !== kept) previous.connection.close(1000, '', 1000);
@@ -284,11 +295,13 @@ export class RealtimeTranslateStream extends Duplex {
     const state = this.#state;
     if (state.status !== 'connecting') return;
     this.#session = { ...info, id: info.id ?? '' };
-    this.#setState({ status: 'active', connection: state.connection, endingTimer: undefined });
     const outage = this.#outage;
+    const settleMs = this.#o.reconnect?.maxDelayMs ?? 0;
+    const settleTimer = outage ? setTimeout(() => (this.#outage = undefined), settleMs) : undefined;
+    this.#setState({ status: 'active', connection: state.connection, endingTimer: undefined, settleTimer });
     if (outage) {
-      this.#outage = undefined;
-      const outageMs = Date.now() - outage.startedAt;
+      outage.attempts = state.attempt;
+      const outageMs = Date.now() - outage.gapStartedAt;
       this.#stats.reconnects += 1;
       this.#stats.outageMs += outageMs;
       this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, outageMs);
@@ -462,6 +475,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#stats.responses += 1;
     for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
     this.#publish({ type: 'response', timing });
+    this.#outage = undefined;
     this.#trimReplay();
   }
 
@@ -683,6 +697,8 @@ export class RealtimeTranslateStream extends Duplex {
     this.#publish({ type: 'ended', ...ending });
     this.#fanout.end();
     if (!this.readableEnded) this.push(null);
+    // Nothing was left for a reader (events-only, or text only): let the readable side end now.
+    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
     const callback = this.#finalCallback;
     this.#finalCallback = undefined;
     callback?.();
@@ -732,8 +748,11 @@ export class RealtimeTranslateStream extends Duplex {
     this.#textSoFar = '';
     const replayedBytes = this.#replay.rewind(wanted);
     this.#allSentAt = undefined;
-    this.#outage = { startedAt: Date.now(), replayedBytes, notReplayedBytes, retryAfterMs: undefined };
-    this.#retry(cause, 1);
+    const now = Date.now();
+    // A drop soon after a reconnect continues the same outage: its attempts and time still count.
+    const previous = this.#outage;
+    this.#outage = { startedAt: previous?.startedAt ?? now, attempts: previous?.attempts ?? 0, gapStartedAt: now, replayedBytes, notReplayedBytes };
+    this.#retry(cause, this.#outage.attempts + 1);
   }
 
   /** Waits before attempt `attempt`, or gives up. */
