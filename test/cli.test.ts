@@ -763,6 +763,20 @@ describe.concurrent('rt-translate on a terminal', () => {
     expect(textOnly.code).toBe(0);
   });
 
+  it('refuses to read audio from a terminal without -i, rather than wait for it', async () => {
+    await writeFile(path('tty-in.pcm'), fixture.pcm.subarray(0, 48_000));
+    const [bare, dash, file] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-o', path('never.pcm')], { stdinTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-i', '-', '-o', path('never.pcm')], { stdinTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '-i', path('tty-in.pcm'), '-o', path('tty-file.pcm')], { stdinTTY: true }),
+    ]);
+    for (const result of [bare, dash]) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe('rt-translate: no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.\n');
+    }
+    expect(file.code).toBe(0);
+  });
+
   it('a status line within the terminal width: connecting, sending, then waiting for the last answers; a summary at the end', async () => {
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('tty-out.pcm')], {
       stdin: fixture.pcm,

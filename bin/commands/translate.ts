@@ -37,7 +37,7 @@ import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutpu
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
-  -i, --input PATH      audio in; '-' or absent: stdin
+  -i, --input PATH      audio in; '-' or absent: stdin (not a terminal)
   -f FORMAT             input format: s16le s16be f32le mulaw alaw (raw), wav ogg flac.
                         Without -f, WAV, Ogg/Opus and FLAC are recognised by their header;
                         other files (MP3, MP4, WebM, ...) are decoded with ffmpeg when it is
@@ -276,6 +276,9 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
   }
 
+  if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
+    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
+  }
   const keyFile = values['api-key-file'];
   if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
   if (keyFile === '-' && (values.input === undefined || values.input === '-')) {

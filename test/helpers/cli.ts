@@ -66,6 +66,8 @@ export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 export interface InProcessOptions extends CliRunOptions {
   /** Simulate a terminal on stdout (`isTTY`). */
   stdoutTTY?: boolean;
+  /** Simulate a terminal on stdin (`isTTY`). */
+  stdinTTY?: boolean;
   /** Simulate a terminal on stderr (`isTTY`), `columns` wide. */
   stderrTTY?: boolean;
   /** Width of the simulated terminals. Default 80. */
@@ -88,7 +90,7 @@ export interface InProcessRun {
 
 /** Starts `rt-translate ARGS` in this process; the caller owns stdin. */
 export function startInProcess(args: readonly string[], options: InProcessOptions = {}): InProcessRun {
-  const stdin = new PassThrough();
+  const stdin = Object.assign(new PassThrough(), options.stdinTTY ? { isTTY: true } : {});
   const out: Buffer[] = [];
   let stderr = '';
   const columns = options.columns ?? 80;
