@@ -236,14 +236,16 @@ export class AudioSource extends Readable {
     return Promise.all(closing).then(() => undefined);
   }
 
-  /** @internal Resolves true once the first audio is out, false when the chain ended without any. */
-  firstAudio(): Promise<boolean> {
-    return this.#first;
-  }
-
-  /** @internal The failure of the chain, when it ended without producing any audio. */
-  get chainFailure(): ChainFailure | undefined {
-    return this.#chainFailure;
+  /**
+   * Resolves once the first audio is out; rejects with the `AudioInputError` (the source then
+   * destroyed) when the input ended or failed without any. `openAudioSource` resolves after it.
+   */
+  async ready(): Promise<this> {
+    if (await this.#first) return this;
+    const failure = this.#chainFailure;
+    this.destroy();
+    if (failure === undefined) throw new AudioInputError('empty', `No audio in ${this.label}.`, { label: this.label });
+    throw this.#describe(failure);
   }
 
   /** The error reported for a chain failure: reading the input (stage 0) or decoding it. */
@@ -485,18 +487,6 @@ async function pacer(realtime: boolean | undefined): Promise<Duplex[]> {
 }
 
 /**
- * Waits for the source's first audio. Resolves when there is some; otherwise destroys the source
- * and throws the chain's failure (or "no audio").
- */
-async function primed(source: AudioSource, kind: InputKind, headIsInput: boolean): Promise<AudioSource> {
-  if (await source.firstAudio()) return source;
-  const failure = source.chainFailure;
-  source.destroy();
-  if (failure === undefined) throw new AudioInputError('empty', `No audio in ${source.label}.`, { label: source.label });
-  throw describeFailure(failure.error, source.label, kind, failure.stage === 0 && headIsInput, 0);
-}
-
-/**
  * Opens `input` (a file path, or a Readable of audio bytes that the source then owns) as the
  * service's PCM16 LE mono 24 kHz. Resolves once the first audio has been decoded; rejects with
  * a `ValidationError` for a bad description or one that contradicts the header, and with an
@@ -532,7 +522,7 @@ export async function openAudioSource(
   });
   let ffmpegPath: string | undefined;
   try {
-    return await primed(first, kind, headIsInput);
+    return await first.ready();
   } catch (error) {
     // A WAV or FLAC layout the library does not convert: ffmpeg reads the file instead.
     const refused = (kind.kind === 'wav' || kind.kind === 'flac') && error instanceof AudioInputError && error.cause instanceof UnsupportedError;
@@ -549,6 +539,6 @@ export async function openAudioSource(
     headIsInput: false,
     onFailure,
   });
-  return primed(second, viaFfmpeg, false);
+  return second.ready();
 }
 
