@@ -21,7 +21,8 @@
  *   the code are deterministic); they sit 3 to 7 dB below them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -67,10 +68,10 @@ function path(name: string): string {
   return join(dir, name);
 }
 
-/** Runs the dev dependency's ffmpeg on the fixture WAV; returns the output file's path. */
-function makeWithFfmpeg(name: string, outputArgs: string[], source = path('fixture.wav')): string {
+/** Runs the dev dependency's ffmpeg on the fixture WAV; resolves with the output file's path. */
+async function makeWithFfmpeg(name: string, outputArgs: string[], source = path('fixture.wav')): Promise<string> {
   const out = path(name);
-  execFileSync(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', '-i', source, ...outputArgs, out]);
+  await promisify(execFile)(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', '-i', source, ...outputArgs, out]);
   return out;
 }
 
@@ -80,22 +81,25 @@ beforeAll(async () => {
   await writeFile(path('first.pcm'), firstPart);
   // Stereo by duplication (ffmpeg's default upmix lowers each channel by 3 dB).
   const duplicate = ['-af', 'pan=stereo|c0=c0|c1=c0'];
-  inputs.s16le48kStereo = makeWithFfmpeg('in-48k-stereo.s16le', [...duplicate, '-f', 's16le', '-ar', '48000']);
-  inputs.s16be = makeWithFfmpeg('in.s16be', ['-f', 's16be']);
-  inputs.f32le = makeWithFfmpeg('in.f32le', ['-f', 'f32le']);
-  inputs.mulaw = makeWithFfmpeg('in.mulaw', ['-f', 'mulaw', '-ar', '8000']);
-  inputs.alaw = makeWithFfmpeg('in.alaw', ['-f', 'alaw', '-ar', '8000']);
-  inputs.wav16kStereo = makeWithFfmpeg('in-16k-stereo.wav', [...duplicate, '-ar', '16000', '-c:a', 'pcm_s16le']);
-  // Encoded at 48 kHz: for other rates this ffmpeg build writes the pre-skip in the input's
-  // rate instead of 48 kHz units, which shifts the decoded audio (its own decoder's too).
-  inputs.opus = makeWithFfmpeg('in.opus', [...duplicate, '-ar', '48000', '-c:a', 'libopus', '-b:a', '64k']);
-  inputs.flac = makeWithFfmpeg('in.flac', ['-c:a', 'flac']);
-  inputs.flac32k = makeWithFfmpeg('in-32k.flac', ['-ar', '32000', '-c:a', 'flac']);
-  inputs.wav24bit = makeWithFfmpeg('in-24bit.wav', ['-c:a', 'pcm_s24le']);
-  inputs.mp3 = makeWithFfmpeg('in.mp3', ['-c:a', 'libmp3lame', '-b:a', '128k']);
-  inputs.mp3Bare = makeWithFfmpeg('in-bare.mp3', ['-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '0', '-write_xing', '0']);
-  inputs.m4a = makeWithFfmpeg('in.m4a', ['-c:a', 'aac', '-b:a', '128k']);
-  inputs.vorbis = makeWithFfmpeg('in.ogg', ['-c:a', 'libvorbis']);
+  const made: Record<string, Promise<string>> = {
+    s16le48kStereo: makeWithFfmpeg('in-48k-stereo.s16le', [...duplicate, '-f', 's16le', '-ar', '48000']),
+    s16be: makeWithFfmpeg('in.s16be', ['-f', 's16be']),
+    f32le: makeWithFfmpeg('in.f32le', ['-f', 'f32le']),
+    mulaw: makeWithFfmpeg('in.mulaw', ['-f', 'mulaw', '-ar', '8000']),
+    alaw: makeWithFfmpeg('in.alaw', ['-f', 'alaw', '-ar', '8000']),
+    wav16kStereo: makeWithFfmpeg('in-16k-stereo.wav', [...duplicate, '-ar', '16000', '-c:a', 'pcm_s16le']),
+    // Encoded at 48 kHz: for other rates this ffmpeg build writes the pre-skip in the input's
+    // rate instead of 48 kHz units, which shifts the decoded audio (its own decoder's too).
+    opus: makeWithFfmpeg('in.opus', [...duplicate, '-ar', '48000', '-c:a', 'libopus', '-b:a', '64k']),
+    flac: makeWithFfmpeg('in.flac', ['-c:a', 'flac']),
+    flac32k: makeWithFfmpeg('in-32k.flac', ['-ar', '32000', '-c:a', 'flac']),
+    wav24bit: makeWithFfmpeg('in-24bit.wav', ['-c:a', 'pcm_s24le']),
+    mp3: makeWithFfmpeg('in.mp3', ['-c:a', 'libmp3lame', '-b:a', '128k']),
+    mp3Bare: makeWithFfmpeg('in-bare.mp3', ['-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '0', '-write_xing', '0']),
+    m4a: makeWithFfmpeg('in.m4a', ['-c:a', 'aac', '-b:a', '128k']),
+    vorbis: makeWithFfmpeg('in.ogg', ['-c:a', 'libvorbis']),
+  };
+  Object.assign(inputs, Object.fromEntries(await Promise.all(Object.entries(made).map(async ([name, file]) => [name, await file] as const))));
 }, 60_000);
 
 afterAll(async () => {
