@@ -18,6 +18,12 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   'separate-results': async () => (await import('./commands/separate-results.js')).runSeparateResults,
   'delete-voice': async () => (await import('./commands/delete-voice.js')).runDeleteVoice,
   'task-status': async () => (await import('./commands/task-status.js')).runTaskStatus,
+  voices: async () => (await import('./commands/voices.js')).runVoices,
+  languages: async () => (await import('./commands/languages.js')).runLanguages,
+  'translate-text': async () => (await import('./commands/translate-text.js')).runTranslateText,
+  transcribe: async () => (await import('./commands/transcribe.js')).runTranscribe,
+  dub: async () => (await import('./commands/dub.js')).runDub,
+  subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
 };
 
 /** The top-level usage: the realtime command's, then the other commands. */
@@ -26,8 +32,14 @@ async function usage(): Promise<string> {
   return `${TRANSLATE_USAGE}
 
 HTTP interface (each command has --help):
-  rt-translate tts --text TEXT --voice ID --language TAG -o OUT      streaming text to speech
+  rt-translate tts --text TEXT --language TAG -o OUT                 streaming text to speech
   rt-translate translated-tts --text TEXT --from TAG --to TAG -o OUT translate, then speak
+  rt-translate translate-text --from TAG --to TAG TEXT...            translate texts
+  rt-translate transcribe -i FILE --language TAG [-f srt] [-o OUT]   speech to text
+  rt-translate dub --url URL --from TAG --to TAG[,TAG] [-o DIR]      dub a video or recording
+  rt-translate subtitles --url URL --from TAG [--to TAG] [-o OUT]    subtitles of a media
+  rt-translate voices [list|create|delete|design]                    voices, cloned voices
+  rt-translate languages [--source|--target]                         the service's languages
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
   rt-translate delete-voice ID                                       delete a custom voice
   rt-translate task-status KIND TASK_ID [--wait]                     status of a task`;

@@ -100,23 +100,31 @@ export function parseServiceUrl(
 }
 
 /**
- * The full realtime endpoint: the configured host (option or `RT_TRANSLATE_REALTIME_URL`) with
- * `/v1/realtime` appended unless it is already there. Query parameters (the beta `model` or
- * `mode` selectors) are kept. Messages name where the URL came from: `field` (default
- * `realtimeUrl`) for the option, the variable for the environment.
+ * An endpoint on the realtime host: the configured host (option or `RT_TRANSLATE_REALTIME_URL`)
+ * with `path` appended unless it is already there (a trailing slash dropped), and `query` set.
+ * Undefined when no host is configured. Messages name where the URL came from: `field`
+ * (default `realtimeUrl`) for the option, the variable for the environment.
  */
-export function resolveRealtimeUrl(
+export function resolveRealtimeEndpoint(
   option: string | undefined,
+  path: string,
   options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv; field?: string } = {},
 ): URL | undefined {
   const raw = option ?? (options.env ?? process.env)[ENV_REALTIME_URL];
   if (raw === undefined || raw === '') return undefined;
   const url = parseServiceUrl(raw, option !== undefined ? (options.field ?? 'realtimeUrl') : ENV_REALTIME_URL, 'wss:', options);
-  const path = url.pathname.replace(/\/+$/, '');
-  // Always rewrite: `/v1/realtime/` loses its trailing slash, anything else gets the path once.
-  url.pathname = path.endsWith(REALTIME_PATH) ? path : path + REALTIME_PATH;
+  const base = url.pathname.replace(/\/+$/, '');
+  url.pathname = base.endsWith(path) ? base : base + path;
   for (const [key, value] of Object.entries(options.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, value);
   }
   return url;
+}
+
+/** The realtime speech-to-speech endpoint: the host with `/v1/realtime` (see `resolveRealtimeEndpoint`). */
+export function resolveRealtimeUrl(
+  option: string | undefined,
+  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv; field?: string } = {},
+): URL | undefined {
+  return resolveRealtimeEndpoint(option, REALTIME_PATH, options);
 }

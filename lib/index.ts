@@ -2,8 +2,8 @@
  * rt-translate: live speech translation and synthesized speech as Node streams.
  *
  * The root surface, grouped by use (listed in the README's "API" section): errors and
- * configuration; realtime speech-to-speech; the HTTP interface; audio (opening any input,
- * conversion, files, pacing); integrations (Discord voice, Twilio Media Streams).
+ * configuration; realtime speech-to-speech; live transcription; the HTTP interface; audio
+ * (opening any input, conversion, files, pacing); integrations (Discord voice, Twilio).
  *
  * Subpaths: `rt-translate/emulator` (the local service), `rt-translate/protocol` (the wire
  * codecs, for callers who drive a socket themselves), `rt-translate/dsp` (the building blocks
@@ -55,6 +55,18 @@ export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js
 export { REALTIME_LANGUAGES, isRealtimeLanguage, normalizeRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
 export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
 export { PcmChunker, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
+export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
+
+// Live transcription
+export {
+  LiveTranscriptionStream,
+  type LiveTranscriptionOptions,
+  type LiveTranscript,
+  type LiveTranscriptionEvent,
+  type LiveTranscriptionEvents,
+  type LiveTranscriptionStats,
+} from './realtime/live-transcription-stream.js';
+export { LIVE_ENCODINGS, type LiveEncoding, type LiveResults, type LiveWord } from './realtime/transcription-codec.js';
 
 // HTTP interface: client, tasks, streaming TTS, result downloads
 export * from './http/index.js';

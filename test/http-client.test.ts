@@ -64,7 +64,7 @@ afterEach(() => {
   handlers.clear();
 });
 
-const body = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
 describe('configuration', () => {
   it('needs a base URL, from the option or RT_TRANSLATE_BASE_URL', async () => {
@@ -272,7 +272,7 @@ describe('status errors', () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 422, { detail }));
     const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
-    expect(error).toMatchObject({ code: 'RTT_VALIDATION', status: 422, field: 'project_name', retryable: false });
+    expect(error).toMatchObject({ code: 'RTT_VALIDATION', status: 422, field: 'projectName', retryable: false });
     expect((error as ServiceValidationError).detail).toEqual(detail);
     expect((error as Error).message).toContain('body.project_name: String should have at least 3 characters');
   });

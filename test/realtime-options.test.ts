@@ -21,7 +21,7 @@ function failure(options: Partial<RealtimeTranslateOptions>): ValidationError | 
 describe('resolveRealtimeOptions', () => {
   it('resolves the defaults: reconnect on, liveness within about 20 s, 64 KiB appends', () => {
     const o = resolveRealtimeOptions(BASE);
-    expect(o.reconnect).toEqual({ maxAttempts: 8, initialDelayMs: 500, maxDelayMs: 10_000, giveUpAfterMs: 60_000, maxReplayBytes: 30_000 * 48 });
+    expect(o.reconnect).toEqual({ maxAttempts: 8, initialDelayMs: 500, maxDelayMs: 10_000, giveUpAfterMs: 60_000, maxReplayMs: 30_000 });
     expect(o.pingIntervalMs + o.livenessTimeoutMs).toBe(20_000);
     expect(o.maxAppendBytes).toBe(64 * 1024);
     expect(o.headers['x-api-key']).toBe(KEY);
@@ -33,7 +33,7 @@ describe('resolveRealtimeOptions', () => {
     expect(resolveRealtimeOptions({ ...BASE, reconnect: false }).reconnect).toBeUndefined();
     expect(resolveRealtimeOptions({ ...BASE, reconnect: { maxAttempts: 2, maxReplayMs: 5_000 } }).reconnect).toMatchObject({
       maxAttempts: 2,
-      maxReplayBytes: 5_000 * 48,
+      maxReplayMs: 5_000,
     });
   });
 

@@ -24,6 +24,9 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
                           URLs answer 403
   --rate-limit N          HTTP requests per second per key before 429 (default 0: unlimited;
                           below 1, e.g. 0.5: one request, then one every 1/N seconds)
+  --cloned-voice ID       a custom voice every accepted key owns, so \`rt-translate --voice ID\`
+                          and delete-voice can be tried offline; repeat for several. Voices made
+                          with POST /create-custom-voice are owned by the key that made them.
 
 Realtime fault switches (each applies to every session, so a reconnected one fails again):
   --drop-after-ms MS        drop each session MS after session.created
@@ -59,6 +62,7 @@ const OPTIONS = {
   'task-ms': { type: 'string' },
   'url-ttl-s': { type: 'string' },
   'rate-limit': { type: 'string' },
+  'cloned-voice': { type: 'string', multiple: true },
   'drop-after-ms': { type: 'string' },
   'drop-after-responses': { type: 'string' },
   'drop-mid-response': { type: 'boolean' },
@@ -142,6 +146,11 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
   const taskMs = intFlag(values['task-ms'], '--task-ms', 0);
   const urlTtlS = numberFlag(values['url-ttl-s'], '--url-ttl-s', 0);
   const rateLimit = numberFlag(values['rate-limit'], '--rate-limit', 0);
+  const voiceIds = (values['cloned-voice'] ?? []).map((id) => {
+    if (!/^\d+$/.test(id)) throw new UsageError(`--cloned-voice expects a positive integer voice id (got "${id}").`);
+    return intFlag(id, '--cloned-voice', 1)!;
+  });
+  const keys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];
   const faults = parseFaults(values);
 
   const emulator = await startEmulator({
@@ -155,6 +164,7 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(taskMs !== undefined ? { taskMs } : {}),
     ...(urlTtlS !== undefined ? { urlTtlS } : {}),
     ...(rateLimit !== undefined ? { rateLimit } : {}),
+    ...(voiceIds.length > 0 ? { clonedVoices: Object.fromEntries(keys.map((key) => [key, voiceIds])) } : {}),
     faults,
   });
   const apiKeys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];

@@ -26,6 +26,7 @@ import {
 } from '../realtime/codec.js';
 import { ValidationError } from '../errors.js';
 import { UtteranceSegmenter, type SegmentedUtterance, type UtteranceSegmenterOptions } from './vad.js';
+import type { VoiceOwnership } from './voices.js';
 
 /** Bytes of PCM16 mono 24 kHz per second of audio. */
 const BYTES_PER_SECOND = 48_000;
@@ -39,7 +40,8 @@ export const STOCK_VOICE_IDS: ReadonlySet<number> = new Set([DEFAULT_VOICE_ID]);
 /** The session settings, resolved from the emulator options (see `RealtimeEmulatorOptions`). */
 export interface RealtimeSessionSettings {
   apiKeys: ReadonlySet<string>;
-  clonedVoices: ReadonlyMap<string, ReadonlySet<number>>;
+  /** Which key owns which cloned voice (the emulator's voice registry). */
+  voices: VoiceOwnership;
   sessionUpdateTimeoutMs: number;
   creditBytes: number | undefined;
   creditSeconds: number | undefined;
@@ -338,7 +340,7 @@ export class RealtimeSession {
         this.fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
         return undefined;
       }
-      if (owner === undefined || !(this.settings.clonedVoices.get(owner)?.has(voice.voice_id) ?? false)) {
+      if (owner === undefined || !this.settings.voices.owns(owner, voice.voice_id)) {
         this.fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
         return undefined;
       }

@@ -19,6 +19,7 @@ import {
   type RealtimeSessionStats,
 } from './realtime-session.js';
 import { UtteranceSegmenter } from './vad.js';
+import type { VoiceOwnership } from './voices.js';
 
 export { OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
 export type { DropOptions, RealtimeSessionState, RealtimeSessionStats } from './realtime-session.js';
@@ -88,12 +89,6 @@ export interface RealtimeEmulatorOptions {
   /** Time allowed for the first `session.update`, in ms; then `error` and close. Default 10000. */
   sessionUpdateTimeoutMs?: number;
   /**
-   * Cloned voices each API key owns: `{ [apiKey]: [voiceId, ...] }`. A `cloned` voice not
-   * listed for the session's key, or any stock voice id, ends the session with `error`.
-   * Default: no key owns any voice.
-   */
-  clonedVoices?: Readonly<Record<string, readonly number[]>>;
-  /**
    * Seconds of input audio each session may use (bytes / 48000). Past it, the utterance in
    * progress is dropped, responses already scheduled are sent, then `error` (code 402) and the
    * session closes (1008). Default: unlimited.
@@ -160,18 +155,14 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
   };
 }
 
-/** Checks the options once, so a bad value fails `startEmulator` rather than a session. */
-export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKeys: ReadonlySet<string>): RealtimeSessionSettings {
+/**
+ * Checks the options once, so a bad value fails `startEmulator` rather than a session. A
+ * `cloned` voice is accepted when `voices` says the session's key owns it.
+ */
+export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKeys: ReadonlySet<string>, voices: VoiceOwnership): RealtimeSessionSettings {
   const audioFrames = options.audioFrames ?? 'json';
   if (audioFrames !== 'json' && audioFrames !== 'binary') {
     throw new ValidationError('audioFrames', '"json" or "binary"', JSON.stringify(audioFrames));
-  }
-  const clonedVoices = new Map<string, ReadonlySet<number>>();
-  for (const [key, ids] of Object.entries(options.clonedVoices ?? {})) {
-    if (!Array.isArray(ids) || !ids.every((id) => Number.isSafeInteger(id) && id > 0)) {
-      throw new ValidationError('clonedVoices', 'an object mapping API keys to arrays of positive integer voice ids');
-    }
-    clonedVoices.set(key, new Set(ids));
   }
   const creditSeconds = nonNegative('creditSeconds', options.creditSeconds, Number.POSITIVE_INFINITY);
   const segmenter = {
@@ -194,7 +185,7 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   }
   return {
     apiKeys,
-    clonedVoices,
+    voices,
     sessionUpdateTimeoutMs: nonNegative('sessionUpdateTimeoutMs', options.sessionUpdateTimeoutMs, DEFAULT_SESSION_UPDATE_TIMEOUT_MS),
     creditSeconds: options.creditSeconds === undefined ? undefined : creditSeconds,
     creditBytes: options.creditSeconds === undefined ? undefined : Math.floor(creditSeconds * 24_000) * 2,
@@ -233,7 +224,7 @@ export interface RealtimeEmulator extends RealtimePart {
  * all sockets are closed. Throws `ValidationError` naming the option for a bad option.
  */
 export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context: EmulatorContext): RealtimeEmulator {
-  const settings = resolveRealtimeSettings(options, context.apiKeys);
+  const settings = resolveRealtimeSettings(options, context.apiKeys, context.voices);
   const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_PAYLOAD_BYTES, clientTracking: false });
   const sessions = new Set<RealtimeSession>();
   const handshaking = new Set<Duplex>();

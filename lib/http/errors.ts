@@ -18,6 +18,7 @@ import {
   TimeoutError,
   type RtTranslateErrorOptions,
 } from '../errors.js';
+import { fromWireName } from './wire.js';
 
 /** Where a request failed; names the request without its query string. */
 export interface HttpRequestInfo {
@@ -82,8 +83,8 @@ export interface ServiceValidationDetail {
 
 /**
  * 422: the service rejected the request's content. `detail` holds the service's entries as
- * structured fields; `field` is the first entry's location without the leading `body`/`path`/
- * `query` part (`project_name`, `run_ids.2`). Same `code` as the client-side `ValidationError`
+ * structured fields (wire names); `field` is the first entry's location without the leading
+ * `body`/`path`/`query` part, in the caller's camelCase names (`projectName`, `runIds.2`). Same `code` as the client-side `ValidationError`
  * (`RTT_VALIDATION`): the input is wrong either way; `status` 422 tells them apart.
  */
 export class ServiceValidationError extends RtTranslateError {
@@ -107,7 +108,7 @@ export class ServiceValidationError extends RtTranslateError {
     this.path = options.path;
     this.detail = detail;
     const loc = first ? first.loc.filter((part, i) => !(i === 0 && ['body', 'path', 'query'].includes(String(part)))) : [];
-    this.field = first ? loc.join('.') : undefined;
+    this.field = first ? loc.map((part) => (typeof part === 'string' ? fromWireName(part) : part)).join('.') : undefined;
   }
 }
 

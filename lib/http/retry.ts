@@ -152,6 +152,8 @@ export interface WithRetryOptions {
   onRetry?: (info: RetryInfo) => void;
   /** Source of jitter in [0, 1); tests pass a constant. */
   random?: () => number;
+  /** Asked before each retry: false when the request cannot be sent again (a one-shot upload already read). */
+  canRetry?: () => boolean;
 }
 
 /**
@@ -171,6 +173,7 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
       signal: options.signal,
       shouldRetry: async ({ error, retriesConsumed }) => {
         if (!isRetryable(error, options.kind)) return false;
+        if (options.canRetry && !options.canRetry()) return false;
         const asked = error instanceof RateLimitError || error instanceof HttpStatusError ? error.retryAfterMs : undefined;
         if (asked !== undefined && asked > policy.maxDelayMs) return false;
         const delayMs = asked ?? backoffDelay(retriesConsumed + 1, policy, random());

@@ -129,7 +129,7 @@ export class RealtimeConnection {
 
   resume(reason: string): void {
     if (!this.#pauses.delete(reason) || this.#pauses.size > 0) return;
-    if (this.#ws.readyState !== WebSocket.OPEN && this.#ws.readyState !== WebSocket.CLOSING) return;
+    if (this.#ws.readyState !== WebSocket.OPEN) return;
     this.#ws.resume();
     // Our pause, not the peer's silence: the peer gets a full period again.
     this.#sign = true;
@@ -148,9 +148,11 @@ export class RealtimeConnection {
       ws.terminate();
       return;
     }
-    this.#pauses.clear();
-    ws.resume();
-    if (ws.readyState === WebSocket.OPEN) ws.close(code, reason);
+    if (ws.readyState === WebSocket.OPEN) {
+      this.#pauses.clear();
+      ws.resume();
+      ws.close(code, reason);
+    }
     this.#closeGuard ??= setTimeout(() => ws.terminate(), graceMs);
   }
 

@@ -51,6 +51,40 @@ export type RealtimeEvent =
 /** The `type` of every realtime event. */
 export type RealtimeEventType = RealtimeEvent['type'];
 
+/** The arguments an emitter listener of `event.type` gets (see `RealtimeTranslateEvents`). */
+export function listenerArgs(event: RealtimeEvent): unknown[] {
+  switch (event.type) {
+    case 'session.starting':
+    case 'audio.done':
+      return [];
+    case 'session.created':
+      return [{ ...event.session, id: event.session.id ?? '' }];
+    case 'session.updated':
+      return [event.session];
+    case 'transcript.delta':
+    case 'text.delta':
+      return [event.delta];
+    case 'transcript.done':
+      return [event.text];
+    case 'text.done':
+      return [event.text ?? ''];
+    case 'audio.delta':
+      return [event.audio];
+    case 'server.error':
+      return [event.message, event.code];
+    case 'response':
+      return [event.timing];
+    case 'warning':
+      return [event.warning];
+    case 'unknown':
+      return [event];
+    default: {
+      const { type: _type, ...info } = event;
+      return [info];
+    }
+  }
+}
+
 function errorRecord(error: RtTranslateError): Record<string, unknown> {
   return { code: error.code, message: error.message, retryable: error.retryable };
 }

@@ -1,10 +1,11 @@
 /**
- * The options of `RealtimeTranslateStream`, checked and resolved once, before any connection:
+ * The options of the realtime streams (the connection options they share, then
+ * `RealtimeTranslateStream`'s own), checked and resolved once, before any connection:
  * every bad value is a `ValidationError` or `ConfigError` naming the option, and no message
  * quotes the API key, even one passed in the wrong option.
  */
 import { ConfigError, RtTranslateError, ValidationError, redactSecret } from '../errors.js';
-import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../config.js';
+import { ENV_API_KEY, ENV_REALTIME_URL, REALTIME_PATH, resolveApiKey, resolveRealtimeEndpoint } from '../config.js';
 import { describeReceived, intOption, numberOption } from '../options.js';
 import {
   MAX_APPEND_AUDIO_BYTES,
@@ -34,7 +35,35 @@ export interface ReconnectOptions {
   maxReplayMs?: number;
 }
 
-export interface RealtimeTranslateOptions {
+/** What every realtime stream of the library takes to reach the service and survive the network. */
+export interface RealtimeConnectionOptions {
+  /** API key; default `RT_TRANSLATE_API_KEY`. Sent in the `x-api-key` handshake header. */
+  apiKey?: string;
+  /** Realtime host (`wss://...`); the endpoint's path is appended. Default `RT_TRANSLATE_REALTIME_URL`. */
+  realtimeUrl?: string;
+  /** Allow plain-text `ws://` to a host that is not loopback. Off by default. */
+  allowInsecure?: boolean;
+  /** Extra handshake headers (never `x-api-key`: use `apiKey`). */
+  headers?: Record<string, string>;
+  /** Aborts the session: the stream is destroyed with an `AbortError`. */
+  signal?: AbortSignal;
+  /** Time allowed from connecting to a ready session, in ms. */
+  readyTimeoutMs?: number;
+  /** Reconnect after a drop, replaying unanswered audio: on by default; `false` turns it off. */
+  reconnect?: boolean | ReconnectOptions;
+  /** WebSocket ping interval of an open connection, in ms. Default 5000. */
+  pingIntervalMs?: number;
+  /** No sign of life for this long means the connection is dead, in ms. Default 15 000. */
+  livenessTimeoutMs?: number;
+  /** Bound on the socket's send buffer before a write waits, in bytes. Default 1 MiB. */
+  maxSocketBufferBytes?: number;
+  /** Events an `events()` consumer may fall behind by before the socket is paused. Default 512. */
+  maxQueuedEvents?: number;
+  /** Audio bytes queued for an `events()` consumer before the socket is paused. Default 4 MiB. */
+  maxQueuedEventBytes?: number;
+}
+
+export interface RealtimeTranslateOptions extends RealtimeConnectionOptions {
   /** Source language tag, one of the 14 realtime tags (case-insensitive). */
   from: string;
   /** Target language tag, one of the 14 realtime tags (case-insensitive). */
@@ -43,10 +72,6 @@ export interface RealtimeTranslateOptions {
   voiceId?: number;
   /** `['text', 'audio']` (default), `['text']` or `['audio']`. */
   outputModalities?: readonly OutputModality[];
-  /** API key; default `RT_TRANSLATE_API_KEY`. */
-  apiKey?: string;
-  /** Realtime host (`wss://...`); `/v1/realtime` is appended. Default `RT_TRANSLATE_REALTIME_URL`. */
-  realtimeUrl?: string;
   /** Beta model selector, passed through as `?model=`. */
   model?: string;
   /** Beta mode selector, passed through as `?mode=`. */
@@ -56,8 +81,6 @@ export interface RealtimeTranslateOptions {
    * handshake header. Only for environments that cannot set handshake headers.
    */
   sendKeyInSessionUpdate?: boolean;
-  /** Allow plain-text `ws://` to a host that is not loopback. Off by default. */
-  allowInsecure?: boolean;
   /** Time allowed from connecting to `session.created`, in ms. Default 90 000 (cold starts). */
   readyTimeoutMs?: number;
   /** Silence appended on `end()` so voice detection closes the last utterance, in ms. Default 800. */
@@ -66,68 +89,54 @@ export interface RealtimeTranslateOptions {
   quietPeriodMs?: number;
   /** After `end()`: how long an owed answer may stay silent before the stream gives up on it, in ms. Default 30 000. */
   responseStallTimeoutMs?: number;
-  /** Reconnect after a drop, replaying unanswered audio: on by default; `false` turns it off. */
-  reconnect?: boolean | ReconnectOptions;
-  /** WebSocket ping interval of an open connection, in ms. Default 5000. */
-  pingIntervalMs?: number;
-  /** No sign of life for this long means the connection is dead, in ms. Default 15 000. */
-  livenessTimeoutMs?: number;
-  /** Bound on the socket's send buffer before a write waits, in bytes. Default 1 MiB. */
-  maxSocketBufferBytes?: number;
   /** Largest audio payload of one append event, in bytes (even, at most 256 KiB). Default 64 KiB. */
   maxAppendBytes?: number;
-  /** Events an `events()` consumer may fall behind by before the socket is paused. Default 512. */
-  maxQueuedEvents?: number;
-  /** Audio bytes queued for an `events()` consumer before the socket is paused. Default 4 MiB. */
-  maxQueuedEventBytes?: number;
   /** Level above which sent audio counts as speech the service owes an answer to, in dBFS. Default -40. */
   speechThresholdDbfs?: number;
   /** Silence that ends a segment of sent speech, in ms. Default 600 (the service's utterance gap). */
   speechSilenceMs?: number;
-  /** Aborts the session: the stream is destroyed with an `AbortError`. */
-  signal?: AbortSignal;
   /** Readable side buffer, in bytes. Default 256 KiB. */
   readableHighWaterMark?: number;
   /** Writable side buffer, in bytes. Default 64 KiB. */
   writableHighWaterMark?: number;
-  /** Extra handshake headers (never `x-api-key`: use `apiKey`). */
-  headers?: Record<string, string>;
 }
 
 export interface ResolvedReconnect extends ReconnectPolicy {
-  maxReplayBytes: number;
+  maxReplayMs: number;
 }
 
-export interface ResolvedRealtimeOptions {
+/** The connection options, checked and resolved. */
+export interface ResolvedConnectionOptions {
   apiKey: string;
   url: URL;
-  /** Handshake headers, `x-api-key` included unless the key goes in `session.update`. */
+  /** Handshake headers, `x-api-key` included unless the key goes in the first message. */
   headers: Record<string, string>;
-  session: SessionConfig;
-  /** The first `session.update`, encoded (it may hold the key: never log it). */
-  sessionUpdate: string;
-  modalities: readonly OutputModality[];
   signal: AbortSignal | undefined;
   readyTimeoutMs: number;
-  endPaddingMs: number;
-  quietPeriodMs: number;
-  responseStallTimeoutMs: number;
   pingIntervalMs: number;
   livenessTimeoutMs: number;
   maxSocketBufferBytes: number;
-  maxAppendBytes: number;
   maxQueuedEvents: number;
   maxQueuedEventBytes: number;
-  speechThresholdDbfs: number;
-  speechSilenceMs: number;
-  readableHighWaterMark: number;
-  writableHighWaterMark: number;
   /** Undefined when reconnecting is off. */
   reconnect: ResolvedReconnect | undefined;
 }
 
-/** PCM16 mono 24 kHz, bytes per millisecond. */
-const BYTES_PER_MS = 48;
+export interface ResolvedRealtimeOptions extends ResolvedConnectionOptions {
+  session: SessionConfig;
+  /** The first `session.update`, encoded (it may hold the key: never log it). */
+  sessionUpdate: string;
+  modalities: readonly OutputModality[];
+  endPaddingMs: number;
+  quietPeriodMs: number;
+  responseStallTimeoutMs: number;
+  maxAppendBytes: number;
+  speechThresholdDbfs: number;
+  speechSilenceMs: number;
+  readableHighWaterMark: number;
+  writableHighWaterMark: number;
+}
+
 /** Appends above this size encode to base64 strings large enough to slow V8 down. */
 const DEFAULT_APPEND_BYTES = 64 * 1024;
 
@@ -142,8 +151,75 @@ function resolveReconnect(value: unknown): ResolvedReconnect | undefined {
     initialDelayMs: intOption(r.initialDelayMs, 'reconnect.initialDelayMs', { min: 0, fallback: 500 }),
     maxDelayMs: intOption(r.maxDelayMs, 'reconnect.maxDelayMs', { min: 0, fallback: 10_000 }),
     giveUpAfterMs: intOption(r.giveUpAfterMs, 'reconnect.giveUpAfterMs', { min: 0, fallback: 60_000 }),
-    maxReplayBytes: intOption(r.maxReplayMs, 'reconnect.maxReplayMs', { min: 0, max: 600_000, fallback: 30_000 }) * BYTES_PER_MS,
+    maxReplayMs: intOption(r.maxReplayMs, 'reconnect.maxReplayMs', { min: 0, max: 600_000, fallback: 30_000 }),
   };
+}
+
+/** Where to connect: the endpoint `path` on the realtime host, with `query`. */
+export interface EndpointSpec {
+  path: string;
+  query?: Record<string, string | undefined>;
+  /** The key goes in the first message instead of the `x-api-key` header. */
+  keyInFirstMessage?: boolean;
+  /** The default of `readyTimeoutMs`. */
+  readyTimeoutMs: number;
+}
+
+/** Checks and resolves the connection options (the key already resolved). */
+export function resolveConnectionOptions(options: RealtimeConnectionOptions, apiKey: string, endpoint: EndpointSpec): ResolvedConnectionOptions {
+  const url = resolveRealtimeEndpoint(options.realtimeUrl, endpoint.path, {
+    allowInsecure: options.allowInsecure === true,
+    query: endpoint.query ?? {},
+  });
+  if (url === undefined) {
+    throw new ConfigError('realtimeUrl', `No realtime URL: pass realtimeUrl or set ${ENV_REALTIME_URL}.`);
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (name.toLowerCase() === 'x-api-key') {
+      throw new ValidationError('headers', 'extra handshake headers other than x-api-key (pass the key as apiKey)');
+    }
+    headers[name] = value;
+  }
+  if (!endpoint.keyInFirstMessage) headers['x-api-key'] = apiKey;
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new ValidationError('signal', 'an AbortSignal', describeReceived(options.signal));
+  }
+  const pingIntervalMs = intOption(options.pingIntervalMs, 'pingIntervalMs', { min: 1, fallback: 5_000 });
+  return {
+    apiKey,
+    url,
+    headers,
+    signal: options.signal,
+    readyTimeoutMs: intOption(options.readyTimeoutMs, 'readyTimeoutMs', { min: 1, fallback: endpoint.readyTimeoutMs }),
+    pingIntervalMs,
+    livenessTimeoutMs: intOption(options.livenessTimeoutMs, 'livenessTimeoutMs', { min: pingIntervalMs, fallback: Math.max(15_000, pingIntervalMs) }),
+    maxSocketBufferBytes: intOption(options.maxSocketBufferBytes, 'maxSocketBufferBytes', { min: 0, fallback: 1024 * 1024 }),
+    maxQueuedEvents: intOption(options.maxQueuedEvents, 'maxQueuedEvents', { min: 1, fallback: 512 }),
+    maxQueuedEventBytes: intOption(options.maxQueuedEventBytes, 'maxQueuedEventBytes', { min: 1, fallback: 4 * 1024 * 1024 }),
+    reconnect: resolveReconnect(options.reconnect),
+  };
+}
+
+/**
+ * Resolves the API key, then runs `resolve` with it; whatever `resolve` throws is redacted, so
+ * no message quotes the key, even one passed in the wrong option. `what` describes the options
+ * object for the error when it is not one.
+ */
+export function withApiKey<T>(options: RealtimeConnectionOptions | null | undefined, what: string, resolve: (apiKey: string) => T): T {
+  if (options === null || typeof options !== 'object') {
+    throw new ValidationError('options', what, describeReceived(options));
+  }
+  const apiKey = resolveApiKey(options.apiKey);
+  if (apiKey === undefined) {
+    throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
+  }
+  try {
+    return resolve(apiKey);
+  } catch (error) {
+    if (error instanceof RtTranslateError) error.message = redactSecret(error.message, apiKey);
+    throw error;
+  }
 }
 
 function resolveChecked(options: RealtimeTranslateOptions, apiKey: string): ResolvedRealtimeOptions {
@@ -165,49 +241,26 @@ function resolveChecked(options: RealtimeTranslateOptions, apiKey: string): Reso
   if (maxAppendBytes % REALTIME_BYTES_PER_FRAME !== 0) {
     throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, String(maxAppendBytes));
   }
-  const url = resolveRealtimeUrl(options.realtimeUrl, {
-    allowInsecure: options.allowInsecure === true,
+  const keyInFirstMessage = options.sendKeyInSessionUpdate === true;
+  const connection = resolveConnectionOptions(options, apiKey, {
+    path: REALTIME_PATH,
     query: { model: options.model, mode: options.mode },
+    keyInFirstMessage,
+    readyTimeoutMs: 90_000,
   });
-  if (url === undefined) {
-    throw new ConfigError('realtimeUrl', `No realtime URL: pass realtimeUrl or set ${ENV_REALTIME_URL}.`);
-  }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.headers ?? {})) {
-    if (name.toLowerCase() === 'x-api-key') {
-      throw new ValidationError('headers', 'extra handshake headers other than x-api-key (pass the key as apiKey)');
-    }
-    headers[name] = value;
-  }
-  const keyInSessionUpdate = options.sendKeyInSessionUpdate === true;
-  if (!keyInSessionUpdate) headers['x-api-key'] = apiKey;
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new ValidationError('signal', 'an AbortSignal', describeReceived(options.signal));
-  }
-  const pingIntervalMs = intOption(options.pingIntervalMs, 'pingIntervalMs', { min: 1, fallback: 5_000 });
   return {
-    apiKey,
-    url,
-    headers,
+    ...connection,
     session,
-    sessionUpdate: encodeSessionUpdate(session, keyInSessionUpdate ? { authApiKey: apiKey } : {}),
+    sessionUpdate: encodeSessionUpdate(session, keyInFirstMessage ? { authApiKey: apiKey } : {}),
     modalities: session.output_modalities ?? ['text', 'audio'],
-    signal: options.signal,
-    readyTimeoutMs: intOption(options.readyTimeoutMs, 'readyTimeoutMs', { min: 1, fallback: 90_000 }),
     endPaddingMs: intOption(options.endPaddingMs, 'endPaddingMs', { min: 0, fallback: 800 }),
     quietPeriodMs: intOption(options.quietPeriodMs, 'quietPeriodMs', { min: 1, fallback: 3_000 }),
     responseStallTimeoutMs: intOption(options.responseStallTimeoutMs, 'responseStallTimeoutMs', { min: 1, fallback: 30_000 }),
-    pingIntervalMs,
-    livenessTimeoutMs: intOption(options.livenessTimeoutMs, 'livenessTimeoutMs', { min: pingIntervalMs, fallback: Math.max(15_000, pingIntervalMs) }),
-    maxSocketBufferBytes: intOption(options.maxSocketBufferBytes, 'maxSocketBufferBytes', { min: 0, fallback: 1024 * 1024 }),
     maxAppendBytes,
-    maxQueuedEvents: intOption(options.maxQueuedEvents, 'maxQueuedEvents', { min: 1, fallback: 512 }),
-    maxQueuedEventBytes: intOption(options.maxQueuedEventBytes, 'maxQueuedEventBytes', { min: 1, fallback: 4 * 1024 * 1024 }),
     speechThresholdDbfs: numberOption(options.speechThresholdDbfs, 'speechThresholdDbfs', { max: 0, fallback: -40 }),
     speechSilenceMs: intOption(options.speechSilenceMs, 'speechSilenceMs', { min: 1, fallback: 600 }),
     readableHighWaterMark: intOption(options.readableHighWaterMark, 'readableHighWaterMark', { min: 1, fallback: 256 * 1024 }),
     writableHighWaterMark: intOption(options.writableHighWaterMark, 'writableHighWaterMark', { min: 1, fallback: 64 * 1024 }),
-    reconnect: resolveReconnect(options.reconnect),
   };
 }
 
@@ -216,17 +269,5 @@ function resolveChecked(options: RealtimeTranslateOptions, apiKey: string): Reso
  * `ValidationError` or `ConfigError` naming the option; never a message with the key in it.
  */
 export function resolveRealtimeOptions(options: RealtimeTranslateOptions): ResolvedRealtimeOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new ValidationError('options', 'an object with from and to', describeReceived(options));
-  }
-  const apiKey = resolveApiKey(options.apiKey);
-  if (apiKey === undefined) {
-    throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
-  }
-  try {
-    return resolveChecked(options, apiKey);
-  } catch (error) {
-    if (error instanceof RtTranslateError) error.message = redactSecret(error.message, apiKey);
-    throw error;
-  }
+  return withApiKey(options, 'an object with from and to', (apiKey) => resolveChecked(options, apiKey));
 }

@@ -4,23 +4,15 @@
  * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
  * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
- * options (`realtime-options.ts`), the socket with its liveness (`connection.ts`), what a failure
- * means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the service
- * owes (`speech-ledger.ts`), and the two policies (`reconnect-policy.ts`, `ending-policy.ts`).
- * Its state is one union, changed only by `#setState`, which clears the old state's timers and
- * closes a connection the new state does not keep. The README ("Realtime") explains the rules.
+ * options (`realtime-options.ts`), the connections and reconnects (`session-link.ts`, over
+ * `connection.ts` with its liveness; its state is one union changed through one setter), what a
+ * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
+ * service owes (`speech-ledger.ts`) and the ending policy (`ending-policy.ts`). The README
+ * ("RealtimeTranslateStream") explains the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import {
-  AbortError,
-  ConnectionError,
-  ProtocolError,
-  RtTranslateError,
-  TimeoutError,
-  ValidationError,
-  describeCause,
-} from '../errors.js';
+import { AbortError, ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
 import {
   REALTIME_BYTES_PER_FRAME,
   REALTIME_SAMPLE_RATE,
@@ -30,14 +22,14 @@ import {
   type ServerEvent,
   type SessionInfo,
 } from './codec.js';
-import { RealtimeConnection, type ConnectionEnd } from './connection.js';
+import type { ConnectionEnd } from './connection.js';
 import { decideEnding } from './ending-policy.js';
 import { EventFanout } from './event-queue.js';
-import { redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
-import { reconnectDelay } from './reconnect-policy.js';
-import { ReplayBuffer } from './replay-buffer.js';
-import { classifyServerError, errorForConnectionEnd } from './server-errors.js';
+import { AudioOutbox } from './audio-outbox.js';
+import { PendingServerError } from './server-errors.js';
+import { SessionLink } from './session-link.js';
 import { LatencySeries, SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
 
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
@@ -101,22 +93,12 @@ export interface RealtimeTranslateEvents {
 
 type Timer = NodeJS.Timeout;
 
-/** Where the session is. Each state owns its timers; `#setState` clears them. */
-type State =
-  | { status: 'connecting'; connection: RealtimeConnection; attempt: number; readyTimer: Timer; sawStarting: boolean }
-  | { status: 'active'; connection: RealtimeConnection; endingTimer: Timer | undefined; settleTimer: Timer | undefined }
-  | { status: 'reconnecting'; attempt: number; timer: Timer }
-  | { status: 'closing'; connection: RealtimeConnection }
-  | { status: 'closed' };
-
 type PauseReason = 'reader' | 'events';
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
 const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
 /** Input replayed before the first unanswered speech, so the service hears it begin. */
 const REPLAY_PREROLL_MS = 300;
-/** A server `error` followed by a close within this time is the cause of the close (else a warning). */
-const ERROR_CLOSE_GRACE_MS = 250;
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
@@ -129,37 +111,30 @@ function eventBytes(event: RealtimeEvent): number {
 
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
+  readonly #link: SessionLink;
   readonly #fanout: EventFanout<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
-  readonly #replay = new ReplayBuffer();
-  readonly #pauses = new Set<PauseReason>();
+  readonly #outbox: AudioOutbox;
   readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
   readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
-  #state: State = { status: 'closed' };
   #constructCallback: ((error?: Error | null) => void) | undefined;
   #finalCallback: ((error?: Error | null) => void) | undefined;
-  /** The write waiting for room (in the socket, or in the replay bound during an outage). */
-  #heldWrite: ((error?: Error | null) => void) | undefined;
   #session: SessionStartedInfo | undefined;
+  #sawStarting = false;
   #inputCarry: Buffer | undefined;
   #outputCarry: number | undefined;
   #textSoFar = '';
   #inputEnded = false;
   #allSentAt: number | undefined;
   #lastActivityAt = 0;
-  /**
-   * The outage being recovered from: kept after a reconnect until the new session proves itself
-   * (a response, or longer up than the longest back-off), so a service that accepts sessions and
-   * drops them at once is still bounded by the reconnect policy.
-   */
-  #outage: { startedAt: number; attempts: number; gapStartedAt: number; replayedBytes: number; notReplayedBytes: number } | undefined;
-  #pendingWarning: { error: RtTranslateError; timer: Timer } | undefined;
-  /** A server error that was the last event: if the socket closes now, it is the cause. */
-  #lastErrorIfLast: { message: string; code: number | string | undefined; error: RtTranslateError } | undefined;
-  /** The newest connection, so teardown can wait for its socket to close. */
-  #lastConnection: RealtimeConnection | undefined;
+  #endingTimer: Timer | undefined;
+  /** What the current outage sends again, for the `reconnected` event. */
+  #replayed: { bytes: number; notReplayedBytes: number } | undefined;
+  /** A server error that is a warning unless the service closes right after it. */
+  readonly #serverError: PendingServerError;
   #fatal: RtTranslateError | undefined;
   #ending: EndedInfo | undefined;
+  #closed = false;
   #onAbort: (() => void) | undefined;
 
   constructor(options: RealtimeTranslateOptions) {
@@ -172,10 +147,48 @@ export class RealtimeTranslateStream extends Duplex {
       objectMode: false,
     });
     this.#o = o;
+    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#warn(warning));
     this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
     this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
       this.#setPause('events', full),
     );
+    this.#link = new SessionLink(
+      {
+        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
+        readyTimeoutMs: o.readyTimeoutMs,
+        reconnect: o.reconnect,
+        secret: o.apiKey,
+      },
+      {
+        open: () => {
+          this.#sawStarting = false;
+          this.#link.send(o.sessionUpdate);
+        },
+        message: (data, isBinary) => this.#onMessage(data, isBinary),
+        readyTimeout: (waitedMs) => {
+          const hint = this.#sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
+          return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
+        },
+        dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
+        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+        failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
+        closed: () => this.#completeClose(),
+      },
+    );
+    this.#outbox = new AudioOutbox(this.#link, {
+      maxPieceBytes: o.maxAppendBytes,
+      maxSocketBufferBytes: o.maxSocketBufferBytes,
+      maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
+      encode: encodeAudioAppend,
+      handed: (end) => {
+        this.#ledger.recordSent(end, Date.now());
+        this.#outbox.keepFrom(this.#ledger.replayStart(end, REPLAY_PREROLL_MS));
+      },
+      sent: (length) => {
+        this.#stats.bytesSent += length;
+        this.#evaluateEnding();
+      },
+    });
     const signal = o.signal;
     if (signal) {
       this.#onAbort = () => {
@@ -198,20 +211,20 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   /** `connecting`, `active`, `reconnecting`, `closing` or `closed`. */
-  get state(): State['status'] {
-    return this.#state.status;
+  get state(): 'connecting' | 'active' | 'reconnecting' | 'closing' | 'closed' {
+    const status = this.#link.status;
+    return status === 'ready' ? 'active' : status === 'waiting' ? 'reconnecting' : status;
   }
 
   get stats(): RealtimeStats {
-    const connection = 'connection' in this.#state ? this.#state.connection : undefined;
-    const buffered = connection?.bufferedAmount ?? 0;
+    const buffered = this.#link.bufferedAmount;
     const l = this.#latency;
     return {
       ...this.#stats,
-      bytesQueued: this.#replay.unsent + buffered,
-      replayBytes: this.#replay.retained,
+      bytesQueued: this.#outbox.unsent + buffered,
+      replayBytes: this.#outbox.retained,
       socketBufferedAmount: buffered,
-      paused: this.#pauses.size > 0,
+      paused: this.#link.paused,
       latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
       ending: this.#ending,
     };
@@ -226,107 +239,19 @@ export class RealtimeTranslateStream extends Duplex {
     return this.#fanout.subscribe();
   }
 
-  /* ------------------------------------------------------------------ state */
-
-  #setState(next: State): void {
-    const previous = this.#state;
-    if (previous.status === 'connecting') clearTimeout(previous.readyTimer);
-    if (previous.status === 'active') {
-      clearTimeout(previous.endingTimer);
-      clearTimeout(previous.settleTimer);
-    }
-    if (previous.status === 'reconnecting') clearTimeout(previous.timer);
-    const kept = 'connection' in next ? next.connection : undefined;
-    if ('connection' in previous && previous.connection !== kept) previous.connection.close(1000, '', 1000);
-    this.#flushPendingWarning();
-    this.#state = next;
-  }
-
-  /** The current connection, when `connection` is it (stale connections report nothing). */
-  #current(connection: RealtimeConnection): boolean {
-    return 'connection' in this.#state && this.#state.connection === connection;
-  }
-
   override _construct(callback: (error?: Error | null) => void): void {
     if (this.#o.signal?.aborted) {
       callback(new AbortError('The realtime session was aborted before it started.', { cause: this.#o.signal.reason }));
       return;
     }
     this.#constructCallback = callback;
-    this.#connect(0);
-  }
-
-  /** Opens a connection: attempt 0 is the first session, later ones reconnect. */
-  #connect(attempt: number): void {
-    const o = this.#o;
-    let connection: RealtimeConnection;
-    try {
-      connection = new RealtimeConnection(
-        { url: o.url, headers: o.headers, handshakeTimeoutMs: o.readyTimeoutMs, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
-        {
-          open: () => connection.send(o.sessionUpdate),
-          message: (data, isBinary) => this.#onMessage(connection, data, isBinary),
-          end: (end) => this.#onConnectionEnd(connection, end),
-        },
-      );
-    } catch (error) {
-      this.#fail(new ConnectionError(`Cannot open the realtime connection: ${describeCause(error, o.apiKey)}`));
-      return;
-    }
-    for (const reason of this.#pauses) connection.pause(reason);
-    this.#lastConnection = connection;
-    // A reconnect attempt may not outlast the outage budget.
-    const budget = this.#outage && o.reconnect ? o.reconnect.giveUpAfterMs - (Date.now() - this.#outage.startedAt) : Infinity;
-    const readyMs = Math.max(1, Math.min(o.readyTimeoutMs, budget));
-    const readyTimer = setTimeout(() => this.#onReadyTimeout(connection, readyMs), readyMs);
-    this.#setState({ status: 'connecting', connection, attempt, readyTimer, sawStarting: false });
-  }
-
-  #onReadyTimeout(connection: RealtimeConnection, waitedMs: number): void {
-    const state = this.#state;
-    if (state.status !== 'connecting' || state.connection !== connection) return;
-    const hint = state.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
-    const error = new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
-    if (state.attempt === 0) this.#fail(error);
-    else this.#retry(error, state.attempt + 1);
-  }
-
-  #onSessionCreated(info: SessionInfo): void {
-    const state = this.#state;
-    if (state.status !== 'connecting') return;
-    this.#session = { ...info, id: info.id ?? '' };
-    const outage = this.#outage;
-    const settleMs = this.#o.reconnect?.maxDelayMs ?? 0;
-    const settleTimer = outage ? setTimeout(() => (this.#outage = undefined), settleMs) : undefined;
-    this.#setState({ status: 'active', connection: state.connection, endingTimer: undefined, settleTimer });
-    if (outage) {
-      outage.attempts = state.attempt;
-      const outageMs = Date.now() - outage.gapStartedAt;
-      this.#stats.reconnects += 1;
-      this.#stats.outageMs += outageMs;
-      this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, outageMs);
-      this.#stats.bytesReplayed += outage.replayedBytes;
-      this.#publish({
-        type: 'reconnected',
-        sessionId: this.#session.id,
-        attempt: state.attempt,
-        replayedMs: ms(outage.replayedBytes),
-        notReplayedMs: ms(outage.notReplayedBytes),
-        outageMs,
-      });
-    }
-    const callback = this.#constructCallback;
-    this.#constructCallback = undefined;
-    callback?.(null);
-    this.#pump();
-    this.#releaseWrite();
-    this.#evaluateEnding();
+    this.#link.start();
   }
 
   /* ------------------------------------------------------------------ incoming */
 
-  #onMessage(connection: RealtimeConnection, data: Buffer, isBinary: boolean): void {
-    if (!this.#current(connection) || this.#fatal) return;
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.#fatal) return;
     let event: ServerEvent;
     if (isBinary) {
       event = decodeBinaryAudio(data);
@@ -340,19 +265,17 @@ export class RealtimeTranslateStream extends Duplex {
         return;
       }
     }
-    this.#lastErrorIfLast = undefined;
-    this.#flushPendingWarning();
+    this.#serverError.settle();
     this.#handle(event);
   }
 
   #handle(event: ServerEvent): void {
     const now = Date.now();
-    const sent = this.#replay.sent;
+    const sent = this.#outbox.sent;
     switch (event.type) {
       case 'session.starting':
-        if (this.#state.status === 'connecting') this.#state.sawStarting = true;
-        this.#publish(event);
-        return;
+        this.#sawStarting = true;
+        break;
       case 'session.created':
         this.#publish(event);
         this.#onSessionCreated(event.session);
@@ -399,51 +322,39 @@ export class RealtimeTranslateStream extends Duplex {
     }
   }
 
+  #onSessionCreated(info: SessionInfo): void {
+    const recovery = this.#link.ready();
+    if (this.#link.status !== 'ready') return;
+    this.#session = { ...info, id: info.id ?? '' };
+    if (recovery) {
+      const replayed = this.#replayed ?? { bytes: 0, notReplayedBytes: 0 };
+      this.#replayed = undefined;
+      this.#stats.reconnects += 1;
+      this.#stats.outageMs += recovery.gapMs;
+      this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, recovery.gapMs);
+      this.#stats.bytesReplayed += replayed.bytes;
+      this.#publish({
+        type: 'reconnected',
+        sessionId: this.#session.id,
+        attempt: recovery.attempt,
+        replayedMs: ms(replayed.bytes),
+        notReplayedMs: ms(replayed.notReplayedBytes),
+        outageMs: recovery.gapMs,
+      });
+    }
+    const callback = this.#constructCallback;
+    this.#constructCallback = undefined;
+    callback?.(null);
+    this.#outbox.pump();
+    this.#outbox.release();
+    this.#evaluateEnding();
+  }
+
   /** Emits an event under its one name, and queues it for `events()` iterators. */
   #publish(event: RealtimeEvent): void {
     this.emit('event', event);
     this.#fanout.push(event);
-    switch (event.type) {
-      case 'session.starting':
-      case 'audio.done':
-        this.emit(event.type);
-        return;
-      case 'session.created':
-        this.emit(event.type, { ...event.session, id: event.session.id ?? '' });
-        return;
-      case 'session.updated':
-        this.emit(event.type, event.session);
-        return;
-      case 'transcript.delta':
-      case 'text.delta':
-        this.emit(event.type, event.delta);
-        return;
-      case 'transcript.done':
-        this.emit(event.type, event.text);
-        return;
-      case 'text.done':
-        this.emit(event.type, event.text ?? '');
-        return;
-      case 'audio.delta':
-        this.emit(event.type, event.audio);
-        return;
-      case 'server.error':
-        this.emit(event.type, event.message, event.code);
-        return;
-      case 'response':
-        this.emit(event.type, event.timing);
-        return;
-      case 'warning':
-        this.emit(event.type, event.warning);
-        return;
-      case 'unknown':
-        this.emit(event.type, event);
-        return;
-      default: {
-        const { type, ...info } = event;
-        this.emit(type, info);
-      }
-    }
+    this.emit(event.type, ...listenerArgs(event));
   }
 
   /** Carries an odd byte to the next audio, so the output is whole samples across deltas and frames. */
@@ -475,28 +386,18 @@ export class RealtimeTranslateStream extends Duplex {
     this.#stats.responses += 1;
     for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
     this.#publish({ type: 'response', timing });
-    this.#outage = undefined;
-    this.#trimReplay();
+    this.#link.progress();
+    this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
   }
 
   #onServerError(message: string, code: number | string | undefined): void {
-    const error = classifyServerError(message, code, this.#o.apiKey);
-    const state = this.#state;
-    if (state.status === 'connecting' && (state.attempt === 0 || !error.retryable)) {
+    const error = this.#serverError.note(message, code);
+    if (this.#link.status === 'connecting' && (this.#session === undefined || !error.retryable)) {
       // Refused before the session started (a bad voice, the key): no new session can cure it.
-      this.#fail(error);
-      return;
+      this.#serverError.discard();
+      this.#link.shutdown();
+      this.#fail(this.#withUnprocessed(error, this.#session ? ' while reconnecting' : ''));
     }
-    this.#lastErrorIfLast = { message, code, error };
-    this.#pendingWarning = { error, timer: setTimeout(() => this.#flushPendingWarning(), ERROR_CLOSE_GRACE_MS) };
-  }
-
-  #flushPendingWarning(): void {
-    const pending = this.#pendingWarning;
-    if (!pending) return;
-    this.#pendingWarning = undefined;
-    clearTimeout(pending.timer);
-    this.#warn(pending.error);
   }
 
   #warn(warning: RtTranslateError): void {
@@ -505,17 +406,11 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** Pauses the socket while the reader or an events() consumer is behind; resumes otherwise. */
   #setPause(reason: PauseReason, on: boolean): void {
-    if (on === this.#pauses.has(reason)) return;
-    if (on) this.#pauses.add(reason);
-    else this.#pauses.delete(reason);
-    const state = this.#state;
-    if (!('connection' in state)) return;
-    if (on) state.connection.pause(reason);
-    else {
-      state.connection.resume(reason);
-      // Our own pause is never the service's quiet.
-      if (this.#pauses.size === 0) this.#activity(Date.now());
-    }
+    const paused = this.#link.paused;
+    if (on) this.#link.pause(reason);
+    else this.#link.resume(reason);
+    // Our own pause is never the service's quiet.
+    if (paused && !this.#link.paused) this.#activity(Date.now());
   }
 
   override _read(): void {
@@ -529,9 +424,9 @@ export class RealtimeTranslateStream extends Duplex {
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#state.status === 'closed' || this.#state.status === 'closing') {
+    if (this.#fatal || this.#closed || this.#link.status === 'closing') {
       // The error reaches the caller through destroy(), which settles this held write.
-      this.#heldWrite = callback;
+      this.#outbox.hold(callback);
       return;
     }
     let data = chunk;
@@ -543,69 +438,14 @@ export class RealtimeTranslateStream extends Duplex {
     if (aligned < data.length) this.#inputCarry = Buffer.from(data.subarray(aligned));
     this.#accept(data.subarray(0, aligned));
     this.#stats.inputBytes += aligned;
-    this.#heldWrite = callback;
-    this.#releaseWrite();
+    this.#outbox.hold(callback);
   }
 
   #accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#ledger.accept(pcm);
-    this.#replay.push(pcm);
     this.#allSentAt = undefined;
-    this.#pump();
-  }
-
-  /** Calls back the held write once there is room: in the socket when connected, else in the replay bound. */
-  #releaseWrite(): void {
-    const callback = this.#heldWrite;
-    if (!callback) return;
-    const state = this.#state;
-    const o = this.#o;
-    // Connected: room in the socket. Reconnecting: room in the replay bound (what is kept to send again).
-    const room =
-      state.status === 'active'
-        ? this.#replay.unsent + state.connection.bufferedAmount <= o.maxSocketBufferBytes
-        : (state.status === 'connecting' || state.status === 'reconnecting') && this.#replay.retained <= (o.reconnect?.maxReplayBytes ?? 0);
-    if (!room) return;
-    this.#heldWrite = undefined;
-    callback();
-  }
-
-  /** Hands queued audio to the socket, one append at a time, while its buffer is under the bound. */
-  #pump(): void {
-    const state = this.#state;
-    if (state.status !== 'active') return;
-    const { connection } = state;
-    const o = this.#o;
-    while (connection.bufferedAmount <= o.maxSocketBufferBytes) {
-      const piece = this.#replay.peek(o.maxAppendBytes);
-      if (!piece) break;
-      const length = piece.length;
-      const end = this.#replay.sent + length;
-      connection.send(encodeAudioAppend(piece), (error) => {
-        if (error) return; // the connection is going down: its end reports the cause
-        this.#stats.bytesSent += length;
-        if (!this.#current(connection)) return;
-        this.#pump();
-        this.#releaseWrite();
-        this.#evaluateEnding();
-      });
-      this.#replay.advance(length);
-      this.#ledger.recordSent(end, Date.now());
-    }
-    this.#trimReplay();
-  }
-
-  /** Forgets input nothing can need again: answered, or beyond the replay bound (counted). */
-  #trimReplay(): void {
-    const replay = this.#replay;
-    const bound = this.#o.reconnect?.maxReplayBytes;
-    if (bound === undefined) {
-      replay.release(replay.sent);
-      return;
-    }
-    replay.release(this.#ledger.replayStart(replay.sent, REPLAY_PREROLL_MS));
-    if (replay.sent - replay.start > bound) replay.release(replay.sent - bound);
+    this.#outbox.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -638,18 +478,17 @@ export class RealtimeTranslateStream extends Duplex {
    * deadline a firing timer was set for: a timer that fired means its time has passed.
    */
   #evaluateEnding(reached = 0): void {
-    const state = this.#state;
-    if (!this.#inputEnded || state.status !== 'active') return;
-    clearTimeout(state.endingTimer);
-    state.endingTimer = undefined;
+    clearTimeout(this.#endingTimer);
+    this.#endingTimer = undefined;
+    if (!this.#inputEnded || this.#link.status !== 'ready') return;
     const now = Math.max(Date.now(), reached);
-    const allSent = this.#replay.unsent === 0 && state.connection.bufferedAmount === 0;
+    const allSent = this.#outbox.drained;
     if (allSent) this.#allSentAt ??= now;
     const decision = decideEnding({
       now,
       allSent,
       connected: true,
-      paused: this.#pauses.size > 0,
+      paused: this.#link.paused,
       responseOpen: this.#ledger.responseOpen,
       speechUnanswered: this.#ledger.unansweredSegments > 0,
       lastActivityAt: Math.max(this.#lastActivityAt, this.#allSentAt ?? 0),
@@ -660,7 +499,7 @@ export class RealtimeTranslateStream extends Duplex {
       case 'waiting':
         return;
       case 'wait':
-        state.endingTimer = setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now);
+        this.#endingTimer = setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now);
         return;
       case 'finish':
         this.#finishSession(undefined);
@@ -683,15 +522,15 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
   #finishSession(reason: EndedInfo['reason']): void {
-    const state = this.#state;
-    if (state.status !== 'active') return;
+    this.#serverError.settle();
     this.#ending = { complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
-    this.#setState({ status: 'closing', connection: state.connection });
-    state.connection.close(1000, 'done');
+    this.#link.close();
   }
 
   #completeClose(): void {
-    this.#setState({ status: 'closed' });
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#endingTimer);
     const ending = this.#ending ?? { complete: true, reason: undefined, unansweredSpeechMs: 0 };
     this.#ending = ending;
     this.#publish({ type: 'ended', ...ending });
@@ -706,23 +545,11 @@ export class RealtimeTranslateStream extends Duplex {
 
   /* ------------------------------------------------------------------ drops and reconnects */
 
-  #onConnectionEnd(connection: RealtimeConnection, end: ConnectionEnd): void {
-    const state = this.#state;
-    if (!this.#current(connection)) return;
-    if (state.status === 'closing') {
-      this.#completeClose();
-      return;
-    }
-    const started = state.status === 'active';
-    const lastError = this.#lastErrorIfLast;
-    this.#lastErrorIfLast = undefined;
-    if (lastError && this.#pendingWarning?.error === lastError.error) {
-      clearTimeout(this.#pendingWarning.timer);
-      this.#pendingWarning = undefined;
-    }
+  /** The connection ended unasked: what it means, or the session's normal end after end(). */
+  #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
     // A server error right before the close is its cause; the close code says whether to retry.
-    const serverCause = lastError && classifyServerError(lastError.message, lastError.code, this.#o.apiKey, end.kind === 'closed' ? end.code : undefined);
-    if (state.status === 'active' && this.#inputEnded && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+    const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
+    if (wasReady && this.#inputEnded && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
       // The service ended the session after our end(): complete, unless it still owed something.
       const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
       if (owed) {
@@ -730,64 +557,33 @@ export class RealtimeTranslateStream extends Duplex {
       }
       this.#ending = { complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
       this.#completeClose();
-      return;
+      return 'finished';
     }
-    const cause = serverCause ?? errorForConnectionEnd(end, this.#o.apiKey, started);
-    const retryAfterMs = end.kind === 'refused' ? end.retryAfterMs : undefined;
-    if (state.status === 'connecting' && state.attempt > 0) this.#retry(cause, state.attempt + 1, retryAfterMs);
-    else if (state.status === 'active' && this.#o.reconnect && cause.retryable) this.#startOutage(cause);
-    else this.#fail(started ? this.#withUnprocessed(cause, '') : cause);
+    return serverCause ?? cause;
   }
 
-  /** The session dropped: keep what must be sent again, then reconnect. */
-  #startOutage(cause: RtTranslateError): void {
-    const wanted = this.#ledger.replayStart(this.#replay.sent, REPLAY_PREROLL_MS);
-    const notReplayedBytes = Math.max(0, Math.min(this.#replay.start, this.#replay.sent) - wanted);
-    this.#ledger.responseAbandoned();
-    this.#outputCarry = undefined;
-    this.#textSoFar = '';
-    const replayedBytes = this.#replay.rewind(wanted);
-    this.#allSentAt = undefined;
-    const now = Date.now();
-    // A drop soon after a reconnect continues the same outage: its attempts and time still count.
-    const previous = this.#outage;
-    this.#outage = { startedAt: previous?.startedAt ?? now, attempts: previous?.attempts ?? 0, gapStartedAt: now, replayedBytes, notReplayedBytes };
-    this.#retry(cause, this.#outage.attempts + 1);
-  }
-
-  /** Waits before attempt `attempt`, or gives up. */
-  #retry(cause: RtTranslateError, attempt: number, retryAfterMs?: number): void {
-    const policy = this.#o.reconnect;
-    const outage = this.#outage;
-    if (!policy || !outage || !cause.retryable) {
-      this.#fail(this.#withUnprocessed(cause, ' while reconnecting'));
-      return;
+  /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
+  #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
+    clearTimeout(this.#endingTimer);
+    if (sessionLost) {
+      const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
+      const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
+      this.#ledger.responseAbandoned();
+      this.#outputCarry = undefined;
+      this.#textSoFar = '';
+      const bytes = this.#outbox.rewind(wanted);
+      this.#allSentAt = undefined;
+      this.#replayed = this.#replayed
+        ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
+        : { bytes, notReplayedBytes };
     }
-    const elapsed = Date.now() - outage.startedAt;
-    const asked = retryAfterMs ?? (cause as { retryAfterMs?: number }).retryAfterMs;
-    const decision = reconnectDelay(policy, attempt, elapsed, asked);
-    if (!decision.retry) {
-      const tried = attempt - 1;
-      this.#fail(
-        this.#withUnprocessed(
-          new ConnectionError(
-            `Gave up reconnecting after ${tried} attempt${tried === 1 ? '' : 's'} in ${Math.round(elapsed / 1000)} s ` +
-              `(${decision.reason === 'attempts' ? 'reconnect.maxAttempts' : 'reconnect.giveUpAfterMs'}): ${cause.message}`,
-            { cause, status: cause.status, closeCode: cause.closeCode },
-          ),
-          '',
-        ),
-      );
-      return;
-    }
-    this.#setState({ status: 'reconnecting', attempt, timer: setTimeout(() => this.#connect(attempt), decision.delayMs) });
-    this.#publish({ type: 'reconnecting', attempt, delayMs: decision.delayMs, cause });
-    this.#releaseWrite();
+    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outbox.release();
   }
 
   /** Adds to `error` how much accepted input may not have been processed. */
   #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
-    const unprocessed = ms(this.#replay.end - this.#ledger.frontier);
+    const unprocessed = ms(this.#outbox.end - this.#ledger.frontier);
     if (this.#session && unprocessed > 0) {
       error.unprocessedInputMs = unprocessed;
       error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
@@ -804,11 +600,9 @@ export class RealtimeTranslateStream extends Duplex {
   #fail(error: RtTranslateError): void {
     if (this.#fatal || this.destroyed) return;
     this.#fatal = error;
-    if (this.#pendingWarning?.error === error) {
-      clearTimeout(this.#pendingWarning.timer);
-      this.#pendingWarning = undefined;
-    }
-    this.#setState({ status: 'closed' });
+    clearTimeout(this.#endingTimer);
+    this.#serverError.settle();
+    this.#link.shutdown();
     if (this.#constructCallback) {
       const callback = this.#constructCallback;
       this.#constructCallback = undefined;
@@ -841,31 +635,26 @@ export class RealtimeTranslateStream extends Duplex {
     if (this.#constructCallback) {
       const callback = this.#constructCallback;
       this.#constructCallback = undefined;
-      this.#setState({ status: 'closed' });
+      this.#link.shutdown();
       callback(error);
     }
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    const connection = this.#lastConnection;
-    connection?.terminate();
-    this.#setState({ status: 'closed' });
-    const held = this.#heldWrite;
-    this.#heldWrite = undefined;
-    held?.(error);
-    if (this.#pendingWarning) clearTimeout(this.#pendingWarning.timer);
-    this.#pendingWarning = undefined;
+    this.#link.shutdown();
+    clearTimeout(this.#endingTimer);
+    this.#outbox.abandon(error);
+    this.#serverError.discard();
     if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
-    if (!connection) callback(error);
-    else void connection.closed.then(() => callback(error));
+    void this.#link.whenClosed().then(() => callback(error));
   }
 
   [inspect.custom](): string {
     const { url, session } = this.#o;
     return `RealtimeTranslateStream { url: '${url.origin}${url.pathname}', from: '${session.source_language}', ` +
-      `to: '${session.target_language}', state: '${this.#state.status}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`;
+      `to: '${session.target_language}', state: '${this.state}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`;
   }
 }
 

@@ -123,3 +123,54 @@ export function errorForConnectionEnd(end: ConnectionEnd, secret: string | undef
     }
   }
 }
+
+/** A server error followed by a close within this time is the cause of the close (else a warning). */
+export const ERROR_CLOSE_GRACE_MS = 250;
+
+/**
+ * A service `error` event whose meaning depends on what follows: if the service closes the
+ * connection right after it, it is the cause of the close (fatal); if the session goes on (another
+ * event, or `graceMs` pass), it was a warning.
+ */
+export class PendingServerError {
+  readonly #warn: (error: RtTranslateError) => void;
+  readonly #secret: string;
+  #pending: { message: string; code: number | string | undefined; error: RtTranslateError; timer: NodeJS.Timeout } | undefined;
+
+  constructor(secret: string, warn: (error: RtTranslateError) => void) {
+    this.#secret = secret;
+    this.#warn = warn;
+  }
+
+  /** An error event arrived (a pending one before it was a warning). Returns its classification. */
+  note(message: string, code: number | string | undefined): RtTranslateError {
+    this.settle();
+    const error = classifyServerError(message, code, this.#secret);
+    this.#pending = { message, code, error, timer: setTimeout(() => this.settle(), ERROR_CLOSE_GRACE_MS) };
+    return error;
+  }
+
+  /** The session went on: a pending error was a warning. */
+  settle(): void {
+    const pending = this.#pending;
+    if (!pending) return;
+    this.#pending = undefined;
+    clearTimeout(pending.timer);
+    this.#warn(pending.error);
+  }
+
+  /** The connection closed (with `closeCode`): a pending error is its cause, classified with the code. */
+  takeAsCause(closeCode: number | undefined): RtTranslateError | undefined {
+    const pending = this.#pending;
+    if (!pending) return undefined;
+    this.#pending = undefined;
+    clearTimeout(pending.timer);
+    return classifyServerError(pending.message, pending.code, this.#secret, closeCode);
+  }
+
+  /** Forgets a pending error without a warning (the stream is failing with it, or torn down). */
+  discard(): void {
+    if (this.#pending) clearTimeout(this.#pending.timer);
+    this.#pending = undefined;
+  }
+}

@@ -107,6 +107,8 @@ export class FakePeer {
   appendEvents = 0;
   /** Binary frames received from the client. */
   binaryFrames = 0;
+  /** The binary frames received, in order (keep test audio small). */
+  readonly binary: Buffer[] = [];
 
   readonly #hash: Hash = createHash('sha256');
   readonly #listeners = new Set<() => void>();
@@ -223,6 +225,14 @@ export class FakePeer {
     return this.#until(() => (this.audioBytes >= bytes ? this.audioBytes : undefined), `${bytes} bytes of audio`);
   }
 
+  /** Resolves once at least `bytes` have arrived in binary frames; rejects if the connection closes first. */
+  waitForBinaryBytes(bytes: number): Promise<Buffer> {
+    return this.#until(() => {
+      const all = Buffer.concat(this.binary);
+      return all.length >= bytes ? all : undefined;
+    }, `${bytes} bytes of binary audio`);
+  }
+
   #until<T>(probe: () => T | undefined, what: string): Promise<T> {
     return new Promise((resolve, reject) => {
       const check = (): void => {
@@ -247,6 +257,7 @@ export class FakePeer {
   #onMessage(data: Buffer, isBinary: boolean): void {
     if (isBinary) {
       this.binaryFrames += 1;
+      this.binary.push(data);
     } else {
       const event = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
       if (event.type === 'input_audio_buffer.append' && typeof event.audio === 'string') {

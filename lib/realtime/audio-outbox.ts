@@ -1,0 +1,149 @@
+/**
+ * The sending half of a realtime audio stream: input accepted from the writer is kept in a
+ * `ReplayBuffer`, handed to the session's socket one message at a time while the socket's send
+ * buffer is under its bound, and kept after sending until the owner says it can no longer be
+ * needed (answered, or past the replay bound). The writer's callback is held while there is no
+ * room: in the socket when connected, in the replay bound while reconnecting. How audio is
+ * framed on the wire (a JSON append, a binary frame) is the owner's `encode`.
+ */
+import { ReplayBuffer } from './replay-buffer.js';
+import type { SessionLink } from './session-link.js';
+
+export interface AudioOutboxOptions {
+  /** Largest audio payload of one message, in bytes (a multiple of the frame size). */
+  maxPieceBytes: number;
+  /** The socket's send buffer above which nothing more is handed over (and writes wait). */
+  maxSocketBufferBytes: number;
+  /** Input kept for a replay; undefined when there is no reconnecting (sent audio is forgotten at once). */
+  maxReplayBytes: number | undefined;
+  /** The wire message carrying `piece`. */
+  encode(piece: Buffer): string | Buffer;
+  /** `length` bytes ending at input offset `end` were handed to the socket now. */
+  handed?(end: number): void;
+  /** `length` bytes were taken by the kernel (a send completed). */
+  sent?(length: number): void;
+}
+
+export class AudioOutbox {
+  readonly #link: SessionLink;
+  readonly #o: AudioOutboxOptions;
+  readonly #replay = new ReplayBuffer();
+  #held: ((error?: Error | null) => void) | undefined;
+  /** The earliest offset the owner may still send again; set with `keepFrom()`. */
+  #keepFrom = 0;
+
+  constructor(link: SessionLink, options: AudioOutboxOptions) {
+    this.#link = link;
+    this.#o = options;
+  }
+
+  /** Offset of the next byte to hand to the socket. */
+  get sent(): number {
+    return this.#replay.sent;
+  }
+
+  /** Bytes accepted since the stream began. */
+  get end(): number {
+    return this.#replay.end;
+  }
+
+  /** First offset still kept. */
+  get start(): number {
+    return this.#replay.start;
+  }
+
+  /** Bytes kept in memory (sent but possibly needed again, and not sent yet). */
+  get retained(): number {
+    return this.#replay.retained;
+  }
+
+  /** Bytes accepted but not yet handed to the socket. */
+  get unsent(): number {
+    return this.#replay.unsent;
+  }
+
+  /** Nothing is left to send, in the stream or in the socket's buffer. */
+  get drained(): boolean {
+    return this.#replay.unsent === 0 && this.#link.bufferedAmount === 0;
+  }
+
+  /** Takes `pcm` (copied) and sends what the socket has room for. */
+  accept(pcm: Buffer): void {
+    if (pcm.length === 0) return;
+    this.#replay.push(pcm);
+    this.pump();
+  }
+
+  /** Holds a writer's callback until there is room (`release()` checks again). */
+  hold(callback: (error?: Error | null) => void): void {
+    this.#held = callback;
+    this.release();
+  }
+
+  /** Calls back the held write if there is room now. */
+  release(): void {
+    const callback = this.#held;
+    if (!callback) return;
+    const status = this.#link.status;
+    const room =
+      status === 'ready'
+        ? this.#replay.unsent + this.#link.bufferedAmount <= this.#o.maxSocketBufferBytes
+        : (status === 'connecting' || status === 'waiting') && this.#replay.retained <= (this.#o.maxReplayBytes ?? 0);
+    if (!room) return;
+    this.#held = undefined;
+    callback();
+  }
+
+  /** Settles a held write with `error` (the stream is failing or destroyed). */
+  abandon(error: Error | null): void {
+    const callback = this.#held;
+    this.#held = undefined;
+    callback?.(error);
+  }
+
+  /** Hands queued audio to the socket, one message at a time, while its buffer is under the bound. */
+  pump(): void {
+    if (this.#link.status !== 'ready') return;
+    const o = this.#o;
+    while (this.#link.bufferedAmount <= o.maxSocketBufferBytes) {
+      const piece = this.#replay.peek(o.maxPieceBytes);
+      if (!piece) break;
+      const length = piece.length;
+      const sent = this.#link.send(o.encode(piece), (error) => {
+        if (error) return; // the connection is going down: its end reports the cause
+        o.sent?.(length);
+        this.pump();
+        this.release();
+      });
+      if (!sent) break;
+      this.#replay.advance(length);
+      o.handed?.(this.#replay.sent);
+    }
+    this.#trim();
+  }
+
+  /**
+   * The owner will never send again what lies before `offset` (it was answered): it is
+   * forgotten, as is sent audio beyond the replay bound.
+   */
+  keepFrom(offset: number): void {
+    this.#keepFrom = Math.max(this.#keepFrom, offset);
+    this.#trim();
+  }
+
+  /** Sends again from `offset` (clamped to what is kept); returns the bytes to be sent again. */
+  rewind(offset: number): number {
+    return this.#replay.rewind(offset);
+  }
+
+  #trim(): void {
+    const replay = this.#replay;
+    const bound = this.#o.maxReplayBytes;
+    if (bound === undefined) {
+      replay.release(replay.sent);
+      return;
+    }
+    replay.release(this.#keepFrom);
+    if (replay.sent - replay.start > bound) replay.release(replay.sent - bound);
+  }
+}

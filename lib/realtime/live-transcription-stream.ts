@@ -1,0 +1,584 @@
+/**
+ * `LiveTranscriptionStream`: a Duplex over the live transcription WebSocket
+ * (`{realtime_url}/streaming-transcription/listen`, wire format in `transcription-codec.ts`).
+ * Writable side: audio in the encoding the options describe (PCM16 `linear16` at 16 kHz by
+ * default; `mulaw` at 8 kHz straight from a phone call). Readable side, in object mode: the
+ * transcript results (`LiveTranscript`), final ones only unless `results: 'all'`; interim and
+ * final results are also events, and `events()` yields everything.
+ *
+ * It shares the translation stream's machinery: `SessionLink` (connections, liveness,
+ * reconnects), `AudioOutbox` (backpressure, replay), the connection options and the reading of
+ * service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
+ * once every byte is sent, and the stream ends when the service has flushed its last results and
+ * closed (bounded by `finishTimeoutMs` of silence). A dropped session is resumed from the end of
+ * the last final result; result times stay on one timeline, the stream's, across reconnects.
+ */
+import { Duplex } from 'node:stream';
+import { inspect } from 'node:util';
+import { AbortError, ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { intOption } from '../options.js';
+import type { ConnectionEnd } from './connection.js';
+import { EventFanout } from './event-queue.js';
+import { AudioOutbox } from './audio-outbox.js';
+import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
+import type { EndedInfo, ReconnectedInfo, ReconnectingInfo } from './realtime-events.js';
+import { PendingServerError } from './server-errors.js';
+import { SessionLink } from './session-link.js';
+import {
+  DEFAULT_LIVE_PARAMS,
+  LIVE_TRANSCRIPTION_PATH,
+  decodeLiveServerEvent,
+  encodeCloseStream,
+  encodeKeepAlive,
+  encodeLiveQuery,
+  liveSampleBytes,
+  type LiveEncoding,
+  type LiveResults,
+  type LiveServerEvent,
+  type LiveWord,
+} from './transcription-codec.js';
+
+export interface LiveTranscriptionOptions extends RealtimeConnectionOptions {
+  /** Locale tag of the speech. Default `en-us`. */
+  language?: string;
+  /** Default `boli-v5`. */
+  model?: string;
+  /** `linear16` (default), `linear32`, `mulaw` or `alaw`. */
+  encoding?: LiveEncoding;
+  /** Hz. Default 16 000 (8000 for a phone call's `mulaw`). */
+  sampleRate?: number;
+  /** Default 1. */
+  channels?: number;
+  /** What the readable side yields: `'final'` results (default) or `'all'`, interim ones too. */
+  results?: 'final' | 'all';
+  /** Send `KeepAlive` after this long without audio, in ms. Default 5000. */
+  keepAliveMs?: number;
+  /** After `end()`: silence from the service this long before the stream gives up waiting, in ms. Default 10 000. */
+  finishTimeoutMs?: number;
+  /** Largest binary audio frame, in bytes. Default 32 KiB. */
+  maxChunkBytes?: number;
+  /** Readable side buffer, in results. Default 64. */
+  readableHighWaterMark?: number;
+  /** Writable side buffer, in bytes. Default 64 KiB. */
+  writableHighWaterMark?: number;
+}
+
+/** A transcript result, its times in seconds on the stream's timeline (from its first byte of audio). */
+export interface LiveTranscript {
+  /** An interim hypothesis (false) or the final text of its segment (true). */
+  isFinal: boolean;
+  transcript: string;
+  start: number;
+  end: number;
+  confidence: number;
+  words: LiveWord[];
+  requestId: string | undefined;
+}
+
+/** Every event of a live transcription session, as `events()` yields it. */
+export type LiveTranscriptionEvent =
+  | { type: 'ready'; requestId: string | undefined }
+  | { type: 'interim'; result: LiveTranscript }
+  | { type: 'final'; result: LiveTranscript }
+  | { type: 'server.error'; message: string; code: string | undefined }
+  | { type: 'unknown'; wireType: string; raw: Record<string, unknown> }
+  | ({ type: 'reconnecting' } & ReconnectingInfo)
+  | ({ type: 'reconnected' } & ReconnectedInfo)
+  | { type: 'warning'; warning: RtTranslateError }
+  | ({ type: 'ended' } & EndedInfo);
+
+export interface LiveTranscriptionStats {
+  inputBytes: number;
+  bytesSent: number;
+  bytesQueued: number;
+  bytesReplayed: number;
+  replayBytes: number;
+  finals: number;
+  interims: number;
+  keepAlives: number;
+  reconnects: number;
+  outageMs: number;
+  paused: boolean;
+  ending: EndedInfo | undefined;
+}
+
+interface Resolved extends ResolvedConnectionOptions {
+  encoding: LiveEncoding;
+  sampleRate: number;
+  frameBytes: number;
+  bytesPerSecond: number;
+  results: 'final' | 'all';
+  keepAliveMs: number;
+  finishTimeoutMs: number;
+  maxChunkBytes: number;
+  readableHighWaterMark: number;
+  writableHighWaterMark: number;
+}
+
+function resolve(options: LiveTranscriptionOptions): Resolved {
+  return withApiKey(options, 'an object of live transcription options', (apiKey) => {
+    const encoding = options.encoding ?? DEFAULT_LIVE_PARAMS.encoding;
+    const phone = encoding === 'mulaw' || encoding === 'alaw';
+    const params = {
+      model: options.model ?? DEFAULT_LIVE_PARAMS.model,
+      language: options.language ?? DEFAULT_LIVE_PARAMS.language,
+      encoding,
+      sampleRate: options.sampleRate ?? (phone ? 8000 : DEFAULT_LIVE_PARAMS.sampleRate),
+      channels: options.channels ?? DEFAULT_LIVE_PARAMS.channels,
+    };
+    const query = Object.fromEntries(encodeLiveQuery(params));
+    if (options.results !== undefined && options.results !== 'final' && options.results !== 'all') {
+      throw new ValidationError('results', "'final' or 'all'", String(options.results));
+    }
+    const frameBytes = liveSampleBytes(encoding) * params.channels;
+    const maxChunkBytes = intOption(options.maxChunkBytes, 'maxChunkBytes', { min: frameBytes, max: 1024 * 1024, fallback: 32 * 1024 });
+    return {
+      ...resolveConnectionOptions(options, apiKey, { path: LIVE_TRANSCRIPTION_PATH, query, readyTimeoutMs: 30_000 }),
+      encoding,
+      sampleRate: params.sampleRate,
+      frameBytes,
+      bytesPerSecond: frameBytes * params.sampleRate,
+      results: options.results ?? 'final',
+      keepAliveMs: intOption(options.keepAliveMs, 'keepAliveMs', { min: 100, fallback: 5_000 }),
+      finishTimeoutMs: intOption(options.finishTimeoutMs, 'finishTimeoutMs', { min: 1, fallback: 10_000 }),
+      maxChunkBytes: maxChunkBytes - (maxChunkBytes % frameBytes),
+      readableHighWaterMark: intOption(options.readableHighWaterMark, 'readableHighWaterMark', { min: 1, fallback: 64 }),
+      writableHighWaterMark: intOption(options.writableHighWaterMark, 'writableHighWaterMark', { min: 1, fallback: 64 * 1024 }),
+    };
+  });
+}
+
+/** Largest message accepted from the service. */
+const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
+
+export class LiveTranscriptionStream extends Duplex {
+  readonly #o: Resolved;
+  readonly #link: SessionLink;
+  readonly #outbox: AudioOutbox;
+  readonly #fanout: EventFanout<LiveTranscriptionEvent>;
+  readonly #serverError: PendingServerError;
+  readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
+  #constructCallback: ((error?: Error | null) => void) | undefined;
+  #finalCallback: ((error?: Error | null) => void) | undefined;
+  #carry: Buffer | undefined;
+  /** Input offset where the current session's timeline starts (0, or where a replay began). */
+  #sessionBase = 0;
+  /** Input offset up to which final results have covered the audio. */
+  #frontier = 0;
+  #ready = false;
+  #inputEnded = false;
+  #closeSent = false;
+  #audioSinceTick = false;
+  #keepAliveTimer: NodeJS.Timeout | undefined;
+  #finishTimer: NodeJS.Timeout | undefined;
+  #replayedBytes = 0;
+  #fatal: RtTranslateError | undefined;
+  #ending: EndedInfo | undefined;
+  #closed = false;
+  #onAbort: (() => void) | undefined;
+
+  constructor(options: LiveTranscriptionOptions = {}) {
+    const o = resolve(options);
+    super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
+    this.#o = o;
+    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#publish({ type: 'warning', warning }));
+    this.#fanout = new EventFanout<LiveTranscriptionEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 }, (full) =>
+      this.#setPause('events', full),
+    );
+    this.#link = new SessionLink(
+      {
+        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
+        readyTimeoutMs: o.readyTimeoutMs,
+        reconnect: o.reconnect,
+        secret: o.apiKey,
+      },
+      {
+        open: () => undefined, // the handshake says everything; the service speaks first (Ready)
+        message: (data, isBinary) => this.#onMessage(data, isBinary),
+        readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
+        dropped: (end, cause) => this.#onDropped(end, cause),
+        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+        failed: (error) => this.#fail(error),
+        closed: () => this.#completeClose(),
+      },
+    );
+    this.#outbox = new AudioOutbox(this.#link, {
+      maxPieceBytes: o.maxChunkBytes,
+      maxSocketBufferBytes: o.maxSocketBufferBytes,
+      maxReplayBytes: o.reconnect ? Math.round((o.reconnect.maxReplayMs / 1000) * o.bytesPerSecond) : undefined,
+      encode: (piece) => piece,
+      handed: () => (this.#audioSinceTick = true),
+      sent: (length) => {
+        this.#stats.bytesSent += length;
+        this.#maybeCloseStream();
+      },
+    });
+    const signal = o.signal;
+    if (signal) {
+      this.#onAbort = () => {
+        if (this.#ending) return;
+        this.destroy(new AbortError('The live transcription session was aborted.', { cause: signal.reason }));
+      };
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+  }
+
+  get stats(): LiveTranscriptionStats {
+    return {
+      ...this.#stats,
+      bytesQueued: this.#outbox.unsent + this.#link.bufferedAmount,
+      replayBytes: this.#outbox.retained,
+      paused: this.#link.paused,
+      ending: this.#ending,
+    };
+  }
+
+  /** Every event, in order (results, reconnects, warnings, the end), for `for await`. */
+  events(): AsyncIterableIterator<LiveTranscriptionEvent> {
+    return this.#fanout.subscribe();
+  }
+
+  override _construct(callback: (error?: Error | null) => void): void {
+    if (this.#o.signal?.aborted) {
+      callback(new AbortError('The live transcription session was aborted before it started.', { cause: this.#o.signal.reason }));
+      return;
+    }
+    this.#constructCallback = callback;
+    this.#link.start();
+  }
+
+  /* ------------------------------------------------------------------ incoming */
+
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.#fatal) return;
+    if (isBinary) {
+      this.#publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
+      return;
+    }
+    let event: LiveServerEvent;
+    try {
+      event = decodeLiveServerEvent(data.toString('utf8'));
+    } catch (error) {
+      this.#publish({ type: 'warning', warning: error as RtTranslateError });
+      return;
+    }
+    this.#serverError.settle();
+    switch (event.type) {
+      case 'Ready':
+        this.#onReady(event.requestId);
+        return;
+      case 'Results':
+        this.#onResults(event);
+        return;
+      case 'Error': {
+        this.#publish({ type: 'server.error', message: event.message, code: event.code });
+        const error = this.#serverError.note(event.message, event.code);
+        if (!this.#ready) {
+          this.#serverError.discard();
+          this.#link.shutdown();
+          this.#fail(error);
+        }
+        return;
+      }
+      case 'unknown':
+        this.#publish(event);
+    }
+  }
+
+  #onReady(requestId: string | undefined): void {
+    const recovery = this.#link.ready();
+    if (this.#link.status !== 'ready') return;
+    this.#ready = true;
+    this.#closeSent = false;
+    this.#publish({ type: 'ready', requestId });
+    if (recovery) {
+      this.#stats.reconnects += 1;
+      this.#stats.outageMs += recovery.gapMs;
+      this.#stats.bytesReplayed += this.#replayedBytes;
+      this.#publish({
+        type: 'reconnected',
+        sessionId: requestId ?? '',
+        attempt: recovery.attempt,
+        replayedMs: Math.round((this.#replayedBytes / this.#o.bytesPerSecond) * 1000),
+        notReplayedMs: 0,
+        outageMs: recovery.gapMs,
+      });
+      this.#replayedBytes = 0;
+    }
+    clearInterval(this.#keepAliveTimer);
+    this.#keepAliveTimer = setInterval(() => this.#keepAlive(), this.#o.keepAliveMs);
+    this.#keepAliveTimer.unref();
+    const callback = this.#constructCallback;
+    this.#constructCallback = undefined;
+    callback?.(null);
+    this.#outbox.pump();
+    this.#outbox.release();
+    this.#maybeCloseStream();
+  }
+
+  /** A result, its times moved from the session's timeline to the stream's. */
+  #onResults(results: LiveResults): void {
+    const offset = this.#sessionBase / this.#o.bytesPerSecond;
+    const shift = (seconds: number): number => Number((seconds + offset).toFixed(3));
+    const result: LiveTranscript = {
+      isFinal: results.isFinal,
+      transcript: results.transcript,
+      start: shift(results.start),
+      end: shift(results.start + results.duration),
+      confidence: results.confidence,
+      words: results.words.map((w) => ({ ...w, start: shift(w.start), end: shift(w.end) })),
+      requestId: results.requestId,
+    };
+    if (result.isFinal) {
+      this.#stats.finals += 1;
+      const end = this.#sessionBase + Math.round((results.start + results.duration) * this.#o.sampleRate) * this.#o.frameBytes;
+      this.#frontier = Math.max(this.#frontier, Math.min(end, this.#outbox.sent));
+      this.#outbox.keepFrom(this.#frontier);
+      this.#link.progress();
+      this.#publish({ type: 'final', result });
+    } else {
+      this.#stats.interims += 1;
+      this.#publish({ type: 'interim', result });
+    }
+    if (result.isFinal || this.#o.results === 'all') this.#deliver(result);
+    this.#armFinishTimer();
+  }
+
+  #publish(event: LiveTranscriptionEvent): void {
+    this.emit('event', event);
+    this.#fanout.push(event);
+    switch (event.type) {
+      case 'ready':
+        this.emit(event.type, event.requestId);
+        return;
+      case 'interim':
+      case 'final':
+        this.emit(event.type, event.result);
+        return;
+      case 'server.error':
+        this.emit(event.type, event.message, event.code);
+        return;
+      case 'warning':
+        this.emit(event.type, event.warning);
+        return;
+      case 'unknown':
+        this.emit(event.type, event);
+        return;
+      default: {
+        const { type, ...info } = event;
+        this.emit(type, info);
+      }
+    }
+  }
+
+  #deliver(result: LiveTranscript): void {
+    if (this.readableEnded || this.destroyed) return;
+    // Nothing reads the results but an events() iterator does: it gets them there.
+    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
+    if (!this.push(result)) this.#setPause('reader', true);
+  }
+
+  #setPause(reason: 'reader' | 'events', on: boolean): void {
+    if (on) this.#link.pause(reason);
+    else this.#link.resume(reason);
+  }
+
+  override _read(): void {
+    if (this.#fatal) {
+      this.#failWhenDrained();
+      return;
+    }
+    this.#setPause('reader', false);
+  }
+
+  /* ------------------------------------------------------------------ outgoing */
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    if (this.#fatal || this.#closed) {
+      this.#outbox.hold(callback);
+      return;
+    }
+    let data = chunk;
+    if (this.#carry) {
+      data = Buffer.concat([this.#carry, chunk]);
+      this.#carry = undefined;
+    }
+    const aligned = data.length - (data.length % this.#o.frameBytes);
+    if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
+    this.#stats.inputBytes += aligned;
+    this.#outbox.accept(data.subarray(0, aligned));
+    this.#outbox.hold(callback);
+  }
+
+  /** While the caller is silent, tells the service the session is still wanted. */
+  #keepAlive(): void {
+    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
+    this.#audioSinceTick = false;
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    if (this.#fatal) {
+      this.#failWhenDrained();
+      return;
+    }
+    if (this.#carry) {
+      this.#publish({
+        type: 'warning',
+        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#carry.length} bytes, dropped`),
+      });
+      this.#carry = undefined;
+    }
+    this.#inputEnded = true;
+    this.#finalCallback = callback;
+    this.#maybeCloseStream();
+  }
+
+  /** After end(), once every byte has been sent on a ready session: `CloseStream`, then wait for the close. */
+  #maybeCloseStream(): void {
+    if (!this.#inputEnded || this.#closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
+    this.#closeSent = true;
+    this.#link.send(encodeCloseStream());
+    this.#armFinishTimer();
+  }
+
+  /** After `CloseStream`: the service must answer or close within `finishTimeoutMs` of its last word. */
+  #armFinishTimer(): void {
+    clearTimeout(this.#finishTimer);
+    if (!this.#closeSent) return;
+    this.#finishTimer = setTimeout(() => {
+      const waited = this.#o.finishTimeoutMs;
+      this.#publish({
+        type: 'warning',
+        warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
+      });
+      this.#ending = { complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() };
+      this.#link.close();
+    }, this.#o.finishTimeoutMs);
+  }
+
+  #unansweredMs(): number {
+    return Math.round(((this.#outbox.end - this.#frontier) / this.#o.bytesPerSecond) * 1000);
+  }
+
+  /* ------------------------------------------------------------------ the end, drops and failures */
+
+  #onDropped(end: ConnectionEnd, cause: RtTranslateError): RtTranslateError | 'finished' {
+    this.#ready = false;
+    clearInterval(this.#keepAliveTimer);
+    const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
+    if (this.#closeSent && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+      // The service flushed its last results and closed, as CloseStream asks.
+      this.#ending = { complete: true, reason: undefined, unansweredSpeechMs: 0 };
+      this.#completeClose();
+      return 'finished';
+    }
+    return serverCause ?? cause;
+  }
+
+  /** A session was lost: what its final results did not cover is sent again, on a new timeline. */
+  #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
+    clearTimeout(this.#finishTimer);
+    this.#closeSent = false;
+    if (sessionLost) {
+      const from = this.#frontier - (this.#frontier % this.#o.frameBytes);
+      this.#replayedBytes += this.#outbox.rewind(from);
+      this.#sessionBase = this.#outbox.sent;
+    }
+    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outbox.release();
+  }
+
+  #completeClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#keepAliveTimer);
+    clearTimeout(this.#finishTimer);
+    this.#ending ??= { complete: true, reason: undefined, unansweredSpeechMs: 0 };
+    this.#publish({ type: 'ended', ...this.#ending });
+    this.#fanout.end();
+    if (!this.readableEnded) this.push(null);
+    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
+    const callback = this.#finalCallback;
+    this.#finalCallback = undefined;
+    callback?.();
+  }
+
+  #fail(error: RtTranslateError): void {
+    if (this.#fatal || this.destroyed) return;
+    this.#fatal = error;
+    clearInterval(this.#keepAliveTimer);
+    clearTimeout(this.#finishTimer);
+    this.#serverError.settle();
+    this.#link.shutdown();
+    if (this.#constructCallback) {
+      const callback = this.#constructCallback;
+      this.#constructCallback = undefined;
+      callback(error);
+      return;
+    }
+    const final = this.#finalCallback;
+    this.#finalCallback = undefined;
+    if (final && this.readableLength === 0) {
+      final(error);
+      return;
+    }
+    this.#failWhenDrained();
+  }
+
+  #failWhenDrained(): void {
+    const error = this.#fatal;
+    if (!error || this.destroyed) return;
+    if (this.readableLength === 0 || this.readableFlowing === null || this.readableEnded) this.destroy(error);
+  }
+
+  override destroy(error?: Error): this {
+    super.destroy(error);
+    if (this.#constructCallback) {
+      const callback = this.#constructCallback;
+      this.#constructCallback = undefined;
+      this.#link.shutdown();
+      callback(error);
+    }
+    return this;
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#link.shutdown();
+    clearInterval(this.#keepAliveTimer);
+    clearTimeout(this.#finishTimer);
+    this.#outbox.abandon(error);
+    this.#serverError.discard();
+    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
+    this.#fanout.end(error ?? undefined);
+    void this.#link.whenClosed().then(() => callback(error));
+  }
+
+  [inspect.custom](): string {
+    const { url, encoding, sampleRate } = this.#o;
+    return `LiveTranscriptionStream { url: '${url.origin}${url.pathname}', encoding: '${encoding}', sampleRate: ${sampleRate}, state: '${this.#link.status}' }`;
+  }
+}
+
+/** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
+export interface LiveTranscriptionEvents {
+  ready: [requestId: string | undefined];
+  interim: [result: LiveTranscript];
+  final: [result: LiveTranscript];
+  'server.error': [message: string, code: string | undefined];
+  unknown: [event: Extract<LiveTranscriptionEvent, { type: 'unknown' }>];
+  reconnecting: [info: ReconnectingInfo];
+  reconnected: [info: ReconnectedInfo];
+  warning: [warning: RtTranslateError];
+  ended: [info: EndedInfo];
+  event: [event: LiveTranscriptionEvent];
+}
+
+export interface LiveTranscriptionStream {
+  on<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  off<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
+  off(event: string | symbol, listener: (...args: any[]) => void): this;
+  emit(event: string | symbol, ...args: any[]): boolean;
+}
