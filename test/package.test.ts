@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -88,6 +88,21 @@ describe.concurrent('the package surface', () => {
       for (const name of [...Object.keys(pkg.dependencies ?? {}), '@types/node', ...Object.keys(typesNode.dependencies ?? {})]) {
         await mkdir(dirname(join(modules, name)), { recursive: true });
         await symlink(join(root, 'node_modules', name), join(modules, name), 'dir');
+      }
+      // Every package the declarations import has its types among those dependencies (the
+      // compiler below skips checking declaration files, which would also skip this).
+      const declarations = (await readdir(join(root, 'dist', 'lib'), { recursive: true })).filter((name) => name.endsWith('.d.ts'));
+      const imported = new Set<string>();
+      for (const name of declarations) {
+        const text = await readFile(join(root, 'dist', 'lib', name), 'utf8');
+        for (const [, spec] of text.matchAll(/(?:from |import\()['"]([^'"./][^'"]*)['"]/g)) imported.add(spec!);
+      }
+      const packages = [...imported].filter((spec) => !spec.startsWith('node:')).map((spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+      expect(packages.length).toBeGreaterThan(0);
+      for (const name of new Set(packages)) {
+        const own = JSON.parse(await readFile(join(modules, name, 'package.json'), 'utf8').catch(() => '{}')) as { types?: string; typings?: string };
+        const typed = own.types !== undefined || own.typings !== undefined || existsSync(join(modules, '@types', name));
+        expect({ name, typed }).toEqual({ name, typed: true });
       }
       for (const name of ['consumer.ts', 'tsconfig.json', 'package.json']) await copyFile(join(root, 'test', 'consumer', name), join(dir, name));
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
