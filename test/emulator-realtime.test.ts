@@ -721,6 +721,20 @@ describe('realtime emulator: options', () => {
     await expect(startEmulator({ port: 0, paddingMs: 500 })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'paddingMs' });
     await expect(startEmulator({ port: 0, audioFrames: 'xml' as 'json' })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'audioFrames' });
   });
+
+  it.each([
+    ['faults.dropAfterMs', { dropAfterMs: -1 }],
+    ['faults.dropAfterResponses', { dropAfterResponses: 1.5 }],
+    ['faults.dropCode', { dropCode: 999 }],
+    ['faults.halfOpenAfterMs', { halfOpenAfterMs: Number.NaN }],
+    ['faults.refuseHandshakes', { refuseHandshakes: -2 }],
+    ['faults.refuseStatus', { refuseStatus: 200 }],
+    ['faults.mergeUtterances', { mergeUtterances: 0 }],
+    ['faults.lateUtterances', { lateUtterances: { 0: 100 } }],
+    ['faults.lateUtterances.2', { lateUtterances: { 2: -5 } }],
+  ])('rejects a bad fault switch (%s) when the emulator starts', async (field, faults) => {
+    await expect(startEmulator({ port: 0, faults })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field });
+  });
 });
 
 describe('realtime emulator: flow control', () => {

@@ -138,6 +138,25 @@ describe('a session that drops while active or ending', () => {
     await expectNoLeakedHandles(baseline);
   });
 
+  it('sessions dropped every 300 ms (dropAfterMs) and reset (dropReset): still every answer, in order', async () => {
+    const emu = await emulator({ faults: { dropAfterMs: 300, dropReset: true } });
+    const input = Buffer.concat([fixture.pcm, fixture.pcm]);
+    const stream = open(emu.realtimeUrl, { reconnect: { ...QUICK, maxAttempts: 20 } });
+    // Written at 10x real time, so the session lives through several drops.
+    async function* paced() {
+      for (const piece of pieces(input)) {
+        yield piece;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+    const outcome = await run(stream, paced());
+    expect(outcome.error).toBeUndefined();
+    expect(stream.stats.reconnects).toBeGreaterThan(0);
+    // A reset may cut an answer short; it comes again in full. Every answer arrives, in order.
+    const answers = outcome.events.flatMap((e) => (e.type === 'response' ? [e.timing.audioBytes] : []));
+    expect(answers).toEqual(new UtteranceSegmenter().push(Buffer.concat([input, Buffer.alloc(800 * MS)])).map((u) => u.audio.length));
+  });
+
   it.each([1001, 1011, 1012, 1013])('a close with code %i reconnects the same way, the code in closeCode', async (code) => {
     const emu = await emulator({ faults: { dropAfterResponses: 1, dropCode: code } });
     const outcome = await run(open(emu.realtimeUrl), pieces());
