@@ -5,9 +5,11 @@
  * configuration; realtime speech-to-speech; live transcription; the HTTP interface; audio
  * (opening any input, conversion, files, pacing); integrations (Discord voice, Twilio).
  *
- * Subpaths: `rt-translate/emulator` (the local service), `rt-translate/protocol` (the wire
- * codecs, for callers who drive a socket themselves), `rt-translate/dsp` (the building blocks
- * under the streams: processors, filter design, codec tables, detectors).
+ * Subpaths: `rt-translate/emulator` (the local service), `rt-translate/http` (each HTTP
+ * operation as a function over any requester, task helpers, retry policy, validation limits),
+ * `rt-translate/protocol` (the wire codecs, for callers who drive a socket themselves),
+ * `rt-translate/dsp` (the building blocks under the streams: processors, filter design, codec
+ * tables, detectors).
  */
 
 // Errors and configuration
@@ -68,8 +70,30 @@ export {
 } from './realtime/live-transcription-stream.js';
 export { LIVE_ENCODINGS, type LiveEncoding, type LiveResults, type LiveWord } from './realtime/transcription-codec.js';
 
-// HTTP interface: client, tasks, streaming TTS, result downloads
-export * from './http/index.js';
+// HTTP interface: the client, its streams and errors, and every request and response type.
+// The endpoint functions over any requester, task helpers, retry policy and validation limits
+// are on `rt-translate/http`.
+export type * from './http/index.js';
+export {
+  LocalizationClient,
+  TtsStreamReadable,
+  LanguageCatalog,
+  renderTranscript,
+  TASK_STATUSES,
+  HttpAuthError,
+  HttpConnectionError,
+  HttpForbiddenError,
+  HttpPaymentRequiredError,
+  HttpRateLimitError,
+  HttpStatusError,
+  HttpTimeoutError,
+  HttpTlsError,
+  PaymentRequiredError,
+  ServiceValidationError,
+  TaskFailedError,
+  TaskTimeoutError,
+  TaskWaitTimeoutError,
+} from './http/index.js';
 export * from './http/flac-download-stream.js';
 
 // Audio: any input as service PCM, conversion, files, pacing

@@ -120,7 +120,7 @@ describe.concurrent('the package surface', () => {
   it('the root is grouped by use: what a program needs, no building blocks', async () => {
     const rootModule = (await import('../lib/index.js')) as Record<string, unknown>;
     const names = Object.keys(rootModule);
-    for (const internal of ['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE', 'encodeSessionUpdate', 'redactSecret', 'FrameAssembler', 'startEmulator']) {
+    for (const internal of ['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE', 'encodeSessionUpdate', 'redactSecret', 'FrameAssembler', 'startEmulator', 'backoffDelay', 'createTranslatedTts']) {
       expect(names).not.toContain(internal);
     }
     for (const used of ['RealtimeTranslateStream', 'openAudioSource', 'LocalizationClient', 'toServiceFormat', 'DiscordReceiveAdapter', 'TwilioMediaBridge', 'AudioInputError']) {

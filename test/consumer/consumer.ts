@@ -19,6 +19,7 @@ import {
   bridgeTwilioSocket,
   fromServiceFormat,
   openAudioSource,
+  renderTranscript,
   toServiceFormat,
   translateSpeaker,
   type AudioSourceOptions,
@@ -29,6 +30,7 @@ import {
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from 'rt-translate/emulator';
 import { MAX_APPEND_AUDIO_BYTES, decodeServerEvent, encodeAudioAppend, parseTwilioMessage } from 'rt-translate/protocol';
 import { designResampler, encodeMulaw, oggPageCrc } from 'rt-translate/dsp';
+import { backoffDelay, createTranslatedTts } from 'rt-translate/http';
 
 // Building blocks are not on the root; each line below fails to compile if one is.
 // @ts-expect-error on rt-translate/dsp
@@ -43,7 +45,12 @@ import { PASSBAND_EDGE } from 'rt-translate';
 import { encodeSessionUpdate } from 'rt-translate';
 // @ts-expect-error the emulator is on its own subpath
 import { startEmulator as rootEmulator } from 'rt-translate';
+// @ts-expect-error on rt-translate/http
+import { backoffDelay as rootBackoff } from 'rt-translate';
+// @ts-expect-error on rt-translate/http
+import { createTranslatedTts as rootCreate } from 'rt-translate';
 
+// The HTTP functions are there as types only (with every request and response type), not values.
 void [rootCrc, averageInt16, rootDesign, PASSBAND_EDGE, encodeSessionUpdate, rootEmulator];
 
 /** Translates a file through the emulator into a WAV file. */
@@ -87,5 +94,5 @@ export async function elsewhere(stdin: NodeJS.ReadableStream): Promise<void> {
   const twilio = parseTwilioMessage('{"event":"connected"}');
   const crc: number = oggPageCrc(new Uint8Array(28));
   const mu: number = encodeMulaw(1000);
-  void [languages, client, playback, speaker, bridge, bridgeTwilioSocket, append, event, twilio, crc, mu, designResampler, MAX_APPEND_AUDIO_BYTES];
+  void [languages, client, playback, speaker, bridge, bridgeTwilioSocket, append, event, twilio, crc, mu, designResampler, MAX_APPEND_AUDIO_BYTES, backoffDelay, createTranslatedTts, renderTranscript];
 }
