@@ -1,10 +1,14 @@
 /**
  * What every subcommand shares: exit codes, usage errors, argument parsing that turns
- * `node:util` parse errors into a usage error, and the standard streams (injectable for tests).
+ * `node:util` parse errors into a usage error, and the process's outside world (standard
+ * streams, environment, signals, working directory) as one injectable `CliIo`, so a command runs
+ * in a test process exactly as it runs from a shell.
  */
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
+import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
 export const EXIT_OK = 0;
 /** A service or network failure, reported after everything received was written. */
@@ -12,11 +16,34 @@ export const EXIT_FAILURE = 1;
 /** Usage or configuration error, reported before any connection. */
 export const EXIT_USAGE = 2;
 
+/** Where `SIGINT` and `SIGTERM` arrive: `process`, or an emitter a test drives. */
+export type SignalSource = Pick<NodeJS.EventEmitter, 'on' | 'off' | 'once'>;
+
+/** What a command sees of its process; `processIo()` gives the real one. */
 export interface CliIo {
-  stdin: Readable;
-  stdout: Writable;
+  stdin: Readable & { isTTY?: boolean };
+  stdout: Writable & { isTTY?: boolean; columns?: number };
   stderr: Writable & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
+  /** Default `process`. */
+  signals?: SignalSource;
+  /** The directory relative paths are taken from. Default `process.cwd()`. */
+  cwd?: string;
+}
+
+/** The running process as a `CliIo`. */
+export function processIo(): CliIo {
+  return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, signals: process, cwd: process.cwd() };
+}
+
+/** Where signals arrive for `io`. */
+export function signalsOf(io: CliIo): SignalSource {
+  return io.signals ?? process;
+}
+
+/** `path` (as given on the command line) resolved against the command's working directory. */
+export function resolvePath(io: CliIo, path: string): string {
+  return resolve(io.cwd ?? process.cwd(), path);
 }
 
 /** A usage or configuration problem: exit status 2. */
@@ -27,13 +54,16 @@ export class UsageError extends Error {
   }
 }
 
-/** Runs `parse` (a `parseArgs` call), turning its errors into a usage error. */
-export function parseCommandLine<R>(parse: () => R): R {
+/**
+ * Runs `parse` (a `parseArgs` call), turning its errors into a usage error that points to the
+ * command's help (`help`, default the top-level `rt-translate --help`).
+ */
+export function parseCommandLine<R>(parse: () => R, help = 'rt-translate --help'): R {
   try {
     return parse();
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new UsageError(message.replace(/\. To specify a positional argument.*$/s, '.'));
+    const message = (error instanceof Error ? error.message : String(error)).replace(/\. To specify a positional argument.*$/s, '');
+    throw new UsageError(`${message.replace(/\.$/, '')}. See ${help}.`);
   }
 }
 
@@ -53,14 +83,56 @@ export function numberFlag(value: string | undefined, flag: string, min = 0): nu
   return n;
 }
 
+/** The version in the package's `package.json`, found above this module (built or not). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (let dir = new URL('./', import.meta.url); ; dir = new URL('../', dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version: string };
+      if (pkg.name === 'rt-translate') return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    if (dir.pathname === '/') throw new Error('the package.json of rt-translate was not found');
+  }
 }
 
-/** Errors that mean the command line or configuration is wrong: exit status 2. */
+/** Longest key file read, in bytes: a key is a line, not a document. */
+const MAX_KEY_FILE_BYTES = 4096;
+
+/**
+ * The API key of `--api-key-file PATH` (`-`: standard input, read to its end): the file's text
+ * without surrounding whitespace. A missing, empty or oversized file is a usage error; the key
+ * itself is never part of a message.
+ */
+export async function readKeyFile(path: string, io: CliIo): Promise<string> {
+  let text: string;
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of io.stdin as AsyncIterable<Buffer>) {
+      length += chunk.length;
+      if (length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file - holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+      chunks.push(chunk);
+    }
+    text = Buffer.concat(chunks).toString('utf8');
+  } else {
+    try {
+      const bytes = await readFile(resolvePath(io, path));
+      if (bytes.length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file ${path} holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+      text = bytes.toString('utf8');
+    } catch (error) {
+      if (error instanceof UsageError) throw error;
+      throw new UsageError(`cannot read --api-key-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+    }
+  }
+  const key = text.trim();
+  if (key === '') throw new UsageError(`--api-key-file ${path} holds no key (the ${path === '-' ? 'input' : 'file'} is empty).`);
+  return key;
+}
+
+/** Errors that mean the command line, the configuration or the input is wrong: exit status 2. */
 export function isUsageError(error: unknown): boolean {
-  return error instanceof UsageError || error instanceof ValidationError || error instanceof ConfigError;
+  return error instanceof UsageError || error instanceof ValidationError || error instanceof ConfigError || error instanceof AudioInputError;
 }
 
 /** One line for stderr describing a failure; never includes a stack for expected errors. */

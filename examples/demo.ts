@@ -6,12 +6,10 @@
  * runs anywhere with nothing but Node. Point `realtimeUrl` and `apiKey` at the real service
  * (or set RT_TRANSLATE_REALTIME_URL and RT_TRANSLATE_API_KEY) and the same code translates.
  */
-import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pipeline } from 'node:stream/promises';
-import { PcmChunker, RealtimeTranslateStream } from '../lib/index.js';
-import { SERVICE_FORMAT } from '../lib/audio/audio-format.js';
-import { WavFileWriter, WavReader } from '../lib/audio/wav.js';
+import { PcmChunker, RealtimeTranslateStream, SERVICE_FORMAT, WavFileWriter, openAudioSource } from '../lib/index.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../lib/emulator/index.js';
 
 const sample = new URL('../../examples/assets/sample-en.wav', import.meta.url);
@@ -31,16 +29,15 @@ translator.on('session.created', (session) => console.log(`session ${session.id}
 translator.on('transcript.done', (text) => console.log(`transcript:  ${text}`));
 translator.on('text.done', (text) => console.log(`translation: ${text}`));
 
-// WAV in (the reader reports the header's format and converts the audio, whatever its rate and
+// Any audio in (here a WAV file, recognised by its header and converted, whatever its rate and
 // channels, to the service format), 40 ms chunks, translation, WAV out (the file writer puts the
 // exact sizes in the header once all audio is on disk).
-const reader = new WavReader({ to: SERVICE_FORMAT });
-reader.once('format', (format) => console.log(`input: ${format.sampleRate} Hz, ${format.channels} channel, ${format.bitDepth}-bit`));
+const source = await openAudioSource(fileURLToPath(sample));
+console.log(`input: ${source.label}, decoded as ${source.decoder}`);
 
 try {
   await pipeline(
-    createReadStream(sample),
-    reader,
+    source,
     new PcmChunker({ chunkMs: 40 }),
     translator,
     new WavFileWriter(output, SERVICE_FORMAT),

@@ -13,6 +13,7 @@
  *   DISCORD_CHANNEL_ID=...     \   # the voice channel to join
  *   DISCORD_SPEAKER_ID=...     \   # optional: the user to translate (default: the first who speaks)
  *   TRANSLATE_FROM=en-us TRANSLATE_TO=es-es \
+ *   DISCORD_PLAY_FILE=talk.mp3 \   # optional: a file (any format) translated and played on joining
  *   RT_TRANSLATE_API_KEY=...   \   # the translation service's key
  *   RT_TRANSLATE_REALTIME_URL=wss://realtime.camb.ai \
  *   node dist/examples/discord-bot.js
@@ -20,9 +21,9 @@
  * The bot needs the "Guilds" and "Guild Voice States" intents and the Connect and Speak
  * permissions in the channel. It joins undeafened (it must hear the speaker). Stop with Ctrl+C.
  *
- * To try it without the real service, start the emulator (`rt-translate/emulator`) and point
- * RT_TRANSLATE_REALTIME_URL / RT_TRANSLATE_API_KEY at it: the bot then plays each utterance
- * back as it was heard.
+ * Without RT_TRANSLATE_REALTIME_URL the bot starts the embedded emulator (`rt-translate/emulator`)
+ * and uses it: each utterance is then played back as it was heard, so the whole path can be
+ * tried without a service account.
  *
  * One speaker is translated at a time (`SpeakerSlot`): when that translation ends or fails
  * (the service closed the session, a network error), the slot is freed and the receiver's
@@ -32,8 +33,46 @@
  * and builds without them; the few of their types it uses are declared below.
  */
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
-import { translateSpeaker, type SpeakerTranslation } from '../lib/index.js';
+import { EMULATOR_DEFAULT_API_KEY, startEmulator } from '../lib/emulator/index.js';
+import {
+  DiscordPlaybackAdapter,
+  RealtimeTranslateStream,
+  openAudioSource,
+  translateSpeaker,
+  type RealtimeTranslateOptions,
+  type SpeakerTranslation,
+} from '../lib/index.js';
+
+/** A file's translation as Opus packets for the player, and when it is over. */
+export interface FileTranslation {
+  /** 20 ms Opus packets, one per chunk (object mode), for `createAudioResource(..., { inputType: StreamType.Opus })`. */
+  packets: Readable;
+  translator: RealtimeTranslateStream;
+  /** Settles once the last translation went into `packets`; rejects with the first failure. */
+  done: Promise<void>;
+}
+
+/**
+ * Translates an audio file (any format `openAudioSource` reads: WAV, Ogg/Opus, FLAC, raw PCM,
+ * and MP3, MP4, ... through ffmpeg) into Opus packets for a Discord audio player. The player
+ * takes one packet every 20 ms; its backpressure paces the whole path.
+ */
+export async function translateFile(path: string, options: RealtimeTranslateOptions): Promise<FileTranslation> {
+  const source = await openAudioSource(path);
+  let translator: RealtimeTranslateStream;
+  try {
+    translator = new RealtimeTranslateStream(options);
+  } catch (error) {
+    source.destroy();
+    throw error;
+  }
+  const packets = new DiscordPlaybackAdapter({ output: 'opus' });
+  const done = pipeline(source, translator, packets);
+  done.catch(() => {});
+  return { packets, translator, done };
+}
 
 /** A translation path and the packet stream feeding it (a receiver subscription). */
 export interface SpeakerPath {
@@ -144,10 +183,21 @@ function env(name: string, fallback?: string): string {
 /** Runs the bot from the environment (see the comment at the top). */
 async function main(): Promise<void> {
   const token = env('DISCORD_TOKEN');
+  const playFile = process.env.DISCORD_PLAY_FILE;
   const channelId = env('DISCORD_CHANNEL_ID');
   const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
   const from = env('TRANSLATE_FROM', 'en-us');
   const to = env('TRANSLATE_TO', 'es-es');
+
+  // The translation service: the configured one, or the embedded emulator.
+  const service: Pick<RealtimeTranslateOptions, 'realtimeUrl' | 'apiKey'> = {};
+  let emulator: Awaited<ReturnType<typeof startEmulator>> | undefined;
+  if (!process.env.RT_TRANSLATE_REALTIME_URL) {
+    emulator = await startEmulator();
+    service.realtimeUrl = emulator.realtimeUrl;
+    service.apiKey = EMULATOR_DEFAULT_API_KEY;
+    console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
+  }
 
   const discord = await load<DiscordJs>('discord.js');
   const voice = await load<DiscordVoice>('@discordjs/voice');
@@ -181,6 +231,16 @@ async function main(): Promise<void> {
   player.on('error', (err) => console.error(`player: ${err.message}`));
   connection.subscribe(player);
 
+  if (playFile) {
+    const file = await translateFile(playFile, { from, to, ...service });
+    file.translator.on('text.done', (text) => console.log(`${playFile}: ${text}`));
+    player.play(voice.createAudioResource(file.packets, { inputType: voice.StreamType.Opus }));
+    file.done.then(
+      () => console.log(`${playFile}: translated`),
+      (err: Error) => console.error(`${playFile}: ${err.message}`),
+    );
+  }
+
   const slot = new SpeakerSlot<{ path: SpeakerTranslation; packets: Readable }>();
   let stopping = false;
 
@@ -194,7 +254,7 @@ async function main(): Promise<void> {
       taken = slot.take(userId, () => {
         const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
         try {
-          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus' }), packets };
+          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }), packets };
         } catch (err) {
           packets.destroy();
           throw err;
@@ -232,6 +292,7 @@ async function main(): Promise<void> {
       player.stop(true);
       connection.destroy();
       await client.destroy();
+      await emulator?.close();
     });
   });
 }

@@ -38,6 +38,8 @@
  * - `TWILIO_AUTH_TOKEN`: the account's auth token, to verify `X-Twilio-Signature`.
  * - `TRANSLATE_FROM` (default `en-us`), `TRANSLATE_TO` (default `es-es`).
  * - `PACING`: `burst` (default, Twilio buffers the audio) or `realtime` (20 ms pacing here).
+ * - `GREETING_FILE`: an audio file (any format `openAudioSource` reads) played to each caller
+ *   as the call starts, before any translation (keep it short: translations follow it).
  * - `RT_TRANSLATE_REALTIME_URL` and `RT_TRANSLATE_API_KEY`: the realtime service. Without a
  *   realtime URL the embedded emulator is started and used (it answers each utterance with the
  *   caller's own audio, so the whole path can be tried without an account).
@@ -45,10 +47,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { TwilioMediaBridge, bridgeTwilioSocket, type TwilioMediaBridgeOptions } from '../lib/index.js';
+import { PcmChunker, TwilioMediaBridge, bridgeTwilioSocket, fromServiceFormat, openAudioSource, type TwilioMediaBridgeOptions } from '../lib/index.js';
+import { TWILIO_FRAME_BYTES, TWILIO_SAMPLE_RATE, twilioMarkMessage, twilioMediaMessage } from '../lib/protocol.js';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from '../lib/emulator/index.js';
 
 /** One call: its bridge, and a promise settled when the bridge has finished. */
@@ -76,6 +80,28 @@ export interface TwilioBridgeServerOptions {
   bridge: TwilioMediaBridgeOptions | ((request: IncomingMessage) => TwilioMediaBridgeOptions);
   /** Called for each call as it starts (logs, events, tests). */
   onCall?: (call: TwilioCall) => void;
+  /** An audio file played to each caller as the call starts (`playAudioFile`), before any translation. */
+  greetingFile?: string;
+}
+
+/**
+ * Plays an audio file (any format `openAudioSource` reads) into a call on `socket`: media
+ * messages of 20 ms of mu-law 8 kHz, each sent once the socket has taken the one before, then a
+ * mark named `markName` (Twilio echoes it once the audio has played).
+ */
+export async function playAudioFile(socket: Pick<WebSocket, 'send'>, path: string, streamSid: string, markName = 'file'): Promise<void> {
+  const send = (message: unknown, callback: (error?: Error | null) => void) => socket.send(JSON.stringify(message), (error) => callback(error ?? null));
+  await pipeline(
+    await openAudioSource(path),
+    fromServiceFormat({ format: 'mulaw', rate: TWILIO_SAMPLE_RATE, channels: 1 }),
+    new PcmChunker({ sampleRate: TWILIO_SAMPLE_RATE, channels: 1, bytesPerSample: 1, chunkBytes: TWILIO_FRAME_BYTES }),
+    new Writable({
+      // The last frame, short, is filled with mu-law silence (0xff) to a whole 20 ms.
+      write: (frame: Buffer, _encoding, callback) =>
+        send(twilioMediaMessage(streamSid, frame.length === TWILIO_FRAME_BYTES ? frame : Buffer.concat([frame, Buffer.alloc(TWILIO_FRAME_BYTES - frame.length, 0xff)])), callback),
+    }),
+  );
+  await new Promise<void>((resolve, reject) => send(twilioMarkMessage(streamSid, markName), (error) => (error ? reject(error) : resolve())));
 }
 
 export interface RunningTwilioBridgeServer {
@@ -188,6 +214,12 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
         console.error(`twilio bridge: ${(error as Error).message}`);
         return;
       }
+      const greeting = options.greetingFile;
+      if (greeting !== undefined) {
+        bridge.once('start', (info) =>
+          playAudioFile(ws, greeting, info.streamSid, 'greeting').catch((error: Error) => console.error(`twilio bridge: greeting: ${error.message}`)),
+        );
+      }
       const call: TwilioCall = { bridge, request: req, done: bridgeTwilioSocket(ws, bridge) };
       calls.add(call);
       call.done.then(
@@ -251,6 +283,7 @@ async function main(): Promise<void> {
     port: Number(env.PORT ?? 8080),
     path: env.STREAM_PATH ?? '/twilio/media',
     ...(env.PUBLIC_HOST ? { publicHost: env.PUBLIC_HOST } : {}),
+    ...(env.GREETING_FILE ? { greetingFile: env.GREETING_FILE } : {}),
     bridge: { from: env.TRANSLATE_FROM ?? 'en-us', to: env.TRANSLATE_TO ?? 'es-es', pacing, ...service },
     onCall: ({ bridge, done }) => {
       bridge.on('start', (info) => console.log(`call ${info.callSid ?? '?'}: stream ${info.streamSid} started`));

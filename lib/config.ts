@@ -38,12 +38,13 @@ export function isLoopbackHost(hostname: string): boolean {
  * The API key from the option or, when the option is absent, `RT_TRANSLATE_API_KEY`. An option
  * that is empty or blank is a `ConfigError` (never silently replaced by the environment); a
  * blank variable counts as absent. Returns `undefined` when neither gives a key: the caller
- * decides whether that is an error. The key itself never appears in an error message.
+ * decides whether that is an error. The key itself never appears in an error message; `field`
+ * is how messages name the option.
  */
-export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv = process.env, field = 'apiKey'): string | undefined {
   if (option !== undefined) {
     if (typeof option !== 'string' || option.trim() === '') {
-      throw new ConfigError('apiKey', 'Invalid apiKey: expected a non-empty string.');
+      throw new ConfigError(field, `Invalid ${field}: expected a non-empty string.`);
     }
     return option;
   }
@@ -54,6 +55,12 @@ export function resolveApiKey(option: string | undefined, env: NodeJS.ProcessEnv
 export interface UrlSafetyOptions {
   /** Allow plain-text `ws://` or `http://` to a host that is not loopback. Off by default. */
   allowInsecure?: boolean;
+  /**
+   * How messages tell the user to do things, for a caller with its own words (a command line's
+   * flags): allowing plain text (default `set allowInsecure: true`) and giving the key (default
+   * `pass apiKey`).
+   */
+  hints?: { allowInsecure?: string; apiKey?: string };
 }
 
 /**
@@ -80,13 +87,13 @@ export function parseServiceUrl(
     );
   }
   if (url.username || url.password) {
-    throw new ConfigError(field, `Invalid ${field}: credentials in the URL are not accepted; pass apiKey instead.`);
+    throw new ConfigError(field, `Invalid ${field}: credentials in the URL are not accepted; ${options.hints?.apiKey ?? 'pass apiKey'} instead.`);
   }
   if (url.protocol === plainProtocol && !isLoopbackHost(url.hostname) && !options.allowInsecure) {
     throw new ConfigError(
       field,
       `Refusing plain-text ${plainProtocol}// to ${url.hostname}, which is not a loopback host: ` +
-        `use ${secureProtocol}//, or set allowInsecure: true if you really mean it.`,
+        `use ${secureProtocol}//, or ${options.hints?.allowInsecure ?? 'set allowInsecure: true'} if you really mean it.`,
     );
   }
   return url;
@@ -95,16 +102,17 @@ export function parseServiceUrl(
 /**
  * An endpoint on the realtime host: the configured host (option or `RT_TRANSLATE_REALTIME_URL`)
  * with `path` appended unless it is already there (a trailing slash dropped), and `query` set.
- * Undefined when no host is configured.
+ * Undefined when no host is configured. Messages name where the URL came from: `field`
+ * (default `realtimeUrl`) for the option, the variable for the environment.
  */
 export function resolveRealtimeEndpoint(
   option: string | undefined,
   path: string,
-  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv } = {},
+  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv; field?: string } = {},
 ): URL | undefined {
   const raw = option ?? (options.env ?? process.env)[ENV_REALTIME_URL];
   if (raw === undefined || raw === '') return undefined;
-  const url = parseServiceUrl(raw, 'realtimeUrl', 'wss:', options);
+  const url = parseServiceUrl(raw, option !== undefined ? (options.field ?? 'realtimeUrl') : ENV_REALTIME_URL, 'wss:', options);
   const base = url.pathname.replace(/\/+$/, '');
   url.pathname = base.endsWith(path) ? base : base + path;
   for (const [key, value] of Object.entries(options.query ?? {})) {
@@ -116,7 +124,7 @@ export function resolveRealtimeEndpoint(
 /** The realtime speech-to-speech endpoint: the host with `/v1/realtime` (see `resolveRealtimeEndpoint`). */
 export function resolveRealtimeUrl(
   option: string | undefined,
-  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv } = {},
+  options: UrlSafetyOptions & { query?: Record<string, string | undefined>; env?: NodeJS.ProcessEnv; field?: string } = {},
 ): URL | undefined {
   return resolveRealtimeEndpoint(option, REALTIME_PATH, options);
 }

@@ -24,7 +24,8 @@ export type RtTranslateErrorCode =
   | 'RTT_TASK_FAILED'
   | 'RTT_TASK_TIMEOUT'
   | 'RTT_INTEGRITY'
-  | 'RTT_UNSUPPORTED';
+  | 'RTT_UNSUPPORTED'
+  | 'RTT_INPUT';
 
 export interface RtTranslateErrorOptions {
   cause?: unknown;
@@ -177,6 +178,34 @@ export class IntegrityError extends RtTranslateError {
 export class UnsupportedError extends RtTranslateError {
   constructor(message: string, options: RtTranslateErrorOptions = {}) {
     super('RTT_UNSUPPORTED', message, options);
+  }
+}
+
+/** Why an audio input could not be used. */
+export type AudioInputFailure =
+  /** The file could not be opened (missing, a directory, no permission). */
+  | 'open'
+  /** It holds no audio at all. */
+  | 'empty'
+  /** Its format is recognised but nothing available decodes it (no ffmpeg). */
+  | 'unsupported'
+  /** Reading it failed. */
+  | 'read'
+  /** Its data could not be decoded (corrupt, truncated, a layout that cannot be converted). */
+  | 'decode';
+
+/** An audio input (a file or a stream) could not be read or decoded; `cause` says what failed underneath. */
+export class AudioInputError extends RtTranslateError {
+  readonly reason: AudioInputFailure;
+  /** How the input is named in the message (its path, `standard input`, ...). */
+  readonly label: string;
+  /** Bytes of audio the input had produced before the failure (0 before any). */
+  readonly bytesBefore: number;
+  constructor(reason: AudioInputFailure, message: string, options: RtTranslateErrorOptions & { label: string; bytesBefore?: number }) {
+    super('RTT_INPUT', message, options);
+    this.reason = reason;
+    this.label = options.label;
+    this.bytesBefore = options.bytesBefore ?? 0;
   }
 }
 

@@ -1,14 +1,42 @@
 /**
  * rt-translate: live speech translation and synthesized speech as Node streams.
- * Public exports only; the emulator is exported separately as `rt-translate/emulator`.
+ *
+ * The root surface, grouped by use (listed in the README's "API" section): errors and
+ * configuration; realtime speech-to-speech; live transcription; the HTTP interface; audio
+ * (opening any input, conversion, files, pacing); integrations (Discord voice, Twilio).
+ *
+ * Subpaths: `rt-translate/emulator` (the local service), `rt-translate/http` (each HTTP
+ * operation as a function over any requester, task helpers, retry policy, validation limits),
+ * `rt-translate/protocol` (the wire codecs, for callers who drive a socket themselves),
+ * `rt-translate/dsp` (the building blocks under the streams: processors, filter design, codec
+ * tables, detectors).
  */
-export * from './errors.js';
-export * from './config.js';
+
+// Errors and configuration
+export {
+  RtTranslateError,
+  ValidationError,
+  ConfigError,
+  AuthError,
+  ForbiddenError,
+  BillingError,
+  RateLimitError,
+  VoiceRejectedError,
+  ServerError,
+  ProtocolError,
+  ConnectionError,
+  TimeoutError,
+  AbortError,
+  IntegrityError,
+  UnsupportedError,
+  AudioInputError,
+  type RtTranslateErrorCode,
+  type RtTranslateErrorOptions,
+  type AudioInputFailure,
+} from './errors.js';
+export { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from './config.js';
 
 // Realtime speech-to-speech
-export * from './realtime/languages.js';
-export * from './realtime/codec.js';
-export * from './realtime/transcription-codec.js';
 export {
   RealtimeTranslateStream,
   type RealtimeTranslateOptions,
@@ -26,7 +54,9 @@ export {
   type EndedInfo,
 } from './realtime/realtime-events.js';
 export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
-export { classifyServerError } from './realtime/server-errors.js';
+export { REALTIME_LANGUAGES, isRealtimeLanguage, normalizeRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
+export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
+export { PcmChunker, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
 export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
 
 // Live transcription
@@ -38,31 +68,111 @@ export {
   type LiveTranscriptionEvents,
   type LiveTranscriptionStats,
 } from './realtime/live-transcription-stream.js';
+export { LIVE_ENCODINGS, type LiveEncoding, type LiveResults, type LiveWord } from './realtime/transcription-codec.js';
 
-// HTTP interface: client, endpoints, tasks, streams
-export * from './http/index.js';
+// HTTP interface: the client, its streams and errors, and every request and response type.
+// The endpoint functions over any requester, task helpers, retry policy and validation limits
+// are on `rt-translate/http`.
+export type * from './http/index.js';
+export {
+  LocalizationClient,
+  TtsStreamReadable,
+  LanguageCatalog,
+  renderTranscript,
+  TASK_STATUSES,
+  HttpAuthError,
+  HttpConnectionError,
+  HttpForbiddenError,
+  HttpPaymentRequiredError,
+  HttpRateLimitError,
+  HttpStatusError,
+  HttpTimeoutError,
+  HttpTlsError,
+  PaymentRequiredError,
+  ServiceValidationError,
+  TaskFailedError,
+  TaskTimeoutError,
+  TaskWaitTimeoutError,
+} from './http/index.js';
 export * from './http/flac-download-stream.js';
 
-// Audio: framing, conversion, codecs, files, pacing
-export * from './audio/pcm-chunker.js';
-export * from './audio/audio-format.js';
-export * from './audio/resampler.js';
-export * from './audio/channels.js';
-export * from './audio/sample-format.js';
-export * from './audio/g711.js';
-export * from './audio/convert.js';
-export * from './audio/wav.js';
-export * from './audio/pacer.js';
-export * from './audio/flac-decoder.js';
-export { encodeFlac } from './audio/flac-encoder.js';
-export * from './audio/flac-stream.js';
-export * from './audio/ogg-opus.js';
-export * from './audio/sniff.js';
-export * from './audio/ffmpeg.js';
+// Audio: any input as service PCM, conversion, files, pacing
+export { openAudioSource, AudioSource, SOURCE_FORMATS, type AudioSourceDescription, type AudioSourceOptions, type SourceFormat } from './audio/source.js';
+export {
+  SERVICE_FORMAT,
+  SAMPLE_FORMATS,
+  SUPPORTED_RATES,
+  SUPPORTED_CHANNELS,
+  type AudioDescription,
+  type ResolvedAudioDescription,
+  type SampleFormat,
+  type SupportedRate,
+} from './audio/audio-format.js';
+export { toServiceFormat, fromServiceFormat, createConverter, AudioConverter } from './audio/convert.js';
+export { Resampler, type ResamplerOptions } from './audio/resampler.js';
+export { ChannelMixTransform, type ChannelMixOptions } from './audio/channels.js';
+export { SampleFormatTransform, type SampleFormatOptions } from './audio/sample-format.js';
+export { G711Encoder, G711Decoder, type G711Law, type G711Options } from './audio/g711.js';
+export {
+  WavReader,
+  WavWriter,
+  WavFileWriter,
+  WavFormatError,
+  type WavFormat,
+  type WavReaderOptions,
+  type WavFileWriterOptions,
+  type WavSampleFormat,
+} from './audio/wav.js';
+export { FlacDecodeStream, type FlacDecodeStreamOptions } from './audio/flac-stream.js';
+export type { FlacStreamInfo } from './audio/flac-decoder.js';
+export { encodeFlac, type FlacEncoderOptions } from './audio/flac-encoder.js';
+export { OggOpusDecoder, type OggOpusDecoderOptions, type OggOpusFormat, type OpusHead } from './audio/ogg-opus.js';
+export { sniffAudio, isSniffResult, SNIFF_BYTES, type SniffResult, type SniffMore, type SniffedKind } from './audio/sniff.js';
+export { FfmpegDecoder, findFfmpeg, ENV_FFMPEG_PATH, type FfmpegDecoderOptions } from './audio/ffmpeg.js';
+export { Pacer, type PacerOptions } from './audio/pacer.js';
 
 // Integrations: Discord voice
-export * from './audio/opus.js';
-export * from './integrations/discord.js';
+export {
+  DiscordReceiveAdapter,
+  DiscordPlaybackAdapter,
+  translateSpeaker,
+  DISCORD_PCM_FORMAT,
+  DISCORD_FRAME_BYTES,
+  type DiscordReceiveOptions,
+  type DiscordReceiveStats,
+  type DiscordReceiveEvents,
+  type DiscordPlaybackOptions,
+  type GapInfo,
+  type GapMode,
+  type OpusPacketInput,
+  type PlaybackOutput,
+  type ReceiveWarningDetail,
+  type RtpOpusPacket,
+  type SpeakerTranslation,
+  type TranslateSpeakerOptions,
+} from './integrations/discord.js';
+export {
+  OpusPacketEncoder,
+  createOpusCodec,
+  isOpusBackendAvailable,
+  OPUS_BACKEND_CHOICES,
+  type OpusBackend,
+  type OpusBackendChoice,
+  type OpusCodec,
+  type OpusCodecOptions,
+  type OpusPacketEncoderOptions,
+} from './audio/opus.js';
 
 // Integrations: telephony (Twilio Media Streams)
-export * from './integrations/twilio.js';
+export {
+  TwilioMediaBridge,
+  bridgeTwilioSocket,
+  type TwilioBargeInOptions,
+  type TwilioBridgeStats,
+  type TwilioClearInfo,
+  type TwilioMediaBridgeEvents,
+  type TwilioMediaBridgeOptions,
+  type TwilioPacing,
+  type TwilioResponseInfo,
+  type TwilioSocketOptions,
+} from './integrations/twilio.js';

@@ -1,5 +1,5 @@
 /**
- * `rt-translate` with any input and output format, spawned as a real process against the
+ * `rt-translate` with any input and output format, run in this process against the
  * embedded emulator (which answers each utterance with its own audio): raw formats described by
  * flags, WAV / Ogg/Opus / FLAC recognised by their header, MP3 and MP4 decoded through ffmpeg on
  * PATH (and the message without it), output formats and rates, `--realtime`, and the usage
@@ -20,8 +20,9 @@
  *   bounds are stated at each case with the values measured on this fixture (the inputs and
  *   the code are deterministic); they sit 3 to 7 dB below them.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -36,7 +37,7 @@ import { IntegrityError, ValidationError } from '../lib/errors.js';
 import { runChunked } from './helpers/streams.js';
 import { pipeline } from 'node:stream/promises';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
-import { killAllChildren, runCli, type CliResult } from './helpers/cli.js';
+import { runInProcess, type CliResult } from './helpers/cli.js';
 import { collector } from './helpers/streams.js';
 import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
 
@@ -67,10 +68,10 @@ function path(name: string): string {
   return join(dir, name);
 }
 
-/** Runs the dev dependency's ffmpeg on the fixture WAV; returns the output file's path. */
-function makeWithFfmpeg(name: string, outputArgs: string[], source = path('fixture.wav')): string {
+/** Runs the dev dependency's ffmpeg on the fixture WAV; resolves with the output file's path. */
+async function makeWithFfmpeg(name: string, outputArgs: string[], source = path('fixture.wav')): Promise<string> {
   const out = path(name);
-  execFileSync(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', '-i', source, ...outputArgs, out]);
+  await promisify(execFile)(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', '-i', source, ...outputArgs, out]);
   return out;
 }
 
@@ -80,27 +81,26 @@ beforeAll(async () => {
   await writeFile(path('first.pcm'), firstPart);
   // Stereo by duplication (ffmpeg's default upmix lowers each channel by 3 dB).
   const duplicate = ['-af', 'pan=stereo|c0=c0|c1=c0'];
-  inputs.s16le48kStereo = makeWithFfmpeg('in-48k-stereo.s16le', [...duplicate, '-f', 's16le', '-ar', '48000']);
-  inputs.s16be = makeWithFfmpeg('in.s16be', ['-f', 's16be']);
-  inputs.f32le = makeWithFfmpeg('in.f32le', ['-f', 'f32le']);
-  inputs.mulaw = makeWithFfmpeg('in.mulaw', ['-f', 'mulaw', '-ar', '8000']);
-  inputs.alaw = makeWithFfmpeg('in.alaw', ['-f', 'alaw', '-ar', '8000']);
-  inputs.wav16kStereo = makeWithFfmpeg('in-16k-stereo.wav', [...duplicate, '-ar', '16000', '-c:a', 'pcm_s16le']);
-  // Encoded at 48 kHz: for other rates this ffmpeg build writes the pre-skip in the input's
-  // rate instead of 48 kHz units, which shifts the decoded audio (its own decoder's too).
-  inputs.opus = makeWithFfmpeg('in.opus', [...duplicate, '-ar', '48000', '-c:a', 'libopus', '-b:a', '64k']);
-  inputs.flac = makeWithFfmpeg('in.flac', ['-c:a', 'flac']);
-  inputs.flac32k = makeWithFfmpeg('in-32k.flac', ['-ar', '32000', '-c:a', 'flac']);
-  inputs.wav24bit = makeWithFfmpeg('in-24bit.wav', ['-c:a', 'pcm_s24le']);
-  inputs.mp3 = makeWithFfmpeg('in.mp3', ['-c:a', 'libmp3lame', '-b:a', '128k']);
-  inputs.mp3Bare = makeWithFfmpeg('in-bare.mp3', ['-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '0', '-write_xing', '0']);
-  inputs.m4a = makeWithFfmpeg('in.m4a', ['-c:a', 'aac', '-b:a', '128k']);
-  inputs.vorbis = makeWithFfmpeg('in.ogg', ['-c:a', 'libvorbis']);
+  const made: Record<string, Promise<string>> = {
+    s16le48kStereo: makeWithFfmpeg('in-48k-stereo.s16le', [...duplicate, '-f', 's16le', '-ar', '48000']),
+    s16be: makeWithFfmpeg('in.s16be', ['-f', 's16be']),
+    f32le: makeWithFfmpeg('in.f32le', ['-f', 'f32le']),
+    mulaw: makeWithFfmpeg('in.mulaw', ['-f', 'mulaw', '-ar', '8000']),
+    alaw: makeWithFfmpeg('in.alaw', ['-f', 'alaw', '-ar', '8000']),
+    wav16kStereo: makeWithFfmpeg('in-16k-stereo.wav', [...duplicate, '-ar', '16000', '-c:a', 'pcm_s16le']),
+    // Encoded at 48 kHz: for other rates this ffmpeg build writes the pre-skip in the input's
+    // rate instead of 48 kHz units, which shifts the decoded audio (its own decoder's too).
+    opus: makeWithFfmpeg('in.opus', [...duplicate, '-ar', '48000', '-c:a', 'libopus', '-b:a', '64k']),
+    flac: makeWithFfmpeg('in.flac', ['-c:a', 'flac']),
+    flac32k: makeWithFfmpeg('in-32k.flac', ['-ar', '32000', '-c:a', 'flac']),
+    wav24bit: makeWithFfmpeg('in-24bit.wav', ['-c:a', 'pcm_s24le']),
+    mp3: makeWithFfmpeg('in.mp3', ['-c:a', 'libmp3lame', '-b:a', '128k']),
+    mp3Bare: makeWithFfmpeg('in-bare.mp3', ['-c:a', 'libmp3lame', '-b:a', '64k', '-id3v2_version', '0', '-write_xing', '0']),
+    m4a: makeWithFfmpeg('in.m4a', ['-c:a', 'aac', '-b:a', '128k']),
+    vorbis: makeWithFfmpeg('in.ogg', ['-c:a', 'libvorbis']),
+  };
+  Object.assign(inputs, Object.fromEntries(await Promise.all(Object.entries(made).map(async ([name, file]) => [name, await file] as const))));
 }, 60_000);
-
-afterEach(async () => {
-  await killAllChildren();
-});
 
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -125,9 +125,8 @@ let runs = 0;
 /** Runs a translation en-us -> fr-fr with `--events`; returns the result and the events file. */
 async function translate(args: string[], options: { stdin?: Buffer; env?: Record<string, string>; cwd?: string } = {}) {
   const events = path(`events-${++runs}.jsonl`);
-  const result = await runCli(['--from', 'en-us', '--to', 'fr-fr', '--quiet-ms', '500', '--events', events, ...args], {
+  const result = await runInProcess(['--from', 'en-us', '--to', 'fr-fr', '--quiet-ms', '500', '--events', events, ...args], {
     ...options,
-    timeoutMs: 25_000,
   });
   return { result, events };
 }
@@ -136,11 +135,12 @@ function lines(text: string): string[] {
   return text.split('\n').filter((line) => line !== '');
 }
 
-/** Asserts a successful run: status 0, the emulator notice and the six text lines. */
+/** Asserts a successful run: status 0, the emulator notice, the six text lines and the summary. */
 function expectDone(result: CliResult): void {
   expect(result.stderr).not.toMatch(/error|warning/i);
   expect(result.code).toBe(0);
-  const text = lines(result.stderr).slice(1);
+  const text = lines(result.stderr).slice(1, -1);
+  expect(lines(result.stderr).at(-1)).toMatch(/^rt-translate: sent \d+\.\d s of audio, received \d+\.\d s in 3 responses\.$/);
   expect(text).toHaveLength(6);
   text.forEach((line, i) => expect(line).toMatch(i % 2 === 0 ? /^transcript \(en-us\): \[en-us utterance \d/ : /^translation \(fr-fr\): \[fr-fr/));
 }
@@ -241,7 +241,7 @@ async function expectSpeech(output: Buffer, events: string, reference: Buffer, m
   return matches;
 }
 
-describe('rt-translate input formats', () => {
+describe.concurrent('rt-translate input formats', () => {
   it('raw s16le 48 kHz stereo on stdin (-f s16le --ar 48000 --ac 2, and ffmpeg\'s -ar/-ac spelling)', async () => {
     const stdin = await readFile(inputs.s16le48kStereo!);
     const [long, short] = await Promise.all([
@@ -349,7 +349,7 @@ describe('rt-translate input formats', () => {
   });
 });
 
-describe('rt-translate: an input that fails midway', () => {
+describe.concurrent('rt-translate: an input that fails midway', () => {
   /** Offsets of the Ogg pages of `data`. */
   function oggPages(data: Buffer): number[] {
     const pages: number[] = [];
@@ -367,22 +367,22 @@ describe('rt-translate: an input that fails midway', () => {
   it('a corrupt Ogg page: everything before it is translated and written (as for the file cut there), then exit 2 naming the input error', async () => {
     const opus = await readFile(inputs.opus!);
     const pages = oggPages(opus);
-    const bad = pages.find((offset) => offset >= opus.length * 0.75)!;
+    // After the first utterance and its pause (the first 3.2 s of 8.3 s).
+    const bad = pages.find((offset) => offset >= opus.length * 0.45)!;
     const corrupt = Buffer.from(opus);
     corrupt[bad + 40]! ^= 0x10;
     await writeFile(path('corrupt.opus'), corrupt);
     await writeFile(path('cut.opus'), opus.subarray(0, bad));
-    const [cut, failed, failedPaced, failedStdin] = await Promise.all([
+    const [cut, failed, failedStdin] = await Promise.all([
       translate(['-i', path('cut.opus')]),
       translate(['-i', path('corrupt.opus')]),
-      translate(['-i', path('corrupt.opus'), '--realtime']),
       translate([], { stdin: corrupt }),
     ]);
     expect(cut.result.code).toBe(0);
     const translated = lines(cut.result.stderr).filter((line) => line.startsWith('translation'));
-    expect(translated.length).toBeGreaterThanOrEqual(2);
+    expect(translated.length).toBeGreaterThanOrEqual(1);
     expect(cut.result.stdout.length).toBeGreaterThan(0);
-    for (const { result } of [failed, failedPaced, failedStdin]) {
+    for (const { result } of [failed, failedStdin]) {
       expect(result.code).toBe(2);
       // The same audio and text as the cut file: nothing sent was lost.
       expect(result.stdout.equals(cut.result.stdout)).toBe(true);
@@ -390,7 +390,7 @@ describe('rt-translate: an input that fails midway', () => {
       const last = lines(result.stderr).at(-1)!;
       expect(last).toMatch(
         new RegExp(
-          `^rt-translate: input error: cannot decode .+ as Ogg/Opus: Ogg page at byte ${bad} fails its CRC check: the data is corrupt ` +
+          `^rt-translate: input error: Cannot decode .+ as Ogg/Opus: Ogg page at byte ${bad} fails its CRC check: the data is corrupt ` +
             `\\[RTT_INTEGRITY\\]; (\\d+\\.\\d) s of audio before the failure were translated\\.$`,
         ),
       );
@@ -402,14 +402,19 @@ describe('rt-translate: an input that fails midway', () => {
   });
 });
 
-describe('the library parts behind the inputs', () => {
+describe.concurrent('the library parts behind the inputs', () => {
   it('OggOpusDecoder: the encoded duration exactly, the same output for any chunking; a corrupt page fails its CRC', async () => {
     const opus = await readFile(inputs.opus!);
     const whole = await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), opus, opus.length);
     expect(whole.length).toBe(fixture.pcm.length);
-    for (const size of [1, 777, 65_536]) {
+    for (const size of [777, 65_536]) {
       expect((await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), opus, size)).equals(whole)).toBe(true);
     }
+    // Byte by byte on the first pages (headers and the first audio pages) against the same bytes at once.
+    const start = opus.subarray(0, 20_480);
+    const startWhole = await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), start, start.length);
+    expect(startWhole.length).toBeGreaterThan(0);
+    expect((await runChunked(new OggOpusDecoder({ rate: 24_000, channels: 1 }), start, 1)).equals(startWhole)).toBe(true);
     const stereo = await runChunked(new OggOpusDecoder(), opus, 4096);
     expect(stereo.length).toBe(fixture.pcm.length * 4); // 48 kHz, 2 channels
     const corrupt = Buffer.from(opus);
@@ -471,7 +476,7 @@ describe('the library parts behind the inputs', () => {
   });
 });
 
-describe('rt-translate output formats', () => {
+describe.concurrent('rt-translate output formats', () => {
   it('--out-format mulaw --out-ar 8000 writes G.711 at 8 kHz', async () => {
     const { result, events } = await translate(['-i', path('fixture.wav'), '--out-format', 'mulaw', '--out-ar', '8000']);
     expectDone(result);
@@ -534,21 +539,25 @@ describe('rt-translate output formats', () => {
   });
 });
 
-describe('rt-translate --realtime', () => {
+describe.concurrent('rt-translate --realtime', () => {
   it('sends a file at real-time speed: the run lasts at least the audio, the answer is unchanged', async () => {
-    const seconds = firstPart.length / 48_000;
+    // 1.25 s from the second sentence's start: the translator's end padding closes the utterance.
+    const piece = fixture.pcm.subarray(84_480 * 2, (84_480 + 30_000) * 2);
+    await writeFile(path('piece.pcm'), piece);
     const started = performance.now();
-    const { result } = await translate(['-i', path('first.pcm'), '--realtime']);
+    const [paced, unpaced] = await Promise.all([translate(['-i', path('piece.pcm'), '--realtime']), translate(['-i', path('piece.pcm')])]);
     const elapsed = (performance.now() - started) / 1000;
-    expect(result.code).toBe(0);
-    expect(result.stdout.equals(firstAnswer)).toBe(true);
-    // A lower bound only (it cannot be flaky in the slow direction): without pacing the same
-    // run takes about a second.
-    expect(elapsed).toBeGreaterThanOrEqual(seconds * 0.9);
+    expect(paced.result.code).toBe(0);
+    expect(unpaced.result.code).toBe(0);
+    expect(unpaced.result.stdout.length).toBeGreaterThan(0);
+    expect(paced.result.stdout.equals(unpaced.result.stdout)).toBe(true);
+    // A lower bound only (it cannot be flaky in the slow direction): unpaced, it is over in a
+    // fraction of that.
+    expect(elapsed).toBeGreaterThanOrEqual((piece.length / 48_000) * 0.9);
   });
 });
 
-describe('rt-translate: audio usage errors exit 2 before any connection', () => {
+describe.concurrent('rt-translate: audio usage errors exit 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
   let counter: ConnectionCounter;
   beforeAll(async () => {
@@ -575,12 +584,12 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
       args: () => ['--out-format', 'mp3'],
       message: /Invalid --out-format: expected one of s16le, s16be, f32le, mulaw, alaw, wav \(got "mp3"\)/,
     },
-    { name: '-f wav with --ar', args: () => ['-f', 'wav', '--ar', '48000'], message: /--ar describes raw input .*a wav input's header gives its rate/ },
+    { name: '-f wav with --ar', args: () => ['-f', 'wav', '--ar', '48000'], message: /Invalid --ar: expected nothing for wav input, whose header gives its rate and channels \(--ar and --ac describe raw input/ },
     {
       name: '--ac given for a WAV found by its header',
       args: () => ['--ac', '2'],
       stdin: async () => fixture.wav,
-      message: /--ac describes raw input, but standard input is WAV \(recognised by its header\)/,
+      message: /Invalid --ac: expected nothing for standard input, which is WAV \(recognised by its header\): its rate and channels come from the file \(--ar and --ac describe raw input; force raw input with -f\) \(got 2\)/,
     },
     {
       name: 'a .wav output with --out-format s16be',
@@ -592,7 +601,7 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
       name: 'MP3 without ffmpeg on PATH',
       args: () => ['-i', inputs.mp3!],
       env: { PATH: PATH_WITHOUT_FFMPEG },
-      message: /in\.mp3 is MP3 \(recognised by its header\), which rt-translate does not decode itself; install ffmpeg \(on PATH\)/,
+      message: /in\.mp3 is MP3 \(recognised by its header\), which the library does not decode itself: install ffmpeg \(on PATH, or set FFMPEG_PATH\)/,
     },
     {
       name: 'Ogg/Vorbis on stdin without ffmpeg on PATH',
@@ -604,31 +613,31 @@ describe('rt-translate: audio usage errors exit 2 before any connection', () => 
     {
       name: 'Ogg/Vorbis forced with -f ogg',
       args: () => ['-f', 'ogg', '-i', inputs.vorbis!],
-      message: /cannot decode .*in\.ogg as Ogg\/Opus: Not an Ogg\/Opus stream: found Ogg streams of Vorbis/,
+      message: /Cannot decode .*in\.ogg as Ogg\/Opus: Not an Ogg\/Opus stream: found Ogg streams of Vorbis/,
     },
     {
       name: 'a 24-bit WAV without ffmpeg on PATH',
       args: () => ['-i', inputs.wav24bit!],
       env: { PATH: PATH_WITHOUT_FFMPEG },
-      message: /cannot decode .*in-24bit\.wav as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit, 1 channel\(s\), 24000 Hz, LE; accepted: PCM 16-bit/,
+      message: /Cannot decode .*in-24bit\.wav as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit, 1 channel\(s\), 24000 Hz, LE; accepted: PCM 16-bit/,
     },
     {
       name: 'a 24-bit WAV on stdin, even with ffmpeg on PATH (it decodes files only)',
       args: () => [],
       stdin: () => readFile(inputs.wav24bit!),
       env: { PATH: PATH_WITH_FFMPEG },
-      message: /cannot decode standard input as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit/,
+      message: /Cannot decode standard input as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit/,
     },
     {
       name: 'a FLAC at 32 kHz without ffmpeg on PATH',
       args: () => ['-i', inputs.flac32k!],
       env: { PATH: PATH_WITHOUT_FFMPEG },
-      message: /cannot decode .*in-32k\.flac as FLAC: Cannot convert this FLAC stream: found 16-bit, 1 channel\(s\), 32000 Hz; accepted: 1 or 2 channels at one of 8000, .*48000 Hz/,
+      message: /Cannot decode .*in-32k\.flac as FLAC: Cannot convert this FLAC stream: found 16-bit, 1 channel\(s\), 32000 Hz; accepted: 1 or 2 channels at one of 8000, .*48000 Hz/,
     },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, env, message }) => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url, '--api-key', 'test-key', ...args()], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url, '--api-key', 'test-key', ...args()], {
       stdin: stdin ? await stdin() : pcm,
       ...(env ? { env } : {}),
     });

@@ -1,9 +1,10 @@
 /**
- * The `rt-translate` command, spawned as a real process with pipes: audio bytes in and out,
- * stderr lines, the events file and exit statuses, against the embedded emulator, the
- * `rt-translate emulator` command and in-process servers on loopback.
+ * The realtime command (`rt-translate --from .. --to ..`) and `rt-translate emulator`, run in
+ * this process with injected standard streams, signals and environment: audio bytes in and out,
+ * stderr lines, the events file and exit statuses, against the embedded emulator, the emulator
+ * command and servers on loopback. What only a real process shows is in cli-smoke.test.ts.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,11 +12,11 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { EventLog } from '../bin/commands/translate.js';
+import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionProgress } from '../bin/status-line.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
-import { collect, killAllChildren, runCli, spawnCli, startCliEmulator, type CliResult } from './helpers/cli.js';
-import { startConnectionCounter, type ConnectionCounter } from './helpers/cli.js';
+import { runInProcess, startConnectionCounter, startInProcess, startInProcessEmulator, type CliResult, type ConnectionCounter } from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-test-5f1c2a9e77d04b1c';
@@ -31,12 +32,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-'));
 });
 
-afterEach(async () => {
-  await killAllChildren();
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-});
-
 afterAll(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -59,6 +56,15 @@ function textLines(from: string, to: string, utterances = fixture.utterances): s
     `transcript (${from}): [${from} utterance ${i + 1}, ${duration(u)} s]`,
     `translation (${to}): [${to} translation of utterance ${i + 1}, ${duration(u)} s]`,
   ]);
+}
+
+/** The command's last line on stderr after a session: what was sent and received. */
+function summary(sent: Buffer, received: number | 'text', responses: number): string {
+  const plural = responses === 1 ? 'response' : 'responses';
+  const sentText = `sent ${(sent.length / 48_000).toFixed(1)} s of audio`;
+  return received === 'text'
+    ? `rt-translate: ${sentText}, ${responses} ${plural} (text only).`
+    : `rt-translate: ${sentText}, received ${(received / 48_000).toFixed(1)} s in ${responses} ${plural}.`;
 }
 
 const EMBEDDED_NOTICE =
@@ -118,16 +124,54 @@ function wavFile(sampleRate: number, channels: number, bitDepth: number, data: B
   return Buffer.concat([header, data]);
 }
 
-describe('rt-translate: translation through the embedded emulator', () => {
+describe.concurrent('rt-translate: inputs shorter than a container header', () => {
+  /** A WAV header announcing no data at all (44 bytes). */
+  const emptyWav = wavFile(24_000, 1, 16, Buffer.alloc(0));
+
+  it.each([
+    { name: '10 bytes of raw PCM', bytes: Buffer.from('0123456789') },
+    { name: '3 bytes', bytes: Buffer.from([1, 2, 3]) },
+    { name: '63 bytes (one short of a full sniff)', bytes: fixture.pcm.subarray(0, 63) },
+  ])('$name on stdin are translated as raw PCM (exit 0)', async ({ bytes }) => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '100'], { stdin: bytes });
+    expect(result.stderr).not.toMatch(/unshift|error/i);
+    expect(result.code).toBe(0);
+    // Whatever the emulator heard in them comes back as whole samples.
+    expect(result.stdout.length % 2).toBe(0);
+  });
+
+  it('a WAV header with no data, on stdin or as a file, is "no audio" (exit 2), with nothing written', async () => {
+    const file = path('empty.wav');
+    await writeFile(file, emptyWav);
+    const [stdin, named] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es'], { stdin: emptyWav }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-i', file]),
+    ]);
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toBe('rt-translate: No audio in standard input. [RTT_INPUT]\n');
+    expect(named.code).toBe(2);
+    expect(named.stderr).toBe(`rt-translate: No audio in ${file}. [RTT_INPUT]\n`);
+    expect(stdin.stdout.length + named.stdout.length).toBe(0);
+  });
+
+  it('a WAV cut inside its header is an input error naming WAV (exit 2)', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es'], { stdin: emptyWav.subarray(0, 20) });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^rt-translate: Cannot decode standard input as WAV: .+ \[RTT_INPUT\]\n$/);
+    expect(result.stderr).not.toMatch(/unshift/);
+  });
+});
+
+describe.concurrent('rt-translate: translation through the embedded emulator', () => {
   it('translates raw PCM from stdin to stdout, bit for bit, with the text on stderr', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
     expect(result.stderr).not.toMatch(/error|warning/i);
     expect(result.code).toBe(0);
     expect(result.stdout.length).toBe(expected.length);
     expect(result.stdout.equals(expected)).toBe(true);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'es-es'));
+    expect(stderr.slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
   });
 
   it('reads a WAV file (-i) and writes a WAV with exact header sizes (-o .wav), raw PCM otherwise', async () => {
@@ -135,14 +179,14 @@ describe('rt-translate: translation through the embedded emulator', () => {
     await writeFile(wavIn, fixture.wav);
     const common = ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'];
     const [toWav, toPcm, wavOnStdin] = await Promise.all([
-      runCli([...common, '-i', wavIn, '-o', path('out.wav')]),
-      runCli([...common, '--input', wavIn, '--output', path('out.pcm')]),
-      runCli(common, { stdin: fixture.wav }),
+      runInProcess([...common, '-i', wavIn, '-o', path('out.wav')]),
+      runInProcess([...common, '--input', wavIn, '--output', path('out.pcm')]),
+      runInProcess(common, { stdin: fixture.wav }),
     ]);
 
     expect(toWav.code).toBe(0);
     expect(toWav.stdout.length).toBe(0);
-    expect(lines(toWav.stderr).slice(1)).toEqual(textLines('en-us', 'es-es'));
+    expect(lines(toWav.stderr).slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
     const wav = await readFile(path('out.wav'));
     expect(wav.length).toBe(44 + expected.length);
     expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
@@ -172,7 +216,7 @@ describe('rt-translate: translation through the embedded emulator', () => {
 
   it('--events writes one JSON object per line, audio as decoded byte counts that add up to the output', async () => {
     const events = path('events.jsonl');
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', events], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', events], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(0);
@@ -202,38 +246,43 @@ describe('rt-translate: translation through the embedded emulator', () => {
 
   it('a first Ctrl-C while the input is idle (an open, quiet pipe) stops reading at once; the session finishes, exit 0', async () => {
     const sent = fixture.pcm.subarray(0, 84_480 * 2); // the first utterance and the silence after it
-    const child = spawnCli(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500']);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const ended = collect(child, 10_000, (text) => {
-      if (text.includes('translation (es-es)')) seenTranslation();
+    const run = startInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], {
+      onStderr: (text) => {
+        if (text.includes('translation (es-es)')) seenTranslation();
+      },
     });
     // stdin stays open and quiet after this, as a paused producer's would.
-    child.stdin!.write(sent);
+    run.stdin.write(sent);
     await translated;
-    child.kill('SIGINT');
-    const result = await ended;
-    expect(result.signal).toBeNull();
+    run.signal('SIGINT');
+    const result = await run.result;
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expectedTranslation(sent, fixture.utterances.slice(0, 1)))).toBe(true);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)));
+    // The first Ctrl-C is acknowledged at once; the translation of what was sent still comes.
+    expect(stderr.slice(1)).toEqual([
+      ...textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)),
+      'rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).',
+      summary(sent, expectedTranslation(sent, fixture.utterances.slice(0, 1)).length, 1),
+    ]);
   });
 
   it('--text-only writes no audio and prints the translations', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'de-de', '--text-only', '--quiet-ms', '500'], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'de-de', '--text-only', '--quiet-ms', '500'], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(0);
     expect(result.stdout.length).toBe(0);
     const stderr = lines(result.stderr);
     expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
-    expect(stderr.slice(1)).toEqual(textLines('en-us', 'de-de'));
+    expect(stderr.slice(1)).toEqual([...textLines('en-us', 'de-de'), summary(fixture.pcm, 'text', 3)]);
   });
 });
 
-describe('--events log (EventLog)', () => {
+describe.concurrent('--events log (EventLog)', () => {
   /** A file that holds every write's callback until `release()`; counts writes made while it asked for drain. */
   function slowFile() {
     const held: Array<() => void> = [];
@@ -308,49 +357,47 @@ describe('--events log (EventLog)', () => {
   });
 });
 
-describe('rt-translate emulator', () => {
+describe.concurrent('rt-translate emulator', () => {
   it('prints one JSON line, serves a second process, keeps running and stops on SIGTERM with status 0', async () => {
-    const emulator = await startCliEmulator(['--port', '0', '--api-key', KEY]);
-    const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)"\}$/.exec(emulator.line);
+    const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
+    const match = /^\{"baseUrl":"http:\/\/127\.0\.0\.1:(\d+)","realtimeUrl":"ws:\/\/127\.0\.0\.1:(\d+)","apiKeys":\["[^"]+"\]\}$/.exec(emulator.line);
     expect(match).not.toBeNull();
     expect(match![1]).toBe(match![2]);
     expect(Number(match![1])).toBeGreaterThan(0);
 
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
       { stdin: fixture.pcm },
     );
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expected)).toBe(true);
     // A configured URL: no notice about the embedded emulator, only the text.
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'fr-fr'));
+    expect(lines(result.stderr)).toEqual([...textLines('en-us', 'fr-fr'), summary(fixture.pcm, expected.length, 3)]);
 
-    expect(emulator.child.exitCode).toBeNull();
     const ended = await emulator.stop('SIGTERM');
-    expect(ended.signal).toBeNull();
     expect(ended.code).toBe(0);
     expect(ended.stdout.toString()).toBe(`${emulator.line}\n`);
-    expect(ended.stderr).toBe('');
+    expect(ended.stderr).toMatch(/^rt-translate emulator: listening; it accepts the API key .*\n {2}export .*\n$/);
   });
 
   it('stops on SIGINT with status 0 while a session is open; the client reports the lost connection', async () => {
-    const emulator = await startCliEmulator(['--port', '0', '--api-key', KEY]);
-    const client = spawnCli(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--no-reconnect']);
+    const emulator = await startInProcessEmulator(['--port', '0', '--api-key', KEY]);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
-    const clientEnded = collect(client, 8_000, (text) => {
-      if (text.includes('translation (fr-fr)')) seenTranslation();
+    const client = startInProcess(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--no-reconnect'], {
+      onStderr: (text) => {
+        if (text.includes('translation (fr-fr)')) seenTranslation();
+      },
     });
     // The first utterance and the silence after it; stdin stays open, so the session does too.
-    client.stdin!.write(fixture.pcm.subarray(0, 84_480 * 2));
+    client.stdin.write(fixture.pcm.subarray(0, 84_480 * 2));
     await translated;
 
     const ended = await emulator.stop('SIGINT');
-    expect(ended.signal).toBeNull();
     expect(ended.code).toBe(0);
-    expect(ended.stderr).toBe('');
+    expect(lines(ended.stderr)).toHaveLength(2);
 
-    const result = await clientEnded;
+    const result = await client.result;
     expect(result.code).toBe(1);
     expect(lines(result.stderr).at(-1)).toMatch(/^rt-translate: .*\[RTT_CONNECTION\]$/);
     // What arrived before the stop was written, in order, and nothing else.
@@ -360,15 +407,19 @@ describe('rt-translate emulator', () => {
   });
 
   it('--audio-frames binary gives the same audio, logged as {"type":"audio.delta","wireType":"binary","bytes":N}; --cold-start-ms sends session.starting', async () => {
-    const emulator = await startCliEmulator(['--api-key', KEY, '--audio-frames', 'binary', '--cold-start-ms', '200']);
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--audio-frames', 'binary', '--cold-start-ms', '200']);
     const events = path('binary-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'ja-jp', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500', '--events', events],
       { stdin: fixture.pcm },
     );
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expected)).toBe(true);
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'ja-jp'));
+    expect(lines(result.stderr)).toEqual([
+      'rt-translate: the service is starting (a cold start can take 30 to 90 s)...',
+      ...textLines('en-us', 'ja-jp'),
+      summary(fixture.pcm, expected.length, 3),
+    ]);
 
     const text = await readFile(events, 'utf8');
     const all = await readEvents(events);
@@ -384,12 +435,12 @@ describe('rt-translate emulator', () => {
   });
 
   it('--latency-ms delays each response; a client with a shorter quiet period still receives all of it', async () => {
-    const latencyMs = 1500;
-    const emulator = await startCliEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
+    const latencyMs = 800;
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
     const started = performance.now();
     let firstTranscriptAfter: number | undefined;
-    const result = await runCli(
-      ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
+    const result = await runInProcess(
+      ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '300'],
       {
         stdin: fixture.pcm,
         onStderr: (text) => {
@@ -402,18 +453,18 @@ describe('rt-translate emulator', () => {
     // a server slower than the quiet period must not lose the translation.
     expect(result.stdout.length).toBe(expected.length);
     expect(result.stdout.equals(expected)).toBe(true);
-    expect(lines(result.stderr)).toEqual(textLines('en-us', 'ko-kr'));
+    expect(lines(result.stderr)).toEqual([...textLines('en-us', 'ko-kr'), summary(fixture.pcm, expected.length, 3)]);
     // A lower bound only: the delay was applied (without it the first line comes well before).
     expect(firstTranscriptAfter).toBeGreaterThanOrEqual(latencyMs);
     expect((await emulator.stop()).code).toBe(0);
   });
 });
 
-describe('rt-translate: exit status 1 after writing what was received, the cause named', () => {
+describe.concurrent('rt-translate: exit status 1 after writing what was received, the cause named', () => {
   it('billing stop (--credit-seconds 4): stdout holds exactly the first utterance, stderr the reason', async () => {
-    const emulator = await startCliEmulator(['--api-key', KEY, '--credit-seconds', '4']);
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--credit-seconds', '4']);
     const events = path('billing-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500', '--events', events],
       { stdin: fixture.pcm },
     );
@@ -434,7 +485,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
 
   it('a rejected voice (--voice 999) is named', async () => {
     const events = path('voice-events.jsonl');
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--voice', '999', '--api-key', KEY, '--events', events], {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--voice', '999', '--api-key', KEY, '--events', events], {
       stdin: fixture.pcm,
     });
     expect(result.code).toBe(1);
@@ -450,8 +501,8 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
     const eventsEnv = path('auth-env-events.jsonl');
     const common = ['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl];
     const [byFlag, byEnv] = await Promise.all([
-      runCli([...common, '--api-key', KEY, '--events', eventsFlag], { stdin: fixture.pcm }),
-      runCli([...common, '--events', eventsEnv], { stdin: fixture.pcm, env: { RT_TRANSLATE_API_KEY: KEY } }),
+      runInProcess([...common, '--api-key', KEY, '--events', eventsFlag], { stdin: fixture.pcm }),
+      runInProcess([...common, '--events', eventsEnv], { stdin: fixture.pcm, env: { RT_TRANSLATE_API_KEY: KEY } }),
     ]);
     for (const [result, events] of [
       [byFlag, eventsFlag],
@@ -468,7 +519,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
   it('a refused connection names ECONNREFUSED', async () => {
     const port = await closedPort();
     const events = path('refused-events.jsonl');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--events', events],
       { stdin: fixture.pcm },
     );
@@ -480,7 +531,7 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
   });
 });
 
-describe('rt-translate: exit status 2 before any connection', () => {
+describe.concurrent('rt-translate: exit status 2 before any connection', () => {
   /** Counts every TCP connection made to it: the command under test must make none. */
   let counter: ConnectionCounter;
   beforeAll(async () => {
@@ -499,20 +550,20 @@ describe('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: new RegExp(`--to.*${REALTIME_LANGUAGES.join(', ')}.*"xx"`),
     },
-    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /cannot read input \/nonexistent: ENOENT/ },
+    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /Cannot read \/nonexistent: ENOENT\. \[RTT_INPUT\]/ },
     {
       name: 'a WAV of a format the library cannot read (ADPCM)',
       args: ['--from', 'en-us', '--to', 'es-es'],
       stdin: adpcm,
-      message: /cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it first/,
+      message: /Cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it to raw PCM first/,
     },
     { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
-    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /no audio on standard input/ },
+    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
-    const result = await runCli([...args, '--realtime-url', counter.url, '--api-key', KEY], stdin ? { stdin } : {});
+    const result = await runInProcess([...args, '--realtime-url', counter.url, '--api-key', KEY], stdin ? { stdin } : {});
     expect(result.code).toBe(2);
     expect(result.stdout.length).toBe(0);
     expect(lines(result.stderr)).toHaveLength(1);
@@ -523,9 +574,9 @@ describe('rt-translate: exit status 2 before any connection', () => {
   });
 
   it('a configured URL without an API key', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url], { stdin: fixture.pcm });
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
+    expect(result.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');
     expect(counter.connections).toBe(0);
   });
 
@@ -534,7 +585,7 @@ describe('rt-translate: exit status 2 before any connection', () => {
     const events = path('untouched-events.jsonl');
     await writeFile(output, 'earlier output');
     await writeFile(events, 'earlier events\n');
-    const result = await runCli(
+    const result = await runInProcess(
       ['--from', 'en-us', '--to', 'es-es', '--realtime-url', 'ws://example.com', '--api-key', KEY, '-o', output, '--events', events],
       { stdin: fixture.pcm },
     );
@@ -548,19 +599,311 @@ describe('rt-translate: exit status 2 before any connection', () => {
   });
 });
 
-describe('rt-translate: help, version and usage', () => {
+describe.concurrent('rt-translate: flags and messages', () => {
+  let counter: ConnectionCounter;
+  beforeAll(async () => {
+    counter = await startConnectionCounter();
+  });
+  afterAll(() => counter.close());
+
+  /** Every message names what the user typed (a flag or a variable), never a library option. */
+  const LIBRARY_NAMES = /allowInsecure|realtimeUrl|apiKey|session\.|source_language|target_language|voiceId|quietPeriodMs/;
+  const cases: Array<{ name: string; args: string[]; env?: Record<string, string>; message: RegExp }> = [
+    {
+      name: 'plain ws:// to a remote host',
+      args: ['--realtime-url', 'ws://example.com', '--api-key', KEY],
+      message: /^rt-translate: Refusing plain-text ws:\/\/ to example\.com, which is not a loopback host: use wss:\/\/, or pass --allow-insecure if you really mean it\. \[RTT_CONFIG\]$/,
+    },
+    { name: 'a --realtime-url that is no URL', args: ['--realtime-url', 'not a url', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected an absolute wss:\/\/ URL/ },
+    { name: 'an http:// --realtime-url', args: ['--realtime-url', 'http://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected a wss:\/\/ or ws:\/\/ URL \(got http:\/\/\)/ },
+    {
+      name: 'a bad RT_TRANSLATE_REALTIME_URL',
+      args: ['--api-key', KEY],
+      env: { RT_TRANSLATE_REALTIME_URL: 'nonsense' },
+      message: /^rt-translate: Invalid RT_TRANSLATE_REALTIME_URL: expected an absolute wss:\/\/ URL/,
+    },
+    {
+      name: 'credentials in the URL',
+      args: ['--realtime-url', 'wss://user:secret@example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid --realtime-url: credentials in the URL are not accepted; pass the key with --api-key-file or RT_TRANSLATE_API_KEY instead/,
+    },
+    { name: 'an empty --api-key', args: ['--realtime-url', 'wss://example.com', '--api-key', ''], message: /^rt-translate: Invalid --api-key: expected a non-empty string/ },
+    { name: 'a misspelt --from', args: ['--from', 'EN_US', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --from: expected one of/ },
+    { name: 'an empty --to', args: ['--to', '', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --to: expected one of/ },
+    { name: 'a bad -f', args: ['-f', 'mp3', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid -f: expected one of .* leave -f out/ },
+  ];
+
+  it.each(cases)('$name: the message names the flag or variable', async ({ args, env, message }) => {
+    // A flag given twice takes its last value: the case's.
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', ...args], { stdin: fixture.pcm, ...(env ? { env } : {}) });
+    expect(result.code).toBe(2);
+    expect(lines(result.stderr)).toHaveLength(1);
+    expect(result.stderr.trimEnd()).toMatch(message);
+    expect(result.stderr).not.toMatch(LIBRARY_NAMES);
+    expect(result.stderr).not.toContain('secret');
+    expect(counter.connections).toBe(0);
+  });
+
+  it('an unknown option or an unexpected argument points to --help', async () => {
+    const [option, argument, subcommand] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--bogus']),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', 'talk.wav']),
+      runInProcess(['emulator', '--bogus']),
+    ]);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toBe("rt-translate: Unknown option '--bogus'. See rt-translate --help.\n");
+    expect(argument.code).toBe(2);
+    expect(argument.stderr).toMatch(/^rt-translate: Unexpected argument 'talk\.wav'\. .*See rt-translate --help\.\n$/);
+    expect(subcommand.code).toBe(2);
+    expect(subcommand.stderr).toBe("rt-translate: Unknown option '--bogus'. See rt-translate emulator --help.\n");
+  });
+
+  it('rt-translate translate ... is the realtime command, named', async () => {
+    const result = await runInProcess(['translate', '--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+    const help = await runInProcess(['translate', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate \[translate\] --from TAG --to TAG/);
+  });
+
+  it('--events - writes the events on standard output (with -o or --text-only), and never a file named "-"', async () => {
+    const out = path('events-dash.pcm');
+    const [withOutput, textOnly, clash] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', out, '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--text-only', '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--events', '-'], { stdin: fixture.pcm, cwd: dir }),
+    ]);
+    for (const result of [withOutput, textOnly]) {
+      expect(result.code).toBe(0);
+      const events = result.stdout.toString().trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string });
+      expect(events[0]!.type).toBe('session.created');
+      expect(events.filter((e) => e.type === 'text.done')).toHaveLength(3);
+    }
+    expect((await readFile(out)).equals(expected)).toBe(true);
+    expect(clash.code).toBe(2);
+    expect(clash.stderr).toBe('rt-translate: --events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.\n');
+    await expect(readFile(join(dir, '-'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('a reader that goes away (EPIPE on standard output) ends the command quietly, status 0', async () => {
+    let taken = 0;
+    const reader = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        taken += chunk.length;
+        if (taken > 20_000) callback(Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' }));
+        else callback();
+      },
+    });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500'], { stdin: fixture.pcm, stdout: reader });
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+});
+
+describe.concurrent('the status texts (pure)', () => {
+  const at = (phase: SessionPhase, extra: Partial<SessionProgress> = {}): SessionProgress => ({
+    phase,
+    phaseMs: 12_400,
+    sentBytes: 48_000 * 3.5,
+    receivedBytes: 48_000 * 1.25,
+    responses: 1,
+    textOnly: false,
+    ...extra,
+  });
+
+  it('say where the session is, with the counts and the time waited in the phase', () => {
+    expect(progressText(at('connecting'))).toBe('connecting: 12 s');
+    expect(progressText(at('starting'))).toBe('the service is starting: 12 s');
+    expect(progressText(at('translating'))).toBe('sent 3.5 s, received 1.3 s, 1 response');
+    expect(progressText(at('translating', { responses: 2, textOnly: true }))).toBe('sent 3.5 s, 2 responses');
+    expect(progressText(at('finishing', { responses: 0 }))).toBe('input done: sent 3.5 s; waiting for the last translations: received 1.3 s, 0 responses, 12 s');
+    expect(progressText(at('stopping'))).toMatch(/^stopping \(Ctrl-C again to abort\): sent 3\.5 s; waiting/);
+    expect(summaryText(at('finishing'))).toBe('sent 3.5 s of audio, received 1.3 s in 1 response.');
+    expect(summaryText(at('finishing', { responses: 3, textOnly: true }))).toBe('sent 3.5 s of audio, 3 responses (text only).');
+  });
+
+  it('are cut to the terminal width, the last column left free', () => {
+    expect(fitToWidth('abcdef', 7)).toBe('abcdef');
+    expect(fitToWidth('abcdefg', 7)).toBe('abcde…');
+    expect(fitToWidth('abcdefg', 1)).toBe('…');
+  });
+});
+
+describe.concurrent('rt-translate on a terminal', () => {
+  /** The texts drawn on the status line: each is `\r\x1b[K` then a text without a newline. */
+  function statusTexts(stderr: string): string[] {
+    return stderr
+      .split('\r\x1b[K')
+      .slice(1)
+      .filter((part) => part !== '' && !part.includes('\n'));
+  }
+
+  /** The permanent lines: stderr without the status line's texts and control sequences. */
+  function permanentLines(stderr: string): string[] {
+    return lines(stderr.replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '').replaceAll('\r\x1b[K', ''));
+  }
+
+  it('refuses to write audio to a terminal without -o, before any connection', async () => {
+    const counter = await startConnectionCounter();
+    servers.push(counter);
+    const common = ['--from', 'en-us', '--to', 'es-es', '--realtime-url', counter.url, '--api-key', KEY];
+    const [raw, dash, wav, textOnly] = await Promise.all([
+      runInProcess(common, { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess([...common, '-o', '-'], { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess([...common, '--out-format', 'wav'], { stdin: fixture.pcm, stdoutTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--text-only', '--quiet-ms', '500'], { stdin: fixture.pcm, stdoutTTY: true }),
+    ]);
+    for (const result of [raw, dash, wav]) {
+      expect(result.code).toBe(2);
+      expect(result.stdout.length).toBe(0);
+      expect(result.stderr).toBe('rt-translate: refusing to write audio to a terminal: pass -o PATH, redirect standard output, or use --text-only.\n');
+    }
+    expect(counter.connections).toBe(0);
+    expect(textOnly.code).toBe(0);
+  });
+
+  it('refuses to read audio from a terminal without -i, rather than wait for it', async () => {
+    await writeFile(path('tty-in.pcm'), fixture.pcm.subarray(0, 48_000));
+    const [bare, dash, file] = await Promise.all([
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-o', path('never.pcm')], { stdinTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '-i', '-', '-o', path('never.pcm')], { stdinTTY: true }),
+      runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '-i', path('tty-in.pcm'), '-o', path('tty-file.pcm')], { stdinTTY: true }),
+    ]);
+    for (const result of [bare, dash]) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe('rt-translate: no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.\n');
+    }
+    expect(file.code).toBe(0);
+  });
+
+  it('a status line within the terminal width: connecting, sending, then waiting for the last answers; a summary at the end', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('tty-out.pcm')], {
+      stdin: fixture.pcm,
+      stderrTTY: true,
+      columns: 40,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    for (const text of texts) expect(text.length).toBeLessThanOrEqual(39);
+    expect(texts.some((text) => text.startsWith('connecting'))).toBe(true);
+    expect(texts.some((text) => text.startsWith('input done'))).toBe(true);
+    // Permanent lines are whole, and the last one is the summary, on a cleared line.
+    const permanent = permanentLines(result.stderr);
+    expect(permanent.slice(1)).toEqual([...textLines('en-us', 'es-es'), summary(fixture.pcm, expected.length, 3)]);
+    expect(result.stderr.endsWith(`${summary(fixture.pcm, expected.length, 3)}\n`)).toBe(true);
+  });
+
+  it('counts what was sent, not the padding added at the end, and says "1 response"', async () => {
+    const first = fixture.pcm.subarray(0, 84_480 * 2);
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('one.pcm')], {
+      stdin: first,
+      stderrTTY: true,
+      columns: 200,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    // 3.52 s of input; the 0.8 s of padding the translator adds after it is not "sent" audio.
+    expect(texts.filter((text) => /^sent /.test(text)).every((text) => /^sent [0-3]\.\d s/.test(text))).toBe(true);
+    expect(texts.some((text) => /^input done: sent 3\.5 s; waiting for the last translations/.test(text))).toBe(true);
+    expect(texts.join('\n')).not.toMatch(/\b1 responses/);
+    expect(permanentLines(result.stderr).at(-1)).toBe(summary(first, expectedTranslation(first, fixture.utterances.slice(0, 1)).length, 1));
+  });
+
+  it('a cold start is announced (a line, and on a terminal the time waited)', async () => {
+    const emulator = await startEmulator({ apiKeys: [KEY], coldStartMs: 400 });
+    servers.push(emulator);
+    const args = ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '--text-only', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY];
+    const [plain, tty] = await Promise.all([
+      runInProcess(args, { stdin: fixture.pcm.subarray(0, 24_000) }),
+      runInProcess(args, { stdin: fixture.pcm.subarray(0, 24_000), stderrTTY: true }),
+    ]);
+    expect(plain.code).toBe(0);
+    expect(lines(plain.stderr)[0]).toBe('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+    expect(tty.code).toBe(0);
+    expect(statusTexts(tty.stderr).some((text) => /^the service is starting: \d+ s$/.test(text))).toBe(true);
+  });
+});
+
+describe.concurrent('rt-translate: the API key off the command line', () => {
+  let emulator: RunningEmulator;
+  beforeAll(async () => {
+    emulator = await startEmulator({ apiKeys: [KEY] });
+  });
+  afterAll(() => emulator.close());
+  const common = () => ['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--realtime-url', emulator.realtimeUrl];
+
+  it('--api-key-file PATH reads the key (its trailing newline dropped); a wrong one fails as auth, unshown', async () => {
+    await writeFile(path('key.txt'), `${KEY}\n`);
+    await writeFile(path('wrong-key.txt'), 'sk-not-the-key-0123456789\n');
+    const [good, wrong] = await Promise.all([
+      runInProcess([...common(), '--api-key-file', path('key.txt')], { stdin: fixture.pcm }),
+      runInProcess([...common(), '--api-key-file', 'wrong-key.txt'], { stdin: fixture.pcm, cwd: dir }),
+    ]);
+    expect(good.code).toBe(0);
+    expect(good.stdout.equals(expected)).toBe(true);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/refused the API key \(HTTP 401\).*\[RTT_AUTH\]\n$/);
+    expect(wrong.stderr).not.toContain('sk-not-the-key');
+  });
+
+  it('--api-key-file - reads the key from standard input, the audio then comes from -i', async () => {
+    await writeFile(path('speech.pcm'), fixture.pcm);
+    const result = await runInProcess([...common(), '--api-key-file', '-', '-i', path('speech.pcm')], { stdin: Buffer.from(`${KEY}\n`) });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+  });
+
+  it.each([
+    { name: 'a missing file', args: ['--api-key-file', '/nonexistent/key'], message: 'rt-translate: cannot read --api-key-file /nonexistent/key: ENOENT.' },
+    { name: 'an empty file', args: ['--api-key-file', 'empty-key.txt'], message: 'rt-translate: --api-key-file empty-key.txt holds no key (the file is empty).' },
+    { name: 'both ways at once', args: ['--api-key', KEY, '--api-key-file', 'key.txt'], message: 'rt-translate: give the key once: --api-key or --api-key-file, not both.' },
+    {
+      name: 'the key and the audio both on standard input',
+      args: ['--api-key-file', '-'],
+      message: 'rt-translate: --api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.',
+    },
+  ])('$name is a usage error (exit 2)', async ({ args, message }) => {
+    await writeFile(path('empty-key.txt'), '\n');
+    const result = await runInProcess([...common(), ...args], { stdin: Buffer.from(`${KEY}\n`), cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`${message}\n`);
+  });
+
+  it('--help says to prefer the environment or a file to --api-key', async () => {
+    const help = (await runInProcess(['--help'])).stdout.toString();
+    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input; the audio then\n {24}comes from -i PATH\)/);
+    expect(help).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
+  });
+
+  it('rt-translate emulator says which key it accepts, and how to point the command at it', async () => {
+    const started = await startInProcessEmulator(['--api-key', KEY]);
+    try {
+      expect(JSON.parse(started.line)).toEqual({ baseUrl: started.baseUrl, realtimeUrl: started.realtimeUrl, apiKeys: [KEY] });
+    } finally {
+      const ended = await started.stop();
+      expect(ended.code).toBe(0);
+      expect(ended.stderr).toBe(
+        `rt-translate emulator: listening; it accepts the API key ${KEY}. To use it:\n` +
+          `  export RT_TRANSLATE_REALTIME_URL=${started.realtimeUrl} RT_TRANSLATE_BASE_URL=${started.baseUrl} RT_TRANSLATE_API_KEY=${KEY}\n`,
+      );
+    }
+  });
+});
+
+describe.concurrent('rt-translate: help, version and usage', () => {
   it('--help, -h, --version and emulator --help exit 0; no arguments prints usage on stderr with status 2', async () => {
     const [help, short, version, none, emulatorHelp, emulatorBadFlag] = await Promise.all([
-      runCli(['--help']),
-      runCli(['-h']),
-      runCli(['--version']),
-      runCli([]),
-      runCli(['emulator', '--help']),
-      runCli(['emulator', '--audio-frames', 'xml']),
+      runInProcess(['--help']),
+      runInProcess(['-h']),
+      runInProcess(['--version']),
+      runInProcess([]),
+      runInProcess(['emulator', '--help']),
+      runInProcess(['emulator', '--audio-frames', 'xml']),
     ]);
     expect(help.code).toBe(0);
     expect(help.stderr).toBe('');
-    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate --from TAG --to TAG \[options\]/);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate \[translate\] --from TAG --to TAG \[options\]/);
     expect(help.stdout.toString()).toContain('--realtime-url URL');
     expect(help.stdout.toString()).toMatch(/\n {2}--quiet-ms MS {9}after the input ends, wait for the last translation/);
     expect(help.stdout.toString()).toMatch(/\n {2}2 {4}usage or configuration error \(before any connection\), or an input that cannot be read\n/);
@@ -585,7 +928,7 @@ describe('rt-translate: help, version and usage', () => {
   });
 
   it('--version anywhere on the command line prints the version and exits 0', async () => {
-    const result = await runCli(['--from', 'en-us', '--to', 'es-es', '--version']);
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--version']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout.toString()).toBe(`${packageVersion}\n`);

@@ -183,10 +183,28 @@ describe('resolveRealtimeUrl', () => {
     expect(resolveRealtimeUrl(undefined, { env })).toBeUndefined();
   });
 
-  it('applies the plain-text rule to the env value', () => {
+  it('applies the plain-text rule to the env value, naming the variable', () => {
     const env = { RT_TRANSLATE_REALTIME_URL: 'ws://rt.example.com' };
-    expect(caught(() => resolveRealtimeUrl(undefined, { env }))).toMatchObject({ code: 'RTT_CONFIG', field: 'realtimeUrl' });
+    expect(caught(() => resolveRealtimeUrl(undefined, { env }))).toMatchObject({ code: 'RTT_CONFIG', field: 'RT_TRANSLATE_REALTIME_URL' });
     expect(resolveRealtimeUrl(undefined, { env, allowInsecure: true })?.href).toBe('ws://rt.example.com/v1/realtime');
+    expect(caught(() => resolveRealtimeUrl(undefined, { env: { RT_TRANSLATE_REALTIME_URL: 'nonsense' } }))).toMatchObject({
+      message: 'Invalid RT_TRANSLATE_REALTIME_URL: expected an absolute wss:// URL.',
+    });
+  });
+
+  it("names the option and the remedies in the caller's words (a command line's flags)", () => {
+    const words = { env: {}, field: '--realtime-url', hints: { allowInsecure: 'pass --allow-insecure', apiKey: 'pass --api-key-file' } };
+    expect(caught(() => resolveRealtimeUrl('ws://rt.example.com', words))).toMatchObject({
+      field: '--realtime-url',
+      message: 'Refusing plain-text ws:// to rt.example.com, which is not a loopback host: use wss://, or pass --allow-insecure if you really mean it.',
+    });
+    expect(caught(() => resolveRealtimeUrl('wss://u:p@rt.example.com', words))).toMatchObject({
+      message: 'Invalid --realtime-url: credentials in the URL are not accepted; pass --api-key-file instead.',
+    });
+    expect(caught(() => resolveRealtimeUrl('ws://rt.example.com', { env: {} }))).toMatchObject({
+      message: 'Refusing plain-text ws:// to rt.example.com, which is not a loopback host: use wss://, or set allowInsecure: true if you really mean it.',
+    });
+    expect(caught(() => resolveApiKey(' ', {}, '--api-key'))).toMatchObject({ field: '--api-key', message: 'Invalid --api-key: expected a non-empty string.' });
   });
 });
 

@@ -6,7 +6,8 @@ import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
 import type { RealtimeFaults } from '../../lib/emulator/realtime.js';
-import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
 
@@ -45,8 +46,9 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
   --echo-key                echo the caller's key in session.created and error messages
   -h, --help
 
-Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it
-listens, then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
+Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT","apiKeys":[...]} on one
+line of standard output once it listens (and on standard error, the variables to set to use
+it), then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
 endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests.`;
 
 const OPTIONS = {
@@ -127,7 +129,7 @@ function parseFaults(values: {
 }
 
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
+  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate emulator --help');
   if (values.help) {
     io.stdout.write(`${EMULATOR_USAGE}\n`);
     return EXIT_OK;
@@ -165,18 +167,26 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(voiceIds.length > 0 ? { clonedVoices: Object.fromEntries(keys.map((key) => [key, voiceIds])) } : {}),
     faults,
   });
-  io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl })}\n`);
+  const apiKeys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];
+  io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl, apiKeys })}\n`);
+  // The emulator's keys are the user's own choice (or the documented default): saying them is
+  // what makes the emulator usable without reading its source.
+  io.stderr.write(
+    `rt-translate emulator: listening; it accepts the API ${apiKeys.length === 1 ? 'key' : 'keys'} ${apiKeys.join(', ')}. To use it:\n` +
+      `  export ${ENV_REALTIME_URL}=${emulator.realtimeUrl} ${ENV_BASE_URL}=${emulator.baseUrl} ${ENV_API_KEY}=${apiKeys[0]}\n`,
+  );
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const signals = signalsOf(io);
+  signals.once('SIGINT', onSignal);
+  signals.once('SIGTERM', onSignal);
   signal?.addEventListener('abort', onSignal, { once: true });
   try {
     await once(stop.signal, 'abort');
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.off('SIGINT', onSignal);
+    signals.off('SIGTERM', onSignal);
     await emulator.close();
   }
   return EXIT_OK;

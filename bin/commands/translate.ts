@@ -1,12 +1,12 @@
 /**
  * `rt-translate --from TAG --to TAG`: realtime speech translation from a file or stdin to a file
- * or stdout, in the ffmpeg habit. The input is described by `-f`/`--ar`/`--ac` or recognised by
- * its header (WAV, Ogg/Opus, FLAC; other files through ffmpeg when it is on PATH); the output
- * by `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path. The audio ends are composed in
- * `../audio-io.ts`; this module runs the session.
+ * or stdout, in the ffmpeg habit. The input is opened by `openAudioSource` (described by
+ * `-f`/`--ar`/`--ac`, or recognised by its header); the output is laid out by
+ * `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path (`../audio-io.ts`). This module parses
+ * the flags and runs one `pipeline()`: input, translator, output.
  */
 import { createWriteStream } from 'node:fs';
-import { finished } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
@@ -16,7 +16,8 @@ import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
-import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
+import { openAudioSource } from '../../lib/audio/source.js';
+import type { RunningEmulator } from '../../lib/emulator/server.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -26,23 +27,27 @@ import {
   intFlag,
   packageVersion,
   parseCommandLine,
+  readKeyFile,
+  resolvePath,
+  signalsOf,
   type CliIo,
 } from '../cli.js';
-import { discardSink, openAudioInput, openAudioOutput, parseInputSpec, parseOutputSpec, type InputError } from '../audio-io.js';
+import { SessionReport } from '../status-line.js';
+import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
 
-export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options]      realtime speech translation
+export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
-  -i, --input PATH      audio in; '-' or absent: stdin
+  -i, --input PATH      audio in; '-' or absent: stdin (not a terminal)
   -f FORMAT             input format: s16le s16be f32le mulaw alaw (raw), wav ogg flac.
                         Without -f, WAV, Ogg/Opus and FLAC are recognised by their header;
                         other files (MP3, MP4, WebM, ...) are decoded with ffmpeg when it is
-                        on PATH; anything else is raw s16le
+                        on PATH (or FFMPEG_PATH names it); anything else is raw s16le
   --ar HZ               raw input rate: 8000 16000 22050 24000 44100 48000 (default 24000;
                         8000 for mulaw and alaw)
   --ac N                raw input channels: 1 or 2 (default 1)
   --realtime            send the input at real-time speed (a file played as a microphone)
-  -o, --output PATH     translated audio out; '-' or absent: stdout. A path ending in .wav
-                        gets a WAV header (exact sizes once done)
+  -o, --output PATH     translated audio out; '-' or absent: stdout (not a terminal). A path
+                        ending in .wav gets a WAV header (exact sizes once done)
   --out-format FORMAT   s16le s16be f32le mulaw alaw, or wav (a WAV container of s16le);
                         default s16le, or wav for a .wav path (which holds s16le, f32le,
                         mulaw or alaw)
@@ -52,7 +57,8 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
   --voice ID            use the cloned voice ID
   --text-only           text only (output_modalities ["text"]); no audio written
-  --events PATH         every server event as one JSON object per line (audio as byte counts)
+  --events PATH         every server event as one JSON object per line (audio as byte counts);
+                        '-': standard output (with -o PATH or --text-only)
   --quiet-ms MS         after the input ends, wait for the last translation until no event
                         has arrived for MS ms (default 3000)
   --no-reconnect        fail at the first dropped connection instead of reconnecting and
@@ -60,7 +66,10 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --stats               print a summary at the end: responses, latency from the end of each
                         sentence to its transcript and first translated audio (p50/p95/max),
                         reconnects (also one {"type":"stats"} line in --events)
-  --api-key KEY         or env ${ENV_API_KEY}
+  --api-key-file PATH   the API key from a file ('-': standard input; the audio then
+                        comes from -i PATH); or set ${ENV_API_KEY}
+  --api-key KEY         the API key; other users can see it in 'ps': prefer
+                        ${ENV_API_KEY} or --api-key-file
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it
@@ -70,8 +79,9 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   ffmpeg -i talk.mp4 -f s16le -ar 48000 -ac 2 - | rt-translate --from en-us --to fr-fr \\
     -f s16le --ar 48000 --ac 2 -o talk-fr.wav
 
-Transcripts and translations are printed to stderr. Ctrl-C stops reading the input at once and
-lets the last translation finish; a second Ctrl-C aborts. Exit status:
+Transcripts, translations and a summary are printed to stderr (with a status line on a
+terminal). Ctrl-C stops reading the input at once and lets the last translation finish; a
+second Ctrl-C aborts. A reader of stdout that goes away ends the command quietly. Exit status:
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)
@@ -100,6 +110,7 @@ const OPTIONS = {
   'text-only': { type: 'boolean' },
   events: { type: 'string' },
   'api-key': { type: 'string' },
+  'api-key-file': { type: 'string' },
   'realtime-url': { type: 'string' },
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
@@ -131,27 +142,6 @@ function ffmpegSpellings(args: readonly string[]): string[] {
     }
   }
   return out;
-}
-
-/** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
-async function writeAll(stream: Writable, chunk: Buffer | string): Promise<void> {
-  if (stream.destroyed) throw stream.errored ?? new Error('the output was closed');
-  if (stream.write(chunk)) return;
-  await new Promise<void>((resolve, reject) => {
-    const done = (error?: Error | null) => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-      if (error) reject(error);
-      else resolve();
-    };
-    const onDrain = () => done();
-    const onError = (error: Error) => done(error);
-    const onClose = () => done(stream.errored ?? new Error('the output was closed'));
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
 }
 
 /** Bytes of event lines queued beyond which the translated audio is no longer read. */
@@ -236,19 +226,15 @@ export class EventLog {
   }
 }
 
-/** Resolves when `stream` drains, closes or fails, or `stop` is called (never rejects). */
-function drainOrStop(stream: Writable, onStop: (stop: () => void) => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      stream.off('error', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-    stream.on('error', done);
-    onStop(done);
+/** How messages tell the user to do things: with the flags. */
+const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
+
+/** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */
+function unclosable(stream: Writable): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      writeAll(stream, chunk).then(() => callback(), callback);
+    },
   });
 }
 
@@ -273,7 +259,6 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const voiceId = intFlag(values.voice, '--voice', 1);
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
   const textOnly = values['text-only'] === true;
-  const inputSpec = parseInputSpec({ format: values.format, ar: values.ar, ac: values.ac });
   const outputSpec = parseOutputSpec({
     output: values.output,
     outFormat: values['out-format'],
@@ -282,45 +267,67 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     textOnly,
   });
 
+  const audioToStdout = !textOnly && (values.output === undefined || values.output === '-');
+  if (audioToStdout && io.stdout.isTTY === true) {
+    throw new UsageError('refusing to write audio to a terminal: pass -o PATH, redirect standard output, or use --text-only.');
+  }
+  const eventsToStdout = values.events === '-';
+  if (eventsToStdout && audioToStdout) {
+    throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
+  }
+
+  if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
+    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
+  }
+  const keyFile = values['api-key-file'];
+  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
+  if (keyFile === '-' && (values.input === undefined || values.input === '-')) {
+    throw new UsageError('--api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.');
+  }
+
   const realtimeOption = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
   const useEmulator = values.emulator === true || !realtimeOption;
-  let apiKey = resolveApiKey(values['api-key'], io.env);
+  let apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
   if (!useEmulator && apiKey === undefined) {
-    throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
+    throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
   }
   // An unusable URL is a configuration error, found before any file is opened or written.
-  if (!useEmulator) resolveRealtimeUrl(realtimeOption, { allowInsecure: values['allow-insecure'] === true });
+  if (!useEmulator) {
+    resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });
+  }
 
-  const input = await openAudioInput({
-    path: values.input,
-    spec: inputSpec,
+  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
+  const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
+    label: inputPath ?? 'standard input',
     realtime: values.realtime === true,
-    stdin: io.stdin,
     env: io.env,
+    onFailure: 'end',
+    fieldNames: INPUT_FLAGS,
   });
-  const source = input.stream;
 
   let sink;
   try {
+    const outputPath = values.output === undefined || values.output === '-' ? undefined : values.output;
     sink = textOnly
-      ? discardSink(new Writable({ write: (_chunk, _encoding, callback) => callback() }))
-      : await openAudioOutput(values.output, outputSpec, io.stdout);
+      ? discardSink()
+      : await openAudioOutput(outputPath === undefined ? undefined : resolvePath(io, outputPath), outputPath ?? 'standard output', outputSpec, io.stdout);
   } catch (error) {
-    input.close();
+    source.destroy();
     throw error;
   }
   // A failure from here until the session runs releases the input (which may hold an ffmpeg
   // process) and the output.
   const release = async () => {
-    input.close();
+    source.destroy();
     await sink.close().catch(() => undefined);
   };
-  let events: ReturnType<typeof createWriteStream> | undefined;
+  let events: Writable | undefined;
   let emulator: RunningEmulator | undefined;
   let realtimeUrl = realtimeOption;
   try {
-    if (values.events) {
-      const file = createWriteStream(values.events);
+    if (eventsToStdout) events = unclosable(io.stdout);
+    else if (values.events) {
+      const file = createWriteStream(resolvePath(io, values.events));
       events = file;
       await new Promise<void>((resolve, reject) => {
         file.once('open', () => resolve());
@@ -330,6 +337,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       });
     }
     if (useEmulator) {
+      const { startEmulator, EMULATOR_DEFAULT_API_KEY } = await import('../../lib/emulator/server.js');
       apiKey ??= EMULATOR_DEFAULT_API_KEY;
       emulator = await startEmulator({ apiKeys: [apiKey] });
       realtimeUrl = emulator.realtimeUrl;
@@ -367,105 +375,41 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
 
-  // Progress and text lines on stderr.
-  const tty = io.stderr.isTTY === true;
-  let progressShown = false;
-  const clearProgress = () => {
-    if (progressShown) io.stderr.write('\r\x1b[K');
-    progressShown = false;
-  };
-  const line = (text: string) => {
-    clearProgress();
-    io.stderr.write(`${text}\n`);
-  };
-  const progress = tty
-    ? setInterval(() => {
-        const s = rt.stats;
-        io.stderr.write(`\r\x1b[Ksent ${seconds(s.bytesSent)} s, received ${seconds(s.bytesReceived)} s, ${s.responses} responses`);
-        progressShown = true;
-      }, 250)
-    : undefined;
-  progress?.unref();
-  rt.on('transcript.done', (text) => line(`transcript (${from}): ${text}`));
-  rt.on('text.done', (text) => line(`translation (${to}): ${text}`));
-  rt.on('warning', (warning) => line(`rt-translate: warning: ${warning.message}`));
-  rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
-    line(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
-  );
-  rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
-    line(
-      `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
-        (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
-    ),
-  );
+  const report = new SessionReport(rt, io.stderr, { from, to, textOnly });
   const eventLog = events ? new EventLog(events) : undefined;
   if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.
   let stopping = false;
-  let wakeInput: (() => void) | undefined;
   const onSignal = () => {
     if (stopping) {
       controller.abort(new Error('interrupted'));
       return;
     }
     stopping = true;
-    input.close();
-    wakeInput?.();
+    report.stopping();
+    source.stop();
   };
-  process.on('SIGINT', onSignal);
-
-  /** Service-format bytes of input sent to the translator. */
-  let bytesIn = 0;
-  /** An input failure that happened before any Ctrl-C (after one, the input is not wanted). */
-  let inputFailure: InputError | undefined;
-  const pumpInput = async () => {
-    try {
-      for await (const chunk of source) {
-        if (stopping || rt.destroyed) break;
-        bytesIn += (chunk as Buffer).length;
-        if (!rt.write(chunk)) {
-          await drainOrStop(rt, (stop) => (wakeInput = stop));
-          wakeInput = undefined;
-        }
-      }
-    } catch {
-      // The input was closed under the loop (Ctrl-C, or the session is over): nothing to report.
-    }
-    // A failing input ends `source` after what it decoded before the failure.
-    if (!stopping) inputFailure = input.failure;
-    if (!rt.destroyed && !rt.writableEnded) rt.end();
-  };
-  const pumpOutput = async () => {
-    for await (const chunk of rt) {
-      await writeAll(sink.stream, chunk as Buffer);
-      if (eventLog) await eventLog.belowHighWater();
-    }
-  };
+  const signals = signalsOf(io);
+  signals.on('SIGINT', onSignal);
 
   let failure: unknown;
-  const inputDone = pumpInput();
   try {
-    await pumpOutput();
+    await pipeline(source, report.counter, rt, (chunks: AsyncIterable<Buffer>) =>
+      writeInto(sink, chunks, async (chunk) => {
+        report.received(chunk.length);
+        if (eventLog) await eventLog.belowHighWater();
+      }),
+    );
   } catch (error) {
-    failure ??= error;
+    failure = error;
   }
-  // The session is over: stop reading an input that may never end (a microphone, an open pipe).
-  input.close();
-  wakeInput?.();
-  await inputDone;
-  process.off('SIGINT', onSignal);
-  if (progress) clearInterval(progress);
-  clearProgress();
-  try {
-    await sink.close();
-  } catch (error) {
-    failure ??= error;
-  }
+  signals.off('SIGINT', onSignal);
+  const summary = report.close();
   if (values.stats === true) {
     const stats = rt.stats;
-    for (const text of statsLines(stats)) line(`rt-translate: ${text}`);
+    for (const text of statsLines(stats)) io.stderr.write(`rt-translate: ${text}\n`);
     eventLog?.add(`${JSON.stringify({ type: 'stats', ...stats })}\n`);
   }
   try {
@@ -474,16 +418,21 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     failure ??= error;
   }
   await emulator?.close();
+  // An input failure after a Ctrl-C is not reported: the input was not wanted any more.
+  const inputFailure = stopping ? undefined : source.failure;
   if (controller.signal.aborted) {
     io.stderr.write('rt-translate: interrupted\n');
     return 130;
   }
+  // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
+  if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
+  if (summary !== undefined) io.stderr.write(`${summary}\n`);
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
   if (inputFailure !== undefined) {
     const cause = inputFailure.cause;
     const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(bytesIn)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
+    const used = `${seconds(report.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
     io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
   }
   if (failure !== undefined) {

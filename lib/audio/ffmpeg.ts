@@ -4,10 +4,11 @@
  * format: s16le, 24000 Hz, mono).
  *
  * Policies:
- * - Which ffmpeg: the `ffmpegPath` option, else the one `findFfmpegOnPath` finds in the
- *   directories of `PATH`; that exact file is spawned (no shell, no other lookup: never an
- *   `avconv`, a `./ffmpeg` of the working directory or an `ffmpeg-static` package). The library
- *   ships no binary and depends on none; without one the constructor throws `UnsupportedError`.
+ * - Which ffmpeg: the `ffmpegPath` option, else the file `FFMPEG_PATH` names, else the one
+ *   `findFfmpegOnPath` finds in the directories of `PATH`; that exact file is spawned (no shell,
+ *   no other lookup: never an `avconv`, a `./ffmpeg` of the working directory or an
+ *   `ffmpeg-static` package). The library ships no binary and depends on none; without one the
+ *   constructor throws `UnsupportedError`.
  * - Input: a file path (`inputPath`), which ffmpeg opens itself so it can seek (an MP4 whose
  *   index is at the end needs that), or bytes written to this stream (piped to ffmpeg's stdin).
  *   The path is given to ffmpeg as `file:` + the absolute path, so a name such as `concat:x.mp3`
@@ -27,6 +28,20 @@ import { UnsupportedError, ValidationError } from '../errors.js';
 import { SERVICE_FORMAT, resolveDescription, type AudioDescription, type ResolvedAudioDescription } from './audio-format.js';
 import type { AudioTransformOptions } from './processor.js';
 
+/** The environment variable that names the ffmpeg executable to use. */
+export const ENV_FFMPEG_PATH = 'FFMPEG_PATH';
+
+/** True when `path` is a regular file this process may execute. */
+export function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The path of an executable `ffmpeg` in one of the directories of `pathVariable` (default
  * `process.env.PATH`), or undefined when there is none.
@@ -38,16 +53,19 @@ export function findFfmpegOnPath(pathVariable: string | undefined = process.env.
     if (dir === '') continue;
     for (const name of names) {
       const candidate = join(dir, name);
-      try {
-        if (!statSync(candidate).isFile()) continue;
-        accessSync(candidate, constants.X_OK);
-        return candidate;
-      } catch {
-        // not there, or not executable
-      }
+      if (isExecutableFile(candidate)) return candidate;
     }
   }
   return undefined;
+}
+
+/**
+ * The ffmpeg to run by default: the file `FFMPEG_PATH` names when it is set (checked by the
+ * caller or at spawn), else `findFfmpegOnPath(env.PATH)`; undefined when there is none.
+ */
+export function findFfmpeg(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const named = env[ENV_FFMPEG_PATH];
+  return named ? named : findFfmpegOnPath(env.PATH);
 }
 
 export interface FfmpegDecoderOptions extends AudioTransformOptions {
@@ -56,7 +74,7 @@ export interface FfmpegDecoderOptions extends AudioTransformOptions {
    * it, the bytes written to this stream are decoded.
    */
   inputPath?: string;
-  /** The ffmpeg executable to run. Default: `findFfmpegOnPath()` (the `PATH` of this process). */
+  /** The ffmpeg executable to run. Default: `findFfmpeg()` (`FFMPEG_PATH`, else `PATH`). */
   ffmpegPath?: string;
   /** The PCM layout to produce; default the service format (s16le, 24000 Hz, mono). */
   to?: AudioDescription;
@@ -86,9 +104,9 @@ export class FfmpegDecoder extends Duplex {
     if (options.inputPath !== undefined && (typeof options.inputPath !== 'string' || options.inputPath === '')) {
       throw new ValidationError('inputPath', 'the path of a file', String(options.inputPath));
     }
-    const command = options.ffmpegPath ?? findFfmpegOnPath();
+    const command = options.ffmpegPath ?? findFfmpeg();
     if (command === undefined) {
-      throw new UnsupportedError('Cannot run ffmpeg: no ffmpeg executable on PATH (install ffmpeg, or pass ffmpegPath).');
+      throw new UnsupportedError('Cannot run ffmpeg: no ffmpeg executable on PATH (install ffmpeg, set FFMPEG_PATH, or pass ffmpegPath).');
     }
     const fromFile = options.inputPath !== undefined;
     // `file:` and an absolute path: the name is a local file whatever it looks like.
@@ -177,6 +195,9 @@ export class FfmpegDecoder extends Duplex {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.release();
     if (this.running) this.child.kill('SIGKILL');
+    // The process counts as closed once its pipes are: a paused stdout (a reader that fell
+    // behind) would otherwise hold unread output, and 'close', forever.
+    this.child.stdout?.destroy();
     this.exited.then(() => callback(error));
   }
 

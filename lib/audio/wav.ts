@@ -16,13 +16,16 @@
  * its errors into `destroy(err)`. The package's own `FileWriter` is not used: it rewrites the
  * header without waiting for the data to reach the file (a race that can lose the header or
  * fail with ENOENT on a fast, small write), and its file stream's errors are not forwarded.
+ * The package is loaded by the first stream made here, not by importing the library.
  */
 import { once } from 'node:events';
+import { createRequire } from 'node:module';
 import { createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Duplex, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import wav, { type Format as RawWavFormat, type WriterOptions } from 'wav';
+import type * as WavPackage from 'wav';
+import type { Format as RawWavFormat, WriterOptions } from 'wav';
 import { UnsupportedError, ValidationError } from '../errors.js';
 import {
   SUPPORTED_RATES,
@@ -34,6 +37,14 @@ import {
 } from './audio-format.js';
 import { planConversion } from './convert.js';
 import { EMPTY, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+
+const requireFromHere = createRequire(import.meta.url);
+let wavPackage: typeof WavPackage | undefined;
+
+/** The `wav` package, loaded on first use. */
+function wav(): typeof WavPackage {
+  return (wavPackage ??= requireFromHere('wav') as typeof WavPackage);
+}
 
 /** WAVE format codes this module reads or writes. */
 export const WAVE_FORMAT = Object.freeze({
@@ -205,7 +216,7 @@ export class WavReader extends WrappedTransform {
 
   constructor(options: WavReaderOptions = {}) {
     const target = options.to === undefined ? undefined : resolveDescription(options.to, 'to');
-    super(new wav.Reader() as unknown as LegacyTransform, options);
+    super(new (wav().Reader)() as unknown as LegacyTransform, options);
     this.target = target;
     this.inner.on('format', (raw: RawWavFormat) => {
       try {
@@ -331,7 +342,7 @@ export class WavWriter extends WrappedTransform {
 
   constructor(desc: AudioDescription, options: AudioTransformOptions = {}) {
     const writerOpts = writerOptions(desc);
-    super(new wav.Writer(writerOpts) as unknown as LegacyTransform, options);
+    super(new (wav().Writer)(writerOpts) as unknown as LegacyTransform, options);
     this.inner.on('header', (header: Buffer) => this.emit('header', Buffer.from(header)));
   }
 
@@ -369,7 +380,7 @@ export class WavFileWriter extends Writable {
     const writerOpts = writerOptions(desc);
     super({ highWaterMark: options.writableHighWaterMark, objectMode: false, decodeStrings: true });
     this.path = path;
-    const encoder = new wav.Writer(writerOpts);
+    const encoder = new (wav().Writer)(writerOpts);
     this.encoder = encoder as unknown as LegacyTransform;
     encoder.on('header', (header: Buffer) => {
       this.header = header;

@@ -1,21 +1,36 @@
 /**
- * Runs the built `rt-translate` command (`dist/bin/rt-translate.js`, written by `npm run build`)
- * as a real child process with pipes. Every child is killed when its time limit passes or when
- * `killAllChildren()` runs (call it in `afterEach`), so a failing test never leaves one behind.
+ * Running `rt-translate` in tests, two ways with one result shape (`CliResult`):
+ *
+ * - In process (`runInProcess`, `startInProcess`): `main()` of `bin/main.ts` with an injected
+ *   `CliIo` (stdin a stream the test feeds, stdout and stderr collected, terminals simulated by
+ *   `isTTY`/`columns`, signals sent with `run.signal('SIGINT')`, `cwd` and `env` given). No
+ *   process start, so argument, format and exit-status cases cost only their own work.
+ * - Spawned (`runCli`, `spawnCli`, `startCliEmulator`): the built `dist/bin/rt-translate.js` as a
+ *   child process with pipes, for what only a real process shows (signals from the OS, a reader
+ *   that goes away, the exit status as the shell sees it). `npm run build` first (npm test does).
+ *
+ * Neither has a time limit of its own: the test's timeout bounds every run, and
+ * `killAllChildren()` (call it in `afterAll`) ends every child still running, so a failing test
+ * never leaves one behind.
+ *
+ * In process, a command sees only its `CliIo`: it must take signals from `signalsOf(io)` and
+ * resolve relative paths with `resolvePath(io, path)` (bin/cli.ts) for `signal()` and `cwd` to
+ * reach it, as the realtime and emulator commands do.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createServer, type AddressInfo } from 'node:net';
+import { PassThrough, Writable } from 'node:stream';
+import { main } from '../../bin/main.js';
+import type { CliIo } from '../../bin/cli.js';
 
 /** The command as built by `npm run build`. */
 export const CLI_PATH = fileURLToPath(new URL('../../dist/bin/rt-translate.js', import.meta.url));
 
-/** Default limit for one run, in ms; the child is killed (SIGKILL) and the run fails past it. */
-export const DEFAULT_CLI_TIMEOUT_MS = 15_000;
-
 /** Environment variables that would change what the command does; removed unless given. */
-const CONFIG_ENV = ['RT_TRANSLATE_API_KEY', 'RT_TRANSLATE_REALTIME_URL', 'RT_TRANSLATE_BASE_URL', 'NODE_OPTIONS'];
+const CONFIG_ENV = ['RT_TRANSLATE_API_KEY', 'RT_TRANSLATE_REALTIME_URL', 'RT_TRANSLATE_BASE_URL', 'FFMPEG_PATH', 'NODE_OPTIONS'];
 
 const live = new Set<ChildProcess>();
 
@@ -32,13 +47,147 @@ export interface CliRunOptions {
   env?: Record<string, string>;
   /** Bytes written to stdin, which is then closed. Default: an empty, closed stdin. */
   stdin?: Buffer;
-  /** Kill the child and fail past this many ms. Default `DEFAULT_CLI_TIMEOUT_MS`. */
-  timeoutMs?: number;
   /** Called with each piece of stderr text as it arrives. */
   onStderr?: (text: string) => void;
-  /** Working directory of the child. Default: the test's. */
+  /** Working directory of the command. Default: the test's. */
   cwd?: string;
 }
+
+/** The test's environment without the variables that configure rt-translate, plus `extra`. */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of CONFIG_ENV) delete env[name];
+  return { ...env, ...extra };
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* In process                                                                                */
+
+export interface InProcessOptions extends CliRunOptions {
+  /** Simulate a terminal on stdout (`isTTY`). */
+  stdoutTTY?: boolean;
+  /** Simulate a terminal on stdin (`isTTY`). */
+  stdinTTY?: boolean;
+  /** Simulate a terminal on stderr (`isTTY`), `columns` wide. */
+  stderrTTY?: boolean;
+  /** Width of the simulated terminals. Default 80. */
+  columns?: number;
+  /** Replaces the collecting stdout (a reader that fails, a slow one); `result.stdout` is then empty. */
+  stdout?: Writable;
+  /** Called with each piece of stdout as it arrives. */
+  onStdout?: (chunk: Buffer) => void;
+}
+
+/** A command running in this process. */
+export interface InProcessRun {
+  /** The command's standard input: write to it, end it. */
+  stdin: PassThrough;
+  /** Delivers a signal to the command (as the OS would to the process). */
+  signal(name: 'SIGINT' | 'SIGTERM'): void;
+  /** Settles when `main()` returns: exit status, stdout, stderr (`signal` is always null). */
+  result: Promise<CliResult>;
+}
+
+/** Starts `rt-translate ARGS` in this process; the caller owns stdin. */
+export function startInProcess(args: readonly string[], options: InProcessOptions = {}): InProcessRun {
+  const stdin = Object.assign(new PassThrough(), options.stdinTTY ? { isTTY: true } : {});
+  const out: Buffer[] = [];
+  let stderr = '';
+  const columns = options.columns ?? 80;
+  const stdout =
+    options.stdout ??
+    Object.assign(
+      new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          out.push(Buffer.from(chunk));
+          options.onStdout?.(chunk);
+          callback();
+        },
+      }),
+      options.stdoutTTY ? { isTTY: true, columns } : {},
+    );
+  const stderrStream = Object.assign(
+    new Writable({
+      decodeStrings: false,
+      write(chunk: Buffer | string, _encoding, callback) {
+        const text = chunk.toString();
+        stderr += text;
+        options.onStderr?.(text);
+        callback();
+      },
+    }),
+    options.stderrTTY ? { isTTY: true, columns } : {},
+  );
+  const signals = new EventEmitter();
+  const io: CliIo = { stdin, stdout, stderr: stderrStream, env: cliEnv(options.env), signals, cwd: options.cwd ?? process.cwd() };
+  const result = main([...args], io).then((code) => ({ code, signal: null, stdout: Buffer.concat(out), stderr }));
+  return { stdin, signal: (name) => signals.emit(name), result };
+}
+
+/** Runs `rt-translate ARGS` in this process to completion. */
+export function runInProcess(args: readonly string[], options: InProcessOptions = {}): Promise<CliResult> {
+  const run = startInProcess(args, options);
+  run.stdin.end(options.stdin ?? Buffer.alloc(0));
+  return run.result;
+}
+
+/** A running emulator (`rt-translate emulator`, in process or spawned). */
+export interface CliEmulator {
+  /** The JSON line the emulator printed on stdout, without its newline. */
+  line: string;
+  baseUrl: string;
+  realtimeUrl: string;
+  /** Everything printed on stdout so far. */
+  stdout(): string;
+  /** Sends `signal` and waits for the command to end. */
+  stop(signal?: 'SIGINT' | 'SIGTERM'): Promise<CliResult>;
+}
+
+/** Resolves with the first complete line of `text()` that starts with `{"baseUrl"`; `wake` re-checks. */
+function listeningLine(text: () => string, subscribe: (wake: () => void) => void, ended: Promise<CliResult>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const found = text()
+        .split('\n')
+        .find((candidate, i, all) => i < all.length - 1 && candidate.startsWith('{"baseUrl"'));
+      if (found !== undefined) resolve(found);
+    };
+    subscribe(check);
+    check();
+    void ended.then(
+      (result) => reject(new Error(`rt-translate emulator ended (${result.code ?? result.signal}) before listening:\n${result.stderr}`)),
+      reject,
+    );
+  });
+}
+
+/** Starts `rt-translate emulator ARGS` in this process; it runs until `stop()`. */
+export async function startInProcessEmulator(args: readonly string[]): Promise<CliEmulator> {
+  let out = '';
+  let wake = () => {};
+  const run = startInProcess(['emulator', ...args], {
+    onStdout: (chunk) => {
+      out += chunk.toString('utf8');
+      wake();
+    },
+  });
+  run.result.catch(() => undefined);
+  const line = await listeningLine(() => out, (check) => (wake = check), run.result);
+  const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
+  return {
+    line,
+    baseUrl: parsed.baseUrl,
+    realtimeUrl: parsed.realtimeUrl,
+    stdout: () => out,
+    async stop(signal = 'SIGTERM') {
+      run.signal(signal);
+      return run.result;
+    },
+  };
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Spawned                                                                                   */
 
 function assertBuilt(): void {
   if (!existsSync(CLI_PATH)) {
@@ -46,17 +195,11 @@ function assertBuilt(): void {
   }
 }
 
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of CONFIG_ENV) delete env[name];
-  return { ...env, ...extra };
-}
-
 /** Spawns the command; the caller owns stdin. The child is tracked until it exits. */
 export function spawnCli(args: readonly string[], env?: Record<string, string>, cwd?: string): ChildProcess {
   assertBuilt();
   const child = spawn(process.execPath, [CLI_PATH, ...args], {
-    env: childEnv(env),
+    env: cliEnv(env),
     stdio: ['pipe', 'pipe', 'pipe'],
     ...(cwd !== undefined ? { cwd } : {}),
   });
@@ -68,13 +211,8 @@ export function spawnCli(args: readonly string[], env?: Record<string, string>, 
   return child;
 }
 
-/** Collects the child's output until it exits, failing (after SIGKILL) past `timeoutMs`. */
-export function collect(
-  child: ChildProcess,
-  timeoutMs = DEFAULT_CLI_TIMEOUT_MS,
-  onStderr?: (text: string) => void,
-  description = 'rt-translate',
-): Promise<CliResult> {
+/** Collects the child's output until it has exited and closed its pipes. */
+export function collect(child: ChildProcess, onStderr?: (text: string) => void): Promise<CliResult> {
   const stdout: Buffer[] = [];
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -84,68 +222,38 @@ export function collect(
     onStderr?.(text);
   });
   return new Promise<CliResult>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${description} did not exit within ${timeoutMs} ms; stderr so far:\n${stderr}`));
-    }, timeoutMs);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
+    child.once('error', reject);
     // 'close' (not 'exit'): every byte of stdout and stderr has been read by then.
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout: Buffer.concat(stdout), stderr });
-    });
+    child.once('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(stdout), stderr }));
   });
 }
 
-/** Runs `rt-translate ARGS` to completion. */
+/** Runs `rt-translate ARGS` as a child process to completion. */
 export function runCli(args: readonly string[], options: CliRunOptions = {}): Promise<CliResult> {
   const child = spawnCli(args, options.env, options.cwd);
-  const result = collect(child, options.timeoutMs, options.onStderr, `rt-translate ${args.join(' ')}`);
+  const result = collect(child, options.onStderr);
   child.stdin?.end(options.stdin ?? Buffer.alloc(0));
   return result;
 }
 
-/** A running `rt-translate emulator` process. */
-export interface CliEmulator {
-  child: ChildProcess;
-  /** The one line the emulator printed on stdout, without its newline. */
-  line: string;
-  baseUrl: string;
-  realtimeUrl: string;
-  /** Everything printed on stdout so far (the JSON line and anything after it). */
-  stdout(): string;
-  /** Sends `signal` and waits for the process to end. */
-  stop(signal?: NodeJS.Signals): Promise<CliResult>;
-}
-
-/** Starts `rt-translate emulator ARGS` and waits for its JSON line. */
-export async function startCliEmulator(args: readonly string[], timeoutMs = DEFAULT_CLI_TIMEOUT_MS): Promise<CliEmulator> {
+/**
+ * Starts `rt-translate emulator ARGS` as a child process and waits for the line that says where
+ * it listens. It runs until `stop()` or `killAllChildren()`.
+ */
+export async function startCliEmulator(args: readonly string[]): Promise<CliEmulator & { child: ChildProcess }> {
   const child = spawnCli(['emulator', ...args]);
   let out = '';
-  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  const ended = collect(child, 60_000, undefined, `rt-translate emulator ${args.join(' ')}`);
+  const ended = collect(child);
   ended.catch(() => undefined);
-  const line = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`rt-translate emulator printed no line within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const check = () => {
-      const newline = out.indexOf('\n');
-      if (newline < 0) return;
-      clearTimeout(timer);
-      child.stdout?.off('data', check);
-      resolve(out.slice(0, newline));
-    };
-    child.stdout?.on('data', check);
-    void ended.then((result) => {
-      clearTimeout(timer);
-      reject(new Error(`rt-translate emulator exited (${result.code ?? result.signal}) before listening:\n${result.stderr}`));
-    }, reject);
-  });
+  const line = await listeningLine(
+    () => out,
+    (check) =>
+      child.stdout?.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        check();
+      }),
+    ended,
+  );
   const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
   return {
     child,
@@ -173,6 +281,8 @@ export async function killAllChildren(): Promise<void> {
   );
   await Promise.all(waiting);
 }
+
+/* ----------------------------------------------------------------------------------------- */
 
 /** A loopback listener that only counts TCP connections: proves a command connected nowhere. */
 export interface ConnectionCounter {

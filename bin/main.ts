@@ -1,0 +1,76 @@
+/**
+ * The `rt-translate` command line: picks the subcommand and runs it with a `CliIo`. Each
+ * subcommand's module is imported only when it runs, so `--version`, `--help` and a small
+ * command do not load codecs, the HTTP client or the emulator they never use. A new subcommand
+ * is one line in `COMMANDS`.
+ */
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, describeFailure, isUsageError, packageVersion, type CliIo } from './cli.js';
+
+/** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
+export type Command = (args: string[], io: CliIo) => Promise<number>;
+
+/** The subcommands by name, each loaded on first use. */
+export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  translate: async () => (await import('./commands/translate.js')).runTranslate,
+  emulator: async () => (await import('./commands/emulator.js')).runEmulator,
+  tts: async () => (await import('./commands/tts.js')).runTts,
+  'translated-tts': async () => (await import('./commands/translated-tts.js')).runTranslatedTts,
+  'separate-results': async () => (await import('./commands/separate-results.js')).runSeparateResults,
+  'delete-voice': async () => (await import('./commands/delete-voice.js')).runDeleteVoice,
+  'task-status': async () => (await import('./commands/task-status.js')).runTaskStatus,
+  voices: async () => (await import('./commands/voices.js')).runVoices,
+  languages: async () => (await import('./commands/languages.js')).runLanguages,
+  'translate-text': async () => (await import('./commands/translate-text.js')).runTranslateText,
+  transcribe: async () => (await import('./commands/transcribe.js')).runTranscribe,
+  dub: async () => (await import('./commands/dub.js')).runDub,
+  subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
+};
+
+/** The top-level usage: the realtime command's, then the other commands. */
+async function usage(): Promise<string> {
+  const { TRANSLATE_USAGE } = await import('./commands/translate.js');
+  return `${TRANSLATE_USAGE}
+
+HTTP interface (each command has --help):
+  rt-translate tts --text TEXT --language TAG -o OUT                 streaming text to speech
+  rt-translate translated-tts --text TEXT --from TAG --to TAG -o OUT translate, then speak
+  rt-translate translate-text --from TAG --to TAG TEXT...            translate texts
+  rt-translate transcribe -i FILE --language TAG [-f srt] [-o OUT]   speech to text
+  rt-translate dub --url URL --from TAG --to TAG[,TAG] [-o DIR]      dub a video or recording
+  rt-translate subtitles --url URL --from TAG [--to TAG] [-o OUT]    subtitles of a media
+  rt-translate voices [list|create|delete|design]                    voices, cloned voices
+  rt-translate languages [--source|--target]                         the service's languages
+  rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
+  rt-translate delete-voice ID                                       delete a custom voice
+  rt-translate task-status KIND TASK_ID [--wait]                     status of a task`;
+}
+
+/**
+ * Runs `rt-translate ARGV` and resolves with its exit status. Without a subcommand name the
+ * arguments are the realtime command's (`rt-translate --from en-us --to es-es` is
+ * `rt-translate translate --from en-us --to es-es`).
+ */
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = argv;
+  try {
+    if (first === '--version') {
+      io.stdout.write(`${packageVersion()}\n`);
+      return EXIT_OK;
+    }
+    if (argv.length === 0) {
+      io.stderr.write(`${await usage()}\n`);
+      return EXIT_USAGE;
+    }
+    if (first === '--help' || first === '-h') {
+      io.stdout.write(`${await usage()}\n`);
+      return EXIT_OK;
+    }
+    const load = first !== undefined && Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
+    const command = await (load ?? COMMANDS.translate!)();
+    return await command(load ? rest : argv, io);
+  } catch (error) {
+    io.stderr.write(`${describeFailure(error)}\n`);
+    if (isUsageError(error)) return EXIT_USAGE;
+    return EXIT_FAILURE;
+  }
+}

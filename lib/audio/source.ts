@@ -1,0 +1,544 @@
+/**
+ * `openAudioSource`: any audio file or stream as the service's PCM (PCM16 LE mono 24 kHz), for
+ * the CLI, bots and bridges alike. Raw PCM is described by the caller; WAV, Ogg/Opus and FLAC are
+ * recognised by their first bytes and decoded by the library; any other container it recognises
+ * (MP3, MP4, WebM, ...) goes through ffmpeg (`ffmpegPath`, `FFMPEG_PATH`, or `ffmpeg` on
+ * `PATH`), as does a WAV or FLAC file in a layout the library does not convert. Decoders are
+ * loaded only for the inputs that need them.
+ *
+ * Everything that can be found before the audio flows (an unreadable file, no audio at all, a
+ * format nothing here decodes, a description that contradicts the header) rejects the returned
+ * promise. A failure midway (a read error, corrupt data) keeps what was decoded before it: see
+ * `AudioSourceOptions.onFailure`. The policies are detailed in the README ("Reading any audio").
+ */
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Readable, type Duplex } from 'node:stream';
+import { AudioInputError, ConfigError, RtTranslateError, UnsupportedError, ValidationError } from '../errors.js';
+import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type SampleFormat } from './audio-format.js';
+import { toServiceFormat } from './convert.js';
+import { SNIFF_BYTES, isSniffResult, sniffAudio } from './sniff.js';
+
+/** Containers `openAudioSource` decodes itself, besides the raw sample formats. */
+export const SOURCE_CONTAINERS = ['wav', 'ogg', 'flac'] as const;
+export type SourceContainer = (typeof SOURCE_CONTAINERS)[number];
+/** What `AudioSourceDescription.format` accepts. */
+export type SourceFormat = SampleFormat | SourceContainer;
+export const SOURCE_FORMATS: readonly SourceFormat[] = [...SAMPLE_FORMATS, ...SOURCE_CONTAINERS];
+
+/** What the caller knows about the input; every field is optional. */
+export interface AudioSourceDescription {
+  /**
+   * Forces the format (no header is looked for): a raw sample format, or a container the
+   * library reads. Default: recognised by the first bytes; unrecognised bytes are raw s16le.
+   */
+  format?: SourceFormat;
+  /** Rate of raw input, Hz: default 24000, or 8000 for `mulaw`/`alaw`. Raw input only. */
+  rate?: number;
+  /** Channels of raw input: 1 (default) or 2. Raw input only. */
+  channels?: number;
+}
+
+export interface AudioSourceOptions {
+  /** The ffmpeg executable for other formats. Default `FFMPEG_PATH`, else `ffmpeg` on `PATH`. */
+  ffmpegPath?: string;
+  /** Where `FFMPEG_PATH` and `PATH` are read. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Release the audio at real-time speed (a file played as if it were a microphone). */
+  realtime?: boolean;
+  /**
+   * A failure midway, after some audio was decoded: `'error'` (default) destroys the source
+   * with an `AudioInputError` once its reader has taken every byte decoded before the failure;
+   * `'end'` ends it there, as if the input had been cut at that point, and sets `failure`
+   * (for a consumer that must finish its work, such as a translation, before reporting).
+   */
+  onFailure?: 'error' | 'end';
+  /** How messages name the input. Default: the path, or `the input stream`. */
+  label?: string;
+  /** How messages name the description's fields (a command line passes its flags). */
+  fieldNames?: { format?: string; rate?: string; channels?: string };
+}
+
+/** What decodes an input. */
+type InputKind = { kind: 'raw'; format: SampleFormat } | { kind: SourceContainer } | { kind: 'foreign'; name: string };
+
+const KIND_NAMES: Record<SourceContainer, string> = { wav: 'WAV', ogg: 'Ogg/Opus', flac: 'FLAC' };
+
+function kindName(kind: InputKind): string {
+  return kind.kind === 'raw' ? `raw ${kind.format}` : kind.kind === 'foreign' ? kind.name : KIND_NAMES[kind.kind];
+}
+
+const HOW_TO_CONVERT = 'convert it to raw PCM first, e.g. ffmpeg -i IN -f s16le -ar 24000 -ac 1 OUT.pcm';
+
+/* ----------------------------------------------------------------------------------------- */
+/* The chain of stages                                                                       */
+
+/** A stage of the chain that failed, and the error. */
+interface ChainFailure {
+  error: unknown;
+  /** Index of the failed stream in the chain (0: the head). */
+  stage: number;
+}
+
+/**
+ * The service-format audio of an input: a Readable that owns the whole decoding chain (the file
+ * or the stream it was given, decoders, ffmpeg, the pacer). Destroying it, or `stop()`, releases
+ * all of it (an ffmpeg process is killed and reaped).
+ */
+export class AudioSource extends Readable {
+  /** How messages name the input. */
+  readonly label: string;
+  /** What decodes it: `raw s16le`, `WAV`, `Ogg/Opus`, `FLAC`, or `ffmpeg`. */
+  readonly decoder: string;
+  readonly #links: Array<Readable | Duplex>;
+  readonly #last: Readable;
+  readonly #headIsInput: boolean;
+  readonly #kind: InputKind;
+  readonly #onFailure: 'error' | 'end';
+  #chainFailure: ChainFailure | undefined;
+  #failure: AudioInputError | undefined;
+  #fatal: AudioInputError | undefined;
+  #bytes = 0;
+  #settleFirst: ((audio: boolean) => void) | undefined;
+  readonly #first: Promise<boolean>;
+
+  /** @internal Built by `openAudioSource`. */
+  constructor(links: Array<Readable | Duplex>, init: { label: string; decoder: string; kind: InputKind; headIsInput: boolean; onFailure: 'error' | 'end' }) {
+    super();
+    this.label = init.label;
+    this.decoder = init.decoder;
+    this.#kind = init.kind;
+    this.#headIsInput = init.headIsInput;
+    this.#onFailure = init.onFailure;
+    this.#links = links;
+    this.#last = links.at(-1)!;
+    this.#first = new Promise<boolean>((resolve) => (this.#settleFirst = resolve));
+    this.#connect();
+  }
+
+  /** Bytes of service-format audio produced so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** The failure that ended the input early (with `onFailure: 'end'`), once it happened. */
+  get failure(): AudioInputError | undefined {
+    return this.#failure;
+  }
+
+  /**
+   * Stops reading the input now (a microphone, an open pipe that stays quiet) and ends the
+   * source after what it has already produced; audio still inside the decoders is dropped.
+   */
+  stop(): void {
+    if (this.readableEnded || this.destroyed) return;
+    this.#release();
+    this.push(null);
+  }
+
+  /**
+   * Links every stage to the next. Unlike `pipeline()`, a failing stage does not discard what
+   * was produced before the failure: the stages before it are destroyed (reading stops), the
+   * output it already produced is passed on, and the next stage is ended normally, so it
+   * flushes (a resampler's tail, a pacer's queue). The source then ends as if the input had
+   * been cut at that point. Backpressure holds between every two stages.
+   */
+  #connect(): void {
+    const all = this.#links;
+    for (let i = 0; i < all.length; i++) {
+      const from = all[i]!;
+      const last = i === all.length - 1;
+      const to = last ? undefined : (all[i + 1] as Duplex);
+      const forward = (chunk: Buffer): boolean => (to ? to.write(chunk) : this.#deliver(chunk));
+      const finish = (): void => {
+        if (to) {
+          if (!to.destroyed && !to.writableEnded) to.end();
+        } else this.#finish();
+      };
+      const onData = (chunk: Buffer) => {
+        if (!forward(chunk)) from.pause();
+      };
+      from.on('data', onData);
+      to?.on('drain', () => from.resume());
+      from.once('end', finish);
+      from.on('error', (error: Error) => {
+        from.off('data', onData);
+        this.#chainFailure ??= { error, stage: i };
+        for (let j = 0; j < i; j++) if (!all[j]!.destroyed) all[j]!.destroy();
+        if (to && (to.destroyed || to.writableEnded)) return;
+        // A destroyed stream still gives what it had buffered to read(): pass it on, then end.
+        for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) forward(chunk);
+        finish();
+      });
+    }
+  }
+
+  #deliver(chunk: Buffer): boolean {
+    if (this.readableEnded || this.destroyed) return true;
+    this.#bytes += chunk.length;
+    this.#settleFirst?.(true);
+    return this.push(chunk);
+  }
+
+  /** The chain has ended: normally, or after a failure whose output has all been passed on. */
+  #finish(): void {
+    if (this.readableEnded || this.destroyed) return;
+    const failure = this.#chainFailure;
+    if (failure === undefined || this.#bytes === 0) {
+      this.#settleFirst?.(false);
+      if (failure === undefined) this.push(null);
+      return;
+    }
+    const error = this.#describe(failure);
+    if (this.#onFailure === 'end') {
+      this.#failure = error;
+      this.push(null);
+      return;
+    }
+    this.#fatal = error;
+    this.#failWhenDrained();
+  }
+
+  /** Destroys the source with its failure once the reader has taken every byte before it. */
+  #failWhenDrained(): void {
+    const error = this.#fatal;
+    if (!error || this.destroyed) return;
+    if (this.readableLength === 0 || this.readableFlowing === null) {
+      this.destroy(error);
+      return;
+    }
+    // Let the next read() call _read again, where this check repeats.
+    this.push(Buffer.alloc(0));
+  }
+
+  override _read(): void {
+    if (this.#fatal) {
+      this.#failWhenDrained();
+      return;
+    }
+    this.#last.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#settleFirst?.(false);
+    this.#release().then(() => callback(error));
+  }
+
+  /** Destroys every stage and waits until each has closed (an ffmpeg process has exited). */
+  #release(): Promise<void> {
+    const closing = this.#links.map((stream) => {
+      if (stream.closed) return Promise.resolve();
+      const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+      if (!stream.destroyed) stream.destroy();
+      return closed;
+    });
+    return Promise.all(closing).then(() => undefined);
+  }
+
+  /**
+   * Resolves once the first audio is out; rejects with the `AudioInputError` (the source then
+   * destroyed) when the input ended or failed without any. `openAudioSource` resolves after it.
+   */
+  async ready(): Promise<this> {
+    if (await this.#first) return this;
+    const failure = this.#chainFailure;
+    this.destroy();
+    if (failure === undefined) throw new AudioInputError('empty', `No audio in ${this.label}.`, { label: this.label });
+    throw this.#describe(failure);
+  }
+
+  /** The error reported for a chain failure: reading the input (stage 0) or decoding it. */
+  #describe(failure: ChainFailure): AudioInputError {
+    return describeFailure(failure.error, this.label, this.#kind, failure.stage === 0 && this.#headIsInput, this.#bytes);
+  }
+}
+
+/** Describes a failure of the chain: reading the input (`read`) or decoding it. */
+function describeFailure(error: unknown, label: string, kind: InputKind, read: boolean, bytesBefore: number): AudioInputError {
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
+  const cause = { cause: error, label, bytesBefore };
+  if (read) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    return new AudioInputError('read', `Cannot read ${label}: ${typeof code === 'string' ? `${code} (${message})` : message}.`, cause);
+  }
+  let hint = '';
+  if (kind.kind === 'foreign') hint = ' (ffmpeg reads some files, e.g. an MP4 whose index is at its end, only from a file: give its path)';
+  else if (error instanceof UnsupportedError) hint = ` (${HOW_TO_CONVERT})`;
+  return new AudioInputError('decode', `Cannot decode ${label} as ${kindName(kind)}: ${message}${hint}.`, cause);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Opening                                                                                   */
+
+/**
+ * Reads up to `n` bytes from the start of `stream` without losing them. Resolves with those
+ * bytes and the stream to read everything from, those bytes included: `stream` itself with the
+ * bytes put back (`unshift`) while it has not ended, or, when the whole input was shorter than
+ * `n` and `stream` has ended (an ended stream takes nothing back), a new stream of those bytes.
+ */
+async function peekStart(stream: Readable, n: number): Promise<{ head: Buffer; stream: Readable }> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  while (length < n) {
+    const chunk = stream.read() as Buffer | null;
+    if (chunk !== null) {
+      chunks.push(chunk);
+      length += chunk.length;
+      continue;
+    }
+    if (stream.readableEnded) break;
+    if (stream.destroyed) {
+      if (stream.errored) throw stream.errored;
+      break;
+    }
+    const more = await new Promise<boolean>((resolve, reject) => {
+      const done = (value: boolean, error?: Error) => {
+        stream.off('readable', onReadable);
+        stream.off('end', onEnd);
+        stream.off('error', onError);
+        stream.off('close', onClose);
+        if (error) reject(error);
+        else resolve(value);
+      };
+      const onReadable = () => done(true);
+      const onEnd = () => done(false);
+      const onError = (error: Error) => done(false, error);
+      const onClose = () => done(false, stream.errored ?? undefined);
+      stream.on('readable', onReadable);
+      stream.on('end', onEnd);
+      stream.on('error', onError);
+      stream.on('close', onClose);
+    });
+    if (!more) break;
+  }
+  const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  if (stream.readableEnded || stream.destroyed) return { head: head.subarray(0, n), stream: Readable.from([head], { objectMode: false }) };
+  if (head.length > 0) stream.unshift(head);
+  return { head: head.subarray(0, n), stream };
+}
+
+interface Input {
+  stream: Readable;
+  label: string;
+  /** The absolute path, for a regular file (ffmpeg opens it itself, and can seek). */
+  path?: string;
+}
+
+async function openInput(input: string | Readable, label: string | undefined): Promise<Input> {
+  if (typeof input !== 'string') {
+    if (!(input instanceof Readable) && typeof (input as { pipe?: unknown } | null)?.pipe !== 'function') {
+      throw new ValidationError('input', 'a file path or a Readable of audio bytes', typeof input);
+    }
+    return { stream: input, label: label ?? 'the input stream' };
+  }
+  if (input === '') throw new ValidationError('input', 'a file path or a Readable of audio bytes', '""');
+  const name = label ?? input;
+  const path = resolve(input);
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new AudioInputError('open', `Cannot read ${name}: ${code ?? (error as Error).message}.`, { cause: error, label: name });
+  }
+  const info = await handle.stat();
+  if (info.isDirectory()) {
+    await handle.close();
+    throw new AudioInputError('open', `Cannot read ${name}: it is a directory.`, { label: name });
+  }
+  return { stream: createReadStream(path, { fd: handle }), label: name, ...(info.isFile() ? { path } : {}) };
+}
+
+interface FieldNames {
+  format: string;
+  rate: string;
+  channels: string;
+}
+
+/** The input's kind from the description or, without a format, from its first bytes. */
+async function identify(input: Input, desc: AudioSourceDescription, names: FieldNames): Promise<InputKind> {
+  try {
+    return await sniffKind(input, desc, names);
+  } catch (error) {
+    if (error instanceof RtTranslateError) throw error;
+    throw describeFailure(error, input.label, { kind: 'raw', format: 's16le' }, true, 0);
+  }
+}
+
+async function sniffKind(input: Input, desc: AudioSourceDescription, names: FieldNames): Promise<InputKind> {
+  const format = desc.format;
+  if (format !== undefined) return (SAMPLE_FORMATS as readonly string[]).includes(format) ? { kind: 'raw', format: format as SampleFormat } : { kind: format as SourceContainer };
+  let want = SNIFF_BYTES;
+  let head: Buffer;
+  ({ head, stream: input.stream } = await peekStart(input.stream, want));
+  if (head.length === 0) throw new AudioInputError('empty', `No audio in ${input.label}.`, { label: input.label });
+  for (;;) {
+    const result = sniffAudio(head, head.length < want);
+    if (!isSniffResult(result)) {
+      want = result.needBytes;
+      ({ head, stream: input.stream } = await peekStart(input.stream, want));
+      continue;
+    }
+    if (result.kind === 'unknown') return { kind: 'raw', format: 's16le' };
+    if (desc.rate !== undefined || desc.channels !== undefined) {
+      const field = desc.rate !== undefined ? names.rate : names.channels;
+      throw new ValidationError(
+        field,
+        `nothing for ${input.label}, which is ${result.name} (recognised by its header): its rate and channels come from the file ` +
+          `(${names.rate} and ${names.channels} describe raw input; force raw input with ${names.format})`,
+        String(desc.rate ?? desc.channels),
+      );
+    }
+    return result.kind === 'foreign' ? { kind: 'foreign', name: result.name } : { kind: result.kind === 'ogg-opus' ? 'ogg' : result.kind };
+  }
+}
+
+/** Checks a description before anything is opened. */
+function checkDescription(desc: AudioSourceDescription, names: FieldNames): AudioSourceDescription {
+  if (desc === null || typeof desc !== 'object') throw new ValidationError('description', 'an object with format, rate, channels', typeof desc);
+  const { format } = desc;
+  if (format !== undefined && !(SOURCE_FORMATS as readonly string[]).includes(format)) {
+    throw new ValidationError(
+      names.format,
+      `one of ${SOURCE_FORMATS.join(', ')} (other files are recognised by their header and decoded with ffmpeg: leave ${names.format} out)`,
+      JSON.stringify(format),
+    );
+  }
+  const rate = desc.rate === undefined ? undefined : validateRate(desc.rate, names.rate);
+  const channels = desc.channels === undefined ? undefined : validateChannels(desc.channels, names.channels);
+  if (format !== undefined && !(SAMPLE_FORMATS as readonly string[]).includes(format) && (rate !== undefined || channels !== undefined)) {
+    const field = rate !== undefined ? names.rate : names.channels;
+    throw new ValidationError(
+      field,
+      `nothing for ${format} input, whose header gives its rate and channels (${names.rate} and ${names.channels} describe raw input: ${SAMPLE_FORMATS.join(', ')})`,
+      String(rate ?? channels),
+    );
+  }
+  return { format, rate, channels };
+}
+
+/**
+ * The ffmpeg to run: the `ffmpegPath` option, else `FFMPEG_PATH`, else `ffmpeg` on `PATH`;
+ * undefined when there is none. One that is named but cannot be run is a `ConfigError`.
+ */
+async function ffmpegFor(options: AudioSourceOptions): Promise<string | undefined> {
+  const { ENV_FFMPEG_PATH, findFfmpeg, isExecutableFile } = await import('./ffmpeg.js');
+  const path = options.ffmpegPath ?? findFfmpeg(options.env ?? process.env);
+  if (path === undefined || isExecutableFile(path)) return path;
+  const origin = options.ffmpegPath !== undefined ? 'ffmpegPath' : ENV_FFMPEG_PATH;
+  throw new ConfigError(origin, `${origin} names ${path}, which is not an executable file: name an ffmpeg executable, or leave it out to use ffmpeg on PATH.`);
+}
+
+/** The decoding stages for `kind` (their modules loaded now), and the head when ffmpeg reads the file. */
+async function stagesFor(
+  kind: InputKind,
+  desc: AudioSourceDescription,
+  input: Input,
+  ffmpeg: () => Promise<string | undefined>,
+): Promise<{ head: Readable; stages: Duplex[] }> {
+  switch (kind.kind) {
+    case 'raw': {
+      const converter = toServiceFormat({
+        format: kind.format,
+        rate: desc.rate ?? (kind.format === 'mulaw' || kind.format === 'alaw' ? 8000 : SERVICE_FORMAT.rate),
+        channels: desc.channels ?? SERVICE_FORMAT.channels,
+      });
+      return { head: input.stream, stages: converter.stages.length > 0 ? [converter] : [] };
+    }
+    case 'wav': {
+      const { WavReader } = await import('./wav.js');
+      return { head: input.stream, stages: [new WavReader({ to: SERVICE_FORMAT })] };
+    }
+    case 'ogg': {
+      const { OggOpusDecoder } = await import('./ogg-opus.js');
+      return { head: input.stream, stages: [new OggOpusDecoder({ rate: SERVICE_FORMAT.rate, channels: SERVICE_FORMAT.channels })] };
+    }
+    case 'flac': {
+      const { FlacDecodeStream } = await import('./flac-stream.js');
+      return { head: input.stream, stages: [new FlacDecodeStream({ to: SERVICE_FORMAT })] };
+    }
+    case 'foreign': {
+      const ffmpegPath = await ffmpeg();
+      if (ffmpegPath === undefined) {
+        throw new AudioInputError(
+          'unsupported',
+          `${input.label} is ${kind.name} (recognised by its header), which the library does not decode itself: install ffmpeg ` +
+            `(on PATH, or set FFMPEG_PATH) and it is decoded through ffmpeg, or ${HOW_TO_CONVERT}. ` +
+            `Read without ffmpeg: raw PCM (${SAMPLE_FORMATS.join(', ')}), WAV, Ogg/Opus, FLAC.`,
+          { label: input.label },
+        );
+      }
+      const { FfmpegDecoder } = await import('./ffmpeg.js');
+      if (input.path !== undefined) {
+        // ffmpeg opens the file itself, so it can seek (an MP4 index at the end needs that).
+        input.stream.destroy();
+        return { head: new FfmpegDecoder({ inputPath: input.path, ffmpegPath }), stages: [] };
+      }
+      return { head: input.stream, stages: [new FfmpegDecoder({ ffmpegPath })] };
+    }
+  }
+}
+
+async function pacer(realtime: boolean | undefined): Promise<Duplex[]> {
+  if (!realtime) return [];
+  const { Pacer } = await import('./pacer.js');
+  return [new Pacer({ sampleRate: SERVICE_FORMAT.rate, channels: SERVICE_FORMAT.channels })];
+}
+
+/**
+ * Opens `input` (a file path, or a Readable of audio bytes that the source then owns) as the
+ * service's PCM16 LE mono 24 kHz. Resolves once the first audio has been decoded; rejects with
+ * a `ValidationError` for a bad description or one that contradicts the header, and with an
+ * `AudioInputError` (`reason`: `open`, `empty`, `unsupported`, `read`, `decode`) when the input
+ * cannot be read or decoded.
+ */
+export async function openAudioSource(
+  input: string | Readable,
+  description: AudioSourceDescription = {},
+  options: AudioSourceOptions = {},
+): Promise<AudioSource> {
+  const names: FieldNames = { format: 'format', rate: 'rate', channels: 'channels', ...options.fieldNames };
+  const desc = checkDescription(description, names);
+  const onFailure = options.onFailure ?? 'error';
+  if (onFailure !== 'error' && onFailure !== 'end') throw new ValidationError('onFailure', "'error' or 'end'", String(onFailure));
+  const opened = await openInput(input, options.label);
+  let kind: InputKind;
+  let plan: { head: Readable; stages: Duplex[] };
+  try {
+    kind = await identify(opened, desc, names);
+    plan = await stagesFor(kind, desc, opened, () => ffmpegFor(options));
+  } catch (error) {
+    opened.stream.destroy();
+    throw error;
+  }
+  const headIsInput = plan.head === opened.stream;
+  const first = new AudioSource([plan.head, ...plan.stages, ...(await pacer(options.realtime))], {
+    label: opened.label,
+    decoder: kind.kind === 'foreign' ? 'ffmpeg' : kindName(kind),
+    kind,
+    headIsInput,
+    onFailure,
+  });
+  let ffmpegPath: string | undefined;
+  try {
+    return await first.ready();
+  } catch (error) {
+    // A WAV or FLAC layout the library does not convert: ffmpeg reads the file instead.
+    const refused = (kind.kind === 'wav' || kind.kind === 'flac') && error instanceof AudioInputError && error.cause instanceof UnsupportedError;
+    if (!refused || opened.path === undefined) throw error;
+    ffmpegPath = await ffmpegFor(options);
+    if (ffmpegPath === undefined) throw error;
+  }
+  const { FfmpegDecoder } = await import('./ffmpeg.js');
+  const viaFfmpeg: InputKind = { kind: 'foreign', name: `${kindName(kind)} (through ffmpeg)` };
+  const second = new AudioSource([new FfmpegDecoder({ inputPath: opened.path, ffmpegPath }), ...(await pacer(options.realtime))], {
+    label: opened.label,
+    decoder: 'ffmpeg',
+    kind: viaFfmpeg,
+    headIsInput: false,
+    onFailure,
+  });
+  return second.ready();
+}
+
