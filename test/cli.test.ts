@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
-import { EventLog } from '../bin/commands/translate.js';
 import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionProgress } from '../bin/status-line.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
@@ -282,78 +281,101 @@ describe.concurrent('rt-translate: translation through the embedded emulator', (
   });
 });
 
-describe.concurrent('--events log (EventLog)', () => {
-  /** A file that holds every write's callback until `release()`; counts writes made while it asked for drain. */
-  function slowFile() {
-    const held: Array<() => void> = [];
-    const state = { written: [] as string[], writesWhileFull: 0, held };
-    const file = new Writable({
-      highWaterMark: 1024,
+describe.concurrent('--events, --stats and a network that drops', () => {
+  /** A reader that takes each write a turn of the event loop later: slower than the session. */
+  function slowReader() {
+    const chunks: Buffer[] = [];
+    const stream = new Writable({
+      highWaterMark: 256,
       write(chunk: Buffer, _encoding, callback) {
-        state.written.push(chunk.toString());
-        held.push(() => callback());
+        chunks.push(chunk);
+        setImmediate(callback);
       },
     });
-    const write = file.write.bind(file) as (chunk: unknown) => boolean;
-    file.write = ((chunk: unknown) => {
-      if (file.writableNeedDrain) state.writesWhileFull += 1;
-      return write(chunk);
-    }) as typeof file.write;
-    return { file, state, release: () => held.shift()?.() };
+    return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
   }
-  const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-  it('writes every line in order, never writes while the file asks for drain, and reports when it is over its bound', async () => {
-    const { file, state, release } = slowFile();
-    const log = new EventLog(file);
-    const lineOf = (n: number) => `{"type":"response.audio.delta","n":${n},"pad":"${'x'.repeat(100)}"}\n`;
-    const all: string[] = [];
-    let n = 0;
-    const add = (count: number) => {
-      for (let k = 0; k < count; k++) {
-        const line = lineOf(n++);
-        all.push(line);
-        log.add(line);
-      }
-    };
-    add(3000); // about 370 KB: over the 256 KiB bound
-    let below = false;
-    const waiting = log.belowHighWater().then(() => (below = true));
-    await tick();
-    expect(below).toBe(false);
-    // The file takes its time: events keep coming meanwhile, and are queued, not written.
-    for (let round = 0; round < 5; round++) {
-      add(10);
-      await tick();
-      expect(state.writesWhileFull).toBe(0);
-    }
-    while (!below) {
-      release();
-      await tick();
-    }
-    await waiting;
-    const closing = log.close();
-    let closed = false;
-    void closing.then(() => (closed = true));
-    while (!closed) {
-      release();
-      await tick();
-    }
-    await closing;
-    expect(state.writesWhileFull).toBe(0);
-    expect(state.written.join('')).toBe(all.join(''));
-    expect(state.written.length).toBeLessThan(20); // batched, not one write per line
+  it('--events - to a slow reader gets every event in order, the last one ended; the audio is all there', async () => {
+    const reader = slowReader();
+    const out = path('events-slow.pcm');
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', '-', '-o', out, '--stats'], {
+      stdin: fixture.pcm,
+      stdout: reader.stream,
+    });
+    expect(result.code).toBe(0);
+    expect((await readFile(out)).equals(expected)).toBe(true);
+    const events = lines(reader.text()).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events[0]!.type).toBe('session.created');
+    expect(events.filter((e) => e.type === 'response')).toHaveLength(3);
+    expect(events.at(-2)).toMatchObject({ type: 'ended', complete: true });
+    // --stats: the summary on stderr, and the same figures as the last line of the log.
+    expect(events.at(-1)).toMatchObject({ type: 'stats', responses: 3, reconnects: 0, ending: { complete: true } });
+    const stats = events.at(-1)! as { latency: { firstAudioMs: { count: number } } };
+    expect(stats.latency.firstAudioMs.count).toBe(3);
+    expect(result.stderr).toMatch(/^rt-translate: 3 responses; 8\.3 s of audio in, 4\.6 s of translated audio out$/m);
+    expect(result.stderr).toMatch(/^rt-translate: latency from the end of a sentence: transcript p50 \d+\.\d\d s, p95 .*; first translated audio p50 /m);
   });
 
-  it('a failing file: close() reports the error, later lines are dropped, nobody waits forever', async () => {
-    const failure = Object.assign(new Error('no space left'), { code: 'ENOSPC' });
-    const file = new Writable({ write: (_chunk, _encoding, callback) => callback(failure) });
-    file.on('error', () => undefined);
-    const log = new EventLog(file);
-    log.add(`{"type":"session.created"}\n`.repeat(30_000));
-    await log.belowHighWater();
-    log.add('{"type":"later"}\n');
-    await expect(log.close()).rejects.toBe(failure);
+  it('an --events file that cannot be written (/dev/full): exit 1 naming the error, the translation still written', async () => {
+    const out = path('events-full.pcm');
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '--events', '/dev/full', '-o', out], { stdin: fixture.pcm });
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr).at(-1)).toMatch(/ENOSPC/);
+    expect((await readFile(out)).equals(expected)).toBe(true);
+  });
+
+  it('a service that drops after every answer: reconnects said on stderr, every answer written once', async () => {
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--drop-after-responses', '1']);
+    servers.push({ close: async () => void (await emulator.stop()) });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--quiet-ms', '500', '--stats'], {
+      stdin: fixture.pcm,
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+    const said = lines(result.stderr);
+    expect(said.filter((l) => /^rt-translate: connection lost \(.*code 1006.*\); reconnecting in \d+\.\d s \(attempt 1\)$/.test(l))).toHaveLength(2);
+    expect(said.filter((l) => /^rt-translate: reconnected after \d+\.\d s; sent \d+\.\d s of unanswered audio again$/.test(l))).toHaveLength(2);
+    expect(said).toContainEqual(expect.stringMatching(/^rt-translate: 2 reconnects, \d+\.\d s without a session/));
+  });
+
+  it('--no-reconnect fails at the first drop: exit 1, the first answer written, what may be unprocessed said', async () => {
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--drop-after-responses', '1']);
+    servers.push({ close: async () => void (await emulator.stop()) });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--no-reconnect'], {
+      stdin: fixture.pcm,
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout.equals(firstUtteranceOnly)).toBe(true);
+    expect(lines(result.stderr).at(-1)).toMatch(/closed the connection \(code 1006\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_CONNECTION\]$/);
+  });
+
+  it('exit 3 when the service closes before every answer came: what arrived is written, the summary says it', async () => {
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--drop-after-responses', '2', '--drop-code', '1000']);
+    servers.push({ close: async () => void (await emulator.stop()) });
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--stats'], {
+      stdin: fixture.pcm,
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+    expect(result.code).toBe(3);
+    expect(result.stdout.equals(expectedTranslation(fixture.pcm, fixture.utterances.slice(0, 2)))).toBe(true);
+    expect(result.stderr).toMatch(/warning: The realtime service closed the session after end\(\) while an answer was still owed/);
+    expect(result.stderr).toMatch(/^rt-translate: ended incomplete \(closed-by-service\): 1\.1 s of speech unanswered$/m);
+  });
+
+  it('a service that echoes the key: the key is in no event line, no message', async () => {
+    const emulator = await startInProcessEmulator(['--api-key', KEY, '--echo-key']);
+    servers.push({ close: async () => void (await emulator.stop()) });
+    const events = path('echo-events.jsonl');
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--quiet-ms', '500', '--events', events], {
+      stdin: fixture.pcm,
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+    expect(result.code).toBe(0);
+    const text = await readFile(events, 'utf8');
+    expect(text).toContain('"api_key":"[redacted]"');
+    await expectKeyNotLeaked(result, events);
   });
 });
 

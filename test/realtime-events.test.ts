@@ -20,7 +20,12 @@ describe('eventToRecord', () => {
     ['{"type":"session.starting"}', { type: 'session.starting', wireType: 'session.starting' }],
     [
       '{"type":"session.created","session":{"id":"s-1","source_language":"en-us","target_language":"es-es"}}',
-      { type: 'session.created', wireType: 'session.created', session: { id: 's-1', sourceLanguage: 'en-us', targetLanguage: 'es-es' } },
+      {
+        type: 'session.created',
+        wireType: 'session.created',
+        session: { id: 's-1', sourceLanguage: 'en-us', targetLanguage: 'es-es' },
+        raw: { type: 'session.created', session: { id: 's-1', source_language: 'en-us', target_language: 'es-es' } },
+      },
     ],
     [
       '{"type":"conversation.item.input_audio_transcription.completed","transcript":"Hello."}',

@@ -13,7 +13,7 @@ import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/
 import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import { eventToRecord } from '../../lib/realtime/realtime-events.js';
+import { eventToRecord, type RealtimeEvent } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { openAudioSource } from '../../lib/audio/source.js';
@@ -144,86 +144,19 @@ function ffmpegSpellings(args: readonly string[]): string[] {
   return out;
 }
 
-/** Bytes of event lines queued beyond which the translated audio is no longer read. */
-const EVENT_LOG_HIGH_WATER = 256 * 1024;
-
 /**
- * `--events`: server events as JSON lines, written in order with the file's backpressure.
- *
- * The translator emits its events synchronously and cannot wait for a file, so `add()` only
- * queues a line; one loop writes the queue out (all queued lines in one write, then waits for
- * `drain` when the file is behind). The queue is bounded through the audio: while more than
- * `EVENT_LOG_HIGH_WATER` bytes are queued, the command stops reading translated audio
- * (`belowHighWater()`), so the translator stops reading its socket and no more events arrive
- * until the file has caught up. (With `--text-only` there is no audio to hold back; the events
- * are then only text, a few bytes per word.) A write failure is kept, later lines are dropped,
- * and `close()` reports it.
+ * `--events`: every event of the session (`rt.events()`) as one JSON line each, then, with
+ * `--stats`, a `stats` line. The iterator holds the session back when the file is slower than
+ * the session (the stream's own bound on a consumer that is behind), so nothing queues here.
+ * The session's failure ends the lines; it is reported by the session's own pipeline.
  */
-export class EventLog {
-  readonly #file: Writable;
-  #queue: string[] = [];
-  #queuedBytes = 0;
-  #writing: Promise<void> | undefined;
-  #error: unknown;
-  #waiters: Array<() => void> = [];
-
-  constructor(file: Writable) {
-    this.#file = file;
+async function* eventLines(rt: RealtimeTranslateStream, events: AsyncIterable<RealtimeEvent>, withStats: boolean): AsyncGenerator<string> {
+  try {
+    for await (const event of events) yield `${JSON.stringify(eventToRecord(event))}\n`;
+  } catch {
+    // The session failed: its pipeline reports why.
   }
-
-  add(line: string): void {
-    if (this.#error !== undefined) return;
-    this.#queue.push(line);
-    this.#queuedBytes += Buffer.byteLength(line);
-    this.#writing ??= this.#writeQueue();
-  }
-
-  /** Resolves once the queue is at most `EVENT_LOG_HIGH_WATER` bytes (or writing failed). */
-  async belowHighWater(): Promise<void> {
-    while (this.#queuedBytes > EVENT_LOG_HIGH_WATER && this.#error === undefined) {
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  /** Writes what is queued, ends the file and waits until it is closed; throws a write failure. */
-  async close(): Promise<void> {
-    while (this.#writing) await this.#writing;
-    if (this.#error === undefined) {
-      this.#file.end();
-      try {
-        await finished(this.#file);
-      } catch (error) {
-        this.#error = error;
-      }
-    } else if (!this.#file.destroyed) {
-      this.#file.destroy();
-    }
-    if (this.#error !== undefined) throw this.#error;
-  }
-
-  async #writeQueue(): Promise<void> {
-    try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.join('');
-        this.#queue = [];
-        await writeAll(this.#file, batch);
-        this.#queuedBytes -= Buffer.byteLength(batch);
-        this.#wake();
-      }
-    } catch (error) {
-      this.#error = error;
-      this.#queue = [];
-      this.#queuedBytes = 0;
-    } finally {
-      this.#writing = undefined;
-      this.#wake();
-    }
-  }
-
-  #wake(): void {
-    if (this.#queuedBytes > EVENT_LOG_HIGH_WATER && this.#error === undefined) return;
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
+  if (withStats) yield `${JSON.stringify({ type: 'stats', ...rt.stats })}\n`;
 }
 
 /** How messages tell the user to do things: with the flags. */
@@ -376,8 +309,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   }
 
   const report = new SessionReport(rt, io.stderr, { from, to, textOnly });
-  const eventLog = events ? new EventLog(events) : undefined;
-  if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
+  // Settles with the log's failure (or undefined), reported once the session is over.
+  const logging = events ? pipeline(eventLines(rt, rt.events(), values.stats === true), events).then(() => undefined, (error: unknown) => error) : undefined;
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.
@@ -399,7 +332,6 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     await pipeline(source, report.counter, rt, (chunks: AsyncIterable<Buffer>) =>
       writeInto(sink, chunks, async (chunk) => {
         report.received(chunk.length);
-        if (eventLog) await eventLog.belowHighWater();
       }),
     );
   } catch (error) {
@@ -407,16 +339,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   }
   signals.off('SIGINT', onSignal);
   const summary = report.close();
-  if (values.stats === true) {
-    const stats = rt.stats;
-    for (const text of statsLines(stats)) io.stderr.write(`rt-translate: ${text}\n`);
-    eventLog?.add(`${JSON.stringify({ type: 'stats', ...stats })}\n`);
-  }
-  try {
-    await eventLog?.close();
-  } catch (error) {
-    failure ??= error;
-  }
+  if (values.stats === true) for (const text of statsLines(rt.stats)) io.stderr.write(`rt-translate: ${text}\n`);
+  failure ??= await logging;
   await emulator?.close();
   // An input failure after a Ctrl-C is not reported: the input was not wanted any more.
   const inputFailure = stopping ? undefined : source.failure;

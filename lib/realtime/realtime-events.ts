@@ -100,8 +100,9 @@ export function eventToRecord(event: RealtimeEvent): Record<string, unknown> {
       return { type: event.type, wireType: event.wireType, bytes: event.audio.length };
     case 'session.created':
     case 'session.updated': {
+      // The session in the library's words, and the wire object for what the service added.
       const { raw: _wire, ...session } = event.session;
-      return { type: event.type, wireType: event.wireType, session };
+      return { type: event.type, wireType: event.wireType, session, raw: event.raw };
     }
     case 'unknown':
       return { type: event.type, wireType: event.wireType, raw: event.raw };
