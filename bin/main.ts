@@ -12,6 +12,7 @@ export type Command = (args: string[], io: CliIo) => Promise<number>;
 /** The subcommands by name, each loaded on first use. */
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   translate: async () => (await import('./commands/translate.js')).runTranslate,
+  listen: async () => (await import('./commands/listen.js')).runListen,
   emulator: async () => (await import('./commands/emulator.js')).runEmulator,
   tts: async () => (await import('./commands/tts.js')).runTts,
   'translated-tts': async () => (await import('./commands/translated-tts.js')).runTranslatedTts,
@@ -30,6 +31,9 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 async function usage(): Promise<string> {
   const { TRANSLATE_USAGE } = await import('./commands/translate.js');
   return `${TRANSLATE_USAGE}
+
+Live transcription:
+  rt-translate listen [-i FILE] [--language TAG] [--json]            one line per sentence
 
 HTTP interface (each command has --help):
   rt-translate tts --text TEXT --language TAG -o OUT                 streaming text to speech

@@ -5,19 +5,17 @@
  * `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path (`../audio-io.ts`). This module parses
  * the flags and runs one `pipeline()`: input, translator, output.
  */
-import { createWriteStream } from 'node:fs';
-import { finished, pipeline } from 'node:stream/promises';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
 import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import { eventToRecord, type RealtimeEvent } from '../../lib/realtime/realtime-events.js';
-import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
+import { eventToRecord } from '../../lib/realtime/realtime-events.js';
+import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { openAudioSource } from '../../lib/audio/source.js';
-import type { RunningEmulator } from '../../lib/emulator/server.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -27,13 +25,13 @@ import {
   intFlag,
   packageVersion,
   parseCommandLine,
-  readKeyFile,
   resolvePath,
   signalsOf,
   type CliIo,
 } from '../cli.js';
 import { SessionReport } from '../status-line.js';
-import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeAll, writeInto } from '../audio-io.js';
+import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeInto } from '../audio-io.js';
+import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
@@ -109,11 +107,7 @@ const OPTIONS = {
   voice: { type: 'string' },
   'text-only': { type: 'boolean' },
   events: { type: 'string' },
-  'api-key': { type: 'string' },
-  'api-key-file': { type: 'string' },
-  'realtime-url': { type: 'string' },
-  'allow-insecure': { type: 'boolean' },
-  emulator: { type: 'boolean' },
+  ...ACCESS_OPTIONS,
   'quiet-ms': { type: 'string' },
   'no-reconnect': { type: 'boolean' },
   stats: { type: 'boolean' },
@@ -142,33 +136,6 @@ function ffmpegSpellings(args: readonly string[]): string[] {
     }
   }
   return out;
-}
-
-/**
- * `--events`: every event of the session (`rt.events()`) as one JSON line each, then, with
- * `--stats`, a `stats` line. The iterator holds the session back when the file is slower than
- * the session (the stream's own bound on a consumer that is behind), so nothing queues here.
- * The session's failure ends the lines; it is reported by the session's own pipeline.
- */
-async function* eventLines(rt: RealtimeTranslateStream, events: AsyncIterable<RealtimeEvent>, withStats: boolean): AsyncGenerator<string> {
-  try {
-    for await (const event of events) yield `${JSON.stringify(eventToRecord(event))}\n`;
-  } catch {
-    // The session failed: its pipeline reports why.
-  }
-  if (withStats) yield `${JSON.stringify({ type: 'stats', ...rt.stats })}\n`;
-}
-
-/** How messages tell the user to do things: with the flags. */
-const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
-
-/** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */
-function unclosable(stream: Writable): Writable {
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      writeAll(stream, chunk).then(() => callback(), callback);
-    },
-  });
 }
 
 function seconds(bytes: number): string {
@@ -212,22 +179,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
     throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
   }
-  const keyFile = values['api-key-file'];
-  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
-  if (keyFile === '-' && (values.input === undefined || values.input === '-')) {
-    throw new UsageError('--api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.');
-  }
-
-  const realtimeOption = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
-  const useEmulator = values.emulator === true || !realtimeOption;
-  let apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
-  if (!useEmulator && apiKey === undefined) {
-    throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
-  }
-  // An unusable URL is a configuration error, found before any file is opened or written.
-  if (!useEmulator) {
-    resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });
-  }
+  const access = await resolveAccess(values, io);
 
   const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
   const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
@@ -255,36 +207,15 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     await sink.close().catch(() => undefined);
   };
   let events: Writable | undefined;
-  let emulator: RunningEmulator | undefined;
-  let realtimeUrl = realtimeOption;
+  let target: Awaited<ReturnType<typeof connect>>;
   try {
-    if (eventsToStdout) events = unclosable(io.stdout);
-    else if (values.events) {
-      const file = createWriteStream(resolvePath(io, values.events));
-      events = file;
-      await new Promise<void>((resolve, reject) => {
-        file.once('open', () => resolve());
-        file.once('error', (error: NodeJS.ErrnoException) =>
-          reject(new UsageError(`cannot write events to ${values.events}: ${error.code ?? error.message}`)),
-        );
-      });
-    }
-    if (useEmulator) {
-      const { startEmulator, EMULATOR_DEFAULT_API_KEY } = await import('../../lib/emulator/server.js');
-      apiKey ??= EMULATOR_DEFAULT_API_KEY;
-      emulator = await startEmulator({ apiKeys: [apiKey] });
-      realtimeUrl = emulator.realtimeUrl;
-      if (values.emulator !== true) {
-        io.stderr.write(
-          `rt-translate: no realtime URL configured (--realtime-url or ${ENV_REALTIME_URL}); ` +
-            `using the embedded emulator at ${emulator.realtimeUrl}\n`,
-        );
-      }
-    }
+    events = await openEventsOutput(values.events, io);
+    target = await connect(access, values.emulator === true, io);
   } catch (error) {
     await release();
     throw error;
   }
+  const { apiKey, realtimeUrl, emulator } = target;
 
   const controller = new AbortController();
   let rt: RealtimeTranslateStream;
@@ -310,7 +241,9 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
 
   const report = new SessionReport(rt, io.stderr, { from, to, textOnly });
   // Settles with the log's failure (or undefined), reported once the session is over.
-  const logging = events ? pipeline(eventLines(rt, rt.events(), values.stats === true), events).then(() => undefined, (error: unknown) => error) : undefined;
+  const logging = events
+    ? logEvents(rt.events(), eventToRecord, events, values.stats === true ? () => ({ type: 'stats', ...rt.stats }) : undefined)
+    : undefined;
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.

@@ -21,7 +21,7 @@ import type { ConnectionEnd } from './connection.js';
 import { EventFanout } from './event-queue.js';
 import { AudioOutbox } from './audio-outbox.js';
 import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
-import type { EndedInfo, ReconnectedInfo, ReconnectingInfo } from './realtime-events.js';
+import { errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import {
@@ -150,6 +150,13 @@ function resolve(options: LiveTranscriptionOptions): Resolved {
 
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
+
+/** The event as a JSON-safe record for a log line, under the same `type` (errors as code and message). */
+export function liveEventToRecord(event: LiveTranscriptionEvent): Record<string, unknown> {
+  if (event.type === 'warning') return { type: event.type, warning: errorRecord(event.warning) };
+  if (event.type === 'reconnecting') return { type: event.type, attempt: event.attempt, delayMs: event.delayMs, cause: errorRecord(event.cause) };
+  return { ...event };
+}
 
 export class LiveTranscriptionStream extends Duplex {
   readonly #o: Resolved;

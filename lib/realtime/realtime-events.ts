@@ -85,7 +85,8 @@ export function listenerArgs(event: RealtimeEvent): unknown[] {
   }
 }
 
-function errorRecord(error: RtTranslateError): Record<string, unknown> {
+/** An error as a log record: its code, message and whether a retry may help. */
+export function errorRecord(error: RtTranslateError): Record<string, unknown> {
   return { code: error.code, message: error.message, retryable: error.retryable };
 }
 

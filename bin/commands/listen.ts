@@ -1,0 +1,163 @@
+/**
+ * `rt-translate listen`: live transcription of a file or standard input, one line per final
+ * result as it comes (`[start-end] text`, or JSON with `--json`). The input is opened by
+ * `openAudioSource` like the realtime command's; this module parses the flags and runs one
+ * `pipeline()`: input, `LiveTranscriptionStream`, lines.
+ */
+import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
+import { ConfigError, ValidationError } from '../../lib/errors.js';
+import { openAudioSource } from '../../lib/audio/source.js';
+import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
+import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
+import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, parseCommandLine, resolvePath, signalsOf, type CliIo } from '../cli.js';
+import { INPUT_FLAGS, inputDescription } from '../audio-io.js';
+import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
+
+export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live transcription, one line per sentence
+
+  -i, --input PATH      audio in; '-' or absent: stdin (not a terminal). Described and
+                        recognised as for the realtime command (-f, --ar, --ac; WAV, Ogg/Opus,
+                        FLAC, anything else through ffmpeg)
+  -f FORMAT, --ar HZ, --ac N   raw input: s16le s16be f32le mulaw alaw, its rate and channels
+  --realtime            send the input at real-time speed (a file played as a microphone)
+  --language TAG        the speech's language (default en-us)
+  --model NAME          the transcription model (default boli-v5)
+  --json                one JSON object per final result: start, end, transcript,
+                        confidence, words (times in seconds from the start of the input)
+  --interim             also print interim results, to stderr
+  -o, --output PATH     the lines; '-' or absent: stdout
+  --events PATH         every event as one JSON object per line ('-': stdout, with -o PATH)
+  --no-reconnect        fail at the first dropped connection (default: reconnect and send the
+                        audio after the last final result again)
+  --api-key-file PATH   the API key from a file ('-': standard input); or set ${ENV_API_KEY}
+  --api-key KEY         the API key (visible in 'ps': prefer the file or the environment)
+  --realtime-url URL    or env ${ENV_REALTIME_URL}: the realtime host
+  --allow-insecure      allow plain-text ws:// to a host that is not loopback
+  --emulator            start the embedded emulator on loopback and use it
+  -h, --help
+
+Exit status: 0 done; 1 service or network failure (after every line received was written);
+2 usage, configuration or input error; 3 the service did not send its last results in time.`;
+
+const OPTIONS = {
+  input: { type: 'string', short: 'i' },
+  format: { type: 'string', short: 'f' },
+  ar: { type: 'string' },
+  ac: { type: 'string' },
+  realtime: { type: 'boolean' },
+  language: { type: 'string' },
+  model: { type: 'string' },
+  json: { type: 'boolean' },
+  interim: { type: 'boolean' },
+  output: { type: 'string', short: 'o' },
+  events: { type: 'string' },
+  'no-reconnect': { type: 'boolean' },
+  ...ACCESS_OPTIONS,
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** A final result as the command prints it. */
+function lineOf(result: LiveTranscript, json: boolean): string {
+  if (json) {
+    const { start, end, transcript, confidence, words } = result;
+    return `${JSON.stringify({ start, end, transcript, confidence, words })}\n`;
+  }
+  return `[${result.start.toFixed(2)}-${result.end.toFixed(2)}] ${result.transcript}\n`;
+}
+
+export async function runListen(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate listen --help');
+  if (values.help) {
+    io.stdout.write(`${LISTEN_USAGE}\n`);
+    return EXIT_OK;
+  }
+  const linesToStdout = values.output === undefined || values.output === '-';
+  if (values.events === '-' && linesToStdout) throw new UsageError('--events - and the transcript would both go to standard output: pass -o PATH.');
+  if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
+    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
+  }
+  // The language and model are checked before anything is opened or started.
+  try {
+    encodeLiveQuery({ ...(values.language !== undefined ? { language: values.language } : {}), ...(values.model !== undefined ? { model: values.model } : {}) });
+  } catch (error) {
+    if (error instanceof ValidationError) throw new UsageError(error.message.replace(/^Invalid (language|model):/, (_m, name: string) => `Invalid --${name}:`));
+    throw error;
+  }
+  const access = await resolveAccess(values, io);
+  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
+  const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
+    label: inputPath ?? 'standard input',
+    realtime: values.realtime === true,
+    env: io.env,
+    onFailure: 'end',
+    fieldNames: INPUT_FLAGS,
+  });
+  let target: Awaited<ReturnType<typeof connect>>;
+  let output: Writable;
+  let events: Writable | undefined;
+  try {
+    output = linesToStdout ? io.stdout : createWriteStream(resolvePath(io, values.output!));
+    events = await openEventsOutput(values.events, io);
+    target = await connect(access, values.emulator === true, io);
+  } catch (error) {
+    source.destroy();
+    throw error;
+  }
+  const { apiKey, realtimeUrl, emulator } = target;
+
+  let listener: LiveTranscriptionStream;
+  try {
+    // What openAudioSource gives: PCM16 mono 24 kHz.
+    listener = new LiveTranscriptionStream({
+      apiKey,
+      realtimeUrl,
+      allowInsecure: values['allow-insecure'] === true,
+      encoding: 'linear16',
+      sampleRate: REALTIME_SAMPLE_RATE,
+      ...(values.language !== undefined ? { language: values.language } : {}),
+      ...(values.model !== undefined ? { model: values.model } : {}),
+      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
+    });
+  } catch (error) {
+    source.destroy();
+    await emulator?.close();
+    if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+  listener.on('warning', (warning) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
+  listener.on('reconnecting', ({ attempt, delayMs, cause }) =>
+    io.stderr.write(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})\n`),
+  );
+  if (values.interim === true) listener.on('interim', (r) => io.stderr.write(`(interim) ${r.transcript}\n`));
+  const logging = events ? logEvents(listener.events(), liveEventToRecord, events) : undefined;
+
+  // Ctrl-C: stop reading the input; the service sends its last results and the command ends.
+  const signals = signalsOf(io);
+  const onSignal = () => source.stop();
+  signals.on('SIGINT', onSignal);
+  let failure: unknown;
+  try {
+    await pipeline(source, listener, async function* (results: AsyncIterable<LiveTranscript>) {
+      for await (const result of results) yield lineOf(result, values.json === true);
+    }, output, { end: !linesToStdout });
+  } catch (error) {
+    failure = error;
+  }
+  signals.off('SIGINT', onSignal);
+  failure ??= await logging;
+  await emulator?.close();
+  if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
+  const inputFailure = source.failure;
+  if (inputFailure !== undefined) io.stderr.write(`rt-translate: input error: ${inputFailure.message}\n`);
+  if (failure !== undefined) {
+    io.stderr.write(`${describeFailure(failure)}\n`);
+    return EXIT_FAILURE;
+  }
+  if (inputFailure !== undefined) return EXIT_USAGE;
+  return listener.stats.ending?.complete === false ? 3 : EXIT_OK;
+}

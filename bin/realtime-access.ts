@@ -1,0 +1,118 @@
+/**
+ * What the realtime commands (`translate`, `listen`) share: how they reach the service (the key
+ * from `--api-key`, `--api-key-file` or the environment; the host from `--realtime-url` or the
+ * environment, checked before any file is opened; the embedded emulator when no host is
+ * configured) and where `--events` lines go (a file, or standard output with `-`).
+ */
+import { createWriteStream } from 'node:fs';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../lib/config.js';
+import type { RunningEmulator } from '../lib/emulator/server.js';
+import { UsageError, readKeyFile, resolvePath, type CliIo } from './cli.js';
+import { writeAll } from './audio-io.js';
+
+/** How messages tell the user to do things: with the flags. */
+const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
+
+/** The flags every realtime command takes to reach the service. */
+export const ACCESS_OPTIONS = {
+  'api-key': { type: 'string' },
+  'api-key-file': { type: 'string' },
+  'realtime-url': { type: 'string' },
+  'allow-insecure': { type: 'boolean' },
+  emulator: { type: 'boolean' },
+} as const;
+
+export interface AccessFlags {
+  'api-key'?: string;
+  'api-key-file'?: string;
+  'realtime-url'?: string;
+  'allow-insecure'?: boolean;
+  emulator?: boolean;
+  input?: string;
+}
+
+/** Where the session goes: the key and URL given, or the embedded emulator (started by `connect()`). */
+export interface RealtimeAccess {
+  apiKey: string | undefined;
+  realtimeUrl: string | undefined;
+  useEmulator: boolean;
+}
+
+/** Checks the access flags and reads the key; every problem is a usage error, before any traffic. */
+export async function resolveAccess(values: AccessFlags, io: CliIo): Promise<RealtimeAccess> {
+  const keyFile = values['api-key-file'];
+  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
+  if (keyFile === '-' && (values.input === undefined || values.input === '-')) {
+    throw new UsageError('--api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.');
+  }
+  const realtimeUrl = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
+  const useEmulator = values.emulator === true || !realtimeUrl;
+  const apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
+  if (!useEmulator && apiKey === undefined) {
+    throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
+  }
+  // An unusable URL is a configuration error, found before any file is opened or written.
+  if (!useEmulator) {
+    resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });
+  }
+  return { apiKey, realtimeUrl, useEmulator };
+}
+
+/**
+ * The key and URL to use, starting the embedded emulator when no host is configured (said on
+ * stderr unless `--emulator` asked for it). `emulator` is to be closed when the command ends.
+ */
+export async function connect(access: RealtimeAccess, askedForEmulator: boolean, io: CliIo): Promise<{ apiKey: string | undefined; realtimeUrl: string | undefined; emulator: RunningEmulator | undefined }> {
+  if (!access.useEmulator) return { apiKey: access.apiKey, realtimeUrl: access.realtimeUrl, emulator: undefined };
+  const { startEmulator, EMULATOR_DEFAULT_API_KEY } = await import('../lib/emulator/server.js');
+  const apiKey = access.apiKey ?? EMULATOR_DEFAULT_API_KEY;
+  const emulator = await startEmulator({ apiKeys: [apiKey] });
+  if (!askedForEmulator) {
+    io.stderr.write(
+      `rt-translate: no realtime URL configured (--realtime-url or ${ENV_REALTIME_URL}); using the embedded emulator at ${emulator.realtimeUrl}\n`,
+    );
+  }
+  return { apiKey, realtimeUrl: emulator.realtimeUrl, emulator };
+}
+
+/** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */
+function unclosable(stream: Writable): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      writeAll(stream, chunk).then(() => callback(), callback);
+    },
+  });
+}
+
+/** Where `--events` lines go: standard output for `-`, else the file, opened (a usage error when it cannot be). */
+export async function openEventsOutput(flag: string | undefined, io: CliIo): Promise<Writable | undefined> {
+  if (flag === undefined) return undefined;
+  if (flag === '-') return unclosable(io.stdout);
+  const file = createWriteStream(resolvePath(io, flag));
+  await new Promise<void>((resolve, reject) => {
+    file.once('open', () => resolve());
+    file.once('error', (error: NodeJS.ErrnoException) => reject(new UsageError(`cannot write events to ${flag}: ${error.code ?? error.message}`)));
+  });
+  return file;
+}
+
+/**
+ * `--events`: a session's events (its `events()` iterator) as one JSON line each, then the
+ * `trailer` line if any, into `file`, through one pipeline. The iterator holds the session back
+ * when the file is slower than the session (the stream's own bound on a consumer that is
+ * behind), so nothing queues here. Settles with the file's failure, or undefined; the session's
+ * own failure ends the lines and is reported by the session's pipeline.
+ */
+export function logEvents<E>(events: AsyncIterable<E>, record: (event: E) => unknown, file: Writable, trailer?: () => unknown): Promise<unknown> {
+  async function* lines(): AsyncGenerator<string> {
+    try {
+      for await (const event of events) yield `${JSON.stringify(record(event))}\n`;
+    } catch {
+      // The session failed: its pipeline reports why.
+    }
+    if (trailer) yield `${JSON.stringify(trailer())}\n`;
+  }
+  return pipeline(lines(), file).then(() => undefined, (error: unknown) => error);
+}
