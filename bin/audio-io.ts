@@ -16,8 +16,8 @@ import type { Duplex, Writable } from 'node:stream';
 import { ValidationError } from '../lib/errors.js';
 import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type ResolvedAudioDescription, type SampleFormat } from '../lib/audio/audio-format.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
-import type { AudioSourceDescription, SourceFormat } from '../lib/audio/source.js';
-import { UsageError } from './cli.js';
+import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
+import { UsageError, resolvePath, type CliIo } from './cli.js';
 
 /** How the source's messages name its description: by the flags. */
 export const INPUT_FLAGS = { format: '-f', rate: '--ar', channels: '--ac' } as const;
@@ -226,4 +226,26 @@ export async function writeInto(sink: AudioSink, chunks: AsyncIterable<Buffer>, 
     failure ??= error;
   }
   if (failure !== undefined) throw failure;
+}
+
+/**
+ * The input of a realtime command: `-i PATH` (or standard input, which must not be a terminal),
+ * described by `-f`/`--ar`/`--ac` or recognised by its header, paced with `--realtime`. An input
+ * that fails midway ends after what it decoded (`failure` says why).
+ */
+export async function openCommandInput(
+  values: { input?: string; format?: string; ar?: string; ac?: string; realtime?: boolean },
+  io: CliIo,
+): Promise<AudioSource> {
+  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
+  if (inputPath === undefined && io.stdin.isTTY === true) {
+    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
+  }
+  return openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
+    label: inputPath ?? 'standard input',
+    realtime: values.realtime === true,
+    env: io.env,
+    onFailure: 'end',
+    fieldNames: INPUT_FLAGS,
+  });
 }

@@ -10,12 +10,11 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
 import { ConfigError, ValidationError } from '../../lib/errors.js';
-import { openAudioSource } from '../../lib/audio/source.js';
 import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
 import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, parseCommandLine, resolvePath, signalsOf, type CliIo } from '../cli.js';
-import { INPUT_FLAGS, inputDescription } from '../audio-io.js';
+import { openCommandInput } from '../audio-io.js';
 import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
 export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live transcription, one line per sentence
@@ -78,9 +77,6 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   }
   const linesToStdout = values.output === undefined || values.output === '-';
   if (values.events === '-' && linesToStdout) throw new UsageError('--events - and the transcript would both go to standard output: pass -o PATH.');
-  if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
-    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
-  }
   // The language and model are checked before anything is opened or started.
   try {
     encodeLiveQuery({ ...(values.language !== undefined ? { language: values.language } : {}), ...(values.model !== undefined ? { model: values.model } : {}) });
@@ -89,14 +85,7 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
   const access = await resolveAccess(values, io);
-  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
-  const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
-    label: inputPath ?? 'standard input',
-    realtime: values.realtime === true,
-    env: io.env,
-    onFailure: 'end',
-    fieldNames: INPUT_FLAGS,
-  });
+  const source = await openCommandInput(values, io);
   let target: Awaited<ReturnType<typeof connect>>;
   let output: Writable;
   let events: Writable | undefined;

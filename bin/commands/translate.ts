@@ -15,7 +15,6 @@ import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
-import { openAudioSource } from '../../lib/audio/source.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -30,7 +29,7 @@ import {
   type CliIo,
 } from '../cli.js';
 import { SessionReport } from '../status-line.js';
-import { INPUT_FLAGS, discardSink, inputDescription, openAudioOutput, parseOutputSpec, writeInto } from '../audio-io.js';
+import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
 import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
@@ -176,19 +175,9 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw new UsageError('--events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.');
   }
 
-  if ((values.input === undefined || values.input === '-') && io.stdin.isTTY === true) {
-    throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
-  }
   const access = await resolveAccess(values, io);
 
-  const inputPath = values.input === undefined || values.input === '-' ? undefined : values.input;
-  const source = await openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
-    label: inputPath ?? 'standard input',
-    realtime: values.realtime === true,
-    env: io.env,
-    onFailure: 'end',
-    fieldNames: INPUT_FLAGS,
-  });
+  const source = await openCommandInput(values, io);
 
   let sink;
   try {
