@@ -4,31 +4,32 @@
  *
  * Design: the ratio is reduced to `up / down` (L / M) by the gcd; one Kaiser-windowed sinc
  * low-pass at `L * inputRate` is split into L polyphase rows of K taps each, precomputed once
- * per rate pair and shared (read-only) by every resampler of that pair. Each output sample is
- * one K-tap dot product in Float64 over the input history, rounded to the nearest int16 at the
- * end (halves away from zero) and clipped to [-32768, 32767], so overshoot saturates.
+ * per rate pair and shared (read-only) by every resampler of that pair. The taps are integers
+ * scaled by 2^-24 (each row sums to exactly 1), so each output sample, a K-tap dot product
+ * over the input history, is computed exactly, then rounded to the nearest int16 (halves away
+ * from zero) and clipped to [-32768, 32767], so overshoot saturates. The dot products run in a
+ * WebAssembly SIMD kernel (`wasm/resample.c`) where the engine has one, else in JavaScript:
+ * both compute the same exact sums, so the bytes out do not depend on which one ran.
  *
- * Response (the lower of the two rates sets the band, `nyquist = min(in, out) / 2`):
- * - passband flat to within 0.001 dB up to 0.8 x nyquist;
- * - stopband from nyquist up, attenuated by at least 100 dB (designed for 105 dB), so tones
- *   above the output Nyquist frequency do not alias and upsampling leaves no images;
- * - in between, the transition band (the -6 dB point is at 0.9 x nyquist).
+ * Response (the lower of the two rates sets the band, `nyquist = min(in, out) / 2`): passband
+ * flat to within 0.001 dB up to 0.8 x nyquist; stopband from nyquist up, attenuated by at least
+ * 100 dB (designed for 105 dB), so tones above the output Nyquist frequency do not alias and
+ * upsampling leaves no images; in between, the transition band (-6 dB at 0.9 x nyquist).
  *
  * Delay policy: the filter's delay is compensated. Output sample `n` is the input signal at
- * time `n / outputRate` (a linear-phase filter centred on that instant), so output and input are
- * time-aligned and `inputFrames` in give `ceil(inputFrames * out / in)` frames out. To centre
- * the filter the resampler holds back about K/2 input frames (at most ~4 ms of audio at these
- * rates) until more input arrives; `flush` (end of stream) emits that tail, with silence
+ * time `n / outputRate`, so output and input are time-aligned and `inputFrames` in give
+ * `ceil(inputFrames * out / in)` frames out. The resampler holds back about K/2 input frames
+ * (at most ~4 ms of audio) until more input arrives; `flush` emits that tail, with silence
  * assumed after the end.
  *
  * Chunking: input may be cut anywhere (a sample frame cut in two is carried over); the output
- * bytes are identical for any chunking, because every output sample is computed from the same
- * inputs in the same order. Large chunks are processed in bounded pieces, so memory is bounded
- * by the filter length plus a 4096-frame working window.
+ * bytes are identical for any chunking, because every output sample is the same exact sum.
+ * Large chunks are processed in pieces of 4096 frames, so memory is bounded.
  */
 import { ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+import { firKernel, type FirKernel } from './wasm/fir.js';
 
 /** Lower edge of the transition band, as a fraction of the lower rate's Nyquist frequency. */
 export const PASSBAND_EDGE = 0.8;
@@ -39,6 +40,11 @@ export const DESIGN_ATTENUATION_DB = 105;
 
 /** Input frames converted per inner pass; bounds the working buffer. */
 const PIECE_FRAMES = 4096;
+/** Taps are integers times 2^-TAP_BITS. */
+const TAP_BITS = 24;
+const TAP_SCALE = 2 ** TAP_BITS;
+/** The kernel splits each tap q into hi * 2^LO_BITS + lo, both int16 (see wasm/resample.c). */
+const LO_BITS = 10;
 
 /** A polyphase filter for one rate pair. Immutable and shared. */
 export interface ResamplerDesign {
@@ -60,8 +66,8 @@ export interface ResamplerDesign {
   readonly cutoffHz: number;
   /**
    * The polyphase table: row `p` (0 <= p < up) holds K taps `h[p + j * up]` in reverse order
-   * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Each row is
-   * normalised to a DC gain of exactly 1.
+   * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Every tap is
+   * an integer times 2^-24 and each row sums to exactly 1 (a DC gain of exactly 1).
    */
   readonly table: Float64Array;
 }
@@ -125,10 +131,24 @@ export function designResampler(inputRate: number, outputRate: number): Resample
   }
 
   const table = new Float64Array(up * taps);
+  const middle = (taps - 1) >> 1;
   for (let p = 0; p < up; p++) {
     let sum = 0;
     for (let j = 0; j < taps; j++) sum += proto[p + j * up]!;
-    for (let j = 0; j < taps; j++) table[p * taps + (taps - 1 - j)] = proto[p + j * up]! / sum;
+    // Quantise to integers scaled by 2^-24 and put the rounding residue on the largest tap, so
+    // the row sums to exactly 1 (the centre tap when the row is symmetric, which keeps it so).
+    const row = p * taps;
+    let total = 0;
+    let largest = 0;
+    for (let j = 0; j < taps; j++) {
+      const q = Math.round((proto[p + j * up]! / sum) * TAP_SCALE);
+      table[row + (taps - 1 - j)] = q;
+      total += q;
+      if (Math.abs(q) > Math.abs(table[row + largest]!)) largest = taps - 1 - j;
+    }
+    if (up === 1 && taps % 2 === 1) largest = middle;
+    table[row + largest] = table[row + largest]! + (TAP_SCALE - total);
+    for (let j = 0; j < taps; j++) table[row + j] = table[row + j]! / TAP_SCALE;
   }
 
   const design: ResamplerDesign = Object.freeze({
@@ -147,29 +167,61 @@ export function designResampler(inputRate: number, outputRate: number): Resample
   return design;
 }
 
-/** The resampling state for one stream. */
-class ResampleProcessor implements AudioProcessor {
-  private readonly channels: number;
-  private readonly frameBytes: number;
-  private readonly up: number;
-  private readonly taps: number;
-  private readonly table: Float64Array;
+/**
+ * The kernel's form of a design: rows of `kp` taps (K rounded up to a multiple of 8, the
+ * padding being zero taps on the oldest side), each tap split into int16 `hi` and `lo` with
+ * `q = hi * 2^10 + lo`, stored in the kernel's memory. Undefined when a row breaks the
+ * kernel's overflow bounds (none of the supported pairs does; see wasm/resample.c).
+ */
+interface KernelTables {
+  readonly kp: number;
+  readonly hi: number;
+  readonly lo: number;
+}
+
+const kernelTables = new WeakMap<ResamplerDesign, KernelTables | null>();
+
+function tablesFor(kernel: FirKernel, design: ResamplerDesign): KernelTables | undefined {
+  const cached = kernelTables.get(design);
+  if (cached !== undefined) return cached ?? undefined;
+  const { up, tapsPerPhase: taps, table } = design;
+  const kp = (taps + 7) & ~7;
+  const hi = new Int16Array(up * kp);
+  const lo = new Int16Array(up * kp);
+  let fits = kp <= 512;
+  for (let p = 0; p < up && fits; p++) {
+    let hiSum = 0;
+    for (let j = 0; j < taps; j++) {
+      const q = Math.round(table[p * taps + j]! * TAP_SCALE);
+      const h = Math.round(q / (1 << LO_BITS));
+      hi[p * kp + (kp - taps) + j] = h;
+      lo[p * kp + (kp - taps) + j] = q - h * (1 << LO_BITS);
+      hiSum += Math.abs(h);
+    }
+    if (hiSum >= 1 << 16) fits = false;
+  }
+  const tables = fits ? { kp, hi: kernel.store(hi), lo: kernel.store(lo) } : null;
+  kernelTables.set(design, tables);
+  return tables ?? undefined;
+}
+
+/**
+ * The resampling state for one stream: partial frames, the count of frames in and out, and the
+ * end of stream. `feed` (the kernel or the JavaScript loop) does the filtering.
+ */
+abstract class ResampleProcessor implements AudioProcessor {
+  protected readonly channels: number;
+  protected readonly frameBytes: number;
+  protected readonly up: number;
+  protected readonly taps: number;
   /** Whole input frames to advance per output (`floor(down / up)`), and the phase step. */
-  private readonly stepFrames: number;
-  private readonly stepPhase: number;
-  private readonly ratioUp: number;
-  private readonly ratioDown: number;
+  protected readonly stepFrames: number;
+  protected readonly stepPhase: number;
+  protected readonly down: number;
 
   /** Partial frame carried between chunks. */
   private readonly carry: Buffer;
   private carried = 0;
-
-  /** Input history, interleaved Float64 frames; frame 0 is the oldest kept. */
-  private buf: Float64Array;
-  private len = 0;
-  /** Index in `buf` of the newest frame the next output needs, and that output's phase. */
-  private pos: number;
-  private phase: number;
 
   private inputFrames = 0;
   private outputFrames = 0;
@@ -180,18 +232,17 @@ class ResampleProcessor implements AudioProcessor {
     this.frameBytes = 2 * channels;
     this.up = design.up;
     this.taps = design.tapsPerPhase;
-    this.table = design.table;
     this.stepFrames = Math.floor(design.down / design.up);
     this.stepPhase = design.down % design.up;
-    this.ratioUp = design.up;
-    this.ratioDown = design.down;
+    this.down = design.down;
     this.carry = Buffer.alloc(this.frameBytes);
-    // K - 1 frames of silence stand for the time before the stream starts.
-    this.len = this.taps - 1;
-    this.buf = new Float64Array((this.len + PIECE_FRAMES) * channels);
-    this.pos = this.len + Math.floor(design.delay / design.up);
-    this.phase = design.delay % design.up;
   }
+
+  /**
+   * Appends `frames` frames from `src` at byte `offset` (silence when `src` is null) and writes
+   * the outputs they complete, at most `limit`, to `out` at byte `o`; returns the new offset.
+   */
+  protected abstract feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number;
 
   process(chunk: Buffer): Buffer {
     if (this.ended) return EMPTY;
@@ -202,7 +253,7 @@ class ResampleProcessor implements AudioProcessor {
       this.carried += chunk.length;
       return EMPTY;
     }
-    const out = Buffer.allocUnsafe((Math.ceil((frames * this.ratioUp) / this.ratioDown) + 1) * fb);
+    const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * fb);
     let o = 0;
     let i = 0;
     if (this.carried > 0) {
@@ -213,8 +264,7 @@ class ResampleProcessor implements AudioProcessor {
     }
     const whole = Math.floor((chunk.length - i) / fb);
     for (let done = 0; done < whole; done += PIECE_FRAMES) {
-      const n = Math.min(PIECE_FRAMES, whole - done);
-      o = this.run(chunk, i + done * fb, n, out, o);
+      o = this.run(chunk, i + done * fb, Math.min(PIECE_FRAMES, whole - done), out, o);
     }
     i += whole * fb;
     if (i < chunk.length) {
@@ -228,24 +278,122 @@ class ResampleProcessor implements AudioProcessor {
     if (this.ended) return EMPTY;
     this.ended = true;
     this.carried = 0; // a partial frame holds no complete sample: dropped
-    const expected = Math.ceil((this.inputFrames * this.ratioUp) / this.ratioDown);
+    const expected = Math.ceil((this.inputFrames * this.up) / this.down);
     const remaining = expected - this.outputFrames;
     if (remaining <= 0) return EMPTY;
     const out = Buffer.allocUnsafe(remaining * this.frameBytes);
     let o = 0;
     while (this.outputFrames < expected) {
-      this.append(null, 0, Math.min(PIECE_FRAMES, this.taps));
-      o = this.produce(out, o, expected - this.outputFrames);
-      this.compact();
+      const next = this.feed(null, 0, Math.min(PIECE_FRAMES, this.taps), out, o, expected - this.outputFrames);
+      this.outputFrames += (next - o) / this.frameBytes;
+      o = next;
     }
     return out;
   }
 
-  /** Appends `frames` frames from `src` (or silence when `src` is null) and produces output. */
   private run(src: Buffer, offset: number, frames: number, out: Buffer, o: number): number {
-    this.append(src, offset, frames);
     this.inputFrames += frames;
-    const next = this.produce(out, o, Infinity);
+    const next = this.feed(src, offset, frames, out, o, Infinity);
+    this.outputFrames += (next - o) / this.frameBytes;
+    return next;
+  }
+}
+
+/** Filtering in the WebAssembly kernel; the history is kept here, planar, between calls. */
+class KernelResampleProcessor extends ResampleProcessor {
+  private readonly kernel: FirKernel;
+  private readonly tables: KernelTables;
+  /** Per channel, the input frames future outputs still need (usually at most kp - 1). */
+  private readonly history: Int16Array[];
+  private kept: number;
+  /** Index (in history + new frames) of the newest frame the next output needs, and its row. */
+  private pos: number;
+  private phase: number;
+
+  constructor(design: ResamplerDesign, channels: number, kernel: FirKernel, tables: KernelTables) {
+    super(design, channels);
+    this.kernel = kernel;
+    this.tables = tables;
+    // kp - 1 frames of silence stand for the time before the stream starts.
+    this.kept = tables.kp - 1;
+    this.history = Array.from({ length: channels }, () => new Int16Array(tables.kp - 1));
+    this.pos = this.kept + Math.floor(design.delay / design.up);
+    this.phase = design.delay % design.up;
+  }
+
+  protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
+    const { kernel, channels, kept } = this;
+    const { kp, hi, lo } = this.tables;
+    const len = kept + frames;
+    // Scratch layout: state (2 x int32), one planar buffer per channel, the interleaved input,
+    // the interleaved output.
+    const planeBytes = ((len + 8) * 2 + 15) & ~15;
+    const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
+    const state = kernel.scratch(16 + channels * planeBytes + frames * this.frameBytes + 16 + maxOut * this.frameBytes + 16);
+    const planes = state + 16;
+    const staging = planes + channels * planeBytes;
+    const output = (staging + frames * this.frameBytes + 15) & ~15;
+    const exports = kernel.exports;
+    let u8 = kernel.u8;
+    const i16 = kernel.i16;
+    for (let c = 0; c < channels; c++) i16.set(this.history[c]!.subarray(0, kept), (planes + c * planeBytes) >> 1);
+    if (src === null) {
+      for (let c = 0; c < channels; c++) u8.fill(0, planes + c * planeBytes + kept * 2, planes + c * planeBytes + len * 2);
+    } else if (channels === 1) {
+      u8.set(src.subarray(offset, offset + frames * 2), planes + kept * 2);
+    } else {
+      u8.set(src.subarray(offset, offset + frames * this.frameBytes), staging);
+      for (let c = 0; c < channels; c++) exports.deinterleave(staging, frames, channels, c, planes + c * planeBytes + kept * 2);
+    }
+    const i32 = kernel.i32;
+    let produced = 0;
+    for (let c = 0; c < channels; c++) {
+      i32[state >> 2] = this.pos;
+      i32[(state >> 2) + 1] = this.phase;
+      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, hi, lo, kp, output + c * 2, channels, maxOut);
+    }
+    this.pos = i32[state >> 2]!;
+    this.phase = i32[(state >> 2) + 1]!;
+    const bytes = produced * this.frameBytes;
+    u8 = kernel.u8;
+    out.set(u8.subarray(output, output + bytes), o);
+    // Keep what the next output needs: frames from pos - kp + 1 on.
+    const drop = Math.max(0, Math.min(this.pos - kp + 1, len));
+    this.kept = len - drop;
+    for (let c = 0; c < channels; c++) {
+      const from = (planes + c * planeBytes) >> 1;
+      // More than kp - 1 frames stay only when `limit` stopped the outputs early (flush).
+      if (this.history[c]!.length < this.kept) this.history[c] = new Int16Array(this.kept);
+      this.history[c]!.set(i16.subarray(from + drop, from + len));
+    }
+    this.pos -= drop;
+    return o + bytes;
+  }
+}
+
+/** Filtering in JavaScript (engines without WebAssembly SIMD): the same exact sums. */
+class ScriptResampleProcessor extends ResampleProcessor {
+  private readonly table: Float64Array;
+  /** Input history, interleaved Float64 frames; frame 0 is the oldest kept. */
+  private buf: Float64Array;
+  private len = 0;
+  /** Index in `buf` of the newest frame the next output needs, and that output's phase. */
+  private pos: number;
+  private phase: number;
+
+  constructor(design: ResamplerDesign, channels: number) {
+    super(design, channels);
+    this.table = design.table;
+    // K - 1 frames of silence stand for the time before the stream starts.
+    this.len = this.taps - 1;
+    this.buf = new Float64Array((this.len + PIECE_FRAMES) * channels);
+    this.pos = this.len + Math.floor(design.delay / design.up);
+    this.phase = design.delay % design.up;
+  }
+
+  protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
+    this.append(src, offset, frames);
+    const next = this.produce(out, o, limit);
     this.compact();
     return next;
   }
@@ -277,6 +425,8 @@ class ResampleProcessor implements AudioProcessor {
     let { pos, phase } = this;
     const len = this.len;
     let produced = 0;
+    // Every product and partial sum is an integer times 2^-24 well inside 2^53: the sums are
+    // exact whatever their order.
     while (pos < len && produced < limit) {
       const row = phase * taps;
       const first = (pos - taps + 1) * c;
@@ -295,55 +445,18 @@ class ResampleProcessor implements AudioProcessor {
         const v = toInt16(a0 + a1 + buf[lo]! * table[half]!);
         out[o++] = v & 0xff;
         out[o++] = (v >> 8) & 0xff;
-      } else if (c === 1) {
-        // Four partial sums break the dependency chain of one accumulator; the order of the
-        // additions is fixed, so results do not depend on chunking.
-        let a0 = 0;
-        let a1 = 0;
-        let a2 = 0;
-        let a3 = 0;
-        let k = 0;
-        for (; k + 3 < taps; k += 4) {
-          a0 += buf[first + k]! * table[row + k]!;
-          a1 += buf[first + k + 1]! * table[row + k + 1]!;
-          a2 += buf[first + k + 2]! * table[row + k + 2]!;
-          a3 += buf[first + k + 3]! * table[row + k + 3]!;
-        }
-        for (; k < taps; k++) a0 += buf[first + k]! * table[row + k]!;
-        const v = toInt16(a0 + a1 + (a2 + a3));
-        out[o++] = v & 0xff;
-        out[o++] = (v >> 8) & 0xff;
-      } else if (c === 2) {
-        let l0 = 0;
-        let l1 = 0;
-        let r0 = 0;
-        let r1 = 0;
-        let k = 0;
-        let s = first;
-        for (; k + 1 < taps; k += 2, s += 4) {
-          const h0 = table[row + k]!;
-          const h1 = table[row + k + 1]!;
-          l0 += buf[s]! * h0;
-          r0 += buf[s + 1]! * h0;
-          l1 += buf[s + 2]! * h1;
-          r1 += buf[s + 3]! * h1;
-        }
-        if (k < taps) {
-          const h = table[row + k]!;
-          l0 += buf[s]! * h;
-          r0 += buf[s + 1]! * h;
-        }
-        const l = toInt16(l0 + l1);
-        const r = toInt16(r0 + r1);
-        out[o++] = l & 0xff;
-        out[o++] = (l >> 8) & 0xff;
-        out[o++] = r & 0xff;
-        out[o++] = (r >> 8) & 0xff;
       } else {
         for (let ch = 0; ch < c; ch++) {
-          let acc = 0;
-          for (let k = 0, s = first + ch; k < taps; k++, s += c) acc += buf[s]! * table[row + k]!;
-          const v = toInt16(acc);
+          let a0 = 0;
+          let a1 = 0;
+          let k = 0;
+          let s = first + ch;
+          for (; k + 1 < taps; k += 2, s += 2 * c) {
+            a0 += buf[s]! * table[row + k]!;
+            a1 += buf[s + c]! * table[row + k + 1]!;
+          }
+          if (k < taps) a0 += buf[s]! * table[row + k]!;
+          const v = toInt16(a0 + a1);
           out[o++] = v & 0xff;
           out[o++] = (v >> 8) & 0xff;
         }
@@ -358,7 +471,6 @@ class ResampleProcessor implements AudioProcessor {
     }
     this.pos = pos;
     this.phase = phase;
-    this.outputFrames += produced;
     return o;
   }
 
@@ -378,13 +490,24 @@ function validateChannelCount(value: unknown): number {
   throw new ValidationError('channels', 'an integer channel count from 1 to 32', String(value));
 }
 
-/** A PCM16 LE resampling processor (a pass-through when the rates are equal). */
-export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1): AudioProcessor {
+/** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
+export type ResampleKernel = 'auto' | 'wasm' | 'js';
+
+/**
+ * A PCM16 LE resampling processor (a pass-through when the rates are equal). `kernel` picks
+ * the implementation (both give the same bytes); `'wasm'` throws where it cannot run.
+ */
+export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1, kernel: ResampleKernel = 'auto'): AudioProcessor {
   validateRate(inputRate, 'inputRate');
   validateRate(outputRate, 'outputRate');
   const c = validateChannelCount(channels);
   if (inputRate === outputRate) return new PassThroughProcessor();
-  return new ResampleProcessor(designResampler(inputRate, outputRate), c);
+  const design = designResampler(inputRate, outputRate);
+  const wasm = kernel === 'js' ? undefined : firKernel();
+  const tables = wasm && tablesFor(wasm, design);
+  if (wasm && tables) return new KernelResampleProcessor(design, c, wasm, tables);
+  if (kernel === 'wasm') throw new Error('The WebAssembly resampling kernel cannot run in this engine.');
+  return new ScriptResampleProcessor(design, c);
 }
 
 export interface ResamplerOptions extends AudioTransformOptions {

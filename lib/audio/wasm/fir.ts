@@ -1,0 +1,123 @@
+/**
+ * The WebAssembly SIMD kernel of the resampler (source: `resample.c` beside this file, built by
+ * `scripts/build-wasm.sh`), loaded once per process on first use, synchronously, with no
+ * process-wide side effect. Where WebAssembly or its SIMD extension is missing (`--jitless`, an
+ * old engine), `firKernel()` returns undefined and the resampler computes the same exact sums in
+ * JavaScript.
+ *
+ * Memory: one `WebAssembly.Memory` for the process. The first page is the module's own; the
+ * coefficient tables of the rate pairs in use follow (written once, never freed: at most a few
+ * hundred KiB for every pair); above them, a scratch area that each call lays out afresh, so no
+ * resampler keeps state in the module and none needs freeing.
+ */
+import { WASM_BASE64 } from './resample-kernel.js';
+
+interface FirExports {
+  fir(
+    x: number,
+    len: number,
+    state: number,
+    up: number,
+    stepFrames: number,
+    stepPhase: number,
+    hi: number,
+    lo: number,
+    kp: number,
+    out: number,
+    stride: number,
+    limit: number,
+  ): number;
+  deinterleave(src: number, frames: number, channels: number, channel: number, dst: number): void;
+}
+
+/** The parts of the WebAssembly API used here (Node's types for this target do not declare it). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: unknown };
+  Memory: new (descriptor: { initial: number }) => WasmMemory;
+}
+
+const PAGE = 65_536;
+
+/** The loaded kernel and its memory. */
+export class FirKernel {
+  readonly exports: FirExports;
+  readonly memory: WasmMemory;
+  #top = PAGE;
+  #buffer: ArrayBuffer | undefined;
+  #u8 = new Uint8Array(0);
+  #i16 = new Int16Array(0);
+  #i32 = new Int32Array(0);
+
+  constructor(api: WasmApi, bytes: Uint8Array) {
+    this.memory = new api.Memory({ initial: 4 });
+    const instance = new api.Instance(new api.Module(bytes), { env: { memory: this.memory } });
+    this.exports = instance.exports as FirExports;
+  }
+
+  /** Byte view of the memory (renewed after the memory grows). */
+  get u8(): Uint8Array {
+    this.#refresh();
+    return this.#u8;
+  }
+  get i16(): Int16Array {
+    this.#refresh();
+    return this.#i16;
+  }
+  get i32(): Int32Array {
+    this.#refresh();
+    return this.#i32;
+  }
+
+  #refresh(): void {
+    const buffer = this.memory.buffer;
+    if (this.#buffer === buffer) return;
+    this.#buffer = buffer;
+    this.#u8 = new Uint8Array(buffer);
+    this.#i16 = new Int16Array(buffer);
+    this.#i32 = new Int32Array(buffer);
+  }
+
+  #ensure(end: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
+  }
+
+  /** Copies `data` into memory for good (coefficient tables); returns its byte address. */
+  store(data: Int16Array): number {
+    const at = this.#top;
+    const end = at + ((data.byteLength + 15) & ~15);
+    this.#ensure(end);
+    this.i16.set(data, at >> 1);
+    this.#top = end;
+    return at;
+  }
+
+  /**
+   * The scratch area for one call: `bytes` bytes, 16-aligned, valid until the next `store` or
+   * `scratch`. Take the views (`u8`, `i16`, `i32`) after this call: it may grow the memory.
+   */
+  scratch(bytes: number): number {
+    this.#ensure(this.#top + bytes);
+    return this.#top;
+  }
+}
+
+let kernel: FirKernel | null | undefined;
+
+/** The kernel, or undefined where this engine cannot run it. */
+export function firKernel(): FirKernel | undefined {
+  if (kernel === undefined) {
+    try {
+      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      kernel = api ? new FirKernel(api, Buffer.from(WASM_BASE64, 'base64')) : null;
+    } catch {
+      kernel = null;
+    }
+  }
+  return kernel ?? undefined;
+}
