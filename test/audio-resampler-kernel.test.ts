@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SUPPORTED_RATES, createResampleProcessor, designResampler, type ResampleKernel } from '../lib/audio/resampler.js';
+import { createChannelProcessor } from '../lib/audio/channels.js';
 import { createConverter, fromServiceFormat, toServiceFormat } from '../lib/audio/convert.js';
 import type { AudioDescription } from '../lib/audio/audio-format.js';
 import { runChunked } from './helpers/streams.js';
@@ -67,6 +68,27 @@ describe('the WebAssembly kernel and the JavaScript loop compute the same exact 
     expect(wasm.equals(whole(from, to, 1, input, 'js'))).toBe(true);
     const samples = new Int16Array(wasm.buffer, wasm.byteOffset, wasm.length / 2);
     expect(samples.some((v) => v === 32767 || v === -32768)).toBe(true);
+  });
+
+  it.each(PAIRS)('%i -> %i, mixing down and up in the same pass: the bytes of separate mix and resample stages', (from, to) => {
+    const stereo = program(from, 2, Math.round(from * 0.03) + 5, from * 3 + to);
+    const separateDown = (() => {
+      const mix = createChannelProcessor(2, 1);
+      const rs = createResampleProcessor(from, to, 1, 'js');
+      return Buffer.concat([rs.process(mix.process(stereo)), rs.flush()]);
+    })();
+    const mono = program(from, 1, Math.round(from * 0.03) + 5, from * 5 + to);
+    const separateUp = (() => {
+      const rs = createResampleProcessor(from, to, 1, 'js');
+      const mix = createChannelProcessor(1, 2);
+      return Buffer.concat([mix.process(rs.process(mono)), mix.process(rs.flush())]);
+    })();
+    for (const kernel of ['wasm', 'js'] as const) {
+      const down = createResampleProcessor(from, to, 2, kernel, 'down');
+      expect(Buffer.concat([down.process(stereo), down.flush()]).equals(separateDown)).toBe(true);
+      const up = createResampleProcessor(from, to, 1, kernel, 'up');
+      expect(Buffer.concat([up.process(mono), up.flush()]).equals(separateUp)).toBe(true);
+    }
   });
 
   it('runs in this engine (Node 20 has WebAssembly SIMD)', () => {

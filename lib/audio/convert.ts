@@ -46,13 +46,22 @@ export function planConversion(from: ResolvedAudioDescription, to: ResolvedAudio
 
   const fromChannels = from.channels as 1 | 2;
   const toChannels = to.channels as 1 | 2;
-  // 2. Mix down before resampling: half the samples to filter.
-  if (fromChannels > toChannels) add(`downmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
-  const resampleChannels = Math.min(fromChannels, toChannels);
-  // 3. Rate.
-  if (from.rate !== to.rate) add(`resample ${from.rate}->${to.rate}`, createResampleProcessor(from.rate, to.rate, resampleChannels));
-  // 4. Mix up after resampling.
-  if (fromChannels < toChannels) add(`upmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
+  const resample = from.rate !== to.rate;
+  const resampleName = `resample ${from.rate}->${to.rate}`;
+  if (resample && fromChannels !== toChannels) {
+    // 2 + 3 (or 3 + 4) in one pass: the resampler mixes as it reads (or writes), same bytes.
+    const mix = fromChannels > toChannels ? 'down' : 'up';
+    const mixName = `${mix}mix ${fromChannels}->${toChannels}`;
+    stages.push(...(mix === 'down' ? [mixName, resampleName] : [resampleName, mixName]));
+    processors.push(createResampleProcessor(from.rate, to.rate, fromChannels, 'auto', mix));
+  } else {
+    // 2. Mix down before resampling: half the samples to filter.
+    if (fromChannels > toChannels) add(`downmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
+    // 3. Rate.
+    if (resample) add(resampleName, createResampleProcessor(from.rate, to.rate, Math.min(fromChannels, toChannels)));
+    // 4. Mix up after resampling.
+    if (fromChannels < toChannels) add(`upmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
+  }
 
   // 5. To the target format.
   if (to.format === 'mulaw' || to.format === 'alaw') add(`encode ${to.format}`, createG711EncodeProcessor(to.format));

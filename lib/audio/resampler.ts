@@ -28,6 +28,7 @@
  */
 import { ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
+import { averageInt16, createChannelProcessor } from './channels.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 import { firKernel, type FirKernel } from './wasm/fir.js';
 
@@ -206,18 +207,29 @@ function tablesFor(kernel: FirKernel, design: ResamplerDesign): KernelTables | u
 }
 
 /**
+ * Channel handling folded into a resampler, so a conversion chain needs no separate pass (and
+ * no buffer) for it: `'down'` takes stereo in and filters its mono mix (the average of
+ * `channels.ts`, rounded the same way); `'up'` filters mono and writes each sample to both
+ * channels of a stereo frame. The bytes are those of the separate mix and resample stages.
+ */
+export type ResampleMix = 'none' | 'down' | 'up';
+
+/**
  * The resampling state for one stream: partial frames, the count of frames in and out, and the
  * end of stream. `feed` (the kernel or the JavaScript loop) does the filtering.
  */
 abstract class ResampleProcessor implements AudioProcessor {
+  /** Channels filtered (1 when mixing). */
   protected readonly channels: number;
-  protected readonly frameBytes: number;
+  protected readonly mix: ResampleMix;
+  protected readonly inFrameBytes: number;
+  protected readonly outFrameBytes: number;
   protected readonly up: number;
+  protected readonly down: number;
   protected readonly taps: number;
   /** Whole input frames to advance per output (`floor(down / up)`), and the phase step. */
   protected readonly stepFrames: number;
   protected readonly stepPhase: number;
-  protected readonly down: number;
 
   /** Partial frame carried between chunks. */
   private readonly carry: Buffer;
@@ -227,33 +239,36 @@ abstract class ResampleProcessor implements AudioProcessor {
   private outputFrames = 0;
   private ended = false;
 
-  constructor(design: ResamplerDesign, channels: number) {
-    this.channels = channels;
-    this.frameBytes = 2 * channels;
+  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix) {
+    this.channels = mix === 'none' ? channels : 1;
+    this.mix = mix;
+    this.inFrameBytes = mix === 'down' ? 4 : 2 * this.channels;
+    this.outFrameBytes = mix === 'up' ? 4 : 2 * this.channels;
     this.up = design.up;
+    this.down = design.down;
     this.taps = design.tapsPerPhase;
     this.stepFrames = Math.floor(design.down / design.up);
     this.stepPhase = design.down % design.up;
-    this.down = design.down;
-    this.carry = Buffer.alloc(this.frameBytes);
+    this.carry = Buffer.alloc(this.inFrameBytes);
   }
 
   /**
-   * Appends `frames` frames from `src` at byte `offset` (silence when `src` is null) and writes
-   * the outputs they complete, at most `limit`, to `out` at byte `o`; returns the new offset.
+   * Appends `frames` input frames from `src` at byte `offset` (silence when `src` is null) and
+   * writes the outputs they complete, at most `limit`, to `out` at byte `o`; returns the new
+   * offset.
    */
   protected abstract feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number;
 
   process(chunk: Buffer): Buffer {
     if (this.ended) return EMPTY;
-    const fb = this.frameBytes;
+    const fb = this.inFrameBytes;
     const frames = Math.floor((this.carried + chunk.length) / fb);
     if (frames === 0) {
       chunk.copy(this.carry, this.carried);
       this.carried += chunk.length;
       return EMPTY;
     }
-    const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * fb);
+    const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * this.outFrameBytes);
     let o = 0;
     let i = 0;
     if (this.carried > 0) {
@@ -281,11 +296,11 @@ abstract class ResampleProcessor implements AudioProcessor {
     const expected = Math.ceil((this.inputFrames * this.up) / this.down);
     const remaining = expected - this.outputFrames;
     if (remaining <= 0) return EMPTY;
-    const out = Buffer.allocUnsafe(remaining * this.frameBytes);
+    const out = Buffer.allocUnsafe(remaining * this.outFrameBytes);
     let o = 0;
     while (this.outputFrames < expected) {
       const next = this.feed(null, 0, Math.min(PIECE_FRAMES, this.taps), out, o, expected - this.outputFrames);
-      this.outputFrames += (next - o) / this.frameBytes;
+      this.outputFrames += (next - o) / this.outFrameBytes;
       o = next;
     }
     return out;
@@ -294,7 +309,7 @@ abstract class ResampleProcessor implements AudioProcessor {
   private run(src: Buffer, offset: number, frames: number, out: Buffer, o: number): number {
     this.inputFrames += frames;
     const next = this.feed(src, offset, frames, out, o, Infinity);
-    this.outputFrames += (next - o) / this.frameBytes;
+    this.outputFrames += (next - o) / this.outFrameBytes;
     return next;
   }
 }
@@ -310,52 +325,55 @@ class KernelResampleProcessor extends ResampleProcessor {
   private pos: number;
   private phase: number;
 
-  constructor(design: ResamplerDesign, channels: number, kernel: FirKernel, tables: KernelTables) {
-    super(design, channels);
+  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix, kernel: FirKernel, tables: KernelTables) {
+    super(design, channels, mix);
     this.kernel = kernel;
     this.tables = tables;
     // kp - 1 frames of silence stand for the time before the stream starts.
     this.kept = tables.kp - 1;
-    this.history = Array.from({ length: channels }, () => new Int16Array(tables.kp - 1));
+    this.history = Array.from({ length: this.channels }, () => new Int16Array(tables.kp - 1));
     this.pos = this.kept + Math.floor(design.delay / design.up);
     this.phase = design.delay % design.up;
   }
 
   protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
-    const { kernel, channels, kept } = this;
+    const { kernel, channels, kept, mix } = this;
     const { kp, hi, lo } = this.tables;
     const len = kept + frames;
-    // Scratch layout: state (2 x int32), one planar buffer per channel, the interleaved input,
-    // the interleaved output.
-    const planeBytes = ((len + 8) * 2 + 15) & ~15;
+    const inBytes = frames * this.inFrameBytes;
     const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
-    const state = kernel.scratch(16 + channels * planeBytes + frames * this.frameBytes + 16 + maxOut * this.frameBytes + 16);
+    // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the output.
+    const planeBytes = (len * 2 + 15) & ~15;
+    const state = kernel.scratch(16 + channels * planeBytes + ((inBytes + 15) & ~15) + maxOut * this.outFrameBytes);
     const planes = state + 16;
     const staging = planes + channels * planeBytes;
-    const output = (staging + frames * this.frameBytes + 15) & ~15;
+    const output = staging + ((inBytes + 15) & ~15);
     const exports = kernel.exports;
-    let u8 = kernel.u8;
+    const u8 = kernel.u8;
     const i16 = kernel.i16;
-    for (let c = 0; c < channels; c++) i16.set(this.history[c]!.subarray(0, kept), (planes + c * planeBytes) >> 1);
-    if (src === null) {
-      for (let c = 0; c < channels; c++) u8.fill(0, planes + c * planeBytes + kept * 2, planes + c * planeBytes + len * 2);
-    } else if (channels === 1) {
-      u8.set(src.subarray(offset, offset + frames * 2), planes + kept * 2);
-    } else {
-      u8.set(src.subarray(offset, offset + frames * this.frameBytes), staging);
-      for (let c = 0; c < channels; c++) exports.deinterleave(staging, frames, channels, c, planes + c * planeBytes + kept * 2);
-    }
     const i32 = kernel.i32;
+    for (let c = 0; c < channels; c++) i16.set(this.history[c]!.subarray(0, kept), (planes + c * planeBytes) >> 1);
+    const fresh = planes + kept * 2;
+    if (src === null) {
+      for (let c = 0; c < channels; c++) u8.fill(0, fresh + c * planeBytes, fresh + c * planeBytes + frames * 2);
+    } else if (channels === 1 && mix !== 'down') {
+      u8.set(src.subarray(offset, offset + inBytes), fresh);
+    } else {
+      u8.set(src.subarray(offset, offset + inBytes), staging);
+      if (mix === 'down') exports.downmix(staging, frames, fresh);
+      else for (let c = 0; c < channels; c++) exports.deinterleave(staging, frames, channels, c, fresh + c * planeBytes);
+    }
+    const stride = this.outFrameBytes >> 1;
+    const copies = mix === 'up' ? 2 : 1;
     let produced = 0;
     for (let c = 0; c < channels; c++) {
       i32[state >> 2] = this.pos;
       i32[(state >> 2) + 1] = this.phase;
-      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, hi, lo, kp, output + c * 2, channels, maxOut);
+      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, hi, lo, kp, output + c * 2, stride, copies, maxOut);
     }
     this.pos = i32[state >> 2]!;
     this.phase = i32[(state >> 2) + 1]!;
-    const bytes = produced * this.frameBytes;
-    u8 = kernel.u8;
+    const bytes = produced * this.outFrameBytes;
     out.set(u8.subarray(output, output + bytes), o);
     // Keep what the next output needs: frames from pos - kp + 1 on.
     const drop = Math.max(0, Math.min(this.pos - kp + 1, len));
@@ -381,12 +399,12 @@ class ScriptResampleProcessor extends ResampleProcessor {
   private pos: number;
   private phase: number;
 
-  constructor(design: ResamplerDesign, channels: number) {
-    super(design, channels);
+  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix) {
+    super(design, channels, mix);
     this.table = design.table;
     // K - 1 frames of silence stand for the time before the stream starts.
     this.len = this.taps - 1;
-    this.buf = new Float64Array((this.len + PIECE_FRAMES) * channels);
+    this.buf = new Float64Array((this.len + PIECE_FRAMES) * this.channels);
     this.pos = this.len + Math.floor(design.delay / design.up);
     this.phase = design.delay % design.up;
   }
@@ -411,6 +429,10 @@ class ScriptResampleProcessor extends ResampleProcessor {
     const end = w + frames * c;
     if (src === null) {
       buf.fill(0, w, end);
+    } else if (this.mix === 'down') {
+      for (let s = offset; w < end; w++, s += 4) {
+        buf[w] = averageInt16(((src[s]! | (src[s + 1]! << 8)) << 16) >> 16, ((src[s + 2]! | (src[s + 3]! << 8)) << 16) >> 16);
+      }
     } else {
       for (let s = offset; w < end; w++, s += 2) buf[w] = ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
     }
@@ -422,6 +444,7 @@ class ScriptResampleProcessor extends ResampleProcessor {
     const { buf, table, taps, channels: c, up, stepFrames, stepPhase } = this;
     const symmetric = up === 1 && taps % 2 === 1;
     const half = (taps - 1) >> 1;
+    const copies = this.mix === 'up' ? 2 : 1;
     let { pos, phase } = this;
     const len = this.len;
     let produced = 0;
@@ -430,25 +453,16 @@ class ScriptResampleProcessor extends ResampleProcessor {
     while (pos < len && produced < limit) {
       const row = phase * taps;
       const first = (pos - taps + 1) * c;
-      if (c === 1 && symmetric) {
-        // One symmetric row (integer decimation): fold the mirrored taps, half the multiplies.
+      for (let ch = 0; ch < c; ch++) {
         let a0 = 0;
         let a1 = 0;
-        let lo = first;
-        let hi = first + taps - 1;
-        let k = 0;
-        for (; k + 1 < half; k += 2, lo += 2, hi -= 2) {
-          a0 += (buf[lo]! + buf[hi]!) * table[k]!;
-          a1 += (buf[lo + 1]! + buf[hi - 1]!) * table[k + 1]!;
-        }
-        for (; k < half; k++, lo++, hi--) a0 += (buf[lo]! + buf[hi]!) * table[k]!;
-        const v = toInt16(a0 + a1 + buf[lo]! * table[half]!);
-        out[o++] = v & 0xff;
-        out[o++] = (v >> 8) & 0xff;
-      } else {
-        for (let ch = 0; ch < c; ch++) {
-          let a0 = 0;
-          let a1 = 0;
+        if (c === 1 && symmetric) {
+          // One symmetric row (integer decimation): fold the mirrored taps, half the multiplies.
+          let lo = first;
+          let hi = first + taps - 1;
+          for (let k = 0; k < half; k++, lo++, hi--) a0 += (buf[lo]! + buf[hi]!) * table[k]!;
+          a1 = buf[lo]! * table[half]!;
+        } else {
           let k = 0;
           let s = first + ch;
           for (; k + 1 < taps; k += 2, s += 2 * c) {
@@ -456,7 +470,9 @@ class ScriptResampleProcessor extends ResampleProcessor {
             a1 += buf[s + c]! * table[row + k + 1]!;
           }
           if (k < taps) a0 += buf[s]! * table[row + k]!;
-          const v = toInt16(a0 + a1);
+        }
+        const v = toInt16(a0 + a1);
+        for (let n = 0; n < copies; n++) {
           out[o++] = v & 0xff;
           out[o++] = (v >> 8) & 0xff;
         }
@@ -495,19 +511,30 @@ export type ResampleKernel = 'auto' | 'wasm' | 'js';
 
 /**
  * A PCM16 LE resampling processor (a pass-through when the rates are equal). `kernel` picks
- * the implementation (both give the same bytes); `'wasm'` throws where it cannot run.
+ * the implementation (both give the same bytes); `'wasm'` throws where it cannot run. `mix`
+ * folds a stereo-to-mono or mono-to-stereo mix into the same pass (`channels` is then the
+ * input's: 2 for `'down'`, 1 for `'up'`).
  */
-export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1, kernel: ResampleKernel = 'auto'): AudioProcessor {
+export function createResampleProcessor(
+  inputRate: number,
+  outputRate: number,
+  channels = 1,
+  kernel: ResampleKernel = 'auto',
+  mix: ResampleMix = 'none',
+): AudioProcessor {
   validateRate(inputRate, 'inputRate');
   validateRate(outputRate, 'outputRate');
   const c = validateChannelCount(channels);
-  if (inputRate === outputRate) return new PassThroughProcessor();
+  if (mix !== 'none' && c !== (mix === 'down' ? 2 : 1)) {
+    throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', String(channels));
+  }
+  if (inputRate === outputRate) return mix === 'none' ? new PassThroughProcessor() : createChannelProcessor(mix === 'down' ? 2 : 1, mix === 'down' ? 1 : 2);
   const design = designResampler(inputRate, outputRate);
   const wasm = kernel === 'js' ? undefined : firKernel();
   const tables = wasm && tablesFor(wasm, design);
-  if (wasm && tables) return new KernelResampleProcessor(design, c, wasm, tables);
+  if (wasm && tables) return new KernelResampleProcessor(design, c, mix, wasm, tables);
   if (kernel === 'wasm') throw new Error('The WebAssembly resampling kernel cannot run in this engine.');
-  return new ScriptResampleProcessor(design, c);
+  return new ScriptResampleProcessor(design, c, mix);
 }
 
 export interface ResamplerOptions extends AudioTransformOptions {

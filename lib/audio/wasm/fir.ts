@@ -25,9 +25,11 @@ interface FirExports {
     kp: number,
     out: number,
     stride: number,
+    copies: number,
     limit: number,
   ): number;
   deinterleave(src: number, frames: number, channels: number, channel: number, dst: number): void;
+  downmix(src: number, frames: number, dst: number): void;
 }
 
 /** The parts of the WebAssembly API used here (Node's types for this target do not declare it). */

@@ -25,13 +25,13 @@ static inline int32_t hsum(v128_t v) {
  * Computes outputs of one channel while their newest input frame is in x[0 .. len), at most
  * `limit`. state[0] is the index in x of the newest frame the next output needs, state[1] its
  * polyphase row; both are advanced. Row p of hi/lo holds kp taps (kp a multiple of 8) applied
- * to x[pos - kp + 1 .. pos], oldest first. Outputs go to out[0], out[stride], ... Returns the
- * number of outputs written.
+ * to x[pos - kp + 1 .. pos], oldest first. Output n goes to out[n * stride], `copies` times in a
+ * row (2 writes mono as both channels of a stereo frame). Returns the number of outputs.
  */
 __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, int32_t *state, int32_t up,
                                                   int32_t step_frames, int32_t step_phase, const int16_t *hi,
                                                   const int16_t *lo, int32_t kp, int16_t *out, int32_t stride,
-                                                  int32_t limit) {
+                                                  int32_t copies, int32_t limit) {
   int32_t pos = state[0];
   int32_t phase = state[1];
   int32_t n = 0;
@@ -51,7 +51,7 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
     int64_t r = s >= 0 ? (s + half) >> SCALE_BITS : -((-s + half) >> SCALE_BITS);
     if (r > 32767) r = 32767;
     if (r < -32768) r = -32768;
-    out[n * stride] = (int16_t)r;
+    for (int32_t c = 0; c < copies; c++) out[n * stride + c] = (int16_t)r;
     n++;
     pos += step_frames;
     phase += step_phase;
@@ -70,4 +70,16 @@ __attribute__((export_name("deinterleave"))) void deinterleave(const int16_t *sr
                                                                 int32_t channel, int16_t *dst) {
   const int16_t *s = src + channel;
   for (int32_t i = 0; i < frames; i++) dst[i] = s[i * channels];
+}
+
+/*
+ * Mixes `frames` interleaved stereo int16 frames to mono: (L + R) / 2 rounded to nearest, halves
+ * to even (as channels.ts does).
+ */
+__attribute__((export_name("downmix"))) void downmix(const int16_t *src, int32_t frames, int16_t *dst) {
+  for (int32_t i = 0; i < frames; i++) {
+    int32_t sum = (int32_t)src[2 * i] + (int32_t)src[2 * i + 1];
+    int32_t half = sum >> 1;
+    dst[i] = (int16_t)(half + (sum & half & 1));
+  }
 }
