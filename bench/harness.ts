@@ -2,6 +2,8 @@
  * The one way benchmarks measure here: a subject and the baseline that bounds it run
  * alternately in the same process, several rounds each, and the report gives the ratio of the
  * medians. The machines are shared and noisy, so absolute figures are printed for context only.
+ * Every comparison is also recorded, with its target when it has one, for the summary table
+ * that `bench/run.ts` prints at the end (`summary()`).
  */
 import { performance } from 'node:perf_hooks';
 
@@ -10,6 +12,11 @@ export interface BenchCase {
   name: string;
   /** One unit of work; it may be async (a child process, a socket round trip). */
   run: () => unknown;
+  /**
+   * A fixed cost inside `run` that the comparison leaves out (a child process's start-up,
+   * measured on a tiny input): timed in the same rounds and subtracted from `run`'s time.
+   */
+  overhead?: () => unknown;
   /** Bytes (or other units) one `run` processes, for the throughput column. */
   units?: number;
 }
@@ -23,6 +30,10 @@ export interface CompareOptions {
   unit?: 'MB' | 'x realtime' | 'ops';
   /** For 'x realtime': seconds of audio one run processes. */
   audioSeconds?: number;
+  /** The ratio to meet (subject time / baseline time at most this), for the summary. */
+  target?: number;
+  /** Name in the summary table; default the title. */
+  label?: string;
 }
 
 export interface CompareResult {
@@ -33,21 +44,70 @@ export interface CompareResult {
   baselineMsPerRun: number;
   /** subject time / baseline time: 1.0 is parity, 2.0 is twice as slow. */
   ratio: number;
+  target: number | undefined;
 }
 
-async function round(c: BenchCase, minMs: number): Promise<number> {
+/** A line of the summary table: a ratio (or other figure) and the bound it must meet. */
+export interface SummaryRow {
+  name: string;
+  value: number;
+  /** `max`: value must be at most `bound`; `min`: at least. */
+  kind: 'max' | 'min';
+  bound: number | undefined;
+  unit?: string;
+}
+
+const rows: SummaryRow[] = [];
+let section = '';
+
+/** Names the bench whose rows follow (run.ts sets it per file). */
+export function beginSection(name: string): void {
+  section = name;
+}
+
+/** Records a figure for the summary table. */
+export function record(row: SummaryRow): void {
+  rows.push({ ...row, name: section ? `${section}: ${row.name}` : row.name });
+}
+
+/** Prints every recorded figure with its bound and whether it was met; returns the misses. */
+export function summary(): number {
+  if (rows.length === 0) return 0;
+  const width = Math.min(100, Math.max(...rows.map((r) => r.name.length)));
+  console.log(`\n== summary (${rows.length} figures)`);
+  let misses = 0;
+  for (const r of rows) {
+    const value = `${r.value.toFixed(2)}${r.unit ?? ''}`;
+    let verdict = '';
+    if (r.bound !== undefined) {
+      const ok = r.kind === 'max' ? r.value <= r.bound : r.value >= r.bound;
+      if (!ok) misses++;
+      verdict = `${ok ? 'ok  ' : 'MISS'} (${r.kind === 'max' ? '<=' : '>='} ${r.bound}${r.unit ?? ''})`;
+    }
+    console.log(`  ${r.name.padEnd(width)}  ${value.padStart(9)}  ${verdict}`);
+  }
+  return misses;
+}
+
+async function timeRuns(run: () => unknown, minMs: number): Promise<number> {
   let runs = 0;
   const start = performance.now();
   let elapsed = 0;
   do {
-    await c.run();
+    await run();
     runs++;
     elapsed = performance.now() - start;
   } while (elapsed < minMs);
   return elapsed / runs;
 }
 
-function median(values: number[]): number {
+async function round(c: BenchCase, minMs: number): Promise<number> {
+  const total = await timeRuns(c.run, minMs);
+  if (!c.overhead) return total;
+  return Math.max(total - (await timeRuns(c.overhead, minMs / 2)), 1e-6);
+}
+
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
@@ -61,7 +121,10 @@ function rate(c: BenchCase, msPerRun: number, options: CompareOptions): string {
   return `${msPerRun.toFixed(3)} ms/run`;
 }
 
-/** Runs both cases alternately (warm-up first) and prints one line with the ratio. */
+/**
+ * Runs both cases alternately (warm-up first), prints one block with the ratio, and records it
+ * for the summary under `options.target`'s bound (or none).
+ */
 export async function compare(
   title: string,
   subject: BenchCase,
@@ -85,11 +148,18 @@ export async function compare(
     subjectMsPerRun: median(s),
     baselineMsPerRun: median(b),
     ratio: median(s) / median(b),
+    target: options.target,
+  };
+  const spread = (values: number[]): string => {
+    const sorted = [...values].sort((x, y) => x - y);
+    return `${((sorted[sorted.length - 1]! / sorted[0]! - 1) * 100).toFixed(0)}%`;
   };
   console.log(
-    `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)}` +
-      `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)}` +
-      `\n  ratio (subject time / baseline time, median of ${rounds} rounds): ${result.ratio.toFixed(2)}`,
+    `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)} (spread ${spread(s)})` +
+      `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)} (spread ${spread(b)})` +
+      `\n  ratio (subject time / baseline time, median of ${rounds} rounds): ${result.ratio.toFixed(2)}` +
+      (options.target === undefined ? '' : ` (target <= ${options.target})`),
   );
+  record({ name: options.label ?? title, value: result.ratio, kind: 'max', bound: options.target });
   return result;
 }

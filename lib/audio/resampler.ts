@@ -5,7 +5,7 @@
  * Design: the ratio is reduced to `up / down` (L / M) by the gcd; one Kaiser-windowed sinc
  * low-pass at `L * inputRate` is split into L polyphase rows of K taps each, precomputed once
  * per rate pair and shared (read-only) by every resampler of that pair. The taps are integers
- * scaled by 2^-24 (each row sums to exactly 1), so each output sample, a K-tap dot product
+ * scaled by 2^-22 (each row sums to exactly 1), so each output sample, a K-tap dot product
  * over the input history, is computed exactly, then rounded to the nearest int16 (halves away
  * from zero) and clipped to [-32768, 32767], so overshoot saturates. The dot products run in a
  * WebAssembly SIMD kernel (`wasm/resample.c`) where the engine has one, else in JavaScript:
@@ -42,10 +42,10 @@ export const DESIGN_ATTENUATION_DB = 105;
 /** Input frames converted per inner pass; bounds the working buffer. */
 const PIECE_FRAMES = 4096;
 /** Taps are integers times 2^-TAP_BITS. */
-const TAP_BITS = 24;
+const TAP_BITS = 22;
 const TAP_SCALE = 2 ** TAP_BITS;
 /** The kernel splits each tap q into hi * 2^LO_BITS + lo, both int16 (see wasm/resample.c). */
-const LO_BITS = 10;
+const LO_BITS = 8;
 
 /** A polyphase filter for one rate pair. Immutable and shared. */
 export interface ResamplerDesign {
@@ -68,7 +68,7 @@ export interface ResamplerDesign {
   /**
    * The polyphase table: row `p` (0 <= p < up) holds K taps `h[p + j * up]` in reverse order
    * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Every tap is
-   * an integer times 2^-24 and each row sums to exactly 1 (a DC gain of exactly 1).
+   * an integer times 2^-22 and each row sums to exactly 1 (a DC gain of exactly 1).
    */
   readonly table: Float64Array;
 }
@@ -136,7 +136,7 @@ export function designResampler(inputRate: number, outputRate: number): Resample
   for (let p = 0; p < up; p++) {
     let sum = 0;
     for (let j = 0; j < taps; j++) sum += proto[p + j * up]!;
-    // Quantise to integers scaled by 2^-24 and put the rounding residue on the largest tap, so
+    // Quantise to integers scaled by 2^-22 and put the rounding residue on the largest tap, so
     // the row sums to exactly 1 (the centre tap when the row is symmetric, which keeps it so).
     const row = p * taps;
     let total = 0;
@@ -169,15 +169,14 @@ export function designResampler(inputRate: number, outputRate: number): Resample
 }
 
 /**
- * The kernel's form of a design: rows of `kp` taps (K rounded up to a multiple of 8, the
- * padding being zero taps on the oldest side), each tap split into int16 `hi` and `lo` with
- * `q = hi * 2^10 + lo`, stored in the kernel's memory. Undefined when a row breaks the
- * kernel's overflow bounds (none of the supported pairs does; see wasm/resample.c).
+ * The kernel's form of a design (see wasm/resample.c): rows of `kp` taps (K rounded up to a
+ * multiple of 8, the padding being zero taps on the oldest side), each tap split into int16 hi
+ * and lo with `q = hi * 2^8 + lo`, stored in blocks of 8 hi then 8 lo in the kernel's memory at
+ * `table`. Undefined when a row breaks the kernel's overflow bounds (no supported pair does).
  */
 interface KernelTables {
   readonly kp: number;
-  readonly hi: number;
-  readonly lo: number;
+  readonly table: number;
 }
 
 const kernelTables = new WeakMap<ResamplerDesign, KernelTables | null>();
@@ -187,21 +186,22 @@ function tablesFor(kernel: FirKernel, design: ResamplerDesign): KernelTables | u
   if (cached !== undefined) return cached ?? undefined;
   const { up, tapsPerPhase: taps, table } = design;
   const kp = (taps + 7) & ~7;
-  const hi = new Int16Array(up * kp);
-  const lo = new Int16Array(up * kp);
-  let fits = kp <= 512;
+  const split = new Int16Array(up * 2 * kp);
+  let fits = kp < 512;
   for (let p = 0; p < up && fits; p++) {
     let hiSum = 0;
     for (let j = 0; j < taps; j++) {
       const q = Math.round(table[p * taps + j]! * TAP_SCALE);
-      const h = Math.round(q / (1 << LO_BITS));
-      hi[p * kp + (kp - taps) + j] = h;
-      lo[p * kp + (kp - taps) + j] = q - h * (1 << LO_BITS);
-      hiSum += Math.abs(h);
+      const hi = Math.round(q / (1 << LO_BITS));
+      const k = kp - taps + j; // position in the padded row
+      const at = p * 2 * kp + (k >> 3) * 16 + (k & 7);
+      split[at] = hi;
+      split[at + 8] = q - hi * (1 << LO_BITS);
+      hiSum += Math.abs(hi);
     }
     if (hiSum >= 1 << 16) fits = false;
   }
-  const tables = fits ? { kp, hi: kernel.store(hi), lo: kernel.store(lo) } : null;
+  const tables = fits ? { kp, table: kernel.store(split) } : null;
   kernelTables.set(design, tables);
   return tables ?? undefined;
 }
@@ -338,7 +338,7 @@ class KernelResampleProcessor extends ResampleProcessor {
 
   protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
     const { kernel, channels, kept, mix } = this;
-    const { kp, hi, lo } = this.tables;
+    const { kp, table } = this.tables;
     const len = kept + frames;
     const inBytes = frames * this.inFrameBytes;
     const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
@@ -369,7 +369,7 @@ class KernelResampleProcessor extends ResampleProcessor {
     for (let c = 0; c < channels; c++) {
       i32[state >> 2] = this.pos;
       i32[(state >> 2) + 1] = this.phase;
-      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, hi, lo, kp, output + c * 2, stride, copies, maxOut);
+      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, stride, copies, maxOut);
     }
     this.pos = i32[state >> 2]!;
     this.phase = i32[(state >> 2) + 1]!;
@@ -448,7 +448,7 @@ class ScriptResampleProcessor extends ResampleProcessor {
     let { pos, phase } = this;
     const len = this.len;
     let produced = 0;
-    // Every product and partial sum is an integer times 2^-24 well inside 2^53: the sums are
+    // Every product and partial sum is an integer times 2^-22 well inside 2^53: the sums are
     // exact whatever their order.
     while (pos < len && produced < limit) {
       const row = phase * taps;
