@@ -10,7 +10,11 @@ import { performance } from 'node:perf_hooks';
 export interface BenchCase {
   /** Short label printed in the report. */
   name: string;
-  /** One unit of work; it may be async (a child process, a socket round trip). */
+  /**
+   * One unit of work; it may be async (a child process, a socket round trip). With the `cpu`
+   * clock, a run that resolves to `{ cpuMs }` (a child process's own CPU time) is timed by that
+   * figure instead of this process's CPU time.
+   */
   run: () => unknown;
   /**
    * A fixed cost inside `run` that the comparison leaves out (a child process's start-up,
@@ -34,6 +38,11 @@ export interface CompareOptions {
   target?: number;
   /** Name in the summary table; default the title. */
   label?: string;
+  /**
+   * `wall` (default): elapsed time. `cpu`: this process's CPU time (user + system), which other
+   * processes on a shared machine do not inflate; see `BenchCase.run` for child processes.
+   */
+  clock?: 'wall' | 'cpu';
 }
 
 export interface CompareResult {
@@ -89,22 +98,40 @@ export function summary(): number {
   return misses;
 }
 
-async function timeRuns(run: () => unknown, minMs: number): Promise<number> {
+type Clock = 'wall' | 'cpu';
+
+function cpuMsNow(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** Repeats `run` for at least `minMs` of wall time; returns its mean time on `clock`. */
+async function timeRuns(run: () => unknown, minMs: number, clock: Clock): Promise<number> {
   let runs = 0;
+  let reported = 0;
+  let reportedRuns = 0;
   const start = performance.now();
+  const cpuStart = cpuMsNow();
   let elapsed = 0;
   do {
-    await run();
+    const result = await run();
+    const cpuMs = (result as { cpuMs?: unknown } | undefined)?.cpuMs;
+    if (typeof cpuMs === 'number') {
+      reported += cpuMs;
+      reportedRuns++;
+    }
     runs++;
     elapsed = performance.now() - start;
   } while (elapsed < minMs);
-  return elapsed / runs;
+  if (clock === 'wall') return elapsed / runs;
+  if (reportedRuns === runs) return reported / runs;
+  return (cpuMsNow() - cpuStart) / runs;
 }
 
-async function round(c: BenchCase, minMs: number): Promise<number> {
-  const total = await timeRuns(c.run, minMs);
+async function round(c: BenchCase, minMs: number, clock: Clock): Promise<number> {
+  const total = await timeRuns(c.run, minMs, clock);
   if (!c.overhead) return total;
-  return Math.max(total - (await timeRuns(c.overhead, minMs / 2)), 1e-6);
+  return Math.max(total - (await timeRuns(c.overhead, minMs / 2, clock)), 1e-6);
 }
 
 export function median(values: number[]): number {
@@ -133,13 +160,14 @@ export async function compare(
 ): Promise<CompareResult> {
   const rounds = options.rounds ?? 7;
   const minMs = options.minRoundMs ?? 200;
-  await round(subject, 20);
-  await round(baseline, 20);
+  const clock = options.clock ?? 'wall';
+  await round(subject, 20, clock);
+  await round(baseline, 20, clock);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    s.push(await round(subject, minMs));
-    b.push(await round(baseline, minMs));
+    s.push(await round(subject, minMs, clock));
+    b.push(await round(baseline, minMs, clock));
   }
   const result: CompareResult = {
     title,
@@ -150,6 +178,7 @@ export async function compare(
     ratio: median(s) / median(b),
     target: options.target,
   };
+  const what = clock === 'cpu' ? 'CPU time' : 'time';
   const spread = (values: number[]): string => {
     const sorted = [...values].sort((x, y) => x - y);
     return `${((sorted[sorted.length - 1]! / sorted[0]! - 1) * 100).toFixed(0)}%`;
@@ -157,7 +186,7 @@ export async function compare(
   console.log(
     `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)} (spread ${spread(s)})` +
       `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)} (spread ${spread(b)})` +
-      `\n  ratio (subject time / baseline time, median of ${rounds} rounds): ${result.ratio.toFixed(2)}` +
+      `\n  ratio (subject ${what} / baseline ${what}, median of ${rounds} rounds): ${result.ratio.toFixed(2)}` +
       (options.target === undefined ? '' : ` (target <= ${options.target})`),
   );
   record({ name: options.label ?? title, value: result.ratio, kind: 'max', bound: options.target });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SUPPORTED_RATES, createResampleProcessor, designResampler, type ResampleKernel } from '../lib/audio/resampler.js';
 import { createChannelProcessor } from '../lib/audio/channels.js';
+import { createG711DecodeProcessor, createG711EncodeProcessor } from '../lib/audio/g711.js';
 import { createConverter, fromServiceFormat, toServiceFormat } from '../lib/audio/convert.js';
 import type { AudioDescription } from '../lib/audio/audio-format.js';
 import { runChunked } from './helpers/streams.js';
@@ -20,7 +21,7 @@ function program(rate: number, channels: number, frames: number, seed = 7): Buff
 }
 
 function whole(rateIn: number, rateOut: number, channels: number, input: Buffer, kernel: ResampleKernel): Buffer {
-  const p = createResampleProcessor(rateIn, rateOut, channels, kernel);
+  const p = createResampleProcessor(rateIn, rateOut, channels, { kernel });
   return Buffer.concat([p.process(input), p.flush()]);
 }
 
@@ -74,25 +75,69 @@ describe('the WebAssembly kernel and the JavaScript loop compute the same exact 
     const stereo = program(from, 2, Math.round(from * 0.03) + 5, from * 3 + to);
     const separateDown = (() => {
       const mix = createChannelProcessor(2, 1);
-      const rs = createResampleProcessor(from, to, 1, 'js');
+      const rs = createResampleProcessor(from, to, 1, { kernel: 'js' });
       return Buffer.concat([rs.process(mix.process(stereo)), rs.flush()]);
     })();
     const mono = program(from, 1, Math.round(from * 0.03) + 5, from * 5 + to);
     const separateUp = (() => {
-      const rs = createResampleProcessor(from, to, 1, 'js');
+      const rs = createResampleProcessor(from, to, 1, { kernel: 'js' });
       const mix = createChannelProcessor(1, 2);
       return Buffer.concat([mix.process(rs.process(mono)), mix.process(rs.flush())]);
     })();
     for (const kernel of ['wasm', 'js'] as const) {
-      const down = createResampleProcessor(from, to, 2, kernel, 'down');
+      const down = createResampleProcessor(from, to, 2, { kernel, mix: 'down' });
       expect(Buffer.concat([down.process(stereo), down.flush()]).equals(separateDown)).toBe(true);
-      const up = createResampleProcessor(from, to, 1, kernel, 'up');
+      const up = createResampleProcessor(from, to, 1, { kernel, mix: 'up' });
       expect(Buffer.concat([up.process(mono), up.flush()]).equals(separateUp)).toBe(true);
     }
   });
 
+  it.each([
+    [8000, 24000, 'mulaw'],
+    [8000, 16000, 'alaw'],
+    [24000, 8000, 'mulaw'],
+    [48000, 8000, 'alaw'],
+    [16000, 44100, 'mulaw'],
+  ] as const)('%i -> %i, %s decoded before and encoded after in the same pass: the bytes of separate stages', (from, to, law) => {
+    for (const channels of [1, 2]) {
+      const pcm = program(from, channels, Math.round(from * 0.04) + 3, from + channels);
+      const coded = createG711EncodeProcessor(law).process(pcm);
+      const separate = (() => {
+        const dec = createG711DecodeProcessor(law);
+        const rs = createResampleProcessor(from, to, channels, { kernel: 'js' });
+        const enc = createG711EncodeProcessor(law);
+        return Buffer.concat([enc.process(rs.process(dec.process(coded))), enc.process(rs.flush())]);
+      })();
+      for (const kernel of ['wasm', 'js'] as const) {
+        const fused = createResampleProcessor(from, to, channels, { kernel, decode: law, encode: law });
+        expect(Buffer.concat([fused.process(coded), fused.flush()]).equals(separate)).toBe(true);
+      }
+      if (channels === 1) continue;
+      // Decoding then mixing down, and mixing up then encoding, in the same pass as well.
+      const down = (() => {
+        const dec = createG711DecodeProcessor(law);
+        const mix = createChannelProcessor(2, 1);
+        const rs = createResampleProcessor(from, to, 1, { kernel: 'js' });
+        return Buffer.concat([rs.process(mix.process(dec.process(coded))), rs.flush()]);
+      })();
+      const mono = program(from, 1, Math.round(from * 0.04) + 3, from + 17);
+      const up = (() => {
+        const rs = createResampleProcessor(from, to, 1, { kernel: 'js' });
+        const mix = createChannelProcessor(1, 2);
+        const enc = createG711EncodeProcessor(law);
+        return Buffer.concat([enc.process(mix.process(rs.process(mono))), enc.process(mix.process(rs.flush()))]);
+      })();
+      for (const kernel of ['wasm', 'js'] as const) {
+        const d = createResampleProcessor(from, to, 2, { kernel, decode: law, mix: 'down' });
+        expect(Buffer.concat([d.process(coded), d.flush()]).equals(down)).toBe(true);
+        const u = createResampleProcessor(from, to, 1, { kernel, mix: 'up', encode: law });
+        expect(Buffer.concat([u.process(mono), u.flush()]).equals(up)).toBe(true);
+      }
+    }
+  });
+
   it('runs in this engine (Node 20 has WebAssembly SIMD)', () => {
-    expect(() => createResampleProcessor(48000, 24000, 1, 'wasm')).not.toThrow();
+    expect(() => createResampleProcessor(48000, 24000, 1, { kernel: 'wasm' })).not.toThrow();
   });
 });
 

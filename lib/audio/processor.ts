@@ -116,10 +116,15 @@ export interface AudioTransformOptions {
   readableHighWaterMark?: number;
 }
 
+/** Input converted per processor call by `AudioTransform`; bounds each output buffer. */
+const TRANSFORM_PIECE_BYTES = 8192;
+
 /**
  * A Transform around an `AudioProcessor`: byte mode, any chunking in, the processor's output
- * out (empty outputs are not pushed). A processor that throws fails the stream through the
- * callback.
+ * out (empty outputs are not pushed). A large write is converted in pieces of 8 KiB, each
+ * pushed as it is done, so no output buffer is more than a few tens of KiB (fresh large buffers
+ * cost page faults and collection; small ones are recycled). A processor that throws fails the
+ * stream through the callback.
  */
 export class AudioTransform extends Transform {
   protected readonly processor: AudioProcessor;
@@ -135,14 +140,15 @@ export class AudioTransform extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let out: Buffer;
     try {
-      out = this.processor.process(chunk);
+      for (let at = 0; at < chunk.length; at += TRANSFORM_PIECE_BYTES) {
+        const out = this.processor.process(at === 0 && chunk.length <= TRANSFORM_PIECE_BYTES ? chunk : chunk.subarray(at, at + TRANSFORM_PIECE_BYTES));
+        if (out.length > 0) this.push(out);
+      }
     } catch (err) {
       callback(err as Error);
       return;
     }
-    if (out.length > 0) this.push(out);
     callback();
   }
 

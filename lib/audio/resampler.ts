@@ -28,7 +28,8 @@
  */
 import { ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
-import { averageInt16, createChannelProcessor } from './channels.js';
+import { averageInt16 } from './channels.js';
+import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G711Law } from './g711.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 import { firKernel, type FirKernel } from './wasm/fir.js';
 
@@ -207,12 +208,38 @@ function tablesFor(kernel: FirKernel, design: ResamplerDesign): KernelTables | u
 }
 
 /**
- * Channel handling folded into a resampler, so a conversion chain needs no separate pass (and
- * no buffer) for it: `'down'` takes stereo in and filters its mono mix (the average of
- * `channels.ts`, rounded the same way); `'up'` filters mono and writes each sample to both
- * channels of a stereo frame. The bytes are those of the separate mix and resample stages.
+ * Work folded into a resampler's pass, so a conversion chain needs no separate pass (and no
+ * buffer) for it; the bytes are those of the separate stages:
+ * - `mix`: `'down'` takes stereo in and filters its mono mix (the average of `channels.ts`,
+ *   rounded the same way); `'up'` filters mono and writes each sample to both channels.
+ * - `decode`: the input is G.711 (`'mulaw'` or `'alaw'`, one byte per sample), decoded as
+ *   `g711.ts` does; `encode`: the output is G.711, encoded as `g711.ts` does.
  */
-export type ResampleMix = 'none' | 'down' | 'up';
+export interface ResampleOptions {
+  /** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
+  kernel?: ResampleKernel;
+  mix?: 'none' | 'down' | 'up';
+  decode?: G711Law;
+  encode?: G711Law;
+}
+
+/** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
+export type ResampleKernel = 'auto' | 'wasm' | 'js';
+
+const G711_DECODE: Record<G711Law, Readonly<Int16Array>> = { mulaw: MULAW_DECODE_TABLE, alaw: ALAW_DECODE_TABLE };
+const g711Encode = new Map<G711Law, Uint8Array>();
+
+/** The code word of every int16 value (indexed by its 16 bits), built on first use. */
+function encodeTable(law: G711Law): Uint8Array {
+  let table = g711Encode.get(law);
+  if (!table) {
+    const encode = law === 'mulaw' ? encodeMulaw : encodeAlaw;
+    table = new Uint8Array(65536);
+    for (let v = -32768; v < 32768; v++) table[v & 0xffff] = encode(v);
+    g711Encode.set(law, table);
+  }
+  return table;
+}
 
 /**
  * The resampling state for one stream: partial frames, the count of frames in and out, and the
@@ -221,7 +248,11 @@ export type ResampleMix = 'none' | 'down' | 'up';
 abstract class ResampleProcessor implements AudioProcessor {
   /** Channels filtered (1 when mixing). */
   protected readonly channels: number;
-  protected readonly mix: ResampleMix;
+  protected readonly inChannels: number;
+  protected readonly outChannels: number;
+  protected readonly mix: 'none' | 'down' | 'up';
+  protected readonly decode: G711Law | undefined;
+  protected readonly encode: G711Law | undefined;
   protected readonly inFrameBytes: number;
   protected readonly outFrameBytes: number;
   protected readonly up: number;
@@ -239,11 +270,15 @@ abstract class ResampleProcessor implements AudioProcessor {
   private outputFrames = 0;
   private ended = false;
 
-  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix) {
-    this.channels = mix === 'none' ? channels : 1;
-    this.mix = mix;
-    this.inFrameBytes = mix === 'down' ? 4 : 2 * this.channels;
-    this.outFrameBytes = mix === 'up' ? 4 : 2 * this.channels;
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
+    this.mix = options.mix ?? 'none';
+    this.decode = options.decode;
+    this.encode = options.encode;
+    this.channels = this.mix === 'none' ? channels : 1;
+    this.inChannels = this.mix === 'down' ? 2 : this.channels;
+    this.outChannels = this.mix === 'up' ? 2 : this.channels;
+    this.inFrameBytes = this.inChannels * (this.decode ? 1 : 2);
+    this.outFrameBytes = this.outChannels * (this.encode ? 1 : 2);
     this.up = design.up;
     this.down = design.down;
     this.taps = design.tapsPerPhase;
@@ -318,6 +353,8 @@ abstract class ResampleProcessor implements AudioProcessor {
 class KernelResampleProcessor extends ResampleProcessor {
   private readonly kernel: FirKernel;
   private readonly tables: KernelTables;
+  private readonly decodeTable: number;
+  private readonly encodeTable: number;
   /** Per channel, the input frames future outputs still need (usually at most kp - 1). */
   private readonly history: Int16Array[];
   private kept: number;
@@ -325,10 +362,12 @@ class KernelResampleProcessor extends ResampleProcessor {
   private pos: number;
   private phase: number;
 
-  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix, kernel: FirKernel, tables: KernelTables) {
-    super(design, channels, mix);
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions, kernel: FirKernel, tables: KernelTables) {
+    super(design, channels, options);
     this.kernel = kernel;
     this.tables = tables;
+    this.decodeTable = this.decode ? kernelStore(kernel, `decode ${this.decode}`, () => G711_DECODE[this.decode!]) : 0;
+    this.encodeTable = this.encode ? kernelStore(kernel, `encode ${this.encode}`, () => encodeTable(this.encode!)) : 0;
     // kp - 1 frames of silence stand for the time before the stream starts.
     this.kept = tables.kp - 1;
     this.history = Array.from({ length: this.channels }, () => new Int16Array(tables.kp - 1));
@@ -341,13 +380,19 @@ class KernelResampleProcessor extends ResampleProcessor {
     const { kp, table } = this.tables;
     const len = kept + frames;
     const inBytes = frames * this.inFrameBytes;
+    const samplesIn = frames * this.inChannels;
     const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
-    // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the output.
-    const planeBytes = (len * 2 + 15) & ~15;
-    const state = kernel.scratch(16 + channels * planeBytes + ((inBytes + 15) & ~15) + maxOut * this.outFrameBytes);
+    const outSamples = maxOut * this.outChannels;
+    // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
+    // as int16, the output as int16, the output encoded.
+    const align = (n: number): number => (n + 15) & ~15;
+    const planeBytes = align(len * 2);
+    const state = kernel.scratch(16 + channels * planeBytes + align(inBytes) + align(samplesIn * 2) + align(outSamples * 2) + align(outSamples));
     const planes = state + 16;
-    const staging = planes + channels * planeBytes;
-    const output = staging + ((inBytes + 15) & ~15);
+    const raw = planes + channels * planeBytes;
+    const pcm = raw + align(inBytes);
+    const output = pcm + align(samplesIn * 2);
+    const encoded = output + align(outSamples * 2);
     const exports = kernel.exports;
     const u8 = kernel.u8;
     const i16 = kernel.i16;
@@ -356,25 +401,25 @@ class KernelResampleProcessor extends ResampleProcessor {
     const fresh = planes + kept * 2;
     if (src === null) {
       for (let c = 0; c < channels; c++) u8.fill(0, fresh + c * planeBytes, fresh + c * planeBytes + frames * 2);
-    } else if (channels === 1 && mix !== 'down') {
-      u8.set(src.subarray(offset, offset + inBytes), fresh);
     } else {
-      u8.set(src.subarray(offset, offset + inBytes), staging);
-      if (mix === 'down') exports.downmix(staging, frames, fresh);
-      else for (let c = 0; c < channels; c++) exports.deinterleave(staging, frames, channels, c, fresh + c * planeBytes);
+      const direct = this.inChannels === 1; // the samples go straight into the one plane
+      u8.set(src.subarray(offset, offset + inBytes), this.decode ? raw : direct ? fresh : pcm);
+      if (this.decode) exports.g711_decode(raw, samplesIn, this.decodeTable, direct ? fresh : pcm);
+      if (mix === 'down') exports.downmix(pcm, frames, fresh);
+      else if (!direct) for (let c = 0; c < channels; c++) exports.deinterleave(pcm, frames, channels, c, fresh + c * planeBytes);
     }
-    const stride = this.outFrameBytes >> 1;
     const copies = mix === 'up' ? 2 : 1;
     let produced = 0;
     for (let c = 0; c < channels; c++) {
       i32[state >> 2] = this.pos;
       i32[(state >> 2) + 1] = this.phase;
-      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, stride, copies, maxOut);
+      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, this.outChannels, copies, maxOut);
     }
     this.pos = i32[state >> 2]!;
     this.phase = i32[(state >> 2) + 1]!;
     const bytes = produced * this.outFrameBytes;
-    out.set(u8.subarray(output, output + bytes), o);
+    if (this.encode) exports.g711_encode(output, produced * this.outChannels, this.encodeTable, encoded);
+    out.set(u8.subarray(this.encode ? encoded : output, (this.encode ? encoded : output) + bytes), o);
     // Keep what the next output needs: frames from pos - kp + 1 on.
     const drop = Math.max(0, Math.min(this.pos - kp + 1, len));
     this.kept = len - drop;
@@ -389,9 +434,23 @@ class KernelResampleProcessor extends ResampleProcessor {
   }
 }
 
+const kernelStored = new Map<string, number>();
+
+/** Stores a table in the kernel's memory once per process; returns its address. */
+function kernelStore(kernel: FirKernel, key: string, make: () => Int16Array | Uint8Array): number {
+  let at = kernelStored.get(key);
+  if (at === undefined) {
+    at = kernel.store(make());
+    kernelStored.set(key, at);
+  }
+  return at;
+}
+
 /** Filtering in JavaScript (engines without WebAssembly SIMD): the same exact sums. */
 class ScriptResampleProcessor extends ResampleProcessor {
   private readonly table: Float64Array;
+  private readonly decodeTable: Readonly<Int16Array> | undefined;
+  private readonly encodeTable: Uint8Array | undefined;
   /** Input history, interleaved Float64 frames; frame 0 is the oldest kept. */
   private buf: Float64Array;
   private len = 0;
@@ -399,9 +458,11 @@ class ScriptResampleProcessor extends ResampleProcessor {
   private pos: number;
   private phase: number;
 
-  constructor(design: ResamplerDesign, channels: number, mix: ResampleMix) {
-    super(design, channels, mix);
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
+    super(design, channels, options);
     this.table = design.table;
+    this.decodeTable = this.decode && G711_DECODE[this.decode];
+    this.encodeTable = this.encode && encodeTable(this.encode);
     // K - 1 frames of silence stand for the time before the stream starts.
     this.len = this.taps - 1;
     this.buf = new Float64Array((this.len + PIECE_FRAMES) * this.channels);
@@ -416,6 +477,13 @@ class ScriptResampleProcessor extends ResampleProcessor {
     return next;
   }
 
+  /** Input sample `i` (counted in samples from `offset`) of `src`, as int16. */
+  private sample(src: Buffer, offset: number, i: number): number {
+    if (this.decodeTable) return this.decodeTable[src[offset + i]!]!;
+    const s = offset + 2 * i;
+    return ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
+  }
+
   private append(src: Buffer | null, offset: number, frames: number): void {
     const c = this.channels;
     const need = (this.len + frames) * c;
@@ -425,23 +493,20 @@ class ScriptResampleProcessor extends ResampleProcessor {
       this.buf = grown;
     }
     const buf = this.buf;
-    let w = this.len * c;
-    const end = w + frames * c;
+    const w = this.len * c;
     if (src === null) {
-      buf.fill(0, w, end);
+      buf.fill(0, w, w + frames * c);
     } else if (this.mix === 'down') {
-      for (let s = offset; w < end; w++, s += 4) {
-        buf[w] = averageInt16(((src[s]! | (src[s + 1]! << 8)) << 16) >> 16, ((src[s + 2]! | (src[s + 3]! << 8)) << 16) >> 16);
-      }
+      for (let f = 0; f < frames; f++) buf[w + f] = averageInt16(this.sample(src, offset, 2 * f), this.sample(src, offset, 2 * f + 1));
     } else {
-      for (let s = offset; w < end; w++, s += 2) buf[w] = ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
+      for (let i = 0; i < frames * c; i++) buf[w + i] = this.sample(src, offset, i);
     }
     this.len += frames;
   }
 
   /** Computes outputs while their input is available, at most `limit`; returns the new offset. */
   private produce(out: Buffer, o: number, limit: number): number {
-    const { buf, table, taps, channels: c, up, stepFrames, stepPhase } = this;
+    const { buf, table, taps, channels: c, up, stepFrames, stepPhase, encodeTable } = this;
     const symmetric = up === 1 && taps % 2 === 1;
     const half = (taps - 1) >> 1;
     const copies = this.mix === 'up' ? 2 : 1;
@@ -473,8 +538,12 @@ class ScriptResampleProcessor extends ResampleProcessor {
         }
         const v = toInt16(a0 + a1);
         for (let n = 0; n < copies; n++) {
-          out[o++] = v & 0xff;
-          out[o++] = (v >> 8) & 0xff;
+          if (encodeTable) {
+            out[o++] = encodeTable[v & 0xffff]!;
+          } else {
+            out[o++] = v & 0xff;
+            out[o++] = (v >> 8) & 0xff;
+          }
         }
       }
       produced++;
@@ -506,35 +575,31 @@ function validateChannelCount(value: unknown): number {
   throw new ValidationError('channels', 'an integer channel count from 1 to 32', String(value));
 }
 
-/** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
-export type ResampleKernel = 'auto' | 'wasm' | 'js';
-
 /**
- * A PCM16 LE resampling processor (a pass-through when the rates are equal). `kernel` picks
- * the implementation (both give the same bytes); `'wasm'` throws where it cannot run. `mix`
- * folds a stereo-to-mono or mono-to-stereo mix into the same pass (`channels` is then the
- * input's: 2 for `'down'`, 1 for `'up'`).
+ * A PCM16 LE resampling processor (a pass-through when the rates are equal and nothing is
+ * folded in). `options.kernel` picks the implementation (both give the same bytes); `'wasm'`
+ * throws where it cannot run. `options.mix`, `decode` and `encode` fold those stages into the
+ * same pass (see `ResampleOptions`); `channels` is then the input's (2 for `mix: 'down'`, 1 for
+ * `'up'`).
  */
-export function createResampleProcessor(
-  inputRate: number,
-  outputRate: number,
-  channels = 1,
-  kernel: ResampleKernel = 'auto',
-  mix: ResampleMix = 'none',
-): AudioProcessor {
+export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1, options: ResampleOptions = {}): AudioProcessor {
   validateRate(inputRate, 'inputRate');
   validateRate(outputRate, 'outputRate');
   const c = validateChannelCount(channels);
+  const { kernel = 'auto', mix = 'none', decode, encode } = options;
   if (mix !== 'none' && c !== (mix === 'down' ? 2 : 1)) {
     throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', String(channels));
   }
-  if (inputRate === outputRate) return mix === 'none' ? new PassThroughProcessor() : createChannelProcessor(mix === 'down' ? 2 : 1, mix === 'down' ? 1 : 2);
+  if (inputRate === outputRate) {
+    if (mix !== 'none' || decode || encode) throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', String(outputRate));
+    return new PassThroughProcessor();
+  }
   const design = designResampler(inputRate, outputRate);
   const wasm = kernel === 'js' ? undefined : firKernel();
   const tables = wasm && tablesFor(wasm, design);
-  if (wasm && tables) return new KernelResampleProcessor(design, c, mix, wasm, tables);
+  if (wasm && tables) return new KernelResampleProcessor(design, c, options, wasm, tables);
   if (kernel === 'wasm') throw new Error('The WebAssembly resampling kernel cannot run in this engine.');
-  return new ScriptResampleProcessor(design, c, mix);
+  return new ScriptResampleProcessor(design, c, options);
 }
 
 export interface ResamplerOptions extends AudioTransformOptions {

@@ -2,14 +2,15 @@
  * The WebAssembly SIMD kernel of the resampler (source: `resample.c` beside this file, built by
  * `scripts/build-wasm.sh`), loaded once per process on first use, synchronously, with no
  * process-wide side effect. Where WebAssembly or its SIMD extension is missing (`--jitless`, an
- * old engine), `firKernel()` returns undefined and the resampler computes the same exact sums in
- * JavaScript.
+ * old engine) or the host is big-endian, `firKernel()` returns undefined and the resampler
+ * computes the same exact sums in JavaScript.
  *
  * Memory: one `WebAssembly.Memory` for the process. The first page is the module's own; the
  * coefficient tables of the rate pairs in use follow (written once, never freed: at most a few
  * hundred KiB for every pair); above them, a scratch area that each call lays out afresh, so no
  * resampler keeps state in the module and none needs freeing.
  */
+import { endianness } from 'node:os';
 import { WASM_BASE64 } from './resample-kernel.js';
 
 interface FirExports {
@@ -29,6 +30,8 @@ interface FirExports {
   ): number;
   deinterleave(src: number, frames: number, channels: number, channel: number, dst: number): void;
   downmix(src: number, frames: number, dst: number): void;
+  g711_decode(src: number, n: number, table: number, dst: number): void;
+  g711_encode(src: number, n: number, table: number, dst: number): void;
 }
 
 /** The parts of the WebAssembly API used here (Node's types for this target do not declare it). */
@@ -48,52 +51,39 @@ const PAGE = 65_536;
 export class FirKernel {
   readonly exports: FirExports;
   readonly memory: WasmMemory;
+  /** Views of the memory; renewed when it grows (only `#ensure` grows it: the C code never does). */
+  u8: Uint8Array;
+  i16: Int16Array;
+  i32: Int32Array;
   #top = PAGE;
-  #buffer: ArrayBuffer | undefined;
-  #u8 = new Uint8Array(0);
-  #i16 = new Int16Array(0);
-  #i32 = new Int32Array(0);
+  #size: number;
 
   constructor(api: WasmApi, bytes: Uint8Array) {
     this.memory = new api.Memory({ initial: 4 });
     const instance = new api.Instance(new api.Module(bytes), { env: { memory: this.memory } });
     this.exports = instance.exports as FirExports;
-  }
-
-  /** Byte view of the memory (renewed after the memory grows). */
-  get u8(): Uint8Array {
-    this.#refresh();
-    return this.#u8;
-  }
-  get i16(): Int16Array {
-    this.#refresh();
-    return this.#i16;
-  }
-  get i32(): Int32Array {
-    this.#refresh();
-    return this.#i32;
-  }
-
-  #refresh(): void {
-    const buffer = this.memory.buffer;
-    if (this.#buffer === buffer) return;
-    this.#buffer = buffer;
-    this.#u8 = new Uint8Array(buffer);
-    this.#i16 = new Int16Array(buffer);
-    this.#i32 = new Int32Array(buffer);
+    this.#size = this.memory.buffer.byteLength;
+    this.u8 = new Uint8Array(this.memory.buffer);
+    this.i16 = new Int16Array(this.memory.buffer);
+    this.i32 = new Int32Array(this.memory.buffer);
   }
 
   #ensure(end: number): void {
-    const have = this.memory.buffer.byteLength;
-    if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
+    if (end <= this.#size) return;
+    this.memory.grow(Math.ceil((end - this.#size) / PAGE));
+    const buffer = this.memory.buffer;
+    this.#size = buffer.byteLength;
+    this.u8 = new Uint8Array(buffer);
+    this.i16 = new Int16Array(buffer);
+    this.i32 = new Int32Array(buffer);
   }
 
-  /** Copies `data` into memory for good (coefficient tables); returns its byte address. */
-  store(data: Int16Array): number {
+  /** Copies `data` into memory for good (tables); returns its byte address. */
+  store(data: Int16Array | Uint8Array): number {
     const at = this.#top;
     const end = at + ((data.byteLength + 15) & ~15);
     this.#ensure(end);
-    this.i16.set(data, at >> 1);
+    this.u8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at);
     this.#top = end;
     return at;
   }
@@ -114,8 +104,9 @@ let kernel: FirKernel | null | undefined;
 export function firKernel(): FirKernel | undefined {
   if (kernel === undefined) {
     try {
+      // The kernel reads little-endian memory through the host's typed arrays.
       const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      kernel = api ? new FirKernel(api, Buffer.from(WASM_BASE64, 'base64')) : null;
+      kernel = api && endianness() === 'LE' ? new FirKernel(api, Buffer.from(WASM_BASE64, 'base64')) : null;
     } catch {
       kernel = null;
     }

@@ -249,3 +249,15 @@ __attribute__((export_name("downmix"))) void downmix(const int16_t *src, int32_t
     dst[i] = (int16_t)(half + (sum & half & 1));
   }
 }
+
+/* G.711 decoding through the law's table of 256 int16 values. */
+__attribute__((export_name("g711_decode"))) void g711_decode(const uint8_t *src, int32_t n, const int16_t *table,
+                                                              int16_t *dst) {
+  for (int32_t i = 0; i < n; i++) dst[i] = table[src[i]];
+}
+
+/* G.711 encoding through the law's table of 65536 code words, indexed by the int16 bits. */
+__attribute__((export_name("g711_encode"))) void g711_encode(const int16_t *src, int32_t n, const uint8_t *table,
+                                                              uint8_t *dst) {
+  for (int32_t i = 0; i < n; i++) dst[i] = table[(uint16_t)src[i]];
+}
