@@ -55,7 +55,7 @@ import { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RawData, WebSocket } from 'ws';
 import { ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
-import { createConverter, type AudioConverter } from '../audio/convert.js';
+import { createResampleProcessor } from '../audio/resampler.js';
 import { createG711DecodeProcessor } from '../audio/g711.js';
 import type { AudioProcessor } from '../audio/processor.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../realtime/realtime-translate-stream.js';
@@ -211,7 +211,8 @@ export class TwilioMediaBridge extends Duplex {
   readonly #timeline: MediaTimeline;
   readonly #onset: SpeechOnsetDetector | undefined;
   readonly #decoder: AudioProcessor = createG711DecodeProcessor('mulaw');
-  readonly #input: AudioConverter;
+  /** 8 kHz -> 24 kHz, called directly: the translator is written to without a stream hop. */
+  readonly #resampler: AudioProcessor = createResampleProcessor(TWILIO_SAMPLE_RATE, 24_000, 1);
   readonly #outbound: TwilioOutbound;
   readonly #outstandingMarks = new Set<string>();
   #stream: TwilioStreamInfo | undefined;
@@ -274,7 +275,6 @@ export class TwilioMediaBridge extends Duplex {
     this.#maxMessageBytes = maxMessageBytes;
     this.#timeline = timeline;
     this.#onset = onset;
-    this.#input = createConverter({ rate: TWILIO_SAMPLE_RATE, channels: 1 }, { rate: 24_000, channels: 1 });
     this.#outbound = new TwilioOutbound({
       pacing,
       markPrefix,
@@ -290,7 +290,7 @@ export class TwilioMediaBridge extends Duplex {
     translator.on('text.done', (text) => this.emit('translation', text));
     translator.on('warning', (warning) => this.#warn(warning));
 
-    pipeline(this.#input, translator, this.#outbound).then(
+    pipeline(translator, this.#outbound).then(
       () => {
         this.#pipelineDone = true;
         if (!this.destroyed) this.push(null);
@@ -420,14 +420,28 @@ export class TwilioMediaBridge extends Duplex {
     const mulaw = step.fillSamples > 0 ? Buffer.concat([Buffer.alloc(step.fillSamples, MULAW_SILENCE), message.audio]) : message.audio;
     const pcm = this.#decoder.process(mulaw);
     if (this.#onset !== undefined && this.#onset.push(pcm) > 0) this.#speechStarted();
-    if (this.#input.write(pcm)) callback();
-    else this.#input.once('drain', () => callback());
+    this.#toTranslator(this.#resampler.process(pcm), callback);
+  }
+
+  /** Writes service-format audio to the translator; `callback` once it may take more. */
+  #toTranslator(pcm: Buffer, callback: () => void): void {
+    const translator = this.translator;
+    if (pcm.length === 0 || translator.destroyed || translator.writableEnded) {
+      callback();
+      return;
+    }
+    if (translator.write(pcm)) callback();
+    else translator.once('drain', callback);
   }
 
   #endInput(): void {
     if (this.#inputEnded) return;
     this.#inputEnded = true;
-    this.#input.end();
+    const tail = this.#resampler.flush();
+    const translator = this.translator;
+    if (translator.destroyed || translator.writableEnded) return;
+    if (tail.length > 0) translator.write(tail);
+    translator.end();
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -478,7 +492,6 @@ export class TwilioMediaBridge extends Duplex {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#finalCallback = undefined;
-    this.#input.destroy();
     this.#outbound.destroy();
     const translator = this.translator;
     if (translator.closed) {
@@ -531,6 +544,16 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
   return new Promise<void>((resolve, reject) => {
     const open = () => ws.readyState === ws.OPEN;
     let sendPaused = false;
+    // A translated piece of audio comes out as a burst of 20 ms messages: they are written to the
+    // connection together (one system call instead of one per message) by corking its socket
+    // until the burst is over. `ws` keeps the socket as `_socket`; without one, no corking.
+    const socket = (ws as unknown as { _socket?: { cork?: unknown; uncork?: unknown } })._socket;
+    const corkable = typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as { cork(): void; uncork(): void }) : undefined;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      corkable?.uncork();
+    };
 
     const onMessage = (data: RawData) => {
       if (bridge.destroyed || bridge.writableEnded) return;
@@ -545,6 +568,11 @@ export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, opt
     };
     const onData = (message: TwilioOutboundMessage | string) => {
       if (!open()) return; // the call is gone: nothing to send to
+      if (corkable && !corked) {
+        corked = true;
+        corkable.cork();
+        process.nextTick(uncork);
+      }
       ws.send(typeof message === 'string' ? message : JSON.stringify(message), onSent);
       if (ws.bufferedAmount > bound) {
         sendPaused = true;
