@@ -16,8 +16,10 @@
  * the plain path, and with the plain path plus the bare decode of the same packets (timed here
  * too). Environment: `CONCURRENCY` (default "50,100,200"), `CONCURRENCY_SECONDS` (measured
  * window, default 20), `CONCURRENCY_TWILIO_MAX` (the calls-on-one-core scenario, default 500),
- * `CONCURRENCY_PATHS` (default "bare,plain,twilio,discord"), `CONCURRENCY_PROFILE` (a directory:
- * each measured window's CPU profile is written there as `<path>-<sessions>.cpuprofile`).
+ * `CONCURRENCY_PATHS` (default "bare,plain,twilio,discord"), `CONCURRENCY_ROUNDS` (windows per
+ * path, in alternating order so that a change in the machine's load falls on every path;
+ * default 2: the CPU figure is their mean, the lag their worst), `CONCURRENCY_PROFILE` (a
+ * directory: each measured window's CPU profile is written there).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -260,7 +262,7 @@ async function measure(path: PathName, n: number, seconds: number, peer: Peer, o
   const clock = new FrameClock();
   let opened: Opened;
   let twilioDone: Promise<Record<string, number>> | undefined;
-  const connectMs = 2000 + n * 20;
+  const connectMs = 10_000 + n * 40;
   if (path === 'bare') opened = openBare(n, peer.realtimeUrl, clock);
   else if (path === 'plain') opened = openPlain(n, peer.realtimeUrl, clock);
   else if (path === 'discord') opened = openDiscord(n, peer.realtimeUrl, clock, opus!);
@@ -282,7 +284,7 @@ async function measure(path: PathName, n: number, seconds: number, peer: Peer, o
   const cpu = process.cpuUsage(cpu0);
   const wallSeconds = (performance.now() - t0) / 1000;
   lag.disable();
-  await profile?.(`${path}-${n}`);
+  await profile?.(`${path}-${n}-${Date.now()}`);
   const output = opened.output() - outputBefore;
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   let note = path === 'twilio' ? '' : `source: ${clock.lateFrames} of ${clock.frames} frames sent over 20 ms late`;
@@ -343,6 +345,19 @@ function opusDecodePerHour(opus: OpusMaterial): number {
   return rounds.sort((a, b) => a - b)[2]!;
 }
 
+/** Several windows of one path: mean CPU and output, worst lag. */
+function combine(list: Scenario[]): Scenario {
+  const mean = (f: (s: Scenario) => number) => list.reduce((sum, s) => sum + f(s), 0) / list.length;
+  return {
+    ...list[0]!,
+    cpuPerHour: mean((s) => s.cpuPerHour),
+    corePercent: mean((s) => s.corePercent),
+    outputPerSession: mean((s) => s.outputPerSession),
+    lagP99: Math.max(...list.map((s) => s.lagP99)),
+    lagMax: Math.max(...list.map((s) => s.lagMax)),
+  };
+}
+
 function row(s: Scenario): string {
   return (
     `  ${s.path.padEnd(8)} ${String(s.sessions).padStart(4)}  ${s.cpuPerHour.toFixed(1).padStart(7)} CPU-s/h  ` +
@@ -356,6 +371,7 @@ export default async function (): Promise<void> {
   const seconds = Number(process.env.CONCURRENCY_SECONDS ?? 20);
   const twilioMax = Number(process.env.CONCURRENCY_TWILIO_MAX ?? 500);
   const paths = (process.env.CONCURRENCY_PATHS ?? 'bare,plain,twilio,discord').split(',') as PathName[];
+  const rounds = Math.max(1, Number(process.env.CONCURRENCY_ROUNDS ?? 2));
   const opus = opusMaterial();
   const peer = new Peer();
   await peer.ready();
@@ -364,13 +380,17 @@ export default async function (): Promise<void> {
     if (opus) console.log(`bare Opus decode (${opus.backend}) of the Discord packets: ${decodePerHour.toFixed(1)} CPU-s per speaker-hour`);
     console.log(`each row: ${seconds} s measured after ${WARMUP_MS / 1000} s of warm-up; CPU of this process only (the emulator and the callers run in another)`);
     for (const n of counts) {
-      const results = new Map<PathName, Scenario>();
-      for (const path of paths) {
-        if (path === 'discord' && !opus) continue;
-        const s = await measure(path, n, seconds, peer, opus);
-        results.set(path, s);
-        console.log(row(s));
+      const runs = new Map<PathName, Scenario[]>();
+      for (let round = 0; round < rounds; round++) {
+        for (const path of round % 2 === 0 ? paths : [...paths].reverse()) {
+          if (path === 'discord' && !opus) continue;
+          const s = await measure(path, n, seconds, peer, opus);
+          runs.set(path, [...(runs.get(path) ?? []), s]);
+          console.log(row(s));
+        }
       }
+      const results = new Map<PathName, Scenario>([...runs].map(([path, list]) => [path, combine(list)]));
+      if (rounds > 1) for (const s of results.values()) console.log(row({ ...s, note: `mean of ${rounds} windows (lag: the worst)` }));
       const bare = results.get('bare');
       const plain = results.get('plain');
       const twilio = results.get('twilio');
