@@ -36,7 +36,7 @@ import { createOpusCodec, isOpusBackendAvailable, type OpusBackend } from '../li
 import { translateSpeaker } from '../lib/integrations/discord.js';
 import { TwilioMediaBridge, bridgeTwilioSocket } from '../lib/integrations/twilio.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { record } from './harness.js';
+import { cpuMsNow, record } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
 type PathName = 'bare' | 'plain' | 'twilio' | 'discord';
@@ -278,15 +278,14 @@ async function measure(path: PathName, n: number, seconds: number, peer: Peer, o
   clock.resetCounters();
   const profile = await startProfile();
   const outputBefore = opened.output();
-  const cpu0 = process.cpuUsage();
+  const cpu0 = cpuMsNow();
   const t0 = performance.now();
   await sleep(seconds * 1000);
-  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpuMsNow() - cpu0) / 1000;
   const wallSeconds = (performance.now() - t0) / 1000;
   lag.disable();
   await profile?.(`${path}-${n}-${Date.now()}`);
   const output = opened.output() - outputBefore;
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   let note = path === 'twilio' ? '' : `source: ${clock.lateFrames} of ${clock.frames} frames sent over 20 ms late`;
   clock.stop();
   if (twilioDone) {
@@ -330,7 +329,7 @@ function opusDecodePerHour(opus: OpusMaterial): number {
   const codec = createOpusCodec({ backend: opus.backend });
   const rounds: number[] = [];
   for (let r = 0; r < 5; r++) {
-    const c0 = process.cpuUsage();
+    const c0 = cpuMsNow();
     let slots = 0;
     for (let pass = 0; pass < 4; pass++) {
       for (const packet of opus.packets) {
@@ -338,8 +337,7 @@ function opusDecodePerHour(opus: OpusMaterial): number {
         slots++;
       }
     }
-    const c = process.cpuUsage(c0);
-    rounds.push(((c.user + c.system) / 1e6) * (3600 / ((slots * 20) / 1000)));
+    rounds.push(((cpuMsNow() - c0) / 1000) * (3600 / ((slots * 20) / 1000)));
   }
   codec.close();
   return rounds.sort((a, b) => a - b)[2]!;

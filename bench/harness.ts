@@ -5,6 +5,7 @@
  * Every comparison is also recorded, with its target when it has one, for the summary table
  * that `bench/run.ts` prints at the end (`summary()`).
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 export interface BenchCase {
@@ -39,7 +40,7 @@ export interface CompareOptions {
   /** Name in the summary table; default the title. */
   label?: string;
   /**
-   * `wall` (default): elapsed time. `cpu`: this process's CPU time (user + system), which other
+   * `wall` (default): elapsed time. `cpu`: this process's CPU time (`cpuMsNow`), which other
    * processes on a shared machine do not inflate; see `BenchCase.run` for child processes.
    */
   clock?: 'wall' | 'cpu';
@@ -100,7 +101,21 @@ export function summary(): number {
 
 type Clock = 'wall' | 'cpu';
 
-function cpuMsNow(): number {
+/**
+ * CPU time of this process so far, in ms. On Linux, the scheduler's exact run time of every
+ * thread (`/proc/self/task/<id>/schedstat`, nanoseconds); elsewhere `process.cpuUsage()`, which
+ * Linux fills from timer ticks and so is only right on average over many of them.
+ */
+export function cpuMsNow(): number {
+  try {
+    let ns = 0;
+    for (const task of readdirSync('/proc/self/task')) {
+      ns += Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]);
+    }
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
+  } catch {
+    // not Linux, or a thread ended while being read: fall through
+  }
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
@@ -161,8 +176,9 @@ export async function compare(
   const rounds = options.rounds ?? 7;
   const minMs = options.minRoundMs ?? 200;
   const clock = options.clock ?? 'wall';
-  await round(subject, 20, clock);
-  await round(baseline, 20, clock);
+  // Warm-up: long enough for the JIT to settle both cases.
+  await round(subject, Math.max(100, minMs / 2), clock);
+  await round(baseline, Math.max(100, minMs / 2), clock);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {

@@ -5,6 +5,7 @@
  * a single stream hop.
  */
 import { Transform, type TransformCallback } from 'node:stream';
+import { FrameCutter } from './frames.js';
 
 /** A byte-stream converter with state kept across calls. */
 export interface AudioProcessor {
@@ -33,53 +34,41 @@ export class PassThroughProcessor implements AudioProcessor {
 /**
  * Base for conversions that map each input frame (of `inFrameBytes`) to one output frame (of
  * `outFrameBytes`) with no memory beyond the frame. A frame cut between chunks is carried over
- * (a copy of at most `inFrameBytes - 1` bytes, never the whole backlog). A partial frame left at
- * the end of input carries no complete sample and is dropped.
+ * (the library's re-framer: a copy of at most `inFrameBytes - 1` bytes, never the backlog). A
+ * partial frame left at the end of input carries no complete sample and is dropped.
  */
 export abstract class FrameProcessor implements AudioProcessor {
-  private readonly carry: Buffer;
-  private carried = 0;
+  readonly #frames: FrameCutter;
+  #out: Buffer = EMPTY;
+  #o = 0;
 
   constructor(
     readonly inFrameBytes: number,
     readonly outFrameBytes: number,
   ) {
-    this.carry = Buffer.alloc(inFrameBytes);
+    this.#frames = new FrameCutter(inFrameBytes, { reuse: true });
   }
 
   /** Converts `frames` whole frames from `src` at `srcOffset` into `dst` at `dstOffset`. */
   protected abstract convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void;
 
   process(chunk: Buffer): Buffer {
-    const inFb = this.inFrameBytes;
-    const frames = Math.floor((this.carried + chunk.length) / inFb);
-    if (frames === 0) {
-      chunk.copy(this.carry, this.carried);
-      this.carried += chunk.length;
-      return EMPTY;
-    }
-    const out = Buffer.allocUnsafe(frames * this.outFrameBytes);
-    let i = 0;
-    let o = 0;
-    if (this.carried > 0) {
-      i = inFb - this.carried;
-      chunk.copy(this.carry, this.carried, 0, i);
-      this.convert(this.carry, 0, 1, out, 0);
-      o = this.outFrameBytes;
-      this.carried = 0;
-    }
-    const whole = Math.floor((chunk.length - i) / inFb);
-    this.convert(chunk, i, whole, out, o);
-    i += whole * inFb;
-    if (i < chunk.length) {
-      chunk.copy(this.carry, 0, i);
-      this.carried = chunk.length - i;
-    }
+    const frames = Math.floor((this.#frames.pendingBytes + chunk.length) / this.inFrameBytes);
+    const out = frames === 0 ? EMPTY : Buffer.allocUnsafe(frames * this.outFrameBytes);
+    this.#out = out;
+    this.#o = 0;
+    this.#frames.cut(chunk, this.#run);
+    this.#out = EMPTY;
     return out;
   }
 
+  readonly #run = (buf: Buffer, offset: number, frames: number): void => {
+    this.convert(buf, offset, frames, this.#out, this.#o);
+    this.#o += frames * this.outFrameBytes;
+  };
+
   flush(): Buffer {
-    this.carried = 0;
+    this.#frames.clear();
     return EMPTY;
   }
 }

@@ -29,6 +29,7 @@
 import { ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
 import { averageInt16 } from './channels.js';
+import { FrameCutter } from './frames.js';
 import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G711Law } from './g711.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 import { firKernel, type FirKernel } from './wasm/fir.js';
@@ -262,9 +263,10 @@ abstract class ResampleProcessor implements AudioProcessor {
   protected readonly stepFrames: number;
   protected readonly stepPhase: number;
 
-  /** Partial frame carried between chunks. */
-  private readonly carry: Buffer;
-  private carried = 0;
+  /** Whole input frames, a frame cut between chunks carried over (the library's re-framer). */
+  private readonly frames: FrameCutter;
+  private out: Buffer = EMPTY;
+  private o = 0;
 
   private inputFrames = 0;
   private outputFrames = 0;
@@ -284,7 +286,7 @@ abstract class ResampleProcessor implements AudioProcessor {
     this.taps = design.tapsPerPhase;
     this.stepFrames = Math.floor(design.down / design.up);
     this.stepPhase = design.down % design.up;
-    this.carry = Buffer.alloc(this.inFrameBytes);
+    this.frames = new FrameCutter(this.inFrameBytes, { reuse: true });
   }
 
   /**
@@ -296,38 +298,36 @@ abstract class ResampleProcessor implements AudioProcessor {
 
   process(chunk: Buffer): Buffer {
     if (this.ended) return EMPTY;
-    const fb = this.inFrameBytes;
-    const frames = Math.floor((this.carried + chunk.length) / fb);
+    const frames = Math.floor((this.frames.pendingBytes + chunk.length) / this.inFrameBytes);
     if (frames === 0) {
-      chunk.copy(this.carry, this.carried);
-      this.carried += chunk.length;
+      this.frames.cut(chunk, this.run);
       return EMPTY;
     }
     const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * this.outFrameBytes);
-    let o = 0;
-    let i = 0;
-    if (this.carried > 0) {
-      i = fb - this.carried;
-      chunk.copy(this.carry, this.carried, 0, i);
-      this.carried = 0;
-      o = this.run(this.carry, 0, 1, out, o);
-    }
-    const whole = Math.floor((chunk.length - i) / fb);
-    for (let done = 0; done < whole; done += PIECE_FRAMES) {
-      o = this.run(chunk, i + done * fb, Math.min(PIECE_FRAMES, whole - done), out, o);
-    }
-    i += whole * fb;
-    if (i < chunk.length) {
-      chunk.copy(this.carry, 0, i);
-      this.carried = chunk.length - i;
-    }
+    this.out = out;
+    this.o = 0;
+    this.frames.cut(chunk, this.run);
+    const o = this.o;
+    this.out = EMPTY;
     return o === out.length ? out : out.subarray(0, o);
   }
+
+  /** Converts a run of whole input frames, in pieces of at most PIECE_FRAMES. */
+  private readonly run = (src: Buffer, offset: number, frames: number): void => {
+    const fb = this.inFrameBytes;
+    for (let done = 0; done < frames; done += PIECE_FRAMES) {
+      const n = Math.min(PIECE_FRAMES, frames - done);
+      this.inputFrames += n;
+      const next = this.feed(src, offset + done * fb, n, this.out, this.o, Infinity);
+      this.outputFrames += (next - this.o) / this.outFrameBytes;
+      this.o = next;
+    }
+  };
 
   flush(): Buffer {
     if (this.ended) return EMPTY;
     this.ended = true;
-    this.carried = 0; // a partial frame holds no complete sample: dropped
+    this.frames.clear(); // a partial frame holds no complete sample: dropped
     const expected = Math.ceil((this.inputFrames * this.up) / this.down);
     const remaining = expected - this.outputFrames;
     if (remaining <= 0) return EMPTY;
@@ -339,13 +339,6 @@ abstract class ResampleProcessor implements AudioProcessor {
       o = next;
     }
     return out;
-  }
-
-  private run(src: Buffer, offset: number, frames: number, out: Buffer, o: number): number {
-    this.inputFrames += frames;
-    const next = this.feed(src, offset, frames, out, o, Infinity);
-    this.outputFrames += (next - o) / this.outFrameBytes;
-    return next;
   }
 }
 
