@@ -4,6 +4,7 @@ import { createChannelProcessor } from '../lib/audio/channels.js';
 import { createG711DecodeProcessor, createG711EncodeProcessor } from '../lib/audio/g711.js';
 import { createConverter, fromServiceFormat, toServiceFormat } from '../lib/audio/convert.js';
 import type { AudioDescription } from '../lib/audio/audio-format.js';
+import { floatToPcm16 } from '../lib/audio/flac-decoder.js';
 import { runChunked } from './helpers/streams.js';
 
 /** Deterministic wide-band PCM16: tones plus noise, every channel different. */
@@ -171,5 +172,31 @@ describe('the service conversions give the same bytes for any chunking', () => {
       const frames = await runChunked(make(), input, frameBytes);
       expect(frames.equals(reference)).toBe(true);
     });
+  });
+});
+
+describe('float to int16 (the FLAC decoder output) in the kernel', () => {
+  /** The rounding the decoder documents: x * 32767, halves away from zero, clipped; NaN is 0. */
+  function reference(x: number): number {
+    const v = x * 32767;
+    if (v >= 32767) return 32767;
+    if (v <= -32768) return -32768;
+    return v >= 0 ? Math.floor(v + 0.5) : -Math.floor(0.5 - v) || 0;
+  }
+
+  it('every int16 value decoded by the FLAC scale, edges, halves and NaN, mono and stereo', () => {
+    const values: number[] = [];
+    for (let v = -32768; v <= 32767; v++) values.push(Math.fround(v / 32767));
+    values.push(NaN, Infinity, -Infinity, 1.5, -1.5, 0.5 / 32767, -0.5 / 32767, 1.5 / 32767, -1.5 / 32767, -0, 32766.5 / 32767);
+    for (const channels of [1, 2]) {
+      const data = Array.from({ length: channels }, (_, c) => Float32Array.from(c === 0 ? values : [...values].reverse()));
+      const pcm = floatToPcm16(data, values.length, 16);
+      const got = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length / 2);
+      let wrong = 0;
+      for (let i = 0; i < values.length; i++) {
+        for (let c = 0; c < channels; c++) if (got[i * channels + c] !== reference(data[c]![i]!)) wrong++;
+      }
+      expect(wrong).toBe(0);
+    }
   });
 });

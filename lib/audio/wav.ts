@@ -22,7 +22,8 @@ import { createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Duplex, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import wav, { type Format as RawWavFormat, type WriterOptions } from 'wav';
+import { createRequire } from 'node:module';
+import type { Format as RawWavFormat, WriterOptions } from 'wav';
 import { UnsupportedError, ValidationError } from '../errors.js';
 import {
   SUPPORTED_RATES,
@@ -34,6 +35,13 @@ import {
 } from './audio-format.js';
 import { planConversion } from './convert.js';
 import { EMPTY, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+
+/** The `wav` package, loaded on first use (it and its stream library weigh some 10 MB). */
+let wavPackage: typeof import('wav') | undefined;
+function wavModule(): typeof import('wav') {
+  wavPackage ??= createRequire(import.meta.url)('wav') as typeof import('wav');
+  return wavPackage;
+}
 
 /** WAVE format codes this module reads or writes. */
 export const WAVE_FORMAT = Object.freeze({
@@ -205,7 +213,7 @@ export class WavReader extends WrappedTransform {
 
   constructor(options: WavReaderOptions = {}) {
     const target = options.to === undefined ? undefined : resolveDescription(options.to, 'to');
-    super(new wav.Reader() as unknown as LegacyTransform, options);
+    super(new (wavModule().Reader)() as unknown as LegacyTransform, options);
     this.target = target;
     this.inner.on('format', (raw: RawWavFormat) => {
       try {
@@ -331,7 +339,7 @@ export class WavWriter extends WrappedTransform {
 
   constructor(desc: AudioDescription, options: AudioTransformOptions = {}) {
     const writerOpts = writerOptions(desc);
-    super(new wav.Writer(writerOpts) as unknown as LegacyTransform, options);
+    super(new (wavModule().Writer)(writerOpts) as unknown as LegacyTransform, options);
     this.inner.on('header', (header: Buffer) => this.emit('header', Buffer.from(header)));
   }
 
@@ -369,7 +377,7 @@ export class WavFileWriter extends Writable {
     const writerOpts = writerOptions(desc);
     super({ highWaterMark: options.writableHighWaterMark, objectMode: false, decodeStrings: true });
     this.path = path;
-    const encoder = new wav.Writer(writerOpts);
+    const encoder = new (wavModule().Writer)(writerOpts);
     this.encoder = encoder as unknown as LegacyTransform;
     encoder.on('header', (header: Buffer) => {
       this.header = header;

@@ -261,3 +261,33 @@ __attribute__((export_name("g711_encode"))) void g711_encode(const int16_t *src,
                                                               uint8_t *dst) {
   for (int32_t i = 0; i < n; i++) dst[i] = table[(uint16_t)src[i]];
 }
+
+/*
+ * Float samples to int16: dst[i * stride] = x * scale rounded to nearest (halves away from
+ * zero) and clipped to int16, computed in double precision as flac-decoder.ts does.
+ */
+__attribute__((export_name("f32_to_i16"))) void f32_to_i16(const float *src, int32_t n, double scale, int16_t *dst,
+                                                            int32_t stride) {
+  int32_t i = 0;
+  if (stride == 1) {
+    const v128_t k = wasm_f64x2_splat(scale), half = wasm_f64x2_splat(0.5), hi = wasm_f64x2_splat(32767.0),
+                 lo = wasm_f64x2_splat(-32768.0);
+    for (; i + 4 <= n; i += 4) {
+      v128_t f = wasm_v128_load(src + i);
+      v128_t a = wasm_f64x2_mul(wasm_f64x2_promote_low_f32x4(f), k);
+      v128_t b = wasm_f64x2_mul(wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(f, f, 2, 3, 0, 1)), k);
+      a = wasm_f64x2_min(wasm_f64x2_max(a, lo), hi);
+      b = wasm_f64x2_min(wasm_f64x2_max(b, lo), hi);
+      /* Halves away from zero: truncate x + 0.5 * sign(x). */
+      a = wasm_f64x2_add(a, wasm_v128_or(half, wasm_v128_and(a, wasm_f64x2_splat(-0.0))));
+      b = wasm_f64x2_add(b, wasm_v128_or(half, wasm_v128_and(b, wasm_f64x2_splat(-0.0))));
+      v128_t r = wasm_i32x4_shuffle(wasm_i32x4_trunc_sat_f64x2_zero(a), wasm_i32x4_trunc_sat_f64x2_zero(b), 0, 1, 4, 5);
+      wasm_v128_store64_lane(dst + i, wasm_i16x8_narrow_i32x4(r, r), 0);
+    }
+  }
+  for (; i < n; i++) {
+    double x = (double)src[i] * scale;
+    int32_t v = x >= 32767.0 ? 32767 : x <= -32768.0 ? -32768 : x >= 0 ? (int32_t)(x + 0.5) : (int32_t)(x - 0.5);
+    dst[i * stride] = (int16_t)v;
+  }
+}
