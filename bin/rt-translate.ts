@@ -12,6 +12,12 @@ import { runTranslatedTts } from './commands/translated-tts.js';
 import { runSeparateResults } from './commands/separate-results.js';
 import { runDeleteVoice } from './commands/delete-voice.js';
 import { runTaskStatus } from './commands/task-status.js';
+import { runVoices } from './commands/voices.js';
+import { runLanguages } from './commands/languages.js';
+import { runTranslateText } from './commands/translate-text.js';
+import { runTranscribe } from './commands/transcribe.js';
+import { runDub } from './commands/dub.js';
+import { runSubtitles } from './commands/subtitles.js';
 
 const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
   emulator: runEmulator,
@@ -20,14 +26,26 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   'separate-results': runSeparateResults,
   'delete-voice': runDeleteVoice,
   'task-status': runTaskStatus,
+  voices: runVoices,
+  languages: runLanguages,
+  'translate-text': runTranslateText,
+  transcribe: runTranscribe,
+  dub: runDub,
+  subtitles: runSubtitles,
 };
 
 /** The top-level usage: the realtime command's, then the other commands. */
 const USAGE = `${TRANSLATE_USAGE}
 
 HTTP interface (each command has --help):
-  rt-translate tts --text TEXT --voice ID --language TAG -o OUT      streaming text to speech
+  rt-translate tts --text TEXT --language TAG -o OUT                 streaming text to speech
   rt-translate translated-tts --text TEXT --from TAG --to TAG -o OUT translate, then speak
+  rt-translate translate-text --from TAG --to TAG TEXT...            translate texts
+  rt-translate transcribe -i FILE --language TAG [-f srt] [-o OUT]   speech to text
+  rt-translate dub --url URL --from TAG --to TAG[,TAG] [-o DIR]      dub a video or recording
+  rt-translate subtitles --url URL --from TAG [--to TAG] [-o OUT]    subtitles of a media
+  rt-translate voices [list|create|delete|design]                    voices, cloned voices
+  rt-translate languages [--source|--target]                         the service's languages
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
   rt-translate delete-voice ID                                       delete a custom voice
   rt-translate task-status KIND TASK_ID [--wait]                     status of a task`;

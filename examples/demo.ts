@@ -27,8 +27,8 @@ const translator = new RealtimeTranslateStream({
   realtimeUrl: emulator.realtimeUrl,
   quietPeriodMs: 1000,
 });
-translator.on('session', (session) => console.log(`session ${session.id} (${session.source_language} -> ${session.target_language})`));
-translator.on('transcript', (text) => console.log(`transcript:  ${text}`));
+translator.on('session.created', (session) => console.log(`session ${session.id} (${session.sourceLanguage} -> ${session.targetLanguage})`));
+translator.on('transcript.done', (text) => console.log(`transcript:  ${text}`));
 translator.on('text.done', (text) => console.log(`translation: ${text}`));
 
 // WAV in (the reader reports the header's format and converts the audio, whatever its rate and

@@ -208,7 +208,7 @@ async function main(): Promise<void> {
     const { path } = taken;
     console.log(`translating <@${userId}> ${from} -> ${to} (Opus backend: ${path.receiver.opusBackend})`);
 
-    path.translator.on('transcript', (text) => console.log(`heard:      ${text}`));
+    path.translator.on('transcript.done', (text) => console.log(`heard:      ${text}`));
     path.translator.on('text.done', (text) => console.log(`translated: ${text}`));
     path.translator.on('warning', (w) => console.warn(`service warning: ${w.message}`));
     path.receiver.on('warning', (w) => console.warn(`receiver: ${w.message}`));

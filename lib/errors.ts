@@ -23,24 +23,30 @@ export type RtTranslateErrorCode =
   | 'RTT_ABORTED'
   | 'RTT_TASK_FAILED'
   | 'RTT_TASK_TIMEOUT'
-  | 'RTT_PAYMENT_REQUIRED'
   | 'RTT_INTEGRITY'
   | 'RTT_UNSUPPORTED';
 
 export interface RtTranslateErrorOptions {
   cause?: unknown;
   retryable?: boolean;
-  /** HTTP status, or the `code` of a realtime `error` event. */
+  /** HTTP status (of a request or of a refused WebSocket handshake), or the `code` of a realtime `error` event. */
   status?: number;
+  /** The WebSocket close code, when a realtime connection closed. */
+  closeCode?: number;
   /** What the service said, verbatim (after secret redaction). */
   serverMessage?: string;
+  /** Realtime: input audio accepted that may not have been processed when the session failed, in ms. */
+  unprocessedInputMs?: number;
 }
 
 export class RtTranslateError extends Error {
   readonly code: RtTranslateErrorCode;
   readonly retryable: boolean;
   readonly status: number | undefined;
+  readonly closeCode: number | undefined;
   readonly serverMessage: string | undefined;
+  /** Realtime: input audio accepted that may not have been processed when the session failed, in ms. */
+  unprocessedInputMs: number | undefined;
 
   constructor(code: RtTranslateErrorCode, message: string, options: RtTranslateErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -48,7 +54,9 @@ export class RtTranslateError extends Error {
     this.code = code;
     this.retryable = options.retryable ?? false;
     this.status = options.status;
+    this.closeCode = options.closeCode;
     this.serverMessage = options.serverMessage;
+    this.unprocessedInputMs = options.unprocessedInputMs;
   }
 }
 
@@ -90,10 +98,26 @@ export class ForbiddenError extends RtTranslateError {
   }
 }
 
-/** The realtime session was stopped for billing reasons (credits exhausted). */
+/**
+ * Out of credits, whatever the transport: a realtime session stopped for billing, an HTTP 402, a
+ * task that ended PAYMENT_REQUIRED (subclasses add the transport's details). Not retryable: add
+ * credits first.
+ */
 export class BillingError extends RtTranslateError {
   constructor(message: string, options: RtTranslateErrorOptions = {}) {
-    super('RTT_BILLING', message, options);
+    super('RTT_BILLING', message, { ...options, retryable: false });
+  }
+}
+
+/**
+ * Too many requests, whatever the transport: an HTTP 429 or a refused realtime handshake with
+ * 429. `retryAfterMs` is the wait the service asked for, when it said.
+ */
+export class RateLimitError extends RtTranslateError {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: RtTranslateErrorOptions & { retryAfterMs?: number } = {}) {
+    super('RTT_RATE_LIMIT', message, { status: 429, ...options, retryable: true });
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -8,14 +8,25 @@ export * from './config.js';
 // Realtime speech-to-speech
 export * from './realtime/languages.js';
 export * from './realtime/codec.js';
+export * from './realtime/transcription-codec.js';
 export {
   RealtimeTranslateStream,
-  classifyServerError,
   type RealtimeTranslateOptions,
+  type ReconnectOptions,
   type RealtimeTranslateEvents,
   type RealtimeStats,
   type SessionStartedInfo,
 } from './realtime/realtime-translate-stream.js';
+export {
+  eventToRecord,
+  type RealtimeEvent,
+  type RealtimeEventType,
+  type ReconnectingInfo,
+  type ReconnectedInfo,
+  type EndedInfo,
+} from './realtime/realtime-events.js';
+export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
+export { classifyServerError } from './realtime/server-errors.js';
 
 // HTTP interface: client, endpoints, tasks, streams
 export * from './http/index.js';

@@ -9,7 +9,7 @@
  * `@ffmpeg-installer/ffmpeg`, independently of the library's converters.
  *
  * How the translated audio is checked (the reference is the fixture's expected answer: each
- * utterance's voiced region with 300 ms either side, PCM16 mono 24 kHz):
+ * utterance's voiced region, PCM16 mono 24 kHz):
  * - lossless, exactly invertible paths (s16be, f32le, FLAC): the output, converted back to
  *   PCM16 LE where it is not, equals the reference byte for byte;
  * - lossy paths: the output is cut into its responses (byte counts from `--events`), each
@@ -57,7 +57,8 @@ const firstAnswer = expectedTranslation(firstPart, fixture.utterances.slice(0, 1
 
 /** Samples of one emulator VAD frame (20 ms at 24 kHz). */
 const FRAME = 480;
-const PAD = 7200;
+/** The emulator answers each utterance's voiced region alone (no padding). */
+const PAD = 0;
 
 let dir: string;
 const inputs: Record<string, string> = {};
@@ -149,12 +150,12 @@ async function responseBytes(events: string): Promise<number[]> {
   const all = (await readFile(events, 'utf8'))
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as { type: string; delta?: number });
+    .map((line) => JSON.parse(line) as { type: string; bytes?: number });
   const sizes: number[] = [];
   let current = 0;
   for (const event of all) {
-    if (event.type === 'response.audio.delta') current += event.delta!;
-    if (event.type === 'response.audio.done') {
+    if (event.type === 'audio.delta') current += event.bytes!;
+    if (event.type === 'audio.done') {
       sizes.push(current);
       current = 0;
     }
@@ -178,7 +179,7 @@ interface SegmentMatch {
 /**
  * Aligns each response of `output` (PCM16 mono 24 kHz) on the timeline of `reference` (the
  * fixture, or a band-limited copy) and measures it. Reference segments are the fixture's
- * utterances with 300 ms of padding either side.
+ * utterances' voiced regions.
  */
 function matchSegments(output: Buffer, sizes: number[], reference: Buffer): SegmentMatch[] {
   const out = samples(output);

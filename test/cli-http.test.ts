@@ -1,9 +1,9 @@
 /**
  * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate-results`,
- * `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, spawned as real
- * processes against the embedded emulator, an `rt-translate emulator` process and in-process
- * servers on loopback: output bytes, stdout and stderr lines, exit statuses, and the key kept
- * out of every output.
+ * `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
+ * through their entry points (`test/helpers/cli-io.ts`) against the embedded emulator, an
+ * emulator on loopback and servers that misbehave: output bytes, stdout and stderr lines, exit
+ * statuses, and the key kept out of every output. One spawned case checks the top-level usage.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -18,19 +18,73 @@ import { batchesOf } from '../bin/commands/separate-results.js';
 import { taskProgress } from '../bin/commands/http-common.js';
 import type { CliIo } from '../bin/cli.js';
 import type { TaskStatusResponse } from '../lib/http/tasks.js';
-import { killAllChildren, runCli, startCliEmulator, type CliEmulator, type CliResult } from './helpers/cli.js';
+import { TASK_KINDS } from '../lib/http/task-kinds.js';
+import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
+import { runTts } from '../bin/commands/tts.js';
+import { runTranslatedTts } from '../bin/commands/translated-tts.js';
+import { runSeparateResults } from '../bin/commands/separate-results.js';
+import { runDeleteVoice } from '../bin/commands/delete-voice.js';
+import { runTaskStatus } from '../bin/commands/task-status.js';
+import { runEmulator } from '../bin/commands/emulator.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-http-test-8d2e61c4a0b9f357';
 const RATE = 24_000;
 
 let dir: string;
-let emu: CliEmulator;
+let emu: RunningEmulator;
 const closers: Array<() => Promise<void>> = [];
+
+const ENTRIES: Record<string, CommandEntry> = {
+  tts: runTts,
+  'translated-tts': runTranslatedTts,
+  'separate-results': runSeparateResults,
+  'delete-voice': runDeleteVoice,
+  'task-status': runTaskStatus,
+  emulator: (args, io) => runEmulator(args, io),
+};
+
+/** `rt-translate ARGS`, in-process. */
+function cli(args: string[], options: CommandOptions = {}): Promise<CommandResult> {
+  const [name, ...rest] = args;
+  const entry = ENTRIES[name!];
+  if (!entry) throw new Error(`no entry point for ${name}`);
+  return runCommand(entry, rest, options);
+}
+
+/** `rt-translate emulator ARGS` in-process, once it printed its line; `stop()` ends it. */
+async function startCommandEmulator(args: string[]): Promise<{ baseUrl: string; stop: () => Promise<CommandResult> }> {
+  const stop = new AbortController();
+  let line!: (text: string) => void;
+  const printed = new Promise<string>((resolve) => (line = resolve));
+  let out = '';
+  const io = {
+    stdin: Readable.from([]),
+    stdout: new Writable({
+      write(chunk: Buffer, _e, cb) {
+        out += chunk.toString();
+        if (out.includes('\n')) line(out.slice(0, out.indexOf('\n')));
+        cb();
+      },
+    }),
+    stderr: new Writable({ write: (_c, _e, cb) => cb() }),
+    env: {},
+  } as CliIo;
+  const ended = runEmulator(args, io, stop.signal);
+  const first = await Promise.race([printed, ended.then((code) => Promise.reject(new Error(`emulator exited ${code}`)))]);
+  const { baseUrl } = JSON.parse(first) as { baseUrl: string };
+  return {
+    baseUrl,
+    stop: async () => {
+      stop.abort();
+      return { code: await ended, stdout: Buffer.from(out), stderr: '' };
+    },
+  };
+}
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-http-'));
-  emu = await startCliEmulator(['--api-key', KEY, '--task-ms', '200']);
+  emu = await startEmulator({ port: 0, apiKeys: [KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0 });
 });
 
 afterEach(async () => {
@@ -38,8 +92,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await emu?.stop();
-  await killAllChildren();
+  await emu?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -74,7 +127,7 @@ async function requestsTo(baseUrl: string, prefix = '/'): Promise<Array<{ method
   return requests.filter((r) => r.path.startsWith(prefix));
 }
 
-function expectKeyNotLeaked(result: CliResult): void {
+function expectKeyNotLeaked(result: CommandResult): void {
   expect(result.stderr).not.toContain(KEY);
   expect(result.stdout.includes(KEY)).toBe(false);
 }
@@ -92,6 +145,12 @@ function wavData(wav: Buffer): Buffer {
   expect(wav.readUInt32LE(40)).toBe(wav.length - 44);
   return wav.subarray(44);
 }
+
+/** The two lines a command that waits for a task writes on stderr: the task, then its run. */
+const TASK_LINES = (kind: string): RegExp[] => [
+  new RegExp(`^rt-translate: task [0-9a-f-]{36} \\(${kind}\\) created$`),
+  /^rt-translate: task [0-9a-f-]{36}: run \d+$/,
+];
 
 const EMBEDDED_NOTICE =
   /^rt-translate: no base URL configured \(--base-url or RT_TRANSLATE_BASE_URL\); using the embedded emulator at http:\/\/127\.0\.0\.1:\d+$/;
@@ -112,7 +171,7 @@ async function resettingServer(): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
-/** An in-process emulator (for cloned voices, which the command has no flag for). */
+/** An emulator with cloned voices. */
 async function inProcessEmulator(clonedVoices: Record<string, number[]>): Promise<RunningEmulator> {
   const server = await startEmulator({ port: 0, apiKeys: [KEY], clonedVoices, taskMs: 0 });
   closers.push(() => server.close());
@@ -124,7 +183,7 @@ describe('rt-translate tts', () => {
   const pcm = synthesizeSpeechPcm(text, { sampleRate: RATE });
 
   it('writes a valid WAV (-o x.wav) from the embedded emulator, saying so on stderr', async () => {
-    const result = await runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '-o', path('speech.wav')], {
+    const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '-o', path('speech.wav')], {
       env: { RT_TRANSLATE_API_KEY: KEY },
     });
     expect(result.code).toBe(0);
@@ -136,10 +195,16 @@ describe('rt-translate tts', () => {
     expectKeyNotLeaked(result);
   });
 
+  it('--voice defaults to the service\'s default voice, as translated-tts does', async () => {
+    const result = await cli(['tts', '--text', text, '--language', 'en-us', '-o', path('default-voice.wav')], { env: serviceEnv() });
+    expect(result.code).toBe(0);
+    expect(wavData(await readFile(path('default-voice.wav'))).equals(pcm)).toBe(true);
+  });
+
   it('--format pcm_s16le -o - streams whole samples to stdout; a .flac path gets FLAC', async () => {
     const [toStdout, toFlac] = await Promise.all([
-      runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
-      runCli(['tts', '--text', text, '--voice', '5', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '5', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
     ]);
     expect(toStdout.code).toBe(0);
     expect(toStdout.stderr).toBe('');
@@ -153,7 +218,7 @@ describe('rt-translate tts', () => {
 
   it('a stream cut by the service exits 1 naming the cause, after writing the bytes received', async () => {
     await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 5000, path: '/tts-stream' });
-    const result = await runCli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
+    const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
       env: serviceEnv(),
     });
     expect(result.code).toBe(1);
@@ -167,24 +232,24 @@ describe('rt-translate tts', () => {
   it('usage and library validation errors exit 2 before any request', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
     const base = ['tts', '--voice', '5', '--language', 'en-us', '-o', path('never.wav')];
-    const [short, locale, voice, format, missing, unknownFlag] = await Promise.all([
-      runCli([...base, '--text', 'hi'], { env: serviceEnv() }),
-      runCli(['tts', '--text', text, '--voice', '5', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
-      runCli(['tts', '--text', text, '--voice', 'abc', '--language', 'en-us'], { env: serviceEnv() }),
-      runCli([...base, '--text', text, '--format', 'ogg'], { env: serviceEnv() }),
-      runCli(['tts', '--text', text, '--language', 'en-us'], { env: serviceEnv() }),
-      runCli([...base, '--text', text, '--speed', '2'], { env: serviceEnv() }),
+    const [short, locale, voice, format, ogg, unknownFlag] = await Promise.all([
+      cli([...base, '--text', 'hi'], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '5', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', 'abc', '--language', 'en-us'], { env: serviceEnv() }),
+      cli([...base, '--text', text, '--format', 'ogg'], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--language', 'en-us', '-o', path('speech.ogg')], { env: serviceEnv() }),
+      cli([...base, '--text', text, '--speed', '2'], { env: serviceEnv() }),
     ]);
-    for (const result of [short, locale, voice, format, missing, unknownFlag]) {
+    for (const result of [short, locale, voice, format, ogg, unknownFlag]) {
       expect(result.code).toBe(2);
       expect(result.stdout.length).toBe(0);
       expectKeyNotLeaked(result);
     }
-    expect(short.stderr).toBe('rt-translate: Invalid text: expected a string of 3 to 3000 characters (got "hi"). [RTT_VALIDATION]\n');
-    expect(locale.stderr).toMatch(/^rt-translate: Invalid language: expected a locale tag .*\(got "english"\)\. \[RTT_VALIDATION\]\n$/);
+    expect(short.stderr).toBe('rt-translate: --text expects a string of 3 to 3000 characters (got "hi").\n');
+    expect(locale.stderr).toMatch(/^rt-translate: --language expects a locale tag .*\(got "english"\)\.\n$/);
     expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
     expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
-    expect(missing.stderr).toBe('rt-translate: --voice ID is required (see --help).\n');
+    expect(ogg.stderr).toMatch(/^rt-translate: cannot tell which format to write to .*speech\.ogg: the service streams \.wav \.flac \.mp3 .*pass --format/);
     expect(unknownFlag.stderr).toMatch(/^rt-translate: Unknown option '--speed'/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
@@ -195,11 +260,11 @@ describe('rt-translate translated-tts', () => {
   const translated = `[es-es] ${text}`;
 
   it('waits for the task, prints the translation on stdout and writes the FLAC the service synthesized', async () => {
-    const result = await runCli(
-      ['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.flac'), '--poll-ms', '50', '--base-url', emu.baseUrl, '--api-key', KEY],
+    const result = await cli(
+      ['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.flac'), '--poll-ms', '10', '--base-url', emu.baseUrl, '--api-key', KEY],
     );
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe('');
+    expect(lines(result.stderr)).toEqual(TASK_LINES('translated-tts').map((re) => expect.stringMatching(re)));
     expect(result.stdout.toString()).toBe(`${translated}\n`);
     expect((await readFile(path('out.flac'))).equals(synthesizeFlac(translated, { sampleRate: RATE }))).toBe(true);
     expectKeyNotLeaked(result);
@@ -207,13 +272,13 @@ describe('rt-translate translated-tts', () => {
 
   it('with -o - the audio goes to stdout and the text to stderr; --decode writes a WAV of the PCM', async () => {
     const [toStdout, decoded] = await Promise.all([
-      runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', '-', '--poll-ms', '50'], { env: serviceEnv() }),
-      runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.wav'), '--decode', '--poll-ms', '50'], {
+      cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', '-', '--poll-ms', '10'], { env: serviceEnv() }),
+      cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.wav'), '--decode', '--poll-ms', '10'], {
         env: serviceEnv(),
       }),
     ]);
     expect(toStdout.code).toBe(0);
-    expect(toStdout.stderr).toBe(`${translated}\n`);
+    expect(lines(toStdout.stderr)).toEqual([...TASK_LINES('translated-tts').map((re) => expect.stringMatching(re)), translated]);
     expect(toStdout.stdout.equals(synthesizeFlac(translated, { sampleRate: RATE }))).toBe(true);
     expect(decoded.code).toBe(0);
     expect(decoded.stdout.toString()).toBe(`${translated}\n`);
@@ -222,11 +287,12 @@ describe('rt-translate translated-tts', () => {
 
   it('resumes a result download that was cut, and says so on stderr', async () => {
     await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 3000, path: '/tts-result/' });
-    const result = await runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'fr-fr', '-o', path('resumed.flac'), '--poll-ms', '50'], {
+    const result = await cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'fr-fr', '-o', path('resumed.flac'), '--poll-ms', '10'], {
       env: serviceEnv(),
     });
     expect(result.code).toBe(0);
     expect(lines(result.stderr)).toEqual([
+      ...TASK_LINES('translated-tts').map((re) => expect.stringMatching(re)),
       expect.stringMatching(/^rt-translate: audio of run \d+: the connection was lost; going on from byte 3000$/),
     ]);
     expect((await readFile(path('resumed.flac'))).equals(synthesizeFlac(`[fr-fr] ${text}`, { sampleRate: RATE }))).toBe(true);
@@ -234,20 +300,61 @@ describe('rt-translate translated-tts', () => {
 
   it('a task that fails exits 1 with its message; a bad locale exits 2 before any request', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
-    const badLocale = await runCli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'spanish', '-o', path('x.flac')], { env: serviceEnv() });
+    const badLocale = await cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'spanish', '-o', path('x.flac')], { env: serviceEnv() });
     expect(badLocale.code).toBe(2);
-    expect(badLocale.stderr).toMatch(/^rt-translate: Invalid target_language: expected a locale tag .* \[RTT_VALIDATION\]\n$/);
+    expect(badLocale.stderr).toMatch(/^rt-translate: --to expects a locale tag .*\(got "spanish"\)\.\n$/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
 
-    const failed = await runCli(['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '50'], {
+    const failed = await cli(['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '10'], {
       env: serviceEnv(),
     });
     expect(failed.code).toBe(1);
     expect(failed.stdout.length).toBe(0);
-    expect(failed.stderr).toMatch(
-      /^rt-translate: Task [0-9a-f-]+ failed: The emulator failed this task because its text asked for it\..* \[RTT_TASK_FAILED\]\n$/,
-    );
+    expect(lines(failed.stderr)).toEqual([
+      expect.stringMatching(TASK_LINES('translated-tts')[0]!),
+      expect.stringMatching(/^rt-translate: Task [0-9a-f-]+ failed: The emulator failed this task because its text asked for it\..* \[RTT_TASK_FAILED\]$/),
+    ]);
     expectKeyNotLeaked(failed);
+  });
+});
+
+describe('rt-translate translated-tts: --no-wait, then --run', () => {
+  it('creates the task and prints its id; task-status waits for it; --run fetches the result', async () => {
+    const text = 'See you tomorrow';
+    const created = await cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'de-de', '--no-wait'], { env: serviceEnv() });
+    expect(created.code).toBe(0);
+    const { task_id: taskId, kind } = JSON.parse(created.stdout.toString()) as { task_id: string; kind: string };
+    expect(kind).toBe('translated-tts');
+    expect(created.stderr).toBe(
+      `rt-translate: task ${taskId} (translated-tts) created; wait for it with \`rt-translate task-status translated-tts ${taskId} --wait\`, then fetch its result with --run RUN_ID\n`,
+    );
+    const waited = await cli(['task-status', 'translated-tts', taskId, '--wait', '--poll-ms', '10'], { env: serviceEnv() });
+    const { run_id: runId } = JSON.parse(waited.stdout.toString()) as { run_id: number };
+    const fetched = await cli(['translated-tts', '--run', String(runId), '-o', path('later.flac')], { env: serviceEnv() });
+    expect(fetched.code).toBe(0);
+    expect(fetched.stderr).toBe('');
+    expect(fetched.stdout.toString()).toBe(`[de-de] ${text}\n`);
+    expect((await readFile(path('later.flac'))).equals(synthesizeFlac(`[de-de] ${text}`, { sampleRate: RATE }))).toBe(true);
+  });
+
+  it('--run with the embedded emulator, or with --no-wait, is a usage error before anything starts', async () => {
+    const [embedded, both] = await Promise.all([
+      cli(['translated-tts', '--run', '5', '-o', path('never.flac')], { env: { RT_TRANSLATE_API_KEY: KEY } }),
+      cli(['translated-tts', '--run', '5', '--no-wait'], { env: serviceEnv() }),
+    ]);
+    expect(embedded.code).toBe(2);
+    expect(embedded.stderr).toMatch(/^rt-translate: --run 5 needs the service that made it, but no base URL is configured, and the embedded emulator starts empty .*`rt-translate emulator`/);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe('rt-translate: --run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.\n');
+  });
+
+  it('the embedded emulator answers an unknown language with 422, as the service does', async () => {
+    const result = await cli(['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', path('never.flac')], { env: { RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr)).toEqual([
+      expect.stringMatching(EMBEDDED_NOTICE),
+      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): body\.target_language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
+    ]);
   });
 });
 
@@ -262,7 +369,7 @@ describe('rt-translate separate-results', () => {
     await mkdir(out);
     const [a, b] = [await seeded(), await seeded()];
     await control(emu.baseUrl, 'POST', 'file-faults', { dropAfterBytes: 800, count: 1 });
-    const result = await runCli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
+    const result = await cli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
     expect(result.code).toBe(0);
     const written = [a, b].flatMap(({ runId }) => [join(out, `foreground-${runId}.flac`), join(out, `background-${runId}.flac`)]);
     expect(lines(result.stdout.toString())).toEqual(written);
@@ -284,7 +391,7 @@ describe('rt-translate separate-results', () => {
       { status: 404, path: '/_files/' },
     ]);
     try {
-      const result = await runCli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
+      const result = await cli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
       expect(result.code).toBe(1);
       const part = join(out, `foreground-${a.runId}.flac.part`);
       const kept = await readFile(part);
@@ -315,7 +422,7 @@ describe('rt-translate separate-results', () => {
       status: 'ERROR',
       message: 'unreadable audio',
     })) as { run_id: number };
-    const result = await runCli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
+    const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       `rt-translate: run ${failed.run_id}: no tracks (ERROR): unreadable audio`,
@@ -330,11 +437,11 @@ describe('rt-translate separate-results', () => {
   it('checks run ids and the directory before any request (exit 2)', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
     const [one, notNumber, twice, notDir, stdout] = await Promise.all([
-      runCli(['separate-results', '12'], { env: serviceEnv() }),
-      runCli(['separate-results', '12', 'abc'], { env: serviceEnv() }),
-      runCli(['separate-results', '12', '12'], { env: serviceEnv() }),
-      runCli(['separate-results', '12', '13', '-o', path('no-such-dir')], { env: serviceEnv() }),
-      runCli(['separate-results', '12', '13', '-o', '-'], { env: serviceEnv() }),
+      cli(['separate-results', '12'], { env: serviceEnv() }),
+      cli(['separate-results', '12', 'abc'], { env: serviceEnv() }),
+      cli(['separate-results', '12', '12'], { env: serviceEnv() }),
+      cli(['separate-results', '12', '13', '-o', path('no-such-dir')], { env: serviceEnv() }),
+      cli(['separate-results', '12', '13', '-o', '-'], { env: serviceEnv() }),
     ]);
     expect(one.stderr).toBe(
       'rt-translate: give at least 2 run ids (got 1): the service looks up separation results 2 to 5 runs at a time.\n',
@@ -361,11 +468,11 @@ describe('rt-translate separate-results', () => {
 describe('rt-translate delete-voice', () => {
   it('prints "deleted voice ID"; a voice the key does not own exits 1 with the 403 named', async () => {
     const server = await inProcessEmulator({ [KEY]: [4242] });
-    const deleted = await runCli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const deleted = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(deleted.code).toBe(0);
     expect(deleted.stdout.toString()).toBe('deleted voice 4242\n');
     expect(deleted.stderr).toBe('');
-    const again = await runCli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const again = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(again.code).toBe(1);
     expect(again.stdout.length).toBe(0);
     expect(again.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/4242 was refused with 403: .* \[RTT_FORBIDDEN\]\n$/);
@@ -374,7 +481,7 @@ describe('rt-translate delete-voice', () => {
 
   it('a connection lost once the request was sent is reported (exit 1), not repeated', async () => {
     const base = await resettingServer();
-    const result = await runCli(['delete-voice', '17', '--base-url', base, '--api-key', KEY]);
+    const result = await cli(['delete-voice', '17', '--base-url', base, '--api-key', KEY]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 lost its connection \(.*\)\. .*\[RTT_CONNECTION\]\n$/);
     expectKeyNotLeaked(result);
@@ -382,7 +489,7 @@ describe('rt-translate delete-voice', () => {
 
   it('an unknown key exits 1 with the 401 named and never echoes the key', async () => {
     const wrong = 'sk-cli-http-wrong-key-77aa19c3e5';
-    const result = await runCli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
+    const result = await cli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 was refused with 401: .* \[RTT_AUTH\]\n$/);
     expect(result.stderr).not.toContain(wrong);
@@ -390,9 +497,9 @@ describe('rt-translate delete-voice', () => {
 
   it('configuration errors exit 2 before any request', async () => {
     const [noKey, plainRemote, badId] = await Promise.all([
-      runCli(['delete-voice', '17', '--base-url', emu.baseUrl]),
-      runCli(['delete-voice', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
-      runCli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
+      cli(['delete-voice', '17', '--base-url', emu.baseUrl]),
+      cli(['delete-voice', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
+      cli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
     ]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
@@ -406,12 +513,12 @@ describe('rt-translate delete-voice', () => {
 describe('rt-translate task-status', () => {
   it('prints the status JSON; --wait polls until SUCCESS and prints the final status', async () => {
     const pending = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, taskMs: 3_600_000 })) as { task_id: string };
-    const now = await runCli(['task-status', 'sub', pending.task_id], { env: serviceEnv() });
+    const now = await cli(['task-status', 'sub', pending.task_id], { env: serviceEnv() });
     expect(now.code).toBe(0);
     expect(now.stderr).toBe('');
     expect(JSON.parse(now.stdout.toString())).toEqual({ status: 'PENDING', run_id: null });
-    const task = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, taskMs: 300 })) as { task_id: string; run_id: number };
-    const waited = await runCli(['task-status', 'sub', task.task_id, '--wait', '--poll-ms', '50'], { env: serviceEnv() });
+    const task = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, polls: 2 })) as { task_id: string; run_id: number };
+    const waited = await cli(['task-status', 'sub', task.task_id, '--wait', '--poll-ms', '10'], { env: serviceEnv() });
     expect(waited.code).toBe(0);
     expect(waited.stderr).toBe('');
     expect(waited.stdout.toString()).toBe(`${JSON.stringify({ status: 'SUCCESS', run_id: task.run_id })}\n`);
@@ -421,26 +528,40 @@ describe('rt-translate task-status', () => {
     const task = (await control(emu.baseUrl, 'POST', 'tasks', {
       kind: 'audio-separation',
       apiKey: KEY,
-      taskMs: 100,
+      polls: 1,
       status: 'ERROR',
       message: 'the file is silent',
     })) as { task_id: string };
-    const result = await runCli(['task-status', 'audio-separation', task.task_id, '--wait', '--poll-ms', '50'], { env: serviceEnv() });
+    const result = await cli(['task-status', 'audio-separation', task.task_id, '--wait', '--poll-ms', '10'], { env: serviceEnv() });
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout.toString())).toMatchObject({ status: 'ERROR', message: 'the file is silent' });
     expect(result.stderr).toMatch(new RegExp(`^rt-translate: Task ${task.task_id} failed: the file is silent\\..* \\[RTT_TASK_FAILED\\]\\n$`));
   });
 
+  it('without a base URL it explains why the embedded emulator could only answer 404 (exit 2)', async () => {
+    const result = await cli(['task-status', 'dub', 'some-task'], { env: { RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^rt-translate: task some-task needs the service that made it, .*embedded emulator starts empty for each command: it could only answer 404\. Point --base-url/);
+  });
+
+  it('knows every task kind', async () => {
+    for (const kind of TASK_KINDS) {
+      const task = (await control(emu.baseUrl, 'POST', 'tasks', { kind, apiKey: KEY })) as { task_id: string; run_id: number };
+      const result = await cli(['task-status', kind, task.task_id], { env: serviceEnv() });
+      expect(JSON.parse(result.stdout.toString())).toEqual({ status: 'SUCCESS', run_id: task.run_id });
+    }
+  });
+
   it('an unknown task exits 1 naming the 404; a bad KIND or missing TASK_ID exits 2', async () => {
     const [unknown, badKind, missing] = await Promise.all([
-      runCli(['task-status', 'translated-tts', 'no-such-task'], { env: serviceEnv() }),
-      runCli(['task-status', 'dubbing', 'abc'], { env: serviceEnv() }),
-      runCli(['task-status', 'sub'], { env: serviceEnv() }),
+      cli(['task-status', 'translated-tts', 'no-such-task'], { env: serviceEnv() }),
+      cli(['task-status', 'dubbing', 'abc'], { env: serviceEnv() }),
+      cli(['task-status', 'sub'], { env: serviceEnv() }),
     ]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^rt-translate: GET \/translated-tts\/no-such-task failed with HTTP 404.* \[RTT_HTTP\]\n$/);
     expect(badKind.code).toBe(2);
-    expect(badKind.stderr).toBe('rt-translate: KIND expects one of translated-tts, tts, sub, audio-separation (got "dubbing").\n');
+    expect(badKind.stderr).toBe(`rt-translate: KIND expects one of ${TASK_KINDS.join(', ')} (got "dubbing").\n`);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe('rt-translate: task-status expects KIND and TASK_ID (got 1 argument(s); see --help).\n');
   });
@@ -449,7 +570,7 @@ describe('rt-translate task-status', () => {
 describe('rt-translate emulator: HTTP flags', () => {
   it('--rate-limit answers 429 past N requests a second per key; --url-ttl-s sets the URL lifetime', async () => {
     const other = 'sk-cli-http-second-key-41f0';
-    const limited = await startCliEmulator(['--api-key', KEY, '--api-key', other, '--rate-limit', '1', '--url-ttl-s', '7']);
+    const limited = await startCommandEmulator(['--api-key', KEY, '--api-key', other, '--rate-limit', '0.01', '--url-ttl-s', '7']);
     closers.push(async () => void (await limited.stop()));
     const get = () => request(`${limited.baseUrl}/sub/none`, { headers: { 'x-api-key': KEY } });
     const first = await get();
@@ -457,7 +578,7 @@ describe('rt-translate emulator: HTTP flags', () => {
     const second = await get();
     await second.body.dump();
     expect([first.statusCode, second.statusCode]).toEqual([404, 429]);
-    expect(second.headers['retry-after']).toBe('1');
+    expect(Number(second.headers['retry-after'])).toBeGreaterThan(90);
 
     // The other key has its own allowance.
     const seed = () => control(limited.baseUrl, 'POST', 'tasks', { kind: 'audio-separation', apiKey: other, taskMs: 0 }) as Promise<{ run_id: number }>;
@@ -477,7 +598,7 @@ describe('rt-translate emulator: HTTP flags', () => {
   });
 
   it('--task-ms sets how long a task stays PENDING; bad values exit 2', async () => {
-    const slow = await startCliEmulator(['--api-key', KEY, '--task-ms', '3600000']);
+    const slow = await startCommandEmulator(['--api-key', KEY, '--task-ms', '3600000']);
     closers.push(async () => void (await slow.stop()));
     const created = await request(`${slow.baseUrl}/translated-tts`, {
       method: 'POST',
@@ -485,12 +606,12 @@ describe('rt-translate emulator: HTTP flags', () => {
       body: JSON.stringify({ text: 'hello', source_language: 'en-us', target_language: 'es-es' }),
     });
     const { task_id } = (await created.body.json()) as { task_id: string };
-    const status = await runCli(['task-status', 'translated-tts', task_id], { env: serviceEnv(slow.baseUrl) });
+    const status = await cli(['task-status', 'translated-tts', task_id], { env: serviceEnv(slow.baseUrl) });
     expect(JSON.parse(status.stdout.toString())).toEqual({ status: 'PENDING', run_id: null });
 
     const [negative, word] = await Promise.all([
-      runCli(['emulator', '--task-ms=-1']),
-      runCli(['emulator', '--rate-limit', 'many']),
+      cli(['emulator', '--task-ms=-1']),
+      cli(['emulator', '--rate-limit', 'many']),
     ]);
     expect(negative.code).toBe(2);
     expect(negative.stderr).toBe('rt-translate: --task-ms expects an integer >= 0 (got "-1").\n');
@@ -514,7 +635,7 @@ describe('progress line of a task wait', () => {
     const io = { stdin: Readable.from([]), stdout: new Writable({ write: (_c, _e, cb) => cb() }), stderr, env: {} } as CliIo;
     return { io, written: () => text };
   }
-  const response: TaskStatusResponse = { status: 'PENDING', run_id: null };
+  const response: TaskStatusResponse = { status: 'PENDING', runId: null, raw: { status: 'PENDING', run_id: null } };
 
   it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
     const { io, written } = fakeIo(true);
@@ -535,23 +656,5 @@ describe('progress line of a task wait', () => {
     progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, response });
     progress.stop();
     expect(written()).toBe('');
-  });
-});
-
-describe('rt-translate: help for the HTTP commands', () => {
-  it('each command has --help (exit 0); the top-level usage lists them', async () => {
-    const commands = ['tts', 'translated-tts', 'separate-results', 'delete-voice', 'task-status'];
-    const results = await Promise.all([...commands.map((c) => runCli([c, '--help'])), runCli(['--help']), runCli(['emulator', '--help'])]);
-    commands.forEach((command, i) => {
-      const result = results[i]!;
-      expect(result.code).toBe(0);
-      expect(result.stderr).toBe('');
-      expect(result.stdout.toString()).toMatch(new RegExp(`^Usage: rt-translate ${command} `));
-      expect(result.stdout.toString()).toContain('--base-url URL');
-    });
-    const top = results[commands.length]!.stdout.toString();
-    for (const command of commands) expect(top).toContain(`rt-translate ${command} `);
-    const emulatorHelp = results[commands.length + 1]!.stdout.toString();
-    for (const flag of ['--task-ms MS', '--url-ttl-s S', '--rate-limit N']) expect(emulatorHelp).toContain(flag);
   });
 });

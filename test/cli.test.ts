@@ -183,15 +183,18 @@ describe('rt-translate: translation through the embedded emulator', () => {
     expect((all[0]!.session as { id: unknown }).id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(all[1]!.type).toBe('session.updated');
     const count = (type: string) => all.filter((e) => e.type === type).length;
-    expect(count('conversation.item.input_audio_transcription.completed')).toBe(3);
-    expect(count('response.text.done')).toBe(3);
-    expect(count('response.audio.done')).toBe(3);
-    expect(count('binary')).toBe(0);
+    expect(count('transcript.done')).toBe(3);
+    expect(count('text.done')).toBe(3);
+    expect(count('audio.done')).toBe(3);
+    expect(count('response')).toBe(3);
+    expect(all.filter((e) => e.type === 'audio.done').every((e) => e.wireType === 'response.audio.done')).toBe(true);
+    expect(all.at(-1)).toMatchObject({ type: 'ended', complete: true });
 
-    const deltas = all.filter((e) => e.type === 'response.audio.delta');
+    const deltas = all.filter((e) => e.type === 'audio.delta');
     expect(deltas.length).toBeGreaterThan(3);
-    for (const delta of deltas) expect(typeof delta.delta).toBe('number');
-    expect(deltas.reduce((sum, e) => sum + (e.delta as number), 0)).toBe(result.stdout.length);
+    expect(deltas.every((e) => e.wireType === 'response.audio.delta')).toBe(true);
+    for (const delta of deltas) expect(typeof delta.bytes).toBe('number');
+    expect(deltas.reduce((sum, e) => sum + (e.bytes as number), 0)).toBe(result.stdout.length);
     // No base64 audio anywhere: every string in the file is short.
     const longest = Math.max(...all.flatMap(strings).map((s) => s.length));
     expect(longest).toBeLessThanOrEqual(100);
@@ -332,7 +335,7 @@ describe('rt-translate emulator', () => {
 
   it('stops on SIGINT with status 0 while a session is open; the client reports the lost connection', async () => {
     const emulator = await startCliEmulator(['--port', '0', '--api-key', KEY]);
-    const client = spawnCli(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY]);
+    const client = spawnCli(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--no-reconnect']);
     let seenTranslation: () => void = () => undefined;
     const translated = new Promise<void>((resolve) => (seenTranslation = resolve));
     const clientEnded = collect(client, 8_000, (text) => {
@@ -356,7 +359,7 @@ describe('rt-translate emulator', () => {
     await expectKeyNotLeaked(result);
   });
 
-  it('--audio-frames binary gives the same audio, logged as {"type":"binary","bytes":N}; --cold-start-ms sends session.starting', async () => {
+  it('--audio-frames binary gives the same audio, logged as {"type":"audio.delta","wireType":"binary","bytes":N}; --cold-start-ms sends session.starting', async () => {
     const emulator = await startCliEmulator(['--api-key', KEY, '--audio-frames', 'binary', '--cold-start-ms', '200']);
     const events = path('binary-events.jsonl');
     const result = await runCli(
@@ -369,13 +372,13 @@ describe('rt-translate emulator', () => {
 
     const text = await readFile(events, 'utf8');
     const all = await readEvents(events);
-    expect(all[0]).toEqual({ type: 'session.starting' });
+    expect(all[0]).toEqual({ type: 'session.starting', wireType: 'session.starting' });
     expect(all[1]!.type).toBe('session.created');
-    expect(all.filter((e) => e.type === 'response.audio.delta')).toHaveLength(0);
+    expect(all.filter((e) => e.type === 'audio.delta' && e.wireType !== 'binary')).toHaveLength(0);
     const binaryLines = text.split('\n').filter((line) => line.includes('"binary"'));
     expect(binaryLines.length).toBeGreaterThan(3);
-    for (const line of binaryLines) expect(line).toMatch(/^\{"type":"binary","bytes":[1-9]\d*\}$/);
-    const total = all.filter((e) => e.type === 'binary').reduce((sum, e) => sum + (e.bytes as number), 0);
+    for (const line of binaryLines) expect(line).toMatch(/^\{"type":"audio\.delta","wireType":"binary","bytes":[1-9]\d*\}$/);
+    const total = all.filter((e) => e.type === 'audio.delta').reduce((sum, e) => sum + (e.bytes as number), 0);
     expect(total).toBe(result.stdout.length);
     expect((await emulator.stop()).code).toBe(0);
   });
@@ -419,9 +422,11 @@ describe('rt-translate: exit status 1 after writing what was received, the cause
     expect(result.stdout.equals(firstUtteranceOnly)).toBe(true);
     const stderr = lines(result.stderr);
     expect(stderr.slice(0, 2)).toEqual(textLines('en-us', 'es-es', fixture.utterances.slice(0, 1)));
-    expect(stderr.at(-1)).toMatch(/^rt-translate: .*billing.*no credits left \(used 4\.0 s of 4\.0 s\)\. \[RTT_BILLING\]$/);
+    expect(stderr.at(-1)).toMatch(
+      /^rt-translate: .*billing.*no credits left \(used 4\.0 s of 4\.0 s\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_BILLING\]$/,
+    );
     const last = (await readEvents(events)).at(-1)!;
-    expect(last.type).toBe('error');
+    expect(last).toMatchObject({ type: 'server.error', wireType: 'error', code: 402 });
     expect(JSON.stringify(last)).toContain('no credits left');
     await expectKeyNotLeaked(result, events);
     expect((await emulator.stop()).code).toBe(0);

@@ -580,7 +580,7 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
       opusBackend: backend,
     });
     const transcripts: string[] = [];
-    translator.on('transcript', (t) => transcripts.push(t));
+    translator.on('transcript.done', (t) => transcripts.push(t));
     const frames: Buffer[] = [];
     playback.on('data', (f: Buffer) => frames.push(f));
     await done;
@@ -595,6 +595,28 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
     await emulator.close();
     emulator = undefined;
     await expectNoLeakedHandles(baseline);
+  });
+
+  it('a speaker survives the service dropping after every answer: the same frames, bit for bit, after two reconnects', async () => {
+    emulator = await startEmulator({ apiKeys: [KEY], faults: { dropAfterResponses: 1 } });
+    const expected = await expectedFrames();
+    const { playback, translator, done } = translateSpeaker({
+      opusPackets: Readable.from(items()),
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: KEY,
+      realtimeUrl: emulator.realtimeUrl,
+      quietPeriodMs: 400,
+      reconnect: { initialDelayMs: 10, maxDelayMs: 40 },
+      output: 'pcm',
+      opusBackend: backend,
+    });
+    const frames: Buffer[] = [];
+    playback.on('data', (f: Buffer) => frames.push(f));
+    await done;
+    await new Promise<void>((resolve) => (playback.readableEnded ? resolve() : playback.once('end', resolve)));
+    expect(translator.stats.reconnects).toBe(2);
+    expect(Buffer.concat(frames).equals(expected.frames)).toBe(true);
   });
 
   it('Opus output: one packet per translated 20 ms, decoding to the expected audio within the codec error', async () => {

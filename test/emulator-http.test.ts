@@ -124,10 +124,17 @@ describe('422 detail', () => {
     expect(typeof r.json.detail[0].msg).toBe('string');
   });
 
-  it('any positive integer language id is accepted', async () => {
-    const r = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 987_654, target_languages: [1, 2] } });
-    expect(r.status).toBe(200);
-    expect(typeof r.json.task_id).toBe('string');
+  it('language ids and tags of its lists are accepted; others answer 422 as the service does', async () => {
+    const ok = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 1, target_languages: [54, 'fr-fr'] } });
+    expect(ok.status).toBe(200);
+    expect(typeof ok.json.task_id).toBe('string');
+    const unknown = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 987_654, target_languages: ['es-es', 'xx-yy'] } });
+    expect(unknown.status).toBe(422);
+    expect(unknown.json.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([
+      ['body', 'source_language'],
+      ['body', 'target_languages', 1],
+    ]);
+    expect(unknown.json.detail[1].msg).toContain('"xx-yy"');
   });
 
   it('duplicate run ids', async () => {
@@ -433,9 +440,9 @@ describe('cleanup', () => {
     const before = openNetHandles().length;
     const mine = await emulator({ ttsStreamDelayMs: 2 });
     const client = clientFor(mine);
-    const result = await client.translateAndSpeak(tts);
+    const result = await client.translateAndSpeak({ text: tts.text, sourceLanguage: tts.source_language, targetLanguage: tts.target_language });
     await collect(result.audio);
-    const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', output_configuration: { format: 'pcm_s16le' } });
+    const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } });
     await new Promise((resolve) => stream.once('data', resolve));
     stream.destroy();
     await new Promise((resolve) => stream.once('close', resolve));

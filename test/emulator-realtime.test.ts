@@ -10,6 +10,7 @@ import {
   type RealtimeEmulatorOptions,
 } from '../lib/emulator/realtime.js';
 import { DEFAULT_VOICE_ID } from '../lib/realtime/codec.js';
+import { VoiceRegistry } from '../lib/emulator/voices.js';
 
 /* ------------------------------------------------------------------------------------------- */
 /* Audio: PCM16 LE mono 24 kHz                                                                 */
@@ -147,8 +148,9 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
+/** Most cases here are written for 300 ms of padding (the default is none; its own case says so). */
 async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
-  const started = await startEmulator({ port: 0, apiKeys: ['k1', 'k2'], ...options });
+  const started = await startEmulator({ port: 0, apiKeys: ['k1', 'k2'], paddingMs: 300, ...options });
   running.push(started);
   return started;
 }
@@ -158,7 +160,7 @@ async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator>
  * flow-control state (`sessions()`), which `startEmulator` does not expose.
  */
 async function realtimePart(options: RealtimeEmulatorOptions): Promise<Closable & { part: RealtimeEmulator }> {
-  const part = createRealtimeEmulator(options, { apiKeys: new Set(['k1']), baseUrl: () => '' });
+  const part = createRealtimeEmulator({ paddingMs: 300, ...options }, { apiKeys: new Set(['k1']), voices: new VoiceRegistry(), baseUrl: () => '' });
   const server = createServer((_req, res) => res.writeHead(404).end());
   server.on('upgrade', (req, socket, head) => part.handleUpgrade(req, socket, head));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -29,10 +29,23 @@ function summary(u: SegmentedUtterance): [number, number, number, number, number
   return [u.index, u.voicedStart / MS, u.voicedEnd / MS, u.audioStart / MS, u.audioEnd / MS];
 }
 
+/** The padding these cases were written for (the default is none). */
+const PAD_300 = { paddingMs: 300 };
+
 describe('UtteranceSegmenter', () => {
-  it('finds each burst, pads 300 ms each side and returns the exact input bytes', () => {
+  it('by default returns each voiced region alone: a translation as long as the speech', () => {
     const input = Buffer.concat([zeros(500), tone(800), zeros(1000), tone(1200), zeros(700)]);
     const utterances = run(new UtteranceSegmenter(), input);
+    expect(utterances.map(summary)).toEqual([
+      [1, 500, 1300, 500, 1300],
+      [2, 2300, 3500, 2300, 3500],
+    ]);
+    for (const u of utterances) expect(u.audio.length).toBe((u.voicedEnd - u.voicedStart));
+  });
+
+  it('finds each burst, pads 300 ms each side and returns the exact input bytes', () => {
+    const input = Buffer.concat([zeros(500), tone(800), zeros(1000), tone(1200), zeros(700)]);
+    const utterances = run(new UtteranceSegmenter(PAD_300), input);
     expect(utterances.map(summary)).toEqual([
       [1, 500, 1300, 200, 1600],
       [2, 2300, 3500, 2000, 3800],
@@ -44,9 +57,9 @@ describe('UtteranceSegmenter', () => {
   it('ends an utterance only after the configured silence', () => {
     const input = Buffer.concat([tone(400), zeros(580), tone(400), zeros(600)]);
     // 580 ms of silence is under the default 600 ms: one utterance spanning both bursts.
-    expect(run(new UtteranceSegmenter(), input).map(summary)).toEqual([[1, 0, 1380, 0, 1680]]);
+    expect(run(new UtteranceSegmenter(PAD_300), input).map(summary)).toEqual([[1, 0, 1380, 0, 1680]]);
     // With 500 ms, the gap ends the first one.
-    expect(run(new UtteranceSegmenter({ silenceMs: 500 }), input).map(summary)).toEqual([
+    expect(run(new UtteranceSegmenter({ ...PAD_300, silenceMs: 500 }), input).map(summary)).toEqual([
       [1, 0, 400, 0, 700],
       [2, 980, 1380, 700, 1680],
     ]);
@@ -54,7 +67,7 @@ describe('UtteranceSegmenter', () => {
 
   it('never pads into the previous utterance, nor before the first byte', () => {
     const input = Buffer.concat([zeros(100), tone(400), zeros(400), tone(400), zeros(400)]);
-    const utterances = run(new UtteranceSegmenter({ silenceMs: 200 }), input);
+    const utterances = run(new UtteranceSegmenter({ ...PAD_300, silenceMs: 200 }), input);
     // End padding is cut to the 200 ms of silence received; the next start padding stops there.
     expect(utterances.map(summary)).toEqual([
       [1, 100, 500, 0, 700],
@@ -64,7 +77,7 @@ describe('UtteranceSegmenter', () => {
 
   it('forces an end after maxUtteranceMs of endless speech, without gaps or overlaps', () => {
     const input = Buffer.concat([zeros(500), tone(1000), zeros(700)]);
-    const utterances = run(new UtteranceSegmenter({ maxUtteranceMs: 400 }), input);
+    const utterances = run(new UtteranceSegmenter({ ...PAD_300, maxUtteranceMs: 400 }), input);
     expect(utterances.map(summary)).toEqual([
       [1, 500, 900, 200, 900],
       [2, 900, 1300, 900, 1300],
@@ -75,8 +88,8 @@ describe('UtteranceSegmenter', () => {
 
   it('uses the threshold: a -50 dBFS tone is silence by default and voice at -60 dBFS', () => {
     const input = Buffer.concat([zeros(400), tone(600, -50), zeros(700)]);
-    expect(run(new UtteranceSegmenter(), input)).toEqual([]);
-    expect(run(new UtteranceSegmenter({ thresholdDbfs: -60 }), input).map(summary)).toEqual([[1, 400, 1000, 100, 1300]]);
+    expect(run(new UtteranceSegmenter(PAD_300), input)).toEqual([]);
+    expect(run(new UtteranceSegmenter({ ...PAD_300, thresholdDbfs: -60 }), input).map(summary)).toEqual([[1, 400, 1000, 100, 1300]]);
   });
 
   it('honours paddingMs', () => {

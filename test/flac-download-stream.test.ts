@@ -17,7 +17,7 @@ import {
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  RateLimitError,
+  HttpRateLimitError,
   ServiceValidationError,
 } from '../lib/http/errors.js';
 import { selfSignedHttpsServer } from './http-test-helpers.js';
@@ -621,9 +621,9 @@ describe('FlacDownloadStream', () => {
   describe("failures in the middle of a download are the HTTP client's error classes", () => {
     const detail = [{ loc: ['query', 'output_type'], msg: 'Input should be raw_bytes or file_url', type: 'enum' }];
     it.each([
-      ['422 with detail[]', 422, { detail }, ServiceValidationError, { field: 'output_type', detail, retryable: false, code: 'RTT_VALIDATION' }],
+      ['422 with detail[]', 422, { detail }, ServiceValidationError, { field: 'outputType', detail, retryable: false, code: 'RTT_VALIDATION' }],
       ['500', 500, { error: 'storage failure', status: 500 }, HttpStatusError, { retryable: true, code: 'RTT_HTTP', serverMessage: 'storage failure' }],
-      ['429', 429, { error: 'slow down', status: 429 }, RateLimitError, { retryable: true, code: 'RTT_RATE_LIMIT', retryAfterMs: 0 }],
+      ['429', 429, { error: 'slow down', status: 429 }, HttpRateLimitError, { retryable: true, code: 'RTT_RATE_LIMIT', retryAfterMs: 0 }],
       ['404', 404, { error: 'gone', status: 404 }, HttpStatusError, { retryable: false, code: 'RTT_HTTP' }],
     ] as const)('%s after 5000 bytes', async (_name, status, body, type, fields) => {
       const base = await serve((req, res) => {

@@ -4,15 +4,16 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { AbortError, AuthError, ConfigError, ConnectionError, ForbiddenError, ProtocolError } from '../lib/errors.js';
+import { AbortError, AuthError, BillingError, ConfigError, ConnectionError, ForbiddenError, ProtocolError, RateLimitError } from '../lib/errors.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpAuthError,
+  HttpPaymentRequiredError,
   HttpConnectionError,
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  RateLimitError,
+  HttpRateLimitError,
   ServiceValidationError,
   TaskFailedError,
 } from '../lib/http/errors.js';
@@ -63,7 +64,7 @@ afterEach(() => {
   handlers.clear();
 });
 
-const body = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
 describe('configuration', () => {
   it('needs a base URL, from the option or RT_TRANSLATE_BASE_URL', async () => {
@@ -271,7 +272,7 @@ describe('status errors', () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 422, { detail }));
     const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
-    expect(error).toMatchObject({ code: 'RTT_VALIDATION', status: 422, field: 'project_name', retryable: false });
+    expect(error).toMatchObject({ code: 'RTT_VALIDATION', status: 422, field: 'projectName', retryable: false });
     expect((error as ServiceValidationError).detail).toEqual(detail);
     expect((error as Error).message).toContain('body.project_name: String should have at least 3 characters');
   });
@@ -282,14 +283,23 @@ describe('status errors', () => {
     expect(error).toMatchObject({ detail: [], serverMessage: 'Unsupported locale', field: undefined });
   });
 
-  it('429 is RateLimitError with the wait from Retry-After as a date', async () => {
+  it('429 is HttpRateLimitError with the wait from Retry-After as a date', async () => {
     const when = new Date(Date.now() + 30_000).toUTCString();
     handlers.set('/translated-tts', (_req, res) => json(res, 429, { error: 'Too many', status: 429 }, { 'retry-after': when }));
     const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpRateLimitError);
     expect(error).toBeInstanceOf(RateLimitError);
-    const wait = (error as RateLimitError).retryAfterMs!;
+    const wait = (error as HttpRateLimitError).retryAfterMs!;
     expect(wait).toBeGreaterThan(25_000);
     expect(wait).toBeLessThanOrEqual(30_000);
+  });
+
+  it('402 is out of credits: a BillingError, like a realtime billing stop', async () => {
+    handlers.set('/translated-tts', (_req, res) => json(res, 402, { error: 'No credits left', status: 402 }));
+    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpPaymentRequiredError);
+    expect(error).toBeInstanceOf(BillingError);
+    expect(error).toMatchObject({ code: 'RTT_BILLING', status: 402, retryable: false, serverMessage: 'No credits left' });
   });
 
   it('other statuses are HttpStatusError with a text excerpt; 4xx not retryable, 5xx retryable', async () => {

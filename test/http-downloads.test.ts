@@ -81,7 +81,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
 
   it('translateAndSpeak returns the text and audio that survives a cut', async () => {
     await control(emu, 'POST', 'faults', { dropAfterBytes: 2048, path: '/tts-result/' });
-    const result = await client.translateAndSpeak({ text: 'Good evening, everyone.', source_language: 'en-us', target_language: 'de-de' });
+    const result = await client.translateAndSpeak({ text: 'Good evening, everyone.', sourceLanguage: 'en-us', targetLanguage: 'de-de' });
     expect(result.translatedText).toBe('[de-de] Good evening, everyone.');
     expect(result.audio).toBeInstanceOf(FlacDownloadStream);
     const seen = retries(result.audio);

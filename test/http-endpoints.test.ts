@@ -12,7 +12,8 @@ import {
   TaskFailedError,
   TaskTimeoutError,
 } from '../lib/http/errors.js';
-import { parseAudioSeparationResults, pickFileUrl } from '../lib/http/endpoints.js';
+import { parseAudioSeparationResults } from '../lib/http/endpoints.js';
+import { pickFileUrl } from '../lib/http/endpoint-kit.js';
 import type { TaskProgress } from '../lib/http/tasks.js';
 import { KEY, OTHER_KEY, clientFor, collect, control, emulator } from './http-test-helpers.js';
 
@@ -50,7 +51,7 @@ describe('translated TTS', () => {
   it('translateAndSpeak creates, polls with progress, and returns text and FLAC audio', async () => {
     const progress: TaskProgress[] = [];
     const result = await client.translateAndSpeak(
-      { text: 'Hello there, friend.', source_language: 'en-us', target_language: 'ES-ES' },
+      { text: 'Hello there, friend.', sourceLanguage: 'en-us', targetLanguage: 'ES-ES' },
       { onProgress: (p) => progress.push(p) },
     );
     expect(result.translatedText).toBe('[es-es] Hello there, friend.');
@@ -58,15 +59,15 @@ describe('translated TTS', () => {
     const audio = await collect(result.audio);
     expect(audio.equals(synthesizeFlac('[es-es] Hello there, friend.', { sampleRate: 24_000 }))).toBe(true);
     expect(progress.at(-1)?.status).toBe('SUCCESS');
-    expect(progress.at(-1)?.response.run_id).toBe(result.runId);
+    expect(progress.at(-1)?.response.runId).toBe(result.runId);
     expect(progress.every((p) => p.taskId === result.taskId)).toBe(true);
   });
 
   it('step by step: PENDING first, then SUCCESS with a run id, text and a presigned audio_url', async () => {
-    const task = await client.createTranslatedTts({ text: 'Good morning', source_language: 'en-us', target_language: 'fr-fr', voice_id: 7 });
+    const task = await client.createTranslatedTts({ text: 'Good morning', sourceLanguage: 'en-us', targetLanguage: 'fr-fr', voiceId: 7 });
     expect(typeof task.taskId).toBe('string');
     const first = await client.getTranslatedTtsStatus(task.taskId);
-    expect(first).toMatchObject({ status: 'PENDING', run_id: null });
+    expect(first).toMatchObject({ status: 'PENDING', runId: null, raw: { status: 'PENDING', run_id: null } });
     const done = await client.waitForTranslatedTts(task.taskId);
     expect(done.runId).toBeGreaterThan(0);
     expect((await client.getTranslationResult(done.runId)).translatedText).toBe('[fr-fr] Good morning');
@@ -81,7 +82,7 @@ describe('translated TTS', () => {
     const slow = await emulator({ taskMs: 60_000 });
     const c = clientFor(slow);
     try {
-      const task = await c.createTranslatedTts({ text: 'later', source_language: 'en-us', target_language: 'de-de' });
+      const task = await c.createTranslatedTts({ text: 'later', sourceLanguage: 'en-us', targetLanguage: 'de-de' });
       const { requests } = await control(slow, 'GET', 'requests');
       expect(requests.at(-1)).toMatchObject({ method: 'POST', path: '/translated-tts', status: 200 });
       const seeded = await control(slow, 'POST', 'tasks', { kind: 'translated-tts', apiKey: KEY });
@@ -97,7 +98,7 @@ describe('translated TTS', () => {
 });
 
 describe('task outcomes', () => {
-  const base = { source_language: 'en-us', target_language: 'es-es' };
+  const base = { sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
   it('ERROR ends in TaskFailedError with the message', async () => {
     const error = await client.translateAndSpeak({ ...base, text: 'please fail [[ERROR]]' }).catch((e: unknown) => e);
@@ -123,7 +124,7 @@ describe('task outcomes', () => {
   it('PAYMENT_REQUIRED ends in PaymentRequiredError', async () => {
     const error = await client.translateAndSpeak({ ...base, text: 'no money [[PAYMENT_REQUIRED]]' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
-    expect(error).toMatchObject({ code: 'RTT_PAYMENT_REQUIRED', retryable: false });
+    expect(error).toMatchObject({ code: 'RTT_BILLING', retryable: false });
   });
 
   it('a status the client does not know is a ProtocolError naming it', async () => {
@@ -156,31 +157,31 @@ describe('legacy TTS (deprecated)', () => {
 describe('project setup', () => {
   it('creates a task from a media URL; numeric language ids pass with one deprecation warning', async () => {
     const task = await client.createProjectSetup({
-      media_url: 'https://media.example.com/talk.mp4',
-      source_language: 1,
-      target_languages: [2, 'es-es'],
-      project_name: 'Talk',
-      selected_audio_tracks: [0, 1],
-      folder_id: 3,
-      chosen_dictionaries: [9],
+      mediaUrl: 'https://media.example.com/talk.mp4',
+      sourceLanguage: 1,
+      targetLanguages: [54, 'es-es'],
+      projectName: 'Talk',
+      selectedAudioTracks: [0, 1],
+      folderId: 3,
+      chosenDictionaries: [9],
     });
     expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     expect(warningsWith('RTT_DEP_NUMERIC_LANGUAGE')).toHaveLength(1);
-    await client.createProjectSetup({ media_url: 'http://media.example.com/a.mxf', source_language: 4, target_languages: ['en-us'] });
+    await client.createProjectSetup({ mediaUrl: 'http://media.example.com/a.mxf', sourceLanguage: 31, targetLanguages: ['en-us'] });
     expect(warningsWith('RTT_DEP_NUMERIC_LANGUAGE')).toHaveLength(1);
   });
 
   it('refuses a relative media_url before sending', async () => {
-    await expect(client.createProjectSetup({ media_url: '/talk.mp4', source_language: 'en-us', target_languages: ['es-es'] })).rejects.toMatchObject({
+    await expect(client.createProjectSetup({ mediaUrl: '/talk.mp4', sourceLanguage: 'en-us', targetLanguages: ['es-es'] })).rejects.toMatchObject({
       code: 'RTT_VALIDATION',
-      field: 'media_url',
+      field: 'mediaUrl',
     });
   });
 });
 
 describe('subtitle status', () => {
   it('polls GET /sub/{task_id} to SUCCESS with the long-media profile', async () => {
-    const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', apiKey: KEY });
+    const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', apiKey: KEY, polls: 1 });
     expect((await client.getSubtitleStatus(seeded.task_id)).status).toBe('PENDING');
     const done = await client.waitForSubtitles(seeded.task_id);
     expect(done.runId).toBe(seeded.run_id);
@@ -194,7 +195,7 @@ describe('subtitle status', () => {
 
 describe('audio separation', () => {
   it('uploads, waits, and reads mixed per-run outcomes from the bulk endpoint', async () => {
-    const done = await client.separateAudio({ data: new Blob([WAV]), filename: 'speech.wav' });
+    const done = await client.separateAudio({ mediaFile: { data: new Blob([WAV]), filename: 'speech.wav' } });
     const pending = await control(emu, 'POST', 'tasks', { kind: 'audio-separation', apiKey: KEY, taskMs: 60_000 });
     const failed = await control(emu, 'POST', 'tasks', { kind: 'audio-separation', apiKey: KEY, taskMs: 0, status: 'ERROR', message: 'unreadable audio' });
     const foreign = await control(emu, 'POST', 'tasks', { kind: 'audio-separation', apiKey: OTHER_KEY, taskMs: 0 });
@@ -218,18 +219,18 @@ describe('audio separation', () => {
 
   it('a failed separation task ends in TaskFailedError with its message', async () => {
     await control(emu, 'POST', 'task-outcomes', { status: 'ERROR', message: 'unreadable audio', kind: 'audio-separation' });
-    const error = await client.separateAudio({ data: WAV, filename: 'bad.wav' }).catch((e: unknown) => e);
+    const error = await client.separateAudio({ mediaFile: { data: WAV, filename: 'bad.wav' } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskFailedError);
     expect((error as TaskFailedError).taskMessage).toBe('unreadable audio');
-    const task = await client.createAudioSeparation({ data: WAV, filename: 'good.wav' });
+    const task = await client.createAudioSeparation({ mediaFile: { data: WAV, filename: 'good.wav' } });
     expect((await client.getAudioSeparationStatus(task.taskId)).status).toBe('PENDING');
   });
 
   it('refuses an upload that is not audio (422 from the service)', async () => {
-    await expect(client.createAudioSeparation({ data: Buffer.from('plain text, not audio'), filename: 'a.txt' })).rejects.toMatchObject({
+    await expect(client.createAudioSeparation({ mediaFile: { data: Buffer.from('plain text, not audio'), filename: 'a.txt' } })).rejects.toMatchObject({
       code: 'RTT_VALIDATION',
       status: 422,
-      field: 'media_file',
+      field: 'mediaFile',
     });
   });
 
@@ -246,7 +247,7 @@ describe('presigned URLs', () => {
     const timed = await emulator({ taskMs: 0, urlTtlS: 60, clock: () => now });
     const c = clientFor(timed);
     try {
-      const task = await c.createTranslatedTts({ text: 'expiring', source_language: 'en-us', target_language: 'es-es' });
+      const task = await c.createTranslatedTts({ text: 'expiring', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
       const done = await c.waitForTranslatedTts(task.taskId);
       const first = await c.getTtsResultUrl(done.runId);
       expect((await download(first.url)).status).toBe(200);
@@ -282,7 +283,7 @@ describe('voices', () => {
   });
 
   it('refuses a voice id that is not a positive integer before sending', async () => {
-    await expect(client.deleteVoice(-1)).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'voice_id' });
+    await expect(client.deleteVoice(-1)).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'voiceId' });
   });
 });
 

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningEmulator } from '../lib/emulator/server.js';
@@ -9,7 +11,7 @@ import {
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  RateLimitError,
+  HttpRateLimitError,
 } from '../lib/http/errors.js';
 import { isTlsFailureCode, typedNetworkError } from '../lib/http/failures.js';
 import {
@@ -22,11 +24,11 @@ import {
   withRetry,
   type RetryInfo,
 } from '../lib/http/retry.js';
-import { KEY, OTHER_KEY, clientFor, control, emulator, logged } from './http-test-helpers.js';
+import { KEY, OTHER_KEY, clientFor, control, emulator, logged, sharedEmulator } from './http-test-helpers.js';
 
 const info = { method: 'POST', path: '/x' };
 const status = (code: number, retryAfterMs?: number): HttpStatusError => new HttpStatusError(code, { ...info, retryAfterMs });
-const rateLimit = (retryAfterMs?: number): RateLimitError => new RateLimitError({ ...info, retryAfterMs });
+const rateLimit = (retryAfterMs?: number): HttpRateLimitError => new HttpRateLimitError({ ...info, retryAfterMs });
 const refused = new HttpConnectionError('connect', 'ECONNREFUSED', 'connect ECONNREFUSED', info);
 const reset = new HttpConnectionError('exchange', 'UND_ERR_SOCKET', 'other side closed', info);
 
@@ -193,8 +195,8 @@ describe('withRetry', () => {
       { kind: 'read', retry: { maxDelayMs: 60_000 } },
     ).catch((e: unknown) => e);
     expect(n).toBe(1);
-    expect(error).toBeInstanceOf(RateLimitError);
-    expect((error as RateLimitError).retryAfterMs).toBe(120_000);
+    expect(error).toBeInstanceOf(HttpRateLimitError);
+    expect((error as HttpRateLimitError).retryAfterMs).toBe(120_000);
   });
 
   it('gives up after `retries` and throws the last typed error', async () => {
@@ -250,7 +252,7 @@ describe('withRetry', () => {
 describe('policy over HTTP', () => {
   let emu: RunningEmulator;
   let client: LocalizationClient;
-  const body = { text: 'Hello', source_language: 'en-us', target_language: 'es-es' };
+  const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
   beforeAll(async () => {
     emu = await emulator();
@@ -341,7 +343,7 @@ describe('policy over HTTP', () => {
       await c.createTranslatedTts(body);
       await c.createTranslatedTts(body);
       const error = await c.createTranslatedTts(body, { retry: false }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(RateLimitError);
+      expect(error).toBeInstanceOf(HttpRateLimitError);
       expect(error).toMatchObject({ code: 'RTT_RATE_LIMIT', retryable: true, retryAfterMs: 1000 });
       expect(retries).toHaveLength(0);
       // The other key has its own budget.
@@ -352,6 +354,51 @@ describe('policy over HTTP', () => {
       await c.close();
       await limited.close();
     }
+  });
+});
+
+describe('every creation beyond the interface, after an ambiguous failure', () => {
+  const env = sharedEmulator();
+  const WAV = readFileSync(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+  const dub = async (): Promise<number> => (await env.client.dub({ videoUrl: 'https://e.com/a.wav', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).runId;
+  const story = async (): Promise<number> => (await env.client.setupStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })).runId;
+  const dictionary = async (): Promise<number> =>
+    (await env.client.createDictionaryFromFile({ dictionaryFile: Buffer.from('en-us,es-es\nsea,mar\n'), dictionaryName: 'd' })).dictionaryId!;
+
+  // Each: the path the fault is armed on, what has to exist first, and the creation.
+  const cases: Array<[string, string, (c: LocalizationClient, id: number) => Promise<unknown>, (() => Promise<number>)?]> = [
+    ['POST /translate', '/translate', (c) => c.createTranslation({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /translation/stream', '/translation/stream', (c) => c.translationStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /transcribe (an upload)', '/transcribe', (c) => c.createTranscription({ language: 'en-us', mediaFile: WAV })],
+    ['POST /dub', '/dub', (c) => c.createDubbing({ videoUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /dub-alt-format', '/dub-alt-format/', (c, runId) => c.requestDubAltFormat(runId, 'es-es', 'wav'), dub],
+    ['POST /sub', '/sub', (c) => c.createSubtitles({ mediaUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us' })],
+    ['POST /text-to-sound', '/text-to-sound', (c) => c.createTextToSound({ prompt: 'rain' })],
+    ['POST /text-to-voice', '/text-to-voice', (c) => c.createTextToVoice({ text: 'hello', voiceDescription: 'warm' })],
+    ['POST /create-custom-voice', '/create-custom-voice', (c) => c.createCustomVoice({ file: WAV, voiceName: 'v', gender: 1 })],
+    ['POST /story', '/story', (c) => c.createStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
+    ['POST /translated-story', '/translated-story/', (c, runId) => c.createTranslatedStory(runId, 'es-es'), story],
+    ['POST /dictionaries/create-from-file', '/dictionaries/create-from-file', (c) => c.createDictionaryFromFile({ dictionaryFile: Buffer.from('en-us\nx\n'), dictionaryName: 'd' })],
+    ['POST /dictionaries/{id}/add-term', '/dictionaries/', (c, id) => c.addDictionaryTerm(id, [{ translation: 'x', language: 'en-us' }]), dictionary],
+    ['POST /folders/create', '/folders/create', (c) => c.createFolder('f')],
+  ];
+
+  it.each(cases)('%s is sent once when the connection drops', async (_name, path, create, prepare) => {
+    const id = prepare ? await prepare() : 0;
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { dropAfterBytes: 0, count: 1, path, method: 'POST' });
+    const error = await create(env.client, id).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpConnectionError);
+    expect(await logged(env.emu, 'POST', path)).toHaveLength(1);
+  });
+
+  it.each(cases)('%s is sent again after a 503 that says when to come back', async (_name, path, create, prepare) => {
+    const id = prepare ? await prepare() : 0;
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { status: 503, retryAfter: 0, count: 1, path, method: 'POST' });
+    const result = await create(env.client, id);
+    if (result instanceof Readable) result.destroy();
+    expect((await logged(env.emu, 'POST', path)).map((r) => r.status)).toEqual([503, 200]);
   });
 });
 
@@ -376,7 +423,7 @@ describe('connection refused', () => {
       onRetry: (r) => retries.push(r),
     });
     try {
-      const error = await client.createTranslatedTts({ text: 'x', source_language: 'en-us', target_language: 'es-es' }).catch((e: unknown) => e);
+      const error = await client.createTranslatedTts({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpConnectionError);
       expect(error).toMatchObject({ phase: 'connect', syscall: 'ECONNREFUSED', code: 'RTT_CONNECTION' });
       expect(retries.map((r) => r.retry)).toEqual([1, 2]);

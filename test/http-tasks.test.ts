@@ -102,7 +102,7 @@ describe('waitForTask', () => {
   });
 
   it('accepts statuses in any case and a numeric-string run_id', () => {
-    expect(parseTaskStatus('t', { status: 'success', run_id: '17' })).toMatchObject({ status: 'SUCCESS', run_id: 17 });
+    expect(parseTaskStatus('t', { status: 'success', run_id: '17' })).toMatchObject({ status: 'SUCCESS', runId: 17, raw: { status: 'success', run_id: '17' } });
     expect(() => parseTaskStatus('t', { run_id: 1 })).toThrow(ProtocolError);
     expect(() => parseTaskStatus('t', null)).toThrow(ProtocolError);
   });

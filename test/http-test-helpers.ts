@@ -7,14 +7,39 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
+import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
 
 export const KEY = 'test-key-0123456789';
 export const OTHER_KEY = 'other-key-9876543210';
 
+/**
+ * An emulator for the HTTP tests. Tasks do not depend on time: each answers PENDING to its first
+ * status read and reaches its outcome at the second (`taskPolls: 1`), on any machine.
+ */
 export async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
-  return startEmulator({ port: 0, apiKeys: [KEY, OTHER_KEY], taskMs: 30, ttsStreamDelayMs: 0, ...options });
+  return startEmulator({ port: 0, apiKeys: [KEY, OTHER_KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0, ...options });
+}
+
+/** The emulator and client a test file shares: started before its tests, closed after them. */
+export interface SharedEmulator {
+  emu: RunningEmulator;
+  client: LocalizationClient;
+}
+
+/** Starts an emulator (`emulator(options)`) and a client on it for the file's tests, and closes both after them. */
+export function sharedEmulator(options: EmulatorOptions = {}): SharedEmulator {
+  const shared = {} as SharedEmulator;
+  beforeAll(async () => {
+    shared.emu = await emulator(options);
+    shared.client = clientFor(shared.emu);
+  });
+  afterAll(async () => {
+    await shared.client?.close();
+    await shared.emu?.close();
+  });
+  return shared;
 }
 
 /** A client with fast retries (1 ms back-off) unless told otherwise. */
@@ -40,9 +65,17 @@ export async function control(emu: RunningEmulator, method: 'GET' | 'POST' | 'DE
   return JSON.parse(text);
 }
 
+/** A request as the emulator logged it; `uploads` for a multipart body. */
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  uploads?: Array<{ name: string; filename: string; size: number; sha256: string }>;
+}
+
 /** The requests the emulator logged for `method` and `path`. */
-export async function logged(emu: RunningEmulator, method: string, pathPrefix: string): Promise<Array<{ method: string; path: string; status: number }>> {
-  const { requests } = (await control(emu, 'GET', 'requests')) as { requests: Array<{ method: string; path: string; status: number }> };
+export async function logged(emu: RunningEmulator, method: string, pathPrefix: string): Promise<LoggedRequest[]> {
+  const { requests } = (await control(emu, 'GET', 'requests')) as { requests: LoggedRequest[] };
   return requests.filter((r) => r.method === method && r.path.startsWith(pathPrefix));
 }
 

@@ -35,7 +35,8 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { UtteranceSegmenter } from '../lib/emulator/vad.js';
-import { encodeAudioAppend, type ServerEvent } from '../lib/realtime/codec.js';
+import { encodeAudioAppend } from '../lib/realtime/codec.js';
+import type { RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
@@ -109,7 +110,7 @@ class Figures {
 
   constructor(readonly stream: RealtimeTranslateStream) {
     // After each event-loop turn that delivered server events (a socket read's worth).
-    stream.on('server-event', () => {
+    stream.on('event', () => {
       if (this.#scheduled) return;
       this.#scheduled = true;
       setImmediate(() => {
@@ -457,8 +458,8 @@ describe('RealtimeTranslateStream backpressure: a slow server', () => {
 /* 3. Slow events() consumer                                                                   */
 
 /** The most consecutive events whose wire form fits in one socket read, plus one straddling it. */
-function mostEventsPerRead(events: ServerEvent[]): number {
-  const sizes = events.map((e) => (e.raw ? JSON.stringify(e.raw).length : e.type === 'audio.delta' ? e.audio.length : 0) + 10);
+function mostEventsPerRead(events: RealtimeEvent[]): number {
+  const sizes = events.map((e) => ('raw' in e && e.raw ? JSON.stringify(e.raw).length : e.type === 'audio.delta' ? e.audio.length : 0) + 10);
   let most = 0;
   let from = 0;
   let total = 0;
@@ -480,13 +481,13 @@ describe('RealtimeTranslateStream backpressure: a slow events() consumer', () =>
     const closed = closedWith(stream);
     const output: Buffer[] = [];
     stream.on('data', (chunk: Buffer) => output.push(chunk));
-    await new Promise((resolve) => stream.once('session', resolve));
+    await new Promise((resolve) => stream.once('session.created', resolve));
 
     const iterator = stream.events();
-    const emitted: ServerEvent[] = [];
-    const pulled: ServerEvent[] = [];
+    const emitted: RealtimeEvent[] = [];
+    const pulled: RealtimeEvent[] = [];
     let mostQueued = 0;
-    stream.on('server-event', (event: ServerEvent) => {
+    stream.on('event', (event: RealtimeEvent) => {
       emitted.push(event);
       mostQueued = Math.max(mostQueued, emitted.length - pulled.length);
     });
@@ -496,8 +497,8 @@ describe('RealtimeTranslateStream backpressure: a slow events() consumer', () =>
     expected.feed(END_PADDING);
     const utterances = new UtteranceSegmenter().push(Buffer.concat([input, END_PADDING]));
     const beforeEnd = new UtteranceSegmenter().push(input).length;
-    // transcript, 7 text deltas, text done, the audio pieces, audio done
-    const allEvents = utterances.reduce((n, u) => n + 10 + Math.ceil(u.audio.length / OUTPUT_PIECE), 0);
+    // transcript, 7 text deltas, text done, the audio pieces, audio done, the response's timing; then ended
+    const allEvents = utterances.reduce((n, u) => n + 11 + Math.ceil(u.audio.length / OUTPUT_PIECE), 0) + 1;
     stream.write(input);
 
     // Nobody pulls: the queue fills past its bound and the socket is paused.
@@ -591,8 +592,8 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     const closed = closedWith(stream);
     const warnings: Array<Error & { code?: string }> = [];
     stream.on('warning', (warning: Error) => warnings.push(warning));
-    const emitted: ServerEvent[] = [];
-    stream.on('server-event', (event: ServerEvent) => emitted.push(event));
+    const emitted: RealtimeEvent[] = [];
+    stream.on('event', (event: RealtimeEvent) => emitted.push(event));
     const peer = await fake.acceptSession(stream);
     stream.end(TWO_UTTERANCES);
     await peer.waitForAudioBytes(TWO_UTTERANCES.length + END_PADDING.length);
@@ -616,16 +617,16 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     const one = tone(400, 1);
     const two = tone(1200, 2);
 
-    // Response one is five events: the fifth (audio done) goes over maxQueuedEvents.
+    // Response one is six events: the fifth (audio done, with the response's timing) goes over maxQueuedEvents.
     peer.sendResponse(one, 'one');
-    await until(() => stream.stats.paused && emitted.length === 5, 'the socket to be paused for the events() consumer');
-    expect(emitted.at(-1)?.type).toBe('audio.done');
+    await until(() => stream.stats.paused && emitted.length === 6, 'the socket to be paused for the events() consumer');
+    expect(emitted.at(-1)?.type).toBe('response');
     peer.sendResponse(two, 'two');
     await until(() => peer.bufferedAmount === 0, 'response two to reach the socket');
     // The consumer stays behind for ten quiet periods: silence the stream itself caused.
     vi.advanceTimersByTime(10 * QUIET_MS);
 
-    const pulled: ServerEvent[] = [];
+    const pulled: RealtimeEvent[] = [];
     const pulling = (async () => {
       for await (const event of iterator) pulled.push(event);
     })();
@@ -634,8 +635,17 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
 
     expect(error).toBeNull();
     expect(warnings).toEqual([]);
-    const types = ['transcript.completed', 'text.delta', 'text.done', 'audio.delta', 'audio.done'];
-    expect(pulled.map((e) => e.type)).toEqual([...types, ...types.slice(0, 3), 'audio.delta', 'audio.delta', 'audio.delta', 'audio.done']);
+    const types = ['transcript.done', 'text.delta', 'text.done', 'audio.delta', 'audio.done', 'response'];
+    expect(pulled.map((e) => e.type)).toEqual([
+      ...types,
+      ...types.slice(0, 3),
+      'audio.delta',
+      'audio.delta',
+      'audio.delta',
+      'audio.done',
+      'response',
+      'ended',
+    ]);
     expect(Buffer.concat(output).equals(Buffer.concat([one, two]))).toBe(true);
   });
 

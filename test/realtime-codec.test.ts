@@ -11,7 +11,6 @@ import {
   encodeServerEvent,
   encodeSessionUpdate,
   normalizeSessionConfig,
-  summarizeServerEvent,
   type SessionConfigInput,
 } from '../lib/realtime/codec.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
@@ -268,31 +267,34 @@ describe('decodeServerEvent', () => {
   it('decodes session.starting without payload', () => {
     expect(decodeServerEvent('{"type":"session.starting"}')).toEqual({
       type: 'session.starting',
+      wireType: 'session.starting',
       raw: { type: 'session.starting' },
     });
   });
 
-  it('decodes session.created with the id and the echoed voice and model', () => {
-    const event = decodeServerEvent(
+  it('decodes session.created into camelCase with the id and the echoed voice and model, keeping the wire object', () => {
+    const wire =
       '{"type":"session.created","session":{"id":"3f1c5a52-8d0e-4c7b-9a51-2f5b7d0c9e14",' +
-        '"source_language":"en-us","target_language":"es-es","output_modalities":["text","audio"],' +
-        '"voice":{"type":"cloned","voice_id":4242,"name":"Ana"},"model":"iris"}}',
-    );
+      '"source_language":"en-us","target_language":"es-es","output_modalities":["text","audio"],' +
+      '"voice":{"type":"cloned","voice_id":4242,"name":"Ana"},"model":"iris"}}';
+    const event = decodeServerEvent(wire);
     expect(event.type).toBe('session.created');
     if (event.type !== 'session.created') return;
-    expect(event.session).toEqual({
+    const { raw, ...session } = event.session;
+    expect(session).toEqual({
       id: '3f1c5a52-8d0e-4c7b-9a51-2f5b7d0c9e14',
-      source_language: 'en-us',
-      target_language: 'es-es',
-      output_modalities: ['text', 'audio'],
-      voice: { type: 'cloned', voice_id: 4242, name: 'Ana' },
+      sourceLanguage: 'en-us',
+      targetLanguage: 'es-es',
+      outputModalities: ['text', 'audio'],
+      voice: { type: 'cloned', voiceId: 4242 },
       model: 'iris',
     });
+    expect(raw).toEqual((JSON.parse(wire) as { session: unknown }).session);
   });
 
   it('decodes session.created without a session object as an empty session', () => {
     const event = decodeServerEvent('{"type":"session.created"}');
-    expect(event).toMatchObject({ type: 'session.created', session: {} });
+    expect(event).toMatchObject({ type: 'session.created', session: { raw: {} } });
   });
 
   it('decodes session.updated', () => {
@@ -302,14 +304,15 @@ describe('decodeServerEvent', () => {
       ),
     ).toMatchObject({
       type: 'session.updated',
-      session: { source_language: 'fr-fr', target_language: 'de-de', voice: { type: 'default' } },
+      wireType: 'session.updated',
+      session: { sourceLanguage: 'fr-fr', targetLanguage: 'de-de', voice: { type: 'default' } },
     });
   });
 
   it.each([
     {
       wire: '{"type":"conversation.item.input_audio_transcription.completed","transcript":"Good morning, everyone."}',
-      expected: { type: 'transcript.completed', transcript: 'Good morning, everyone.' },
+      expected: { type: 'transcript.done', text: 'Good morning, everyone.' },
     },
     {
       wire: '{"type":"conversation.item.input_audio_transcription.delta","delta":"Good mor"}',
@@ -331,9 +334,9 @@ describe('decodeServerEvent', () => {
       wire: '{"type":"response.audio.done"}',
       expected: { type: 'audio.done' },
     },
-  ])('decodes $wire', ({ wire, expected }) => {
-    const event = decodeServerEvent(wire);
-    expect(event).toEqual({ ...expected, raw: JSON.parse(wire) });
+  ])('decodes $wire under its one name, keeping the wire name', ({ wire, expected }) => {
+    const raw = JSON.parse(wire) as { type: string };
+    expect(decodeServerEvent(wire)).toEqual({ ...expected, wireType: raw.type, raw });
   });
 
   it.each([
@@ -344,12 +347,20 @@ describe('decodeServerEvent', () => {
     expect(event.type).toBe('audio.delta');
     if (event.type !== 'audio.delta') return;
     expect(event.audio).toEqual(Buffer.from([0x00, 0x80, 0xff, 0x7f]));
+    expect(event.wireType).toBe('response.audio.delta');
     expect(event.raw).toEqual(JSON.parse(wire));
   });
 
   it('prefers delta when an audio delta carries both fields', () => {
     const event = decodeServerEvent('{"type":"response.audio.delta","delta":"AQIDBA==","audio":"b2s="}');
     expect(event).toMatchObject({ type: 'audio.delta', audio: Buffer.from([1, 2, 3, 4]) });
+  });
+
+  it('lets the caller rewrite the parsed object before it is read (redaction)', () => {
+    const event = decodeServerEvent('{"type":"response.text.done","text":"key k-123 echoed"}', (raw) => {
+      raw.text = String(raw.text).replace('k-123', '[redacted]');
+    });
+    expect(event).toMatchObject({ type: 'text.done', text: 'key [redacted] echoed' });
   });
 
   it.each([
@@ -398,8 +409,8 @@ describe('decodeServerEvent', () => {
       message: 'The service reported an error without a message.',
       code: 500,
     },
-  ])('decodes an error with $label', ({ wire, message, code }) => {
-    expect(decodeServerEvent(wire)).toEqual({ type: 'error', message, code, raw: JSON.parse(wire) });
+  ])('decodes an error with $label as server.error', ({ wire, message, code }) => {
+    expect(decodeServerEvent(wire)).toEqual({ type: 'server.error', message, code, wireType: 'error', raw: JSON.parse(wire) });
   });
 
   it.each([
@@ -427,52 +438,10 @@ describe('decodeServerEvent', () => {
     expect(err).toBeInstanceOf(ProtocolError);
     expect(err).toMatchObject({ code: 'RTT_PROTOCOL' });
   });
-});
 
-describe('summarizeServerEvent', () => {
-  it.each([
-    {
-      field: 'delta',
-      wire: '{"type":"response.audio.delta","response_id":"r_1","delta":"AQIDBAUG"}',
-      summary: '{"type":"response.audio.delta","response_id":"r_1","delta":6}',
-    },
-    {
-      field: 'audio',
-      wire: '{"type":"response.audio.delta","audio":"AQIDBA=="}',
-      summary: '{"type":"response.audio.delta","audio":4}',
-    },
-    {
-      field: 'audio beside a null delta',
-      wire: '{"type":"response.audio.delta","delta":null,"audio":"AQIDBA=="}',
-      summary: '{"type":"response.audio.delta","audio":4}',
-    },
-    {
-      field: 'delta beside an audio copy',
-      wire: '{"type":"response.audio.delta","delta":"AQIDBAUG","audio":"AQIDBAUG"}',
-      summary: '{"type":"response.audio.delta","delta":6}',
-    },
-  ])('replaces base64 audio in $field by its decoded byte count', ({ wire, summary }) => {
-    expect(JSON.stringify(summarizeServerEvent(decodeServerEvent(wire)))).toBe(summary);
-  });
-
-  it('turns a binary frame into {type: "binary", bytes: N}', () => {
+  it('decodes a binary frame as audio.delta with wireType binary', () => {
     const frame = Buffer.alloc(9600, 0x11);
-    const event = decodeBinaryAudio(frame);
-    expect(event).toEqual({ type: 'audio.delta', audio: frame, raw: undefined });
-    expect(summarizeServerEvent(event)).toEqual({ type: 'binary', bytes: 9600 });
-  });
-
-  it.each([
-    '{"type":"session.starting"}',
-    '{"type":"session.created","session":{"id":"3f1c5a52-8d0e-4c7b-9a51-2f5b7d0c9e14","source_language":"en-us","target_language":"es-es"}}',
-    '{"type":"conversation.item.input_audio_transcription.completed","transcript":"Hello."}',
-    '{"type":"response.text.delta","delta":"Hola"}',
-    '{"type":"response.text.done","text":"Hola."}',
-    '{"type":"response.audio.done"}',
-    '{"type":"error","error":{"message":"Out of credits.","code":402}}',
-    '{"type":"rate_limits.updated","rate_limits":[]}',
-  ])('leaves %s unchanged', (wire) => {
-    expect(JSON.stringify(summarizeServerEvent(decodeServerEvent(wire)))).toBe(wire);
+    expect(decodeBinaryAudio(frame)).toEqual({ type: 'audio.delta', audio: frame, wireType: 'binary', raw: undefined });
   });
 });
 
@@ -566,8 +535,16 @@ describe('encodeServerEvent (emulator side)', () => {
       output_modalities: ['text', 'audio'],
       voice: { type: 'default' },
     };
-    expect(decodeServerEvent(encodeServerEvent.sessionCreated(session))).toMatchObject({ type: 'session.created', session });
-    expect(decodeServerEvent(encodeServerEvent.sessionUpdated(session))).toMatchObject({ type: 'session.updated', session });
+    const camel = {
+      id: session.id,
+      sourceLanguage: 'en-us',
+      targetLanguage: 'es-es',
+      outputModalities: ['text', 'audio'],
+      voice: { type: 'default' },
+      raw: session,
+    };
+    expect(decodeServerEvent(encodeServerEvent.sessionCreated(session))).toMatchObject({ type: 'session.created', session: camel });
+    expect(decodeServerEvent(encodeServerEvent.sessionUpdated(session))).toMatchObject({ type: 'session.updated', session: camel });
   });
 
   it('text with quotes, newlines and non-ASCII round trips', () => {
@@ -575,8 +552,8 @@ describe('encodeServerEvent (emulator side)', () => {
     expect(decodeServerEvent(encodeServerEvent.textDelta(text))).toMatchObject({ type: 'text.delta', delta: text });
     expect(decodeServerEvent(encodeServerEvent.textDone(text))).toMatchObject({ type: 'text.done', text });
     expect(decodeServerEvent(encodeServerEvent.transcriptCompleted(text))).toMatchObject({
-      type: 'transcript.completed',
-      transcript: text,
+      type: 'transcript.done',
+      text,
     });
   });
 
@@ -594,6 +571,6 @@ describe('encodeServerEvent (emulator side)', () => {
     { label: 'without code', code: undefined },
   ])('error $label round trips', ({ code }) => {
     const message = 'Invalid "x-api-key".';
-    expect(decodeServerEvent(encodeServerEvent.error(message, code))).toMatchObject({ type: 'error', message, code });
+    expect(decodeServerEvent(encodeServerEvent.error(message, code))).toMatchObject({ type: 'server.error', message, code });
   });
 });

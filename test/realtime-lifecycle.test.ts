@@ -36,7 +36,7 @@ const FIXTURE_INFO = JSON.parse(readFileSync(new URL('./fixtures/speech-en-24k.j
 
 /**
  * What the emulator returns for `sent` (everything the client sent, end padding included):
- * each utterance's voiced region +- 300 ms, computed by the same segmenter the emulator runs.
+ * each utterance's voiced region, computed by the same segmenter the emulator runs.
  * With `creditBytes`, only the utterances that ended within the credited input.
  */
 function expectedTranslation(sent: Buffer, creditBytes?: number): Buffer {
@@ -46,10 +46,7 @@ function expectedTranslation(sent: Buffer, creditBytes?: number): Buffer {
 
 /** The fixture's translation from its measured voiced regions (json), independent of the segmenter. */
 function fixtureSlices(): Buffer {
-  const pad = 300 * 24; // samples
-  return Buffer.concat(
-    FIXTURE_INFO.utterances.map(({ startSample, endSample }) => FIXTURE.subarray((startSample - pad) * 2, (endSample + pad) * 2)),
-  );
+  return Buffer.concat(FIXTURE_INFO.utterances.map(({ startSample, endSample }) => FIXTURE.subarray(startSample * 2, endSample * 2)));
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -212,7 +209,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
   async 'connecting (connected, cold start: session.starting, no session.created)'() {
     const server = await emulator({ coldStartMs: 60_000 });
     const w = open(server.realtimeUrl);
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     expect(w.stream.sessionId).toBeUndefined();
     return { server: { kind: 'emulator', emulator: server }, w };
   },
@@ -220,7 +217,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
     const server = await emulator();
     const w = open(server.realtimeUrl);
     collect(w);
-    await next(w.stream, 'session');
+    await next(w.stream, 'session.created');
     w.stream.write(FIXTURE);
     await next(w.stream, 'audio.done');
     expect(w.output.length).toBeGreaterThan(0);
@@ -239,7 +236,7 @@ const STATES: Record<string, () => Promise<Scenario>> = {
     const server = await emulator();
     const w = open(server.realtimeUrl, { quietPeriodMs: 60_000 });
     collect(w);
-    await next(w.stream, 'session');
+    await next(w.stream, 'session.created');
     const three = times(w.stream, 'audio.done', 3);
     w.stream.end(FIXTURE);
     await three;
@@ -370,14 +367,14 @@ describe('RealtimeTranslateStream: AbortSignal', () => {
     async 'connecting (cold start)'(signal) {
       const server = await emulator({ coldStartMs: 60_000 });
       const w = open(server.realtimeUrl, { signal });
-      await next(w.stream, 'starting');
+      await next(w.stream, 'session.starting');
       return { w, server: { kind: 'emulator', emulator: server } };
     },
     async active(signal) {
       const server = await emulator();
       const w = open(server.realtimeUrl, { signal });
       collect(w);
-      await next(w.stream, 'session');
+      await next(w.stream, 'session.created');
       w.stream.write(FIXTURE);
       await next(w.stream, 'audio.done');
       return { w, server: { kind: 'emulator', emulator: server } };
@@ -428,7 +425,7 @@ describe('RealtimeTranslateStream: ready timeout during a cold start', () => {
     const baseline = countHandles();
     const server = await coldStart();
     const w = open(server.realtimeUrl, { readyTimeoutMs: READY_MS });
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     const withServer = countHandles();
 
     vi.advanceTimersByTime(READY_MS - 1);
@@ -471,7 +468,7 @@ describe('RealtimeTranslateStream: ready timeout during a cold start', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    await next(w.stream, 'starting');
+    await next(w.stream, 'session.starting');
     const withServer = countHandles();
     vi.advanceTimersByTime(READY_MS);
     vi.useRealTimers();
@@ -504,7 +501,7 @@ describe('RealtimeTranslateStream: output received before a fatal server error i
     const expected = expectedTranslation(SENT, CREDIT_BYTES);
     const slices = fixtureSlices();
     const [u1, u2] = FIXTURE_INFO.utterances as [{ startSample: number; endSample: number }, { startSample: number; endSample: number }];
-    const twoSlices = ((u1.endSample - u1.startSample) + (u2.endSample - u2.startSample) + 4 * 300 * 24) * 2;
+    const twoSlices = ((u1.endSample - u1.startSample) + (u2.endSample - u2.startSample)) * 2;
     expect(expected.length).toBe(twoSlices);
     expect(expected.equals(slices.subarray(0, twoSlices))).toBe(true);
   });

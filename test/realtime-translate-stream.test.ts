@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { inspect } from 'node:util';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
-import type { ServerEvent } from '../lib/realtime/codec.js';
+import type { RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { RtTranslateError } from '../lib/errors.js';
 import { chunked, expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
@@ -49,12 +49,12 @@ interface Collected {
 async function translate(stream: RealtimeTranslateStream, input: Buffer[]): Promise<Collected> {
   const out: Collected = { audio: Buffer.alloc(0), transcripts: [], texts: [], deltas: [], audioDone: 0, warnings: [], sessionIds: [] };
   const audio: Buffer[] = [];
-  stream.on('transcript', (t) => out.transcripts.push(t));
+  stream.on('transcript.done', (t) => out.transcripts.push(t));
   stream.on('text.done', (t) => out.texts.push(t));
   stream.on('text.delta', (d) => out.deltas.push(d));
   stream.on('audio.done', () => out.audioDone++);
   stream.on('warning', (w) => out.warnings.push(w));
-  stream.on('session', (s) => out.sessionIds.push(s.id));
+  stream.on('session.created', (s) => out.sessionIds.push(s.id));
   await pipeline(
     Readable.from(input),
     stream,
@@ -114,14 +114,14 @@ describe('RealtimeTranslateStream against the emulator', () => {
 
   it('accepts output audio as binary WebSocket frames', async () => {
     const emu = await emulate({ audioFrames: 'binary' });
-    const events: ServerEvent[] = [];
+    const events: RealtimeEvent[] = [];
     const stream = open(emu);
-    stream.on('server-event', (e) => events.push(e));
+    stream.on('event', (e) => events.push(e));
     const result = await translate(stream, chunked(fixture.pcm, [4800]));
     expect(result.audio.equals(expected)).toBe(true);
     const audioEvents = events.filter((e) => e.type === 'audio.delta');
     expect(audioEvents.length).toBeGreaterThan(3);
-    expect(audioEvents.every((e) => e.type === 'audio.delta' && e.raw === undefined)).toBe(true);
+    expect(audioEvents.every((e) => e.type === 'audio.delta' && e.wireType === 'binary' && e.raw === undefined)).toBe(true);
   });
 
   it('text only: no audio comes out, the translated texts do', async () => {
@@ -136,7 +136,7 @@ describe('RealtimeTranslateStream against the emulator', () => {
     const emu = await emulate({ coldStartMs: 300 });
     const stream = open(emu);
     let starting = 0;
-    stream.on('starting', () => starting++);
+    stream.on('session.starting', () => starting++);
     // Audio sent before session.created would be discarded by the service, and the output
     // would then be shorter than expected.
     const result = await translate(stream, chunked(fixture.pcm, [4800]));
@@ -182,11 +182,12 @@ describe('RealtimeTranslateStream against the emulator', () => {
     await translate(stream, chunked(fixture.pcm, [4800]));
     await iterate;
     expect(types.slice(0, 2)).toEqual(['session.created', 'session.updated']);
-    const perResponse = types.slice(2);
-    // transcript, text deltas, text done, audio deltas, audio done — three times.
+    expect(types.at(-1)).toBe('ended');
+    const perResponse = types.slice(2, -1);
+    // transcript, text deltas, text done, audio deltas, audio done, the response's timing: three times.
     const compact = perResponse.join(' ').replace(/(text\.delta ?)+/g, 'text.delta+ ').replace(/(audio\.delta ?)+/g, 'audio.delta+ ').trim();
     expect(compact).toBe(
-      Array(3).fill('transcript.completed text.delta+ text.done audio.delta+ audio.done').join(' '),
+      Array(3).fill('transcript.done text.delta+ text.done audio.delta+ audio.done response').join(' '),
     );
   });
 
@@ -238,7 +239,7 @@ describe('RealtimeTranslateStream failures', () => {
     const emu = await emulate({ clonedVoices: { [KEY]: [5001] } });
     const stream = open(emu, { voiceId: 5001 });
     const result = await translate(stream, chunked(fixture.pcm, [4800]));
-    expect(stream.session?.voice).toEqual({ type: 'cloned', voice_id: 5001 });
+    expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: 5001 });
     expect(result.audio.equals(expected)).toBe(true);
   });
 
@@ -277,10 +278,10 @@ describe('RealtimeTranslateStream failures', () => {
   });
 
   it.each([
-    ['from', { from: 'xx-yy' }, 'session.source_language'],
-    ['to', { to: 'en' }, 'session.target_language'],
+    ['from', { from: 'xx-yy' }, 'from'],
+    ['to', { to: 'en' }, 'to'],
     ['voiceId', { voiceId: 0 }, 'voiceId'],
-    ['outputModalities', { outputModalities: [] as never }, 'session.output_modalities'],
+    ['outputModalities', { outputModalities: [] as never }, 'outputModalities'],
     ['maxAppendBytes', { maxAppendBytes: 300_000 }, 'maxAppendBytes'],
     ['readyTimeoutMs', { readyTimeoutMs: -1 }, 'readyTimeoutMs'],
     ['headers', { headers: { 'X-Api-Key': 'k' } }, 'headers'],
@@ -347,7 +348,7 @@ describe('RealtimeTranslateStream environment', () => {
     process.env.RT_TRANSLATE_REALTIME_URL = emu.realtimeUrl;
     const stream = new RealtimeTranslateStream({ from: 'EN-US', to: 'ES-ES', quietPeriodMs: 400 });
     const result = await translate(stream, chunked(fixture.pcm, [4800]));
-    expect(stream.session?.source_language).toBe('en-us');
+    expect(stream.session?.sourceLanguage).toBe('en-us');
     expect(result.audio.equals(expected)).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import { AbortError, IntegrityError, ValidationError } from '../lib/errors.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { HttpAuthError, HttpTimeoutError, ServiceValidationError } from '../lib/http/errors.js';
 import { TtsStreamReadable, sampleBytesOf, type TtsStreamResponseInfo } from '../lib/http/tts-stream-readable.js';
-import type { OutputFormat } from '../lib/http/validation.js';
+import type { OutputFormat } from '../lib/http/schemas.js';
 import { KEY, clientFor, collect, control, emulator, ioTurns, logged, until } from './http-test-helpers.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog, twice over.';
@@ -38,7 +38,7 @@ describe('formats', () => {
   it.each(['wav', 'flac', 'pcm_s16le', 'pcm_s16be', 'pcm_s32le', 'pcm_s32be', 'pcm_f32le', 'pcm_f32be'] as OutputFormat[])(
     '%s: the exact bytes, in whole samples for PCM',
     async (format) => {
-      const stream = client.ttsStream({ text: TEXT, language: 'en-us', voice_id: 3, output_configuration: { format } });
+      const stream = client.ttsStream({ text: TEXT, language: 'en-us', voiceId: 3, outputConfiguration: { format } });
       const response = new Promise<TtsStreamResponseInfo>((resolve) => stream.once('response', resolve));
       const chunks: Buffer[] = [];
       for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -57,7 +57,7 @@ describe('formats', () => {
   it('content types follow the format', async () => {
     const types: Record<string, string | undefined> = {};
     for (const format of ['wav', 'flac', 'pcm_s16le'] as OutputFormat[]) {
-      const stream = client.ttsStream({ text: 'abc', language: 'en-us', output_configuration: { format } });
+      const stream = client.ttsStream({ text: 'abc', language: 'en-us', outputConfiguration: { format } });
       await collect(stream);
       types[format] = stream.contentType;
     }
@@ -78,7 +78,7 @@ describe('formats', () => {
   });
 
   it('honours sample_rate', async () => {
-    const stream = client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'pcm_s16le', sample_rate: 16_000 } });
+    const stream = client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'pcm_s16le', sampleRate: 16_000 } });
     expect((await collect(stream)).equals(expected('pcm_s16le', TEXT, 16_000))).toBe(true);
   });
 });
@@ -90,11 +90,11 @@ describe('errors', () => {
     expect(() => client.ttsStream({ text: 'hello', language: 'english' })).toThrow(/language/);
     let error: unknown;
     try {
-      client.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'ogg' as OutputFormat } });
+      client.ttsStream({ text: 'hello', language: 'en-us', outputConfiguration: { format: 'ogg' as OutputFormat } });
     } catch (e) {
       error = e;
     }
-    expect(error).toMatchObject({ code: 'RTT_VALIDATION', field: 'output_configuration.format' });
+    expect(error).toMatchObject({ code: 'RTT_VALIDATION', field: 'outputConfiguration.format' });
   });
 
   it.each([
@@ -116,30 +116,30 @@ describe('errors', () => {
   });
 
   it('a 422 from the service (adts is not emulated) fails the stream with ServiceValidationError', async () => {
-    const stream = client.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'adts' } });
+    const stream = client.ttsStream({ text: 'hello', language: 'en-us', outputConfiguration: { format: 'adts' } });
     const error = await collect(stream).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
-    expect(error).toMatchObject({ field: 'output_configuration.format' });
+    expect(error).toMatchObject({ field: 'outputConfiguration.format' });
     expect((error as Error).message).toContain('not supported by the emulator');
   });
 
   it('a 401 fails the stream with HttpAuthError', async () => {
     const wrong = new LocalizationClient({ baseUrl: emu.baseUrl, apiKey: 'no-such-key-000', retry: false });
-    const error = await collect(wrong.ttsStream({ text: 'hello', language: 'en-us', output_configuration: { format: 'wav' } })).catch((e: unknown) => e);
+    const error = await collect(wrong.ttsStream({ text: 'hello', language: 'en-us', outputConfiguration: { format: 'wav' } })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpAuthError);
     await wrong.close();
   });
 
   it('a 503 with Retry-After before any byte is retried', async () => {
     await control(emu, 'POST', 'faults', { status: 503, retryAfter: 0, path: '/tts-stream' });
-    const bytes = await collect(client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'wav' } }));
+    const bytes = await collect(client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'wav' } }));
     expect(bytes.equals(expected('wav'))).toBe(true);
     expect((await logged(emu, 'POST', '/tts-stream')).map((r) => r.status)).toEqual([503, 200]);
   });
 
   it('a 500 is not retried: the request costs credits', async () => {
     await control(emu, 'POST', 'faults', { status: 500, path: '/tts-stream' });
-    const error = await collect(client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'wav' } })).catch((e: unknown) => e);
+    const error = await collect(client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'wav' } })).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 500, code: 'RTT_HTTP' });
     expect(await logged(emu, 'POST', '/tts-stream')).toHaveLength(1);
   });
@@ -149,7 +149,7 @@ describe('flow control', () => {
   const LONG = 'Streaming speech for a slow reader. '.repeat(80);
 
   it('backpressure: an unread stream buffers a bounded amount, then delivers everything', async () => {
-    const stream = client.ttsStream({ text: LONG, language: 'en-us', output_configuration: { format: 'pcm_s16le' } });
+    const stream = client.ttsStream({ text: LONG, language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } });
     await new Promise((resolve) => stream.once('response', resolve));
     stream.read(0);
     // Let the transfer run until nothing moves any more.
@@ -171,7 +171,7 @@ describe('flow control', () => {
   it('idle timeout: a body that stalls while data is wanted fails with HttpTimeoutError', async () => {
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, stallAfterBytes: 1001, path: '/tts-stream' });
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const stream = client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'pcm_s16le' } }, { idleTimeoutMs: 10_000 });
+    const stream = client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } }, { idleTimeoutMs: 10_000 });
     const chunks: Buffer[] = [];
     let failure: unknown;
     stream.on('data', (c: Buffer) => chunks.push(c));
@@ -191,7 +191,7 @@ describe('flow control', () => {
   it('idle timeout: a slow consumer never trips it', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const LONGER = 'A reader that takes its time. '.repeat(60);
-    const stream = client.ttsStream({ text: LONGER, language: 'en-us', output_configuration: { format: 'pcm_s16le' } }, { idleTimeoutMs: 1000 });
+    const stream = client.ttsStream({ text: LONGER, language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } }, { idleTimeoutMs: 1000 });
     let failure: unknown;
     stream.on('error', (e) => {
       failure = e;
@@ -206,7 +206,7 @@ describe('flow control', () => {
   });
 
   it('destroy() aborts the request and closes without an error', async () => {
-    const stream = client.ttsStream({ text: LONG, language: 'en-us', output_configuration: { format: 'pcm_s16le' } });
+    const stream = client.ttsStream({ text: LONG, language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } });
     let failure: unknown;
     stream.on('error', (e) => {
       failure = e;
@@ -225,7 +225,7 @@ describe('flow control', () => {
 
   it('destroy() while waiting for the headers aborts the request at once', async () => {
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, path: '/tts-stream' });
-    const stream = client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'wav' } });
+    const stream = client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'wav' } });
     let failure: unknown;
     stream.on('error', (e) => {
       failure = e;
@@ -241,7 +241,7 @@ describe('flow control', () => {
 
   it('an AbortSignal destroys the stream with AbortError', async () => {
     const controller = new AbortController();
-    const stream = client.ttsStream({ text: LONG, language: 'en-us', output_configuration: { format: 'wav' } }, { signal: controller.signal });
+    const stream = client.ttsStream({ text: LONG, language: 'en-us', outputConfiguration: { format: 'wav' } }, { signal: controller.signal });
     stream.once('data', () => controller.abort());
     const error = await collect(stream).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AbortError);
@@ -249,7 +249,7 @@ describe('flow control', () => {
   });
 
   it('an already aborted signal sends nothing', async () => {
-    const stream = client.ttsStream({ text: TEXT, language: 'en-us', output_configuration: { format: 'wav' } }, { signal: AbortSignal.abort() });
+    const stream = client.ttsStream({ text: TEXT, language: 'en-us', outputConfiguration: { format: 'wav' } }, { signal: AbortSignal.abort() });
     expect(await collect(stream).catch((e: unknown) => e)).toBeInstanceOf(AbortError);
     expect(await logged(emu, 'POST', '/tts-stream')).toHaveLength(0);
   });
@@ -296,7 +296,7 @@ describe('sample alignment against a server that splits samples', () => {
       pieces.push(bytes.subarray(at, at + size));
       at += size;
     }
-    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', output_configuration: { format } });
+    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format } });
     const warnings: IntegrityError[] = [];
     stream.on('warning', (w) => warnings.push(w));
     const chunks: Buffer[] = [];
@@ -311,7 +311,7 @@ describe('sample alignment against a server that splits samples', () => {
 
   it("trailingPartialSample: 'error' fails the stream instead", async () => {
     pieces = [bytes.subarray(0, 3)];
-    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', output_configuration: { format: 'pcm_s16le' } }, { trailingPartialSample: 'error' });
+    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } }, { trailingPartialSample: 'error' });
     const error = await collect(stream).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IntegrityError);
     expect((error as Error).message).toContain('1 trailing byte');
@@ -319,7 +319,7 @@ describe('sample alignment against a server that splits samples', () => {
 
   it('other formats pass through untouched, chunk for chunk', async () => {
     pieces = [bytes.subarray(0, 3), bytes.subarray(3)];
-    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', output_configuration: { format: 'wav' } });
+    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format: 'wav' } });
     expect((await collect(stream)).equals(bytes)).toBe(true);
     expect(stream.droppedBytes).toBe(0);
   });

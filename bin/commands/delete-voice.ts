@@ -2,9 +2,8 @@
  * `rt-translate delete-voice ID`: deletes a custom voice of the key's workspace
  * (`DELETE /delete-voice/{id}`). Permanent; a voice the key does not own is refused (403).
  */
-import { parseArgs } from 'node:util';
-import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, serviceSettings, withService } from './http-common.js';
+import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService } from './http-common.js';
 
 export const DELETE_VOICE_USAGE = `Usage: rt-translate delete-voice ID [options]      delete a custom voice
 
@@ -18,13 +17,9 @@ was in fact deleted.
 ${EXIT_USAGE_TEXT}`;
 
 export async function runDeleteVoice(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine(() =>
-    parseArgs({ args, options: SERVICE_OPTIONS, strict: true, allowPositionals: true }),
-  );
-  if (values.help) {
-    io.stdout.write(`${DELETE_VOICE_USAGE}\n`);
-    return EXIT_OK;
-  }
+  const parsed = parseCommand(args, SERVICE_OPTIONS, DELETE_VOICE_USAGE, io, true);
+  if (!parsed) return EXIT_OK;
+  const { values, positionals } = parsed;
   if (positionals.length !== 1) throw new UsageError(`delete-voice expects one voice ID (got ${positionals.length}; see --help).`);
   const text = positionals[0]!;
   if (!/^\d+$/.test(text)) throw new UsageError(`ID expects a positive integer (got "${text}").`);

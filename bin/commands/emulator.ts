@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
+import type { RealtimeFaults } from '../../lib/emulator/realtime.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, type CliIo } from '../cli.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
@@ -22,6 +23,26 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
                           URLs answer 403
   --rate-limit N          HTTP requests per second per key before 429 (default 0: unlimited;
                           below 1, e.g. 0.5: one request, then one every 1/N seconds)
+  --cloned-voice ID       a custom voice every accepted key owns, so \`rt-translate --voice ID\`
+                          and delete-voice can be tried offline; repeat for several. Voices made
+                          with POST /create-custom-voice are owned by the key that made them.
+
+Realtime fault switches (each applies to every session, so a reconnected one fails again):
+  --drop-after-ms MS        drop each session MS after session.created
+  --drop-after-responses N  drop each session once it has sent N responses
+  --drop-mid-response       with --drop-after-responses: cut in the middle of the next
+                            response's audio instead
+  --drop-code CODE          drop with this close code (1001 1011 1012 1013 ...) instead of
+                            cutting the connection (the client sees 1006)
+  --drop-reset              drop with a TCP reset: what was in flight is lost
+  --half-open-after-ms MS   go half-open MS after session.created: read nothing, answer no
+                            ping, send nothing (a server that vanished without closing)
+  --refuse-handshakes N[:STATUS[:RETRY_AFTER_S]]
+                            refuse the first N handshakes with STATUS (default 503; 401
+                            and 429 are useful too), with Retry-After when given
+  --merge-utterances N      answer every N utterances with one response
+  --late-utterance N:MS     answer utterance N of each session MS late (repeatable)
+  --echo-key                echo the caller's key in session.created and error messages
   -h, --help
 
 Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT"} on one line once it
@@ -39,8 +60,71 @@ const OPTIONS = {
   'task-ms': { type: 'string' },
   'url-ttl-s': { type: 'string' },
   'rate-limit': { type: 'string' },
+  'cloned-voice': { type: 'string', multiple: true },
+  'drop-after-ms': { type: 'string' },
+  'drop-after-responses': { type: 'string' },
+  'drop-mid-response': { type: 'boolean' },
+  'drop-code': { type: 'string' },
+  'drop-reset': { type: 'boolean' },
+  'half-open-after-ms': { type: 'string' },
+  'refuse-handshakes': { type: 'string' },
+  'merge-utterances': { type: 'string' },
+  'late-utterance': { type: 'string', multiple: true },
+  'echo-key': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** `N:MS` or `N[:A[:B]]` flag values: integers separated by colons. */
+function intList(value: string, flag: string, shape: string, min: number, max: number): number[] {
+  const parts = value.split(':');
+  if (parts.length < min || parts.length > max || parts.some((p) => !/^\d+$/.test(p))) {
+    throw new UsageError(`${flag} expects ${shape} (got "${value}").`);
+  }
+  return parts.map(Number);
+}
+
+function parseFaults(values: {
+  'drop-after-ms'?: string;
+  'drop-after-responses'?: string;
+  'drop-mid-response'?: boolean;
+  'drop-code'?: string;
+  'drop-reset'?: boolean;
+  'half-open-after-ms'?: string;
+  'refuse-handshakes'?: string;
+  'merge-utterances'?: string;
+  'late-utterance'?: string[];
+  'echo-key'?: boolean;
+}): RealtimeFaults {
+  const faults: RealtimeFaults = {};
+  const dropAfterMs = intFlag(values['drop-after-ms'], '--drop-after-ms', 0);
+  if (dropAfterMs !== undefined) faults.dropAfterMs = dropAfterMs;
+  const dropAfterResponses = intFlag(values['drop-after-responses'], '--drop-after-responses', 0);
+  if (dropAfterResponses !== undefined) faults.dropAfterResponses = dropAfterResponses;
+  if (values['drop-mid-response'] === true) faults.dropMidResponse = true;
+  const dropCode = intFlag(values['drop-code'], '--drop-code', 1000);
+  if (dropCode !== undefined) faults.dropCode = dropCode;
+  if (values['drop-reset'] === true) faults.dropReset = true;
+  const halfOpenAfterMs = intFlag(values['half-open-after-ms'], '--half-open-after-ms', 0);
+  if (halfOpenAfterMs !== undefined) faults.halfOpenAfterMs = halfOpenAfterMs;
+  if (values['refuse-handshakes'] !== undefined) {
+    const [count, status, retryAfterS] = intList(values['refuse-handshakes'], '--refuse-handshakes', 'N[:STATUS[:RETRY_AFTER_S]]', 1, 3);
+    faults.refuseHandshakes = count!;
+    if (status !== undefined) faults.refuseStatus = status;
+    if (retryAfterS !== undefined) faults.refuseRetryAfterS = retryAfterS;
+  }
+  const merge = intFlag(values['merge-utterances'], '--merge-utterances', 1);
+  if (merge !== undefined) faults.mergeUtterances = merge;
+  if (values['late-utterance']) {
+    const late: Record<number, number> = {};
+    for (const item of values['late-utterance']) {
+      const [index, delay] = intList(item, '--late-utterance', 'N:MS', 2, 2);
+      late[index!] = delay!;
+    }
+    faults.lateUtterances = late;
+  }
+  if (values['echo-key'] === true) faults.echoKey = true;
+  return faults;
+}
 
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
   const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
@@ -60,6 +144,12 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
   const taskMs = intFlag(values['task-ms'], '--task-ms', 0);
   const urlTtlS = numberFlag(values['url-ttl-s'], '--url-ttl-s', 0);
   const rateLimit = numberFlag(values['rate-limit'], '--rate-limit', 0);
+  const voiceIds = (values['cloned-voice'] ?? []).map((id) => {
+    if (!/^\d+$/.test(id)) throw new UsageError(`--cloned-voice expects a positive integer voice id (got "${id}").`);
+    return intFlag(id, '--cloned-voice', 1)!;
+  });
+  const keys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];
+  const faults = parseFaults(values);
 
   const emulator = await startEmulator({
     ...(values.host !== undefined ? { host: values.host } : {}),
@@ -72,6 +162,8 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(taskMs !== undefined ? { taskMs } : {}),
     ...(urlTtlS !== undefined ? { urlTtlS } : {}),
     ...(rateLimit !== undefined ? { rateLimit } : {}),
+    ...(voiceIds.length > 0 ? { clonedVoices: Object.fromEntries(keys.map((key) => [key, voiceIds])) } : {}),
+    faults,
   });
   io.stdout.write(`${JSON.stringify({ baseUrl: emulator.baseUrl, realtimeUrl: emulator.realtimeUrl })}\n`);
 

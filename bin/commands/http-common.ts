@@ -5,16 +5,46 @@
  * terminal, and Ctrl-C. Composition only; the protocol is in lib/http.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_API_KEY, ENV_BASE_URL, parseServiceUrl, resolveApiKey } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { TaskProgress } from '../../lib/http/tasks.js';
-import type { FlacDownloadRetry } from '../../lib/http/flac-download-stream.js';
+import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
 import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
-import { UsageError, intFlag, type CliIo } from '../cli.js';
+import { ValidationError } from '../../lib/errors.js';
+import { validate, type Check } from '../../lib/http/validation.js';
+import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
+import type { TaskKind } from '../../lib/http/task-kinds.js';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+
+/** A subcommand's options, in `parseArgs` form. */
+export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+
+/** What `parseArgs` answers for the options `O` of a subcommand. */
+export type ParsedCommand<O extends CommandOptions> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: boolean }>>;
+
+/**
+ * Parses a subcommand's arguments (a parse error, or an argument where `allowPositionals` is
+ * false, is a usage error). With `--help`, prints `usage` on stdout and returns undefined: the
+ * command then ends with status 0.
+ */
+export function parseCommand<O extends CommandOptions>(args: string[], options: O, usage: string, io: CliIo, allowPositionals = false): ParsedCommand<O> | undefined {
+  const parsed = parseCommandLine(() => parseArgs({ args, options, strict: true, allowPositionals }));
+  if ((parsed.values as { help?: boolean }).help) {
+    io.stdout.write(`${usage}\n`);
+    return undefined;
+  }
+  return parsed;
+}
+
+/** A comma-separated flag value as its items (`es-es,fr-fr`), blanks dropped. */
+export function listFlag(value: string | undefined): string[] {
+  return value?.split(',').map((item) => item.trim()).filter((item) => item !== '') ?? [];
+}
 
 /** Flags every HTTP subcommand takes (`parseArgs` form). */
 export const SERVICE_OPTIONS = {
@@ -30,6 +60,13 @@ export const POLL_OPTIONS = {
   'poll-ms': { type: 'string' },
 } as const;
 
+/** Flags of the subcommands that create a task: don't wait, or fetch an earlier run's result. */
+export const TASK_OPTIONS = {
+  ...POLL_OPTIONS,
+  'no-wait': { type: 'boolean' },
+  run: { type: 'string' },
+} as const;
+
 export const SERVICE_USAGE = `  --api-key KEY         or env ${ENV_API_KEY}
   --base-url URL        or env ${ENV_BASE_URL} (for example https://client.camb.ai/apis)
   --allow-insecure      allow plain-text http:// to a host that is not loopback
@@ -39,6 +76,11 @@ export const SERVICE_USAGE = `  --api-key KEY         or env ${ENV_API_KEY}
 
 export const POLL_USAGE = `  --poll-ms MS          poll every MS (default: the service's guidance, 2 s growing to 5 s
                         for speech, 15 s growing to 60 s for subtitles and separation)`;
+
+export const TASK_USAGE = `  --no-wait             create the task, print {"task_id":...,"kind":...} on stdout and exit
+  --run ID              skip the task: fetch the result of the finished run ID (from an earlier
+                        --no-wait, then task-status --wait)
+${POLL_USAGE}`;
 
 export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (after writing what was received; the
 message names the cause); 2 usage or configuration error, before any request.`;
@@ -55,6 +97,12 @@ export interface ServiceValues {
   'allow-insecure'?: boolean;
   emulator?: boolean;
   'poll-ms'?: string;
+}
+
+/** The task flags as `parseArgs` gives them. */
+export interface TaskValues extends ServiceValues {
+  'no-wait'?: boolean;
+  run?: string;
 }
 
 /** The service configuration, checked: a problem is a usage error before anything else happens. */
@@ -141,6 +189,89 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
     await client?.close();
     await emulator?.close();
   }
+}
+
+/**
+ * The library's checks of a request built from flags, before anything is opened or sent; a
+ * problem is a usage error naming the flag (`flags` maps the request's field to its flag) and
+ * what it accepts. Returns the request's wire body.
+ */
+export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object, flags: Record<string, string>): T {
+  try {
+    return validate<T>(schema, request);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const top = error.field.split('.')[0]!;
+    const flag = flags[error.field] ?? flags[top];
+    if (flag === undefined) throw error;
+    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
+    throw new UsageError(`${flag} expects ${error.accepted}${got === undefined ? '' : ` (got ${got})`}.`);
+  }
+}
+
+/**
+ * Refuses, before anything starts, an operation that needs a service which outlives this command
+ * (a task or run created earlier): the embedded emulator starts empty for each command, so it
+ * could only answer 404.
+ */
+export function requirePersistentService(settings: ServiceSettings, what: string): void {
+  if (!settings.useEmulator) return;
+  throw new UsageError(
+    `${what} needs the service that made it, but no base URL is configured, and the embedded emulator starts ` +
+      `empty for each command: it could only answer 404. Point --base-url (or ${ENV_BASE_URL}) at the service, ` +
+      `or run \`rt-translate emulator\` in another terminal and use its baseUrl for the task's whole life.`,
+  );
+}
+
+/** `serviceSettings` of a command with the task flags: `--run` needs a service that outlives the command. */
+export function taskSettings(values: TaskValues, io: CliIo): ServiceSettings {
+  const settings = serviceSettings(values, io);
+  const runId = runFlag(values);
+  if (runId !== undefined) requirePersistentService(settings, `--run ${runId}`);
+  return settings;
+}
+
+/** `--run ID` as a run id, or undefined; `--run` with `--no-wait` is a usage error. */
+export function runFlag(values: TaskValues): number | undefined {
+  const runId = intFlag(values.run, '--run', 1);
+  if (runId !== undefined && values['no-wait']) throw new UsageError('--run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.');
+  return runId;
+}
+
+/**
+ * The run a command's result comes from: `--run ID` as given; else the task `create` makes,
+ * announced on stderr and waited for (a progress line on a terminal), its run announced too.
+ * With `--no-wait`, prints `{"task_id","kind"}` on stdout and how to go on on stderr, and
+ * returns undefined.
+ */
+export async function taskRun(
+  io: CliIo,
+  service: Service,
+  kind: TaskKind,
+  values: TaskValues,
+  create: (signal: AbortSignal) => Promise<CreatedTask>,
+): Promise<number | undefined> {
+  const given = runFlag(values);
+  if (given !== undefined) return given;
+  const task = await create(service.signal);
+  if (values['no-wait']) {
+    io.stdout.write(`${JSON.stringify({ task_id: task.taskId, kind })}\n`);
+    io.stderr.write(
+      `rt-translate: task ${task.taskId} (${kind}) created; wait for it with \`rt-translate task-status ${kind} ${task.taskId} --wait\`, ` +
+        'then fetch its result with --run RUN_ID\n',
+    );
+    return undefined;
+  }
+  io.stderr.write(`rt-translate: task ${task.taskId} (${kind}) created\n`);
+  const progress = taskProgress(io, `task ${task.taskId}`);
+  let run;
+  try {
+    run = await service.client.waitForTask(kind, task.taskId, { signal: service.signal, onProgress: progress.onProgress });
+  } finally {
+    progress.stop();
+  }
+  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
+  return run.runId;
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -254,6 +385,71 @@ export async function copyToSink(source: Readable, sink: AudioSink): Promise<num
   }
   if (failure !== undefined) throw failure;
   return bytes;
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Downloads to files                                                                        */
+
+/** Checks that `path` names a file that can be read, before anything starts (a usage error naming `flag`). */
+export async function checkInputFile(path: string, flag: string): Promise<void> {
+  try {
+    const handle = await open(path, 'r');
+    const info = await handle.stat();
+    await handle.close();
+    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'not a file' });
+  } catch (error) {
+    throw new UsageError(`cannot read ${flag} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** Checks that `dir` is a directory that exists (a usage error otherwise). */
+export async function checkDirectory(dir: string): Promise<void> {
+  let info;
+  try {
+    info = await stat(dir);
+  } catch (error) {
+    throw new UsageError(`cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
+}
+
+/** A download that failed; `partial` names the file holding what was received, if any. */
+export class DownloadError extends Error {
+  constructor(
+    readonly failure: unknown,
+    readonly partial: { path: string; bytes: number } | undefined,
+  ) {
+    super(failure instanceof Error ? failure.message : String(failure));
+  }
+}
+
+/** Size of the file at `path`, or undefined when there is none. */
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Downloads the file `open` opens to `path` (through `path.part`, renamed once complete), saying
+ * on stderr when it resumes (`label` names it). On failure the partial file is kept (an empty
+ * one is removed) and named by the `DownloadError`.
+ */
+export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string): Promise<number> {
+  const partial = `${path}.part`;
+  try {
+    const download = await open();
+    download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
+    const bytes = await copyToSink(download, openRawSink(partial, io));
+    await rename(partial, path);
+    return bytes;
+  } catch (error) {
+    const bytes = await sizeOf(partial);
+    if (bytes === 0) await rm(partial, { force: true });
+    throw new DownloadError(error, bytes ? { path: partial, bytes } : undefined);
+  }
 }
 
 /* ----------------------------------------------------------------------------------------- */

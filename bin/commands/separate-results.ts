@@ -6,13 +6,21 @@
  * own; the exit status is 1 when any run failed. A track is written to `NAME.part` and renamed
  * once complete; after a failure the bytes received stay in `NAME.part` and the message names it.
  */
-import { rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { RUN_IDS_COUNT } from '../../lib/http/validation.js';
-import type { LocalizationClient, SeparationTrack } from '../../lib/http/client.js';
-import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, parseCommandLine, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, copyToSink, describeRetry, openRawSink, serviceSettings, withService } from './http-common.js';
+import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
+import type { SeparationTrack } from '../../lib/http/client.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  checkDirectory,
+  DownloadError,
+  downloadToFile,
+  parseCommand,
+  serviceSettings,
+  withService,
+} from './http-common.js';
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
 
@@ -65,69 +73,10 @@ export function batchesOf(ids: number[]): number[][] {
   return batches;
 }
 
-async function checkDirectory(dir: string): Promise<void> {
-  let info;
-  try {
-    info = await stat(dir);
-  } catch (error) {
-    throw new UsageError(`cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
-}
-
-/** A download that failed; `partial` names the file holding what was received, if any. */
-class TrackDownloadError extends Error {
-  constructor(
-    readonly failure: unknown,
-    readonly partial: { path: string; bytes: number } | undefined,
-  ) {
-    super(failure instanceof Error ? failure.message : String(failure));
-  }
-}
-
-/** Size of the file at `path`, or undefined when there is none. */
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Downloads one track to `path` (through `path.part`, renamed once complete). On failure the
- * partial file is kept (an empty one is removed) and named by the `TrackDownloadError`.
- */
-async function downloadTrack(
-  client: LocalizationClient,
-  batch: number[],
-  runId: number,
-  track: SeparationTrack,
-  url: string,
-  path: string,
-  io: CliIo,
-  signal: AbortSignal,
-): Promise<number> {
-  const partial = `${path}.part`;
-  try {
-    const audio = await client.openSeparationTrack(batch, runId, track, { url, signal });
-    audio.on('retry', (info) => io.stderr.write(`${describeRetry(`run ${runId} ${track}`, info)}\n`));
-    const bytes = await copyToSink(audio, openRawSink(partial, io));
-    await rename(partial, path);
-    return bytes;
-  } catch (error) {
-    const bytes = await sizeOf(partial);
-    if (bytes === 0) await rm(partial, { force: true });
-    throw new TrackDownloadError(error, bytes ? { path: partial, bytes } : undefined);
-  }
-}
-
 export async function runSeparateResults(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true }));
-  if (values.help) {
-    io.stdout.write(`${SEPARATE_RESULTS_USAGE}\n`);
-    return EXIT_OK;
-  }
+  const parsed = parseCommand(args, OPTIONS, SEPARATE_RESULTS_USAGE, io, true);
+  if (!parsed) return EXIT_OK;
+  const { values, positionals } = parsed;
   const ids = runIdsOf(positionals);
   const dir = values.output ?? '.';
   if (dir === '-') throw new UsageError('-o expects a directory: two files are written per run.');
@@ -160,10 +109,10 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
           const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
           const path = join(dir, `${track}-${runId}.flac`);
           try {
-            await downloadTrack(client, batch, runId, track, url, path, io, signal);
+            await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`);
             io.stdout.write(`${path}\n`);
           } catch (error) {
-            const { failure, partial } = error instanceof TrackDownloadError ? error : { failure: error, partial: undefined };
+            const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
             const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
             if (signal.aborted) {
               if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);

@@ -9,9 +9,11 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
-import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
+import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
+import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
-import { summarizeServerEvent, REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
+import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
@@ -53,6 +55,11 @@ export const TRANSLATE_USAGE = `Usage: rt-translate --from TAG --to TAG [options
   --events PATH         every server event as one JSON object per line (audio as byte counts)
   --quiet-ms MS         after the input ends, wait for the last translation until no event
                         has arrived for MS ms (default 3000)
+  --no-reconnect        fail at the first dropped connection instead of reconnecting and
+                        sending the unanswered audio again (default: reconnect, said on stderr)
+  --stats               print a summary at the end: responses, latency from the end of each
+                        sentence to its transcript and first translated audio (p50/p95/max),
+                        reconnects (also one {"type":"stats"} line in --events)
   --api-key KEY         or env ${ENV_API_KEY}
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
@@ -68,6 +75,8 @@ lets the last translation finish; a second Ctrl-C aborts. Exit status:
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)
+  3    the session ended, but without every answer it was owed (the service closed early,
+       or an answer never came within the stall timeout); what arrived was written
   2    usage or configuration error (before any connection), or an input that cannot be read
        or decoded; when that happens midway, the audio before the failure is translated and
        written first, and the message says how much was used
@@ -95,6 +104,8 @@ const OPTIONS = {
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
   'quiet-ms': { type: 'string' },
+  'no-reconnect': { type: 'boolean' },
+  stats: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -347,6 +358,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       ...(voiceId !== undefined ? { voiceId } : {}),
       ...(textOnly ? { outputModalities: ['text'] as const } : {}),
       ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
+      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
     });
   } catch (error) {
     await release();
@@ -374,11 +386,20 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       }, 250)
     : undefined;
   progress?.unref();
-  rt.on('transcript', (text) => line(`transcript (${from}): ${text}`));
+  rt.on('transcript.done', (text) => line(`transcript (${from}): ${text}`));
   rt.on('text.done', (text) => line(`translation (${to}): ${text}`));
   rt.on('warning', (warning) => line(`rt-translate: warning: ${warning.message}`));
+  rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
+    line(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
+  );
+  rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
+    line(
+      `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
+        (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
+    ),
+  );
   const eventLog = events ? new EventLog(events) : undefined;
-  if (eventLog) rt.on('server-event', (event) => eventLog.add(`${JSON.stringify(summarizeServerEvent(event))}\n`));
+  if (eventLog) rt.on('event', (event) => eventLog.add(`${JSON.stringify(eventToRecord(event))}\n`));
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
   // the translator's input, so the session finishes with what was sent. Second: abort.
@@ -442,6 +463,11 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   } catch (error) {
     failure ??= error;
   }
+  if (values.stats === true) {
+    const stats = rt.stats;
+    for (const text of statsLines(stats)) line(`rt-translate: ${text}`);
+    eventLog?.add(`${JSON.stringify({ type: 'stats', ...stats })}\n`);
+  }
   try {
     await eventLog?.close();
   } catch (error) {
@@ -464,5 +490,35 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`${describeFailure(failure)}\n`);
     return EXIT_FAILURE;
   }
-  return inputFailure !== undefined ? EXIT_USAGE : EXIT_OK;
+  if (inputFailure !== undefined) return EXIT_USAGE;
+  return rt.stats.ending?.complete === false ? EXIT_INCOMPLETE : EXIT_OK;
+}
+
+/** The session ended without every answer it was owed (what arrived was written). */
+const EXIT_INCOMPLETE = 3;
+
+function latencyText(summary: LatencySummary): string {
+  if (summary.count === 0) return 'n/a';
+  const s = (v: number | undefined) => ((v ?? 0) / 1000).toFixed(2);
+  return `p50 ${s(summary.p50)} s, p95 ${s(summary.p95)} s, max ${s(summary.max)} s`;
+}
+
+/** `--stats`: a few lines a person reads at the end of a session. */
+function statsLines(stats: RealtimeStats): string[] {
+  const lines = [
+    `${stats.responses} ${stats.responses === 1 ? 'response' : 'responses'}; ` +
+      `${seconds(stats.inputBytes)} s of audio in, ${seconds(stats.bytesReceived)} s of translated audio out`,
+    `latency from the end of a sentence: transcript ${latencyText(stats.latency.transcriptMs)}; ` +
+      `first translated audio ${latencyText(stats.latency.firstAudioMs)}`,
+  ];
+  if (stats.reconnects > 0) {
+    lines.push(
+      `${stats.reconnects} ${stats.reconnects === 1 ? 'reconnect' : 'reconnects'}, ${(stats.outageMs / 1000).toFixed(1)} s without a session ` +
+        `(longest ${(stats.longestOutageMs / 1000).toFixed(1)} s), ${seconds(stats.bytesReplayed)} s of audio sent again`,
+    );
+  }
+  if (stats.ending && !stats.ending.complete) {
+    lines.push(`ended incomplete (${stats.ending.reason}): ${(stats.ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech unanswered`);
+  }
+  return lines;
 }

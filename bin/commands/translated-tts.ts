@@ -1,26 +1,29 @@
 /**
  * `rt-translate translated-tts`: translate a text, then speak it (`POST /translated-tts`, polled
- * until done). The translated text goes to stdout (to stderr when the audio does), the audio
+ * until done, its task and run named on stderr; `--no-wait` only creates it, `--run` fetches an
+ * earlier run). The translated text goes to stdout (to stderr when the audio does), the audio
  * (FLAC, or PCM16/WAV with `--decode`) to a file or stdout, resuming if the download breaks.
  */
-import { parseArgs } from 'node:util';
-import { DEFAULT_VOICE_ID, translatedTtsSchema, validate } from '../../lib/http/validation.js';
+import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
 import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
-import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
-  POLL_OPTIONS,
-  POLL_USAGE,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
   checkOutput,
+  checkRequest,
   copyToSink,
   describeRetry,
   isStdout,
   openRawSink,
   openWavSink,
-  serviceSettings,
-  taskProgress,
+  parseCommand,
+  runFlag,
+  taskRun,
+  taskSettings,
   withService,
 } from './http-common.js';
 
@@ -33,18 +36,19 @@ export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text T
   -o, --output PATH     audio out; '-' or absent: stdout (then the text goes to stderr)
   --decode              write PCM16 LE instead of FLAC (a WAV file when PATH ends in .wav),
                         checked against the FLAC's MD5
-${POLL_USAGE}
+${TASK_USAGE}
 ${SERVICE_USAGE}
 
-Waits for the task (a progress line with its status and the time waited when stderr is a
-terminal), prints the translated text on stdout, then writes the audio, resuming the download
-if the connection drops.
+Says on stderr which task it created and, once done, its run; waits for the task (a progress
+line with its status and the time waited when stderr is a terminal), prints the translated
+text on stdout, then writes the audio, resuming the download if the connection drops.
+--text, --from and --to are not needed with --run.
 
 ${EXIT_USAGE_TEXT}`;
 
 const OPTIONS = {
   ...SERVICE_OPTIONS,
-  ...POLL_OPTIONS,
+  ...TASK_OPTIONS,
   text: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
@@ -54,43 +58,35 @@ const OPTIONS = {
 } as const;
 
 export async function runTranslatedTts(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
-  if (values.help) {
-    io.stdout.write(`${TRANSLATED_TTS_USAGE}\n`);
-    return EXIT_OK;
+  const parsed = parseCommand(args, OPTIONS, TRANSLATED_TTS_USAGE, io);
+  if (!parsed) return EXIT_OK;
+  const { values } = parsed;
+  const runId = runFlag(values);
+  let body: TranslatedTtsRequest | undefined;
+  if (runId === undefined) {
+    if (values.text === undefined) throw new UsageError('--text TEXT is required (see --help).');
+    if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
+    if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
+    const voiceId = intFlag(values.voice, '--voice', 1);
+    body = { text: values.text, sourceLanguage: values.from, targetLanguage: values.to, ...(voiceId !== undefined ? { voiceId } : {}) };
+    checkRequest(translatedTtsSchema, body, { text: '--text', sourceLanguage: '--from', targetLanguage: '--to', voiceId: '--voice' });
   }
-  if (values.text === undefined) throw new UsageError('--text TEXT is required (see --help).');
-  if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
-  if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
-  const voiceId = intFlag(values.voice, '--voice', 1);
-  const body: TranslatedTtsRequest = {
-    text: values.text,
-    source_language: values.from,
-    target_language: values.to,
-    ...(voiceId !== undefined ? { voice_id: voiceId } : {}),
-  };
-  validate(translatedTtsSchema, body);
-  const settings = serviceSettings(values, io);
+  const settings = taskSettings(values, io);
   const output = values.output;
   const decode = values.decode === true;
   const wav = decode && !isStdout(output) && output!.toLowerCase().endsWith('.wav');
-  await checkOutput(output, io);
+  if (!values['no-wait']) await checkOutput(output, io);
 
-  return withService(settings, io, async ({ client, signal }) => {
-    const task = await client.createTranslatedTts(body, { signal });
-    const progress = taskProgress(io, `task ${task.taskId}`);
-    let run;
-    try {
-      run = await client.waitForTranslatedTts(task.taskId, { signal, onProgress: progress.onProgress });
-    } finally {
-      progress.stop();
-    }
-    const { translatedText } = await client.getTranslationResult(run.runId, { signal });
+  return withService(settings, io, async (service) => {
+    const { client, signal } = service;
+    const run = await taskRun(io, service, 'translated-tts', values, (s) => client.createTranslatedTts(body!, { signal: s }));
+    if (run === undefined) return EXIT_OK;
+    const { translatedText } = await client.getTranslationResult(run, { signal });
     const textOut = isStdout(output) ? io.stderr : io.stdout;
     textOut.write(`${translatedText}\n`);
 
-    const result = await client.getTtsResultAudio(run.runId, { signal, decode });
-    result.audio.on('retry', (info) => io.stderr.write(`${describeRetry(`audio of run ${run.runId}`, info)}\n`));
+    const result = await client.getTtsResultAudio(run, { signal, decode });
+    result.audio.on('retry', (info) => io.stderr.write(`${describeRetry(`audio of run ${run}`, info)}\n`));
     const format = result.audio.format!;
     const sink = wav ? openWavSink(output!, format.sampleRate, format.channels) : openRawSink(output, io);
     await copyToSink(result.audio, sink);

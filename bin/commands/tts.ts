@@ -3,20 +3,41 @@
  * or standard output as it arrives.
  */
 import { extname } from 'node:path';
-import { parseArgs } from 'node:util';
-import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, validate, type OutputFormat } from '../../lib/http/validation.js';
+import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
-import { EXIT_OK, UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, checkOutput, copyToSink, openRawSink, serviceSettings, withService } from './http-common.js';
+import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  checkOutput,
+  checkRequest,
+  copyToSink,
+  openRawSink,
+  parseCommand,
+  serviceSettings,
+  withService,
+} from './http-common.js';
 
-export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --voice ID --language TAG [options]      streaming text to speech
+export const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
+  '.wav': 'wav',
+  '.flac': 'flac',
+  '.mp3': 'mp3',
+  '.aac': 'adts',
+  '.adts': 'adts',
+  '.pcm': 'pcm_s16le',
+  '.raw': 'pcm_s16le',
+};
+
+export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --language TAG [options]      streaming text to speech
 
   --text TEXT           what to say (${TTS_STREAM_TEXT_LENGTH.min} to ${TTS_STREAM_TEXT_LENGTH.max} characters)
-  --voice ID            voice id (for example ${DEFAULT_VOICE_ID})
   --language TAG        locale tag of the text, for example en-us
+  --voice ID            voice id (default ${DEFAULT_VOICE_ID})
   -o, --output PATH     audio out, written as it arrives; '-' or absent: stdout
   --format F            ${OUTPUT_FORMATS.join(' ')}
-                        (default: from the output's extension, .wav .flac .mp3 .aac .pcm; else wav)
+                        (default: from the output's extension, ${Object.keys(FORMAT_BY_EXTENSION).join(' ')};
+                        wav for stdout or a name without extension; another extension is refused)
   --sample-rate HZ      ask for this sample rate
   --model M             speech model (auto, mars-pro, mars-flash, mars-instruct, ...)
 ${SERVICE_USAGE}
@@ -34,15 +55,6 @@ const OPTIONS = {
   model: { type: 'string' },
 } as const;
 
-const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
-  '.wav': 'wav',
-  '.flac': 'flac',
-  '.mp3': 'mp3',
-  '.aac': 'adts',
-  '.adts': 'adts',
-  '.pcm': 'pcm_s16le',
-  '.raw': 'pcm_s16le',
-};
 
 function outputFormat(flag: string | undefined, output: string | undefined): OutputFormat {
   if (flag !== undefined) {
@@ -52,30 +64,35 @@ function outputFormat(flag: string | undefined, output: string | undefined): Out
     return flag as OutputFormat;
   }
   const ext = output === undefined || output === '-' ? '' : extname(output).toLowerCase();
-  return FORMAT_BY_EXTENSION[ext] ?? 'wav';
+  if (ext === '') return 'wav';
+  const format = FORMAT_BY_EXTENSION[ext];
+  if (format === undefined) {
+    throw new UsageError(
+      `cannot tell which format to write to ${output}: the service streams ${Object.keys(FORMAT_BY_EXTENSION).join(' ')}; ` +
+        `pass --format (${OUTPUT_FORMATS.join(', ')}) or use one of these extensions.`,
+    );
+  }
+  return format;
 }
 
 export async function runTts(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }));
-  if (values.help) {
-    io.stdout.write(`${TTS_USAGE}\n`);
-    return EXIT_OK;
-  }
+  const parsed = parseCommand(args, OPTIONS, TTS_USAGE, io);
+  if (!parsed) return EXIT_OK;
+  const { values } = parsed;
   if (values.text === undefined) throw new UsageError('--text TEXT is required (see --help).');
-  if (values.voice === undefined) throw new UsageError('--voice ID is required (see --help).');
   if (values.language === undefined) throw new UsageError('--language TAG is required (see --help).');
-  const voiceId = intFlag(values.voice, '--voice', 1)!;
+  const voiceId = intFlag(values.voice, '--voice', 1) ?? DEFAULT_VOICE_ID;
   const sampleRate = intFlag(values['sample-rate'], '--sample-rate', 1);
   const format = outputFormat(values.format, values.output);
   const request: TtsStreamRequest = {
     text: values.text,
     language: values.language,
-    voice_id: voiceId,
-    ...(values.model !== undefined ? { speech_model: values.model } : {}),
-    output_configuration: { format, ...(sampleRate !== undefined ? { sample_rate: sampleRate } : {}) },
+    voiceId,
+    ...(values.model !== undefined ? { speechModel: values.model } : {}),
+    outputConfiguration: { format, ...(sampleRate !== undefined ? { sampleRate } : {}) },
   };
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
-  validate(ttsStreamSchema, request);
+  checkRequest(ttsStreamSchema, request, { text: '--text', language: '--language', voiceId: '--voice', speechModel: '--model', outputConfiguration: '--format', 'outputConfiguration.sampleRate': '--sample-rate' });
   const settings = serviceSettings(values, io);
   await checkOutput(values.output, io);
 

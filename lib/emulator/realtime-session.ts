@@ -8,6 +8,7 @@
  * Errors that end the session are followed by a close with code 1008 (policy violation).
  */
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
 import {
   DEFAULT_VOICE_ID,
@@ -20,11 +21,12 @@ import {
   type OutputModality,
   type SessionConfig,
   type SessionConfigInput,
-  type SessionInfo,
+  type WireSessionInfo,
   type VoiceSelection,
 } from '../realtime/codec.js';
 import { ValidationError } from '../errors.js';
 import { UtteranceSegmenter, type SegmentedUtterance, type UtteranceSegmenterOptions } from './vad.js';
+import type { VoiceOwnership } from './voices.js';
 
 /** Bytes of PCM16 mono 24 kHz per second of audio. */
 const BYTES_PER_SECOND = 48_000;
@@ -38,7 +40,8 @@ export const STOCK_VOICE_IDS: ReadonlySet<number> = new Set([DEFAULT_VOICE_ID]);
 /** The session settings, resolved from the emulator options (see `RealtimeEmulatorOptions`). */
 export interface RealtimeSessionSettings {
   apiKeys: ReadonlySet<string>;
-  clonedVoices: ReadonlyMap<string, ReadonlySet<number>>;
+  /** Which key owns which cloned voice (the emulator's voice registry). */
+  voices: VoiceOwnership;
   sessionUpdateTimeoutMs: number;
   creditBytes: number | undefined;
   creditSeconds: number | undefined;
@@ -48,7 +51,32 @@ export interface RealtimeSessionSettings {
   coldStartMs: number;
   inputBytesPerSecond: number | undefined;
   sendBufferLimitBytes: number;
+  faults: ResolvedRealtimeFaults;
 }
+
+/** The fault switches, checked (see `RealtimeFaults` in `realtime.ts`). */
+export interface ResolvedRealtimeFaults {
+  dropAfterMs: number | undefined;
+  dropAfterResponses: number | undefined;
+  dropMidResponse: boolean;
+  dropCode: number | undefined;
+  dropReset: boolean;
+  halfOpenAfterMs: number | undefined;
+  mergeUtterances: number;
+  lateUtterances: ReadonlyMap<number, number>;
+  echoKey: boolean;
+}
+
+/** How a session is ended on purpose: cut without a close frame, or closed with `code`. */
+export interface DropOptions {
+  /** Close with this code instead of cutting the connection (the client then sees 1006). */
+  code?: number;
+  /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
+  reset?: boolean;
+}
+
+/** Utterances waiting to be answered together (`mergeUtterances`), flushed after this quiet time. */
+const MERGE_WINDOW_MS = 2_000;
 
 /** What the handshake established. */
 export interface RealtimeHandshake {
@@ -59,8 +87,11 @@ export interface RealtimeHandshake {
   mode: string | undefined;
 }
 
-/** Where a session is: waiting for its first `session.update`, cold-starting, running, stopping after billing, closed. */
-export type RealtimeSessionState = 'awaiting-update' | 'starting' | 'active' | 'stopping' | 'closed';
+/**
+ * Where a session is: waiting for its first `session.update`, cold-starting, running, stopping
+ * after billing, half-open (a fault: reading and answering nothing), closed.
+ */
+export type RealtimeSessionState = 'awaiting-update' | 'starting' | 'active' | 'stopping' | 'half-open' | 'closed';
 type State = RealtimeSessionState;
 
 /** A snapshot of one session, for tests and diagnostics. */
@@ -77,7 +108,10 @@ export interface RealtimeSessionStats {
   /** True while the emulator is not reading the client's input (slow client or `inputBytesPerSecond`). */
   readingPaused: boolean;
 }
-type PauseReason = 'throttle' | 'backpressure';
+type PauseReason = 'throttle' | 'backpressure' | 'half-open';
+
+/** How long a half-open session keeps its socket before cutting it. */
+const HALF_OPEN_HOLD_MS = 60_000;
 
 interface ActiveConfig {
   source_language: string;
@@ -143,11 +177,21 @@ export class RealtimeSession {
   private throttleTimer: NodeJS.Timeout | undefined;
   private readAllowedAt = 0;
   private resolveClosed!: () => void;
+  /** Responses sent so far (for `dropAfterResponses`). */
+  private responsesSent = 0;
+  /** Utterances held to be answered as one (`mergeUtterances`). */
+  private merging: SegmentedUtterance[] = [];
+  private mergeTimer: NodeJS.Timeout | undefined;
+  /** Frames given to the socket and not yet written, and who waits for them. */
+  private unflushed = 0;
+  private readonly flushWaiters: Array<() => void> = [];
 
   constructor(
     private readonly ws: WebSocket,
     private readonly handshake: RealtimeHandshake,
     private readonly settings: RealtimeSessionSettings,
+    /** The raw socket under `ws`, for the half-open fault. */
+    private readonly socket?: Duplex,
   ) {
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
@@ -189,7 +233,7 @@ export class RealtimeSession {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     // Binary frames are not events (interface); the service ignores them (facts.md).
-    if (isBinary || this.state === 'closed' || this.state === 'stopping') return;
+    if (isBinary || this.state === 'closed' || this.state === 'stopping' || this.state === 'half-open') return;
     const size = rawLength(data);
     if (size > MAX_CLIENT_EVENT_BYTES) {
       this.sendError(
@@ -253,6 +297,7 @@ export class RealtimeSession {
       );
       return;
     }
+    this.ownerKey = key;
     const config = this.validate(session, key, true);
     if (config === undefined) return;
     this.config = config;
@@ -295,7 +340,7 @@ export class RealtimeSession {
         this.fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
         return undefined;
       }
-      if (owner === undefined || !(this.settings.clonedVoices.get(owner)?.has(voice.voice_id) ?? false)) {
+      if (owner === undefined || !this.settings.voices.owns(owner, voice.voice_id)) {
         this.fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
         return undefined;
       }
@@ -317,11 +362,14 @@ export class RealtimeSession {
     const info = this.sessionInfo();
     this.send(encodeServerEvent.sessionCreated(info));
     this.send(encodeServerEvent.sessionUpdated(info));
+    const { dropAfterMs, halfOpenAfterMs } = this.settings.faults;
+    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(this.dropOptions()), dropAfterMs);
+    if (halfOpenAfterMs !== undefined) this.setTimer(() => this.goHalfOpen(), halfOpenAfterMs);
   }
 
-  private sessionInfo(): SessionInfo {
+  private sessionInfo(): WireSessionInfo {
     const config = this.config!;
-    const info: SessionInfo = {
+    const info: WireSessionInfo = {
       id: this.id,
       source_language: config.source_language,
       target_language: config.target_language,
@@ -330,6 +378,8 @@ export class RealtimeSession {
     };
     if (this.handshake.model !== undefined) info.model = this.handshake.model;
     if (this.handshake.mode !== undefined) info.mode = this.handshake.mode;
+    // A misbehaving service (fault switch): the caller's key echoed back.
+    if (this.settings.faults.echoKey && this.ownerKey !== undefined) info.api_key = this.ownerKey;
     return info;
   }
 
@@ -366,32 +416,58 @@ export class RealtimeSession {
       this.billedBytes += pcm.length;
     }
     this.processedBytes += pcm.length;
-    for (const utterance of this.segmenter.push(pcm)) this.schedule(utterance);
+    for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
     if (exhausted) this.stopBilling();
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
-  private schedule(utterance: SegmentedUtterance): void {
+  /** An utterance ended: answer it, or hold it to answer several as one (`mergeUtterances`). */
+  private answer(utterance: SegmentedUtterance): void {
+    const group = this.settings.faults.mergeUtterances;
+    if (group <= 1) {
+      this.schedule([utterance]);
+      return;
+    }
+    this.merging.push(utterance);
+    this.clearTimer(this.mergeTimer);
+    this.mergeTimer = undefined;
+    if (this.merging.length >= group) this.flushMerged();
+    else this.mergeTimer = this.setTimer(() => this.flushMerged(), MERGE_WINDOW_MS);
+  }
+
+  private flushMerged(): void {
+    this.mergeTimer = undefined;
+    const group = this.merging;
+    this.merging = [];
+    if (group.length > 0) this.schedule(group);
+  }
+
+  /** Queues one response answering `utterances` (one, or several merged). */
+  private schedule(utterances: SegmentedUtterance[]): void {
     const config = this.config!;
-    const seconds = utterance.durationSeconds.toFixed(2);
-    const transcript = `[${config.source_language} utterance ${utterance.index}, ${seconds} s]`;
-    const translation = `[${config.target_language} translation of utterance ${utterance.index}, ${seconds} s]`;
+    const first = utterances[0]!;
+    const last = utterances[utterances.length - 1]!;
+    const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);
+    const which = utterances.length === 1 ? `utterance ${first.index}` : `utterances ${first.index}-${last.index}`;
+    const transcript = `[${config.source_language} ${which}, ${seconds} s]`;
+    const translation = `[${config.target_language} translation of ${which}, ${seconds} s]`;
     const frames: Array<string | Buffer> = [encodeServerEvent.transcriptCompleted(transcript)];
     if (config.output_modalities.includes('text')) {
       for (const delta of words(translation)) frames.push(encodeServerEvent.textDelta(delta));
       frames.push(encodeServerEvent.textDone(translation));
     }
     if (config.output_modalities.includes('audio')) {
-      const { audio } = utterance;
+      const audio = utterances.length === 1 ? first.audio : Buffer.concat(utterances.map((u) => u.audio));
       for (let at = 0; at < audio.length; at += OUTPUT_PIECE_BYTES) {
         const piece = audio.subarray(at, Math.min(audio.length, at + OUTPUT_PIECE_BYTES));
         frames.push(this.settings.audioFrames === 'binary' ? piece : encodeServerEvent.audioDelta(piece));
       }
       frames.push(encodeServerEvent.audioDone());
     }
-    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs, frames });
+    const late = this.settings.faults.lateUtterances.get(last.index) ?? 0;
+    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late, frames });
     this.pump();
   }
 
@@ -410,7 +486,20 @@ export class RealtimeSession {
         return;
       }
       this.queue.shift();
+      const { dropAfterResponses, dropMidResponse } = this.settings.faults;
+      const dropNow = dropAfterResponses !== undefined && this.responsesSent >= dropAfterResponses;
+      if (dropNow && dropMidResponse) {
+        // Cut in the middle of this response's audio.
+        const audioAt = head.frames.findIndex((f) => typeof f !== 'string' || f.includes('"response.audio.delta"'));
+        const cut = audioAt < 0 ? 0 : audioAt + Math.max(1, Math.floor((head.frames.length - 1 - audioAt) / 2));
+        for (const frame of head.frames.slice(0, cut)) this.send(frame);
+      }
+      if (dropNow) {
+        this.drop(this.dropOptions());
+        return;
+      }
       for (const frame of head.frames) this.send(frame);
+      this.responsesSent += 1;
     }
     if (this.state === 'stopping' && this.queue.length === 0) {
       const used = (this.billedBytes / BYTES_PER_SECOND).toFixed(1);
@@ -467,13 +556,16 @@ export class RealtimeSession {
 
   /** After each write completes: resume reading once the send buffer is back under its bound. */
   private readonly onSent = (): void => {
+    this.unflushed -= 1;
+    if (this.unflushed === 0) for (const waiter of this.flushWaiters.splice(0)) waiter();
     if (this.pauses.has('backpressure') && this.ws.bufferedAmount <= this.settings.sendBufferLimitBytes) {
       this.unpause('backpressure');
     }
   };
 
   private send(frame: string | Buffer): void {
-    if (this.state === 'closed' || this.ws.readyState !== this.ws.OPEN) return;
+    if (this.state === 'closed' || this.state === 'half-open' || this.ws.readyState !== this.ws.OPEN) return;
+    this.unflushed += 1;
     this.ws.send(frame, { binary: typeof frame !== 'string' }, this.onSent);
     this.peakBuffered = Math.max(this.peakBuffered, this.ws.bufferedAmount);
     // A client that reads slowly: stop reading its input until our send buffer drains.
@@ -484,7 +576,68 @@ export class RealtimeSession {
   /* Errors and the end                                                                    */
 
   private sendError(message: string, code: number): void {
-    this.send(encodeServerEvent.error(message, code));
+    const echoed = this.settings.faults.echoKey && this.ownerKey !== undefined ? `${message} (key ${this.ownerKey})` : message;
+    this.send(encodeServerEvent.error(echoed, code));
+  }
+
+  /* ------------------------------------------------------------------------------------- */
+  /* Faults                                                                                */
+
+  /**
+   * Ends the session abruptly: the connection is cut without a close frame (the client sees
+   * 1006), or closed with `code` (1001 going away, 1011 server error, 1012 restart, ...).
+   */
+  drop(options: DropOptions = {}): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.clearTimers();
+    this.queue.length = 0;
+    this.segmenter = undefined;
+    if (options.code !== undefined) {
+      this.ws.close(options.code, 'dropped by the emulator');
+      return;
+    }
+    if (options.reset) {
+      const socket = this.socket as (Duplex & { resetAndDestroy?: () => void }) | undefined;
+      if (socket?.resetAndDestroy) socket.resetAndDestroy();
+      else this.ws.terminate();
+      return;
+    }
+    // Cut without a close frame (the client sees 1006). What was sent before reaches the client
+    // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
+    // what it had not read yet.
+    this.afterFlush(() => {
+      if (this.socket) this.socket.end();
+      else this.ws.terminate();
+      this.setTimer(() => this.ws.terminate(), 1000);
+    });
+  }
+
+  private dropOptions(): DropOptions {
+    const { dropCode, dropReset } = this.settings.faults;
+    return dropCode !== undefined ? { code: dropCode } : { reset: dropReset };
+  }
+
+  /** Runs `fn` once every frame sent so far has been handed to the kernel. */
+  private afterFlush(fn: () => void): void {
+    if (this.unflushed === 0) fn();
+    else this.flushWaiters.push(fn);
+  }
+
+  /**
+   * Goes half-open, like a server that vanished without closing: reads nothing (so pings go
+   * unanswered) and sends nothing more, while the connection stays up. The socket is cut after
+   * a minute, or when the emulator closes.
+   */
+  goHalfOpen(): void {
+    if (this.state === 'closed' || this.state === 'half-open') return;
+    this.state = 'half-open';
+    this.clearTimers();
+    this.queue.length = 0;
+    this.segmenter = undefined;
+    this.pauseFor('half-open');
+    this.socket?.pause();
+    this.setTimer(() => this.ws.terminate(), HALF_OPEN_HOLD_MS);
   }
 
   /** Sends `error`, then ends the session. */
@@ -505,6 +658,7 @@ export class RealtimeSession {
 
   private dispose(): void {
     this.state = 'closed';
+    this.flushWaiters.length = 0;
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;
@@ -532,5 +686,6 @@ export class RealtimeSession {
     this.updateTimer = undefined;
     this.queueTimer = undefined;
     this.throttleTimer = undefined;
+    this.mergeTimer = undefined;
   }
 }

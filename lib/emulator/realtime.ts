@@ -4,17 +4,25 @@
  * answered with HTTP 401 before any WebSocket exists); everything after the handshake is in
  * `realtime-session.ts`, the voice-activity detector in `vad.ts`.
  */
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ValidationError } from '../errors.js';
+import { intOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import type { EmulatorContext, RealtimePart } from './server.js';
-import { RealtimeSession, type RealtimeSessionSettings, type RealtimeSessionStats } from './realtime-session.js';
+import {
+  RealtimeSession,
+  type DropOptions,
+  type ResolvedRealtimeFaults,
+  type RealtimeSessionSettings,
+  type RealtimeSessionStats,
+} from './realtime-session.js';
 import { UtteranceSegmenter } from './vad.js';
+import type { VoiceOwnership } from './voices.js';
 
 export { OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
-export type { RealtimeSessionState, RealtimeSessionStats } from './realtime-session.js';
+export type { DropOptions, RealtimeSessionState, RealtimeSessionStats } from './realtime-session.js';
 export {
   DEFAULT_MAX_UTTERANCE_MS,
   DEFAULT_PADDING_MS,
@@ -33,15 +41,53 @@ export const DEFAULT_SEND_BUFFER_LIMIT_BYTES = 1024 * 1024;
  */
 export const REALTIME_MAX_PAYLOAD_BYTES = 4 * MAX_CLIENT_EVENT_BYTES;
 
+/**
+ * Fault switches: a service that misbehaves the ways real networks and servers do, for testing
+ * clients. Each applies to every session (so a reconnected session fails again the same way);
+ * `RealtimeFaultControl` triggers the same faults once, at a moment of the caller's choosing.
+ */
+export interface RealtimeFaults {
+  /** Drop each session this many ms after `session.created`. */
+  dropAfterMs?: number;
+  /** Drop each session once it has sent this many responses (0: at the first response). */
+  dropAfterResponses?: number;
+  /** With `dropAfterResponses`: drop in the middle of the next response's audio instead of before it. */
+  dropMidResponse?: boolean;
+  /** Drop with this close code (1001, 1011, 1012, 1013, ...) instead of cutting the connection (1006). */
+  dropCode?: number;
+  /** Drop with a TCP reset: what was in flight is lost, as on a real network (default: ended after a flush). */
+  dropReset?: boolean;
+  /** Go half-open this many ms after `session.created`: read nothing, answer no ping, send nothing. */
+  halfOpenAfterMs?: number;
+  /** Refuse this many handshakes (from the start) with `refuseStatus`. */
+  refuseHandshakes?: number;
+  /** HTTP status of a refused handshake: 401, 429, 503, ... Default 503. */
+  refuseStatus?: number;
+  /** `Retry-After` (seconds) sent with a refused handshake. */
+  refuseRetryAfterS?: number;
+  /** Answer every N utterances with one response (a flushed remainder after 2 s without a new one). */
+  mergeUtterances?: number;
+  /** Answer utterance N (1-based, per session) this many ms late: `{ 3: 8000 }`. */
+  lateUtterances?: Readonly<Record<number, number>>;
+  /** Echo the caller's API key in `session.created` and in error messages. */
+  echoKey?: boolean;
+}
+
+/** The same faults, triggered now on every open session (or the next handshakes). */
+export interface RealtimeFaultControl {
+  /** Drops every open session now. */
+  drop(options?: DropOptions): void;
+  /** Every open session goes half-open now. */
+  halfOpen(): void;
+  /** Refuses the next `count` handshakes with `status` (default 503), `Retry-After` when given. */
+  refuseNextHandshakes(count: number, status?: number, retryAfterS?: number): void;
+  /** Leaves the next `count` handshakes unanswered (the upgrade request is read, nothing comes back). */
+  stallNextHandshakes(count: number): void;
+}
+
 export interface RealtimeEmulatorOptions {
   /** Time allowed for the first `session.update`, in ms; then `error` and close. Default 10000. */
   sessionUpdateTimeoutMs?: number;
-  /**
-   * Cloned voices each API key owns: `{ [apiKey]: [voiceId, ...] }`. A `cloned` voice not
-   * listed for the session's key, or any stock voice id, ends the session with `error`.
-   * Default: no key owns any voice.
-   */
-  clonedVoices?: Readonly<Record<string, readonly number[]>>;
   /**
    * Seconds of input audio each session may use (bytes / 48000). Past it, the utterance in
    * progress is dropped, responses already scheduled are sent, then `error` (code 402) and the
@@ -54,7 +100,7 @@ export interface RealtimeEmulatorOptions {
   vadSilenceMs?: number;
   /** Milliseconds after which an utterance is ended even if speech goes on. Default 15000. */
   maxUtteranceMs?: number;
-  /** Input audio returned around each utterance's voiced region, 0 to 300 ms. Default 300. */
+  /** Input audio returned around each utterance's voiced region, 0 to 300 ms. Default 0 (as long as the speech). */
   paddingMs?: number;
   /** Delay before each response starts, in ms; responses keep their order. Default 0. */
   latencyMs?: number;
@@ -66,6 +112,8 @@ export interface RealtimeEmulatorOptions {
   inputBytesPerSecond?: number;
   /** Per-session send buffer above which the client's input is no longer read until it drains. Default 1 MiB. */
   sendBufferLimitBytes?: number;
+  /** Fault switches (see `RealtimeFaults`). Default: none. */
+  faults?: RealtimeFaults;
 }
 
 function nonNegative(field: string, value: number | undefined, fallback: number): number {
@@ -84,18 +132,37 @@ function positive(field: string, value: number | undefined): number | undefined 
   return value;
 }
 
-/** Checks the options once, so a bad value fails `startEmulator` rather than a session. */
-export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKeys: ReadonlySet<string>): RealtimeSessionSettings {
+function optionalInt(field: string, value: number | undefined, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  return intOption(value, field, { min, fallback: min });
+}
+
+function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
+  const late = new Map<number, number>();
+  for (const [index, delay] of Object.entries(faults.lateUtterances ?? {})) {
+    late.set(intOption(Number(index), 'faults.lateUtterances', { min: 1, fallback: 1 }), intOption(delay, `faults.lateUtterances.${index}`, { min: 0, fallback: 0 }));
+  }
+  return {
+    dropAfterMs: optionalInt('faults.dropAfterMs', faults.dropAfterMs, 0),
+    dropAfterResponses: optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0),
+    dropMidResponse: faults.dropMidResponse === true,
+    dropCode: optionalInt('faults.dropCode', faults.dropCode, 1000),
+    dropReset: faults.dropReset === true,
+    halfOpenAfterMs: optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0),
+    mergeUtterances: intOption(faults.mergeUtterances, 'faults.mergeUtterances', { min: 1, fallback: 1 }),
+    lateUtterances: late,
+    echoKey: faults.echoKey === true,
+  };
+}
+
+/**
+ * Checks the options once, so a bad value fails `startEmulator` rather than a session. A
+ * `cloned` voice is accepted when `voices` says the session's key owns it.
+ */
+export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKeys: ReadonlySet<string>, voices: VoiceOwnership): RealtimeSessionSettings {
   const audioFrames = options.audioFrames ?? 'json';
   if (audioFrames !== 'json' && audioFrames !== 'binary') {
     throw new ValidationError('audioFrames', '"json" or "binary"', JSON.stringify(audioFrames));
-  }
-  const clonedVoices = new Map<string, ReadonlySet<number>>();
-  for (const [key, ids] of Object.entries(options.clonedVoices ?? {})) {
-    if (!Array.isArray(ids) || !ids.every((id) => Number.isSafeInteger(id) && id > 0)) {
-      throw new ValidationError('clonedVoices', 'an object mapping API keys to arrays of positive integer voice ids');
-    }
-    clonedVoices.set(key, new Set(ids));
   }
   const creditSeconds = nonNegative('creditSeconds', options.creditSeconds, Number.POSITIVE_INFINITY);
   const segmenter = {
@@ -118,7 +185,7 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   }
   return {
     apiKeys,
-    clonedVoices,
+    voices,
     sessionUpdateTimeoutMs: nonNegative('sessionUpdateTimeoutMs', options.sessionUpdateTimeoutMs, DEFAULT_SESSION_UPDATE_TIMEOUT_MS),
     creditSeconds: options.creditSeconds === undefined ? undefined : creditSeconds,
     creditBytes: options.creditSeconds === undefined ? undefined : Math.floor(creditSeconds * 24_000) * 2,
@@ -128,15 +195,17 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
     coldStartMs: nonNegative('coldStartMs', options.coldStartMs, 0),
     inputBytesPerSecond: positive('inputBytesPerSecond', options.inputBytesPerSecond),
     sendBufferLimitBytes: nonNegative('sendBufferLimitBytes', options.sendBufferLimitBytes, DEFAULT_SEND_BUFFER_LIMIT_BYTES),
+    faults: resolveFaults(options.faults),
   };
 }
 
-function rejectHandshake(socket: Duplex, status: 401 | 503, error: string): void {
+function rejectHandshake(socket: Duplex, status: number, error: string, retryAfterS?: number): void {
   const body = JSON.stringify({ error, status });
-  const reason = status === 401 ? 'Unauthorized' : 'Service Unavailable';
+  const reason = STATUS_CODES[status] ?? 'Refused';
+  const retry = retryAfterS === undefined ? '' : `Retry-After: ${retryAfterS}\r\n`;
   socket.once('finish', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n${retry}` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
@@ -145,6 +214,8 @@ function rejectHandshake(socket: Duplex, status: 401 | 503, error: string): void
 export interface RealtimeEmulator extends RealtimePart {
   /** A snapshot of every open session, oldest first. */
   sessions(): RealtimeSessionStats[];
+  /** Faults triggered now. */
+  faults: RealtimeFaultControl;
 }
 
 /**
@@ -153,16 +224,37 @@ export interface RealtimeEmulator extends RealtimePart {
  * all sockets are closed. Throws `ValidationError` naming the option for a bad option.
  */
 export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context: EmulatorContext): RealtimeEmulator {
-  const settings = resolveRealtimeSettings(options, context.apiKeys);
+  const settings = resolveRealtimeSettings(options, context.apiKeys, context.voices);
   const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_PAYLOAD_BYTES, clientTracking: false });
   const sessions = new Set<RealtimeSession>();
   const handshaking = new Set<Duplex>();
   let closing = false;
+  const refusal = {
+    remaining: intOption(options.faults?.refuseHandshakes, 'faults.refuseHandshakes', { min: 0, fallback: 0 }),
+    status: intOption(options.faults?.refuseStatus, 'faults.refuseStatus', { min: 300, max: 599, fallback: 503 }),
+    retryAfterS: optionalInt('faults.refuseRetryAfterS', options.faults?.refuseRetryAfterS, 0),
+  };
+  let stalls = 0;
 
   return {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       if (closing) {
         rejectHandshake(socket, 503, 'The emulator is shutting down.');
+        return;
+      }
+      if (stalls > 0) {
+        // Read and discard, answer nothing: the client's handshake hangs until it gives up.
+        stalls -= 1;
+        handshaking.add(socket);
+        socket.on('error', () => undefined);
+        socket.once('close', () => handshaking.delete(socket));
+        socket.once('end', () => socket.destroy());
+        socket.resume();
+        return;
+      }
+      if (refusal.remaining > 0) {
+        refusal.remaining -= 1;
+        rejectHandshake(socket, refusal.status, `Handshake refused by a fault switch (HTTP ${refusal.status}).`, refusal.retryAfterS);
         return;
       }
       const header = req.headers['x-api-key'];
@@ -184,6 +276,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
           ws,
           { headerKey, model: query.get('model') ?? undefined, mode: query.get('mode') ?? undefined },
           settings,
+          socket,
         );
         sessions.add(session);
         void session.closed.then(() => sessions.delete(session));
@@ -191,6 +284,22 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
     },
     sessions(): RealtimeSessionStats[] {
       return [...sessions].map((session) => session.stats());
+    },
+    faults: {
+      drop(dropOptions?: DropOptions): void {
+        for (const session of sessions) session.drop(dropOptions);
+      },
+      halfOpen(): void {
+        for (const session of sessions) session.goHalfOpen();
+      },
+      refuseNextHandshakes(count: number, status = 503, retryAfterS?: number): void {
+        refusal.remaining = count;
+        refusal.status = status;
+        refusal.retryAfterS = retryAfterS;
+      },
+      stallNextHandshakes(count: number): void {
+        stalls = count;
+      },
     },
     async close(): Promise<void> {
       closing = true;

@@ -1,18 +1,28 @@
 /**
  * The emulator's one listening socket: HTTP requests go to the HTTP side, WebSocket upgrades
- * on `/v1/realtime` to the realtime side. Both follow `spec/service-interface.md`.
+ * on `/v1/realtime` to the realtime side and on `/streaming-transcription/listen` to live
+ * transcription. They follow `spec/service-interface.md` and `spec/facts.md`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { REALTIME_PATH } from '../config.js';
-import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeSessionStats } from './realtime.js';
+import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeFaultControl, type RealtimeSessionStats } from './realtime.js';
 import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
+import { VoiceRegistry } from './voices.js';
+import { createLiveTranscriptionEmulator, type LiveTranscriptionEmulatorOptions } from './live-transcription.js';
+import { LIVE_TRANSCRIPTION_PATH } from '../realtime/transcription-codec.js';
 
 /** The key the emulator accepts when none are configured. Not a secret: it only opens the emulator. */
 export const EMULATOR_DEFAULT_API_KEY = 'emulator-key';
 
-export interface EmulatorOptions extends RealtimeEmulatorOptions, HttpEmulatorOptions {
+export interface EmulatorOptions extends RealtimeEmulatorOptions, HttpEmulatorOptions, LiveTranscriptionEmulatorOptions {
+  /**
+   * Custom voices that exist from the start, per API key: `{ [apiKey]: voiceIds[] }`. Each key
+   * may use its own as `voice: {type: 'cloned', voice_id}` on the realtime side and delete them;
+   * voices created with `POST /create-custom-voice` join them. Default: none.
+   */
+  clonedVoices?: Readonly<Record<string, readonly number[]>>;
   /** Interface to listen on. Default `127.0.0.1`. */
   host?: string;
   /** Port; 0 (the default) picks a free one. */
@@ -30,13 +40,17 @@ export interface RunningEmulator {
   readonly port: number;
   /** Figures of each open realtime session (state, audio received, send buffer, flow control). */
   realtimeSessions(): RealtimeSessionStats[];
+  /** Realtime faults triggered now (drop, half-open, refused handshakes). */
+  readonly realtimeFaults: RealtimeFaultControl;
   /** Ends every session and connection and stops listening. */
   close(): Promise<void>;
 }
 
-/** Emulator parts share this: who may call, and the server's own address once known. */
+/** Emulator parts share this: who may call, the voices, and the server's own address once known. */
 export interface EmulatorContext {
   apiKeys: ReadonlySet<string>;
+  /** Stock voices and each key's custom voices, for both sides. */
+  voices: VoiceRegistry;
   baseUrl(): string;
 }
 
@@ -47,6 +61,7 @@ export interface EmulatorPart {
 export interface RealtimePart extends EmulatorPart {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   sessions(): RealtimeSessionStats[];
+  faults: RealtimeFaultControl;
 }
 
 export interface HttpPart extends EmulatorPart {
@@ -61,15 +76,18 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const host = options.host ?? '127.0.0.1';
   const apiKeys = new Set(options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : [EMULATOR_DEFAULT_API_KEY]);
   let baseUrl = '';
-  const context: EmulatorContext = { apiKeys, baseUrl: () => baseUrl };
+  const context: EmulatorContext = { apiKeys, voices: new VoiceRegistry(options.clonedVoices), baseUrl: () => baseUrl };
   const realtime: RealtimePart = createRealtimeEmulator(options, context);
   const http: HttpPart = createHttpEmulator(options, context);
+  const live = createLiveTranscriptionEmulator(options, context);
 
   const server = createServer((req, res) => http.handle(req, res));
   server.on('upgrade', (req, socket, head) => {
     const path = new URL(req.url ?? '/', 'http://emulator').pathname.replace(/\/+$/, '');
     if (path === REALTIME_PATH) {
       realtime.handleUpgrade(req, socket, head);
+    } else if (path === LIVE_TRANSCRIPTION_PATH) {
+      live.handleUpgrade(req, socket, head);
     } else {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     }
@@ -97,10 +115,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     host,
     port,
     realtimeSessions: () => realtime.sessions(),
+    realtimeFaults: realtime.faults,
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        await Promise.all([realtime.close(), http.close()]);
+        await Promise.all([realtime.close(), http.close(), live.close()]);
         for (const socket of sockets) socket.destroy();
         server.closeAllConnections();
         await stopped;

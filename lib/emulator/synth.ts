@@ -162,3 +162,41 @@ export function separateTracks(label: string, options: TrackOptions): SeparatedT
     durationMs,
   };
 }
+
+/**
+ * A sound for a text-to-sound prompt, PCM16 LE mono: `music` is a slow progression of soft
+ * chords, `sound` filtered noise in swelling bursts. Deterministic in (prompt, type, rate, length).
+ */
+export function synthesizeSoundPcm(prompt: string, type: 'sound' | 'music', options: SynthOptions & { durationMs: number }): Buffer {
+  const { sampleRate, seed } = checkOptions(options);
+  const random = prng(hashText(`${type}:${prompt}`, seed));
+  const length = Math.round((options.durationMs * sampleRate) / 1000);
+  const signal = new Float64Array(length);
+  if (type === 'music') {
+    const chordSamples = Math.round(1.5 * sampleRate);
+    const roots = [220, 246.94, 196, 174.61].map((f) => f * (0.9 + 0.2 * random()));
+    for (let i = 0; i < length; i++) {
+      const chord = Math.floor(i / chordSamples);
+      const root = roots[chord % roots.length]!;
+      const t = i / sampleRate;
+      const within = (i % chordSamples) / chordSamples;
+      const envelope = Math.sin(Math.PI * within) ** 0.5;
+      signal[i] = 0.2 * envelope * (Math.sin(2 * Math.PI * root * t) + 0.6 * Math.sin(2 * Math.PI * root * 1.26 * t) + 0.5 * Math.sin(2 * Math.PI * root * 1.5 * t)) / 2.1;
+    }
+  } else {
+    const smoothing = Math.exp((-2 * Math.PI * (300 + 1500 * random())) / sampleRate);
+    const swell = 0.5 + random();
+    let state = 0;
+    for (let i = 0; i < length; i++) {
+      state = smoothing * state + (1 - smoothing) * (random() * 2 - 1);
+      const t = i / sampleRate;
+      signal[i] = 0.6 * state * (0.55 + 0.45 * Math.sin(2 * Math.PI * swell * t));
+    }
+  }
+  const fade = Math.min(length, Math.round(0.02 * sampleRate));
+  for (let i = 0; i < fade; i++) {
+    signal[i]! *= i / fade;
+    signal[length - 1 - i]! *= i / fade;
+  }
+  return toPcm16(signal, 1);
+}

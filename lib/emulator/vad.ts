@@ -30,7 +30,7 @@ const BYTES_PER_MS = 48;
 /** Longest utterance before a forced end, in milliseconds. */
 export const DEFAULT_MAX_UTTERANCE_MS = 15_000;
 /** Input audio kept around the voiced region of each utterance, in milliseconds. */
-export const DEFAULT_PADDING_MS = 300;
+export const DEFAULT_PADDING_MS = 0;
 /** Upper bound of `paddingMs`. */
 export const MAX_PADDING_MS = 300;
 
@@ -41,7 +41,7 @@ export interface UtteranceSegmenterOptions {
   silenceMs?: number;
   /** Milliseconds after which an utterance is ended even if speech goes on (> 0). Default 15000. */
   maxUtteranceMs?: number;
-  /** Padding around the voiced region, in milliseconds, 0 to 300. Default 300. */
+  /** Padding around the voiced region, in milliseconds, 0 to 300. Default 0: a translation as long as the speech. */
   paddingMs?: number;
 }
 

@@ -24,8 +24,8 @@
  *   attempt, so no resume. Its failures are the same `Http*` error classes as the client's.
  */
 import { inspect } from 'node:util';
-import type { Readable } from 'node:stream';
-import { Agent, request, type Dispatcher, type FormData } from 'undici';
+import { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
 import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
@@ -34,6 +34,19 @@ import { notJsonError, readServerJson, typedNetworkError, typedStatusError } fro
 import { withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
 import { resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
 import * as endpoints from './endpoints.js';
+import * as kit from './endpoint-kit.js';
+import * as voices from './voices.js';
+import * as translation from './translation.js';
+import * as transcription from './transcription.js';
+import * as dubbing from './dubbing.js';
+import * as projects from './projects.js';
+import * as library from './library.js';
+import * as streams from './streams.js';
+import type { TaskKind } from './task-kinds.js';
+import type { DubAltFormat } from './schemas.js';
+import type { ParseTranscriptOptions } from './transcript.js';
+import type { MultipartBody } from './multipart.js';
+import { LanguageCatalog, type Language, type LanguageSide } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
 
 export interface LocalizationClientOptions {
@@ -70,7 +83,7 @@ export interface RequestOptions {
   retry?: RetrySetting;
 }
 
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** One request, as the endpoint functions describe it. */
 export interface RequestSpec extends RequestOptions {
@@ -80,8 +93,8 @@ export interface RequestSpec extends RequestOptions {
   query?: Record<string, string | number | undefined>;
   /** JSON body. */
   json?: unknown;
-  /** Multipart body. */
-  form?: FormData;
+  /** Multipart body, streamed (see `multipart.ts`); a one-shot body is not retried once read. */
+  multipart?: MultipartBody;
   /**
    * `create` requests start paid work and `delete` requests remove something for good: both are
    * retried only where the service did not act (see `retry.ts`).
@@ -174,6 +187,11 @@ export interface HttpRequester {
    * audio is a plain (non-resuming) body stream.
    */
   openFlacDownload?(request: FlacDownloadRequest): FlacDownloadStream;
+  /**
+   * The service's language lists, cached for the requester's life (the client keeps one).
+   * Optional: without it, each conversion of a locale tag to a language id asks the lists anew.
+   */
+  readonly languages?: LanguageCatalog;
 }
 
 /** A requester that can open resumable downloads (the `LocalizationClient` is one). */
@@ -228,6 +246,8 @@ export class LocalizationClient implements HttpRequester {
   /** `redact` as a function value, for the shared error mappers. */
   readonly #redactor = (text: string): string => this.redact(text);
   #closed = false;
+  /** The service's source and target language lists, fetched once and kept. */
+  readonly languages: LanguageCatalog = new LanguageCatalog(this);
 
   constructor(options: LocalizationClientOptions = {}) {
     const env = options.env ?? process.env;
@@ -369,6 +389,7 @@ export class LocalizationClient implements HttpRequester {
   #withRetry<T>(spec: RequestSpec, attempt: () => Promise<T>): Promise<T> {
     return withRetry(attempt, {
       kind: spec.kind,
+      canRetry: spec.multipart ? () => spec.multipart!.canReopen() : undefined,
       retry: spec.retry !== undefined ? spec.retry : this.#retry,
       signal: spec.signal,
       onRetry: this.#onRetry ? (info) => this.#onRetry?.({ ...info, ...this.#info(spec) }) : undefined,
@@ -390,12 +411,14 @@ export class LocalizationClient implements HttpRequester {
       'user-agent': USER_AGENT,
       accept: spec.accept ?? 'application/json',
     };
-    let body: string | FormData | undefined;
+    let body: string | Readable | undefined;
     if (spec.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(spec.json);
-    } else if (spec.form !== undefined) {
-      body = spec.form;
+    } else if (spec.multipart !== undefined) {
+      headers['content-type'] = spec.multipart.contentType;
+      if (spec.multipart.length !== undefined) headers['content-length'] = String(spec.multipart.length);
+      body = spec.multipart.open();
     }
     let response: Dispatcher.ResponseData;
     try {
@@ -409,6 +432,7 @@ export class LocalizationClient implements HttpRequester {
         bodyTimeout: spec.bodyTimeoutMs ?? this.#bodyTimeoutMs,
       });
     } catch (error) {
+      if (body instanceof Readable) body.destroy();
       throw this.#networkError(error, spec);
     }
     if (response.statusCode >= 200 && response.statusCode < 300) {
@@ -502,7 +526,7 @@ export class LocalizationClient implements HttpRequester {
   }
 
   /** `POST /audio-separation`: uploads audio (multipart) and starts a separation task. */
-  createAudioSeparation(upload: endpoints.AudioUpload, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+  createAudioSeparation(upload: endpoints.AudioSeparationRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
     return endpoints.createAudioSeparation(this, upload, options);
   }
 
@@ -549,18 +573,18 @@ export class LocalizationClient implements HttpRequester {
   }
 
   /** Upload audio for separation and wait for its run. */
-  separateAudio(upload: endpoints.AudioUpload, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+  separateAudio(upload: endpoints.AudioSeparationRequest, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
     return endpoints.separateAudio(this, upload, options);
   }
 
   /** Wait for a subtitle task (long-media polling: 15 s growing to 60 s). */
   waitForSubtitles(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getSubtitleStatus(this, id, o), options, 'longMedia');
+    return kit.waitForTaskOf(this, 'sub', taskId, options);
   }
 
   /** Wait for a translated TTS task (speech polling: 2 s growing to 5 s). */
   waitForTranslatedTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTranslatedTtsStatus(this, id, o), options, 'speech');
+    return kit.waitForTaskOf(this, 'translated-tts', taskId, options);
   }
 
   /**
@@ -568,8 +592,329 @@ export class LocalizationClient implements HttpRequester {
    * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
    */
   waitForTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    // eslint-disable-next-line @typescript-eslint/no-deprecated
-    return endpoints.waitFor(this, taskId, (id, o) => endpoints.getTtsStatus(this, id, o), options, 'speech');
+    return kit.waitForTaskOf(this, 'tts', taskId, options);
+  }
+
+  /* --------------------------------------------------------------------------------------- */
+  /* Beyond the interface: the official SDK's operations (see each module for its policy)     */
+
+  /** The status of any task kind of `task-kinds.ts` (`GET {path}/{task_id}`). */
+  getTaskStatus(kind: TaskKind, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return kit.getTaskStatus(this, kind, taskId, options);
+  }
+
+  /** Waits for a task of any kind, polled as its kind advises (speech or long media). */
+  waitForTask(kind: TaskKind, taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
+    return kit.waitForTaskOf(this, kind, taskId, options);
+  }
+
+  /** `GET /source-languages` or `/target-languages`, fetched once per client (`languages.clear()` forgets them). */
+  listLanguages(side: LanguageSide, options?: RequestOptions): Promise<Language[]> {
+    return this.languages.list(side, options);
+  }
+
+  /** The numeric id of a locale tag in the service's lists (`ValidationError` when it has none). */
+  languageId(tag: string, side: LanguageSide = 'target', options?: RequestOptions): Promise<number> {
+    return this.languages.idOf(tag, side, 'language', options);
+  }
+
+  /** The locale tag of a numeric language id in the service's lists. */
+  languageTag(id: number, side: LanguageSide = 'target', options?: RequestOptions): Promise<string> {
+    return this.languages.tagOf(id, side, options);
+  }
+
+  /** `GET /list-voices`. */
+  listVoices(options?: RequestOptions): Promise<voices.Voice[]> {
+    return voices.listVoices(this, options);
+  }
+
+  /** `POST /create-custom-voice`: a voice cloned from a recording (path, Buffer, Blob or Readable, streamed). */
+  createCustomVoice(request: voices.CustomVoiceRequest, options?: RequestOptions): Promise<voices.CreatedVoice> {
+    return voices.createCustomVoice(this, request, options);
+  }
+
+  /** `POST /text-to-voice`. */
+  createTextToVoice(request: voices.TextToVoiceRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return voices.createTextToVoice(this, request, options);
+  }
+
+  getTextToVoiceStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return voices.getTextToVoiceStatus(this, taskId, options);
+  }
+
+  /** `GET /text-to-voice-result/{run_id}`: preview URLs. */
+  getTextToVoiceResult(runId: number, options?: RequestOptions): Promise<voices.TextToVoiceResult> {
+    return voices.getTextToVoiceResult(this, runId, options);
+  }
+
+  /** A voice from a description in one call: create, wait, previews. */
+  textToVoice(request: voices.TextToVoiceRequest, options?: endpoints.TaskCallOptions): Promise<voices.TextToVoiceResult & { taskId: string; runId: number }> {
+    return voices.textToVoice(this, request, options);
+  }
+
+  /** `POST /translate`. */
+  createTranslation(request: translation.TranslationRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return translation.createTranslation(this, request, options);
+  }
+
+  getTranslationStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return translation.getTranslationStatus(this, taskId, options);
+  }
+
+  /** `POST /translation-results`. */
+  getTranslationResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.TranslationResult | undefined>> {
+    return translation.getTranslationResults(this, runIds, options);
+  }
+
+  /** Translates texts in one call: create, wait, the translations in order. */
+  translateTexts(texts: string[], options: translation.TranslateTextsOptions): Promise<string[]> {
+    return translation.translateTexts(this, texts, options);
+  }
+
+  /** `POST /translation/stream` as a Readable of text (deprecated by the service). */
+  translationStream(request: translation.TranslationStreamRequest, options?: RequestOptions): Promise<Readable> {
+    return translation.translationStream(this, request, options);
+  }
+
+  /** `POST /transcribe`: an upload (streamed) or a media URL. */
+  createTranscription(request: transcription.TranscriptionRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return transcription.createTranscription(this, request, options);
+  }
+
+  getTranscriptionStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return transcription.getTranscriptionStatus(this, taskId, options);
+  }
+
+  /** `GET /transcription-result/{run_id}`, with word timings on request. */
+  getTranscriptionResult(runId: number, options?: transcription.TranscriptionResultOptions): Promise<transcription.TranscriptionResult> {
+    return transcription.getTranscriptionResult(this, runId, options);
+  }
+
+  /** `POST /transcription-results`. */
+  getTranscriptionResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, transcription.TranscriptionResult | undefined>> {
+    return transcription.getTranscriptionResults(this, runIds, options);
+  }
+
+  /** Transcription in one call: create, wait (long media), segments. */
+  transcribe(
+    request: transcription.TranscriptionRequest,
+    options?: endpoints.TaskCallOptions & Omit<transcription.TranscriptionResultOptions, keyof RequestOptions>,
+  ): Promise<transcription.TranscriptionResult & { taskId: string; runId: number }> {
+    return transcription.transcribe(this, request, options);
+  }
+
+  /** `POST /dub`. */
+  createDubbing(request: dubbing.DubbingRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return dubbing.createDubbing(this, request, options);
+  }
+
+  getDubbingStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDubbingStatus(this, taskId, options);
+  }
+
+  /** `GET /dub-result/{run_id}`. */
+  getDubbingResult(runId: number, options?: RequestOptions & ParseTranscriptOptions): Promise<dubbing.DubbingResult> {
+    return dubbing.getDubbingResult(this, runId, options);
+  }
+
+  /** `POST /dubbing-results`. */
+  getDubbingResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, dubbing.DubbingResult | undefined>> {
+    return dubbing.getDubbingResults(this, runIds, options);
+  }
+
+  /** Dubbing in one call: create, wait (15 s growing to 60 s), result. */
+  dub(request: dubbing.DubbingRequest, options?: endpoints.TaskCallOptions & ParseTranscriptOptions): Promise<dubbing.DubbingResult & { taskId: string; runId: number }> {
+    return dubbing.dub(this, request, options);
+  }
+
+  /** A dubbed audio or video file as a resumable download (its URL looked up again when it expires). */
+  openDubbedFile(runId: number, kind: 'audio' | 'video', options?: dubbing.DubbedFileOptions): Promise<FlacDownloadStream> {
+    return dubbing.openDubbedFile(this, runId, kind, options);
+  }
+
+  /** `GET /transcript/{run_id}/{language}`: a dubbing or subtitle run's transcript as SRT, WebVTT or text. */
+  getRunTranscript(runId: number, language: endpoints.Language, options?: dubbing.RunTranscriptOptions): Promise<dubbing.RunTranscript> {
+    return dubbing.getRunTranscript(this, runId, language, options);
+  }
+
+  /** `POST /dub-alt-format/{run_id}/{language}`: a URL at once or a task. */
+  requestDubAltFormat(runId: number, language: endpoints.Language, format: DubAltFormat, options?: RequestOptions): Promise<dubbing.DubAltFormatAnswer> {
+    return dubbing.requestDubAltFormat(this, runId, language, format, options);
+  }
+
+  getDubAltFormatStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDubAltFormatStatus(this, taskId, options);
+  }
+
+  /** Another format of a dubbed output in one call: the converted file's URL. */
+  dubAltFormat(runId: number, language: endpoints.Language, format: DubAltFormat, options?: endpoints.TaskCallOptions): Promise<{ url: string; runId: number | undefined }> {
+    return dubbing.dubAltFormat(this, runId, language, format, options);
+  }
+
+  /** `POST /sub`: a subtitle task (results: `getRunTranscript`). */
+  createSubtitles(request: dubbing.SubtitlesRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return dubbing.createSubtitles(this, request, options);
+  }
+
+  getProjectSetupStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return projects.getProjectSetupStatus(this, taskId, options);
+  }
+
+  /** `GET /project-setup-result/{run_id}`. */
+  getProjectSetupResult(runId: number, options?: RequestOptions): Promise<projects.ProjectSetupResult | null> {
+    return projects.getProjectSetupResult(this, runId, options);
+  }
+
+  /** `POST /project-setup-results`. */
+  getProjectSetupResults(runIds: number[], options?: RequestOptions): Promise<Map<number, projects.ProjectSetupResult | undefined>> {
+    return projects.getProjectSetupResults(this, runIds, options);
+  }
+
+  /** `POST /text-to-sound`. */
+  createTextToSound(request: projects.TextToSoundRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
+    return projects.createTextToSound(this, request, options);
+  }
+
+  getTextToSoundStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return projects.getTextToSoundStatus(this, taskId, options);
+  }
+
+  /** `GET /text-to-sound-result/{run_id}`: WAV, as a resumable download. */
+  getTextToSoundResultAudio(runId: number, options?: Omit<TtsResultAudioOptions, 'decode'>): Promise<endpoints.AudioResult<FlacDownloadStream>> {
+    return projects.getTextToSoundResultAudio(this, runId, options) as Promise<endpoints.AudioResult<FlacDownloadStream>>;
+  }
+
+  /** `POST /text-to-sound-results`. */
+  getTextToSoundResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioFileUrl | undefined>> {
+    return projects.getTextToSoundResults(this, runIds, options);
+  }
+
+  /** Text to sound in one call: create, wait, the sound. */
+  textToSound(request: projects.TextToSoundRequest, options?: endpoints.TaskCallOptions): Promise<endpoints.AudioResult<FlacDownloadStream> & { taskId: string; runId: number }> {
+    return projects.textToSound(this, request, options) as Promise<endpoints.AudioResult<FlacDownloadStream> & { taskId: string; runId: number }>;
+  }
+
+  /** `POST /tts-results`. */
+  getTtsResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioFileUrl | undefined>> {
+    return endpoints.getTtsResults(this, runIds, options);
+  }
+
+  /** `GET /audio-separation-result/{run_id}`. */
+  getAudioSeparationResult(runId: number, options?: RequestOptions): Promise<endpoints.AudioSeparationRun> {
+    return endpoints.getAudioSeparationResult(this, runId, options);
+  }
+
+  /** `POST /story`: a document to narrate. */
+  createStory(request: projects.StoryRequest, options?: RequestOptions): Promise<projects.StoryCreated> {
+    return projects.createStory(this, request, options);
+  }
+
+  /** `POST /story-setup`: the story set up at once. */
+  setupStory(request: projects.StoryRequest, options?: RequestOptions): Promise<projects.StorySetup> {
+    return projects.setupStory(this, request, options);
+  }
+
+  getStoryStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return projects.getStoryStatus(this, taskId, options);
+  }
+
+  /** `GET /story-result/{run_id}`. */
+  getStoryResult(runId: number, options?: projects.StoryResultOptions): Promise<projects.StoryResult> {
+    return projects.getStoryResult(this, runId, options);
+  }
+
+  /** `POST /stories-results`. */
+  getStoriesResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, projects.StoryResult | undefined>> {
+    return projects.getStoriesResults(this, runIds, options);
+  }
+
+  /** `POST /translated-story/{run_id}`. */
+  createTranslatedStory(runId: number, targetLanguage: endpoints.Language, options?: RequestOptions): Promise<endpoints.CreatedTask & { message: string | undefined }> {
+    return projects.createTranslatedStory(this, runId, targetLanguage, options);
+  }
+
+  getTranslatedStoryStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return projects.getTranslatedStoryStatus(this, taskId, options);
+  }
+
+  /** `GET /translated-story-result/{run_id}/{target_language}`. */
+  getTranslatedStoryResult(runId: number, targetLanguage: endpoints.Language, options?: projects.StoryResultOptions): Promise<projects.StoryResult> {
+    return projects.getTranslatedStoryResult(this, runId, targetLanguage, options);
+  }
+
+  /** `GET /dictionaries`. */
+  listDictionaries(options?: RequestOptions): Promise<library.Dictionary[]> {
+    return library.listDictionaries(this, options);
+  }
+
+  /** `POST /dictionaries/create-from-file`: a CSV file (streamed). */
+  createDictionaryFromFile(request: library.DictionaryFromFileRequest, options?: RequestOptions): Promise<library.LooseAnswer & { dictionaryId: number | undefined }> {
+    return library.createDictionaryFromFile(this, request, options);
+  }
+
+  /** `GET /dictionaries/{id}`. */
+  getDictionary(dictionaryId: number, options?: RequestOptions): Promise<library.Dictionary> {
+    return library.getDictionary(this, dictionaryId, options);
+  }
+
+  /** `GET /dictionaries/{id}/full-details`. */
+  getDictionaryDetails(dictionaryId: number, options?: library.DictionaryDetailsOptions): Promise<library.Dictionary> {
+    return library.getDictionaryDetails(this, dictionaryId, options);
+  }
+
+  /** `DELETE /dictionaries/{id}`. */
+  deleteDictionary(dictionaryId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return library.deleteDictionary(this, dictionaryId, options);
+  }
+
+  /** `POST /dictionaries/{id}/add-term`. */
+  addDictionaryTerm(dictionaryId: number, translations: library.TermTranslationInput[], options?: RequestOptions): Promise<library.LooseAnswer & { termId: number | undefined }> {
+    return library.addDictionaryTerm(this, dictionaryId, translations, options);
+  }
+
+  /** `PUT /dictionaries/term/{id}/{term_id}`. */
+  updateDictionaryTerm(dictionaryId: number, termId: number, translations: library.TermTranslationInput[], options?: RequestOptions): Promise<library.LooseAnswer> {
+    return library.updateDictionaryTerm(this, dictionaryId, termId, translations, options);
+  }
+
+  /** `DELETE /dictionaries/term/{id}/{term_id}`. */
+  deleteDictionaryTerm(dictionaryId: number, termId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return library.deleteDictionaryTerm(this, dictionaryId, termId, options);
+  }
+
+  /** `GET /folders`. */
+  listFolders(options?: library.ListFoldersOptions): Promise<library.Folder[]> {
+    return library.listFolders(this, options);
+  }
+
+  /** `POST /folders/create`. */
+  createFolder(folderName: string, options?: RequestOptions): Promise<library.Folder> {
+    return library.createFolder(this, folderName, options);
+  }
+
+  /** `POST /stream`: dubs a live stream (SRT, RTMP, HLS) to target streams. */
+  createStream(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
+    return streams.createStream(this, request, options);
+  }
+
+  /** `GET /stream/{id}`. */
+  getStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.getStream(this, streamId, options);
+  }
+
+  /** `PATCH /stream/{id}`: reschedules a stream or changes its settings. */
+  updateStream(streamId: number, update: Parameters<typeof streams.updateStream>[2], options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.updateStream(this, streamId, update, options);
+  }
+
+  /** `DELETE /stream/{id}`. */
+  deleteStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.deleteStream(this, streamId, options);
+  }
+
+  /** `POST /stream/probe`: the tracks of a source stream. */
+  probeStream(request: Parameters<typeof streams.probeStream>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
+    return streams.probeStream(this, request, options);
   }
 
   /** What `util.inspect` shows: never the key. */

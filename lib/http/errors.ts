@@ -10,12 +10,15 @@
  */
 import {
   AuthError,
+  BillingError,
   ConnectionError,
   ForbiddenError,
+  RateLimitError,
   RtTranslateError,
   TimeoutError,
   type RtTranslateErrorOptions,
 } from '../errors.js';
+import { fromWireName } from './wire.js';
 
 /** Where a request failed; names the request without its query string. */
 export interface HttpRequestInfo {
@@ -80,8 +83,8 @@ export interface ServiceValidationDetail {
 
 /**
  * 422: the service rejected the request's content. `detail` holds the service's entries as
- * structured fields; `field` is the first entry's location without the leading `body`/`path`/
- * `query` part (`project_name`, `run_ids.2`). Same `code` as the client-side `ValidationError`
+ * structured fields (wire names); `field` is the first entry's location without the leading
+ * `body`/`path`/`query` part, in the caller's camelCase names (`projectName`, `runIds.2`). Same `code` as the client-side `ValidationError`
  * (`RTT_VALIDATION`): the input is wrong either way; `status` 422 tells them apart.
  */
 export class ServiceValidationError extends RtTranslateError {
@@ -105,25 +108,34 @@ export class ServiceValidationError extends RtTranslateError {
     this.path = options.path;
     this.detail = detail;
     const loc = first ? first.loc.filter((part, i) => !(i === 0 && ['body', 'path', 'query'].includes(String(part)))) : [];
-    this.field = first ? loc.join('.') : undefined;
+    this.field = first ? loc.map((part) => (typeof part === 'string' ? fromWireName(part) : part)).join('.') : undefined;
   }
 }
 
-/** 429: too many requests. `retryAfterMs` is the wait the service asked for, when it said. */
-export class RateLimitError extends RtTranslateError {
+/** 429: too many requests, a `RateLimitError` like a realtime handshake refused with 429. */
+export class HttpRateLimitError extends RateLimitError {
   readonly method: string;
   readonly path: string;
-  readonly retryAfterMs: number | undefined;
   constructor(options: HttpErrorOptions) {
     const wait = options.retryAfterMs === undefined ? '' : ` It asked to wait ${options.retryAfterMs} ms.`;
-    super('RTT_RATE_LIMIT', `${where(options)} was rate limited (429).${wait} Slow down or retry later.`, {
+    super(`${where(options)} was rate limited (429).${wait} Slow down or retry later.`, { ...options, status: 429 });
+    this.method = options.method;
+    this.path = options.path;
+  }
+}
+
+/** 402: out of credits, a `BillingError` like a realtime billing stop. */
+export class HttpPaymentRequiredError extends BillingError {
+  readonly method: string;
+  readonly path: string;
+  constructor(options: HttpErrorOptions) {
+    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    super(`${where(options)} was refused with 402: the account has insufficient credits. Add credits and try again.${said}`, {
       ...options,
-      status: 429,
-      retryable: true,
+      status: 402,
     });
     this.method = options.method;
     this.path = options.path;
-    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -258,12 +270,11 @@ export class TaskTimeoutError extends RtTranslateError {
   }
 }
 
-/** A task ended with status PAYMENT_REQUIRED: not enough credits. */
-export class PaymentRequiredError extends RtTranslateError {
+/** A task ended with status PAYMENT_REQUIRED: not enough credits (a `BillingError`). */
+export class PaymentRequiredError extends BillingError {
   readonly taskId: string;
   constructor(options: TaskErrorOptions) {
     super(
-      'RTT_PAYMENT_REQUIRED',
       `Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`,
       { ...options, retryable: false },
     );

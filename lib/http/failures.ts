@@ -17,7 +17,8 @@ import {
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  RateLimitError,
+  HttpPaymentRequiredError,
+  HttpRateLimitError,
   ServiceValidationError,
   type HttpErrorOptions,
   type HttpRequestInfo,
@@ -165,7 +166,7 @@ function toDetail(raw: unknown): ServiceValidationDetail[] {
 /**
  * The typed error of a non-2xx answer from its status, headers and (possibly cut) body text:
  * 401 `HttpAuthError`, 403 `HttpForbiddenError`, 422 `ServiceValidationError` with `detail[]`,
- * 429 `RateLimitError`, anything else `HttpStatusError`; the wait of `Retry-After` or
+ * 402 `HttpPaymentRequiredError`, 429 `HttpRateLimitError`, anything else `HttpStatusError`; the wait of `Retry-After` or
  * `X-RateLimit-Reset` attached. `explanation` replaces the general sentence of a 403.
  */
 export function typedStatusError(
@@ -193,8 +194,10 @@ export function typedStatusError(
       return new HttpForbiddenError(explanation === undefined ? options : { ...options, explanation });
     case 422:
       return new ServiceValidationError(toDetail(parsed?.detail), options);
+    case 402:
+      return new HttpPaymentRequiredError(options);
     case 429:
-      return new RateLimitError(options);
+      return new HttpRateLimitError(options);
     default:
       return new HttpStatusError(status, options);
   }

@@ -76,6 +76,12 @@ export interface FlacDownloadStreamOptions {
   urlKind?: 'presigned' | 'api';
   /** Output PCM16 LE interleaved instead of FLAC bytes, with the STREAMINFO checks. Default false. */
   decode?: boolean;
+  /**
+   * `flac` (default): the file must be FLAC (its STREAMINFO is read, `'format'` fires). `any`:
+   * any file (a dubbed MP4, a WAV), passed on byte for byte with the same resuming; no
+   * `decode`.
+   */
+  content?: 'flac' | 'any';
   /** Attempts in a row without a new byte before giving up (at least 1). Default 5. */
   maxAttempts?: number;
   /** Longest wait for more body bytes, in ms; 0 disables. Default 30000. */
@@ -191,6 +197,8 @@ export class FlacDownloadStream extends Readable {
   private readonly retryDelayMs: number;
   private readonly allowInsecure: boolean;
   private readonly decoder: FlacPcmDecoder | undefined;
+  /** Read STREAMINFO from the first bytes (a FLAC file). */
+  private readonly readsHeader: boolean;
 
   private received = 0;
   private total: number | undefined;
@@ -238,6 +246,11 @@ export class FlacDownloadStream extends Readable {
     this.headersTimeoutMs = nonNegative(options.headersTimeoutMs, 'headersTimeoutMs', 60_000);
     this.connectTimeoutMs = nonNegative(options.connectTimeoutMs, 'connectTimeoutMs', 10_000);
     this.retryDelayMs = nonNegative(options.retryDelayMs, 'retryDelayMs', 250);
+    if (options.content !== undefined && options.content !== 'flac' && options.content !== 'any') {
+      throw new ValidationError('content', "'flac' or 'any'", String(options.content));
+    }
+    if (options.content === 'any' && options.decode) throw new ValidationError('decode', "false with content 'any' (only FLAC is decoded)", 'true');
+    this.readsHeader = options.content !== 'any';
     this.decoder = options.decode ? new FlacPcmDecoder() : undefined;
     this.stoppedPromise = new Promise((resolve) => {
       this.resolveStopped = resolve;
@@ -352,7 +365,7 @@ export class FlacDownloadStream extends Readable {
       if (this.stopped) return;
       if (pcm.length > 0) this.push(pcm);
       this.decoder.verify();
-    } else if (!this.formatInfo) {
+    } else if (!this.formatInfo && this.readsHeader) {
       throw new ProtocolError(`The download of ${describeUrl(this.#url)} ended before a complete FLAC header.`);
     }
     this.push(null);
@@ -681,7 +694,7 @@ export class FlacDownloadStream extends Readable {
   /** Hands new FLAC bytes on (decoded or not) and waits while the reader is full. */
   private async deliver(chunk: Buffer): Promise<void> {
     this.received += chunk.length;
-    if (!this.formatInfo) this.readHeader(chunk);
+    if (!this.formatInfo && this.readsHeader) this.readHeader(chunk);
     let out: Buffer = chunk;
     if (this.decoder) {
       out = await this.decoder.decode(chunk);

@@ -1,4 +1,4 @@
-/** The HTTP interface: client, endpoints, task helper, retry policy, validation limits, TTS stream. */
+/** The HTTP interface: client, endpoints, task helpers, retry policy, validation limits, streams. */
 export * from './errors.js';
 export {
   DEFAULT_RETRY,
@@ -13,26 +13,46 @@ export {
   type RetrySetting,
 } from './retry.js';
 export {
+  DUB_AUDIO_FORMATS,
+  DUB_VIDEO_FORMATS,
   FORMALITY_VALUES,
   GENDER_VALUES,
-  NUMERIC_LANGUAGE_WARNING,
   OUTPUT_FORMATS,
   OUTPUT_TYPES,
   PROJECT_DESCRIPTION_LENGTH,
   PROJECT_NAME_LENGTH,
   RUN_IDS_COUNT,
   SELECTED_AUDIO_TRACKS_COUNT,
+  SOUND_TYPES,
+  TRANSCRIPTION_MODES,
+  TRANSCRIPT_FORMATS,
   TTS_STREAM_TEXT_LENGTH,
+  type DubAltFormat,
   type OutputFormat,
   type OutputType,
-} from './validation.js';
+  type SoundType,
+  type TranscriptFormat,
+  type TranscriptionMode,
+} from './schemas.js';
+export { NUMERIC_LANGUAGE_WARNING } from './validation.js';
+export { fromWireName, toWireName } from './wire.js';
 export * from './tasks.js';
+export { TASK_KINDS, TASK_KIND_SPECS, isTaskKind, type TaskKind, type TaskKindSpec } from './task-kinds.js';
+export {
+  createAndWait,
+  getTaskStatus,
+  pickFileUrl,
+  waitForTaskOf,
+  type CreatedTask,
+  type TaskCallOptions,
+} from './endpoint-kit.js';
 export {
   createAudioSeparation,
   createProjectSetup,
   createTranslatedTts,
   createTts,
   deleteVoice,
+  getAudioSeparationResult,
   getAudioSeparationResults,
   getAudioSeparationStatus,
   getSubtitleStatus,
@@ -40,23 +60,33 @@ export {
   getTranslationResult,
   getTtsResultAudio,
   getTtsResultUrl,
+  getTtsResults,
   getTtsStatus,
   openSeparationTrack,
   parseAudioSeparationResults,
-  pickFileUrl,
   separateAudio,
   translateAndSpeak,
   type AudioFileUrl,
   type AudioResult,
+  type AudioSeparationRequest,
   type AudioSeparationRun,
-  type AudioUpload,
-  type CreatedTask,
+  type Language as LanguageRef,
   type LegacyTtsRequest,
+  type ProjectFields,
   type ProjectSetupRequest,
-  type TaskCallOptions,
   type TranslateAndSpeakResult,
   type TranslatedTtsRequest,
   type TranslationResult,
 } from './endpoints.js';
+export { LanguageCatalog, fetchLanguages, parseLanguages, type Language, type LanguageSide } from './languages.js';
+export * from './voices.js';
+export * from './translation.js';
+export * from './transcription.js';
+export * from './transcript.js';
+export * from './dubbing.js';
+export * from './projects.js';
+export * from './library.js';
+export * from './streams.js';
+export { contentTypeFor, type Upload, type UploadData, type UploadFile } from './multipart.js';
 export * from './client.js';
 export * from './tts-stream-readable.js';

@@ -27,8 +27,9 @@
  * Caller aborts end the wait at once.
  */
 import pRetry from 'p-retry';
-import { AbortError, RtTranslateError } from '../errors.js';
-import { HttpConnectionError, HttpStatusError, HttpTimeoutError, RateLimitError } from './errors.js';
+import { AbortError, RateLimitError, RtTranslateError } from '../errors.js';
+import { parseRetryAfter } from '../retry-after.js';
+import { HttpConnectionError, HttpStatusError, HttpTimeoutError } from './errors.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt. Default 2. */
@@ -58,34 +59,7 @@ export const DEFAULT_RETRY: Required<RetryOptions> = Object.freeze({
  */
 export type RequestKind = 'read' | 'create' | 'delete';
 
-/** Header lookup tolerant of undici's `string | string[]` values. */
-export type HeaderBag = Record<string, string | string[] | undefined>;
-
-function header(headers: HeaderBag, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/**
- * The wait a response asks for, in ms, or undefined when it names none. `Retry-After` wins
- * over `X-RateLimit-Reset`. `X-RateLimit-Reset` above 10^9 is read as a Unix time in seconds,
- * otherwise as seconds to wait. Negative waits become 0.
- */
-export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): number | undefined {
-  const retryAfter = header(headers, 'retry-after')?.trim();
-  if (retryAfter) {
-    if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.round(Number(retryAfter) * 1000);
-    const date = Date.parse(retryAfter);
-    if (!Number.isNaN(date)) return Math.max(0, date - now);
-  }
-  const reset = header(headers, 'x-ratelimit-reset')?.trim();
-  if (reset && /^\d+(\.\d+)?$/.test(reset)) {
-    const value = Number(reset);
-    if (value > 1e9) return Math.max(0, Math.round(value * 1000 - now));
-    return Math.round(value * 1000);
-  }
-  return undefined;
-}
+export { parseRetryAfter, type HeaderBag } from '../retry-after.js';
 
 /**
  * Error codes that mean no connection was ever made, so no byte of the request was sent: the
@@ -178,6 +152,8 @@ export interface WithRetryOptions {
   onRetry?: (info: RetryInfo) => void;
   /** Source of jitter in [0, 1); tests pass a constant. */
   random?: () => number;
+  /** Asked before each retry: false when the request cannot be sent again (a one-shot upload already read). */
+  canRetry?: () => boolean;
 }
 
 /**
@@ -197,6 +173,7 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
       signal: options.signal,
       shouldRetry: async ({ error, retriesConsumed }) => {
         if (!isRetryable(error, options.kind)) return false;
+        if (options.canRetry && !options.canRetry()) return false;
         const asked = error instanceof RateLimitError || error instanceof HttpStatusError ? error.retryAfterMs : undefined;
         if (asked !== undefined && asked > policy.maxDelayMs) return false;
         const delayMs = asked ?? backoffDelay(retriesConsumed + 1, policy, random());

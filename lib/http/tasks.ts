@@ -12,7 +12,7 @@
  * |------------------|------------------------------------------------|
  * | PENDING          | poll again                                     |
  * | SUCCESS          | resolve with `run_id` (missing: ProtocolError) |
- * | ERROR            | `TaskFailedError` with `message`/`exception_reason` |
+ * | ERROR            | `TaskFailedError` with `message`/`exceptionReason` |
  * | TIMEOUT          | `TaskTimeoutError`                             |
  * | PAYMENT_REQUIRED | `PaymentRequiredError`                         |
  *
@@ -33,15 +33,16 @@ import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeou
 export const TASK_STATUSES = ['SUCCESS', 'PENDING', 'TIMEOUT', 'ERROR', 'PAYMENT_REQUIRED'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** A status endpoint's answer. Fields beyond these are kept. */
+/** A status endpoint's answer, in camelCase; `raw` is the wire body. */
 export interface TaskStatusResponse {
   status: TaskStatus;
-  run_id: number | null;
-  /** Present on some ERROR answers. */
+  /** The run id once SUCCESS; null otherwise. */
+  runId: number | null;
+  /** Present on some ERROR answers (an object in some, flattened to its JSON text here). */
   message?: string;
-  /** Some services put the failure reason here instead. */
-  exception_reason?: string;
-  [field: string]: unknown;
+  /** The failure reason some services give instead (`SOURCE_TOO_LONG`, ...). */
+  exceptionReason?: string;
+  raw: Record<string, unknown>;
 }
 
 export interface PollingOptions {
@@ -136,11 +137,30 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** An answer `parseTaskStatus` already read (status getters of the client return those). */
+function isParsedStatus(value: unknown): value is TaskStatusResponse {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    'runId' in value &&
+    'raw' in value &&
+    typeof (value as { raw: unknown }).raw === 'object' &&
+    (TASK_STATUSES as readonly unknown[]).includes((value as unknown as { status: unknown }).status)
+  );
+}
+
+function reasonText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  if (value !== null && typeof value === 'object') return JSON.stringify(value);
+  return undefined;
+}
+
 /**
- * Checks a status answer: returns it with `status` uppercased, or throws `ProtocolError` for a
- * missing or unknown status.
+ * Checks a status answer: returns it in camelCase with `status` uppercased, or throws
+ * `ProtocolError` for a missing or unknown status.
  */
 export function parseTaskStatus(taskId: string, raw: unknown): TaskStatusResponse {
+  if (isParsedStatus(raw)) return raw;
   if (raw === null || typeof raw !== 'object' || typeof (raw as { status?: unknown }).status !== 'string') {
     throw new ProtocolError(`The status of task ${taskId} came without a status field.`);
   }
@@ -154,20 +174,23 @@ export function parseTaskStatus(taskId: string, raw: unknown): TaskStatusRespons
     );
   }
   const runId = response.run_id;
-  return {
-    ...response,
+  const parsed: TaskStatusResponse = {
     status: status as TaskStatus,
-    run_id: typeof runId === 'number' ? runId : typeof runId === 'string' && /^\d+$/.test(runId) ? Number(runId) : null,
+    runId: typeof runId === 'number' ? runId : typeof runId === 'string' && /^\d+$/.test(runId) ? Number(runId) : null,
+    raw: response,
   };
+  const message = reasonText(response.message);
+  const reason = reasonText(response.exception_reason);
+  if (message !== undefined) parsed.message = message;
+  if (reason !== undefined) parsed.exceptionReason = reason;
+  return parsed;
 }
 
 /** Throws the typed error of a final failed status; returns for PENDING and SUCCESS. */
 export function throwIfFailed(taskId: string, response: TaskStatusResponse): void {
   switch (response.status) {
-    case 'ERROR': {
-      const text = [response.message, response.exception_reason].find((m) => typeof m === 'string' && m !== '');
-      throw new TaskFailedError(text, { taskId });
-    }
+    case 'ERROR':
+      throw new TaskFailedError(response.message ?? response.exceptionReason, { taskId });
     case 'TIMEOUT':
       throw new TaskTimeoutError({ taskId });
     case 'PAYMENT_REQUIRED':
@@ -269,10 +292,10 @@ export async function waitForTask(
     });
     throwIfFailed(taskId, response);
     if (response.status === 'SUCCESS') {
-      if (response.run_id === null || !Number.isSafeInteger(response.run_id) || response.run_id < 1) {
+      if (response.runId === null || !Number.isSafeInteger(response.runId) || response.runId < 1) {
         throw new ProtocolError(`Task ${taskId} succeeded but its status carries no valid run_id.`);
       }
-      return { taskId, runId: response.run_id, response };
+      return { taskId, runId: response.runId, response };
     }
     interval = next;
   }

@@ -27,27 +27,46 @@ import { AbortError, IntegrityError, ValidationError } from '../errors.js';
 import type { HttpRequester, RequestSpec } from './client.js';
 import { HttpTimeoutError } from './errors.js';
 import type { RetrySetting } from './retry.js';
-import { DEFAULT_VOICE_ID, ttsStreamSchema, validate, type OutputFormat } from './validation.js';
+import { DEFAULT_VOICE_ID, ttsStreamSchema, type OutputFormat } from './schemas.js';
+import { validate } from './validation.js';
 
-/** The body of `POST /tts-stream` (wire form). */
+/** The body of `POST /tts-stream`. */
 export interface TtsStreamRequest {
   /** 3 to 3000 characters. */
   text: string;
   /** Locale tag, e.g. `en-us`. */
   language: string | number;
   /** Default 147320. */
-  voice_id?: number;
-  /** `auto`, `mars-pro`, `mars-flash`, ... */
-  speech_model?: string;
-  output_configuration?: {
+  voiceId?: number;
+  /** `auto`, `mars-pro`, `mars-flash`, `mars-instruct`, `mars-8`, ... */
+  speechModel?: string;
+  outputConfiguration?: {
     format?: OutputFormat;
-    sample_rate?: number;
+    sampleRate?: number;
+    /** Seconds. */
     duration?: number;
-    apply_enhancement?: boolean;
+    applyEnhancement?: boolean;
   };
-  voice_settings?: Record<string, unknown> | null;
-  inference_options?: Record<string, unknown> | null;
-  user_instructions?: string | null;
+  voiceSettings?: {
+    enhanceReferenceAudioQuality?: boolean | null;
+    maintainSourceAccent?: boolean | null;
+    applyRefLoudnessNorm?: boolean | null;
+  } | null;
+  /** MARS-8 models only. */
+  inferenceOptions?: {
+    /** 0 to 1. */
+    stability?: number | null;
+    /** 0.01 to 4. */
+    temperature?: number | null;
+    /** 1 to 1000. */
+    inferenceSteps?: number | null;
+    /** 0 to 1. */
+    speakerSimilarity?: number | null;
+    localizeSpeakerWeight?: number | null;
+    acousticQualityBoost?: boolean | null;
+  } | null;
+  userInstructions?: string | null;
+  enhanceNamedEntitiesPronunciation?: boolean;
 }
 
 export interface TtsStreamReadableOptions extends Pick<ReadableOptions, 'highWaterMark'> {
@@ -125,7 +144,7 @@ export class TtsStreamReadable extends Readable {
     // Everything is checked before super(): once the Readable exists, _construct is already
     // scheduled and would run on a half-built object if the constructor threw afterwards.
     const json = validate<Record<string, unknown> & { output_configuration?: { format?: OutputFormat } }>(ttsStreamSchema, {
-      voice_id: DEFAULT_VOICE_ID,
+      voiceId: DEFAULT_VOICE_ID,
       ...request,
     });
     const idle = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;

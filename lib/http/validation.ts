@@ -1,17 +1,21 @@
 /**
- * Request validation for the HTTP interface: the limits of `service-interface.md` (Limits,
- * Endpoints) and `facts.md` (`/tts-stream`), as small schemas over the wire (snake_case) form.
+ * Request validation for the HTTP interface: small composable checks over the wire form
+ * (snake_case field names), run by both sides. The request schemas themselves are in
+ * `schemas.ts`.
  *
- * One source of truth for both sides: the client runs a schema before sending and throws a
- * `ValidationError` naming the first field at fault and what it accepts; the emulator runs the
- * same schema on what it receives and answers 422 with every issue as `detail[]`
- * (`{loc, msg, type}`, the service's shape).
+ * - The client runs a schema on the caller's camelCase object (`validate`): each wire field is
+ *   read under its camelCase name (`wire.ts`), the result is the wire body, and the first issue
+ *   becomes a `ValidationError` naming the field as the caller wrote it and what it accepts.
+ * - The emulator runs the same schema on what it received (`collectIssues`) and answers 422 with
+ *   every issue as `detail[]` (`{loc, msg, type}`, the service's shape). Multipart form fields
+ *   arrive as text: `form: true` reads numbers, booleans and repeated fields from it.
  *
- * Language fields take a locale tag (`en-us`; any case, sent lowercase). Numeric language ids
- * are still accepted by the service but deprecated: the client passes them on and emits one
- * `DeprecationWarning` (code `RTT_DEP_NUMERIC_LANGUAGE`) per process.
+ * Language fields take a locale tag (`en-us`; any case, sent lowercase) or a numeric language id.
+ * Where the interface deprecates ids, the client emits one `DeprecationWarning` (code
+ * `RTT_DEP_NUMERIC_LANGUAGE`) per process.
  */
 import { ValidationError } from '../errors.js';
+import { fromWireName, isPlainObject, toWireName } from './wire.js';
 
 export type Loc = (string | number)[];
 
@@ -28,8 +32,12 @@ export interface FieldIssue {
 
 export interface ValidationContext {
   issues: FieldIssue[];
-  /** Called for each numeric language id met. */
+  /** Called for each deprecated numeric language id met. */
   onNumericLanguage?: (loc: Loc, id: number) => void;
+  /** The input's field names: the caller's camelCase (client) or the wire's snake_case. Default wire. */
+  names?: 'camel' | 'wire';
+  /** The input is multipart form text: numbers, booleans and single array items come as strings. */
+  form?: boolean;
 }
 
 /** Checks `value` at `loc`, records issues, returns the normalized value. */
@@ -41,34 +49,9 @@ export interface FieldSpec {
   required?: boolean;
   /** `null` is accepted as is. */
   nullable?: boolean;
+  /** Used when the field is missing (the service's schema default). */
+  default?: unknown;
 }
-
-/* ----------------------------------------------------------------------------------------- */
-/* Limits                                                                                    */
-
-export const PROJECT_NAME_LENGTH = { min: 3, max: 255 } as const;
-export const PROJECT_DESCRIPTION_LENGTH = { min: 3, max: 5000 } as const;
-export const TTS_STREAM_TEXT_LENGTH = { min: 3, max: 3000 } as const;
-export const FORMALITY_VALUES = [1, 2] as const;
-export const GENDER_VALUES = [0, 1, 2, 9] as const;
-export const SELECTED_AUDIO_TRACKS_COUNT = { min: 1, max: 2 } as const;
-export const RUN_IDS_COUNT = { min: 2, max: 5 } as const;
-export const DEFAULT_VOICE_ID = 147_320;
-export const OUTPUT_FORMATS = [
-  'wav',
-  'flac',
-  'adts',
-  'mp3',
-  'pcm_s16le',
-  'pcm_s16be',
-  'pcm_s32le',
-  'pcm_s32be',
-  'pcm_f32le',
-  'pcm_f32be',
-] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-export const OUTPUT_TYPES = ['raw_bytes', 'file_url'] as const;
-export type OutputType = (typeof OUTPUT_TYPES)[number];
 
 /* ----------------------------------------------------------------------------------------- */
 /* Primitive checks                                                                          */
@@ -84,6 +67,11 @@ function describe(value: unknown): string {
 function issue(ctx: ValidationContext, loc: Loc, type: string, msg: string, accepted: string, value: unknown): undefined {
   ctx.issues.push({ loc, type, msg, accepted, received: describe(value) });
   return undefined;
+}
+
+/** In form mode, a number written as text is a number. */
+function formNumber(value: unknown, ctx: ValidationContext): unknown {
+  return ctx.form && typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
 }
 
 /** A string of `min` to `max` characters. */
@@ -104,23 +92,47 @@ function isInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value);
 }
 
-/** An integer of at least `min`. */
-export function int(min = Number.MIN_SAFE_INTEGER): Check {
-  const accepted = min === 1 ? 'a positive integer' : min === 0 ? 'a non-negative integer' : `an integer >= ${min}`;
-  return (value, loc, ctx) => {
-    if (!isInt(value)) return issue(ctx, loc, 'int_type', 'Input should be a valid integer', accepted, value);
+/** An integer from `min` to `max`. */
+export function int(min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): Check {
+  const accepted =
+    max !== Number.MAX_SAFE_INTEGER
+      ? `an integer from ${min} to ${max}`
+      : min === 1
+        ? 'a positive integer'
+        : min === 0
+          ? 'a non-negative integer'
+          : `an integer >= ${min}`;
+  return (raw, loc, ctx) => {
+    const value = formNumber(raw, ctx);
+    if (!isInt(value)) return issue(ctx, loc, 'int_type', 'Input should be a valid integer', accepted, raw);
     if (value < min) return issue(ctx, loc, 'greater_than_equal', `Input should be greater than or equal to ${min}`, accepted, value);
+    if (value > max) return issue(ctx, loc, 'less_than_equal', `Input should be less than or equal to ${max}`, accepted, value);
     return value;
   };
 }
 
-/** A number (integer or not) above 0. */
-export function positiveNumber(): Check {
-  return (value, loc, ctx) => {
+/** A finite number above `min` (exclusive, default 0) and at most `max`. */
+export function positiveNumber(max = Number.POSITIVE_INFINITY, min = 0): Check {
+  const accepted = max === Number.POSITIVE_INFINITY ? (min === 0 ? 'a positive number' : `a number above ${min}`) : `a number above ${min} and at most ${max}`;
+  return (raw, loc, ctx) => {
+    const value = formNumber(raw, ctx);
     if (typeof value !== 'number' || !Number.isFinite(value)) {
-      return issue(ctx, loc, 'float_type', 'Input should be a valid number', 'a positive number', value);
+      return issue(ctx, loc, 'float_type', 'Input should be a valid number', accepted, raw);
     }
-    if (value <= 0) return issue(ctx, loc, 'greater_than', 'Input should be greater than 0', 'a positive number', value);
+    if (value <= min) return issue(ctx, loc, 'greater_than', `Input should be greater than ${min}`, accepted, value);
+    if (value > max) return issue(ctx, loc, 'less_than_equal', `Input should be less than or equal to ${max}`, accepted, value);
+    return value;
+  };
+}
+
+/** A finite number from `min` to `max`, both included. */
+export function numberIn(min: number, max: number): Check {
+  const accepted = `a number from ${min} to ${max}`;
+  return (raw, loc, ctx) => {
+    const value = formNumber(raw, ctx);
+    if (typeof value !== 'number' || !Number.isFinite(value)) return issue(ctx, loc, 'float_type', 'Input should be a valid number', accepted, raw);
+    if (value < min) return issue(ctx, loc, 'greater_than_equal', `Input should be greater than or equal to ${min}`, accepted, value);
+    if (value > max) return issue(ctx, loc, 'less_than_equal', `Input should be less than or equal to ${max}`, accepted, value);
     return value;
   };
 }
@@ -129,17 +141,21 @@ export function positiveNumber(): Check {
 export function literal<T extends string | number>(values: readonly T[]): Check {
   const list = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)));
   const words = list.length > 1 ? `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}` : list[0]!;
-  return (value, loc, ctx) => {
+  const numeric = typeof values[0] === 'number';
+  return (raw, loc, ctx) => {
+    const value = numeric ? formNumber(raw, ctx) : raw;
     if (!values.includes(value as T)) {
-      return issue(ctx, loc, typeof values[0] === 'number' ? 'literal_error' : 'enum', `Input should be ${words}`, `one of ${words}`, value);
+      return issue(ctx, loc, numeric ? 'literal_error' : 'enum', `Input should be ${words}`, `one of ${words}`, raw);
     }
     return value;
   };
 }
 
 export function bool(): Check {
-  return (value, loc, ctx) =>
-    typeof value === 'boolean' ? value : issue(ctx, loc, 'bool_type', 'Input should be a valid boolean', 'true or false', value);
+  return (raw, loc, ctx) => {
+    const value = ctx.form && (raw === 'true' || raw === 'false') ? raw === 'true' : raw;
+    return typeof value === 'boolean' ? value : issue(ctx, loc, 'bool_type', 'Input should be a valid boolean', 'true or false', raw);
+  };
 }
 
 /** Anything; passed through unchanged. */
@@ -147,12 +163,10 @@ export function any(): Check {
   return (value) => value;
 }
 
-/** A JSON object (not an array); passed through unchanged. */
+/** A JSON object (not an array); passed through unchanged, keys included. */
 export function plainObject(): Check {
   return (value, loc, ctx) =>
-    value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? value
-      : issue(ctx, loc, 'dict_type', 'Input should be a valid dictionary', 'an object', value);
+    isPlainObject(value) ? value : issue(ctx, loc, 'dict_type', 'Input should be a valid dictionary', 'an object', value);
 }
 
 export interface ArrayRules {
@@ -161,13 +175,14 @@ export interface ArrayRules {
   unique?: boolean;
 }
 
-/** An array of `min` to `max` items, each checked by `item`. */
+/** An array of `min` to `max` items, each checked by `item`. In form mode one value is an array of one. */
 export function array(item: Check, rules: ArrayRules = {}): Check {
   const min = rules.min ?? 0;
   const max = rules.max ?? Number.POSITIVE_INFINITY;
   const count = max === Number.POSITIVE_INFINITY ? `at least ${min}` : min === max ? `exactly ${min}` : `${min} to ${max}`;
   const accepted = `an array of ${count} item${max === 1 ? '' : 's'}${rules.unique ? ', without duplicates' : ''}`;
-  return (value, loc, ctx) => {
+  return (raw, loc, ctx) => {
+    const value = ctx.form && !Array.isArray(raw) ? [raw] : raw;
     if (!Array.isArray(value)) return issue(ctx, loc, 'list_type', 'Input should be a valid list', accepted, value);
     if (value.length < min) {
       return issue(ctx, loc, 'too_short', `List should have at least ${min} item${min === 1 ? '' : 's'} after validation, not ${value.length}`, accepted, value);
@@ -192,19 +207,32 @@ export function array(item: Check, rules: ArrayRules = {}): Check {
 
 const LOCALE_TAG = /^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i;
 
+export interface LanguageRules {
+  /**
+   * The interface deprecates numeric ids here: `ctx.onNumericLanguage` is told of each (the
+   * client warns once). Default true. False for the endpoints whose published description
+   * takes ids.
+   */
+  deprecatedIds?: boolean;
+}
+
 /**
- * A locale tag such as `en-us` (returned lowercase), or a deprecated numeric language id (a
- * positive integer, reported through `ctx.onNumericLanguage`).
+ * A locale tag such as `en-us` (returned lowercase), or a numeric language id (a positive
+ * integer). See `LanguageRules` for which of the two is deprecated where.
  */
-export function language(): Check {
-  const accepted = 'a locale tag such as "en-us" (numeric language ids are deprecated but accepted)';
-  return (value, loc, ctx) => {
+export function language(rules: LanguageRules = {}): Check {
+  const deprecated = rules.deprecatedIds ?? true;
+  const accepted = deprecated
+    ? 'a locale tag such as "en-us" (numeric language ids are deprecated but accepted)'
+    : 'a locale tag such as "en-us" or a numeric language id';
+  return (raw, loc, ctx) => {
+    const value = formNumber(raw, ctx);
     if (isInt(value) && value >= 1) {
-      ctx.onNumericLanguage?.(loc, value);
+      if (deprecated) ctx.onNumericLanguage?.(loc, value);
       return value;
     }
     if (typeof value === 'string' && LOCALE_TAG.test(value)) return value.toLowerCase();
-    return issue(ctx, loc, 'value_error', 'Value error, expected a locale tag such as en-us or a positive language id', accepted, value);
+    return issue(ctx, loc, 'value_error', 'Value error, expected a locale tag such as en-us or a positive language id', accepted, raw);
   };
 }
 
@@ -227,120 +255,75 @@ export function httpUrl(): Check {
   };
 }
 
+/** A rule over a whole object, run once its fields passed: returns an issue's parts or undefined. */
+export type ObjectRule = (value: Record<string, unknown>) => { field: string; msg: string; accepted: string } | undefined;
+
 /**
- * An object with the given fields. Unknown fields are passed through unchecked (the service
- * may accept fields this library does not know yet); `undefined` fields are dropped.
+ * An object with the given fields, keyed by wire name; the result always has wire names. With
+ * `ctx.names === 'camel'` each field is read under its camelCase name, a wire name given where
+ * the camelCase one is expected is an issue (so it cannot slip past the checks), and unknown
+ * fields (the service may accept fields this library does not know yet) go out under their
+ * wire names. `undefined` fields are dropped; `rules` run when every field passed.
  */
-export function object(shape: Record<string, FieldSpec>): Check {
+export function object(shape: Record<string, FieldSpec>, rules: ObjectRule[] = []): Check {
   return (value, loc, ctx) => {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    if (!isPlainObject(value)) {
       return issue(ctx, loc, 'model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', 'an object', value);
     }
-    const input = value as Record<string, unknown>;
+    const camel = ctx.names === 'camel';
+    const nameOf = (wire: string): string => (camel ? fromWireName(wire) : wire);
     const out: Record<string, unknown> = {};
-    for (const [key, field] of Object.entries(input)) {
-      if (!(key in shape) && field !== undefined) out[key] = field;
-    }
-    for (const [key, spec] of Object.entries(shape)) {
-      const field = input[key];
+    const before = ctx.issues.length;
+    for (const [wire, spec] of Object.entries(shape)) {
+      const name = nameOf(wire);
+      let field = value[name];
+      if (field === undefined) field = spec.default;
       if (field === undefined) {
-        if (spec.required) issue(ctx, [...loc, key], 'missing', 'Field required', 'a value (required)', field);
+        if (spec.required) issue(ctx, [...loc, name], 'missing', 'Field required', 'a value (required)', field);
         continue;
       }
       if (field === null && spec.nullable) {
-        out[key] = null;
+        out[wire] = null;
         continue;
       }
-      const normalized = spec.check(field, [...loc, key], ctx);
-      if (normalized !== undefined) out[key] = normalized;
+      const normalized = spec.check(field, [...loc, name], ctx);
+      if (normalized !== undefined) out[wire] = normalized;
+    }
+    for (const [key, field] of Object.entries(value)) {
+      if (field === undefined) continue;
+      if (camel && key in shape && nameOf(key) !== key) {
+        const name = nameOf(key);
+        issue(ctx, [...loc, key], 'extra_forbidden', `Extra inputs are not permitted (this field is named ${name})`, `the camelCase name ${name}`, field);
+        continue;
+      }
+      const wire = camel ? toWireName(key) : key;
+      if (!(wire in shape)) out[wire] = field;
+    }
+    if (ctx.issues.length === before) {
+      for (const rule of rules) {
+        const broken = rule(out);
+        if (broken) issue(ctx, [...loc, nameOf(broken.field)], 'value_error', `Value error, ${broken.msg}`, broken.accepted, out[broken.field]);
+      }
     }
     return out;
   };
 }
 
-const req = (check: Check): FieldSpec => ({ check, required: true });
-const opt = (check: Check): FieldSpec => ({ check, nullable: true });
-
-/* ----------------------------------------------------------------------------------------- */
-/* Request schemas (wire form)                                                               */
-
-const projectName = opt(str(PROJECT_NAME_LENGTH.min, PROJECT_NAME_LENGTH.max));
-const projectDescription = opt(str(PROJECT_DESCRIPTION_LENGTH.min, PROJECT_DESCRIPTION_LENGTH.max));
-const chosenDictionaries = opt(array(int(1), { min: 1 }));
-
-export const translatedTtsSchema = object({
-  text: req(str(1)),
-  voice_id: { check: int(1) },
-  source_language: req(language()),
-  target_language: req(language()),
-  project_name: projectName,
-  project_description: projectDescription,
-  age: opt(int(0)),
-  formality: opt(literal(FORMALITY_VALUES)),
-  gender: opt(literal(GENDER_VALUES)),
-  chosen_dictionaries: chosenDictionaries,
-});
-
-export const projectSetupSchema = object({
-  media_url: req(httpUrl()),
-  source_language: req(language()),
-  target_languages: req(array(language(), { min: 1 })),
-  project_name: projectName,
-  project_description: projectDescription,
-  selected_audio_tracks: opt(array(int(0), { min: SELECTED_AUDIO_TRACKS_COUNT.min, max: SELECTED_AUDIO_TRACKS_COUNT.max })),
-  add_output_as_an_audio_track: opt(bool()),
-  chosen_dictionaries: chosenDictionaries,
-  folder_id: opt(int(1)),
-});
-
-export const legacyTtsSchema = object({
-  text: req(str(1)),
-  voice_id: { check: int(1) },
-  language: req(language()),
-  project_name: projectName,
-  project_description: projectDescription,
-  gender: { check: literal(GENDER_VALUES) },
-  age: { check: any(), nullable: true },
-});
-
-export const ttsStreamSchema = object({
-  text: req(str(TTS_STREAM_TEXT_LENGTH.min, TTS_STREAM_TEXT_LENGTH.max)),
-  language: req(language()),
-  voice_id: req(int(1)),
-  speech_model: { check: str(1) },
-  output_configuration: {
-    check: object({
-      format: { check: literal(OUTPUT_FORMATS) },
-      sample_rate: { check: int(1) },
-      duration: { check: positiveNumber() },
-      apply_enhancement: { check: bool() },
-    }),
-  },
-  voice_settings: opt(plainObject()),
-  inference_options: opt(plainObject()),
-  user_instructions: opt(str(1)),
-});
-
-export const audioSeparationResultsSchema = object({
-  run_ids: req(array(int(1), { min: RUN_IDS_COUNT.min, max: RUN_IDS_COUNT.max, unique: true })),
-});
-
-/** Path and query parameters, checked with the same machinery. */
-export const runIdParam = int(1);
-export const voiceIdParam = int(1);
-export const taskIdParam = str(1, 512);
-export const outputTypeParam = literal(OUTPUT_TYPES);
+export const req = (check: Check): FieldSpec => ({ check, required: true });
+export const opt = (check: Check): FieldSpec => ({ check, nullable: true });
 
 /* ----------------------------------------------------------------------------------------- */
 /* Running a schema                                                                          */
 
-/** Runs `check` and returns the normalized value and every issue (the emulator's form). */
-export function collectIssues(check: Check, value: unknown, loc: Loc = [], onNumericLanguage?: ValidationContext['onNumericLanguage']): {
-  value: unknown;
-  issues: FieldIssue[];
-} {
-  const ctx: ValidationContext = { issues: [], onNumericLanguage };
-  const normalized = check(value, loc, ctx);
+export interface CollectOptions extends Pick<ValidationContext, 'names' | 'form' | 'onNumericLanguage'> {
+  /** Where the value sits (e.g. `['run_id']` for a path parameter). */
+  loc?: Loc;
+}
+
+/** Runs `check` and returns the normalized value and every issue (the emulator's form by default). */
+export function collectIssues(check: Check, value: unknown, options: CollectOptions = {}): { value: unknown; issues: FieldIssue[] } {
+  const ctx: ValidationContext = { issues: [], names: options.names ?? 'wire', form: options.form, onNumericLanguage: options.onNumericLanguage };
+  const normalized = check(value, options.loc ?? [], ctx);
   return { value: normalized, issues: ctx.issues };
 }
 
@@ -373,11 +356,12 @@ function warnNumericLanguage(loc: Loc, id: number): void {
 }
 
 /**
- * Client-side validation: returns the normalized wire body or throws a `ValidationError` for
- * the first issue. `prefix` names where the value sits (e.g. `['run_id']` for a path param).
+ * Client-side validation of a caller's camelCase value: returns the normalized wire body or
+ * throws a `ValidationError` for the first issue. `prefix` names where the value sits (e.g.
+ * `['runId']` for a path parameter).
  */
 export function validate<T>(check: Check, value: unknown, prefix: Loc = []): T {
-  const { value: normalized, issues } = collectIssues(check, value, prefix, warnNumericLanguage);
+  const { value: normalized, issues } = collectIssues(check, value, { loc: prefix, names: 'camel', onNumericLanguage: warnNumericLanguage });
   if (issues.length > 0) throw toValidationError(issues[0]!);
   return normalized as T;
 }

@@ -286,7 +286,7 @@ export class TwilioMediaBridge extends Duplex {
     });
 
     translator.on('audio.done', () => this.#outbound.responseEnded(translator.stats.bytesReceived));
-    translator.on('transcript', (text) => this.emit('transcript', text));
+    translator.on('transcript.done', (text) => this.emit('transcript', text));
     translator.on('text.done', (text) => this.emit('translation', text));
     translator.on('warning', (warning) => this.#warn(warning));
 

@@ -4,6 +4,7 @@
  * stream and the emulator both use this module so there is one definition of the protocol.
  */
 import { ProtocolError, ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
 
 /** Largest text event the service accepts, in bytes of UTF-8 JSON. */
@@ -69,14 +70,15 @@ export function normalizeSessionConfig(input: SessionConfigInput, fieldPrefix = 
   return config;
 }
 
-function normalizeModalities(value: unknown, field: string): OutputModality[] {
+/** Checks `output_modalities` (or the option naming it): a non-empty array of `text`/`audio`, de-duplicated. */
+export function normalizeModalities(value: unknown, field: string): OutputModality[] {
   const accepted = 'a non-empty array of "text" and/or "audio"';
   if (!Array.isArray(value) || value.length === 0) {
     throw new ValidationError(field, accepted, Array.isArray(value) ? 'an empty array' : typeof value);
   }
   const out: OutputModality[] = [];
   for (const item of value) {
-    if (item !== 'text' && item !== 'audio') throw new ValidationError(field, accepted, JSON.stringify(item));
+    if (item !== 'text' && item !== 'audio') throw new ValidationError(field, accepted, describeReceived(item));
     if (!out.includes(item)) out.push(item);
   }
   return out;
@@ -92,11 +94,11 @@ function normalizeVoice(value: unknown, field: string): VoiceSelection {
       throw new ValidationError(`${field}.voice_id`, 'a voice id (positive integer) when voice.type is "cloned"', 'none');
     }
     if (!Number.isSafeInteger(voice.voice_id) || (voice.voice_id as number) < 1) {
-      throw new ValidationError(`${field}.voice_id`, 'a positive integer', JSON.stringify(voice.voice_id));
+      throw new ValidationError(`${field}.voice_id`, 'a positive integer', describeReceived(voice.voice_id));
     }
     return { type: 'cloned', voice_id: voice.voice_id as number };
   }
-  throw new ValidationError(`${field}.type`, '"default" or "cloned"', JSON.stringify(voice.type));
+  throw new ValidationError(`${field}.type`, '"default" or "cloned"', describeReceived(voice.type));
 }
 
 /** Byte length of a string as UTF-8, without allocating for pure ASCII. */
@@ -178,9 +180,8 @@ export function encodeBareEvent(type: BareClientEventType): string {
 /* ----------------------------------------------------------------------------------------- */
 /* Server events                                                                            */
 
-/** The `session` of `session.created` / `session.updated`: the configuration plus extras. */
-export interface SessionInfo {
-  /** Durable session identifier (a UUID), present on `session.created`. */
+/** The `session` object of `session.created` / `session.updated` in wire form (the emulator sends it). */
+export interface WireSessionInfo {
   id?: string;
   source_language?: string;
   target_language?: string;
@@ -189,17 +190,37 @@ export interface SessionInfo {
   [key: string]: unknown;
 }
 
+/** The session as the library reports it: the configuration in camelCase plus the service's extras. */
+export interface SessionInfo {
+  /** Durable session identifier (a UUID), present on `session.created`. */
+  id?: string;
+  sourceLanguage?: string;
+  targetLanguage?: string;
+  outputModalities?: string[];
+  voice?: { type: string; voiceId?: number };
+  /** Beta selectors echoed by newer servers. */
+  model?: string;
+  mode?: string;
+  /** The wire object, as sent (after redaction). */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * A server event under the library's one name for it (the same name as the stream's emitter
+ * event and the `--events` log); `wireType` keeps the name on the wire, `raw` the object as sent
+ * (absent for binary audio frames).
+ */
 export type ServerEvent =
-  | { type: 'session.starting'; raw: Record<string, unknown> }
-  | { type: 'session.created'; session: SessionInfo; raw: Record<string, unknown> }
-  | { type: 'session.updated'; session: SessionInfo; raw: Record<string, unknown> }
-  | { type: 'transcript.delta'; delta: string; raw: Record<string, unknown> }
-  | { type: 'transcript.completed'; transcript: string; raw: Record<string, unknown> }
-  | { type: 'text.delta'; delta: string; raw: Record<string, unknown> }
-  | { type: 'text.done'; text: string | undefined; raw: Record<string, unknown> }
-  | { type: 'audio.delta'; audio: Buffer; raw: Record<string, unknown> | undefined }
-  | { type: 'audio.done'; raw: Record<string, unknown> }
-  | { type: 'error'; message: string; code: number | string | undefined; raw: Record<string, unknown> }
+  | { type: 'session.starting'; wireType: string; raw: Record<string, unknown> }
+  | { type: 'session.created'; session: SessionInfo; wireType: string; raw: Record<string, unknown> }
+  | { type: 'session.updated'; session: SessionInfo; wireType: string; raw: Record<string, unknown> }
+  | { type: 'transcript.delta'; delta: string; wireType: string; raw: Record<string, unknown> }
+  | { type: 'transcript.done'; text: string; wireType: string; raw: Record<string, unknown> }
+  | { type: 'text.delta'; delta: string; wireType: string; raw: Record<string, unknown> }
+  | { type: 'text.done'; text: string | undefined; wireType: string; raw: Record<string, unknown> }
+  | { type: 'audio.delta'; audio: Buffer; wireType: string; raw: Record<string, unknown> | undefined }
+  | { type: 'audio.done'; wireType: string; raw: Record<string, unknown> }
+  | { type: 'server.error'; message: string; code: number | string | undefined; wireType: string; raw: Record<string, unknown> }
   | { type: 'unknown'; wireType: string; raw: Record<string, unknown> };
 
 /** Wire names of the server events this module understands. */
@@ -216,84 +237,102 @@ export const SERVER_EVENT_TYPES = {
   error: 'error',
 } as const;
 
+/** The `wireType` of output audio that arrived as a binary WebSocket frame. */
+export const BINARY_AUDIO_WIRE_TYPE = 'binary';
+
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+function objectOf(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** The wire session object in the library's camelCase form; unknown fields stay in `raw`. */
+export function sessionFromWire(wire: Record<string, unknown>): SessionInfo {
+  const info: SessionInfo = { raw: wire };
+  if (typeof wire.id === 'string') info.id = wire.id;
+  if (typeof wire.source_language === 'string') info.sourceLanguage = wire.source_language;
+  if (typeof wire.target_language === 'string') info.targetLanguage = wire.target_language;
+  if (Array.isArray(wire.output_modalities)) info.outputModalities = wire.output_modalities.filter((m): m is string => typeof m === 'string');
+  const voice = objectOf(wire.voice);
+  if (voice && typeof voice.type === 'string') {
+    info.voice = typeof voice.voice_id === 'number' ? { type: voice.type, voiceId: voice.voice_id } : { type: voice.type };
+  }
+  if (typeof wire.model === 'string') info.model = wire.model;
+  if (typeof wire.mode === 'string') info.mode = wire.mode;
+  return info;
+}
+
 function sessionOf(raw: Record<string, unknown>): SessionInfo {
-  const session = raw.session;
-  return session !== null && typeof session === 'object' && !Array.isArray(session) ? (session as SessionInfo) : {};
+  return sessionFromWire(objectOf(raw.session) ?? {});
+}
+
+/** Parses JSON text into an object with a string `type`, or throws `ProtocolError` (`what` names the sender). */
+function parseEventObject(text: string, notJson: string, noType: string): Record<string, unknown> & { type: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ProtocolError(notJson);
+  }
+  if (objectOf(parsed) === undefined || typeof (parsed as { type?: unknown }).type !== 'string') {
+    throw new ProtocolError(noType);
+  }
+  return parsed as Record<string, unknown> & { type: string };
 }
 
 /**
  * Parses one text frame from the server. Unknown event types come back as `unknown` (the beta
  * protocol grows); only text that is not a JSON object with a string `type` is a
- * `ProtocolError`.
+ * `ProtocolError`. `prepare` may rewrite the parsed object before it is read (redaction).
  */
-export function decodeServerEvent(text: string): ServerEvent {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ProtocolError(`The server sent a text frame that is not JSON (${text.length} characters).`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
-    throw new ProtocolError('The server sent an event without a string "type" field.');
-  }
-  const raw = parsed as Record<string, unknown> & { type: string };
-  switch (raw.type) {
+export function decodeServerEvent(text: string, prepare?: (raw: Record<string, unknown>) => void): ServerEvent {
+  const raw = parseEventObject(
+    text,
+    `The server sent a text frame that is not JSON (${text.length} characters).`,
+    'The server sent an event without a string "type" field.',
+  );
+  prepare?.(raw);
+  const wireType = raw.type;
+  switch (wireType) {
     case SERVER_EVENT_TYPES.sessionStarting:
-      return { type: 'session.starting', raw };
+      return { type: 'session.starting', wireType, raw };
     case SERVER_EVENT_TYPES.sessionCreated:
-      return { type: 'session.created', session: sessionOf(raw), raw };
+      return { type: 'session.created', session: sessionOf(raw), wireType, raw };
     case SERVER_EVENT_TYPES.sessionUpdated:
-      return { type: 'session.updated', session: sessionOf(raw), raw };
+      return { type: 'session.updated', session: sessionOf(raw), wireType, raw };
     case SERVER_EVENT_TYPES.transcriptDelta:
-      return { type: 'transcript.delta', delta: str(raw.delta) ?? '', raw };
+      return { type: 'transcript.delta', delta: str(raw.delta) ?? '', wireType, raw };
     case SERVER_EVENT_TYPES.transcriptCompleted:
-      return { type: 'transcript.completed', transcript: str(raw.transcript) ?? '', raw };
+      return { type: 'transcript.done', text: str(raw.transcript) ?? '', wireType, raw };
     case SERVER_EVENT_TYPES.textDelta:
-      return { type: 'text.delta', delta: str(raw.delta) ?? '', raw };
+      return { type: 'text.delta', delta: str(raw.delta) ?? '', wireType, raw };
     case SERVER_EVENT_TYPES.textDone:
-      return { type: 'text.done', text: str(raw.text), raw };
+      return { type: 'text.done', text: str(raw.text), wireType, raw };
     case SERVER_EVENT_TYPES.audioDelta: {
       // The interface names the payload `delta`; some clients read `audio`. Accept both.
       const b64 = str(raw.delta) ?? str(raw.audio);
       if (b64 === undefined) throw new ProtocolError('response.audio.delta without a base64 "delta" field.');
-      return { type: 'audio.delta', audio: Buffer.from(b64, 'base64'), raw };
+      return { type: 'audio.delta', audio: Buffer.from(b64, 'base64'), wireType, raw };
     }
     case SERVER_EVENT_TYPES.audioDone:
-      return { type: 'audio.done', raw };
+      return { type: 'audio.done', wireType, raw };
     case SERVER_EVENT_TYPES.error: {
       const err = raw.error;
-      const body = err !== null && typeof err === 'object' ? (err as Record<string, unknown>) : {};
+      const body = objectOf(err) ?? {};
       const message = str(body.message) ?? str(err) ?? str(raw.message) ?? 'The service reported an error without a message.';
       const code = typeof body.code === 'number' || typeof body.code === 'string' ? body.code : undefined;
-      return { type: 'error', message, code, raw };
+      return { type: 'server.error', message, code, wireType, raw };
     }
     default:
-      return { type: 'unknown', wireType: raw.type, raw };
+      return { type: 'unknown', wireType, raw };
   }
 }
 
 /** A binary frame from the server: raw PCM16 output audio (facts.md). */
 export function decodeBinaryAudio(data: Buffer): ServerEvent {
-  return { type: 'audio.delta', audio: data, raw: undefined };
-}
-
-/**
- * The event in a form fit for a log line: base64 audio replaced by its decoded byte count, a
- * binary frame written as `{type: "binary", bytes: N}`.
- */
-export function summarizeServerEvent(event: ServerEvent): Record<string, unknown> {
-  if (event.type === 'audio.delta') {
-    if (!event.raw) return { type: 'binary', bytes: event.audio.length };
-    const { delta, audio, ...rest } = event.raw;
-    // Count under the field that was decoded (same precedence as decodeServerEvent); the other
-    // one is dropped, so no base64 reaches a log line.
-    return { ...rest, ...(typeof delta === 'string' ? { delta: event.audio.length } : { audio: event.audio.length }) };
-  }
-  return event.raw;
+  return { type: 'audio.delta', audio: data, wireType: BINARY_AUDIO_WIRE_TYPE, raw: undefined };
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -307,16 +346,7 @@ export type ClientEvent =
 
 /** Parses a client text frame (emulator side). Throws `ProtocolError` for non-JSON text. */
 export function decodeClientEvent(text: string): ClientEvent {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ProtocolError('The event is not valid JSON.');
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
-    throw new ProtocolError('The event is not a JSON object with a string "type" field.');
-  }
-  const raw = parsed as Record<string, unknown> & { type: string };
+  const raw = parseEventObject(text, 'The event is not valid JSON.', 'The event is not a JSON object with a string "type" field.');
   switch (raw.type) {
     case 'session.update':
       return { type: 'session.update', session: raw.session, auth: raw.auth, raw };
@@ -334,8 +364,8 @@ export function decodeClientEvent(text: string): ClientEvent {
 /** Server events in wire form, for the emulator. */
 export const encodeServerEvent = {
   sessionStarting: (): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionStarting }),
-  sessionCreated: (session: SessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionCreated, session }),
-  sessionUpdated: (session: SessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionUpdated, session }),
+  sessionCreated: (session: WireSessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionCreated, session }),
+  sessionUpdated: (session: WireSessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionUpdated, session }),
   transcriptCompleted: (transcript: string): string =>
     JSON.stringify({ type: SERVER_EVENT_TYPES.transcriptCompleted, transcript }),
   textDelta: (delta: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.textDelta, delta }),

@@ -33,6 +33,11 @@ export class EventFanout<T> {
     this.#onPressure = onPressure;
   }
 
+  /** Iterators currently subscribed. */
+  get subscribers(): number {
+    return this.#subscribers.size;
+  }
+
   /** Number of events waiting in the fullest queue. */
   get maxQueued(): number {
     let max = 0;

@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 
 /** The 14 language tags the realtime service accepts, as source or target. */
 export const REALTIME_LANGUAGES = [
@@ -36,6 +37,6 @@ export function normalizeRealtimeLanguage(tag: unknown, field: string): Realtime
   throw new ValidationError(
     field,
     `one of the realtime language tags ${REALTIME_LANGUAGES.join(', ')} (case-insensitive)`,
-    typeof tag === 'string' ? JSON.stringify(tag) : typeof tag,
+    describeReceived(tag),
   );
 }

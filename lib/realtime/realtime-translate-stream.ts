@@ -1,120 +1,55 @@
 /**
- * `RealtimeTranslateStream`: a Duplex over the realtime speech-to-speech WebSocket.
+ * `RealtimeTranslateStream`: a Duplex over the realtime speech-to-speech WebSocket. Writable
+ * side: PCM16 LE mono 24 kHz, any chunking. Readable side: the translated PCM16 LE mono 24 kHz.
+ * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
- * Writable side: PCM16 LE mono 24 kHz, any chunking. Readable side: the translated PCM16 LE
- * mono 24 kHz. Transcripts, translated text and session state are typed events, and every
- * server event is also available through `events()` for `for await` callers.
- *
- * Lifecycle: connect in `_construct` (so writes wait), send `session.update`, wait for
- * `session.created` (tolerating `session.starting` during a cold start), then stream. On
- * `end()` a little silence is appended so the service's voice detection closes the last
- * utterance, and the stream waits until the last response has completed and the session has
- * been quiet for `quietPeriodMs` before it closes the socket and ends the readable side.
- *
- * Backpressure both ways: a write's callback waits while the socket's send buffer is over
- * `maxSocketBufferBytes`; when the reader (or an `events()` consumer) falls behind, the socket
- * is paused, so TCP holds the service back. Memory stays bounded whatever the speeds.
+ * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
+ * options (`realtime-options.ts`), the connections and reconnects (`session-link.ts`, over
+ * `connection.ts` with its liveness; its state is one union changed through one setter), what a
+ * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
+ * service owes (`speech-ledger.ts`) and the ending policy (`ending-policy.ts`). The README
+ * ("RealtimeTranslateStream") explains the rules.
  */
-import { Duplex, type DuplexOptions } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import WebSocket from 'ws';
-import type { IncomingMessage } from 'node:http';
+import { AbortError, ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
 import {
-  AbortError,
-  AuthError,
-  BillingError,
-  ConnectionError,
-  ForbiddenError,
-  RtTranslateError,
-  ServerError,
-  TimeoutError,
-  ValidationError,
-  VoiceRejectedError,
-  describeCause,
-  redactSecret,
-} from '../errors.js';
-import { ConfigError } from '../errors.js';
-import { resolveApiKey, resolveRealtimeUrl, ENV_API_KEY, ENV_REALTIME_URL } from '../config.js';
-import {
-  MAX_APPEND_AUDIO_BYTES,
   REALTIME_BYTES_PER_FRAME,
   REALTIME_SAMPLE_RATE,
   decodeBinaryAudio,
   decodeServerEvent,
   encodeAudioAppend,
-  encodeSessionUpdate,
-  normalizeSessionConfig,
-  type OutputModality,
   type ServerEvent,
-  type SessionConfig,
   type SessionInfo,
 } from './codec.js';
+import type { ConnectionEnd } from './connection.js';
+import { decideEnding } from './ending-policy.js';
 import { EventFanout } from './event-queue.js';
-import { SpeechSegmentCounter } from '../audio/vad.js';
+import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
+import { ReplayBuffer } from './replay-buffer.js';
+import { classifyServerError } from './server-errors.js';
+import { SessionLink } from './session-link.js';
+import { LatencySeries, SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
 
-export interface RealtimeTranslateOptions {
-  /** Source language tag, one of the 14 realtime tags (case-insensitive). */
-  from: string;
-  /** Target language tag, one of the 14 realtime tags (case-insensitive). */
-  to: string;
-  /** Use this cloned voice (owned by the key's workspace). Default: the target language's built-in voice. */
-  voiceId?: number;
-  /** `['text', 'audio']` (default), `['text']` or `['audio']`. */
-  outputModalities?: readonly OutputModality[];
-  /** API key; default `RT_TRANSLATE_API_KEY`. */
-  apiKey?: string;
-  /** Realtime host (`wss://...`); `/v1/realtime` is appended. Default `RT_TRANSLATE_REALTIME_URL`. */
-  realtimeUrl?: string;
-  /** Beta model selector, passed through as `?model=`. */
-  model?: string;
-  /** Beta mode selector, passed through as `?mode=`. */
-  mode?: string;
-  /**
-   * Send the key as `auth.api_key` in the first `session.update` instead of the `x-api-key`
-   * handshake header. Only for environments that cannot set handshake headers.
-   */
-  sendKeyInSessionUpdate?: boolean;
-  /** Allow plain-text `ws://` to a host that is not loopback. Off by default. */
-  allowInsecure?: boolean;
-  /** Time allowed from connecting to `session.created`, in ms. Default 90 000 (cold starts). */
-  readyTimeoutMs?: number;
-  /** Silence appended on `end()` so voice detection closes the last utterance, in ms. Default 800. */
-  endPaddingMs?: number;
-  /** After `end()`: quiet time with no response open that means the session is done, in ms. Default 3000. */
-  quietPeriodMs?: number;
-  /** After `end()`: how long an open response may stay silent before the stream gives up on it, in ms. Default 30 000. */
-  responseStallTimeoutMs?: number;
-  /** Bound on the socket's send buffer before a write waits, in bytes. Default 1 MiB. */
-  maxSocketBufferBytes?: number;
-  /** Largest audio payload of one append event, in bytes (even, at most 256 KiB). Default 256 KiB. */
-  maxAppendBytes?: number;
-  /** Events an `events()` consumer may fall behind by before the socket is paused. Default 512. */
-  maxQueuedEvents?: number;
-  /** Audio bytes queued for an `events()` consumer before the socket is paused. Default 4 MiB. */
-  maxQueuedEventBytes?: number;
-  /**
-   * Level above which sent audio counts as speech the service owes an answer to, in dBFS
-   * (see "Ending" in the README). Default -40, the usual voice-detection threshold.
-   */
-  speechThresholdDbfs?: number;
-  /** Silence that ends a segment of sent speech, in ms. Default 600 (the service's utterance gap). */
-  speechSilenceMs?: number;
-  /** Aborts the session: the stream is destroyed with an `AbortError`. */
-  signal?: AbortSignal;
-  /** Readable side buffer, in bytes. Default 256 KiB. */
-  readableHighWaterMark?: number;
-  /** Writable side buffer, in bytes. Default 64 KiB. */
-  writableHighWaterMark?: number;
-  /** Extra handshake headers (never `x-api-key`: use `apiKey`). */
-  headers?: Record<string, string>;
-}
+export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
 export type SessionStartedInfo = SessionInfo & { id: string };
 
-/** Counters and gauges, for progress lines and tests. */
+/** Counters and gauges, for progress lines, summaries and tests. */
 export interface RealtimeStats {
-  /** Input audio bytes sent in append events (padding included). */
+  /** Input audio accepted from the writer, in bytes (end padding not included). */
+  inputBytes: number;
+  /** Silence appended on `end()`, in bytes. */
+  paddingBytes: number;
+  /** Audio bytes the socket has taken (handed to the kernel), replays and padding included. */
   bytesSent: number;
+  /** Audio bytes accepted but not yet taken by the socket (queued in the stream or the WebSocket). */
+  bytesQueued: number;
+  /** Audio bytes sent again after reconnects. */
+  bytesReplayed: number;
+  /** Input audio kept in memory for a replay (sent but unanswered, and not yet sent), in bytes. */
+  replayBytes: number;
   /** Translated audio bytes received. */
   bytesReceived: number;
   /** Bytes queued in the WebSocket that the kernel has not taken yet. */
@@ -123,359 +58,198 @@ export interface RealtimeStats {
   responses: number;
   /** Whether the socket is paused because a reader is behind. */
   paused: boolean;
+  /** Sessions re-established after a drop. */
+  reconnects: number;
+  /** Time spent without a session after drops, in total and the longest, in ms. */
+  outageMs: number;
+  longestOutageMs: number;
+  /** From the end of the answered speech to each stage of the response, over all responses. */
+  latency: { transcriptMs: LatencySummary; firstTextMs: LatencySummary; firstAudioMs: LatencySummary; doneMs: LatencySummary };
+  /** How the session ended, once it has. */
+  ending: EndedInfo | undefined;
 }
 
+/** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
 export interface RealtimeTranslateEvents {
-  /** `session.starting`: the service is booting a model (cold start). */
-  starting: [];
-  /** `session.created`: the session is active; `info.id` is its durable identifier. */
-  session: [info: SessionStartedInfo];
-  /** `session.updated`: the active configuration. */
+  'session.starting': [];
+  'session.created': [info: SessionStartedInfo];
   'session.updated': [info: SessionInfo];
-  /** Completed transcript of an input utterance. */
-  transcript: [text: string];
-  /** Partial transcript (newer servers). */
   'transcript.delta': [delta: string];
-  /** Additive translated text of the current response. */
+  'transcript.done': [text: string];
   'text.delta': [delta: string];
-  /** Final translated text of a response. */
   'text.done': [text: string];
-  /** The current translated audio response is complete. */
+  'audio.delta': [audio: Buffer];
   'audio.done': [];
-  /** A non-fatal problem: a server error while the session stays open, a dropped half sample. */
+  'server.error': [message: string, code: number | string | undefined];
+  unknown: [event: Extract<ServerEvent, { type: 'unknown' }>];
+  reconnecting: [info: ReconnectingInfo];
+  reconnected: [info: ReconnectedInfo];
+  response: [timing: ResponseTiming];
   warning: [warning: RtTranslateError];
-  /** Every server event as decoded (also available through `events()`). */
-  'server-event': [event: ServerEvent];
+  ended: [info: EndedInfo];
+  /** Every event, as `events()` yields it. */
+  event: [event: RealtimeEvent];
 }
 
-const DEFAULTS = {
-  readyTimeoutMs: 90_000,
-  endPaddingMs: 800,
-  quietPeriodMs: 3_000,
-  responseStallTimeoutMs: 30_000,
-  maxSocketBufferBytes: 1024 * 1024,
-  maxAppendBytes: MAX_APPEND_AUDIO_BYTES,
-  maxQueuedEvents: 512,
-  maxQueuedEventBytes: 4 * 1024 * 1024,
-  speechSilenceMs: 600,
-  readableHighWaterMark: 256 * 1024,
-  writableHighWaterMark: 64 * 1024,
-};
+type Timer = NodeJS.Timeout;
 
-/** `closing`: the session is done and the close handshake is under way; audio still arriving is kept. */
-type Phase = 'connecting' | 'active' | 'ending' | 'closing' | 'closed';
+type PauseReason = 'reader' | 'events';
 
-/** Server events that show a response is being worked on (keep-alives and session events do not). */
-const RESPONSE_ACTIVITY = new Set<ServerEvent['type']>([
-  'transcript.delta',
-  'transcript.completed',
-  'text.delta',
-  'text.done',
-  'audio.delta',
-  'audio.done',
-  'error',
-]);
-
-/**
- * A server `error` while the session is open is a warning unless the service closes the
- * connection right after it (then it is the fatal cause). This is how long the stream waits to
- * tell the two apart, unless another event arrives first.
- */
+/** Bytes of PCM16 mono 24 kHz per millisecond. */
+const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
+/** Input replayed before the first unanswered speech, so the service hears it begin. */
+const REPLAY_PREROLL_MS = 300;
+/** A server `error` followed by a close within this time is the cause of the close (else a warning). */
 const ERROR_CLOSE_GRACE_MS = 250;
+/** Largest message accepted from the service. */
+const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
-/** Drops one trailing period, so a server message can end a sentence of ours. */
-function sentence(text: string): string {
-  return text.replace(/\.\s*$/, '');
-}
+const ms = (bytes: number): number => Math.round(bytes / BYTES_PER_MS);
 
-function positiveInt(value: unknown, field: string, fallback: number, min = 0): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new ValidationError(field, `an integer >= ${min}`, String(value));
-  }
-  return value;
-}
-
-/** What an event holds in memory while queued for an `events()` consumer, in bytes (audio counts). */
-function eventBytes(event: ServerEvent): number {
-  if (event.type !== 'audio.delta') return 0;
-  const raw = event.raw ? (typeof event.raw.delta === 'string' ? event.raw.delta.length : typeof event.raw.audio === 'string' ? event.raw.audio.length : 0) : 0;
-  return event.audio.length + raw;
-}
-
-/** Maps a fatal realtime `error` event to the error class a caller can act on. */
-export function classifyServerError(message: string, code: number | string | undefined, secret?: string): RtTranslateError {
-  const verbatim = redactSecret(message, secret);
-  const text = sentence(verbatim);
-  const numeric = typeof code === 'number' ? code : Number.parseInt(String(code ?? ''), 10);
-  const options = { serverMessage: verbatim, ...(Number.isFinite(numeric) ? { status: numeric } : {}) };
-  // A status code decides first; then the wording, the voice before the key, since a rejected
-  // voice is usually explained in terms of the key that does not own it.
-  if (numeric === 401) return new AuthError(`The realtime service refused the credentials: ${text}.`, options);
-  if (numeric === 402) return new BillingError(`The realtime service stopped the session for billing: ${text}.`, options);
-  if (/\bvoice\b/i.test(text)) {
-    return new VoiceRejectedError(`The realtime service rejected the voice: ${text}.`, options);
-  }
-  if (/\b(credit|billing|balance|payment|quota)/i.test(text)) {
-    return new BillingError(`The realtime service stopped the session for billing: ${text}.`, options);
-  }
-  if (/\b(api[ _-]?key|unauthori[sz]ed|authenticat)/i.test(text)) {
-    return new AuthError(`The realtime service refused the credentials: ${text}.`, options);
-  }
-  if (numeric === 403) return new ForbiddenError(`The realtime service refused access: ${text}.`, options);
-  return new ServerError(`The realtime service reported an error: ${text}.`, options);
+/** What an event holds in memory while queued for an `events()` consumer, in bytes. */
+function eventBytes(event: RealtimeEvent): number {
+  return event.type === 'audio.delta' ? event.audio.length * 2 : 0;
 }
 
 export class RealtimeTranslateStream extends Duplex {
-  readonly #apiKey: string;
-  readonly #url: URL;
-  readonly #session: SessionConfig;
-  readonly #modalities: readonly OutputModality[];
-  readonly #keyInSessionUpdate: boolean;
-  readonly #headers: Record<string, string>;
-  readonly #opts: typeof DEFAULTS;
-  readonly #signal: AbortSignal | undefined;
-  readonly #fanout: EventFanout<ServerEvent>;
-
-  #ws: WebSocket | undefined;
-  #phase: Phase = 'connecting';
+  readonly #o: ResolvedRealtimeOptions;
+  readonly #link: SessionLink;
+  readonly #fanout: EventFanout<RealtimeEvent>;
+  readonly #ledger: SpeechLedger;
+  readonly #replay = new ReplayBuffer();
+  readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
+  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
   #constructCallback: ((error?: Error | null) => void) | undefined;
   #finalCallback: ((error?: Error | null) => void) | undefined;
-  #readyTimer: NodeJS.Timeout | undefined;
-  #quietTimer: NodeJS.Timeout | undefined;
-  #carry: Buffer | undefined;
-  #sessionInfo: SessionStartedInfo | undefined;
+  /** The write waiting for room (in the socket, or in the replay bound during an outage). */
+  #heldWrite: ((error?: Error | null) => void) | undefined;
+  #session: SessionStartedInfo | undefined;
   #sawStarting = false;
-  #responseOpen = false;
-  /**
-   * Speech segments in the audio sent, against responses started: while the service owes
-   * answers, the wait after end() is bounded by responseStallTimeoutMs of inactivity instead of
-   * the quiet period, so a slow service never loses the last translations.
-   */
-  readonly #speech: SpeechSegmentCounter;
-  #responsesStarted = 0;
-  #sendStallTimer: NodeJS.Timeout | undefined;
-  /** The session ended normally: everything was delivered and the socket is closed. */
-  #completed = false;
-  #pendingWarning: { error: RtTranslateError; timer: NodeJS.Timeout } | undefined;
+  #inputCarry: Buffer | undefined;
+  #outputCarry: number | undefined;
   #textSoFar = '';
-  /** A server error that was the last event seen: if the socket closes now, it is the cause. */
-  #lastErrorIfLast: RtTranslateError | undefined;
+  #inputEnded = false;
+  #allSentAt: number | undefined;
+  #lastActivityAt = 0;
+  #endingTimer: Timer | undefined;
+  /** What the current outage sends again, for the `reconnected` event. */
+  #replayed: { bytes: number; notReplayedBytes: number } | undefined;
+  #pendingWarning: { error: RtTranslateError; timer: Timer } | undefined;
+  /** A server error that was the last event: if the socket closes now, it is the cause. */
+  #lastErrorIfLast: { message: string; code: number | string | undefined; error: RtTranslateError } | undefined;
   #fatal: RtTranslateError | undefined;
-  #readerBehind = false;
-  #eventsBehind = false;
-  #paused = false;
-  /** The write waiting for the socket to take its audio (settled by _destroy). */
-  #heldWrite: { callback: (error?: Error | null) => void } | undefined;
+  #ending: EndedInfo | undefined;
+  #closed = false;
   #onAbort: (() => void) | undefined;
-  #stats = { bytesSent: 0, bytesReceived: 0, responses: 0 };
 
   constructor(options: RealtimeTranslateOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new ValidationError('options', 'an object with from and to');
-    }
-    const opts = {
-      readyTimeoutMs: positiveInt(options.readyTimeoutMs, 'readyTimeoutMs', DEFAULTS.readyTimeoutMs, 1),
-      endPaddingMs: positiveInt(options.endPaddingMs, 'endPaddingMs', DEFAULTS.endPaddingMs),
-      quietPeriodMs: positiveInt(options.quietPeriodMs, 'quietPeriodMs', DEFAULTS.quietPeriodMs, 1),
-      responseStallTimeoutMs: positiveInt(options.responseStallTimeoutMs, 'responseStallTimeoutMs', DEFAULTS.responseStallTimeoutMs, 1),
-      maxSocketBufferBytes: positiveInt(options.maxSocketBufferBytes, 'maxSocketBufferBytes', DEFAULTS.maxSocketBufferBytes),
-      maxAppendBytes: positiveInt(options.maxAppendBytes, 'maxAppendBytes', DEFAULTS.maxAppendBytes, REALTIME_BYTES_PER_FRAME),
-      maxQueuedEvents: positiveInt(options.maxQueuedEvents, 'maxQueuedEvents', DEFAULTS.maxQueuedEvents, 1),
-      maxQueuedEventBytes: positiveInt(options.maxQueuedEventBytes, 'maxQueuedEventBytes', DEFAULTS.maxQueuedEventBytes, 1),
-      speechSilenceMs: positiveInt(options.speechSilenceMs, 'speechSilenceMs', DEFAULTS.speechSilenceMs, 1),
-      readableHighWaterMark: positiveInt(options.readableHighWaterMark, 'readableHighWaterMark', DEFAULTS.readableHighWaterMark, 1),
-      writableHighWaterMark: positiveInt(options.writableHighWaterMark, 'writableHighWaterMark', DEFAULTS.writableHighWaterMark, 1),
-    };
-    const speechThresholdDbfs = options.speechThresholdDbfs ?? -40;
-    if (typeof speechThresholdDbfs !== 'number' || !Number.isFinite(speechThresholdDbfs) || speechThresholdDbfs > 0) {
-      throw new ValidationError('speechThresholdDbfs', 'a number of dBFS, at most 0', String(speechThresholdDbfs));
-    }
-    if (opts.maxAppendBytes > MAX_APPEND_AUDIO_BYTES || opts.maxAppendBytes % REALTIME_BYTES_PER_FRAME !== 0) {
-      throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, String(opts.maxAppendBytes));
-    }
-    if (options.voiceId !== undefined && (!Number.isSafeInteger(options.voiceId) || options.voiceId < 1)) {
-      throw new ValidationError('voiceId', 'the id of a cloned voice (positive integer)', String(options.voiceId));
-    }
-    const session = normalizeSessionConfig({
-      source_language: options.from,
-      target_language: options.to,
-      ...(options.outputModalities !== undefined ? { output_modalities: options.outputModalities } : {}),
-      ...(options.voiceId !== undefined ? { voice: { type: 'cloned', voice_id: options.voiceId } } : {}),
-    });
-    const apiKey = resolveApiKey(options.apiKey);
-    if (apiKey === undefined) {
-      throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
-    }
-    const url = resolveRealtimeUrl(options.realtimeUrl, {
-      allowInsecure: options.allowInsecure === true,
-      query: { model: options.model, mode: options.mode },
-    });
-    if (url === undefined) {
-      throw new ConfigError('realtimeUrl', `No realtime URL: pass realtimeUrl or set ${ENV_REALTIME_URL}.`);
-    }
-    for (const name of Object.keys(options.headers ?? {})) {
-      if (name.toLowerCase() === 'x-api-key') {
-        throw new ValidationError('headers', 'extra handshake headers other than x-api-key (pass the key as apiKey)');
-      }
-    }
-    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-      throw new ValidationError('signal', 'an AbortSignal');
-    }
-
-    const duplexOptions: DuplexOptions = {
-      readableHighWaterMark: opts.readableHighWaterMark,
-      writableHighWaterMark: opts.writableHighWaterMark,
+    const o = resolveRealtimeOptions(options);
+    super({
+      readableHighWaterMark: o.readableHighWaterMark,
+      writableHighWaterMark: o.writableHighWaterMark,
       allowHalfOpen: true,
       decodeStrings: true,
       objectMode: false,
-    };
-    super(duplexOptions);
-    this.#opts = opts;
-    this.#apiKey = apiKey;
-    this.#url = url;
-    this.#session = session;
-    this.#modalities = session.output_modalities ?? ['text', 'audio'];
-    this.#keyInSessionUpdate = options.sendKeyInSessionUpdate === true;
-    this.#headers = { ...options.headers };
-    this.#signal = options.signal;
-    this.#speech = new SpeechSegmentCounter({ thresholdDbfs: speechThresholdDbfs, silenceMs: opts.speechSilenceMs });
-    this.#fanout = new EventFanout<ServerEvent>(
-      { count: opts.maxQueuedEvents, bytes: opts.maxQueuedEventBytes, weigh: eventBytes },
-      (full) => {
-        this.#eventsBehind = full;
-        this.#updateFlow();
+    });
+    this.#o = o;
+    this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
+    this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
+      this.#setPause('events', full),
+    );
+    this.#link = new SessionLink(
+      {
+        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
+        readyTimeoutMs: o.readyTimeoutMs,
+        reconnect: o.reconnect,
+        secret: o.apiKey,
+      },
+      {
+        open: () => {
+          this.#sawStarting = false;
+          this.#link.send(o.sessionUpdate);
+        },
+        message: (data, isBinary) => this.#onMessage(data, isBinary),
+        readyTimeout: (waitedMs) => {
+          const hint = this.#sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
+          return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
+        },
+        dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
+        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+        failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
+        closed: () => this.#completeClose(),
       },
     );
-    if (this.#signal) {
+    const signal = o.signal;
+    if (signal) {
       this.#onAbort = () => {
         // A session that has already delivered everything is complete, not aborted.
-        if (this.#completed) return;
-        this.destroy(new AbortError('The realtime session was aborted.', { cause: this.#signal?.reason }));
+        if (this.#ending) return;
+        this.destroy(new AbortError('The realtime session was aborted.', { cause: signal.reason }));
       };
-      this.#signal.addEventListener('abort', this.#onAbort, { once: true });
+      signal.addEventListener('abort', this.#onAbort, { once: true });
     }
   }
 
-  /** The active session's info (with `id`) once `session.created` has arrived. */
+  /** The current session's info (with `id`) once `session.created` has arrived; a reconnect replaces it. */
   get session(): SessionStartedInfo | undefined {
-    return this.#sessionInfo;
+    return this.#session;
   }
 
-  /** The session's durable identifier, once known. */
+  /** The current session's durable identifier, once known. */
   get sessionId(): string | undefined {
-    return this.#sessionInfo?.id;
+    return this.#session?.id;
+  }
+
+  /** `connecting`, `active`, `reconnecting`, `closing` or `closed`. */
+  get state(): 'connecting' | 'active' | 'reconnecting' | 'closing' | 'closed' {
+    const status = this.#link.status;
+    return status === 'ready' ? 'active' : status === 'waiting' ? 'reconnecting' : status;
   }
 
   get stats(): RealtimeStats {
+    const buffered = this.#link.bufferedAmount;
+    const l = this.#latency;
     return {
       ...this.#stats,
-      socketBufferedAmount: this.#ws?.bufferedAmount ?? 0,
-      paused: this.#paused,
+      bytesQueued: this.#replay.unsent + buffered,
+      replayBytes: this.#replay.retained,
+      socketBufferedAmount: buffered,
+      paused: this.#link.paused,
+      latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
+      ending: this.#ending,
     };
   }
 
-  /** Every server event, in order, for `for await`. Ends when the stream closes; throws its error. */
-  events(): AsyncIterableIterator<ServerEvent> {
+  /**
+   * Every event, in order, for `for await`: the service's events and the stream's own. Ends when
+   * the stream closes; throws its error. An iterator that falls behind pauses the socket. While
+   * nothing reads the stream's audio, the audio reaches an iterator only (no buffer grows).
+   */
+  events(): AsyncIterableIterator<RealtimeEvent> {
     return this.#fanout.subscribe();
   }
 
-  /* ------------------------------------------------------------------ construction */
-
   override _construct(callback: (error?: Error | null) => void): void {
-    if (this.#signal?.aborted) {
-      callback(new AbortError('The realtime session was aborted before it started.', { cause: this.#signal.reason }));
+    if (this.#o.signal?.aborted) {
+      callback(new AbortError('The realtime session was aborted before it started.', { cause: this.#o.signal.reason }));
       return;
     }
     this.#constructCallback = callback;
-    const headers: Record<string, string> = { ...this.#headers };
-    if (!this.#keyInSessionUpdate) headers['x-api-key'] = this.#apiKey;
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(this.#url, {
-        headers,
-        perMessageDeflate: false,
-        handshakeTimeout: this.#opts.readyTimeoutMs,
-        maxPayload: 16 * 1024 * 1024,
-      });
-    } catch (error) {
-      this.#settleConstruct(new ConnectionError(`Cannot open the realtime connection: ${describeCause(error, this.#apiKey)}`));
-      return;
-    }
-    ws.binaryType = 'nodebuffer';
-    this.#ws = ws;
-    this.#readyTimer = setTimeout(() => {
-      const hint = this.#sawStarting
-        ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.'
-        : '';
-      this.#fail(new TimeoutError(`No session.created within ${this.#opts.readyTimeoutMs} ms.${hint}`, this.#opts.readyTimeoutMs));
-    }, this.#opts.readyTimeoutMs);
-
-    ws.on('unexpected-response', (_req, res) => this.#onHandshakeRefused(res));
-    ws.on('open', () => this.#onOpen());
-    ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
-    ws.on('error', (error) => {
-      if (this.#phase === 'closed') return;
-      this.#fail(this.#lastErrorIfLast ?? new ConnectionError(`Realtime connection failed: ${describeCause(error, this.#apiKey)}`));
-    });
-    ws.on('close', (code, reason) => this.#onClose(code, reason.toString('utf8')));
-  }
-
-  #settleConstruct(error?: Error): void {
-    const callback = this.#constructCallback;
-    if (!callback) return;
-    this.#constructCallback = undefined;
-    clearTimeout(this.#readyTimer);
-    callback(error ?? null);
-  }
-
-  #onHandshakeRefused(res: IncomingMessage): void {
-    const status = res.statusCode ?? 0;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (chunk: Buffer) => {
-      if (size < 4096) chunks.push(chunk);
-      size += chunk.length;
-    });
-    const finish = () => {
-      let detail = '';
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: unknown };
-        if (typeof body.error === 'string') detail = `: ${sentence(redactSecret(body.error, this.#apiKey))}`;
-      } catch {
-        // not JSON: the status says enough
-      }
-      const options = { status, ...(detail ? { serverMessage: detail.slice(2) } : {}) };
-      let error: RtTranslateError;
-      if (status === 401) error = new AuthError(`The realtime service refused the API key (HTTP 401)${detail}.`, options);
-      else if (status === 403) error = new ForbiddenError(`The realtime service refused access (HTTP 403)${detail}.`, options);
-      else error = new ConnectionError(`The realtime handshake was refused with HTTP ${status}${detail}.`, { ...options, retryable: status >= 500 || status === 429 });
-      this.#fail(error);
-      res.destroy();
-    };
-    res.once('end', finish);
-    res.once('error', finish);
-  }
-
-  #onOpen(): void {
-    try {
-      const message = encodeSessionUpdate(this.#session, this.#keyInSessionUpdate ? { authApiKey: this.#apiKey } : {});
-      this.#ws?.send(message);
-    } catch (error) {
-      this.#fail(error instanceof RtTranslateError ? error : new ConnectionError(describeCause(error, this.#apiKey)));
-    }
+    this.#link.start();
   }
 
   /* ------------------------------------------------------------------ incoming */
 
   #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#phase === 'closed' || this.#fatal) return;
+    if (this.#fatal) return;
     let event: ServerEvent;
     if (isBinary) {
       event = decodeBinaryAudio(data);
     } else {
+      const key = this.#o.apiKey;
+      const text = data.toString('utf8');
       try {
-        event = decodeServerEvent(data.toString('utf8'));
+        event = decodeServerEvent(text, text.includes(key) ? (raw) => redactObject(raw, key, true) : undefined);
       } catch (error) {
         this.#warn(error as RtTranslateError);
         return;
@@ -483,85 +257,140 @@ export class RealtimeTranslateStream extends Duplex {
     }
     this.#lastErrorIfLast = undefined;
     this.#flushPendingWarning();
-    this.emit('server-event', event);
-    this.#fanout.push(event);
     this.#handle(event);
-    if (this.#phase === 'ending' && RESPONSE_ACTIVITY.has(event.type)) this.#armQuietTimer();
   }
 
   #handle(event: ServerEvent): void {
+    const now = Date.now();
+    const sent = this.#replay.sent;
     switch (event.type) {
       case 'session.starting':
         this.#sawStarting = true;
-        this.emit('starting');
+        break;
+      case 'session.created':
+        this.#publish(event);
+        this.#onSessionCreated(event.session);
         return;
-      case 'session.created': {
-        if (this.#sessionInfo) return;
-        const id = typeof event.session.id === 'string' ? event.session.id : '';
-        this.#sessionInfo = { ...event.session, id };
-        this.#phase = 'active';
-        this.emit('session', this.#sessionInfo);
-        this.#settleConstruct();
-        return;
-      }
-      case 'session.updated':
-        this.emit('session.updated', event.session);
-        return;
-      case 'transcript.delta':
-        this.emit('transcript.delta', event.delta);
-        return;
-      case 'transcript.completed':
-        this.#openResponse();
-        this.emit('transcript', event.transcript);
-        return;
+      case 'transcript.done':
+        this.#ledger.responseActivity('transcript', now, sent);
+        break;
       case 'text.delta':
-        this.#openResponse();
+        this.#ledger.responseActivity('text', now, sent);
         this.#textSoFar += event.delta;
-        this.emit('text.delta', event.delta);
-        return;
-      case 'text.done': {
-        const text = event.text ?? this.#textSoFar;
+        break;
+      case 'text.done':
+        event.text ??= this.#textSoFar;
         this.#textSoFar = '';
-        if (!this.#modalities.includes('audio')) this.#completeResponse();
-        this.emit('text.done', text);
+        break;
+      case 'audio.delta': {
+        const audio = this.#realign(event.audio);
+        this.#ledger.responseActivity('audio', now, sent, audio.length);
+        this.#stats.bytesReceived += audio.length;
+        this.#publish({ ...event, audio });
+        this.#deliverAudio(audio);
+        this.#activity(now);
         return;
       }
-      case 'audio.delta':
-        this.#openResponse();
-        this.#stats.bytesReceived += event.audio.length;
-        if (this.readableEnded || this.destroyed) return;
-        if (!this.push(event.audio)) {
-          this.#readerBehind = true;
-          this.#updateFlow();
-        }
-        return;
       case 'audio.done':
-        this.#completeResponse();
-        this.emit('audio.done');
-        return;
-      case 'error': {
-        const error = classifyServerError(event.message, event.code, this.#apiKey);
-        if (!this.#sessionInfo) {
-          this.#fail(error);
-          return;
+        if (this.#outputCarry !== undefined) {
+          this.#outputCarry = undefined;
+          this.#warn(new ProtocolError('The service sent an odd number of audio bytes for one response; the last byte was dropped.'));
         }
-        this.#lastErrorIfLast = error;
-        this.#flushPendingWarning();
-        this.#pendingWarning = {
-          error,
-          timer: setTimeout(() => this.#flushPendingWarning(), ERROR_CLOSE_GRACE_MS),
-        };
+        break;
+      case 'server.error':
+        this.#publish(event);
+        this.#onServerError(event.message, event.code);
         return;
-      }
-      case 'unknown':
-        return;
+      default:
+        break;
+    }
+    this.#publish(event);
+    if (event.type === 'audio.done' || (event.type === 'text.done' && !this.#o.modalities.includes('audio'))) {
+      this.#completeResponse(now);
+    }
+    if (event.type === 'transcript.done' || event.type === 'text.delta' || event.type === 'text.done' || event.type === 'audio.done') {
+      this.#activity(now);
     }
   }
 
-  #openResponse(): void {
-    if (this.#responseOpen) return;
-    this.#responseOpen = true;
-    this.#responsesStarted++;
+  #onSessionCreated(info: SessionInfo): void {
+    const recovery = this.#link.ready();
+    if (this.#link.status !== 'ready') return;
+    this.#session = { ...info, id: info.id ?? '' };
+    if (recovery) {
+      const replayed = this.#replayed ?? { bytes: 0, notReplayedBytes: 0 };
+      this.#replayed = undefined;
+      this.#stats.reconnects += 1;
+      this.#stats.outageMs += recovery.gapMs;
+      this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, recovery.gapMs);
+      this.#stats.bytesReplayed += replayed.bytes;
+      this.#publish({
+        type: 'reconnected',
+        sessionId: this.#session.id,
+        attempt: recovery.attempt,
+        replayedMs: ms(replayed.bytes),
+        notReplayedMs: ms(replayed.notReplayedBytes),
+        outageMs: recovery.gapMs,
+      });
+    }
+    const callback = this.#constructCallback;
+    this.#constructCallback = undefined;
+    callback?.(null);
+    this.#pump();
+    this.#releaseWrite();
+    this.#evaluateEnding();
+  }
+
+  /** Emits an event under its one name, and queues it for `events()` iterators. */
+  #publish(event: RealtimeEvent): void {
+    this.emit('event', event);
+    this.#fanout.push(event);
+    this.emit(event.type, ...listenerArgs(event));
+  }
+
+  /** Carries an odd byte to the next audio, so the output is whole samples across deltas and frames. */
+  #realign(audio: Buffer): Buffer {
+    let data = audio;
+    if (this.#outputCarry !== undefined) {
+      data = Buffer.allocUnsafe(audio.length + 1);
+      data[0] = this.#outputCarry;
+      audio.copy(data, 1);
+      this.#outputCarry = undefined;
+    }
+    if (data.length % 2 === 1) {
+      this.#outputCarry = data[data.length - 1];
+      data = data.subarray(0, data.length - 1);
+    }
+    return data;
+  }
+
+  #deliverAudio(audio: Buffer): void {
+    if (audio.length === 0 || this.readableEnded || this.destroyed) return;
+    // Nothing reads the audio but an events() iterator does: it gets the audio there.
+    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
+    if (!this.push(audio)) this.#setPause('reader', true);
+  }
+
+  #completeResponse(now: number): void {
+    const timing = this.#ledger.responseCompleted(now, this.#o.modalities.includes('audio'));
+    if (!timing) return;
+    this.#stats.responses += 1;
+    for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
+    this.#publish({ type: 'response', timing });
+    this.#link.progress();
+    this.#trimReplay();
+  }
+
+  #onServerError(message: string, code: number | string | undefined): void {
+    const error = classifyServerError(message, code, this.#o.apiKey);
+    if (this.#link.status === 'connecting' && (this.#session === undefined || !error.retryable)) {
+      // Refused before the session started (a bad voice, the key): no new session can cure it.
+      this.#link.shutdown();
+      this.#fail(this.#withUnprocessed(error, this.#session ? ' while reconnecting' : ''));
+      return;
+    }
+    this.#lastErrorIfLast = { message, code, error };
+    this.#pendingWarning = { error, timer: setTimeout(() => this.#flushPendingWarning(), ERROR_CLOSE_GRACE_MS) };
   }
 
   #flushPendingWarning(): void {
@@ -572,34 +401,22 @@ export class RealtimeTranslateStream extends Duplex {
     this.#warn(pending.error);
   }
 
-  /** Forgets a pending warning that turned out to be the fatal cause. */
   #dropPendingWarning(): void {
     if (this.#pendingWarning) clearTimeout(this.#pendingWarning.timer);
     this.#pendingWarning = undefined;
   }
 
-  #completeResponse(): void {
-    this.#responseOpen = false;
-    this.#stats.responses++;
-  }
-
   #warn(warning: RtTranslateError): void {
-    this.emit('warning', warning);
+    this.#publish({ type: 'warning', warning });
   }
 
   /** Pauses the socket while the reader or an events() consumer is behind; resumes otherwise. */
-  #updateFlow(): void {
-    const ws = this.#ws;
-    if (!ws || ws.readyState !== WebSocket.OPEN) return;
-    const shouldPause = this.#readerBehind || this.#eventsBehind;
-    if (shouldPause && !this.#paused) {
-      ws.pause();
-      this.#paused = true;
-    } else if (!shouldPause && this.#paused) {
-      ws.resume();
-      this.#paused = false;
-      if (this.#phase === 'ending') this.#armQuietTimer();
-    }
+  #setPause(reason: PauseReason, on: boolean): void {
+    const paused = this.#link.paused;
+    if (on) this.#link.pause(reason);
+    else this.#link.resume(reason);
+    // Our own pause is never the service's quiet.
+    if (paused && !this.#link.paused) this.#activity(Date.now());
   }
 
   override _read(): void {
@@ -607,70 +424,85 @@ export class RealtimeTranslateStream extends Duplex {
       this.#failWhenDrained();
       return;
     }
-    if (this.#readerBehind) {
-      this.#readerBehind = false;
-      this.#updateFlow();
-    }
+    this.#setPause('reader', false);
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#phase !== 'active') {
-      // The session is failing: the error reaches the caller through destroy(), which settles
-      // this held write.
-      this.#heldWrite = { callback };
+    if (this.#fatal || this.#closed || this.#link.status === 'closing') {
+      // The error reaches the caller through destroy(), which settles this held write.
+      this.#heldWrite = callback;
       return;
     }
     let data = chunk;
-    if (this.#carry) {
-      data = Buffer.concat([this.#carry, chunk]);
-      this.#carry = undefined;
+    if (this.#inputCarry) {
+      data = Buffer.concat([this.#inputCarry, chunk]);
+      this.#inputCarry = undefined;
     }
     const aligned = data.length - (data.length % REALTIME_BYTES_PER_FRAME);
-    if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
-    const pcm = data.subarray(0, aligned);
-    this.#speech.push(pcm);
-    this.#sendAudio(pcm, callback);
+    if (aligned < data.length) this.#inputCarry = Buffer.from(data.subarray(aligned));
+    this.#accept(data.subarray(0, aligned));
+    this.#stats.inputBytes += aligned;
+    this.#heldWrite = callback;
+    this.#releaseWrite();
   }
 
-  /**
-   * Sends `pcm` in append events of at most maxAppendBytes, each only while the socket's send
-   * buffer is at or under maxSocketBufferBytes (else once the socket took the previous one), and
-   * calls back once the last one is sent and the buffer is under the bound again.
-   */
-  #sendAudio(pcm: Buffer, callback: (error?: Error | null) => void): void {
-    const ws = this.#ws;
-    const held = { callback };
-    this.#heldWrite = held;
-    if (!ws || ws.readyState !== WebSocket.OPEN) {
-      // The service is closing the session: its close (with the cause it gave, such as a
-      // billing stop) fails the stream and settles this write.
+  #accept(pcm: Buffer): void {
+    if (pcm.length === 0) return;
+    this.#ledger.accept(pcm);
+    this.#replay.push(pcm);
+    this.#allSentAt = undefined;
+    this.#pump();
+  }
+
+  /** Calls back the held write once there is room: in the socket when connected, else in the replay bound. */
+  #releaseWrite(): void {
+    const callback = this.#heldWrite;
+    if (!callback) return;
+    const status = this.#link.status;
+    // Connected: room in the socket. Reconnecting: room in the replay bound (what is kept to send again).
+    const room =
+      status === 'ready'
+        ? this.#replay.unsent + this.#link.bufferedAmount <= this.#o.maxSocketBufferBytes
+        : (status === 'connecting' || status === 'waiting') && this.#replay.retained <= (this.#o.reconnect?.maxReplayBytes ?? 0);
+    if (!room) return;
+    this.#heldWrite = undefined;
+    callback();
+  }
+
+  /** Hands queued audio to the socket, one append at a time, while its buffer is under the bound. */
+  #pump(): void {
+    if (this.#link.status !== 'ready') return;
+    const o = this.#o;
+    while (this.#link.bufferedAmount <= o.maxSocketBufferBytes) {
+      const piece = this.#replay.peek(o.maxAppendBytes);
+      if (!piece) break;
+      const length = piece.length;
+      const end = this.#replay.sent + length;
+      this.#link.send(encodeAudioAppend(piece), (error) => {
+        if (error) return; // the connection is going down: its end reports the cause
+        this.#stats.bytesSent += length;
+        this.#pump();
+        this.#releaseWrite();
+        this.#evaluateEnding();
+      });
+      this.#replay.advance(length);
+      this.#ledger.recordSent(end, Date.now());
+    }
+    this.#trimReplay();
+  }
+
+  /** Forgets input nothing can need again: answered, or beyond the replay bound. */
+  #trimReplay(): void {
+    const replay = this.#replay;
+    const bound = this.#o.reconnect?.maxReplayBytes;
+    if (bound === undefined) {
+      replay.release(replay.sent);
       return;
     }
-    const max = this.#opts.maxAppendBytes;
-    let offset = 0;
-    const sendMore = (): void => {
-      while (offset < pcm.length) {
-        const piece = pcm.subarray(offset, Math.min(offset + max, pcm.length));
-        offset += piece.length;
-        let waiting = false;
-        ws.send(encodeAudioAppend(piece), { binary: false }, (error?: Error) => {
-          // A failed send means the socket is going down: its close reports the cause.
-          if (error) return;
-          // Settled meanwhile by _destroy, or not the piece we wait for.
-          if (waiting && this.#heldWrite === held) sendMore();
-        });
-        this.#stats.bytesSent += piece.length;
-        if (ws.bufferedAmount > this.#opts.maxSocketBufferBytes) {
-          waiting = true;
-          return;
-        }
-      }
-      this.#heldWrite = undefined;
-      callback();
-    };
-    sendMore();
+    replay.release(this.#ledger.replayStart(replay.sent, REPLAY_PREROLL_MS));
+    if (replay.sent - replay.start > bound) replay.release(replay.sent - bound);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -679,131 +511,162 @@ export class RealtimeTranslateStream extends Duplex {
       this.#failWhenDrained();
       return;
     }
-    if (this.#phase !== 'active') {
-      callback(new ConnectionError('The realtime session is not active.'));
-      return;
+    if (this.#inputCarry) {
+      this.#warn(new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'));
+      this.#inputCarry = undefined;
     }
-    if (this.#carry) {
-      this.#warn(
-        new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'),
-      );
-      this.#carry = undefined;
-    }
-    this.#phase = 'ending';
+    this.#inputEnded = true;
     this.#finalCallback = callback;
-    const padding = Buffer.alloc(
-      Math.round((this.#opts.endPaddingMs * REALTIME_SAMPLE_RATE) / 1000) * REALTIME_BYTES_PER_FRAME,
-    );
-    this.#speech.push(padding);
-    // A service that stops reading our audio after end() must not hold the stream forever.
-    const stall = this.#opts.responseStallTimeoutMs;
-    this.#sendStallTimer = setTimeout(() => {
-      this.#fail(new TimeoutError(`The realtime service took none of the audio for ${stall} ms after end().`, stall));
-    }, stall);
-    this.#sendAudio(padding, () => {
-      clearTimeout(this.#sendStallTimer);
-      this.#armQuietTimer();
-    });
+    const padding = Buffer.alloc(this.#o.endPaddingMs * BYTES_PER_MS);
+    this.#stats.paddingBytes += padding.length;
+    this.#accept(padding);
+    this.#evaluateEnding();
+  }
+
+  /* ------------------------------------------------------------------ ending */
+
+  #activity(now: number): void {
+    this.#lastActivityAt = now;
+    this.#evaluateEnding();
   }
 
   /**
-   * After end(): the session is done once no response is open, no speech sent is still
-   * unanswered, and nothing has arrived for quietPeriodMs. While a response is open or speech is
-   * unanswered, the wait is bounded by responseStallTimeoutMs of silence instead (a response
-   * that keeps streaming keeps the stream alive), then given up with a warning.
+   * After end(): asks the ending policy, and acts or re-arms its one timer. `reached` is the
+   * deadline a firing timer was set for: a timer that fired means its time has passed.
    */
-  #armQuietTimer(): void {
-    clearTimeout(this.#quietTimer);
-    // While the socket is paused for a slow consumer, the silence is ours: wait for the resume.
-    if (this.#phase !== 'ending' || this.#paused) return;
-    const owed = this.#responseOpen || this.#speech.segments > this.#responsesStarted;
-    const delay = owed ? this.#opts.responseStallTimeoutMs : this.#opts.quietPeriodMs;
-    this.#quietTimer = setTimeout(() => {
-      if (this.#responseOpen) {
-        this.#warn(new TimeoutError(`The last response sent nothing for ${delay} ms after end(); closing without the rest of it.`, delay));
-      } else if (owed) {
-        const missing = this.#speech.segments - this.#responsesStarted;
+  #evaluateEnding(reached = 0): void {
+    clearTimeout(this.#endingTimer);
+    this.#endingTimer = undefined;
+    if (!this.#inputEnded || this.#link.status !== 'ready') return;
+    const now = Math.max(Date.now(), reached);
+    const allSent = this.#replay.unsent === 0 && this.#link.bufferedAmount === 0;
+    if (allSent) this.#allSentAt ??= now;
+    const decision = decideEnding({
+      now,
+      allSent,
+      connected: true,
+      paused: this.#link.paused,
+      responseOpen: this.#ledger.responseOpen,
+      speechUnanswered: this.#ledger.unansweredSegments > 0,
+      lastActivityAt: Math.max(this.#lastActivityAt, this.#allSentAt ?? 0),
+      quietPeriodMs: this.#o.quietPeriodMs,
+      responseStallTimeoutMs: this.#o.responseStallTimeoutMs,
+    });
+    switch (decision.kind) {
+      case 'waiting':
+        return;
+      case 'wait':
+        this.#endingTimer = setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now);
+        return;
+      case 'finish':
+        this.#finishSession(undefined);
+        return;
+      case 'give-up': {
+        const waited = this.#o.responseStallTimeoutMs;
+        const missing = this.#ledger.unansweredSegments;
         this.#warn(
           new TimeoutError(
-            `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${delay} ms after end(); closing without it.`,
-            delay,
+            decision.reason === 'response-stalled'
+              ? `The last response sent nothing for ${waited} ms after end(); closing without the rest of it.`
+              : `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${waited} ms after end(); closing without it.`,
+            waited,
           ),
         );
+        this.#finishSession(decision.reason);
       }
-      this.#finishSession();
-    }, delay);
+    }
   }
 
-  #finishSession(): void {
+  /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
+  #finishSession(reason: EndedInfo['reason']): void {
     this.#flushPendingWarning();
-    this.#phase = 'closing';
-    clearTimeout(this.#quietTimer);
-    const done = () => {
-      if (this.#fatal) return;
-      this.#phase = 'closed';
-      this.#completed = true;
-      this.#fanout.end();
-      if (!this.readableEnded) this.push(null);
-      const callback = this.#finalCallback;
-      this.#finalCallback = undefined;
-      callback?.();
-    };
-    const ws = this.#ws;
-    if (!ws || ws.readyState === WebSocket.CLOSED) {
-      done();
-      return;
-    }
-    ws.once('close', done);
-    if (this.#paused) {
-      this.#paused = false;
-      ws.resume();
-    }
-    ws.close(1000, 'done');
-    // A peer that never answers the close frame must not keep the stream open.
-    const guard = setTimeout(() => ws.terminate(), 2000);
-    ws.once('close', () => clearTimeout(guard));
+    this.#ending = { complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
+    this.#link.close();
   }
 
-  #onClose(code: number, reason: string): void {
-    clearTimeout(this.#readyTimer);
-    clearTimeout(this.#quietTimer);
-    clearTimeout(this.#sendStallTimer);
-    if (this.#phase === 'closed' || this.#phase === 'closing') return;
-    if (this.#phase === 'ending' && !this.#lastErrorIfLast && (code === 1000 || code === 1005)) {
-      // The service ended the session after our end(): everything has arrived.
-      this.#finishSession();
-      return;
+  #completeClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#endingTimer);
+    const ending = this.#ending ?? { complete: true, reason: undefined, unansweredSpeechMs: 0 };
+    this.#ending = ending;
+    this.#publish({ type: 'ended', ...ending });
+    this.#fanout.end();
+    if (!this.readableEnded) this.push(null);
+    // Nothing was left for a reader (events-only, or text only): let the readable side end now.
+    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
+    const callback = this.#finalCallback;
+    this.#finalCallback = undefined;
+    callback?.();
+  }
+
+  /* ------------------------------------------------------------------ drops and reconnects */
+
+  /** The connection ended unasked: what it means, or the session's normal end after end(). */
+  #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
+    const lastError = this.#lastErrorIfLast;
+    this.#lastErrorIfLast = undefined;
+    if (lastError && this.#pendingWarning?.error === lastError.error) this.#dropPendingWarning();
+    if (wasReady && this.#inputEnded && !lastError && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+      // The service ended the session after our end(): complete, unless it still owed something.
+      const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
+      if (owed) {
+        this.#warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode: end.code, retryable: false }));
+      }
+      this.#ending = { complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
+      this.#completeClose();
+      return 'finished';
     }
-    const cause =
-      this.#lastErrorIfLast ??
-      new ConnectionError(
-        `The realtime service closed the connection (code ${code}${reason ? `: ${redactSecret(reason, this.#apiKey)}` : ''})` +
-          (this.#sessionInfo ? '.' : ' before the session started.'),
-        { status: code },
-      );
-    this.#fail(cause);
+    // A server error right before the close is its cause; the close code says whether to retry.
+    return lastError ? classifyServerError(lastError.message, lastError.code, this.#o.apiKey, end.kind === 'closed' ? end.code : undefined) : cause;
+  }
+
+  /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
+  #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
+    clearTimeout(this.#endingTimer);
+    if (sessionLost) {
+      const wanted = this.#ledger.replayStart(this.#replay.sent, REPLAY_PREROLL_MS);
+      const notReplayedBytes = Math.max(0, Math.min(this.#replay.start, this.#replay.sent) - wanted);
+      this.#ledger.responseAbandoned();
+      this.#outputCarry = undefined;
+      this.#textSoFar = '';
+      const bytes = this.#replay.rewind(wanted);
+      this.#allSentAt = undefined;
+      this.#replayed = this.#replayed
+        ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
+        : { bytes, notReplayedBytes };
+    }
+    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#releaseWrite();
+  }
+
+  /** Adds to `error` how much accepted input may not have been processed. */
+  #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
+    const unprocessed = ms(this.#replay.end - this.#ledger.frontier);
+    if (this.#session && unprocessed > 0) {
+      error.unprocessedInputMs = unprocessed;
+      error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
+    }
+    return error;
   }
 
   /* ------------------------------------------------------------------ failure and teardown */
 
   /**
-   * A fatal error. Before the session started it fails construction; afterwards the socket is
-   * closed and the stream is destroyed once the reader has taken every byte already received,
-   * so partial output is never lost.
+   * A fatal error. Before the first session it fails construction; afterwards the connection is
+   * closed and the stream is destroyed once the reader has taken every byte already received.
    */
   #fail(error: RtTranslateError): void {
     if (this.#fatal || this.destroyed) return;
     this.#fatal = error;
+    clearTimeout(this.#endingTimer);
     if (this.#pendingWarning?.error === error) this.#dropPendingWarning();
     else this.#flushPendingWarning();
-    clearTimeout(this.#readyTimer);
-    clearTimeout(this.#quietTimer);
-    clearTimeout(this.#sendStallTimer);
-    const wasActive = this.#phase !== 'connecting';
-    this.#phase = 'closed';
-    this.#closeSocket();
-    if (!wasActive && this.#constructCallback) {
-      this.#settleConstruct(error);
+    this.#link.shutdown();
+    if (this.#constructCallback) {
+      const callback = this.#constructCallback;
+      this.#constructCallback = undefined;
+      callback(error);
       return;
     }
     const final = this.#finalCallback;
@@ -826,57 +689,38 @@ export class RealtimeTranslateStream extends Duplex {
     this.push(Buffer.alloc(0));
   }
 
-  #closeSocket(): void {
-    const ws = this.#ws;
-    if (!ws || ws.readyState === WebSocket.CLOSED) return;
-    if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
-    else {
-      if (this.#paused) ws.resume();
-      ws.close(1000);
-      const guard = setTimeout(() => ws.terminate(), 1000);
-      ws.once('close', () => clearTimeout(guard));
-    }
-  }
-
   override destroy(error?: Error): this {
     super.destroy(error);
     // Node defers _destroy until construction ends: end a pending connection now.
     if (this.#constructCallback) {
-      this.#phase = 'closed';
-      this.#closeSocket();
-      this.#settleConstruct(error);
+      const callback = this.#constructCallback;
+      this.#constructCallback = undefined;
+      this.#link.shutdown();
+      callback(error);
     }
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#phase = 'closed';
+    this.#link.shutdown();
+    clearTimeout(this.#endingTimer);
     const held = this.#heldWrite;
     this.#heldWrite = undefined;
-    held?.callback(error);
+    held?.(error);
     this.#dropPendingWarning();
-    clearTimeout(this.#readyTimer);
-    clearTimeout(this.#quietTimer);
-    clearTimeout(this.#sendStallTimer);
-    if (this.#signal && this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
+    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
-    const ws = this.#ws;
-    if (!ws || ws.readyState === WebSocket.CLOSED) {
-      callback(error);
-      return;
-    }
-    ws.once('close', () => callback(error));
-    ws.terminate();
+    void this.#link.whenClosed().then(() => callback(error));
   }
 
   [inspect.custom](): string {
-    return `RealtimeTranslateStream { url: '${this.#url.origin}${this.#url.pathname}', ` +
-      `from: '${this.#session.source_language}', to: '${this.#session.target_language}', ` +
-      `phase: '${this.#phase}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`;
+    const { url, session } = this.#o;
+    return `RealtimeTranslateStream { url: '${url.origin}${url.pathname}', from: '${session.source_language}', ` +
+      `to: '${session.target_language}', state: '${this.state}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`;
   }
 }
 
-// Typed events: `on('transcript', (text) => ...)` and friends.
+// Typed events: `on('transcript.done', (text) => ...)` and friends.
 export interface RealtimeTranslateStream {
   on<E extends keyof RealtimeTranslateEvents>(event: E, listener: (...args: RealtimeTranslateEvents[E]) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;

@@ -329,7 +329,7 @@ export async function startFakeRealtimeServer(options: FakeRealtimeServerOptions
     nextPeer: () => peerInbox.take(),
     async acceptSession(stream) {
       const peer = await peerInbox.take();
-      const started = once(stream, 'session');
+      const started = once(stream, 'session.created');
       await peer.waitForEvent('session.update');
       peer.sendSessionCreated();
       await started;

@@ -26,8 +26,8 @@ export function loadSpeechFixture(): SpeechFixture {
   return { wav, pcm: wav.subarray(44), utterances: meta.utterances };
 }
 
-/** The audio the emulator returns for `pcm` whose utterances are `utterances` (padding 300 ms). */
-export function expectedTranslation(pcm: Buffer, utterances: FixtureUtterance[], paddingMs = 300): Buffer {
+/** The audio the emulator returns for `pcm` whose utterances are `utterances` (its default padding: none). */
+export function expectedTranslation(pcm: Buffer, utterances: FixtureUtterance[], paddingMs = 0): Buffer {
   const pad = (paddingMs * 24_000) / 1000;
   const total = pcm.length / 2;
   const pieces: Buffer[] = [];

@@ -11,7 +11,7 @@
  */
 import { encodeFlac } from '../../audio/flac-encoder.js';
 import { synthesizeSpeechPcm } from '../synth.js';
-import { OUTPUT_FORMATS, type OutputFormat } from '../../http/validation.js';
+import { OUTPUT_FORMATS, type OutputFormat } from '../../http/schemas.js';
 
 /** Formats the emulator can stream; adts (AAC) needs an encoder it does not have. */
 export const EMULATED_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter((format) => format !== 'adts');

@@ -1,6 +1,8 @@
 /**
- * The emulator's HTTP side: every endpoint of the interface's HTTP part, at the root of the
- * emulator's base URL (no `/apis` prefix; clients treat the base URL as a prefix).
+ * The emulator's HTTP side: every endpoint of the interface's HTTP part and every one the
+ * official SDK calls beyond it, at the root of the emulator's base URL and under `/apis` too
+ * (the production base URL ends in `/apis`; clients treat the base URL as a prefix). The routes
+ * are in `routes-*.ts` by area; `routes.ts` lists them.
  *
  * Order of checks for a request: control endpoint (`/_emulator/...`, no key needed) → armed
  * fault → presigned files (`/_files/...`, no key) → API key (`x-api-key`; 401 `{error, status}`
@@ -22,16 +24,19 @@
  *   with `X-Credits-Required` = characters of text. No format means mp3, the service's default
  *   (LAME compiled to WebAssembly, 64 kbit/s CBR; the sample rate must be one MP3 carries).
  *   adts answers 422 "not supported by the emulator": there is no AAC encoder to make it.
- * - Languages: any well-formed locale tag; numeric ids: any positive integer.
+ * - Languages: the emulator's table (`../languages.ts`, the documented ids: 1 en-us, 4 ar-sa,
+ *   31 de-de, 54 es-es, 76 fr-fr, 88 ja-jp, 139 zh-cn); a tag or id not in it is 422.
  * - `media_url` must be an absolute http(s) URL; it is never fetched.
  * - `POST /audio-separation`: multipart/form-data with one audio file part (any field name;
  *   WAV, MP3, FLAC or AAC by content), at most `maxUploadBytes` (413 beyond).
  *   `POST /audio-separation-results` always answers 200; runs that are unknown, of another key,
  *   of another kind, unfinished or failed carry `{run_id, status, error}` instead of URLs.
- * - `DELETE /delete-voice/{id}`: 200 `{status: "ok"}` for a voice in `clonedVoices[key]` (then
- *   gone), 403 for any other voice.
- * - Subtitle tasks have no creation endpoint in the interface: seed one with
- *   `POST /_emulator/tasks` and read it with `GET /sub/{task_id}`.
+ * - Voices live in the shared `VoiceRegistry` (`../voices.ts`): `clonedVoices` seeds it, and
+ *   voices made with `POST /create-custom-voice` or text-to-voice belong to the key that made
+ *   them, on the realtime side too. `DELETE /delete-voice/{id}`: 200 `{status: "ok"}` for a
+ *   voice the key owns (then gone on both sides), 403 for any other voice.
+ * - `POST /sub` has no published body: it takes the project fields (`media_url`,
+ *   `source_language`, `target_languages`); its transcript is `GET /transcript/{run}/{lang}`.
  *
  * Control endpoint (JSON, no API key; for tests and users):
  * - `POST /_emulator/faults` with one fault or an array; `GET` lists, `DELETE` clears. Fields:
@@ -44,13 +49,14 @@
  *   `{"dropAfterBytes": 1000, "count": 1}`, `{"stallMs": 2000, "count": 1}`.
  * - `POST /_emulator/task-outcomes` `{status, count?, kind?, message?, exception_reason?}`: the
  *   next tasks created end with `status` (any string); `DELETE` clears.
- * - `POST /_emulator/tasks` `{kind, apiKey?, status?, message?, taskMs?, text?}`: creates a
- *   task directly (kind `sub` for subtitles), PENDING for `taskMs` (default the emulator's),
- *   and answers `{task_id, run_id}`.
+ * - `POST /_emulator/tasks` `{kind, apiKey?, status?, message?, taskMs?, polls?, text?}`:
+ *   creates a task directly (any kind of `task-kinds.ts`), PENDING for `taskMs` (default the
+ *   emulator's) and its first `polls` status reads (default 0), and answers `{task_id, run_id}`.
  * - `POST /_emulator/file-faults`: replaces the file store's fault switches (`dropAfterBytes`,
  *   `stallAfterBytes`, `count`, `ignoreRange`; see `files.ts`).
- * - `GET /_emulator/requests`: the last 500 requests `{method, path, status}` (status 0 when
- *   the connection was cut); `DELETE` clears.
+ * - `GET /_emulator/requests`: the last 500 requests `{method, path, status, uploads?}` (status
+ *   0 when the connection was cut; `uploads`: each file of a multipart body as received,
+ *   `{name, filename, size, sha256}`); `DELETE` clears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EmulatorContext, HttpPart } from '../server.js';
@@ -61,27 +67,36 @@ import { BodyTooLargeError, parseJsonBody, readBody, sendError, sendJson } from 
 import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
 import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
+import { LibraryStore } from './library-store.js';
+import { StreamStore } from './routes-streams.js';
+import type { UploadRecord } from './route-kit.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
   taskMs?: number;
+  /**
+   * Status reads of each created task that answer PENDING, whatever the time (a read whose
+   * answer was cut does not count). Default 0. For tests that must see PENDING, then the
+   * outcome, on any machine: `taskMs: 0, taskPolls: 1`.
+   */
+  taskPolls?: number;
   /** Lifetime of presigned result URLs, seconds. Default 3600. CLI: `--url-ttl-s`. */
   urlTtlS?: number;
   /** Requests per second per API key before 429; 0 or undefined: unlimited. CLI: `--rate-limit`. */
   rateLimit?: number;
-  /** Custom voices per API key (shared with the realtime side); deletable by their owner only. */
-  clonedVoices?: Readonly<Record<string, readonly number[]>>;
   /** Audio per `/tts-stream` chunk, ms. Default 100. */
   ttsStreamChunkMs?: number;
   /** Pause between `/tts-stream` chunks, ms. Default 20. */
   ttsStreamDelayMs?: number;
-  /** Largest `/audio-separation` upload, bytes. Default 50 MiB. */
+  /** Largest upload (multipart, streamed, so it is never held whole), bytes. Default 1 GiB. */
   maxUploadBytes?: number;
   /** Clock of tasks, rate limits and URL expiry, ms since the epoch. Default `Date.now`. */
   clock?: () => number;
 }
 
 const CONTROL_PREFIX = '/_emulator/';
+/** The path prefix of the service's own base URL, answered like the root. */
+const API_PREFIX = '/apis';
 const MAX_JSON_BYTES = 1024 * 1024;
 const LOG_SIZE = 500;
 
@@ -97,6 +112,8 @@ interface LogEntry {
   method: string;
   path: string;
   status: number;
+  /** The files of a multipart upload, as received: name, file name, size and SHA-256. */
+  uploads?: UploadRecord[];
 }
 
 export function createHttpEmulator(options: HttpEmulatorOptions, context: EmulatorContext): HttpPart {
@@ -107,9 +124,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const files: FileStore = createFileStore({ urlTtlMs: urlTtlS * 1000, now: clock }, context.baseUrl);
   const faults = new FaultSwitch();
   const limiter: RateLimiter | undefined = rateLimit > 0 ? createRateLimiter(rateLimit, clock) : undefined;
-  const tasks = new TaskStore(taskMs, clock);
-  const voices = new Map<string, Set<number>>();
-  for (const [key, ids] of Object.entries(options.clonedVoices ?? {})) voices.set(key, new Set(ids));
+  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0));
   const log: LogEntry[] = [];
   const sleepers = new Set<() => void>();
   const responses = new Set<ServerResponse>();
@@ -118,14 +133,17 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const routeContext: RouteContext = {
     tasks,
     files,
-    voices,
+    voices: context.voices,
+    library: new LibraryStore(clock),
+    streams: new StreamStore(),
     pcm: new PcmCache(),
     resultSampleRate: 24_000,
     streamSampleRate: 24_000,
     streamChunkMs: nonNegative('ttsStreamChunkMs', options.ttsStreamChunkMs, 100) || 100,
     streamDelayMs: nonNegative('ttsStreamDelayMs', options.ttsStreamDelayMs, 20),
     maxJsonBytes: MAX_JSON_BYTES,
-    maxUploadBytes: nonNegative('maxUploadBytes', options.maxUploadBytes, 50 * 1024 * 1024),
+    maxUploadBytes: nonNegative('maxUploadBytes', options.maxUploadBytes, 1024 * 1024 * 1024),
+    now: clock,
     sleep(ms, res) {
       return new Promise((resolve) => {
         let timer: NodeJS.Timeout | undefined;
@@ -142,7 +160,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
     },
   };
 
-  const record = (req: IncomingMessage, res: ServerResponse, path: string): void => {
+  const record = (req: IncomingMessage, res: ServerResponse, path: string): LogEntry => {
     const entry: LogEntry = { method: req.method ?? 'GET', path, status: 0 };
     log.push(entry);
     if (log.length > LOG_SIZE) log.shift();
@@ -153,6 +171,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
     res.once('close', () => {
       responses.delete(res);
     });
+    return entry;
   };
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -216,7 +235,11 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         if (body.taskMs !== undefined && !(typeof body.taskMs === 'number' && body.taskMs >= 0)) {
           return sendError(res, 400, 'Invalid task: taskMs must be a number >= 0.');
         }
-        const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined);
+        if (body.polls !== undefined && !(Number.isSafeInteger(body.polls) && (body.polls as number) >= 0)) {
+          return sendError(res, 400, 'Invalid task: polls must be an integer >= 0.');
+        }
+        // A seeded task is final at once unless it asks otherwise (taskMs, polls).
+        const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined, (body.polls as number | undefined) ?? 0);
         return sendJson(res, 200, { task_id: task.id, run_id: task.runId });
       }
     } else if (name === 'file-faults') {
@@ -247,13 +270,15 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://emulator');
-    const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    const trimmed = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    // The service's base URL ends in /apis: a production-shaped base URL works here too.
+    const path = trimmed === API_PREFIX ? '/' : trimmed.startsWith(`${API_PREFIX}/`) ? trimmed.slice(API_PREFIX.length) : trimmed;
     const method = (req.method ?? 'GET').toUpperCase();
     if (path.startsWith(CONTROL_PREFIX) || path === CONTROL_PREFIX.slice(0, -1)) {
       await control(req, res, path);
       return;
     }
-    record(req, res, path);
+    const entry = record(req, res, path);
     const fault = faults.take(method, path);
     if (fault?.stallMs !== undefined && fault.stallAfterBytes === undefined) {
       await routeContext.sleep(fault.stallMs, res);
@@ -298,7 +323,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
       sendError(res, match, match === 404 ? `No route for ${method} ${path}.` : `Method ${method} is not allowed on ${path}.`);
       return;
     }
-    await match.handler(routeContext, { req, res, key, url, params: match.params });
+    await match.handler(routeContext, { req, res, key, url, params: match.params, log: entry });
   }
 
   return {

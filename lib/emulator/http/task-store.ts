@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 
-export type TaskKind = 'translated-tts' | 'tts' | 'project-setup' | 'audio-separation' | 'sub';
+import type { TaskKind } from '../../http/task-kinds.js';
 
-export const TASK_KINDS: readonly TaskKind[] = ['translated-tts', 'tts', 'project-setup', 'audio-separation', 'sub'];
+export { TASK_KINDS, type TaskKind } from '../../http/task-kinds.js';
 
 export interface TaskOutcome {
   status: string;
@@ -24,6 +24,9 @@ export interface EmulatedTask {
   owner: string;
   runId: number;
   readyAt: number;
+  /** Status reads answered so far, and how many answer PENDING whatever the time. */
+  polls: number;
+  pollsNeeded: number;
   outcome: TaskOutcome;
   /** What the result needs (text, language, upload name, ...). */
   payload: Record<string, unknown>;
@@ -42,8 +45,9 @@ const MARKERS: Record<string, string> = {
   '[[PAYMENT_REQUIRED]]': 'PAYMENT_REQUIRED',
 };
 
-/** The final status chosen by a marker in `text`, if any. */
+/** The final status chosen by a marker in `text` (or in any string of a list), if any. */
 export function markerOutcome(text: unknown): TaskOutcome | undefined {
+  if (Array.isArray(text)) return text.map(markerOutcome).find((o) => o !== undefined);
   if (typeof text !== 'string') return undefined;
   for (const [marker, status] of Object.entries(MARKERS)) {
     if (text.includes(marker)) {
@@ -51,6 +55,11 @@ export function markerOutcome(text: unknown): TaskOutcome | undefined {
     }
   }
   return undefined;
+}
+
+/** The outcome a marker in any text field of a payload asks for (`text`, `texts`, `prompt`, a URL, a name). */
+function payloadMarker(payload: Record<string, unknown>): TaskOutcome | undefined {
+  return Object.values(payload).map(markerOutcome).find((o) => o !== undefined);
 }
 
 export class TaskStore {
@@ -64,6 +73,8 @@ export class TaskStore {
     readonly taskMs: number,
     readonly now: () => number,
     maxTasks = 10_000,
+    /** Status reads of a created task that answer PENDING before its outcome (see `create`). */
+    readonly taskPolls = 0,
   ) {
     this.#maxTasks = maxTasks;
   }
@@ -87,14 +98,21 @@ export class TaskStore {
     return { status, message, exception_reason };
   }
 
-  create(kind: TaskKind, owner: string, payload: Record<string, unknown>, outcome?: TaskOutcome, pendingMs = this.taskMs): EmulatedTask {
+  /**
+   * A new task, PENDING until `pendingMs` have passed and its status was read `pollsNeeded`
+   * times (an answer cut before it was sent does not count), then ending with `outcome` (or a
+   * queued outcome, a marker in its text, or SUCCESS).
+   */
+  create(kind: TaskKind, owner: string, payload: Record<string, unknown>, outcome?: TaskOutcome, pendingMs = this.taskMs, pollsNeeded = this.taskPolls): EmulatedTask {
     const task: EmulatedTask = {
       id: randomUUID(),
       kind,
       owner,
       runId: this.#nextRunId++,
       readyAt: this.now() + pendingMs,
-      outcome: outcome ?? this.#takeQueued(kind) ?? markerOutcome(payload.text) ?? { status: 'SUCCESS' },
+      polls: 0,
+      pollsNeeded,
+      outcome: outcome ?? this.#takeQueued(kind) ?? payloadMarker(payload) ?? { status: 'SUCCESS' },
       payload,
       cache: new Map(),
     };
@@ -116,9 +134,14 @@ export class TaskStore {
     return this.#runs.get(runId);
   }
 
-  /** PENDING until `readyAt`, then the outcome's status. */
+  /** PENDING until `readyAt` and `pollsNeeded` status reads, then the outcome's status. */
   status(task: EmulatedTask): string {
-    return this.now() < task.readyAt ? 'PENDING' : task.outcome.status;
+    return this.now() < task.readyAt || task.polls < task.pollsNeeded ? 'PENDING' : task.outcome.status;
+  }
+
+  /** Counts a status read that was answered in full. */
+  polled(task: EmulatedTask): void {
+    task.polls += 1;
   }
 
   /** The status endpoint's body. */

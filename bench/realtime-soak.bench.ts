@@ -1,0 +1,117 @@
+/**
+ * A long realtime session over a network that keeps dropping: an hour of speech (the fixture,
+ * looped) written at 20x real time into one `RealtimeTranslateStream`, against an emulator in
+ * another process that resets every session's connection after a few minutes of audio (what
+ * was in flight is lost, as on a real network). Reports the drops, the
+ * audio sent again, the duplicated output (answers interrupted by a drop come again in full),
+ * answers missing or wrong (must be 0), the most input kept for replay and the peak RSS of this
+ * process, and the latency from the end of each sentence to its first translated audio.
+ *
+ * `SOAK_MINUTES` (default 60), `SOAK_SPEED` (default 20) and `SOAK_DROP_MINUTES` (default 3,
+ * in audio time) change the run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UtteranceSegmenter } from '../lib/emulator/vad.js';
+import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
+
+const KEY = 'soak-key';
+const BYTES_PER_SECOND = 48_000;
+/** Audio written per pacing step. */
+const STEP_MS = 100;
+
+function sha(data: Buffer): string {
+  return createHash('sha1').update(data).digest('hex');
+}
+
+async function startEmulatorProcess(dropAfterMs: number): Promise<{ child: ChildProcess; realtimeUrl: string }> {
+  const url = new URL('../lib/emulator/index.js', import.meta.url).href;
+  const script =
+    `const { startEmulator } = await import(${JSON.stringify(url)});` +
+    `const emu = await startEmulator({ apiKeys: [${JSON.stringify(KEY)}], faults: { dropAfterMs: ${dropAfterMs}, dropReset: true } });` +
+    `console.log(JSON.stringify({ realtimeUrl: emu.realtimeUrl }));` +
+    `process.on('SIGTERM', () => emu.close().then(() => process.exit(0)));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { child, realtimeUrl: (JSON.parse(line.toString('utf8')) as { realtimeUrl: string }).realtimeUrl };
+}
+
+export default async function (): Promise<void> {
+  const minutes = Number(process.env.SOAK_MINUTES ?? 60);
+  const speed = Number(process.env.SOAK_SPEED ?? 20);
+  const dropMinutes = Number(process.env.SOAK_DROP_MINUTES ?? 3);
+  const fixture = readFileSync(new URL('../../test/fixtures/speech-en-24k.wav', import.meta.url)).subarray(44);
+  const loops = Math.ceil((minutes * 60 * BYTES_PER_SECOND) / fixture.length);
+  const totalBytes = loops * fixture.length;
+  const dropAfterMs = Math.round((dropMinutes * 60_000) / speed);
+  const { child, realtimeUrl } = await startEmulatorProcess(dropAfterMs);
+
+  // What the emulator must answer, utterance by utterance, in order.
+  const segmenter = new UtteranceSegmenter();
+  const expected: string[] = [];
+  const feedExpected = (pcm: Buffer) => {
+    for (const u of segmenter.push(pcm)) expected.push(sha(u.audio));
+  };
+
+  const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl });
+  let current: Buffer[] = [];
+  let duplicateBytes = 0;
+  let matched = 0;
+  let wrong = 0;
+  let mostKept = 0;
+  let peakRss = 0;
+  stream.on('audio.delta', (audio) => current.push(audio));
+  stream.on('reconnecting', () => {
+    // An answer cut by the drop: it comes again in full after the replay.
+    duplicateBytes += current.reduce((n, b) => n + b.length, 0);
+    current = [];
+  });
+  stream.on('response', () => {
+    const got = sha(Buffer.concat(current));
+    current = [];
+    if (got === expected[matched]) matched += 1;
+    else wrong += 1;
+  });
+  stream.on('warning', (warning) => console.log(`  warning: ${warning.message}`));
+  stream.resume();
+  const finished = new Promise<Error | null>((resolve) => stream.once('close', () => resolve(stream.errored)));
+
+  const sampler = setInterval(() => {
+    mostKept = Math.max(mostKept, stream.stats.replayBytes);
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  }, 250);
+  const started = performance.now();
+  const step = (STEP_MS * BYTES_PER_SECOND) / 1000;
+  for (let offset = 0; offset < totalBytes; ) {
+    const at = offset % fixture.length;
+    const piece = Buffer.from(fixture.subarray(at, Math.min(fixture.length, at + step)));
+    offset += piece.length;
+    feedExpected(piece);
+    if (!stream.write(piece)) await once(stream, 'drain');
+    // An absolute schedule: audio time divided by the speed.
+    const wait = started + (offset / BYTES_PER_SECOND) * (1000 / speed) - performance.now();
+    if (wait > 1) await sleep(wait);
+  }
+  feedExpected(Buffer.alloc(800 * 48));
+  stream.end();
+  const error = await finished;
+  clearInterval(sampler);
+  const wallSeconds = (performance.now() - started) / 1000;
+  child.kill('SIGTERM');
+  await once(child, 'exit');
+
+  const s = stream.stats;
+  const seconds = (bytes: number) => (bytes / BYTES_PER_SECOND).toFixed(1);
+  console.log(
+    `realtime soak: ${minutes} min of speech at ${speed}x real time (${wallSeconds.toFixed(0)} s), a drop every ${dropMinutes} min of audio\n` +
+      `  outcome: ${error ? `failed: ${error.message}` : `complete ${s.ending?.complete}`}\n` +
+      `  drops survived: ${s.reconnects}, time without a session ${(s.outageMs / 1000).toFixed(1)} s (longest ${s.longestOutageMs} ms)\n` +
+      `  answers: ${matched} of ${expected.length} correct and in order, ${wrong} wrong, ${expected.length - matched - wrong} missing\n` +
+      `  audio sent again: ${seconds(s.bytesReplayed)} s; duplicated output (answers cut by a drop, given again): ${seconds(duplicateBytes)} s\n` +
+      `  most input kept for replay: ${seconds(mostKept)} s (${(mostKept / 1e6).toFixed(2)} MB); peak RSS ${(peakRss / 1e6).toFixed(0)} MB\n` +
+      `  first translated audio after the end of a sentence: p50 ${s.latency.firstAudioMs.p50} ms, p95 ${s.latency.firstAudioMs.p95} ms, max ${s.latency.firstAudioMs.max} ms`,
+  );
+}

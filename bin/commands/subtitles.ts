@@ -1,0 +1,104 @@
+/**
+ * `rt-translate subtitles`: subtitles of a media URL made by the service (`POST /sub`, polled as
+ * long media), written as SRT, WebVTT or text: one language to a file or stdout, or every
+ * language into a directory.
+ */
+import { stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SubtitlesRequest } from '../../lib/http/dubbing.js';
+import { subtitlesSchema } from '../../lib/http/schemas.js';
+import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { languageValue } from './dub.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkOutput,
+  checkRequest,
+  listFlag,
+  openRawSink,
+  parseCommand,
+  taskRun,
+  taskSettings,
+  withService,
+} from './http-common.js';
+import { transcriptFormat } from './transcribe.js';
+
+export const SUBTITLES_USAGE = `Usage: rt-translate subtitles --url URL --from TAG [--to TAG,...] [options]      subtitles of a media
+
+  --url URL             the media: a video page, a file-sharing link or a direct media URL
+  --from TAG            its language, a locale tag such as en-us
+  --to TAG[,TAG...]     languages to translate the subtitles into (default: none, the source only)
+  -f, --format F        srt vtt txt (default: from the output's extension, else srt)
+  --language TAG        the language to write (default: the first of --to, else --from)
+  -o, --output PATH     the subtitles; '-' or absent: stdout. A directory: every language, as
+                        sub-RUN-LANG.F (paths on stdout)
+${TASK_USAGE}
+${SERVICE_USAGE}
+
+The task is polled as long media (15 s growing to 60 s); --poll-ms changes that. Says on stderr
+which task it created and, once done, its run.
+
+${EXIT_USAGE_TEXT}`;
+
+const OPTIONS = {
+  ...SERVICE_OPTIONS,
+  ...TASK_OPTIONS,
+  url: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  format: { type: 'string', short: 'f' },
+  language: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+} as const;
+
+async function isDirectory(path: string | undefined): Promise<boolean> {
+  if (path === undefined || path === '-') return false;
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommand(args, OPTIONS, SUBTITLES_USAGE, io);
+  if (!parsed) return EXIT_OK;
+  const { values } = parsed;
+  const settings = taskSettings(values, io);
+  const targets = listFlag(values.to);
+  const toDirectory = await isDirectory(values.output);
+  const format = transcriptFormat(values.format, toDirectory ? undefined : values.output, 'srt');
+  if (format === 'json') throw new UsageError('subtitles are srt, vtt or txt (-f).');
+  let request: SubtitlesRequest | undefined;
+  if (values.run === undefined) {
+    if (values.url === undefined) throw new UsageError('--url URL is required (see --help).');
+    if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
+    request = { mediaUrl: values.url, sourceLanguage: values.from, ...(targets.length > 0 ? { targetLanguages: targets } : {}) };
+    checkRequest(subtitlesSchema, request, { mediaUrl: '--url', sourceLanguage: '--from', targetLanguages: '--to' });
+  }
+  const languages = toDirectory ? [values.from, ...targets] : [values.language ?? targets[0] ?? values.from];
+  if (languages.some((l) => l === undefined)) throw new UsageError('give --language (or --from and --to) with --run to name the subtitles\' language.');
+  if (!toDirectory && !values['no-wait']) await checkOutput(values.output, io);
+
+  return withService(settings, io, async (service) => {
+    const { client, signal } = service;
+    const run = await taskRun(io, service, 'sub', values, (s) => client.createSubtitles(request!, { signal: s }));
+    if (run === undefined) return EXIT_OK;
+    for (const language of languages as string[]) {
+      const { text } = await client.getRunTranscript(run, languageValue(language), { signal, format });
+      if (toDirectory) {
+        const path = join(values.output!, `sub-${run}-${language}.${format}`);
+        await writeFile(path, text ?? '');
+        io.stdout.write(`${path}\n`);
+      } else {
+        const sink = openRawSink(values.output, io);
+        await sink.write(Buffer.from(text ?? ''));
+        await sink.close();
+      }
+    }
+    return EXIT_OK;
+  });
+}

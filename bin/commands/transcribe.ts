@@ -1,0 +1,107 @@
+/**
+ * `rt-translate transcribe`: a recording (a file or stdin, uploaded as it is read) or a media URL
+ * transcribed by the service, written as JSON, SRT, WebVTT or text to a file or stdout.
+ */
+import { extname } from 'node:path';
+import { TRANSCRIPTION_MODES, transcriptionSchema, type TranscriptionMode } from '../../lib/http/schemas.js';
+import { renderTranscript, type TranscriptSegment } from '../../lib/http/transcript.js';
+import type { TranscriptionRequest } from '../../lib/http/transcription.js';
+import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkInputFile,
+  checkOutput,
+  checkRequest,
+  openRawSink,
+  parseCommand,
+  taskRun,
+  taskSettings,
+  withService,
+} from './http-common.js';
+
+export const TRANSCRIPT_OUTPUTS = ['json', 'srt', 'vtt', 'txt'] as const;
+export type TranscriptOutput = (typeof TRANSCRIPT_OUTPUTS)[number];
+
+export const TRANSCRIBE_USAGE = `Usage: rt-translate transcribe (-i PATH | --url URL) --language TAG [options]      speech to text
+
+  -i, --input PATH      the recording (audio or video; '-': stdin), uploaded as it is read
+  --url URL             or a media URL the service fetches
+  --language TAG        the spoken language, a locale tag such as en-us (or the service's id)
+  -f, --format F        ${TRANSCRIPT_OUTPUTS.join(' ')} (default: from the output's extension, else json)
+  --words               word timings (json output)
+  --speakers            speaker labels in srt, vtt and txt
+  --mode M              ${TRANSCRIPTION_MODES.join(' or ')} (the service's default: fast)
+  -o, --output PATH     the transcript; '-' or absent: stdout
+${TASK_USAGE}
+${SERVICE_USAGE}
+
+JSON is {"segments":[{"startMs","endMs","text","speaker","words"}]}. Says on stderr which task
+it created and, once done, its run.
+
+${EXIT_USAGE_TEXT}`;
+
+const OPTIONS = {
+  ...SERVICE_OPTIONS,
+  ...TASK_OPTIONS,
+  input: { type: 'string', short: 'i' },
+  url: { type: 'string' },
+  language: { type: 'string' },
+  format: { type: 'string', short: 'f' },
+  words: { type: 'boolean' },
+  speakers: { type: 'boolean' },
+  mode: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+} as const;
+
+/** `-f`, else the output's extension, else `fallback`. */
+export function transcriptFormat(flag: string | undefined, output: string | undefined, fallback: TranscriptOutput): TranscriptOutput {
+  const chosen = flag ?? (output === undefined || output === '-' ? '' : extname(output).slice(1).toLowerCase());
+  if (chosen === '') return fallback;
+  if (!(TRANSCRIPT_OUTPUTS as readonly string[]).includes(chosen)) {
+    throw new UsageError(`${flag !== undefined ? '-f' : `the extension of ${output}`} expects one of ${TRANSCRIPT_OUTPUTS.join(', ')} (got "${chosen}").`);
+  }
+  return chosen as TranscriptOutput;
+}
+
+/** A transcript as the command writes it. */
+export function transcriptText(segments: TranscriptSegment[], format: TranscriptOutput, speakers: boolean): string {
+  return format === 'json' ? `${JSON.stringify({ segments })}\n` : renderTranscript(segments, format, { speakers });
+}
+
+export async function runTranscribe(args: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommand(args, OPTIONS, TRANSCRIBE_USAGE, io);
+  if (!parsed) return EXIT_OK;
+  const { values } = parsed;
+  const settings = taskSettings(values, io);
+  const format = transcriptFormat(values.format, values.output, 'json');
+  let request: TranscriptionRequest | undefined;
+  if (values.run === undefined) {
+    if (values.language === undefined) throw new UsageError('--language TAG is required (see --help).');
+    if ((values.input === undefined) === (values.url === undefined)) throw new UsageError('give -i PATH (a recording) or --url URL, one of them (see --help).');
+    const language = /^\d+$/.test(values.language) ? Number(values.language) : values.language;
+    request = {
+      language,
+      ...(values.url !== undefined ? { mediaUrl: values.url } : { mediaFile: values.input === '-' ? { data: io.stdin, filename: 'stdin' } : values.input! }),
+      ...(values.mode !== undefined ? { transcriptionMode: values.mode as TranscriptionMode } : {}),
+    };
+    const { mediaFile: _file, ...fields } = request;
+    checkRequest(transcriptionSchema, fields, { language: '--language', mediaUrl: '--url', transcriptionMode: '--mode' });
+    if (values.input !== undefined && values.input !== '-') await checkInputFile(values.input, '-i');
+  }
+  if (!values['no-wait']) await checkOutput(values.output, io);
+
+  return withService(settings, io, async (service) => {
+    const { client, signal } = service;
+    const run = await taskRun(io, service, 'transcription', values, (s) => client.createTranscription(request!, { signal: s }));
+    if (run === undefined) return EXIT_OK;
+    const result = await client.getTranscriptionResult(run, { signal, wordLevelTimestamps: values.words === true ? true : undefined });
+    const sink = openRawSink(values.output, io);
+    await sink.write(Buffer.from(transcriptText(result.segments, format, values.speakers === true)));
+    await sink.close();
+    return EXIT_OK;
+  });
+}

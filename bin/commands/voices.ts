@@ -1,0 +1,116 @@
+/**
+ * `rt-translate voices [list|create|delete|design]`: the voices the key may use, a voice cloned
+ * from a recording (uploaded as it is read, from a file or stdin), a custom voice deleted, and a
+ * voice made from a description (its preview URLs).
+ */
+import { GENDER_VALUES } from '../../lib/http/schemas.js';
+import type { Voice } from '../../lib/http/voices.js';
+import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkInputFile,
+  checkRequest,
+  parseCommand,
+  taskRun,
+  taskSettings,
+  withService,
+} from './http-common.js';
+import { customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
+import { runDeleteVoice } from './delete-voice.js';
+
+export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices
+
+  rt-translate voices [list] [--json]
+        the voices the key may use: ID, name, gender, age, language id, one per line
+        (--json: one JSON object per line, the service's record)
+  rt-translate voices create --name NAME --gender G --file PATH [--language TAG] [--age N]
+                             [--description TEXT] [--enhance] [--publish]
+        clone a voice from a recording (WAV, MP3, FLAC or AAC; '-' reads stdin, streamed);
+        G: 0 unknown, 1 male, 2 female, 9 not applicable. Prints "created voice ID".
+  rt-translate voices delete ID
+        delete a custom voice of the key's workspace (as delete-voice)
+  rt-translate voices design --text TEXT --description TEXT [--no-wait | --run ID]
+        a voice from a description: prints the URLs of its spoken previews
+${TASK_USAGE}
+${SERVICE_USAGE}
+
+A cloned voice works at once with \`rt-translate --voice ID\` for the same key.
+
+${EXIT_USAGE_TEXT}`;
+
+const OPTIONS = {
+  ...SERVICE_OPTIONS,
+  ...TASK_OPTIONS,
+  json: { type: 'boolean' },
+  name: { type: 'string' },
+  gender: { type: 'string' },
+  file: { type: 'string' },
+  language: { type: 'string' },
+  age: { type: 'string' },
+  description: { type: 'string' },
+  enhance: { type: 'boolean' },
+  publish: { type: 'boolean' },
+  text: { type: 'string' },
+} as const;
+
+function voiceLine(voice: Voice): string {
+  const dash = (value: unknown): string => (value === null || value === undefined ? '-' : String(value));
+  return [voice.id, voice.voiceName, dash(voice.gender), dash(voice.age), dash(voice.language)].join('\t');
+}
+
+export async function runVoices(args: string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = args;
+  const action = first === undefined || first.startsWith('-') ? 'list' : first;
+  if (action === 'delete') return runDeleteVoice(rest, io);
+  if (!['list', 'create', 'design'].includes(action)) throw new UsageError(`voices expects list, create, delete or design (got "${action}"; see --help).`);
+  const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
+  if (!parsed) return EXIT_OK;
+  const { values } = parsed;
+  const settings = taskSettings(values, io);
+
+  if (action === 'create') {
+    if (values.name === undefined) throw new UsageError('--name NAME is required (see --help).');
+    if (values.gender === undefined) throw new UsageError('--gender G is required (see --help).');
+    if (values.file === undefined) throw new UsageError("--file PATH is required ('-' for stdin; see --help).");
+    const gender = intFlag(values.gender, '--gender', 0) as (typeof GENDER_VALUES)[number];
+    const age = intFlag(values.age, '--age', 0);
+    const request = {
+      voiceName: values.name,
+      gender,
+      ...(values.language !== undefined ? { language: values.language } : {}),
+      ...(age !== undefined ? { age } : {}),
+      ...(values.description !== undefined ? { description: values.description } : {}),
+      ...(values.enhance ? { enhanceAudio: true } : {}),
+      ...(values.publish ? { publishVoiceToMarketPlace: true } : {}),
+    };
+    checkRequest(customVoiceSchema, request, { voiceName: '--name', gender: '--gender', language: '--language', age: '--age', description: '--description' });
+    if (values.file !== '-') await checkInputFile(values.file, '--file');
+    const file = values.file === '-' ? { data: io.stdin, filename: 'stdin' } : values.file;
+    return withService(settings, io, async ({ client, signal }) => {
+      const created = await client.createCustomVoice({ ...request, file }, { signal });
+      io.stdout.write(`created voice ${created.voiceId}\n`);
+      return EXIT_OK;
+    });
+  }
+
+  if (action === 'design') {
+    const request = { text: values.text ?? '', voiceDescription: values.description ?? '' };
+    if (values.run === undefined) checkRequest(textToVoiceSchema, request, { text: '--text', voiceDescription: '--description' });
+    return withService(settings, io, async (service) => {
+      const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.createTextToVoice(request, { signal }));
+      if (run === undefined) return EXIT_OK;
+      const result = await service.client.getTextToVoiceResult(run, { signal: service.signal });
+      for (const url of result.previews) io.stdout.write(`${url}\n`);
+      return EXIT_OK;
+    });
+  }
+
+  return withService(settings, io, async ({ client, signal }) => {
+    for (const voice of await client.listVoices({ signal })) io.stdout.write(`${values.json ? JSON.stringify(voice.raw) : voiceLine(voice)}\n`);
+    return EXIT_OK;
+  });
+}

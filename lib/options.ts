@@ -1,0 +1,55 @@
+/**
+ * One checker for numeric options, so every stream names the option, states what it accepts and
+ * what it got in the same words, and never echoes a long string it was given (a key pasted into
+ * the wrong option stays out of the message).
+ */
+import { ValidationError } from './errors.js';
+
+/** Strings longer than this are described by their length, never quoted. */
+const MAX_ECHOED_STRING = 24;
+
+/** A received value as it may appear in an error message. */
+export function describeReceived(value: unknown): string {
+  if (typeof value === 'string') {
+    return value.length <= MAX_ECHOED_STRING ? JSON.stringify(value) : `a string of ${value.length} characters`;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
+}
+
+export interface NumberBounds {
+  min?: number;
+  max?: number;
+  /** The value when the option is absent. */
+  fallback: number;
+}
+
+function accepted(kind: string, { min, max }: NumberBounds): string {
+  if (min !== undefined && max !== undefined) return `${kind} from ${min} to ${max}`;
+  if (min !== undefined) return `${kind} >= ${min}`;
+  if (max !== undefined) return `${kind} <= ${max}`;
+  return kind;
+}
+
+function numeric(value: unknown, field: string, bounds: NumberBounds, integer: boolean): number {
+  if (value === undefined) return bounds.fallback;
+  const ok =
+    typeof value === 'number' &&
+    (integer ? Number.isSafeInteger(value) : Number.isFinite(value)) &&
+    (bounds.min === undefined || value >= bounds.min) &&
+    (bounds.max === undefined || value <= bounds.max);
+  if (!ok) throw new ValidationError(field, accepted(integer ? 'an integer' : 'a number', bounds), describeReceived(value));
+  return value;
+}
+
+/** An integer option within bounds, or the fallback when absent; `ValidationError` naming `field` otherwise. */
+export function intOption(value: unknown, field: string, bounds: NumberBounds): number {
+  return numeric(value, field, bounds, true);
+}
+
+/** A finite number option within bounds (fractions allowed), or the fallback when absent. */
+export function numberOption(value: unknown, field: string, bounds: NumberBounds): number {
+  return numeric(value, field, bounds, false);
+}

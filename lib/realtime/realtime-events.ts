@@ -1,0 +1,148 @@
+/**
+ * The events of a realtime session under one name each, whether they reach a caller as an
+ * emitter event (`stream.on(type, ...)`), through `stream.events()` or as a line of an event log
+ * (`eventToRecord`): the service's events (with their wire name in `wireType`) and the stream's
+ * own (`reconnecting`, `reconnected`, `response`, `warning`, `ended`).
+ */
+import type { RtTranslateError } from '../errors.js';
+import type { ServerEvent } from './codec.js';
+import type { ResponseTiming } from './speech-ledger.js';
+
+/** `reconnecting`: the connection dropped and attempt `attempt` starts after `delayMs`. */
+export interface ReconnectingInfo {
+  attempt: number;
+  delayMs: number;
+  /** Why the connection dropped (or why the previous attempt failed). */
+  cause: RtTranslateError;
+}
+
+/** `reconnected`: a new session is up and the unanswered input is being sent again. */
+export interface ReconnectedInfo {
+  sessionId: string;
+  /** Attempts it took. */
+  attempt: number;
+  /** Input audio sent again, in ms. */
+  replayedMs: number;
+  /** Input audio that may have been unanswered but was no longer kept for replay, in ms (0 normally). */
+  notReplayedMs: number;
+  /** From the drop to the new session, in ms. */
+  outageMs: number;
+}
+
+/** `ended`: how the session ended, once it did (also in `stats.ending`). */
+export interface EndedInfo {
+  /** True when everything owed was answered; false when the stream gave up waiting or the service closed early. */
+  complete: boolean;
+  /** What was left owed when it ended incomplete. */
+  reason: 'response-stalled' | 'speech-unanswered' | 'closed-by-service' | undefined;
+  /** Speech sent that no response answered, in ms. */
+  unansweredSpeechMs: number;
+}
+
+/** Every event of a realtime session, as `events()` yields it. */
+export type RealtimeEvent =
+  | ServerEvent
+  | ({ type: 'reconnecting' } & ReconnectingInfo)
+  | ({ type: 'reconnected' } & ReconnectedInfo)
+  | { type: 'response'; timing: ResponseTiming }
+  | { type: 'warning'; warning: RtTranslateError }
+  | ({ type: 'ended' } & EndedInfo);
+
+/** The `type` of every realtime event. */
+export type RealtimeEventType = RealtimeEvent['type'];
+
+/** The arguments an emitter listener of `event.type` gets (see `RealtimeTranslateEvents`). */
+export function listenerArgs(event: RealtimeEvent): unknown[] {
+  switch (event.type) {
+    case 'session.starting':
+    case 'audio.done':
+      return [];
+    case 'session.created':
+      return [{ ...event.session, id: event.session.id ?? '' }];
+    case 'session.updated':
+      return [event.session];
+    case 'transcript.delta':
+    case 'text.delta':
+      return [event.delta];
+    case 'transcript.done':
+      return [event.text];
+    case 'text.done':
+      return [event.text ?? ''];
+    case 'audio.delta':
+      return [event.audio];
+    case 'server.error':
+      return [event.message, event.code];
+    case 'response':
+      return [event.timing];
+    case 'warning':
+      return [event.warning];
+    case 'unknown':
+      return [event];
+    default: {
+      const { type: _type, ...info } = event;
+      return [info];
+    }
+  }
+}
+
+function errorRecord(error: RtTranslateError): Record<string, unknown> {
+  return { code: error.code, message: error.message, retryable: error.retryable };
+}
+
+/**
+ * The event as a JSON-safe record for a log line, under the same `type`: audio as its byte
+ * count (never base64), errors as code and message, the wire name in `wireType`; an unknown
+ * service event keeps its wire object in `raw`.
+ */
+export function eventToRecord(event: RealtimeEvent): Record<string, unknown> {
+  switch (event.type) {
+    case 'audio.delta':
+      return { type: event.type, wireType: event.wireType, bytes: event.audio.length };
+    case 'session.created':
+    case 'session.updated': {
+      const { raw: _wire, ...session } = event.session;
+      return { type: event.type, wireType: event.wireType, session };
+    }
+    case 'unknown':
+      return { type: event.type, wireType: event.wireType, raw: event.raw };
+    case 'reconnecting':
+      return { type: event.type, attempt: event.attempt, delayMs: event.delayMs, cause: errorRecord(event.cause) };
+    case 'warning':
+      return { type: event.type, warning: errorRecord(event.warning) };
+    case 'response':
+    case 'reconnected':
+    case 'ended':
+      return { ...event };
+    default: {
+      const { raw: _raw, ...fields } = event;
+      return fields;
+    }
+  }
+}
+
+/**
+ * Replaces `secret` in every string of a parsed event object, in place (keys included), except
+ * the base64 audio payload fields `delta`/`audio` of an audio event, which cannot hold it.
+ */
+export function redactObject(value: Record<string, unknown>, secret: string, skipAudio: boolean): void {
+  for (const [key, item] of Object.entries(value)) {
+    if (skipAudio && (key === 'delta' || key === 'audio')) continue;
+    const replaced = redactValue(item, secret);
+    if (key.includes(secret)) {
+      delete value[key];
+      value[key.split(secret).join('[redacted]')] = replaced;
+    } else {
+      value[key] = replaced;
+    }
+  }
+}
+
+function redactValue(value: unknown, secret: string): unknown {
+  if (typeof value === 'string') return value.includes(secret) ? value.split(secret).join('[redacted]') : value;
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, secret));
+  if (value !== null && typeof value === 'object') {
+    redactObject(value as Record<string, unknown>, secret, false);
+    return value;
+  }
+  return value;
+}

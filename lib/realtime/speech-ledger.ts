@@ -1,0 +1,280 @@
+/**
+ * What the service owes the stream: the speech segments in the audio accepted from the writer,
+ * against the responses received, as one offset, the answered frontier (every voiced byte before
+ * it has been answered). Pure bookkeeping over byte offsets of the input timeline and the
+ * clock values it is given: no timers, no sockets.
+ *
+ * A response that completes answers the first unanswered segment that was wholly sent before the
+ * response started, and the following such segments while their voiced length, times
+ * `coverage`, fits in the response's audio (a service that answers several utterances at once
+ * returns audio about as long as all of them). A response that starts while the speech it would
+ * answer is still being sent is a piece of longer speech and moves nothing. The frontier says
+ * what the ending must still wait for, and where a replay after a reconnect starts.
+ */
+import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } from '../audio/vad.js';
+
+/** PCM16 mono 24 kHz, bytes per millisecond. */
+const BYTES_PER_MS = 48;
+
+export interface SpeechLedgerOptions extends VoiceActivityOptions {
+  /** Voiced length below which a segment is not speech the service owes an answer to, in ms. Default 100. */
+  minSpeechMs?: number;
+  /** Fraction of the voiced length a response's audio must reach to answer one more segment. Default 0.8. */
+  coverage?: number;
+}
+
+interface Segment {
+  voicedStart: number;
+  voicedEnd: number;
+  /** Set once the detector has ended it. */
+  ended: boolean;
+}
+
+/** When things happened during one response, in epoch milliseconds. */
+interface OpenResponse {
+  /** Input bytes handed to the socket when the response's first event arrived. */
+  sentAtStart: number;
+  startedAt: number;
+  transcriptAt?: number;
+  firstTextAt?: number;
+  firstAudioAt?: number;
+  audioBytes: number;
+}
+
+/** A response's timing, from the end of the speech it answers to its end. */
+export interface ResponseTiming {
+  /** 1 for the stream's first completed response. */
+  index: number;
+  /** Speech segments this response answered (0: a piece of longer speech still being sent). */
+  segments: number;
+  /** End of the answered speech, in milliseconds of input audio (media time). */
+  speechEndMediaMs: number | undefined;
+  /** When that audio was first handed to the socket (epoch ms). */
+  speechEndAt: number | undefined;
+  /** First event of the response, transcript, first text delta, first audio byte and end (epoch ms). */
+  startedAt: number;
+  transcriptAt: number | undefined;
+  firstTextAt: number | undefined;
+  firstAudioAt: number | undefined;
+  doneAt: number;
+  /** Durations from `speechEndAt`, in ms (undefined when either end is unknown). */
+  transcriptMs: number | undefined;
+  firstTextMs: number | undefined;
+  firstAudioMs: number | undefined;
+  doneMs: number | undefined;
+  /** Translated audio bytes of the response. */
+  audioBytes: number;
+}
+
+export class SpeechLedger {
+  readonly #detector: VoiceActivityDetector;
+  readonly #minSpeechBytes: number;
+  readonly #coverage: number;
+  /** Segments that reach past the frontier, oldest first; the last one may be in progress. */
+  #segments: Segment[] = [];
+  #frontier = 0;
+  #accepted = 0;
+  #open: OpenResponse | undefined;
+  #completed = 0;
+  /** First-send times: `[endOffset, epochMs]`, ascending offsets, trimmed below the frontier. */
+  #sends: Array<[number, number]> = [];
+  #sentMax = 0;
+
+  constructor(options: SpeechLedgerOptions = {}) {
+    this.#detector = new VoiceActivityDetector(options);
+    this.#minSpeechBytes = Math.round((options.minSpeechMs ?? 100) * BYTES_PER_MS);
+    this.#coverage = options.coverage ?? 0.8;
+  }
+
+  /** Bytes of input accepted so far. */
+  get acceptedBytes(): number {
+    return this.#accepted;
+  }
+
+  /** Every voiced byte before this input offset has been answered. */
+  get frontier(): number {
+    return this.#frontier;
+  }
+
+  /** Whether a response has started and not completed. */
+  get responseOpen(): boolean {
+    return this.#open !== undefined;
+  }
+
+  /** Responses completed so far. */
+  get responsesCompleted(): number {
+    return this.#completed;
+  }
+
+  /** Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector. */
+  accept(pcm: Buffer): void {
+    this.#accepted += pcm.length;
+    this.#detector.push(pcm, (segment) => {
+      const last = this.#segments.at(-1);
+      if (last && !last.ended) {
+        last.voicedEnd = segment.voicedEnd;
+        last.ended = true;
+      } else {
+        this.#segments.push({ voicedStart: segment.voicedStart, voicedEnd: segment.voicedEnd, ended: true });
+      }
+    });
+    if (this.#detector.speaking) {
+      const start = this.#detector.segmentStart;
+      const end = start + this.#detector.currentVoicedBytes;
+      const last = this.#segments.at(-1);
+      if (last && !last.ended) last.voicedEnd = end;
+      else this.#segments.push({ voicedStart: start, voicedEnd: end, ended: false });
+    }
+  }
+
+  /** Voiced bytes past the frontier, counting only segments long enough to be speech. */
+  get unansweredSpeechBytes(): number {
+    let total = 0;
+    for (const segment of this.#segments) {
+      const voiced = segment.voicedEnd - Math.max(segment.voicedStart, this.#frontier);
+      if (voiced >= this.#minSpeechBytes) total += voiced;
+    }
+    return total;
+  }
+
+  /** Speech segments not yet answered (long enough to count). */
+  get unansweredSegments(): number {
+    let count = 0;
+    for (const segment of this.#segments) {
+      if (segment.voicedEnd - Math.max(segment.voicedStart, this.#frontier) >= this.#minSpeechBytes) count += 1;
+    }
+    return count;
+  }
+
+  /** Records that input up to `endOffset` was handed to the socket at `now` (only a first send counts). */
+  recordSent(endOffset: number, now: number): void {
+    if (endOffset <= this.#sentMax) return;
+    this.#sentMax = endOffset;
+    this.#sends.push([endOffset, now]);
+  }
+
+  /** A response event arrived: opens a response if none is open. `sent` is the input handed to the socket so far. */
+  responseActivity(kind: 'transcript' | 'text' | 'audio', now: number, sent: number, audioBytes = 0): void {
+    if (!this.#open) this.#open = { sentAtStart: sent, startedAt: now, audioBytes: 0 };
+    const open = this.#open;
+    if (kind === 'transcript') open.transcriptAt ??= now;
+    else if (kind === 'text') open.firstTextAt ??= now;
+    else {
+      if (audioBytes > 0) open.firstAudioAt ??= now;
+      open.audioBytes += audioBytes;
+    }
+  }
+
+  /**
+   * The open response ended (`audio.done`, or `text.done` without audio): moves the frontier over
+   * the speech it answered and returns its timing. `audioExpected` is false for text-only sessions
+   * (then a response answers exactly one segment). Undefined when no response was open.
+   */
+  responseCompleted(now: number, audioExpected: boolean): ResponseTiming | undefined {
+    const open = this.#open;
+    if (!open) return undefined;
+    this.#open = undefined;
+    this.#completed += 1;
+    let covered = 0;
+    let speechEnd: number | undefined;
+    let voicedSum = 0;
+    for (const segment of this.#segments) {
+      const voiced = segment.voicedEnd - Math.max(segment.voicedStart, this.#frontier);
+      if (voiced < this.#minSpeechBytes) continue;
+      if (segment.voicedEnd > open.sentAtStart) break;
+      if (covered > 0 && (!audioExpected || (voicedSum + voiced) * this.#coverage > open.audioBytes)) break;
+      voicedSum += voiced;
+      covered += 1;
+      speechEnd = segment.voicedEnd;
+    }
+    if (speechEnd !== undefined) this.#advance(speechEnd);
+    const speechEndAt = speechEnd === undefined ? undefined : this.#sentTime(speechEnd);
+    const since = (at: number | undefined): number | undefined =>
+      at === undefined || speechEndAt === undefined ? undefined : Math.max(0, at - speechEndAt);
+    return {
+      index: this.#completed,
+      segments: covered,
+      speechEndMediaMs: speechEnd === undefined ? undefined : speechEnd / BYTES_PER_MS,
+      speechEndAt,
+      startedAt: open.startedAt,
+      transcriptAt: open.transcriptAt,
+      firstTextAt: open.firstTextAt,
+      firstAudioAt: open.firstAudioAt,
+      doneAt: now,
+      transcriptMs: since(open.transcriptAt),
+      firstTextMs: since(open.firstTextAt),
+      firstAudioMs: since(open.firstAudioAt),
+      doneMs: since(now),
+      audioBytes: open.audioBytes,
+    };
+  }
+
+  /** The connection was lost mid-response: the response answers nothing (its speech is replayed). */
+  responseAbandoned(): void {
+    this.#open = undefined;
+  }
+
+  /**
+   * Where a replay starts: `prerollMs` before the first voiced byte past the frontier (so the
+   * service's detector hears the speech begin), or before `sent` when no speech is pending; never
+   * before the frontier; aligned down to a detector frame of the input timeline.
+   */
+  replayStart(sent: number, prerollMs: number): number {
+    const pending = this.#segments.find((segment) => segment.voicedEnd > this.#frontier);
+    const anchor = pending ? Math.max(pending.voicedStart, this.#frontier) : sent;
+    const start = Math.max(this.#frontier, Math.min(anchor, sent) - prerollMs * BYTES_PER_MS);
+    return Math.max(0, start - (start % VAD_FRAME_BYTES));
+  }
+
+  #advance(to: number): void {
+    this.#frontier = Math.max(this.#frontier, to);
+    while (this.#segments.length > 0 && this.#segments[0]!.ended && this.#segments[0]!.voicedEnd <= this.#frontier) {
+      this.#segments.shift();
+    }
+    // Keep the send record that times the frontier itself; older ones are never looked up again.
+    let drop = 0;
+    while (drop + 1 < this.#sends.length && this.#sends[drop + 1]![0] <= this.#frontier) drop += 1;
+    if (drop > 0) this.#sends.splice(0, drop);
+  }
+
+  /** When input offset `offset` was first handed to the socket. */
+  #sentTime(offset: number): number | undefined {
+    for (const [end, at] of this.#sends) if (end >= offset) return at;
+    return undefined;
+  }
+}
+
+/** p50, p95 and max of a series of durations in ms. */
+export interface LatencySummary {
+  count: number;
+  p50: number | undefined;
+  p95: number | undefined;
+  max: number | undefined;
+}
+
+/** Collects durations and summarises them; keeps at most `limit` samples (the most recent). */
+export class LatencySeries {
+  readonly #samples: number[] = [];
+  readonly #limit: number;
+  #count = 0;
+  #max: number | undefined;
+
+  constructor(limit = 10_000) {
+    this.#limit = limit;
+  }
+
+  add(value: number | undefined): void {
+    if (value === undefined) return;
+    this.#count += 1;
+    this.#max = this.#max === undefined ? value : Math.max(this.#max, value);
+    this.#samples.push(value);
+    if (this.#samples.length > this.#limit) this.#samples.shift();
+  }
+
+  summary(): LatencySummary {
+    if (this.#samples.length === 0) return { count: 0, p50: undefined, p95: undefined, max: undefined };
+    const sorted = [...this.#samples].sort((a, b) => a - b);
+    const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+    return { count: this.#count, p50: at(0.5), p95: at(0.95), max: this.#max };
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * The official SDK against the emulator: installs `@camb-ai/sdk` (1.0.1, never a dependency of
+ * this package) into a temporary folder with npm, starts the emulator, and checks that the SDK
+ * and `LocalizationClient` get the same answers for a sample of endpoints (languages, voices and
+ * cloning, translation, translated TTS, transcription, dubbing and its transcript, streaming TTS,
+ * text to sound, project setup, dictionaries, folders, live streams, a 422). Prints one line per check and
+ * exits 1 when any differs.
+ *
+ *     npm run check:sdk                     # CI runs it after the tests
+ *     npm run check:sdk -- --sdk-dir DIR    # an SDK already installed in DIR (no network)
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { startEmulator } from '../lib/emulator/server.js';
+import { LocalizationClient } from '../lib/http/client.js';
+
+const SDK = '@camb-ai/sdk@1.0.1';
+const KEY = 'sdk-check-key-7f31c2';
+const FIXTURE = new URL('../../test/fixtures/speech-en-24k.wav', import.meta.url);
+const MEDIA = 'https://media.example.com/speech-en-24k.wav';
+
+/** The parts of the SDK's client this check calls (it ships no types we compile against). */
+type Sdk = Record<string, Record<string, (request?: unknown) => Promise<unknown>>>;
+
+function installSdk(): { dir: string; cleanup: () => void } {
+  const given = process.argv.indexOf('--sdk-dir');
+  if (given > 0 && process.argv[given + 1]) return { dir: process.argv[given + 1]!, cleanup: () => undefined };
+  const dir = mkdtempSync(join(tmpdir(), 'rt-translate-sdk-'));
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const result = spawnSync(npm, ['install', '--prefix', dir, '--no-save', '--no-audit', '--no-fund', '--ignore-scripts', SDK], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (result.status !== 0) throw new Error(`npm install ${SDK} failed (status ${result.status}).`);
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A presigned URL gets a fresh expiry and signature per answer: compare where it points. */
+function withoutSignatures(value: unknown): unknown {
+  if (typeof value === 'string' && /^https?:\/\/.*[?&]sig=/.test(value)) return new URL(value).pathname;
+  if (Array.isArray(value)) return value.map(withoutSignatures);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutSignatures(v)]));
+  return value;
+}
+
+/** Polls `status` until it is no longer PENDING (the emulator's tasks answer within a few polls). */
+async function settled(status: () => Promise<unknown>): Promise<{ status: string; run_id: number }> {
+  for (let poll = 0; poll < 50; poll++) {
+    const answer = (await status()) as { status: string; run_id: number };
+    if (answer.status !== 'PENDING') return answer;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('the task stayed PENDING');
+}
+
+async function main(): Promise<number> {
+  const { dir, cleanup } = installSdk();
+  const emulator = await startEmulator({ apiKeys: [KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0 });
+  const client = new LocalizationClient({ baseUrl: emulator.baseUrl, apiKey: KEY });
+  const mod = (await import(pathToFileURL(join(dir, 'node_modules/@camb-ai/sdk/dist/index.js')).href)) as { CambClient: new (o: object) => Sdk };
+  const sdk = new mod.CambClient({ apiKey: KEY, baseUrl: emulator.baseUrl });
+  const results: Array<[string, boolean, string]> = [];
+  const check = async (name: string, body: () => Promise<[unknown, unknown]>): Promise<void> => {
+    try {
+      const [theirs, ours] = (await body()).map(withoutSignatures);
+      const same = isDeepStrictEqual(theirs, ours);
+      results.push([name, same, same ? '' : `SDK ${JSON.stringify(theirs).slice(0, 300)} | client ${JSON.stringify(ours).slice(0, 300)}`]);
+    } catch (error) {
+      results.push([name, false, error instanceof Error ? `${error.name}: ${error.message}` : String(error)]);
+    }
+  };
+
+  try {
+    await check('GET /source-languages', async () => [await sdk.languages!.getSourceLanguages!(), (await client.listLanguages('source')).map((l) => l.raw)]);
+    await check('GET /target-languages', async () => [await sdk.languages!.getTargetLanguages!(), (await client.listLanguages('target')).map((l) => l.raw)]);
+
+    await check('POST /create-custom-voice, then GET /list-voices', async () => {
+      const created = (await sdk.voiceCloning!.createCustomVoice!({ file: readFileSync(FIXTURE), voice_name: 'From the SDK', gender: 2, age: 30, language: 1 })) as { voice_id: number };
+      const listed = (await sdk.voiceCloning!.listVoices!()) as Array<{ id: number }>;
+      const ours = (await client.listVoices()).map((v) => v.raw);
+      return [[listed, listed.some((v) => v.id === created.voice_id)], [ours, true]];
+    });
+
+    await check('POST /translate, status, GET /translation-result', async () => {
+      const task = (await sdk.translation!.createTranslation!({ texts: ['Good morning', 'Thank you'], source_language: 1, target_language: 54 })) as { task_id: string };
+      const done = await settled(() => sdk.translation!.getTranslationTaskStatus!({ task_id: task.task_id }));
+      return [await sdk.translation!.getTranslationResult!({ run_id: done.run_id }), (await client.getTranslationResult(done.run_id)).raw];
+    });
+
+    await check('POST /translated-tts, GET /translated-tts/{id}', async () => {
+      const task = (await sdk.translatedTts!.createTranslatedTts!({ text: 'Hello', voice_id: 147_320, source_language: 1, target_language: 76 })) as { task_id: string };
+      const theirs = await settled(() => sdk.translatedTts!.getTranslatedTtsTaskStatus!({ task_id: task.task_id }));
+      return [theirs, (await client.getTranslatedTtsStatus(task.task_id)).raw];
+    });
+
+    await check('POST /transcribe (a media URL), GET /transcription-result with words', async () => {
+      const task = (await sdk.transcription!.createTranscription!({ language: 1, media_url: MEDIA })) as { task_id: string };
+      const done = await settled(() => sdk.transcription!.getTranscriptionTaskStatus!({ task_id: task.task_id }));
+      const theirs = await sdk.transcription!.getTranscriptionResult!({ run_id: done.run_id, word_level_timestamps: true });
+      return [theirs, (await client.getTranscriptionResult(done.run_id, { wordLevelTimestamps: true })).raw];
+    });
+
+    await check('POST /transcribe (an upload), the segments', async () => {
+      const task = (await sdk.transcription!.createTranscription!({ language: 1, media_file: readFileSync(FIXTURE) })) as { task_id: string };
+      const done = await settled(() => sdk.transcription!.getTranscriptionTaskStatus!({ task_id: task.task_id }));
+      const ours = await client.transcribe({ language: 'en-us', mediaFile: FIXTURE });
+      return [await sdk.transcription!.getTranscriptionResult!({ run_id: done.run_id }), ours.raw];
+    });
+
+    let dubRun = 0;
+    await check('POST /dub, GET /dub-result', async () => {
+      const task = (await sdk.dub!.endToEndDubbing!({ video_url: MEDIA, source_language: 1, target_languages: [54] })) as { task_id: string };
+      dubRun = (await settled(() => sdk.dub!.getEndToEndDubbingStatus!({ task_id: task.task_id }))).run_id;
+      return [await sdk.dub!.getDubbedRunInfo!({ run_id: dubRun }), (await client.getDubbingResult(dubRun)).raw];
+    });
+    await check('GET /transcript/{run_id}/{language} (srt)', async () => [
+      await sdk.dub!.getDubbedRunTranscript!({ run_id: dubRun, language: 54, format_type: 'srt', data_type: 'raw_data' }),
+      (await client.getRunTranscript(dubRun, 'es-es', { format: 'srt' })).raw,
+    ]);
+
+    await check('POST /tts-stream (wav bytes)', async () => {
+      const request = { text: 'The same speech both ways.', language: 'en-us', voice_id: 147_320, output_configuration: { format: 'wav' } };
+      const theirs = Buffer.from(await ((await sdk.textToSpeech!.tts!(request)) as { arrayBuffer: () => Promise<ArrayBuffer> }).arrayBuffer());
+      const chunks: Buffer[] = [];
+      for await (const chunk of client.ttsStream({ text: request.text, language: 'en-us', outputConfiguration: { format: 'wav' } })) chunks.push(chunk as Buffer);
+      return [theirs.toString('base64'), Buffer.concat(chunks).toString('base64')];
+    });
+
+    await check('POST /text-to-sound, POST /text-to-sound-results', async () => {
+      const runs: number[] = [];
+      for (const prompt of ['rain on a roof', 'a small bell']) {
+        const task = (await sdk.textToAudio!.createTextToAudio!({ prompt, duration: 1, audio_type: 'sound' })) as { task_id: string };
+        runs.push((await settled(() => sdk.textToAudio!.getTextToAudioStatus!({ task_id: task.task_id }))).run_id);
+      }
+      const theirs = (await sdk.textToAudio!.getTextToSoundResults!({ body: { run_ids: runs } })) as Record<string, { output_url: string }>;
+      const ours = await client.getTextToSoundResults(runs);
+      return [runs.map((r) => theirs[String(r)]?.output_url), runs.map((r) => ours.get(r)?.url)];
+    });
+
+    await check('POST /project-setup, GET /project-setup-result', async () => {
+      const task = (await sdk.projectSetup!.createProject!({ media_url: MEDIA, source_language: 1, target_languages: [54, 76], project_name: 'Check' })) as { task_id: string };
+      const ours = await client.waitForTask('project-setup', task.task_id);
+      return [await sdk.projectSetup!.getProjectSetupResult!({ run_id: ours.runId }), (await client.getProjectSetupResult(ours.runId))?.raw];
+    });
+
+    await check('POST /dictionaries/create-from-file, GET /dictionaries', async () => {
+      await sdk.dictionaries!.createDictionaryFromFile!({ dictionary_file: Buffer.from('en-us,es-es\nsea,mar\n'), dictionary_name: 'Sea' });
+      return [await sdk.dictionaries!.getDictionaries!(), (await client.listDictionaries()).map((d) => d.raw)];
+    });
+
+    await check('POST /folders/create, GET /folders', async () => {
+      await sdk.folders!.createFolder!({ folder_name: 'From the SDK' });
+      return [await sdk.folders!.listFolders!(), (await client.listFolders()).map((f) => f.raw)];
+    });
+
+    await check('POST /stream, GET /stream/{id}', async () => {
+      const created = (await sdk.streaming!.createStream!({
+        voices: [147_320],
+        dictionaries: [],
+        config: {},
+        source_stream: { language: 1, url: 'srt://ingest.example.com:9000' },
+        target_streams: [{ languages: [54], url: 'rtmp://out.example.com/live/es', type: 1 }],
+      })) as { stream_id: number };
+      return [await sdk.streaming!.getStreamResult!({ stream_id: created.stream_id }), (await client.getStream(created.stream_id)).raw];
+    });
+
+    await check('POST /stream/probe', async () => [
+      await sdk.streaming!.getProbeStream!({ body: { url: 'srt://ingest.example.com:9000' } }),
+      (await client.probeStream({ url: 'srt://ingest.example.com:9000' })).raw,
+    ]);
+
+    await check('a 422 for an unknown language, both ways', async () => {
+      const theirs = await sdk.translation!.createTranslation!({ texts: ['x'], source_language: 1, target_language: 99_999 }).then(
+        () => 'accepted',
+        (error: { statusCode?: number }) => error.statusCode,
+      );
+      const ours = await client.createTranslation({ texts: ['x'], sourceLanguage: 1, targetLanguage: 99_999 }).then(
+        () => 'accepted',
+        (error: { status?: number }) => error.status,
+      );
+      return [theirs, ours];
+    });
+  } finally {
+    await client.close();
+    await emulator.close();
+    cleanup();
+  }
+
+  for (const [name, same, detail] of results) console.log(`${same ? 'same     ' : 'DIFFERENT'}  ${name}${detail ? `\n           ${detail}` : ''}`);
+  const failed = results.filter(([, same]) => !same).length;
+  console.log(`sdk check: ${results.length - failed} same, ${failed} different (${SDK} against the emulator)`);
+  return failed === 0 ? 0 : 1;
+}
+
+process.exitCode = await main();

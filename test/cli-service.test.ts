@@ -1,0 +1,329 @@
+/**
+ * The commands for the rest of the service (`voices`, `languages`, `translate-text`,
+ * `transcribe`, `dub`, `subtitles`), in-process against an emulator on loopback: what they print
+ * and write, the task and run ids on stderr, `--no-wait` then `--run`, usage errors before any
+ * request, the help of every HTTP command, and `rt-translate emulator --cloned-voice`.
+ */
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeFlac } from '../lib/audio/flac-encoder.js';
+import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
+import { synthesizeSpeechPcm } from '../lib/emulator/synth.js';
+import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
+import type { CliIo } from '../bin/cli.js';
+import { runDub } from '../bin/commands/dub.js';
+import { runEmulator } from '../bin/commands/emulator.js';
+import { runLanguages } from '../bin/commands/languages.js';
+import { runSubtitles } from '../bin/commands/subtitles.js';
+import { runTaskStatus } from '../bin/commands/task-status.js';
+import { runTranscribe } from '../bin/commands/transcribe.js';
+import { runTranslateText } from '../bin/commands/translate-text.js';
+import { runVoices } from '../bin/commands/voices.js';
+import { runTts } from '../bin/commands/tts.js';
+import { runTranslatedTts } from '../bin/commands/translated-tts.js';
+import { runSeparateResults } from '../bin/commands/separate-results.js';
+import { runDeleteVoice } from '../bin/commands/delete-voice.js';
+import { runCli } from './helpers/cli.js';
+import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
+import { loadSpeechFixture } from './helpers/speech.js';
+
+const KEY = 'sk-cli-service-test-5c1d09e2b7';
+const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+const SENTENCES = ['Hello, this is a test of live translation.', 'The weather is nice today.', 'Thank you for listening.'];
+const MEDIA = 'https://media.example.com/speech-en-24k.wav';
+
+const ENTRIES: Record<string, CommandEntry> = {
+  voices: runVoices,
+  languages: runLanguages,
+  'translate-text': runTranslateText,
+  transcribe: runTranscribe,
+  dub: runDub,
+  subtitles: runSubtitles,
+  'task-status': runTaskStatus,
+  tts: runTts,
+  'translated-tts': runTranslatedTts,
+  'separate-results': runSeparateResults,
+  'delete-voice': runDeleteVoice,
+};
+
+let emu: RunningEmulator;
+let dir: string;
+
+beforeAll(async () => {
+  emu = await startEmulator({ port: 0, apiKeys: [KEY], taskMs: 0, taskPolls: 1 });
+  dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-service-'));
+});
+
+afterAll(async () => {
+  await emu.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Commands that wait for a task (as the service advises: 2 s, or 15 s for long media): the tests poll every 10 ms. */
+const WAITING = new Set(['transcribe', 'dub', 'subtitles', 'translate-text', 'voices design']);
+
+function cli(args: string[], options: CommandOptions = {}): Promise<CommandResult> {
+  const [name, ...rest] = args;
+  const waits = (WAITING.has(name!) || WAITING.has(`${name} ${rest[0]}`)) && !rest.includes('--help') && !rest.includes('--stream');
+  const poll = waits ? ['--poll-ms', '10'] : [];
+  return runCommand(ENTRIES[name!]!, [...rest, ...poll], { env: { RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY }, ...options });
+}
+
+function lines(text: string | Buffer): string[] {
+  return text.toString().split('\n').filter((line) => line !== '');
+}
+
+/** The stderr lines of a command that created a task of `kind` and waited for it. */
+const taskLines = (kind: string): unknown[] => [
+  expect.stringMatching(new RegExp(`^rt-translate: task [0-9a-f-]{36} \\(${kind}\\) created$`)),
+  expect.stringMatching(/^rt-translate: task [0-9a-f-]{36}: run \d+$/),
+];
+
+function expectClean(result: CommandResult): void {
+  expect(result.stderr).not.toContain(KEY);
+  expect(result.stdout.includes(KEY)).toBe(false);
+}
+
+describe('rt-translate voices', () => {
+  it('lists, clones from a file and from stdin, deletes', async () => {
+    const listed = await cli(['voices']);
+    expect(listed.code).toBe(0);
+    expect(lines(listed.stdout)).toContain('147320\tAlice\t2\t28\t1');
+    const fromFile = await cli(['voices', 'create', '--name', 'Narrator', '--gender', '1', '--file', FIXTURE, '--language', 'en-us', '--age', '33']);
+    expect(fromFile.code).toBe(0);
+    const id = Number(/^created voice (\d+)\n$/.exec(fromFile.stdout.toString())![1]);
+    const fromStdin = await cli(['voices', 'create', '--name', 'Piped', '--gender', '2', '--file', '-'], { stdin: await readFile(FIXTURE) });
+    expect(fromStdin.stdout.toString()).toMatch(/^created voice \d+\n$/);
+    const json = await cli(['voices', 'list', '--json']);
+    expect(lines(json.stdout).map((l) => JSON.parse(l) as { id: number; voice_name: string }).find((v) => v.id === id)).toMatchObject({ voice_name: 'Narrator', age: 33 });
+    const deleted = await cli(['voices', 'delete', String(id)]);
+    expect(deleted.stdout.toString()).toBe(`deleted voice ${id}\n`);
+    expect(lines((await cli(['voices'])).stdout).some((l) => l.startsWith(`${id}\t`))).toBe(false);
+    expectClean(fromFile);
+  });
+
+  it('designs a voice from a description: the preview URLs', async () => {
+    const result = await cli(['voices', 'design', '--text', 'Hello from a new voice.', '--description', 'a bright alto']);
+    expect(result.code).toBe(0);
+    expect(lines(result.stderr)).toEqual(taskLines('text-to-voice'));
+    expect(lines(result.stdout)).toHaveLength(3);
+    expect((await fetch(lines(result.stdout)[0]!)).status).toBe(200);
+  });
+
+  it('usage errors name the flag, before any request', async () => {
+    const [name, gender, file, action] = await Promise.all([
+      cli(['voices', 'create', '--gender', '1', '--file', FIXTURE]),
+      cli(['voices', 'create', '--name', 'x', '--gender', '5', '--file', FIXTURE]),
+      cli(['voices', 'create', '--name', 'x', '--gender', '1', '--file', join(dir, 'none.wav')]),
+      cli(['voices', 'rename']),
+    ]);
+    expect(name.stderr).toBe('rt-translate: --name NAME is required (see --help).\n');
+    expect(gender.stderr).toBe('rt-translate: --gender expects one of 0, 1, 2 or 9 (got 5).\n');
+    expect(file.stderr).toMatch(/^rt-translate: cannot read --file .*none\.wav: ENOENT\n$/);
+    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"; see --help).\n');
+    for (const r of [name, gender, file, action]) expect(r.code).toBe(2);
+  });
+});
+
+describe('rt-translate languages', () => {
+  it('prints id, tag and name; --source the source list; --json the records', async () => {
+    const targets = lines((await cli(['languages'])).stdout);
+    expect(targets[0]).toBe('1\ten-us\tEnglish (United States)');
+    expect(targets).toContain('54\tes-es\tSpanish (Spain)');
+    const sources = lines((await cli(['languages', '--source'])).stdout);
+    expect(sources.length).toBeLessThan(targets.length);
+    expect(JSON.parse(lines((await cli(['languages', '--json'])).stdout)[0]!)).toEqual({ id: 1, language: 'English (United States)', short_name: 'en-us' });
+    expect((await cli(['languages', '--source', '--target'])).code).toBe(2);
+  });
+});
+
+describe('rt-translate translate-text', () => {
+  it('translates arguments, a file, and lines on stdin, one translation per line', async () => {
+    const args = await cli(['translate-text', '--from', 'en-us', '--to', 'es-es', 'Good morning', 'Thank you']);
+    expect(args.code).toBe(0);
+    expect(args.stdout.toString()).toBe('[es-es] Good morning\n[es-es] Thank you\n');
+    expect(lines(args.stderr)).toEqual(taskLines('translation'));
+    const path = join(dir, 'texts.txt');
+    await writeFile(path, 'one\n\ntwo\r\n');
+    expect((await cli(['translate-text', '--from', 'en-us', '--to', '76', '--file', path])).stdout.toString()).toBe('[fr-fr] one\n[fr-fr] two\n');
+    expect((await cli(['translate-text', '--from', 'en-us', '--to', 'de-de'], { stdin: Buffer.from('piped\n') })).stdout.toString()).toBe('[de-de] piped\n');
+  });
+
+  it('--stream prints one text as it comes', async () => {
+    const result = await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'Streamed words']);
+    expect(result.stdout.toString()).toBe('[ja-jp] Streamed words\n');
+    expect((await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'a', 'b'])).stderr).toBe('rt-translate: --stream translates one text (got 2).\n');
+  });
+
+  it('--no-wait, then --run', async () => {
+    const created = await cli(['translate-text', '--from', 'en-us', '--to', 'es-es', '--no-wait', 'Later']);
+    const { task_id: taskId } = JSON.parse(created.stdout.toString()) as { task_id: string };
+    const status = await cli(['task-status', 'translation', taskId, '--wait', '--poll-ms', '10']);
+    const { run_id: runId } = JSON.parse(status.stdout.toString()) as { run_id: number };
+    const result = await cli(['translate-text', '--run', String(runId)]);
+    expect(result.stdout.toString()).toBe('[es-es] Later\n');
+    expect(result.stderr).toBe('');
+  });
+
+  it('usage errors name the flag', async () => {
+    const [from, lang, none] = await Promise.all([
+      cli(['translate-text', '--to', 'es-es', 'x']),
+      cli(['translate-text', '--from', 'english', '--to', 'es-es', 'x']),
+      cli(['translate-text', '--from', 'en-us', '--to', 'es-es'], { stdin: Buffer.from('\n') }),
+    ]);
+    expect(from.stderr).toBe('rt-translate: --from TAG is required (see --help).\n');
+    expect(lang.stderr).toMatch(/^rt-translate: --from expects a locale tag such as "en-us" or a numeric language id \(got "english"\)\.\n$/);
+    expect(none.stderr).toBe('rt-translate: no text to translate: give TEXT arguments, --file PATH, or lines on stdin.\n');
+  });
+});
+
+describe('rt-translate transcribe', () => {
+  it('a file to SRT (by the output\'s extension)', async () => {
+    const out = join(dir, 'talk.srt');
+    const result = await cli(['transcribe', '-i', FIXTURE, '--language', 'en-us', '-o', out]);
+    expect(result.code).toBe(0);
+    expect(lines(result.stderr)).toEqual(taskLines('transcription'));
+    expect(await readFile(out, 'utf8')).toBe(
+      '1\n00:00:00,320 --> 00:00:02,620\nHello, this is a test of live translation.\n\n' +
+        '2\n00:00:03,820 --> 00:00:05,040\nThe weather is nice today.\n\n' +
+        '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n',
+    );
+  });
+
+  it('stdin to JSON with words; a URL to WebVTT with speakers', async () => {
+    const json = await cli(['transcribe', '-i', '-', '--language', '1', '--words'], { stdin: await readFile(FIXTURE) });
+    const { segments } = JSON.parse(json.stdout.toString()) as { segments: Array<{ text: string; words: unknown[] }> };
+    expect(segments.map((s) => s.text)).toEqual(SENTENCES);
+    expect(segments[1]!.words).toHaveLength(5);
+    const vtt = await cli(['transcribe', '--url', MEDIA, '--language', 'en-us', '-f', 'vtt', '--speakers']);
+    expect(vtt.stdout.toString()).toMatch(/^WEBVTT\n\n00:00:00\.320 --> 00:00:02\.620\n<v SPEAKER_0>Hello, this is a test/);
+  });
+
+  it('usage errors before any request', async () => {
+    const [both, format, mode] = await Promise.all([
+      cli(['transcribe', '-i', FIXTURE, '--url', MEDIA, '--language', 'en-us']),
+      cli(['transcribe', '-i', FIXTURE, '--language', 'en-us', '-f', 'docx']),
+      cli(['transcribe', '-i', FIXTURE, '--language', 'en-us', '--mode', 'turbo']),
+    ]);
+    expect(both.stderr).toBe('rt-translate: give -i PATH (a recording) or --url URL, one of them (see --help).\n');
+    expect(format.stderr).toBe('rt-translate: -f expects one of json, srt, vtt, txt (got "docx").\n');
+    expect(mode.stderr).toMatch(/^rt-translate: --mode expects one of 'fast' or 'slow'/);
+  });
+});
+
+describe('rt-translate dub', () => {
+  const dubbed = (tag: string): Buffer =>
+    encodeFlac(synthesizeSpeechPcm(SENTENCES.map((s) => `[${tag}] ${s}`).join(' '), { sampleRate: 24_000 }), { sampleRate: 24_000, channels: 1 });
+
+  it('prints one JSON line per language', async () => {
+    const result = await cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es,fr-fr']);
+    expect(result.code).toBe(0);
+    expect(lines(result.stderr)).toEqual(taskLines('dub'));
+    const outputs = lines(result.stdout).map((l) => JSON.parse(l) as { language: string; audioUrl: string; videoUrl: null });
+    expect(outputs.map((o) => [o.language, o.videoUrl])).toEqual([
+      ['es-es', null],
+      ['fr-fr', null],
+    ]);
+  });
+
+  it('-o DIR downloads the dubbed audio (resuming a cut) and --transcript each transcript', async () => {
+    const out = join(dir, 'dubbed');
+    await mkdir(out);
+    const created = await cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'it-it', '--no-wait']);
+    const { task_id: taskId } = JSON.parse(created.stdout.toString()) as { task_id: string };
+    const { run_id: runId } = JSON.parse((await cli(['task-status', 'dub', taskId, '--wait', '--poll-ms', '10'])).stdout.toString()) as { run_id: number };
+    await fetch(`${emu.baseUrl}/_emulator/file-faults`, { method: 'POST', body: JSON.stringify({ dropAfterBytes: 4000, count: 1 }) });
+    const result = await cli(['dub', '--run', String(runId), '--to', 'it-it', '-o', out, '--transcript', 'srt']);
+    expect(result.code).toBe(0);
+    expect(lines(result.stdout)).toEqual([join(out, `dub-${runId}-it-it.flac`), join(out, `dub-${runId}-it-it.srt`)]);
+    expect(lines(result.stderr)).toEqual([`rt-translate: audio of run ${runId}: the connection was lost; going on from byte 4000`]);
+    expect((await readFile(join(out, `dub-${runId}-it-it.flac`))).equals(dubbed('it-it'))).toBe(true);
+    expect((await readFile(join(out, `dub-${runId}-it-it.srt`), 'utf8')).split('\n')[2]).toBe('[it-it] Hello, this is a test of live translation.');
+    expect((await readdir(out)).sort()).toEqual([`dub-${runId}-it-it.flac`, `dub-${runId}-it-it.srt`]);
+  });
+
+  it('usage errors before any request', async () => {
+    const [to, transcript, run] = await Promise.all([
+      cli(['dub', '--url', MEDIA, '--from', 'en-us']),
+      cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '--transcript', 'srt']),
+      cli(['dub', '--run', 'x']),
+    ]);
+    expect(to.stderr).toBe('rt-translate: --to TAG[,TAG...] is required (see --help).\n');
+    expect(transcript.stderr).toBe('rt-translate: --transcript needs -o DIR to write the transcripts into.\n');
+    expect(run.stderr).toBe('rt-translate: --run expects an integer >= 1 (got "x").\n');
+  });
+});
+
+describe('rt-translate subtitles', () => {
+  it('one language to stdout; every language into a directory', async () => {
+    const one = await cli(['subtitles', '--url', MEDIA, '--from', 'en-us', '--to', 'de-de']);
+    expect(one.code).toBe(0);
+    expect(lines(one.stderr)).toEqual(taskLines('sub'));
+    expect(lines(one.stdout).slice(0, 3)).toEqual(['1', '00:00:00,320 --> 00:00:02,620', '[de-de] Hello, this is a test of live translation.']);
+    const out = join(dir, 'subs');
+    await mkdir(out);
+    const all = await cli(['subtitles', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', out, '-f', 'vtt']);
+    const written = lines(all.stdout);
+    expect(written.map((p) => p.slice(out.length + 1))).toEqual([expect.stringMatching(/^sub-\d+-en-us\.vtt$/), expect.stringMatching(/^sub-\d+-es-es\.vtt$/)]);
+    expect((await readFile(written[1]!, 'utf8')).startsWith('WEBVTT\n\n00:00:00.320 --> 00:00:02.620\n[es-es] Hello')).toBe(true);
+  });
+});
+
+describe('help of the HTTP commands', () => {
+  it('each command has --help (exit 0) naming its flags and the service flags', async () => {
+    for (const command of Object.keys(ENTRIES)) {
+      const result = await cli([command, '--help']);
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe('');
+      expect(result.stdout.toString()).toMatch(new RegExp(`^Usage: rt-translate ${command} `));
+      expect(result.stdout.toString()).toContain('--base-url URL');
+    }
+  });
+
+  it('the top-level usage lists every command (the one spawned case)', async () => {
+    const top = (await runCli(['--help'])).stdout.toString();
+    for (const command of Object.keys(ENTRIES)) expect(top).toContain(`rt-translate ${command} `);
+  });
+});
+
+describe('rt-translate emulator --cloned-voice', () => {
+  it('every accepted key owns the voice: the realtime stream takes it, delete-voice deletes it', async () => {
+    const stop = new AbortController();
+    let out = '';
+    let listening!: () => void;
+    const ready = new Promise<void>((resolve) => (listening = resolve));
+    const io = {
+      stdin: Readable.from([]),
+      stdout: new Writable({
+        write(chunk: Buffer, _e, cb) {
+          out += chunk.toString();
+          if (out.includes('\n')) listening();
+          cb();
+        },
+      }),
+      stderr: new Writable({ write: (_c, _e, cb) => cb() }),
+      env: {},
+    } as CliIo;
+    const ended = runEmulator(['--api-key', KEY, '--cloned-voice', '5001', '--cloned-voice', '5002'], io, stop.signal);
+    await ready;
+    const { baseUrl, realtimeUrl } = JSON.parse(out) as { baseUrl: string; realtimeUrl: string };
+    try {
+      const fixture = loadSpeechFixture();
+      const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, voiceId: 5002, quietPeriodMs: 200 });
+      await pipeline(Readable.from([fixture.pcm.subarray(0, 96_000)]), stream, new Writable({ write: (_c, _e, cb) => cb() }));
+      expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: 5002 });
+      const deleted = await runCommand(runDeleteVoice, ['5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
+      expect(deleted.stdout.toString()).toBe('deleted voice 5001\n');
+      const bad = await runCommand(runEmulator, ['--cloned-voice', 'abc']);
+      expect(bad).toMatchObject({ code: 2, stderr: 'rt-translate: --cloned-voice expects a positive integer voice id (got "abc").\n' });
+    } finally {
+      stop.abort();
+      expect(await ended).toBe(0);
+    }
+  });
+});

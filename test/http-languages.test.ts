@@ -1,0 +1,135 @@
+/**
+ * The language lists and the tag <-> id conversion: fetched once per client, a failed fetch not
+ * kept, a clear error for a tag the service does not list, and the emulator under a
+ * production-shaped base URL (`.../apis`).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningEmulator } from '../lib/emulator/server.js';
+import { SOURCE_LANGUAGES, TARGET_LANGUAGES } from '../lib/emulator/languages.js';
+import { ValidationError } from '../lib/errors.js';
+import { LocalizationClient } from '../lib/http/client.js';
+import { LanguageCatalog, parseLanguages, tagsToIds } from '../lib/http/languages.js';
+import { KEY, clientFor, control, emulator, logged } from './http-test-helpers.js';
+
+let emu: RunningEmulator;
+
+beforeAll(async () => {
+  emu = await emulator();
+});
+
+afterAll(async () => {
+  await emu.close();
+});
+
+describe('language lists', () => {
+  it('reads records with id, name and tag; the target list has tags the source list lacks', async () => {
+    const client = clientFor(emu);
+    try {
+      const sources = await client.listLanguages('source');
+      const targets = await client.listLanguages('target');
+      expect(sources).toHaveLength(SOURCE_LANGUAGES.length);
+      expect(targets).toHaveLength(TARGET_LANGUAGES.length);
+      expect(sources.find((l) => l.tag === 'en-us')).toMatchObject({ id: 1, name: 'English (United States)', raw: { id: 1, short_name: 'en-us' } });
+      expect(targets.some((l) => l.tag === 'as-in')).toBe(true);
+      expect(sources.some((l) => l.tag === 'as-in')).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('each list is fetched once per client, whatever the number of conversions', async () => {
+    const client = clientFor(emu);
+    try {
+      await control(emu, 'DELETE', 'requests');
+      expect(await client.languageId('ES-ES')).toBe(54);
+      expect(await client.languageId('fr-fr', 'source')).toBe(76);
+      expect(await client.languageTag(31)).toBe('de-de');
+      await Promise.all([client.languageId('ja-jp'), client.languageId('zh-cn')]);
+      expect(await logged(emu, 'GET', '/target-languages')).toHaveLength(1);
+      expect(await logged(emu, 'GET', '/source-languages')).toHaveLength(1);
+      client.languages.clear();
+      await client.languageId('en-us');
+      expect(await logged(emu, 'GET', '/target-languages')).toHaveLength(2);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a tag only the other list has is found there', async () => {
+    const client = clientFor(emu);
+    try {
+      expect(await client.languageId('as-in', 'source')).toBe(TARGET_LANGUAGES.find((l) => l.short_name === 'as-in')!.id);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a tag the service does not list is a ValidationError naming the field and the lists', async () => {
+    const client = clientFor(emu);
+    try {
+      const error = await client.languages.idOf('xx-yy', 'target', 'targetLanguage').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ field: 'targetLanguage' });
+      expect((error as Error).message).toContain(`${TARGET_LANGUAGES.length} of them: en-us`);
+      await expect(client.languageTag(99_999)).rejects.toBeInstanceOf(ValidationError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a failed fetch is not kept: the next conversion asks again', async () => {
+    const client = clientFor(emu, { retry: false });
+    try {
+      await control(emu, 'POST', 'faults', { status: 500, count: 1, path: '/target-languages' });
+      await expect(client.languageId('en-us')).rejects.toMatchObject({ status: 500 });
+      expect(await client.languageId('en-us')).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('records without an id or a tag are skipped; a non-list answer is a ProtocolError', () => {
+    expect(parseLanguages([{ id: 3, short_name: 'EN-GB', language: 'English' }, { id: 'x' }, { short_name: 'fr-fr' }, 7], 'x').map((l) => l.tag)).toEqual(['en-gb']);
+    expect(() => parseLanguages({ languages: [] }, 'GET /x')).toThrow(/list of languages/);
+  });
+
+  it('tagsToIds turns the tags of a wire body into ids, lists included, and leaves ids alone', async () => {
+    const client = clientFor(emu);
+    try {
+      const body = { source_language: 'en-us', target_languages: ['es-es', 76], other: 'x' };
+      const fields = [
+        { wire: 'source_language', side: 'source', field: 'sourceLanguage' },
+        { wire: 'target_languages', side: 'target', field: 'targetLanguages' },
+      ] as const;
+      expect(await tagsToIds(client, body, [...fields])).toEqual({ source_language: 1, target_languages: [54, 76], other: 'x' });
+      await expect(tagsToIds(client, { target_languages: ['es-es', 'zz-zz'] }, [...fields])).rejects.toMatchObject({ field: 'targetLanguages.1' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a requester without a catalog of its own gets a fresh one per call', async () => {
+    const client = clientFor(emu);
+    try {
+      const catalog = new LanguageCatalog(client);
+      expect(await catalog.idOf(76, 'target', 'x')).toBe(76);
+      expect(await catalog.tagOf(54, 'source')).toBe('es-es');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('a production-shaped base URL', () => {
+  it('the emulator answers under /apis like at its root', async () => {
+    const client = new LocalizationClient({ baseUrl: `${emu.baseUrl}/apis`, apiKey: KEY });
+    try {
+      expect(await client.languageId('en-us')).toBe(1);
+      const task = await client.createTranslatedTts({ text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+      expect((await client.getTranslatedTtsStatus(task.taskId)).status).toBe('PENDING');
+      expect((await logged(emu, 'POST', '/translated-tts')).length).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,98 @@
+/**
+ * Live stream dubbing against the emulator: creation with languages as tags (converted to ids in
+ * the source and every target), reading, rescheduling, deleting, probing, another key refused,
+ * validation before any request, and the deprecated `/v1/stream` family.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { ValidationError } from '../lib/errors.js';
+import { HttpForbiddenError } from '../lib/http/errors.js';
+import { createStreamV1, getStreamV1, probeStreamV1, stopStreamV1, type StreamRequest } from '../lib/http/streams.js';
+import { OTHER_KEY, clientFor, control, logged, sharedEmulator } from './http-test-helpers.js';
+
+const env = sharedEmulator();
+
+const request: StreamRequest = {
+  name: 'Morning show',
+  voices: [147_320],
+  dictionaries: [],
+  config: { pipeline: { demixing: 'best_model', translating: 'fast_model' }, mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
+  sourceStream: { language: 'en-us', url: 'srt://ingest.example.com:9000', latency: 200 },
+  targetStreams: [
+    { languages: ['es-es'], url: 'rtmp://out.example.com/live/es', type: 1 },
+    { languages: ['fr-fr', 31], url: 'srt://out.example.com:9001', type: 2, embedSubtitles: true },
+  ],
+};
+
+describe('live streams', () => {
+  it('created with ids for every language; read, rescheduled and deleted', async () => {
+    const created = await env.client.createStream(request);
+    expect(created.streamId).toBeGreaterThan(0);
+    expect(created.taskId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.urls).toEqual([
+      { languages: [54], url: 'rtmp://out.example.com/live/es' },
+      { languages: [76, 31], url: 'srt://out.example.com:9001' },
+    ]);
+    const read = await env.client.getStream(created.streamId);
+    expect(read).toMatchObject({
+      name: 'Morning show',
+      status: 'RUNNING',
+      sourceStream: { language: 1, url: 'srt://ingest.example.com:9000', latency: 200 },
+      config: { mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
+      raw: { source_stream: { language: 1 }, target_streams: [{ languages: [54] }, { languages: [76, 31], embed_subtitles: true }] },
+    });
+    const moved = await env.client.updateStream(created.streamId, { endTime: '2030-01-01T10:00:00Z', payload: { note: 'extended' } });
+    expect(moved).toMatchObject({ endTime: '2030-01-01T10:00:00Z', note: 'extended' });
+    expect(await env.client.deleteStream(created.streamId)).toMatchObject({ status: 'ok' });
+    await expect(env.client.getStream(created.streamId)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('another key\'s stream is 403', async () => {
+    const created = await env.client.createStream(request);
+    const other = clientFor(env.emu, { apiKey: OTHER_KEY });
+    try {
+      await expect(other.getStream(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
+      await expect(other.deleteStream(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a probe lists the source\'s tracks in camelCase', async () => {
+    const probe = await env.client.probeStream({ url: 'rtmp://ingest.example.com/live/abc', streamId: 'abc' });
+    expect(probe.videoStreams).toEqual([expect.objectContaining({ codecName: 'h264', width: 1920, height: 1080 })]);
+    expect(probe.audioStreams).toEqual([expect.objectContaining({ codecName: 'aac', sampleRate: 48_000, channels: 2 })]);
+    expect(probe.dataStreams).toEqual([]);
+  });
+
+  it('refuses bad input before any request, naming the field', async () => {
+    await control(env.emu, 'DELETE', 'requests');
+    const cases: Array<[StreamRequest, string]> = [
+      [{ ...request, sourceStream: { ...request.sourceStream, url: 'ftp://x' } }, 'sourceStream.url'],
+      [{ ...request, targetStreams: [] }, 'targetStreams'],
+      [{ ...request, targetStreams: [{ ...request.targetStreams[0]!, languages: [] }] }, 'targetStreams.0.languages'],
+      [{ ...request, config: { pipeline: { demixing: 'best' as 'none' } } }, 'config.pipeline.demixing'],
+      [{ ...request, voices: [0] }, 'voices.0'],
+    ];
+    for (const [bad, field] of cases) {
+      const error = await env.client.createStream(bad).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).field).toBe(field);
+    }
+    await expect(env.client.probeStream({ url: 'mailto:x' })).rejects.toMatchObject({ field: 'url' });
+    await expect(env.client.createStream({ ...request, sourceStream: { ...request.sourceStream, language: 'xx-yy' } })).rejects.toMatchObject({ field: 'sourceStream.language' });
+    expect(await logged(env.emu, 'POST', '/stream')).toEqual([]);
+  });
+
+  it('the deprecated /v1/stream family, with one deprecation warning', async () => {
+    const emit = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const created = await createStreamV1(env.client, request);
+      expect((await getStreamV1(env.client, created.streamId)).status).toBe('RUNNING');
+      expect((await stopStreamV1(env.client, created.streamId)).status).toBe('STOPPED');
+      expect((await probeStreamV1(env.client, { url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
+      expect(emit.mock.calls.filter((c) => (c[1] as { code?: string })?.code === 'RTT_DEP_STREAM_V1')).toHaveLength(1);
+    } finally {
+      emit.mockRestore();
+    }
+  });
+});

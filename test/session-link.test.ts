@@ -1,0 +1,300 @@
+/**
+ * The connection under every realtime stream (`RealtimeConnection`: liveness, refused
+ * handshakes) and the session over connections (`SessionLink`: ready, drops, reconnects, give-up),
+ * driven directly against the scripted fake server. Liveness ticks are fake intervals, so a dead
+ * peer is found after an exact number of silent periods, whatever the machine's speed.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AuthError, ConnectionError, TimeoutError, type RtTranslateError } from '../lib/errors.js';
+import { RealtimeConnection, type ConnectionEnd } from '../lib/realtime/connection.js';
+import { SessionLink, type LinkHandlers } from '../lib/realtime/session-link.js';
+import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function fakeServer(): Promise<FakeRealtimeServer> {
+  const fake = await startFakeRealtimeServer();
+  cleanups.push(() => fake.close());
+  return fake;
+}
+
+/** An HTTP server that refuses every WebSocket upgrade with `status`, its headers and a JSON body. */
+async function refusingServer(status: number, headers: Record<string, string>, body: unknown): Promise<string> {
+  const server: Server = createServer();
+  server.on('upgrade', (_req, socket) => {
+    const text = JSON.stringify(body);
+    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  return `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const LIVENESS = { pingIntervalMs: 1000, livenessTimeoutMs: 3000 };
+
+function connect(url: string): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
+  let open!: () => void;
+  let end!: (end: ConnectionEnd) => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const ended = new Promise<ConnectionEnd>((resolve) => (end = resolve));
+  const connection = new RealtimeConnection(
+    { url: new URL(`${url}/v1/realtime`), headers: {}, handshakeTimeoutMs: 10_000, maxPayload: 1 << 20, ...LIVENESS },
+    { open, message: () => undefined, end },
+  );
+  cleanups.push(() => {
+    connection.terminate();
+    return connection.closed;
+  });
+  return { connection, opened, ended };
+}
+
+/** Advances fake intervals one ping period at a time, letting sockets work in between. */
+async function periods(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    vi.advanceTimersByTime(LIVENESS.pingIntervalMs);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('RealtimeConnection liveness', () => {
+  it('a peer that answers pings stays alive for any number of periods', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const fake = await fakeServer();
+    const { connection, opened, ended } = connect(fake.realtimeUrl);
+    await opened;
+    let endedEarly = false;
+    void ended.then(() => (endedEarly = true));
+    await periods(12);
+    expect(endedEarly).toBe(false);
+    expect(connection.isOpen).toBe(true);
+  });
+
+  it('a peer that stops reading (no pong, nothing taken) is dead after livenessTimeoutMs of silent periods', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const fake = await fakeServer();
+    const { opened, ended } = connect(fake.realtimeUrl);
+    const peer = await fake.nextPeer();
+    await opened;
+    peer.pauseReading();
+    let end: ConnectionEnd | undefined;
+    void ended.then((e) => (end = e));
+    await periods(3);
+    expect(end).toBeUndefined();
+    await periods(1);
+    expect(await ended).toEqual({ kind: 'dead', silentMs: 3000 });
+    peer.resumeReading();
+  });
+
+  it('while we stop reading, no period counts against the peer', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const fake = await fakeServer();
+    const { connection, opened, ended } = connect(fake.realtimeUrl);
+    const peer = await fake.nextPeer();
+    await opened;
+    peer.pauseReading();
+    connection.pause('reader');
+    let endedEarly = false;
+    void ended.then(() => (endedEarly = true));
+    await periods(10);
+    expect(endedEarly).toBe(false);
+    connection.resume('reader');
+    await periods(4);
+    expect(await ended).toMatchObject({ kind: 'dead' });
+    peer.resumeReading();
+  });
+});
+
+describe('RealtimeConnection handshake refusals', () => {
+  it('reports the status, the Retry-After wait and the body instead of a bare error', async () => {
+    const url = await refusingServer(503, { 'Retry-After': '7' }, { error: 'overloaded', status: 503 });
+    const { ended } = connect(url);
+    expect(await ended).toEqual({ kind: 'refused', status: 503, retryAfterMs: 7000, body: '{"error":"overloaded","status":503}' });
+  });
+});
+
+/* ------------------------------------------------------------------------------------------- */
+
+interface Recorded {
+  link: SessionLink;
+  log: string[];
+  failures: Array<{ error: RtTranslateError; whileReconnecting: boolean }>;
+  peers: FakePeer[];
+}
+
+/**
+ * A link over the fake server whose protocol is "the session is ready once the peer says
+ * 'ready'": `open` records the attempt, messages are logged.
+ */
+function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTimeoutMs?: number } = {}, dropped?: LinkHandlers['dropped']): Recorded {
+  const log: string[] = [];
+  const failures: Recorded['failures'] = [];
+  const record: Recorded = { link: undefined as unknown as SessionLink, log, failures, peers: [] };
+  const handlers: LinkHandlers = {
+    open: (attempt) => log.push(`open ${attempt}`),
+    message: (data) => {
+      const text = data.toString();
+      log.push(`message ${text}`);
+      if (text === 'ready') {
+        const recovery = record.link.ready();
+        log.push(recovery ? `ready after attempt ${recovery.attempt}` : 'ready');
+      }
+    },
+    readyTimeout: (ms) => new TimeoutError(`not ready in ${ms} ms`, ms),
+    dropped: dropped ?? ((_end, cause) => cause),
+    reconnecting: (attempt, _delay, cause, sessionLost) => log.push(`reconnecting ${attempt}${sessionLost ? ' (session lost)' : ''}: ${cause.code}`),
+    failed: (error, whileReconnecting) => {
+      failures.push({ error, whileReconnecting });
+      log.push(`failed: ${error.code}`);
+    },
+    closed: () => log.push('closed'),
+  };
+  record.link = new SessionLink(
+    {
+      connection: { url: new URL(`${fake.realtimeUrl}/v1/realtime`), headers: {}, maxPayload: 1 << 20, pingIntervalMs: 60_000, livenessTimeoutMs: 180_000 },
+      readyTimeoutMs: options.readyTimeoutMs ?? 10_000,
+      // A long maxDelayMs: a ready session settles only after it (or progress()), whatever the machine's speed.
+      reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000 },
+      secret: 'secret-key-0123',
+    },
+    handlers,
+  );
+  cleanups.push(() => {
+    record.link.shutdown();
+    return record.link.whenClosed();
+  });
+  return record;
+}
+
+/** Waits until `log` has a line matching `pattern`. */
+async function until(log: string[], pattern: RegExp): Promise<void> {
+  while (!log.some((line) => pattern.test(line))) await new Promise((resolve) => setTimeout(resolve, 2));
+}
+
+describe('SessionLink', () => {
+  it('opens, becomes ready when the owner says so, and closes on request', async () => {
+    const fake = await fakeServer();
+    const r = link(fake);
+    r.link.start();
+    const peer = await fake.nextPeer();
+    await until(r.log, /^open 0$/);
+    expect(r.link.status).toBe('connecting');
+    peer.send('ready');
+    await until(r.log, /^ready$/);
+    expect(r.link.status).toBe('ready');
+    r.link.close();
+    await until(r.log, /^closed$/);
+    expect(r.link.status).toBe('closed');
+    expect(r.log).toEqual(['open 0', 'message ready', 'ready', 'closed']);
+  });
+
+  it('a drop after ready reconnects (the session lost), and the next ready reports the recovery', async () => {
+    const fake = await fakeServer();
+    const r = link(fake);
+    r.link.start();
+    const first = await fake.nextPeer();
+    first.send('ready');
+    await until(r.log, /^ready$/);
+    r.log.length = 0;
+    first.terminate();
+    await until(r.log, /^open 1$/);
+    (await fake.nextPeer()).send('ready');
+    await until(r.log, /^ready after attempt 1$/);
+    expect(r.log).toEqual(['reconnecting 1 (session lost): RTT_CONNECTION', 'open 1', 'message ready', 'ready after attempt 1']);
+  });
+
+  it('a drop before the session proved itself continues the outage; progress() starts afresh', async () => {
+    const fake = await fakeServer();
+    const r = link(fake);
+    r.link.start();
+    const first = await fake.nextPeer();
+    first.send('ready');
+    await until(r.log, /^ready$/);
+    first.terminate();
+    await until(r.log, /^open 1$/);
+    const second = await fake.nextPeer();
+    second.send('ready');
+    await until(r.log, /^ready after attempt 1$/);
+    second.terminate(); // no progress reported: the same outage
+    await until(r.log, /^open 2$/);
+    const third = await fake.nextPeer();
+    third.send('ready');
+    await until(r.log, /^ready after attempt 2$/);
+    r.link.progress();
+    third.terminate(); // after progress: a new outage, attempt 1 again
+    while (r.log.filter((l) => l.startsWith('reconnecting')).length < 3) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(r.log.filter((l) => l.startsWith('reconnecting'))).toEqual([
+      'reconnecting 1 (session lost): RTT_CONNECTION',
+      'reconnecting 2 (session lost): RTT_CONNECTION',
+      'reconnecting 1 (session lost): RTT_CONNECTION',
+    ]);
+  });
+
+  it('gives up after maxAttempts with an error that says so', async () => {
+    const fake = await fakeServer();
+    const r = link(fake, { maxAttempts: 2 });
+    r.link.start();
+    const first = await fake.nextPeer();
+    first.send('ready');
+    await until(r.log, /^ready$/);
+    first.terminate();
+    // Every further connection is cut at once, before it is ready.
+    for (let i = 0; i < 2; i++) (await fake.nextPeer()).terminate();
+    await until(r.log, /^failed/);
+    expect(r.failures[0]!.error).toBeInstanceOf(ConnectionError);
+    expect(r.failures[0]!.error.message).toMatch(/^Gave up reconnecting after 2 attempts in \d+ s \(reconnect\.maxAttempts\)/);
+    expect(r.link.status).toBe('closed');
+  });
+
+  it('a cause that is not retryable ends the session at once, said to happen while reconnecting', async () => {
+    const fake = await fakeServer();
+    const r = link(fake, {}, (_end, cause) => (r.link.status === 'connecting' ? new AuthError('refused') : cause));
+    r.link.start();
+    const first = await fake.nextPeer();
+    first.send('ready');
+    await until(r.log, /^ready$/);
+    first.terminate();
+    (await fake.nextPeer()).terminate();
+    await until(r.log, /^failed/);
+    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: true }]);
+  });
+
+  it('the first session not ready in time fails; a reconnect not ready in time tries again', async () => {
+    const fake = await fakeServer();
+    const r = link(fake, { readyTimeoutMs: 100 });
+    r.link.start();
+    await fake.nextPeer();
+    await until(r.log, /^failed/);
+    expect(r.failures[0]!.error).toBeInstanceOf(TimeoutError);
+    expect(r.failures[0]!.whileReconnecting).toBe(false);
+
+    const again = link(fake, { readyTimeoutMs: 100 });
+    again.link.start();
+    const ready = await fake.nextPeer();
+    ready.send('ready');
+    await until(again.log, /^ready$/);
+    ready.terminate();
+    await fake.nextPeer(); // attempt 1: never ready
+    await until(again.log, /^reconnecting 2: RTT_TIMEOUT$/);
+    (await fake.nextPeer()).send('ready');
+    await until(again.log, /^ready after attempt 2$/);
+  });
+
+  it('a pause reason set before a connection exists holds its reads until resumed', async () => {
+    const fake = await fakeServer();
+    const r = link(fake);
+    r.link.pause('reader');
+    r.link.start();
+    (await fake.nextPeer()).send('ready');
+    expect(r.link.paused).toBe(true);
+    r.link.resume('reader');
+    await until(r.log, /^ready$/);
+    expect(r.link.paused).toBe(false);
+  });
+});

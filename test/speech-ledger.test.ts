@@ -1,0 +1,166 @@
+/**
+ * SpeechLedger: the speech sent against the responses received, with plain audio and clock
+ * values (no sockets, no timers).
+ */
+import { describe, expect, it } from 'vitest';
+import { LatencySeries, SpeechLedger } from '../lib/realtime/speech-ledger.js';
+
+/** Bytes per millisecond of PCM16 mono 24 kHz. */
+const MS = 48;
+
+function tone(ms: number): Buffer {
+  const out = Buffer.alloc(ms * MS);
+  for (let i = 0; i < ms * 24; i++) out.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 24_000)), i * 2);
+  return out;
+}
+
+const zeros = (ms: number): Buffer => Buffer.alloc(ms * MS);
+
+/** Three utterances: 1000 ms, 500 ms and 800 ms of speech, 1 s apart, then 1 s of silence. */
+const THREE = Buffer.concat([zeros(200), tone(1000), zeros(1000), tone(500), zeros(1000), tone(800), zeros(1000)]);
+const ENDS = [1200, 2700, 4500].map((ms) => ms * MS);
+
+/** Feeds `pcm` as if every byte was accepted and handed to the socket at once. */
+function fed(pcm: Buffer, options = {}): SpeechLedger {
+  const ledger = new SpeechLedger(options);
+  ledger.accept(pcm);
+  ledger.recordSent(pcm.length, 1_000);
+  return ledger;
+}
+
+/** One complete response: opened with `sent` bytes handed over, `audioMs` of audio, completed at `now`. */
+function respond(ledger: SpeechLedger, sent: number, audioMs: number, now = 2_000, audioExpected = true) {
+  ledger.responseActivity('transcript', now - 30, sent);
+  if (audioMs > 0) ledger.responseActivity('audio', now - 20, sent, audioMs * MS);
+  return ledger.responseCompleted(now, audioExpected)!;
+}
+
+describe('SpeechLedger', () => {
+  it('counts the speech segments sent and what is still unanswered', () => {
+    const ledger = fed(THREE);
+    expect(ledger.unansweredSegments).toBe(3);
+    expect(ledger.unansweredSpeechBytes).toBe((1000 + 500 + 800) * MS);
+    expect(ledger.frontier).toBe(0);
+  });
+
+  it('a response answers the first segment sent before it started: the frontier moves past its speech', () => {
+    const ledger = fed(THREE);
+    const timing = respond(ledger, THREE.length, 1000);
+    expect(timing.segments).toBe(1);
+    expect(ledger.frontier).toBe(ENDS[0]);
+    expect(ledger.unansweredSegments).toBe(2);
+    expect(timing.speechEndMediaMs).toBe(1200);
+  });
+
+  it('several utterances answered as one response (audio as long as all of them) are all answered', () => {
+    const ledger = fed(THREE);
+    const timing = respond(ledger, THREE.length, 2300);
+    expect(timing.segments).toBe(3);
+    expect(ledger.unansweredSegments).toBe(0);
+    expect(ledger.frontier).toBe(ENDS[2]);
+  });
+
+  it('answers of their own length leave the last utterance owed until its own answer comes', () => {
+    const ledger = fed(THREE);
+    expect(respond(ledger, THREE.length, 1000).segments).toBe(1);
+    expect(respond(ledger, THREE.length, 500).segments).toBe(1);
+    expect(ledger.unansweredSegments).toBe(1);
+    expect(respond(ledger, THREE.length, 800, 9_000).segments).toBe(1);
+    expect(ledger.unansweredSegments).toBe(0);
+  });
+
+  it('a response that starts while its speech is still being sent is a piece of it and answers nothing', () => {
+    const ledger = new SpeechLedger();
+    ledger.accept(Buffer.concat([zeros(100), tone(3000)]));
+    // The service split the long speech: its answer started 2 s into it.
+    const piece = respond(ledger, 2100 * MS, 2000);
+    expect(piece.segments).toBe(0);
+    expect(ledger.frontier).toBe(0);
+    ledger.accept(zeros(1000));
+    expect(ledger.unansweredSegments).toBe(1);
+    // The rest of it, answered once the whole speech was sent.
+    expect(respond(ledger, 4100 * MS, 1000).segments).toBe(1);
+    expect(ledger.unansweredSegments).toBe(0);
+  });
+
+  it('text-only: one response answers one segment', () => {
+    const ledger = fed(THREE);
+    expect(respond(ledger, THREE.length, 0, 2_000, false).segments).toBe(1);
+    expect(ledger.unansweredSegments).toBe(2);
+  });
+
+  it('clicks shorter than minSpeechMs are not speech anyone owes an answer to', () => {
+    const ledger = fed(Buffer.concat([zeros(200), tone(60), zeros(1000), tone(500), zeros(1000)]));
+    expect(ledger.unansweredSegments).toBe(1);
+    expect(respond(ledger, 3000 * MS, 500).segments).toBe(1);
+    expect(ledger.unansweredSegments).toBe(0);
+  });
+
+  it('an abandoned response (the connection dropped) answers nothing', () => {
+    const ledger = fed(THREE);
+    ledger.responseActivity('audio', 1_500, THREE.length, 500 * MS);
+    ledger.responseAbandoned();
+    expect(ledger.responseOpen).toBe(false);
+    expect(ledger.responseCompleted(2_000, true)).toBeUndefined();
+    expect(ledger.unansweredSegments).toBe(3);
+  });
+
+  it('replay starts 300 ms before the first unanswered speech, on a 20 ms frame, never before the frontier', () => {
+    const ledger = fed(THREE);
+    expect(ledger.replayStart(THREE.length, 300)).toBe(0); // 200 ms of silence, then speech: from the start
+    respond(ledger, THREE.length, 1000);
+    expect(ledger.replayStart(THREE.length, 300)).toBe((2200 - 300) * MS);
+    respond(ledger, THREE.length, 500);
+    respond(ledger, THREE.length, 800);
+    // Nothing owed: only the preroll before what was sent, aligned down.
+    expect(ledger.replayStart(THREE.length, 300)).toBe(THREE.length - 300 * MS);
+    // Never before the frontier, even with a long preroll.
+    expect(ledger.replayStart(THREE.length, 5_000)).toBe(ENDS[2]);
+    expect(ledger.replayStart(1001, 0) % 960).toBe(0);
+  });
+
+  it('times a response from the first time its speech end was handed to the socket', () => {
+    const ledger = new SpeechLedger();
+    ledger.accept(THREE);
+    ledger.recordSent(1000 * MS, 10_000);
+    ledger.recordSent(1300 * MS, 10_300); // the end of the first speech
+    ledger.recordSent(THREE.length, 14_000);
+    ledger.recordSent(1300 * MS, 20_000); // a replay: the first send counts
+    ledger.responseActivity('transcript', 10_900, THREE.length);
+    ledger.responseActivity('text', 11_000, THREE.length);
+    ledger.responseActivity('audio', 11_400, THREE.length, 500 * MS);
+    ledger.responseActivity('audio', 11_600, THREE.length, 500 * MS);
+    const timing = ledger.responseCompleted(12_000, true)!;
+    expect(timing).toMatchObject({
+      index: 1,
+      segments: 1,
+      speechEndMediaMs: 1200,
+      speechEndAt: 10_300,
+      transcriptMs: 600,
+      firstTextMs: 700,
+      firstAudioMs: 1100,
+      doneMs: 1700,
+      audioBytes: 1000 * MS,
+    });
+  });
+});
+
+describe('LatencySeries', () => {
+  it('gives p50, p95 and max over the samples it keeps', () => {
+    const series = new LatencySeries();
+    for (let i = 1; i <= 100; i++) series.add(i);
+    series.add(undefined);
+    expect(series.summary()).toEqual({ count: 100, p50: 50, p95: 95, max: 100 });
+  });
+
+  it('keeps the most recent samples within its limit, and the max of all', () => {
+    const series = new LatencySeries(10);
+    series.add(1_000);
+    for (let i = 0; i < 20; i++) series.add(i);
+    expect(series.summary()).toEqual({ count: 21, p50: 14, p95: 19, max: 1_000 });
+  });
+
+  it('is empty before any sample', () => {
+    expect(new LatencySeries().summary()).toEqual({ count: 0, p50: undefined, p95: undefined, max: undefined });
+  });
+});
