@@ -42,7 +42,7 @@ async function viaStream(request: Request, audio: Buffer): Promise<number[]> {
   });
   stream.on('error', () => {});
   stream.resume();
-  await once(stream, 'session');
+  await once(stream, 'session.created');
   const times: number[] = [];
   for (let round = 0; round <= request.rounds; round++) {
     const start = cpuMsNow();

@@ -8,8 +8,8 @@
  *    V8's fast path (from about 96 KiB, 128 Ki characters: the large-object space) and that
  *    `APPEND_PIECE_BYTES` stays clear of it.
  * 2. End to end, in child processes with the emulator in another one: `RealtimeTranslateStream`
- *    sending 16 MiB in writes of 1 KiB to 4 MiB, split into appends of 256 KiB (the stream's
- *    default today) or of `APPEND_PIECE_BYTES`, against a bare `ws` client sending the same
+ *    sending 16 MiB in writes of 1 KiB to 4 MiB, split into appends of 256 KiB (the most the
+ *    service takes) or of `APPEND_PIECE_BYTES` (the stream's default), against a bare `ws` client sending the same
  *    bytes in appends built by hand, as large as the stream's (the write, or
  *    `APPEND_PIECE_BYTES` when the write is larger). CPU time of the sending process.
  * 3. `bufferutil`, when it is installed: the same sends with `ws` using it and not

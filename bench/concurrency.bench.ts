@@ -1,14 +1,18 @@
 /**
- * CPU per session-hour and event-loop lag for N concurrent sessions at real time, on each path:
- * - `bare`: a bare `ws` client doing the protocol's JSON and base64 work by hand (the baseline);
- * - `plain`: `RealtimeTranslateStream` fed PCM16 mono 24 kHz;
+ * CPU per session-hour and event-loop lag for N concurrent sessions at real time, on each path,
+ * each against a bare `ws` client doing the same work by hand:
+ * - `plain`: `RealtimeTranslateStream` fed PCM16 mono 24 kHz; `bare`: a `ws` client doing the
+ *   protocol's JSON and base64 work by hand;
  * - `twilio`: `TwilioMediaBridge` + `bridgeTwilioSocket` behind a `ws` server, the calls coming
- *   from the other process (20 ms mu-law `media` messages at real time, marks echoed);
+ *   from another process (20 ms mu-law `media` messages at real time, marks echoed);
+ *   `bare-twilio`: the same bridging by hand (`openBareTwilio`);
  * - `discord`: `translateSpeaker` (Opus packets in as a voice receiver gives them, nothing
- *   during silence; 48 kHz stereo PCM frames out, as `StreamType.Raw` takes them).
+ *   during silence; 48 kHz stereo PCM frames out, as `StreamType.Raw` takes them);
+ *   `bare-discord`: the same by hand (`openBareDiscord`).
+ * Every path sends its audio in 100 ms appends (`APPEND_FRAMES`).
  * Every source sends the speech fixture in 20 ms frames at real time, each session from its own
  * point of the speech and phase of the 20 ms grid. The emulator runs in another process
- * (`concurrency-peer.ts`), as do the phone callers. Measured in this process, over a window
+ * (`concurrency-peer.ts`), the phone callers in a third one. Measured in this process, over a window
  * after a warm-up: CPU time (user + system) per hour of session time, the share of one core,
  * and the event loop's lag (p99 and max, `monitorEventLoopDelay`).
  *
@@ -35,11 +39,13 @@ import { meanSquare } from '../lib/audio/level.js';
 import { createOpusCodec, isOpusBackendAvailable, type OpusBackend } from '../lib/audio/opus.js';
 import { translateSpeaker } from '../lib/integrations/discord.js';
 import { TwilioMediaBridge, bridgeTwilioSocket } from '../lib/integrations/twilio.js';
+import { planConversion } from '../lib/audio/convert.js';
+import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 import { cpuMsNow, record } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
-type PathName = 'bare' | 'plain' | 'twilio' | 'discord';
+type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
 
 interface Opened {
   /** Sessions whose `session.created` has arrived. */
@@ -52,6 +58,8 @@ interface Opened {
 interface Scenario {
   path: PathName;
   sessions: number;
+  /** Sessions that started (all of them unless the machine could not keep up). */
+  started: number;
   cpuPerHour: number;
   corePercent: number;
   lagP99: number;
@@ -61,6 +69,12 @@ interface Scenario {
 }
 
 const WARMUP_MS = 4000;
+/**
+ * The appends of every path: the plain and bare sources write 100 ms at a time (five 20 ms
+ * frames), the Twilio bridge sends the caller's audio in appends of 100 ms (its `appendMs`),
+ * and the Discord path cuts the receiver's audio into 100 ms chunks (`translateSpeaker`).
+ */
+const APPEND_FRAMES = Number(process.env.CONCURRENCY_APPEND_FRAMES ?? 5);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const pcmFrames = serviceFrames();
@@ -72,50 +86,180 @@ function randomStart(length: number): number {
 
 // --- the paths -------------------------------------------------------------------------------
 
+/**
+ * A bare realtime client: a `ws` socket doing the protocol's JSON and base64 work by hand.
+ * `onActive` once the session exists; `onAudio` with each piece of translated audio.
+ */
+interface BareSession {
+  ws: WebSocket;
+  append(pcm: Buffer): void;
+}
+
+function bareSession(url: string, onActive: () => void, onAudio: (pcm: Buffer) => void, onDone: () => void = () => {}): BareSession {
+  const ws = new WebSocket(`${url}/v1/realtime`, { headers: { 'x-api-key': CONCURRENCY_KEY }, perMessageDeflate: false });
+  let started = false;
+  ws.on('error', () => {});
+  ws.on('open', () => ws.send(JSON.stringify({ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es' } })));
+  ws.on('message', (data: Buffer, isBinary: boolean) => {
+    if (isBinary) return onAudio(data);
+    const event = JSON.parse(data.toString('utf8')) as { type: string; delta?: string };
+    if (event.type === 'response.audio.delta' && event.delta) onAudio(Buffer.from(event.delta, 'base64'));
+    else if (event.type === 'response.audio.done') onDone();
+    else if (event.type === 'session.created' && !started) {
+      started = true;
+      onActive();
+    }
+  });
+  return {
+    ws,
+    append: (pcm) => {
+      if (ws.readyState === ws.OPEN) ws.send(APPEND_PREFIX + pcm.toString('base64') + '"}');
+    },
+  };
+}
+
+async function closeSockets(sockets: WebSocket[]): Promise<void> {
+  await Promise.all(
+    sockets.map(async (ws) => {
+      if (ws.readyState === ws.CLOSED) return;
+      const closed = once(ws, 'close');
+      ws.terminate();
+      await closed;
+    }),
+  );
+}
+
 function openBare(n: number, url: string, clock: FrameClock): Opened {
   let active = 0;
   let bytes = 0;
   const sockets: WebSocket[] = [];
   for (let i = 0; i < n; i++) {
-    const ws = new WebSocket(`${url}/v1/realtime`, { headers: { 'x-api-key': CONCURRENCY_KEY }, perMessageDeflate: false });
-    sockets.push(ws);
     let frame = randomStart(pcmFrames.length);
-    let started = false;
-    ws.on('error', () => {});
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es' } })));
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      if (isBinary) {
-        bytes += data.length;
-        return;
-      }
-      const event = JSON.parse(data.toString('utf8')) as { type: string; delta?: string };
-      if (event.type === 'response.audio.delta' && event.delta) bytes += Buffer.from(event.delta, 'base64').length;
-      else if (event.type === 'session.created' && !started) {
-        started = true;
+    const batch: Buffer[] = [];
+    const session = bareSession(
+      url,
+      () => {
         active++;
         clock.add(() => {
-          if (ws.readyState !== ws.OPEN) return;
-          ws.send(APPEND_PREFIX + pcmFrames[frame]!.toString('base64') + '"}');
+          batch.push(pcmFrames[frame]!);
           frame = (frame + 1) % pcmFrames.length;
+          if (batch.length < APPEND_FRAMES) return;
+          session.append(Buffer.concat(batch));
+          batch.length = 0;
         });
-      }
-    });
+      },
+      (pcm) => (bytes += pcm.length),
+    );
+    sockets.push(session.ws);
   }
+  return { active: () => active, output: () => bytes, close: () => closeSockets(sockets) };
+}
+
+/**
+ * The bare Twilio bridge: what the Twilio path does, by hand, with the library's converters:
+ * each caller message parsed, its mu-law decoded and resampled to 24 kHz, sent in 100 ms
+ * appends; each translated piece resampled to 8 kHz mu-law and sent as 20 ms media messages,
+ * a mark after each response. No validation, barge-in, timeline or backpressure.
+ */
+async function openBareTwilio(n: number, url: string, callers: Peer, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
+  let active = 0;
+  let messages = 0;
+  const sockets: WebSocket[] = [];
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false, maxPayload: 64 * 1024 });
+  await once(wss, 'listening');
+  wss.on('connection', (call) => {
+    sockets.push(call);
+    let sid = '';
+    let responses = 0;
+    const inbound = createResampleProcessor(8000, 24000, 1, { decode: 'mulaw' });
+    let outbound = createResampleProcessor(24000, 8000, 1, { encode: 'mulaw' });
+    const appendBytes = APPEND_FRAMES * 960;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const sendMedia = (mulaw: Buffer) => {
+      for (let at = 0; at + 160 <= mulaw.length; at += 160) {
+        call.send(`{"event":"media","streamSid":"${sid}","media":{"payload":"${mulaw.subarray(at, at + 160).toString('base64')}"}}`);
+        messages++;
+      }
+    };
+    const session = bareSession(
+      url,
+      () => active++,
+      (pcm) => sendMedia(outbound.process(pcm)),
+      () => {
+        sendMedia(outbound.flush());
+        outbound = createResampleProcessor(24000, 8000, 1, { encode: 'mulaw' });
+        call.send(`{"event":"mark","streamSid":"${sid}","mark":{"name":"response-${++responses}"}}`);
+      },
+    );
+    sockets.push(session.ws);
+    call.on('error', () => {});
+    call.on('message', (data: Buffer) => {
+      const message = JSON.parse(data.toString('utf8')) as { event: string; start?: { streamSid: string }; media?: { payload: string } };
+      if (message.event === 'start') sid = message.start!.streamSid;
+      if (message.event !== 'media') return;
+      const pcm = inbound.process(Buffer.from(message.media!.payload, 'base64'));
+      pending.push(pcm);
+      pendingBytes += pcm.length;
+      if (pendingBytes < appendBytes) return;
+      session.append(pending.length === 1 ? pending[0]! : Buffer.concat(pending));
+      pending = [];
+      pendingBytes = 0;
+    });
+  });
+  const done = callers.request({ type: 'callers', url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, count: n, seconds }, 'callers-done');
   return {
     active: () => active,
-    output: () => bytes,
+    output: () => messages,
+    done,
     close: async () => {
-      await Promise.all(
-        sockets.map(async (ws) => {
-          if (ws.readyState === ws.CLOSED) return;
-          const closed = once(ws, 'close');
-          ws.terminate();
-          await closed;
-        }),
-      );
+      await closeSockets(sockets);
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
 }
+
+/**
+ * The bare Discord path: the same packets decoded by the same Opus codec, converted to the
+ * service format by the library's converter and sent in 100 ms appends; translated audio
+ * converted to 48 kHz stereo and cut into 3840-byte frames. No gap filling or validation.
+ */
+function openBareDiscord(n: number, url: string, clock: FrameClock, opus: OpusMaterial): Opened {
+  let active = 0;
+  let bytes = 0;
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < n; i++) {
+    const decoder = createOpusCodec({ backend: opus.backend });
+    const toService = planConversion({ format: 's16le', rate: 48000, channels: 2 }, { format: 's16le', rate: 24000, channels: 1 }).processor;
+    const toDiscord = planConversion({ format: 's16le', rate: 24000, channels: 1 }, { format: 's16le', rate: 48000, channels: 2 }).processor;
+    let slot = randomStart(opus.packets.length);
+    const batch: Buffer[] = [];
+    let batched = 0;
+    const session = bareSession(
+      url,
+      () => {
+        active++;
+        clock.add(() => {
+          const packet = opus.packets[slot];
+          slot = (slot + 1) % opus.packets.length;
+          batch.push(toService.process(packet ? decoder.decode(packet) : SILENT_FRAME));
+          if (++batched < APPEND_FRAMES) return;
+          session.append(Buffer.concat(batch));
+          batch.length = 0;
+          batched = 0;
+        });
+      },
+      (pcm) => {
+        const frames = toDiscord.process(pcm);
+        for (let at = 0; at + 3840 <= frames.length; at += 3840) bytes += frames.subarray(at, at + 3840).length;
+      },
+    );
+    sockets.push(session.ws);
+  }
+  return { active: () => active, output: () => bytes, close: () => closeSockets(sockets) };
+}
+
+const SILENT_FRAME = Buffer.alloc(3840);
 
 function openPlain(n: number, url: string, clock: FrameClock): Opened {
   let active = 0;
@@ -127,12 +271,16 @@ function openPlain(n: number, url: string, clock: FrameClock): Opened {
     let frame = randomStart(pcmFrames.length);
     stream.on('error', () => {});
     stream.on('data', (chunk: Buffer) => (bytes += chunk.length));
-    stream.once('session', () => {
+    stream.once('session.created', () => {
       active++;
+      const batch: Buffer[] = [];
       clock.add(() => {
         if (stream.destroyed) return;
-        stream.write(pcmFrames[frame]!);
+        batch.push(pcmFrames[frame]!);
         frame = (frame + 1) % pcmFrames.length;
+        if (batch.length < APPEND_FRAMES) return;
+        stream.write(Buffer.concat(batch));
+        batch.length = 0;
       });
     });
   }
@@ -177,7 +325,7 @@ function openDiscord(n: number, url: string, clock: FrameClock, opus: OpusMateri
     playbacks.push(path.playback);
     let slot = randomStart(opus.packets.length);
     path.playback.on('data', (frame: Buffer) => (bytes += frame.length));
-    path.translator.once('session', () => {
+    path.translator.once('session.created', () => {
       active++;
       clock.add(() => {
         if (source.destroyed) return;
@@ -196,12 +344,20 @@ async function openTwilio(n: number, url: string, peer: Peer, seconds: number): 
   let messages = 0;
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false, maxPayload: 64 * 1024 });
   await once(wss, 'listening');
+  let connections = 0;
+  if (process.env.CONCURRENCY_DEBUG) {
+    const t = setInterval(() => console.error(`twilio: ${connections} calls connected, ${active} sessions started`), 2000);
+    t.unref();
+  }
   wss.on('connection', (ws) => {
-    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: CONCURRENCY_KEY, realtimeUrl: url });
+    connections++;
+    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: CONCURRENCY_KEY, realtimeUrl: url, appendMs: APPEND_FRAMES * 20 });
     bridges.add(bridge);
-    bridge.translator.once('session', () => active++);
+    bridge.translator.once('session.created', () => active++);
     bridge.on('data', () => messages++);
-    bridgeTwilioSocket(ws, bridge).catch(() => {});
+    bridgeTwilioSocket(ws, bridge).catch((error: unknown) => {
+      if (process.env.CONCURRENCY_DEBUG) console.error(`bridge failed: ${String(error)}`);
+    });
   });
   const done = peer.request({ type: 'callers', url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, count: n, seconds }, 'callers-done');
   return {
@@ -250,28 +406,38 @@ class Peer {
   }
 }
 
-// --- measuring ------------------------------------------------------------------------------
-
-async function waitActive(opened: Opened, n: number, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (opened.active() < n && performance.now() < deadline) await sleep(100);
-  if (opened.active() < n) throw new Error(`only ${opened.active()} of ${n} sessions started`);
+/** The emulator's process, and the phone callers' (each runs `concurrency-peer.ts`). */
+interface Peers {
+  emulator: Peer;
+  callers: Peer;
 }
 
-async function measure(path: PathName, n: number, seconds: number, peer: Peer, opus: OpusMaterial | undefined): Promise<Scenario> {
+// --- measuring ------------------------------------------------------------------------------
+
+/** Waits for the sessions to start; returns how many did (all, or as many as could in time). */
+async function waitActive(opened: Opened, n: number, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  while (opened.active() < n && performance.now() < deadline) await sleep(100);
+  return opened.active();
+}
+
+async function measure(path: PathName, n: number, seconds: number, peers: Peers, opus: OpusMaterial | undefined): Promise<Scenario> {
+  const peer = peers.emulator;
   const clock = new FrameClock();
   let opened: Opened;
   let twilioDone: Promise<Record<string, number>> | undefined;
-  const connectMs = 10_000 + n * 40;
+  const connectMs = 20_000 + n * 100;
+  const callSeconds = (connectMs + WARMUP_MS) / 1000 + seconds + 1;
   if (path === 'bare') opened = openBare(n, peer.realtimeUrl, clock);
   else if (path === 'plain') opened = openPlain(n, peer.realtimeUrl, clock);
   else if (path === 'discord') opened = openDiscord(n, peer.realtimeUrl, clock, opus!);
+  else if (path === 'bare-discord') opened = openBareDiscord(n, peer.realtimeUrl, clock, opus!);
   else {
-    const t = await openTwilio(n, peer.realtimeUrl, peer, (connectMs + WARMUP_MS) / 1000 + seconds + 1);
+    const t = path === 'twilio' ? await openTwilio(n, peer.realtimeUrl, peers.callers, callSeconds) : await openBareTwilio(n, peer.realtimeUrl, peers.callers, callSeconds);
     opened = t;
     twilioDone = t.done;
   }
-  await waitActive(opened, n, connectMs);
+  const started = await waitActive(opened, n, connectMs);
   await sleep(WARMUP_MS);
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
@@ -286,7 +452,7 @@ async function measure(path: PathName, n: number, seconds: number, peer: Peer, o
   lag.disable();
   await profile?.(`${path}-${n}-${Date.now()}`);
   const output = opened.output() - outputBefore;
-  let note = path === 'twilio' ? '' : `source: ${clock.lateFrames} of ${clock.frames} frames sent over 20 ms late`;
+  let note = twilioDone ? '' : `source: ${clock.lateFrames} of ${clock.frames} frames sent over 20 ms late`;
   clock.stop();
   if (twilioDone) {
     const stats = await twilioDone;
@@ -296,12 +462,13 @@ async function measure(path: PathName, n: number, seconds: number, peer: Peer, o
   return {
     path,
     sessions: n,
-    cpuPerHour: (cpuSeconds * 3600) / (n * wallSeconds),
+    started,
+    cpuPerHour: (cpuSeconds * 3600) / (Math.max(1, started) * wallSeconds),
     corePercent: (cpuSeconds / wallSeconds) * 100,
     lagP99: lag.percentile(99) / 1e6,
     lagMax: lag.max / 1e6,
-    outputPerSession: output / n / wallSeconds,
-    note,
+    outputPerSession: output / Math.max(1, started) / wallSeconds,
+    note: started < n ? `${note}; ${started} of ${n} sessions started` : note,
   };
 }
 
@@ -358,9 +525,9 @@ function combine(list: Scenario[]): Scenario {
 
 function row(s: Scenario): string {
   return (
-    `  ${s.path.padEnd(8)} ${String(s.sessions).padStart(4)}  ${s.cpuPerHour.toFixed(1).padStart(7)} CPU-s/h  ` +
+    `  ${s.path.padEnd(12)} ${String(s.sessions).padStart(4)}  ${s.cpuPerHour.toFixed(1).padStart(7)} CPU-s/h  ` +
     `${s.corePercent.toFixed(1).padStart(5)} % core  lag p99 ${s.lagP99.toFixed(1).padStart(6)} ms, max ${s.lagMax.toFixed(0).padStart(4)} ms  ` +
-    `out ${s.path === 'twilio' ? `${s.outputPerSession.toFixed(1)} messages` : `${(s.outputPerSession / 1000).toFixed(1)} kB`}/s/session  ${s.note}`
+    `out ${s.path.endsWith('twilio') ? `${s.outputPerSession.toFixed(1)} messages` : `${(s.outputPerSession / 1000).toFixed(1)} kB`}/s/session  ${s.note}`
   );
 }
 
@@ -368,11 +535,11 @@ export default async function (): Promise<void> {
   const counts = (process.env.CONCURRENCY ?? '50,100,200').split(',').map(Number).filter((v) => v > 0);
   const seconds = Number(process.env.CONCURRENCY_SECONDS ?? 20);
   const twilioMax = Number(process.env.CONCURRENCY_TWILIO_MAX ?? 500);
-  const paths = (process.env.CONCURRENCY_PATHS ?? 'bare,plain,twilio,discord').split(',') as PathName[];
+  const paths = (process.env.CONCURRENCY_PATHS ?? 'bare,plain,bare-twilio,twilio,bare-discord,discord').split(',') as PathName[];
   const rounds = Math.max(1, Number(process.env.CONCURRENCY_ROUNDS ?? 2));
   const opus = opusMaterial();
-  const peer = new Peer();
-  await peer.ready();
+  const peers: Peers = { emulator: new Peer(), callers: new Peer() };
+  await Promise.all([peers.emulator.ready(), peers.callers.ready()]);
   try {
     const decodePerHour = opus ? opusDecodePerHour(opus) : 0;
     if (opus) console.log(`bare Opus decode (${opus.backend}) of the Discord packets: ${decodePerHour.toFixed(1)} CPU-s per speaker-hour`);
@@ -381,38 +548,40 @@ export default async function (): Promise<void> {
       const runs = new Map<PathName, Scenario[]>();
       for (let round = 0; round < rounds; round++) {
         for (const path of round % 2 === 0 ? paths : [...paths].reverse()) {
-          if (path === 'discord' && !opus) continue;
-          const s = await measure(path, n, seconds, peer, opus);
+          if (path.endsWith('discord') && !opus) continue;
+          const s = await measure(path, n, seconds, peers, opus);
           runs.set(path, [...(runs.get(path) ?? []), s]);
           console.log(row(s));
         }
       }
       const results = new Map<PathName, Scenario>([...runs].map(([path, list]) => [path, combine(list)]));
       if (rounds > 1) for (const s of results.values()) console.log(row({ ...s, note: `mean of ${rounds} windows (lag: the worst)` }));
-      const bare = results.get('bare');
-      const plain = results.get('plain');
-      const twilio = results.get('twilio');
-      const discord = results.get('discord');
-      if (!bare || !plain || !twilio) continue;
-      const ratio = (a: Scenario, b: number) => a.cpuPerHour / b;
-      console.log(
-        `  ratios at ${n}: plain/bare ${ratio(plain, bare.cpuPerHour).toFixed(2)}, twilio/plain ${ratio(twilio, plain.cpuPerHour).toFixed(2)}` +
-          (discord ? `, discord/plain ${ratio(discord, plain.cpuPerHour).toFixed(2)}, discord/(plain + Opus decode) ${ratio(discord, plain.cpuPerHour + decodePerHour).toFixed(2)}` : ''),
-      );
-      record({ name: `plain / bare ws, CPU per session-hour, ${n} sessions`, value: ratio(plain, bare.cpuPerHour), kind: 'max', bound: 1.1 });
-      record({ name: `twilio / plain, CPU per session-hour, ${n} sessions`, value: ratio(twilio, plain.cpuPerHour), kind: 'max', bound: 1.3 });
-      if (discord) {
-        record({ name: `discord / plain, CPU per session-hour, ${n} sessions`, value: ratio(discord, plain.cpuPerHour), kind: 'max', bound: 1.3 });
-        record({ name: `discord / (plain + bare Opus decode), ${n} sessions`, value: ratio(discord, plain.cpuPerHour + decodePerHour), kind: 'max', bound: 1.3 });
+      const get = (path: PathName) => results.get(path)?.cpuPerHour;
+      const pairs: Array<[string, PathName, number | undefined, number | undefined]> = [
+        ['plain / bare ws client', 'plain', get('bare'), 1.1],
+        ['twilio / bare twilio bridge (the same work by hand)', 'twilio', get('bare-twilio'), 1.3],
+        ['twilio / plain', 'twilio', get('plain'), 1.3],
+        ['discord / bare discord path (the same work by hand)', 'discord', get('bare-discord'), 1.3],
+        ['discord / plain', 'discord', get('plain'), 1.3],
+        ['discord / (plain + bare Opus decode)', 'discord', get('plain') === undefined ? undefined : get('plain')! + decodePerHour, 1.3],
+      ];
+      const lines: string[] = [];
+      for (const [name, path, baseline, bound] of pairs) {
+        const value = get(path);
+        if (value === undefined || baseline === undefined) continue;
+        lines.push(`${name.split(' (')[0]} ${(value / baseline).toFixed(2)}`);
+        record({ name: `${name}, CPU per session-hour, ${n} sessions`, value: value / baseline, kind: 'max', bound });
       }
+      console.log(`  ratios at ${n}: ${lines.join(', ')}`);
     }
     if (twilioMax > 0) {
-      const s = await measure('twilio', twilioMax, seconds, peer, opus);
+      const s = await measure('twilio', twilioMax, seconds, peers, opus);
       console.log(row(s));
+      record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: s.started, kind: 'min', bound: twilioMax, unit: '' });
       record({ name: `twilio ${twilioMax} calls: share of one core`, value: s.corePercent, kind: 'max', bound: 100, unit: ' %' });
       record({ name: `twilio ${twilioMax} calls: event-loop lag p99`, value: s.lagP99, kind: 'max', bound: 50, unit: ' ms' });
     }
   } finally {
-    await peer.close();
+    await Promise.all([peers.emulator.close(), peers.callers.close()]);
   }
 }
