@@ -92,3 +92,5 @@ process.on('message', (request: Request) => {
   );
 });
 process.send?.({ ready: true });
+// The bench that started this process is gone (it failed or was stopped): so is this one.
+process.on('disconnect', () => process.exit(0));

@@ -94,3 +94,5 @@ process.on('message', (message: { type: string }) => {
 });
 
 send({ type: 'ready', realtimeUrl: emulator.realtimeUrl });
+// The bench that started this process is gone (it failed or was stopped): so is this one.
+process.on('disconnect', () => process.exit(0));

@@ -7,6 +7,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 export interface BenchCase {
   /** Short label printed in the report. */
@@ -143,9 +145,25 @@ async function timeRuns(run: () => unknown, minMs: number, clock: Clock): Promis
   return (cpuMsNow() - cpuStart) / runs;
 }
 
+/**
+ * A full garbage collection, outside the timed part of a round, so that a round does not pay
+ * for the garbage the previous one (the other case) left: V8's `gc`, reached through `vm` once
+ * the flag that exposes it is set (the benches' own process; the library never does this).
+ */
+const collect: (() => void) | undefined = (() => {
+  try {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc') as () => void;
+  } catch {
+    return undefined;
+  }
+})();
+
 async function round(c: BenchCase, minMs: number, clock: Clock): Promise<number> {
+  collect?.();
   const total = await timeRuns(c.run, minMs, clock);
   if (!c.overhead) return total;
+  collect?.();
   return Math.max(total - (await timeRuns(c.overhead, minMs / 2, clock)), 1e-6);
 }
 
