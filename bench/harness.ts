@@ -2,14 +2,28 @@
  * The one way benchmarks measure here: a subject and the baseline that bounds it run
  * alternately in the same process, several rounds each, and the report gives the ratio of the
  * medians. The machines are shared and noisy, so absolute figures are printed for context only.
+ * Every comparison is also recorded, with its target when it has one, for the summary table
+ * that `bench/run.ts` prints at the end (`summary()`).
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 export interface BenchCase {
   /** Short label printed in the report. */
   name: string;
-  /** One unit of work; it may be async (a child process, a socket round trip). */
+  /**
+   * One unit of work; it may be async (a child process, a socket round trip). With the `cpu`
+   * clock, a run that resolves to `{ cpuMs }` (a child process's own CPU time) is timed by that
+   * figure instead of this process's CPU time.
+   */
   run: () => unknown;
+  /**
+   * A fixed cost inside `run` that the comparison leaves out (a child process's start-up,
+   * measured on a tiny input): timed in the same rounds and subtracted from `run`'s time.
+   */
+  overhead?: () => unknown;
   /** Bytes (or other units) one `run` processes, for the throughput column. */
   units?: number;
 }
@@ -23,6 +37,15 @@ export interface CompareOptions {
   unit?: 'MB' | 'x realtime' | 'ops';
   /** For 'x realtime': seconds of audio one run processes. */
   audioSeconds?: number;
+  /** The ratio to meet (subject time / baseline time at most this), for the summary. */
+  target?: number;
+  /** Name in the summary table; default the title. */
+  label?: string;
+  /**
+   * `wall` (default): elapsed time. `cpu`: this process's CPU time (`cpuMsNow`), which other
+   * processes on a shared machine do not inflate; see `BenchCase.run` for child processes.
+   */
+  clock?: 'wall' | 'cpu';
 }
 
 export interface CompareResult {
@@ -33,21 +56,118 @@ export interface CompareResult {
   baselineMsPerRun: number;
   /** subject time / baseline time: 1.0 is parity, 2.0 is twice as slow. */
   ratio: number;
+  target: number | undefined;
 }
 
-async function round(c: BenchCase, minMs: number): Promise<number> {
+/** A line of the summary table: a ratio (or other figure) and the bound it must meet. */
+export interface SummaryRow {
+  name: string;
+  value: number;
+  /** `max`: value must be at most `bound`; `min`: at least. */
+  kind: 'max' | 'min';
+  bound: number | undefined;
+  unit?: string;
+}
+
+const rows: SummaryRow[] = [];
+let section = '';
+
+/** Names the bench whose rows follow (run.ts sets it per file). */
+export function beginSection(name: string): void {
+  section = name;
+}
+
+/** Records a figure for the summary table. */
+export function record(row: SummaryRow): void {
+  rows.push({ ...row, name: section ? `${section}: ${row.name}` : row.name });
+}
+
+/** Prints every recorded figure with its bound and whether it was met; returns the misses. */
+export function summary(): number {
+  if (rows.length === 0) return 0;
+  const width = Math.min(100, Math.max(...rows.map((r) => r.name.length)));
+  console.log(`\n== summary (${rows.length} figures)`);
+  let misses = 0;
+  for (const r of rows) {
+    const value = `${r.value.toFixed(2)}${r.unit ?? ''}`;
+    let verdict = '';
+    if (r.bound !== undefined) {
+      const ok = r.kind === 'max' ? r.value <= r.bound : r.value >= r.bound;
+      if (!ok) misses++;
+      verdict = `${ok ? 'ok  ' : 'MISS'} (${r.kind === 'max' ? '<=' : '>='} ${r.bound}${r.unit ?? ''})`;
+    }
+    console.log(`  ${r.name.padEnd(width)}  ${value.padStart(9)}  ${verdict}`);
+  }
+  return misses;
+}
+
+type Clock = 'wall' | 'cpu';
+
+/**
+ * CPU time of this process so far, in ms. On Linux, the scheduler's exact run time of every
+ * thread (`/proc/self/task/<id>/schedstat`, nanoseconds); elsewhere `process.cpuUsage()`, which
+ * Linux fills from timer ticks and so is only right on average over many of them.
+ */
+export function cpuMsNow(): number {
+  try {
+    let ns = 0;
+    for (const task of readdirSync('/proc/self/task')) {
+      ns += Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]);
+    }
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
+  } catch {
+    // not Linux, or a thread ended while being read: fall through
+  }
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** Repeats `run` for at least `minMs` of wall time; returns its mean time on `clock`. */
+async function timeRuns(run: () => unknown, minMs: number, clock: Clock): Promise<number> {
   let runs = 0;
+  let reported = 0;
+  let reportedRuns = 0;
   const start = performance.now();
+  const cpuStart = cpuMsNow();
   let elapsed = 0;
   do {
-    await c.run();
+    const result = await run();
+    const cpuMs = (result as { cpuMs?: unknown } | undefined)?.cpuMs;
+    if (typeof cpuMs === 'number') {
+      reported += cpuMs;
+      reportedRuns++;
+    }
     runs++;
     elapsed = performance.now() - start;
   } while (elapsed < minMs);
-  return elapsed / runs;
+  if (clock === 'wall') return elapsed / runs;
+  if (reportedRuns === runs) return reported / runs;
+  return (cpuMsNow() - cpuStart) / runs;
 }
 
-function median(values: number[]): number {
+/**
+ * A full garbage collection, outside the timed part of a round, so that a round does not pay
+ * for the garbage the previous one (the other case) left: V8's `gc`, reached through `vm` once
+ * the flag that exposes it is set (the benches' own process; the library never does this).
+ */
+const collect: (() => void) | undefined = (() => {
+  try {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc') as () => void;
+  } catch {
+    return undefined;
+  }
+})();
+
+async function round(c: BenchCase, minMs: number, clock: Clock): Promise<number> {
+  collect?.();
+  const total = await timeRuns(c.run, minMs, clock);
+  if (!c.overhead) return total;
+  collect?.();
+  return Math.max(total - (await timeRuns(c.overhead, minMs / 2, clock)), 1e-6);
+}
+
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
@@ -61,7 +181,10 @@ function rate(c: BenchCase, msPerRun: number, options: CompareOptions): string {
   return `${msPerRun.toFixed(3)} ms/run`;
 }
 
-/** Runs both cases alternately (warm-up first) and prints one line with the ratio. */
+/**
+ * Runs both cases alternately (warm-up first), prints one block with the ratio, and records it
+ * for the summary under `options.target`'s bound (or none).
+ */
 export async function compare(
   title: string,
   subject: BenchCase,
@@ -70,13 +193,15 @@ export async function compare(
 ): Promise<CompareResult> {
   const rounds = options.rounds ?? 7;
   const minMs = options.minRoundMs ?? 200;
-  await round(subject, 20);
-  await round(baseline, 20);
+  const clock = options.clock ?? 'wall';
+  // Warm-up: long enough for the JIT to settle both cases.
+  await round(subject, Math.max(100, minMs / 2), clock);
+  await round(baseline, Math.max(100, minMs / 2), clock);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    s.push(await round(subject, minMs));
-    b.push(await round(baseline, minMs));
+    s.push(await round(subject, minMs, clock));
+    b.push(await round(baseline, minMs, clock));
   }
   const result: CompareResult = {
     title,
@@ -85,11 +210,19 @@ export async function compare(
     subjectMsPerRun: median(s),
     baselineMsPerRun: median(b),
     ratio: median(s) / median(b),
+    target: options.target,
+  };
+  const what = clock === 'cpu' ? 'CPU time' : 'time';
+  const spread = (values: number[]): string => {
+    const sorted = [...values].sort((x, y) => x - y);
+    return `${((sorted[sorted.length - 1]! / sorted[0]! - 1) * 100).toFixed(0)}%`;
   };
   console.log(
-    `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)}` +
-      `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)}` +
-      `\n  ratio (subject time / baseline time, median of ${rounds} rounds): ${result.ratio.toFixed(2)}`,
+    `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)} (spread ${spread(s)})` +
+      `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)} (spread ${spread(b)})` +
+      `\n  ratio (subject ${what} / baseline ${what}, median of ${rounds} rounds): ${result.ratio.toFixed(2)}` +
+      (options.target === undefined ? '' : ` (target <= ${options.target})`),
   );
+  record({ name: options.label ?? title, value: result.ratio, kind: 'max', bound: options.target });
   return result;
 }

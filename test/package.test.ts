@@ -22,19 +22,27 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
-  packages: Record<string, { hasInstallScript?: boolean; dev?: boolean; optional?: boolean; peer?: boolean }>;
+  packages: Record<string, { hasInstallScript?: boolean; dev?: boolean; devOptional?: boolean; optional?: boolean; peer?: boolean }>;
 };
 
 describe.concurrent('installing rt-translate', () => {
-  it('builds nothing: the only install scripts are the dev-only ffmpeg binaries marking themselves executable', () => {
+  it('builds nothing: the only install scripts are dev-only (the ffmpeg binaries, bufferutil for the benches)', () => {
     const withScripts = Object.entries(lock.packages)
       .filter(([, entry]) => entry.hasInstallScript)
-      .map(([name, entry]) => ({ name, dev: entry.dev === true }));
-    for (const { name, dev } of withScripts) {
-      expect(name).toMatch(/^node_modules\/@ffmpeg-installer\//);
-      expect(dev).toBe(true);
+      .map(([name, entry]) => ({ name, devOnly: entry.dev === true || entry.devOptional === true }));
+    expect(withScripts.length).toBeGreaterThan(0);
+    for (const { name, devOnly } of withScripts) {
+      expect(name).toMatch(/^node_modules\/(@ffmpeg-installer\/|bufferutil$)/);
+      expect(devOnly).toBe(true);
     }
     expect(Object.keys(lock.packages)).not.toContain('node_modules/@discordjs/opus');
+  });
+
+  it('bufferutil (native frame masking for ws) is an optional peer, never installed with rt-translate', () => {
+    expect(pkg.dependencies?.bufferutil).toBeUndefined();
+    expect(pkg.optionalDependencies?.bufferutil).toBeUndefined();
+    expect(pkg.peerDependencies?.bufferutil).toBeDefined();
+    expect(pkg.peerDependenciesMeta?.bufferutil?.optional).toBe(true);
   });
 
   it('Opus: opusscript (WebAssembly) is installed; @discordjs/opus is an optional peer the application may add', () => {

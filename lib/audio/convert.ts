@@ -5,7 +5,9 @@
  * The chain runs as one Transform: its stages are synchronous processors called in turn on each
  * chunk, so a chain costs one stream hop rather than one per stage (and needs no
  * `stream.compose`). The stage order keeps the work small and the precision high:
- * decode to s16le -> downmix (2 -> 1) -> resample -> upmix (1 -> 2) -> encode.
+ * decode to s16le -> downmix (2 -> 1) -> resample -> upmix (1 -> 2) -> encode. When the rate
+ * changes, G.711 decoding and encoding and the channel mix run inside the resampler's own pass
+ * (the same bytes, without a buffer per stage).
  */
 import {
   SERVICE_FORMAT,
@@ -14,9 +16,9 @@ import {
   type ResolvedAudioDescription,
 } from './audio-format.js';
 import { createChannelProcessor } from './channels.js';
-import { createG711DecodeProcessor, createG711EncodeProcessor } from './g711.js';
+import { createG711DecodeProcessor, createG711EncodeProcessor, type G711Law } from './g711.js';
 import { AudioTransform, ChainProcessor, PassThroughProcessor, type AudioProcessor, type AudioTransformOptions } from './processor.js';
-import { createResampleProcessor } from './resampler.js';
+import { createResampleProcessor, type ResampleOptions } from './resampler.js';
 import { createSampleFormatProcessor } from './sample-format.js';
 
 /** A conversion's processors and a readable name for each stage (for logs and tests). */
@@ -39,24 +41,47 @@ export function planConversion(from: ResolvedAudioDescription, to: ResolvedAudio
     stages.push(name);
     processors.push(p);
   };
-
-  // 1. To s16le, the format the mixer and resampler work in.
-  if (from.format === 'mulaw' || from.format === 'alaw') add(`decode ${from.format}`, createG711DecodeProcessor(from.format));
-  else if (from.format !== 's16le') add(`format ${from.format}->s16le`, createSampleFormatProcessor(from.format, 's16le'));
-
+  const g711 = (format: string): format is G711Law => format === 'mulaw' || format === 'alaw';
   const fromChannels = from.channels as 1 | 2;
   const toChannels = to.channels as 1 | 2;
-  // 2. Mix down before resampling: half the samples to filter.
-  if (fromChannels > toChannels) add(`downmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
-  const resampleChannels = Math.min(fromChannels, toChannels);
-  // 3. Rate.
-  if (from.rate !== to.rate) add(`resample ${from.rate}->${to.rate}`, createResampleProcessor(from.rate, to.rate, resampleChannels));
-  // 4. Mix up after resampling.
-  if (fromChannels < toChannels) add(`upmix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
 
-  // 5. To the target format.
-  if (to.format === 'mulaw' || to.format === 'alaw') add(`encode ${to.format}`, createG711EncodeProcessor(to.format));
-  else if (to.format !== 's16le') add(`format s16le->${to.format}`, createSampleFormatProcessor('s16le', to.format));
+  if (from.rate !== to.rate) {
+    // The resampler's own pass also decodes G.711 (1), mixes (2, 4) and encodes G.711 (5):
+    // one pass and one buffer instead of one per stage, the same bytes.
+    const options: ResampleOptions = {};
+    const names: string[] = [];
+    if (g711(from.format)) {
+      options.decode = from.format;
+      names.push(`decode ${from.format}`);
+    } else if (from.format !== 's16le') {
+      add(`format ${from.format}->s16le`, createSampleFormatProcessor(from.format, 's16le'));
+    }
+    if (fromChannels > toChannels) {
+      options.mix = 'down';
+      names.push(`downmix ${fromChannels}->${toChannels}`);
+    }
+    names.push(`resample ${from.rate}->${to.rate}`);
+    if (fromChannels < toChannels) {
+      options.mix = 'up';
+      names.push(`upmix ${fromChannels}->${toChannels}`);
+    }
+    if (g711(to.format)) {
+      options.encode = to.format;
+      names.push(`encode ${to.format}`);
+    }
+    stages.push(...names);
+    processors.push(createResampleProcessor(from.rate, to.rate, fromChannels, options));
+    if (!g711(to.format) && to.format !== 's16le') add(`format s16le->${to.format}`, createSampleFormatProcessor('s16le', to.format));
+  } else {
+    // 1. To s16le, the format the mixer works in.
+    if (g711(from.format)) add(`decode ${from.format}`, createG711DecodeProcessor(from.format));
+    else if (from.format !== 's16le') add(`format ${from.format}->s16le`, createSampleFormatProcessor(from.format, 's16le'));
+    // 2. Channels.
+    if (fromChannels !== toChannels) add(`${fromChannels > toChannels ? 'down' : 'up'}mix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
+    // 3. To the target format.
+    if (g711(to.format)) add(`encode ${to.format}`, createG711EncodeProcessor(to.format));
+    else if (to.format !== 's16le') add(`format s16le->${to.format}`, createSampleFormatProcessor('s16le', to.format));
+  }
 
   const processor =
     processors.length === 0 ? new PassThroughProcessor() : processors.length === 1 ? processors[0]! : new ChainProcessor(processors);

@@ -16,8 +16,9 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { endianness } from 'node:os';
-import { FLACDecoder, type FLACDecodedAudio } from '@wasm-audio-decoders/flac';
+import type { FLACDecoder, FLACDecodedAudio } from '@wasm-audio-decoders/flac';
 import { IntegrityError, ProtocolError } from '../errors.js';
+import { firKernel } from './wasm/fir.js';
 
 /** The fields of a FLAC stream's STREAMINFO block. */
 export interface FlacStreamInfo {
@@ -102,6 +103,13 @@ export function floatToPcm16(channelData: readonly Float32Array[], samples: numb
   const width = Math.ceil(bits / 8);
   const raw = hashInto && bits !== 16 ? Buffer.allocUnsafe(total * width) : undefined;
   const shift = bits - 16;
+  if (bits === 16 && LITTLE_ENDIAN) {
+    const pcm = floatToPcm16Kernel(channelData, samples, scale);
+    if (pcm) {
+      hashInto?.update(pcm);
+      return pcm;
+    }
+  }
   for (let c = 0; c < channels; c++) {
     const data = channelData[c]!;
     if (bits === 16) {
@@ -124,6 +132,22 @@ export function floatToPcm16(channelData: readonly Float32Array[], samples: numb
   if (!LITTLE_ENDIAN) pcm = Buffer.from(pcm).swap16();
   if (hashInto) hashInto.update(raw ?? pcm);
   return pcm;
+}
+
+/** The 16-bit case in the WebAssembly kernel (the same rounding); undefined without it. */
+function floatToPcm16Kernel(channelData: readonly Float32Array[], samples: number, scale: number): Buffer | undefined {
+  const kernel = firKernel();
+  if (!kernel) return undefined;
+  const channels = channelData.length;
+  const srcBytes = (samples * 4 + 15) & ~15;
+  const base = kernel.scratch(srcBytes + samples * channels * 2);
+  const dst = base + srcBytes;
+  for (let c = 0; c < channels; c++) {
+    const data = channelData[c]!;
+    kernel.u8.set(new Uint8Array(data.buffer, data.byteOffset, samples * 4), base);
+    kernel.exports.f32_to_i16(base, samples, scale, dst + c * 2, channels);
+  }
+  return Buffer.from(kernel.u8.subarray(dst, dst + samples * channels * 2));
 }
 
 /**
@@ -224,7 +248,9 @@ export class FlacPcmDecoder {
 
   private async instance(): Promise<FLACDecoder> {
     if (!this.decoder) {
-      this.decoder = new FLACDecoder();
+      // Loaded on first use: the decoder's module holds its WebAssembly as a string of some MB.
+      const { FLACDecoder: Decoder } = await import('@wasm-audio-decoders/flac');
+      this.decoder = new Decoder();
       await this.decoder.ready;
     }
     return this.decoder;

@@ -18,6 +18,7 @@
 import { createRequire } from 'node:module';
 import { Transform, type TransformCallback } from 'node:stream';
 import { UnsupportedError, ValidationError, describeCause } from '../errors.js';
+import { FrameCutter } from './frames.js';
 
 /** Sample rate of Discord voice Opus, Hz. */
 export const OPUS_SAMPLE_RATE = 48_000;
@@ -258,49 +259,37 @@ export function createOpusCodec(options: OpusCodecOptions = {}): OpusCodec {
 }
 
 /**
- * Cuts a byte stream into fixed-size frames, copying each byte once. `finish` pads the last
- * partial frame with zero bytes (digital silence for PCM16) and reports how many it added.
+ * Cuts a byte stream into fixed-size frames (the library's re-framer, `FrameCutter`): a frame
+ * inside one piece is handed out as a view of it, a frame split across pieces is copied once.
+ * `finish` pads the last partial frame with zero bytes (digital silence for PCM16) and reports
+ * how many it added.
  */
 export class FrameAssembler {
-  private frame: Buffer;
-  private filled = 0;
+  readonly #frames: FrameCutter;
 
   constructor(readonly frameBytes: number) {
-    this.frame = Buffer.allocUnsafe(frameBytes);
+    this.#frames = new FrameCutter(frameBytes);
   }
 
   /** Bytes waiting for the rest of their frame. */
   get pendingBytes(): number {
-    return this.filled;
+    return this.#frames.pendingBytes;
   }
 
-  /** Adds `data`; calls `emit` with each completed frame (a new buffer the receiver owns). */
+  /**
+   * Adds `data`; calls `emit` with each completed frame (a buffer of its own, which the
+   * receiver may keep: a view of `data`, or of memory the assembler never reuses).
+   */
   add(data: Buffer, emit: (frame: Buffer) => void): void {
-    let offset = 0;
-    while (offset < data.length) {
-      const n = Math.min(this.frameBytes - this.filled, data.length - offset);
-      data.copy(this.frame, this.filled, offset, offset + n);
-      this.filled += n;
-      offset += n;
-      if (this.filled === this.frameBytes) {
-        const full = this.frame;
-        this.frame = Buffer.allocUnsafe(this.frameBytes);
-        this.filled = 0;
-        emit(full);
-      }
-    }
+    this.#frames.forEachFrame(data, emit);
   }
 
   /** Emits the last partial frame padded with zeros; returns the padding in bytes (0 if none). */
   finish(emit: (frame: Buffer) => void): number {
-    if (this.filled === 0) return 0;
-    const padding = this.frameBytes - this.filled;
-    this.frame.fill(0, this.filled);
-    const last = this.frame;
-    this.frame = Buffer.allocUnsafe(this.frameBytes);
-    this.filled = 0;
-    emit(last);
-    return padding;
+    const pending = this.#frames.pendingBytes;
+    if (pending === 0) return 0;
+    emit(this.#frames.takePending(this.frameBytes, 0));
+    return this.frameBytes - pending;
   }
 }
 

@@ -31,6 +31,9 @@
 import { Duplex } from 'node:stream';
 import { ValidationError } from '../errors.js';
 import { bytesPerSample, silenceByte, validateSampleFormat, type SampleFormat } from './audio-format.js';
+import { FrameCutter } from './frames.js';
+
+const EMPTY_FRAME = Buffer.alloc(0);
 
 export interface PacerOptions {
   /** Samples per second per channel (Hz). */
@@ -68,9 +71,10 @@ export class Pacer extends Duplex {
   private readonly now: () => number;
   private readonly highWaterBytes: number;
   private readonly silence: number;
-  private queue: Buffer[] = [];
-  private headOffset = 0;
-  private queuedBytes = 0;
+  /** The input cut into whole frames (views of it; a frame split across writes is copied once). */
+  private readonly cutter: FrameCutter;
+  private frames: Buffer[] = [];
+  private head = 0;
 
   private running = false;
   private pausedByReader = false;
@@ -105,6 +109,7 @@ export class Pacer extends Duplex {
     this.fillGaps = options.fillGaps === true;
     this.frameBytes = samples * channels * bytesPerSample(format);
     this.silence = silenceByte(format);
+    this.cutter = new FrameCutter(this.frameBytes);
     this.highWaterBytes = Math.max(this.frameBytes, Math.round((highWaterMs / frameMs) * this.frameBytes));
     this.now = options.now ?? (() => performance.now());
   }
@@ -114,15 +119,25 @@ export class Pacer extends Duplex {
     return this.queuedBytes;
   }
 
+  private get queuedBytes(): number {
+    return (this.frames.length - this.head) * this.frameBytes + this.cutter.pendingBytes;
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
-    if (chunk.length > 0) {
-      this.queue.push(chunk);
-      this.queuedBytes += chunk.length;
-    }
+    this.cutter.forEachFrame(chunk, this.enqueue);
     if (this.queuedBytes > this.highWaterBytes) this.pendingWrite = () => callback();
     else callback();
     if (!this.running && !this.pausedByReader && this.queuedBytes >= this.frameBytes) this.start();
   }
+
+  private readonly enqueue = (frame: Buffer): void => {
+    // Frames already sent are dropped from the front now and then (the queue stays bounded).
+    if (this.head >= 64 && this.head * 2 >= this.frames.length) {
+      this.frames = this.frames.slice(this.head);
+      this.head = 0;
+    }
+    this.frames.push(frame);
+  };
 
   override _final(callback: (err?: Error | null) => void): void {
     this.ending = true;
@@ -146,8 +161,9 @@ export class Pacer extends Duplex {
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.stopTimer();
     this.running = false;
-    this.queue = [];
-    this.queuedBytes = 0;
+    this.frames = [];
+    this.head = 0;
+    this.cutter.clear();
     this.pendingWrite = undefined;
     this.finalCallback = undefined;
     callback(err);
@@ -177,11 +193,11 @@ export class Pacer extends Duplex {
         return;
       }
       let frame: Buffer;
-      if (this.queuedBytes >= this.frameBytes) {
-        frame = this.dequeue(this.frameBytes);
+      if (this.head < this.frames.length) {
+        frame = this.frames[this.head]!;
+        this.frames[this.head++] = EMPTY_FRAME; // not kept alive by the queue
       } else if (this.ending && this.queuedBytes > 0) {
-        frame = Buffer.alloc(this.frameBytes, this.silence);
-        this.dequeue(this.queuedBytes).copy(frame);
+        frame = this.cutter.takePending(this.frameBytes, this.silence);
       } else if (this.ending) {
         this.finish();
         return;
@@ -206,24 +222,6 @@ export class Pacer extends Duplex {
         return;
       }
     }
-  }
-
-  /** Removes `n` bytes from the front of the queue into a new buffer. */
-  private dequeue(n: number): Buffer {
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const head = this.queue[0]!;
-      const copied = head.copy(out, filled, this.headOffset, Math.min(head.length, this.headOffset + (n - filled)));
-      filled += copied;
-      this.headOffset += copied;
-      if (this.headOffset === head.length) {
-        this.queue.shift();
-        this.headOffset = 0;
-      }
-    }
-    this.queuedBytes -= n;
-    return out;
   }
 
   private releaseWriter(): void {

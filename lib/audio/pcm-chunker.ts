@@ -9,6 +9,7 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import { ValidationError } from '../errors.js';
 import { MAX_APPEND_AUDIO_BYTES } from '../realtime/codec.js';
+import { FrameCutter } from './frames.js';
 
 /**
  * Largest chunk, in bytes, `PcmChunker` ever emits: 256 KiB, the most decoded audio one
@@ -237,14 +238,16 @@ export interface PcmChunker {
  * Input is `Buffer` or `Uint8Array`; anything else (strings included) fails the stream with a
  * `ValidationError` (field `input`), reported to the write callback too.
  *
- * Memory and copies: pending input is kept as a list of buffers plus a byte count (less than one
- * chunk in total), never concatenated. A chunk that lies inside one input buffer is emitted as a
- * `subarray` of it, without copying; only a chunk that spans input buffers is copied, into one
- * freshly allocated chunk. Total work is proportional to the bytes written.
+ * Memory and copies (the library's one re-framer, `FrameCutter`): a chunk that lies inside one
+ * input buffer is emitted as a `subarray` of it, without copying; only a chunk that spans input
+ * buffers is copied, once, into memory the chunker allocates in slabs of about 64 KiB and never
+ * reuses (a chunk kept by a consumer keeps its slab alive). Pending input, less than one chunk,
+ * stays a view of its input until the next write (the end of the stream hands it out as is).
+ * Total work is proportional to the bytes written; writes buffered while the reader was behind
+ * are cut in one call (`_writev`).
  *
- * Aliasing: because of that, output chunks may share memory with the caller's input buffers (and
- * pending input keeps a reference to the caller's buffer until the next chunk is complete).
- * Callers that reuse or mutate an input buffer after writing it must write a copy instead.
+ * Aliasing: output chunks may share memory with the caller's input buffers. Callers that reuse
+ * or mutate an input buffer after writing it must write a copy instead.
  *
  * Backpressure is the standard Transform behaviour: once the readable side holds
  * `readableHighWaterMark` bytes, the write callback waits for the consumer and `write()` returns
@@ -259,15 +262,10 @@ export class PcmChunker extends Transform {
   readonly #chunkBytes: number;
   readonly #frameBytes: number;
   readonly #policy: PartialFramePolicy;
-  /**
-   * Input not yet emitted (fewer than `#chunkBytes` bytes), copied into one buffer of chunk size
-   * as it arrives: a run of tiny writes costs no per-write bookkeeping, and a small remainder
-   * never keeps a large input buffer alive.
-   */
-  #assembly: Buffer | undefined;
-  /** A remainder left by one input, kept as a view of it until the next input arrives. */
-  #tail: Buffer | undefined;
-  #pendingBytes = 0;
+  /** The re-framer: input not yet emitted (less than a chunk) is copied into its memory. */
+  readonly #cutter: FrameCutter;
+  /** A `_writev` callback waiting for the reader. */
+  #heldWrite: ((error?: Error | null) => void) | undefined;
   #droppedBytes = 0;
 
   /** Throws `ValidationError` naming the field for any invalid option; `options` is not modified. */
@@ -283,6 +281,7 @@ export class PcmChunker extends Transform {
     this.#chunkBytes = settings.chunkBytes;
     this.#frameBytes = settings.frameBytes;
     this.#policy = settings.policy;
+    this.#cutter = new FrameCutter(settings.chunkBytes, { lazyTail: true });
   }
 
   /** Size of every output chunk but possibly the last, in bytes (a whole number of frames). */
@@ -316,25 +315,42 @@ export class PcmChunker extends Transform {
   }
 
   override _transform(chunk: unknown, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let input: Buffer;
-    if (Buffer.isBuffer(chunk)) input = chunk;
-    else if (chunk instanceof Uint8Array) input = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    else return callback(invalidInput(chunk));
-    if (input.length > 0) this.#take(input);
+    if (!(chunk instanceof Uint8Array)) return callback(invalidInput(chunk));
+    this.#cutter.cut(chunk, this.#emit);
     callback();
   }
 
+  /**
+   * Writes buffered while the reader was behind are cut in one call; the callback then waits,
+   * as a Transform's does, while the readable side is over its high-water mark.
+   */
+  override _writev(chunks: Array<{ chunk: unknown }>, callback: (error?: Error | null) => void): void {
+    for (const { chunk } of chunks) {
+      if (!(chunk instanceof Uint8Array)) return callback(invalidInput(chunk));
+      this.#cutter.cut(chunk, this.#emit);
+    }
+    if (this.readableLength < this.readableHighWaterMark) callback();
+    else this.#heldWrite = callback;
+  }
+
+  override _read(size: number): void {
+    const held = this.#heldWrite;
+    this.#heldWrite = undefined;
+    held?.();
+    super._read(size);
+  }
+
   override _flush(callback: TransformCallback): void {
-    const queued = this.#pendingBytes;
+    const queued = this.#cutter.pendingBytes;
     const partial = queued % this.#frameBytes;
     const whole = queued - partial;
     if (partial === 0) {
-      if (queued > 0) this.push(this.#drain(queued));
+      if (queued > 0) this.push(this.#cutter.takePending());
       return callback();
     }
     switch (this.#policy) {
       case 'error':
-        this.#clear();
+        this.#cutter.clear();
         return callback(
           new ValidationError(
             'input',
@@ -343,11 +359,11 @@ export class PcmChunker extends Transform {
           ),
         );
       case 'pad':
-        this.push(this.#drain(whole + this.#frameBytes));
+        this.push(this.#cutter.takePending(whole + this.#frameBytes));
         return callback();
       case 'drop': {
-        if (whole > 0) this.push(this.#drain(whole));
-        this.#clear();
+        if (whole > 0) this.push(this.#cutter.takePending(whole));
+        this.#cutter.clear();
         this.#droppedBytes = partial;
         const info: PartialFrameInfo = { droppedBytes: partial, frameBytes: this.#frameBytes };
         this.emit('partial-frame', info);
@@ -357,65 +373,14 @@ export class PcmChunker extends Transform {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#clear();
+    this.#cutter.clear();
+    this.#heldWrite = undefined;
     callback(error);
   }
 
-  /** Emits every whole chunk that `input` completes and keeps the rest pending. */
-  #take(input: Buffer): void {
+  /** Pushes each chunk of a run of whole chunks, as views. */
+  readonly #emit = (buf: Buffer, offset: number, chunks: number): void => {
     const size = this.#chunkBytes;
-    const length = input.length;
-    let offset = 0;
-    if (this.#pendingBytes > 0) {
-      offset = Math.min(size - this.#pendingBytes, length);
-      this.#append(input.subarray(0, offset));
-      if (this.#pendingBytes < size) return;
-      this.push(this.#drain(size));
-    }
-    // Whole chunks inside this input are views of it: no copy.
-    while (length - offset >= size) {
-      this.push(input.subarray(offset, offset + size));
-      offset += size;
-    }
-    if (offset < length) {
-      this.#tail = input.subarray(offset);
-      this.#pendingBytes = length - offset;
-    }
-  }
-
-  #append(bytes: Buffer): void {
-    if (!this.#assembly) {
-      this.#assembly = Buffer.allocUnsafe(this.#chunkBytes);
-      this.#tail?.copy(this.#assembly);
-      this.#tail = undefined;
-    }
-    bytes.copy(this.#assembly, this.#pendingBytes);
-    this.#pendingBytes += bytes.length;
-  }
-
-  /**
-   * The pending bytes as one chunk of `size` bytes (zero-filled where `size` exceeds them),
-   * leaving nothing pending. The assembly buffer is handed over, never reused.
-   */
-  #drain(size: number): Buffer {
-    const assembly = this.#assembly ?? this.#tail ?? Buffer.alloc(0);
-    let out: Buffer;
-    if (size <= this.#pendingBytes) {
-      out = assembly.subarray(0, size);
-    } else if (size <= assembly.length && assembly === this.#assembly) {
-      out = assembly.subarray(0, size);
-      out.fill(0, this.#pendingBytes);
-    } else {
-      out = Buffer.alloc(size);
-      assembly.copy(out, 0, 0, this.#pendingBytes);
-    }
-    this.#clear();
-    return out;
-  }
-
-  #clear(): void {
-    this.#assembly = undefined;
-    this.#tail = undefined;
-    this.#pendingBytes = 0;
-  }
+    for (let i = 0, at = offset; i < chunks; i++, at += size) this.push(buf.subarray(at, at + size));
+  };
 }

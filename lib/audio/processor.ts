@@ -5,6 +5,7 @@
  * a single stream hop.
  */
 import { Transform, type TransformCallback } from 'node:stream';
+import { FrameCutter } from './frames.js';
 
 /** A byte-stream converter with state kept across calls. */
 export interface AudioProcessor {
@@ -33,53 +34,41 @@ export class PassThroughProcessor implements AudioProcessor {
 /**
  * Base for conversions that map each input frame (of `inFrameBytes`) to one output frame (of
  * `outFrameBytes`) with no memory beyond the frame. A frame cut between chunks is carried over
- * (a copy of at most `inFrameBytes - 1` bytes, never the whole backlog). A partial frame left at
- * the end of input carries no complete sample and is dropped.
+ * (the library's re-framer: a copy of at most `inFrameBytes - 1` bytes, never the backlog). A
+ * partial frame left at the end of input carries no complete sample and is dropped.
  */
 export abstract class FrameProcessor implements AudioProcessor {
-  private readonly carry: Buffer;
-  private carried = 0;
+  readonly #frames: FrameCutter;
+  #out: Buffer = EMPTY;
+  #o = 0;
 
   constructor(
     readonly inFrameBytes: number,
     readonly outFrameBytes: number,
   ) {
-    this.carry = Buffer.alloc(inFrameBytes);
+    this.#frames = new FrameCutter(inFrameBytes, { reuse: true });
   }
 
   /** Converts `frames` whole frames from `src` at `srcOffset` into `dst` at `dstOffset`. */
   protected abstract convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void;
 
   process(chunk: Buffer): Buffer {
-    const inFb = this.inFrameBytes;
-    const frames = Math.floor((this.carried + chunk.length) / inFb);
-    if (frames === 0) {
-      chunk.copy(this.carry, this.carried);
-      this.carried += chunk.length;
-      return EMPTY;
-    }
-    const out = Buffer.allocUnsafe(frames * this.outFrameBytes);
-    let i = 0;
-    let o = 0;
-    if (this.carried > 0) {
-      i = inFb - this.carried;
-      chunk.copy(this.carry, this.carried, 0, i);
-      this.convert(this.carry, 0, 1, out, 0);
-      o = this.outFrameBytes;
-      this.carried = 0;
-    }
-    const whole = Math.floor((chunk.length - i) / inFb);
-    this.convert(chunk, i, whole, out, o);
-    i += whole * inFb;
-    if (i < chunk.length) {
-      chunk.copy(this.carry, 0, i);
-      this.carried = chunk.length - i;
-    }
+    const frames = Math.floor((this.#frames.pendingBytes + chunk.length) / this.inFrameBytes);
+    const out = frames === 0 ? EMPTY : Buffer.allocUnsafe(frames * this.outFrameBytes);
+    this.#out = out;
+    this.#o = 0;
+    this.#frames.cut(chunk, this.#run);
+    this.#out = EMPTY;
     return out;
   }
 
+  readonly #run = (buf: Buffer, offset: number, frames: number): void => {
+    this.convert(buf, offset, frames, this.#out, this.#o);
+    this.#o += frames * this.outFrameBytes;
+  };
+
   flush(): Buffer {
-    this.carried = 0;
+    this.#frames.clear();
     return EMPTY;
   }
 }
@@ -116,10 +105,15 @@ export interface AudioTransformOptions {
   readableHighWaterMark?: number;
 }
 
+/** Input converted per processor call by `AudioTransform`; bounds each output buffer. */
+const TRANSFORM_PIECE_BYTES = 8192;
+
 /**
  * A Transform around an `AudioProcessor`: byte mode, any chunking in, the processor's output
- * out (empty outputs are not pushed). A processor that throws fails the stream through the
- * callback.
+ * out (empty outputs are not pushed). A large write is converted in pieces of 8 KiB, each
+ * pushed as it is done, so no output buffer is more than a few tens of KiB (fresh large buffers
+ * cost page faults and collection; small ones are recycled). A processor that throws fails the
+ * stream through the callback.
  */
 export class AudioTransform extends Transform {
   protected readonly processor: AudioProcessor;
@@ -135,14 +129,15 @@ export class AudioTransform extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let out: Buffer;
     try {
-      out = this.processor.process(chunk);
+      for (let at = 0; at < chunk.length; at += TRANSFORM_PIECE_BYTES) {
+        const out = this.processor.process(at === 0 && chunk.length <= TRANSFORM_PIECE_BYTES ? chunk : chunk.subarray(at, at + TRANSFORM_PIECE_BYTES));
+        if (out.length > 0) this.push(out);
+      }
     } catch (err) {
       callback(err as Error);
       return;
     }
-    if (out.length > 0) this.push(out);
     callback();
   }
 

@@ -4,31 +4,35 @@
  *
  * Design: the ratio is reduced to `up / down` (L / M) by the gcd; one Kaiser-windowed sinc
  * low-pass at `L * inputRate` is split into L polyphase rows of K taps each, precomputed once
- * per rate pair and shared (read-only) by every resampler of that pair. Each output sample is
- * one K-tap dot product in Float64 over the input history, rounded to the nearest int16 at the
- * end (halves away from zero) and clipped to [-32768, 32767], so overshoot saturates.
+ * per rate pair and shared (read-only) by every resampler of that pair. The taps are integers
+ * scaled by 2^-22 (each row sums to exactly 1), so each output sample, a K-tap dot product
+ * over the input history, is computed exactly, then rounded to the nearest int16 (halves away
+ * from zero) and clipped to [-32768, 32767], so overshoot saturates. The dot products run in a
+ * WebAssembly SIMD kernel (`wasm/resample.c`) where the engine has one, else in JavaScript:
+ * both compute the same exact sums, so the bytes out do not depend on which one ran.
  *
- * Response (the lower of the two rates sets the band, `nyquist = min(in, out) / 2`):
- * - passband flat to within 0.001 dB up to 0.8 x nyquist;
- * - stopband from nyquist up, attenuated by at least 100 dB (designed for 105 dB), so tones
- *   above the output Nyquist frequency do not alias and upsampling leaves no images;
- * - in between, the transition band (the -6 dB point is at 0.9 x nyquist).
+ * Response (the lower of the two rates sets the band, `nyquist = min(in, out) / 2`): passband
+ * flat to within 0.001 dB up to 0.8 x nyquist; stopband from nyquist up, attenuated by at least
+ * 100 dB (designed for 105 dB), so tones above the output Nyquist frequency do not alias and
+ * upsampling leaves no images; in between, the transition band (-6 dB at 0.9 x nyquist).
  *
  * Delay policy: the filter's delay is compensated. Output sample `n` is the input signal at
- * time `n / outputRate` (a linear-phase filter centred on that instant), so output and input are
- * time-aligned and `inputFrames` in give `ceil(inputFrames * out / in)` frames out. To centre
- * the filter the resampler holds back about K/2 input frames (at most ~4 ms of audio at these
- * rates) until more input arrives; `flush` (end of stream) emits that tail, with silence
+ * time `n / outputRate`, so output and input are time-aligned and `inputFrames` in give
+ * `ceil(inputFrames * out / in)` frames out. The resampler holds back about K/2 input frames
+ * (at most ~4 ms of audio) until more input arrives; `flush` emits that tail, with silence
  * assumed after the end.
  *
  * Chunking: input may be cut anywhere (a sample frame cut in two is carried over); the output
- * bytes are identical for any chunking, because every output sample is computed from the same
- * inputs in the same order. Large chunks are processed in bounded pieces, so memory is bounded
- * by the filter length plus a 4096-frame working window.
+ * bytes are identical for any chunking, because every output sample is the same exact sum.
+ * Large chunks are processed in pieces of 4096 frames, so memory is bounded.
  */
 import { ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
+import { averageInt16 } from './channels.js';
+import { FrameCutter } from './frames.js';
+import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G711Law } from './g711.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+import { firKernel, type FirKernel } from './wasm/fir.js';
 
 /** Lower edge of the transition band, as a fraction of the lower rate's Nyquist frequency. */
 export const PASSBAND_EDGE = 0.8;
@@ -39,6 +43,11 @@ export const DESIGN_ATTENUATION_DB = 105;
 
 /** Input frames converted per inner pass; bounds the working buffer. */
 const PIECE_FRAMES = 4096;
+/** Taps are integers times 2^-TAP_BITS. */
+const TAP_BITS = 22;
+const TAP_SCALE = 2 ** TAP_BITS;
+/** The kernel splits each tap q into hi * 2^LO_BITS + lo, both int16 (see wasm/resample.c). */
+const LO_BITS = 8;
 
 /** A polyphase filter for one rate pair. Immutable and shared. */
 export interface ResamplerDesign {
@@ -60,8 +69,8 @@ export interface ResamplerDesign {
   readonly cutoffHz: number;
   /**
    * The polyphase table: row `p` (0 <= p < up) holds K taps `h[p + j * up]` in reverse order
-   * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Each row is
-   * normalised to a DC gain of exactly 1.
+   * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Every tap is
+   * an integer times 2^-22 and each row sums to exactly 1 (a DC gain of exactly 1).
    */
   readonly table: Float64Array;
 }
@@ -125,10 +134,24 @@ export function designResampler(inputRate: number, outputRate: number): Resample
   }
 
   const table = new Float64Array(up * taps);
+  const middle = (taps - 1) >> 1;
   for (let p = 0; p < up; p++) {
     let sum = 0;
     for (let j = 0; j < taps; j++) sum += proto[p + j * up]!;
-    for (let j = 0; j < taps; j++) table[p * taps + (taps - 1 - j)] = proto[p + j * up]! / sum;
+    // Quantise to integers scaled by 2^-22 and put the rounding residue on the largest tap, so
+    // the row sums to exactly 1 (the centre tap when the row is symmetric, which keeps it so).
+    const row = p * taps;
+    let total = 0;
+    let largest = 0;
+    for (let j = 0; j < taps; j++) {
+      const q = Math.round((proto[p + j * up]! / sum) * TAP_SCALE);
+      table[row + (taps - 1 - j)] = q;
+      total += q;
+      if (Math.abs(q) > Math.abs(table[row + largest]!)) largest = taps - 1 - j;
+    }
+    if (up === 1 && taps % 2 === 1) largest = middle;
+    table[row + largest] = table[row + largest]! + (TAP_SCALE - total);
+    for (let j = 0; j < taps; j++) table[row + j] = table[row + j]! / TAP_SCALE;
   }
 
   const design: ResamplerDesign = Object.freeze({
@@ -147,23 +170,280 @@ export function designResampler(inputRate: number, outputRate: number): Resample
   return design;
 }
 
-/** The resampling state for one stream. */
-class ResampleProcessor implements AudioProcessor {
-  private readonly channels: number;
-  private readonly frameBytes: number;
-  private readonly up: number;
-  private readonly taps: number;
-  private readonly table: Float64Array;
+/**
+ * The kernel's form of a design (see wasm/resample.c): rows of `kp` taps (K rounded up to a
+ * multiple of 8, the padding being zero taps on the oldest side), each tap split into int16 hi
+ * and lo with `q = hi * 2^8 + lo`, stored in blocks of 8 hi then 8 lo in the kernel's memory at
+ * `table`. Undefined when a row breaks the kernel's overflow bounds (no supported pair does).
+ */
+interface KernelTables {
+  readonly kp: number;
+  readonly table: number;
+}
+
+const kernelTables = new WeakMap<ResamplerDesign, KernelTables | null>();
+
+function tablesFor(kernel: FirKernel, design: ResamplerDesign): KernelTables | undefined {
+  const cached = kernelTables.get(design);
+  if (cached !== undefined) return cached ?? undefined;
+  const { up, tapsPerPhase: taps, table } = design;
+  const kp = (taps + 7) & ~7;
+  const split = new Int16Array(up * 2 * kp);
+  let fits = kp < 512;
+  for (let p = 0; p < up && fits; p++) {
+    let hiSum = 0;
+    for (let j = 0; j < taps; j++) {
+      const q = Math.round(table[p * taps + j]! * TAP_SCALE);
+      const hi = Math.round(q / (1 << LO_BITS));
+      const k = kp - taps + j; // position in the padded row
+      const at = p * 2 * kp + (k >> 3) * 16 + (k & 7);
+      split[at] = hi;
+      split[at + 8] = q - hi * (1 << LO_BITS);
+      hiSum += Math.abs(hi);
+    }
+    if (hiSum >= 1 << 16) fits = false;
+  }
+  const tables = fits ? { kp, table: kernel.store(split) } : null;
+  kernelTables.set(design, tables);
+  return tables ?? undefined;
+}
+
+/**
+ * Work folded into a resampler's pass, so a conversion chain needs no separate pass (and no
+ * buffer) for it; the bytes are those of the separate stages:
+ * - `mix`: `'down'` takes stereo in and filters its mono mix (the average of `channels.ts`,
+ *   rounded the same way); `'up'` filters mono and writes each sample to both channels.
+ * - `decode`: the input is G.711 (`'mulaw'` or `'alaw'`, one byte per sample), decoded as
+ *   `g711.ts` does; `encode`: the output is G.711, encoded as `g711.ts` does.
+ */
+export interface ResampleOptions {
+  /** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
+  kernel?: ResampleKernel;
+  mix?: 'none' | 'down' | 'up';
+  decode?: G711Law;
+  encode?: G711Law;
+}
+
+/** Where the dot products run: `auto` (the WebAssembly kernel where it loads), or one of them. */
+export type ResampleKernel = 'auto' | 'wasm' | 'js';
+
+const G711_DECODE: Record<G711Law, Readonly<Int16Array>> = { mulaw: MULAW_DECODE_TABLE, alaw: ALAW_DECODE_TABLE };
+const g711Encode = new Map<G711Law, Uint8Array>();
+
+/** The code word of every int16 value (indexed by its 16 bits), built on first use. */
+function encodeTable(law: G711Law): Uint8Array {
+  let table = g711Encode.get(law);
+  if (!table) {
+    const encode = law === 'mulaw' ? encodeMulaw : encodeAlaw;
+    table = new Uint8Array(65536);
+    for (let v = -32768; v < 32768; v++) table[v & 0xffff] = encode(v);
+    g711Encode.set(law, table);
+  }
+  return table;
+}
+
+/**
+ * The resampling state for one stream: partial frames, the count of frames in and out, and the
+ * end of stream. `feed` (the kernel or the JavaScript loop) does the filtering.
+ */
+abstract class ResampleProcessor implements AudioProcessor {
+  /** Channels filtered (1 when mixing). */
+  protected readonly channels: number;
+  protected readonly inChannels: number;
+  protected readonly outChannels: number;
+  protected readonly mix: 'none' | 'down' | 'up';
+  protected readonly decode: G711Law | undefined;
+  protected readonly encode: G711Law | undefined;
+  protected readonly inFrameBytes: number;
+  protected readonly outFrameBytes: number;
+  protected readonly up: number;
+  protected readonly down: number;
+  protected readonly taps: number;
   /** Whole input frames to advance per output (`floor(down / up)`), and the phase step. */
-  private readonly stepFrames: number;
-  private readonly stepPhase: number;
-  private readonly ratioUp: number;
-  private readonly ratioDown: number;
+  protected readonly stepFrames: number;
+  protected readonly stepPhase: number;
 
-  /** Partial frame carried between chunks. */
-  private readonly carry: Buffer;
-  private carried = 0;
+  /** Whole input frames, a frame cut between chunks carried over (the library's re-framer). */
+  private readonly frames: FrameCutter;
+  private out: Buffer = EMPTY;
+  private o = 0;
 
+  private inputFrames = 0;
+  private outputFrames = 0;
+  private ended = false;
+
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
+    this.mix = options.mix ?? 'none';
+    this.decode = options.decode;
+    this.encode = options.encode;
+    this.channels = this.mix === 'none' ? channels : 1;
+    this.inChannels = this.mix === 'down' ? 2 : this.channels;
+    this.outChannels = this.mix === 'up' ? 2 : this.channels;
+    this.inFrameBytes = this.inChannels * (this.decode ? 1 : 2);
+    this.outFrameBytes = this.outChannels * (this.encode ? 1 : 2);
+    this.up = design.up;
+    this.down = design.down;
+    this.taps = design.tapsPerPhase;
+    this.stepFrames = Math.floor(design.down / design.up);
+    this.stepPhase = design.down % design.up;
+    this.frames = new FrameCutter(this.inFrameBytes, { reuse: true });
+  }
+
+  /**
+   * Appends `frames` input frames from `src` at byte `offset` (silence when `src` is null) and
+   * writes the outputs they complete, at most `limit`, to `out` at byte `o`; returns the new
+   * offset.
+   */
+  protected abstract feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number;
+
+  process(chunk: Buffer): Buffer {
+    if (this.ended) return EMPTY;
+    const frames = Math.floor((this.frames.pendingBytes + chunk.length) / this.inFrameBytes);
+    if (frames === 0) {
+      this.frames.cut(chunk, this.run);
+      return EMPTY;
+    }
+    const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * this.outFrameBytes);
+    this.out = out;
+    this.o = 0;
+    this.frames.cut(chunk, this.run);
+    const o = this.o;
+    this.out = EMPTY;
+    return o === out.length ? out : out.subarray(0, o);
+  }
+
+  /** Converts a run of whole input frames, in pieces of at most PIECE_FRAMES. */
+  private readonly run = (src: Buffer, offset: number, frames: number): void => {
+    const fb = this.inFrameBytes;
+    for (let done = 0; done < frames; done += PIECE_FRAMES) {
+      const n = Math.min(PIECE_FRAMES, frames - done);
+      this.inputFrames += n;
+      const next = this.feed(src, offset + done * fb, n, this.out, this.o, Infinity);
+      this.outputFrames += (next - this.o) / this.outFrameBytes;
+      this.o = next;
+    }
+  };
+
+  flush(): Buffer {
+    if (this.ended) return EMPTY;
+    this.ended = true;
+    this.frames.clear(); // a partial frame holds no complete sample: dropped
+    const expected = Math.ceil((this.inputFrames * this.up) / this.down);
+    const remaining = expected - this.outputFrames;
+    if (remaining <= 0) return EMPTY;
+    const out = Buffer.allocUnsafe(remaining * this.outFrameBytes);
+    let o = 0;
+    while (this.outputFrames < expected) {
+      const next = this.feed(null, 0, Math.min(PIECE_FRAMES, this.taps), out, o, expected - this.outputFrames);
+      this.outputFrames += (next - o) / this.outFrameBytes;
+      o = next;
+    }
+    return out;
+  }
+}
+
+/** Filtering in the WebAssembly kernel; the history is kept here, planar, between calls. */
+class KernelResampleProcessor extends ResampleProcessor {
+  private readonly kernel: FirKernel;
+  private readonly tables: KernelTables;
+  private readonly decodeTable: number;
+  private readonly encodeTable: number;
+  /** Per channel, the input frames future outputs still need (usually at most kp - 1). */
+  private readonly history: Int16Array[];
+  private kept: number;
+  /** Index (in history + new frames) of the newest frame the next output needs, and its row. */
+  private pos: number;
+  private phase: number;
+
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions, kernel: FirKernel, tables: KernelTables) {
+    super(design, channels, options);
+    this.kernel = kernel;
+    this.tables = tables;
+    this.decodeTable = this.decode ? kernelStore(kernel, `decode ${this.decode}`, () => G711_DECODE[this.decode!]) : 0;
+    this.encodeTable = this.encode ? kernelStore(kernel, `encode ${this.encode}`, () => encodeTable(this.encode!)) : 0;
+    // kp - 1 frames of silence stand for the time before the stream starts.
+    this.kept = tables.kp - 1;
+    this.history = Array.from({ length: this.channels }, () => new Int16Array(tables.kp - 1));
+    this.pos = this.kept + Math.floor(design.delay / design.up);
+    this.phase = design.delay % design.up;
+  }
+
+  protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
+    const { kernel, channels, kept, mix } = this;
+    const { kp, table } = this.tables;
+    const len = kept + frames;
+    const inBytes = frames * this.inFrameBytes;
+    const samplesIn = frames * this.inChannels;
+    const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
+    const outSamples = maxOut * this.outChannels;
+    // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
+    // as int16, the output as int16, the output encoded.
+    const align = (n: number): number => (n + 15) & ~15;
+    const planeBytes = align(len * 2);
+    const state = kernel.scratch(16 + channels * planeBytes + align(inBytes) + align(samplesIn * 2) + align(outSamples * 2) + align(outSamples));
+    const planes = state + 16;
+    const raw = planes + channels * planeBytes;
+    const pcm = raw + align(inBytes);
+    const output = pcm + align(samplesIn * 2);
+    const encoded = output + align(outSamples * 2);
+    const exports = kernel.exports;
+    const u8 = kernel.u8;
+    const i16 = kernel.i16;
+    const i32 = kernel.i32;
+    for (let c = 0; c < channels; c++) i16.set(this.history[c]!.subarray(0, kept), (planes + c * planeBytes) >> 1);
+    const fresh = planes + kept * 2;
+    if (src === null) {
+      for (let c = 0; c < channels; c++) u8.fill(0, fresh + c * planeBytes, fresh + c * planeBytes + frames * 2);
+    } else {
+      const direct = this.inChannels === 1; // the samples go straight into the one plane
+      u8.set(src.subarray(offset, offset + inBytes), this.decode ? raw : direct ? fresh : pcm);
+      if (this.decode) exports.g711_decode(raw, samplesIn, this.decodeTable, direct ? fresh : pcm);
+      if (mix === 'down') exports.downmix(pcm, frames, fresh);
+      else if (!direct) for (let c = 0; c < channels; c++) exports.deinterleave(pcm, frames, channels, c, fresh + c * planeBytes);
+    }
+    const copies = mix === 'up' ? 2 : 1;
+    let produced = 0;
+    for (let c = 0; c < channels; c++) {
+      i32[state >> 2] = this.pos;
+      i32[(state >> 2) + 1] = this.phase;
+      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, this.outChannels, copies, maxOut);
+    }
+    this.pos = i32[state >> 2]!;
+    this.phase = i32[(state >> 2) + 1]!;
+    const bytes = produced * this.outFrameBytes;
+    if (this.encode) exports.g711_encode(output, produced * this.outChannels, this.encodeTable, encoded);
+    out.set(u8.subarray(this.encode ? encoded : output, (this.encode ? encoded : output) + bytes), o);
+    // Keep what the next output needs: frames from pos - kp + 1 on.
+    const drop = Math.max(0, Math.min(this.pos - kp + 1, len));
+    this.kept = len - drop;
+    for (let c = 0; c < channels; c++) {
+      const from = (planes + c * planeBytes) >> 1;
+      // More than kp - 1 frames stay only when `limit` stopped the outputs early (flush).
+      if (this.history[c]!.length < this.kept) this.history[c] = new Int16Array(this.kept);
+      this.history[c]!.set(i16.subarray(from + drop, from + len));
+    }
+    this.pos -= drop;
+    return o + bytes;
+  }
+}
+
+const kernelStored = new Map<string, number>();
+
+/** Stores a table in the kernel's memory once per process; returns its address. */
+function kernelStore(kernel: FirKernel, key: string, make: () => Int16Array | Uint8Array): number {
+  let at = kernelStored.get(key);
+  if (at === undefined) {
+    at = kernel.store(make());
+    kernelStored.set(key, at);
+  }
+  return at;
+}
+
+/** Filtering in JavaScript (engines without WebAssembly SIMD): the same exact sums. */
+class ScriptResampleProcessor extends ResampleProcessor {
+  private readonly table: Float64Array;
+  private readonly decodeTable: Readonly<Int16Array> | undefined;
+  private readonly encodeTable: Uint8Array | undefined;
   /** Input history, interleaved Float64 frames; frame 0 is the oldest kept. */
   private buf: Float64Array;
   private len = 0;
@@ -171,83 +451,30 @@ class ResampleProcessor implements AudioProcessor {
   private pos: number;
   private phase: number;
 
-  private inputFrames = 0;
-  private outputFrames = 0;
-  private ended = false;
-
-  constructor(design: ResamplerDesign, channels: number) {
-    this.channels = channels;
-    this.frameBytes = 2 * channels;
-    this.up = design.up;
-    this.taps = design.tapsPerPhase;
+  constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
+    super(design, channels, options);
     this.table = design.table;
-    this.stepFrames = Math.floor(design.down / design.up);
-    this.stepPhase = design.down % design.up;
-    this.ratioUp = design.up;
-    this.ratioDown = design.down;
-    this.carry = Buffer.alloc(this.frameBytes);
+    this.decodeTable = this.decode && G711_DECODE[this.decode];
+    this.encodeTable = this.encode && encodeTable(this.encode);
     // K - 1 frames of silence stand for the time before the stream starts.
     this.len = this.taps - 1;
-    this.buf = new Float64Array((this.len + PIECE_FRAMES) * channels);
+    this.buf = new Float64Array((this.len + PIECE_FRAMES) * this.channels);
     this.pos = this.len + Math.floor(design.delay / design.up);
     this.phase = design.delay % design.up;
   }
 
-  process(chunk: Buffer): Buffer {
-    if (this.ended) return EMPTY;
-    const fb = this.frameBytes;
-    const frames = Math.floor((this.carried + chunk.length) / fb);
-    if (frames === 0) {
-      chunk.copy(this.carry, this.carried);
-      this.carried += chunk.length;
-      return EMPTY;
-    }
-    const out = Buffer.allocUnsafe((Math.ceil((frames * this.ratioUp) / this.ratioDown) + 1) * fb);
-    let o = 0;
-    let i = 0;
-    if (this.carried > 0) {
-      i = fb - this.carried;
-      chunk.copy(this.carry, this.carried, 0, i);
-      this.carried = 0;
-      o = this.run(this.carry, 0, 1, out, o);
-    }
-    const whole = Math.floor((chunk.length - i) / fb);
-    for (let done = 0; done < whole; done += PIECE_FRAMES) {
-      const n = Math.min(PIECE_FRAMES, whole - done);
-      o = this.run(chunk, i + done * fb, n, out, o);
-    }
-    i += whole * fb;
-    if (i < chunk.length) {
-      chunk.copy(this.carry, 0, i);
-      this.carried = chunk.length - i;
-    }
-    return o === out.length ? out : out.subarray(0, o);
-  }
-
-  flush(): Buffer {
-    if (this.ended) return EMPTY;
-    this.ended = true;
-    this.carried = 0; // a partial frame holds no complete sample: dropped
-    const expected = Math.ceil((this.inputFrames * this.ratioUp) / this.ratioDown);
-    const remaining = expected - this.outputFrames;
-    if (remaining <= 0) return EMPTY;
-    const out = Buffer.allocUnsafe(remaining * this.frameBytes);
-    let o = 0;
-    while (this.outputFrames < expected) {
-      this.append(null, 0, Math.min(PIECE_FRAMES, this.taps));
-      o = this.produce(out, o, expected - this.outputFrames);
-      this.compact();
-    }
-    return out;
-  }
-
-  /** Appends `frames` frames from `src` (or silence when `src` is null) and produces output. */
-  private run(src: Buffer, offset: number, frames: number, out: Buffer, o: number): number {
+  protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
     this.append(src, offset, frames);
-    this.inputFrames += frames;
-    const next = this.produce(out, o, Infinity);
+    const next = this.produce(out, o, limit);
     this.compact();
     return next;
+  }
+
+  /** Input sample `i` (counted in samples from `offset`) of `src`, as int16. */
+  private sample(src: Buffer, offset: number, i: number): number {
+    if (this.decodeTable) return this.decodeTable[src[offset + i]!]!;
+    const s = offset + 2 * i;
+    return ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
   }
 
   private append(src: Buffer | null, offset: number, frames: number): void {
@@ -259,93 +486,57 @@ class ResampleProcessor implements AudioProcessor {
       this.buf = grown;
     }
     const buf = this.buf;
-    let w = this.len * c;
-    const end = w + frames * c;
+    const w = this.len * c;
     if (src === null) {
-      buf.fill(0, w, end);
+      buf.fill(0, w, w + frames * c);
+    } else if (this.mix === 'down') {
+      for (let f = 0; f < frames; f++) buf[w + f] = averageInt16(this.sample(src, offset, 2 * f), this.sample(src, offset, 2 * f + 1));
     } else {
-      for (let s = offset; w < end; w++, s += 2) buf[w] = ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
+      for (let i = 0; i < frames * c; i++) buf[w + i] = this.sample(src, offset, i);
     }
     this.len += frames;
   }
 
   /** Computes outputs while their input is available, at most `limit`; returns the new offset. */
   private produce(out: Buffer, o: number, limit: number): number {
-    const { buf, table, taps, channels: c, up, stepFrames, stepPhase } = this;
+    const { buf, table, taps, channels: c, up, stepFrames, stepPhase, encodeTable } = this;
     const symmetric = up === 1 && taps % 2 === 1;
     const half = (taps - 1) >> 1;
+    const copies = this.mix === 'up' ? 2 : 1;
     let { pos, phase } = this;
     const len = this.len;
     let produced = 0;
+    // Every product and partial sum is an integer times 2^-22 well inside 2^53: the sums are
+    // exact whatever their order.
     while (pos < len && produced < limit) {
       const row = phase * taps;
       const first = (pos - taps + 1) * c;
-      if (c === 1 && symmetric) {
-        // One symmetric row (integer decimation): fold the mirrored taps, half the multiplies.
+      for (let ch = 0; ch < c; ch++) {
         let a0 = 0;
         let a1 = 0;
-        let lo = first;
-        let hi = first + taps - 1;
-        let k = 0;
-        for (; k + 1 < half; k += 2, lo += 2, hi -= 2) {
-          a0 += (buf[lo]! + buf[hi]!) * table[k]!;
-          a1 += (buf[lo + 1]! + buf[hi - 1]!) * table[k + 1]!;
+        if (c === 1 && symmetric) {
+          // One symmetric row (integer decimation): fold the mirrored taps, half the multiplies.
+          let lo = first;
+          let hi = first + taps - 1;
+          for (let k = 0; k < half; k++, lo++, hi--) a0 += (buf[lo]! + buf[hi]!) * table[k]!;
+          a1 = buf[lo]! * table[half]!;
+        } else {
+          let k = 0;
+          let s = first + ch;
+          for (; k + 1 < taps; k += 2, s += 2 * c) {
+            a0 += buf[s]! * table[row + k]!;
+            a1 += buf[s + c]! * table[row + k + 1]!;
+          }
+          if (k < taps) a0 += buf[s]! * table[row + k]!;
         }
-        for (; k < half; k++, lo++, hi--) a0 += (buf[lo]! + buf[hi]!) * table[k]!;
-        const v = toInt16(a0 + a1 + buf[lo]! * table[half]!);
-        out[o++] = v & 0xff;
-        out[o++] = (v >> 8) & 0xff;
-      } else if (c === 1) {
-        // Four partial sums break the dependency chain of one accumulator; the order of the
-        // additions is fixed, so results do not depend on chunking.
-        let a0 = 0;
-        let a1 = 0;
-        let a2 = 0;
-        let a3 = 0;
-        let k = 0;
-        for (; k + 3 < taps; k += 4) {
-          a0 += buf[first + k]! * table[row + k]!;
-          a1 += buf[first + k + 1]! * table[row + k + 1]!;
-          a2 += buf[first + k + 2]! * table[row + k + 2]!;
-          a3 += buf[first + k + 3]! * table[row + k + 3]!;
-        }
-        for (; k < taps; k++) a0 += buf[first + k]! * table[row + k]!;
-        const v = toInt16(a0 + a1 + (a2 + a3));
-        out[o++] = v & 0xff;
-        out[o++] = (v >> 8) & 0xff;
-      } else if (c === 2) {
-        let l0 = 0;
-        let l1 = 0;
-        let r0 = 0;
-        let r1 = 0;
-        let k = 0;
-        let s = first;
-        for (; k + 1 < taps; k += 2, s += 4) {
-          const h0 = table[row + k]!;
-          const h1 = table[row + k + 1]!;
-          l0 += buf[s]! * h0;
-          r0 += buf[s + 1]! * h0;
-          l1 += buf[s + 2]! * h1;
-          r1 += buf[s + 3]! * h1;
-        }
-        if (k < taps) {
-          const h = table[row + k]!;
-          l0 += buf[s]! * h;
-          r0 += buf[s + 1]! * h;
-        }
-        const l = toInt16(l0 + l1);
-        const r = toInt16(r0 + r1);
-        out[o++] = l & 0xff;
-        out[o++] = (l >> 8) & 0xff;
-        out[o++] = r & 0xff;
-        out[o++] = (r >> 8) & 0xff;
-      } else {
-        for (let ch = 0; ch < c; ch++) {
-          let acc = 0;
-          for (let k = 0, s = first + ch; k < taps; k++, s += c) acc += buf[s]! * table[row + k]!;
-          const v = toInt16(acc);
-          out[o++] = v & 0xff;
-          out[o++] = (v >> 8) & 0xff;
+        const v = toInt16(a0 + a1);
+        for (let n = 0; n < copies; n++) {
+          if (encodeTable) {
+            out[o++] = encodeTable[v & 0xffff]!;
+          } else {
+            out[o++] = v & 0xff;
+            out[o++] = (v >> 8) & 0xff;
+          }
         }
       }
       produced++;
@@ -358,7 +549,6 @@ class ResampleProcessor implements AudioProcessor {
     }
     this.pos = pos;
     this.phase = phase;
-    this.outputFrames += produced;
     return o;
   }
 
@@ -378,13 +568,31 @@ function validateChannelCount(value: unknown): number {
   throw new ValidationError('channels', 'an integer channel count from 1 to 32', String(value));
 }
 
-/** A PCM16 LE resampling processor (a pass-through when the rates are equal). */
-export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1): AudioProcessor {
+/**
+ * A PCM16 LE resampling processor (a pass-through when the rates are equal and nothing is
+ * folded in). `options.kernel` picks the implementation (both give the same bytes); `'wasm'`
+ * throws where it cannot run. `options.mix`, `decode` and `encode` fold those stages into the
+ * same pass (see `ResampleOptions`); `channels` is then the input's (2 for `mix: 'down'`, 1 for
+ * `'up'`).
+ */
+export function createResampleProcessor(inputRate: number, outputRate: number, channels = 1, options: ResampleOptions = {}): AudioProcessor {
   validateRate(inputRate, 'inputRate');
   validateRate(outputRate, 'outputRate');
   const c = validateChannelCount(channels);
-  if (inputRate === outputRate) return new PassThroughProcessor();
-  return new ResampleProcessor(designResampler(inputRate, outputRate), c);
+  const { kernel = 'auto', mix = 'none', decode, encode } = options;
+  if (mix !== 'none' && c !== (mix === 'down' ? 2 : 1)) {
+    throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', String(channels));
+  }
+  if (inputRate === outputRate) {
+    if (mix !== 'none' || decode || encode) throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', String(outputRate));
+    return new PassThroughProcessor();
+  }
+  const design = designResampler(inputRate, outputRate);
+  const wasm = kernel === 'js' ? undefined : firKernel();
+  const tables = wasm && tablesFor(wasm, design);
+  if (wasm && tables) return new KernelResampleProcessor(design, c, options, wasm, tables);
+  if (kernel === 'wasm') throw new Error('The WebAssembly resampling kernel cannot run in this engine.');
+  return new ScriptResampleProcessor(design, c, options);
 }
 
 export interface ResamplerOptions extends AudioTransformOptions {

@@ -11,6 +11,7 @@
  * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
  */
 import { ValidationError } from '../errors.js';
+import { FrameCutter } from './frames.js';
 import { dbfsToMeanSquare, meanSquare } from './level.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
@@ -58,9 +59,8 @@ export class VoiceActivityDetector {
 
   /** Offset of the frame being assembled (a multiple of VAD_FRAME_BYTES). */
   #frameStart = 0;
-  /** The frame being assembled when it spans calls. */
-  readonly #partial = Buffer.alloc(VAD_FRAME_BYTES);
-  #partialLength = 0;
+  readonly #frames = new FrameCutter(VAD_FRAME_BYTES, { reuse: true });
+  #onEnd: (segment: VoiceSegment) => void = () => {};
 
   #inSegment = false;
   #segmentStart = 0;
@@ -99,25 +99,13 @@ export class VoiceActivityDetector {
 
   /** Feeds audio; `onEnd` is called for each segment that ends within it, in order. */
   push(chunk: Buffer, onEnd: (segment: VoiceSegment) => void): void {
-    let pos = 0;
-    if (this.#partialLength > 0) {
-      const take = Math.min(VAD_FRAME_BYTES - this.#partialLength, chunk.length);
-      chunk.copy(this.#partial, this.#partialLength, 0, take);
-      this.#partialLength += take;
-      pos = take;
-      if (this.#partialLength < VAD_FRAME_BYTES) return;
-      this.#partialLength = 0;
-      this.#frame(this.#partial, 0, onEnd);
-    }
-    while (chunk.length - pos >= VAD_FRAME_BYTES) {
-      this.#frame(chunk, pos, onEnd);
-      pos += VAD_FRAME_BYTES;
-    }
-    if (pos < chunk.length) {
-      chunk.copy(this.#partial, 0, pos);
-      this.#partialLength = chunk.length - pos;
-    }
+    this.#onEnd = onEnd;
+    this.#frames.cut(chunk, this.#run);
   }
+
+  readonly #run = (buf: Buffer, offset: number, frames: number): void => {
+    for (let i = 0; i < frames; i++) this.#frame(buf, offset + i * VAD_FRAME_BYTES, this.#onEnd);
+  };
 
   /** Forgets the segment in progress. */
   dropCurrent(): void {

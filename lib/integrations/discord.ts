@@ -20,6 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import { IntegrityError, RtTranslateError, ValidationError, describeCause } from '../errors.js';
 import { SERVICE_FORMAT, type ResolvedAudioDescription } from '../audio/audio-format.js';
 import { planConversion } from '../audio/convert.js';
+import { FrameCutter } from '../audio/frames.js';
 import { Pacer } from '../audio/pacer.js';
 import type { AudioProcessor } from '../audio/processor.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../realtime/realtime-translate-stream.js';
@@ -108,6 +109,13 @@ export interface DiscordReceiveOptions {
   now?: () => number;
   /** Default `'auto'` (`@discordjs/opus`, else `opusscript`). */
   opusBackend?: OpusBackendChoice;
+  /**
+   * Push the output in chunks of this many ms of audio (the rest waits for more, and goes out
+   * at the end): fewer, larger appends to the service cost less CPU, and the service hears the
+   * speech at most this much later. Default 0: each packet's audio as soon as it is decoded.
+   * `translateSpeaker` uses 100.
+   */
+  chunkMs?: number;
   /** Packets buffered on the writable side. Default 16 (320 ms). */
   writableHighWaterMark?: number;
   /** Bytes buffered on the readable side. Default 64 KiB. */
@@ -238,6 +246,8 @@ export class DiscordReceiveAdapter extends Transform {
   private readonly now: () => number;
   private readonly maxGapSamples: number;
   private readonly maxGapFrames: number;
+  /** Output cut into `chunkMs` chunks, when set. */
+  private readonly chunks: FrameCutter | undefined;
   private mode: GapMode;
   /** Duration of the last packet decoded (or replaced), in samples per channel. */
   private lastSamples = OPUS_FRAME_SAMPLES;
@@ -263,6 +273,7 @@ export class DiscordReceiveAdapter extends Transform {
     const toleranceMs = nonNegative(options.toleranceMs, 'toleranceMs', 40);
     const maxGapMs = nonNegative(options.maxGapMs, 'maxGapMs', 5000);
     const idleFillMs = nonNegative(options.idleFillMs, 'idleFillMs', 100);
+    const chunkMs = nonNegative(options.chunkMs, 'chunkMs', 0);
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new ValidationError('now', 'a function returning monotonic milliseconds', typeof options.now);
     }
@@ -279,6 +290,8 @@ export class DiscordReceiveAdapter extends Transform {
     this.idleFillMs = idleFillMs;
     this.maxGapSamples = Math.floor(maxGapMs * SAMPLES_PER_MS);
     this.maxGapFrames = Math.floor(maxGapMs / OPUS_FRAME_MS);
+    const chunkBytes = Math.round(chunkMs * 24) * 2; // PCM16 mono 24 kHz
+    this.chunks = chunkBytes > 0 ? new FrameCutter(chunkBytes) : undefined;
     this.now = options.now ?? (() => performance.now());
   }
 
@@ -312,6 +325,7 @@ export class DiscordReceiveAdapter extends Transform {
       return;
     }
     this.out(tail);
+    if (this.chunks && this.chunks.pendingBytes > 0) this.push(this.chunks.takePending());
     this.release();
     callback();
   }
@@ -401,8 +415,13 @@ export class DiscordReceiveAdapter extends Transform {
   private out(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.stats.bytesOut += pcm.length;
-    this.push(pcm);
+    if (this.chunks) this.chunks.forEachFrame(pcm, this.pushChunk);
+    else this.push(pcm);
   }
+
+  private readonly pushChunk = (chunk: Buffer): void => {
+    this.push(chunk);
+  };
 
   /** Counts and reports a filled gap; a gap with nothing filled (`maxGapMs: 0`) is no event. */
   private closeGap(mode: GapInfo['mode'], samples: number, capped: boolean): void {
@@ -666,7 +685,7 @@ export interface TranslateSpeakerOptions extends RealtimeTranslateOptions {
   output?: PlaybackOutput;
   /** Release playback frames at real time, with silence between translations (`createDiscordPacer`). Default false. */
   pace?: boolean;
-  /** Options of the receive adapter (`opusBackend` defaults to the top-level one). */
+  /** Options of the receive adapter (`opusBackend` defaults to the top-level one, `chunkMs` to 100). */
   receive?: DiscordReceiveOptions;
   /** Options of the playback adapter (`output` is the top-level one). */
   playback?: Omit<DiscordPlaybackOptions, 'output'>;
@@ -709,7 +728,7 @@ export function translateSpeaker(options: TranslateSpeakerOptions): SpeakerTrans
   let receiver: DiscordReceiveAdapter;
   let translator: RealtimeTranslateStream;
   try {
-    receiver = new DiscordReceiveAdapter({ opusBackend, ...receive });
+    receiver = new DiscordReceiveAdapter({ opusBackend, chunkMs: 100, ...receive });
     made.push(receiver);
     if (pace) {
       made.push(new DiscordPlaybackAdapter({ opusBackend, ...playback, output: 'pcm' }), createDiscordPacer());

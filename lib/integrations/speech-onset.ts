@@ -13,6 +13,7 @@
  * playback while the caller talks. The run length keeps clicks and short noises from counting.
  */
 import { ValidationError } from '../errors.js';
+import { FrameCutter } from '../audio/frames.js';
 import { dbfsToMeanSquare, meanSquare } from '../audio/level.js';
 
 export interface SpeechOnsetOptions {
@@ -34,9 +35,9 @@ export class SpeechOnsetDetector {
   readonly frameBytes: number;
   readonly minFrames: number;
   readonly #threshold: number;
-  readonly #partial: Buffer;
-  #partialLength = 0;
+  readonly #frames: FrameCutter;
   #run = 0;
+  #onsets = 0;
 
   constructor(options: SpeechOnsetOptions) {
     const rate = options?.sampleRate;
@@ -59,7 +60,7 @@ export class SpeechOnsetDetector {
     this.frameBytes = samples * 2;
     this.minFrames = Math.max(1, Math.ceil(minMs / frameMs));
     this.#threshold = dbfsToMeanSquare(db);
-    this.#partial = Buffer.alloc(this.frameBytes);
+    this.#frames = new FrameCutter(this.frameBytes, { reuse: true });
   }
 
   /** True while the current run of loud frames has reached an onset. */
@@ -69,32 +70,20 @@ export class SpeechOnsetDetector {
 
   /** Feeds audio; returns how many onsets it completed (0 or, for long chunks, more). */
   push(pcm: Buffer): number {
-    let onsets = 0;
-    let pos = 0;
-    const fb = this.frameBytes;
-    if (this.#partialLength > 0) {
-      const take = Math.min(fb - this.#partialLength, pcm.length);
-      pcm.copy(this.#partial, this.#partialLength, 0, take);
-      this.#partialLength += take;
-      pos = take;
-      if (this.#partialLength < fb) return 0;
-      this.#partialLength = 0;
-      onsets += this.#frame(this.#partial, 0);
-    }
-    for (; pcm.length - pos >= fb; pos += fb) onsets += this.#frame(pcm, pos);
-    if (pos < pcm.length) {
-      pcm.copy(this.#partial, 0, pos);
-      this.#partialLength = pcm.length - pos;
-    }
-    return onsets;
+    this.#onsets = 0;
+    this.#frames.cut(pcm, this.#measure);
+    return this.#onsets;
   }
 
-  #frame(buf: Buffer, offset: number): number {
-    if (meanSquare(buf, offset, offset + this.frameBytes) > this.#threshold) {
-      this.#run += 1;
-      return this.#run === this.minFrames ? 1 : 0;
+  readonly #measure = (buf: Buffer, offset: number, frames: number): void => {
+    const fb = this.frameBytes;
+    for (let i = 0, at = offset; i < frames; i++, at += fb) {
+      if (meanSquare(buf, at, at + fb) > this.#threshold) {
+        this.#run += 1;
+        if (this.#run === this.minFrames) this.#onsets += 1;
+      } else {
+        this.#run = 0;
+      }
     }
-    this.#run = 0;
-    return 0;
-  }
+  };
 }

@@ -30,6 +30,7 @@
  * the sink may get that much beyond its own bound before the wait.
  */
 import { Writable } from 'node:stream';
+import { FrameCutter } from '../audio/frames.js';
 import { Pacer } from '../audio/pacer.js';
 import { SERVICE_FORMAT, resolveDescription, silenceByte } from '../audio/audio-format.js';
 import { planConversion } from '../audio/convert.js';
@@ -108,8 +109,8 @@ export class TwilioOutbound extends Writable {
   #discardThrough = 0;
 
   #converter: AudioProcessor = newConverter();
-  readonly #remainder = Buffer.alloc(TWILIO_FRAME_BYTES);
-  #remainderLength = 0;
+  /** The response's mu-law cut into 160-byte frames (the library's re-framer). */
+  readonly #frames = new FrameCutter(TWILIO_FRAME_BYTES);
   #responseFrames = 0;
 
   #readerBehind = false;
@@ -253,24 +254,12 @@ export class TwilioOutbound extends Writable {
 
   /** Cuts mu-law into 160-byte frames, keeping the remainder for the next call. */
   #frame(mulaw: Buffer): void {
-    let pos = 0;
-    if (this.#remainderLength > 0) {
-      const take = Math.min(TWILIO_FRAME_BYTES - this.#remainderLength, mulaw.length);
-      mulaw.copy(this.#remainder, this.#remainderLength, 0, take);
-      this.#remainderLength += take;
-      pos = take;
-      if (this.#remainderLength < TWILIO_FRAME_BYTES) return;
-      this.#remainderLength = 0;
-      this.#out(Buffer.from(this.#remainder));
-    }
-    const whole = Math.floor((mulaw.length - pos) / TWILIO_FRAME_BYTES) * TWILIO_FRAME_BYTES;
-    if (whole > 0) this.#out(mulaw.subarray(pos, pos + whole));
-    pos += whole;
-    if (pos < mulaw.length) {
-      mulaw.copy(this.#remainder, 0, pos);
-      this.#remainderLength = mulaw.length - pos;
-    }
+    this.#frames.cut(mulaw, this.#wholeFrames);
   }
+
+  readonly #wholeFrames = (buf: Buffer, offset: number, frames: number): void => {
+    this.#out(buf.subarray(offset, offset + frames * TWILIO_FRAME_BYTES));
+  };
 
   /** Whole frames of the current response, in order. */
   #out(frames: Buffer): void {
@@ -300,11 +289,7 @@ export class TwilioOutbound extends Writable {
     }
     const tail = this.#converter.flush();
     if (tail.length > 0) this.#frame(tail);
-    if (this.#remainderLength > 0) {
-      this.#remainder.fill(MULAW_SILENCE, this.#remainderLength);
-      this.#remainderLength = 0;
-      this.#out(Buffer.from(this.#remainder));
-    }
+    if (this.#frames.pendingBytes > 0) this.#out(this.#frames.takePending(TWILIO_FRAME_BYTES, MULAW_SILENCE));
     const frames = this.#responseFrames;
     this.#resetResponse();
     if (frames === 0) return;
@@ -319,7 +304,7 @@ export class TwilioOutbound extends Writable {
 
   #resetResponse(): void {
     this.#converter = newConverter();
-    this.#remainderLength = 0;
+    this.#frames.clear();
     this.#responseFrames = 0;
   }
 

@@ -8,6 +8,7 @@ import { ConfigError, RtTranslateError, ValidationError, redactSecret } from '..
 import { ENV_API_KEY, ENV_REALTIME_URL, REALTIME_PATH, resolveApiKey, resolveRealtimeEndpoint } from '../config.js';
 import { describeReceived, intOption, numberOption } from '../options.js';
 import {
+  APPEND_PIECE_BYTES,
   MAX_APPEND_AUDIO_BYTES,
   REALTIME_BYTES_PER_FRAME,
   encodeSessionUpdate,
@@ -89,7 +90,7 @@ export interface RealtimeTranslateOptions extends RealtimeConnectionOptions {
   quietPeriodMs?: number;
   /** After `end()`: how long an owed answer may stay silent before the stream gives up on it, in ms. Default 30 000. */
   responseStallTimeoutMs?: number;
-  /** Largest audio payload of one append event, in bytes (even, at most 256 KiB). Default 64 KiB. */
+  /** Largest audio payload of one append event, in bytes (even, at most 256 KiB). Default `APPEND_PIECE_BYTES` (64 KiB): larger appends fall off V8's fast path. */
   maxAppendBytes?: number;
   /** Level above which sent audio counts as speech the service owes an answer to, in dBFS. Default -40. */
   speechThresholdDbfs?: number;
@@ -136,9 +137,6 @@ export interface ResolvedRealtimeOptions extends ResolvedConnectionOptions {
   readableHighWaterMark: number;
   writableHighWaterMark: number;
 }
-
-/** Appends above this size encode to base64 strings large enough to slow V8 down. */
-const DEFAULT_APPEND_BYTES = 64 * 1024;
 
 function resolveReconnect(value: unknown): ResolvedReconnect | undefined {
   if (value === false) return undefined;
@@ -236,7 +234,7 @@ function resolveChecked(options: RealtimeTranslateOptions, apiKey: string): Reso
   const maxAppendBytes = intOption(options.maxAppendBytes, 'maxAppendBytes', {
     min: REALTIME_BYTES_PER_FRAME,
     max: MAX_APPEND_AUDIO_BYTES,
-    fallback: DEFAULT_APPEND_BYTES,
+    fallback: APPEND_PIECE_BYTES,
   });
   if (maxAppendBytes % REALTIME_BYTES_PER_FRAME !== 0) {
     throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, String(maxAppendBytes));

@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ValidationError } from '../lib/errors.js';
+import { TwilioMediaBridge } from '../lib/integrations/twilio.js';
+import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+
+const servers: FakeRealtimeServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+const SID = 'MZ00000000000000000000000000000042';
+
+function media(k: number): string {
+  const payload = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe).toString('base64');
+  return JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload }, streamSid: SID });
+}
+
+async function sendCall(appendMs: number | undefined, frames: number) {
+  const server = await startFakeRealtimeServer();
+  servers.push(server);
+  const bridge = new TwilioMediaBridge({
+    from: 'en-us',
+    to: 'es-es',
+    apiKey: 'k',
+    realtimeUrl: server.realtimeUrl,
+    reconnect: false,
+    ...(appendMs === undefined ? {} : { appendMs }),
+  });
+  bridge.on('error', () => {});
+  bridge.resume();
+  const peer = await server.nextPeer();
+  await peer.waitForEvent('session.update');
+  peer.sendSessionCreated();
+  bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+  for (let k = 0; k < frames; k++) bridge.write(media(k));
+  // 8 kHz -> 24 kHz: 480 samples (960 bytes) per 20 ms frame, but the resampler holds back its
+  // filter's look-ahead until the end, so everything but the last append has arrived by now.
+  await peer.waitForAudioBytes(960 * frames - 960 * (appendMs ?? 100) / 20 - 200);
+  const counts = { appends: peer.appendEvents, bytes: peer.audioBytes };
+  bridge.destroy();
+  return counts;
+}
+
+describe('TwilioMediaBridge appendMs', () => {
+  it('sends the caller audio in appends of 100 ms by default, and of appendMs when given', async () => {
+    const byDefault = await sendCall(undefined, 50); // 1 s of audio
+    expect(byDefault.appends).toBeGreaterThanOrEqual(9);
+    expect(byDefault.appends).toBeLessThanOrEqual(10);
+    expect(byDefault.bytes % 4800).toBe(0);
+    const each = await sendCall(20, 50);
+    expect(each.appends).toBeGreaterThanOrEqual(48);
+    expect(each.bytes % 960).toBe(0);
+  });
+
+  it.each([0, 30, 1020, 1.5])('refuses appendMs %s naming the field', (appendMs) => {
+    let error: unknown;
+    try {
+      new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: 'k', realtimeUrl: 'ws://127.0.0.1:9', appendMs });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe('appendMs');
+  });
+});
