@@ -245,6 +245,46 @@ describe('Opus backends', () => {
   });
 });
 
+describe('opusscript: many codecs in one process (a bot with many speakers)', () => {
+  /** A distinct 20 ms frame of 48 kHz stereo for speaker `who`, frame `n`. */
+  function frame(who: number, n: number): Buffer {
+    const pcm = Buffer.alloc(OPUS_FRAME_BYTES);
+    for (let i = 0; i < OPUS_FRAME_BYTES / 4; i++) {
+      const t = n * (OPUS_FRAME_BYTES / 4) + i;
+      const v = Math.round(6000 * Math.sin((2 * Math.PI * (200 + 37 * who) * t) / 48_000));
+      pcm.writeInt16LE(v, i * 4);
+      pcm.writeInt16LE(-v, i * 4 + 2);
+    }
+    return pcm;
+  }
+
+  it('300 codecs used in turn each give exactly what one codec alone gives, and close cleanly', () => {
+    const SPEAKERS = 300;
+    const FRAMES = 5;
+    // Reference: each speaker's stream through a codec of its own, one speaker at a time.
+    const alone: Buffer[][] = [];
+    for (let who = 0; who < SPEAKERS; who += 37) {
+      const codec = createOpusCodec({ backend: 'opusscript' });
+      const out: Buffer[] = [];
+      for (let n = 0; n < FRAMES; n++) out.push(codec.decode(codec.encode(frame(who, n))));
+      alone[who] = out;
+      codec.close();
+    }
+    // The same streams through 300 live codecs, interleaved frame by frame.
+    const codecs = Array.from({ length: SPEAKERS }, () => createOpusCodec({ backend: 'opusscript' }));
+    const mixed: Buffer[][] = codecs.map(() => []);
+    for (let n = 0; n < FRAMES; n++) {
+      codecs.forEach((codec, who) => mixed[who]!.push(codec.decode(codec.encode(frame(who, n)))));
+    }
+    for (let who = 0; who < SPEAKERS; who += 37) {
+      expect(mixed[who]!.map((b) => b.length)).toEqual(alone[who]!.map(() => OPUS_FRAME_BYTES));
+      expect(Buffer.concat(mixed[who]!).equals(Buffer.concat(alone[who]!))).toBe(true);
+    }
+    for (const codec of codecs) codec.close();
+    expect(() => codecs[0]!.decode(Buffer.alloc(3))).toThrow(/closed/);
+  });
+});
+
 // --- receiving -----------------------------------------------------------------------------------
 
 describe.each(BACKENDS)('DiscordReceiveAdapter (%s)', (backend) => {

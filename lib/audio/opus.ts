@@ -74,15 +74,24 @@ interface NativeOpusEncoder {
 interface NativeOpusModule {
   OpusEncoder: new (rate: number, channels: number) => NativeOpusEncoder;
 }
-interface OpusScriptInstance {
-  encode(pcm: Buffer, frameSize: number): Buffer;
-  decode(packet: Buffer): Buffer;
-  encoderCTL(ctl: number, value: number): void;
-  delete(): void;
-}
 interface OpusScriptModule {
-  new (rate: number, channels: number, application: number): OpusScriptInstance;
+  new (...args: never[]): unknown;
   Application: { AUDIO: number };
+}
+/** The handler opusscript's WebAssembly build exports (see `OpusScriptCodec`). */
+interface OpusScriptHandler {
+  _encode(input: number, bytes: number, output: number, frameSize: number): number;
+  _decode(input: number, bytes: number, output: number): number;
+  _encoder_ctl(ctl: number, value: number): number;
+}
+/** What opusscript's WebAssembly build (an Emscripten module) exports. */
+interface OpusScriptWasm {
+  OpusScriptHandler: { new (rate: number, channels: number, application: number): OpusScriptHandler; destroy_handler(handler: OpusScriptHandler): void };
+  _malloc(bytes: number): number;
+  _free(pointer: number): void;
+  /** Views of the module's memory; replaced by the module when its memory grows. */
+  HEAPU8: Uint8Array;
+  HEAPU16: Uint16Array;
 }
 
 /** `OPUS_SET_BITRATE_REQUEST` from opus_defines.h. */
@@ -217,31 +226,79 @@ class NativeCodec implements OpusCodec {
   }
 }
 
+/** opusscript's WebAssembly module, instantiated once per process on first use. */
+let opusscriptWasm: OpusScriptWasm | undefined;
+
+/** Largest packet libopus writes, and the largest PCM its decoder returns (120 ms), in bytes. */
+const OPUS_MAX_PACKET_BYTES = 1276 * 3;
+const OPUS_MAX_DECODED_SAMPLES = 2880;
+
+/**
+ * The `opusscript` backend, bound to its WebAssembly build directly. opusscript's own class
+ * places its I/O buffers at twice the address it allocated (it indexes 16-bit memory views with
+ * byte addresses), so every instance reads and writes memory that belongs to others, and from
+ * about the twentieth instance in a process the addresses fall past the end of memory and every
+ * call fails ("memory access out of bounds"): a bot with twenty speakers would stop. This binding
+ * allocates buffers of the size the module's functions use (16-bit cells, one per byte of PCM or
+ * packet, as they expect) and addresses them correctly, through the module's current memory
+ * views (which it replaces when its memory grows).
+ */
 class OpusScriptCodec implements OpusCodec {
   readonly backend = 'opusscript' as const;
-  private codec: OpusScriptInstance | undefined;
+  readonly #wasm: OpusScriptWasm;
+  #handler: OpusScriptHandler | undefined;
+  /** One allocation: PCM in/out (16-bit cells), then the packet in/out (bytes). */
+  readonly #memory: number;
+  readonly #pcm: number;
+  readonly #packet: number;
+  readonly #pcmCells: number;
+
   constructor(
-    mod: OpusScriptModule,
+    application: number,
     bitrate: number | undefined,
     readonly sampleRate: number,
     readonly channels: number,
   ) {
-    this.codec = new mod(sampleRate, channels, mod.Application.AUDIO);
-    if (bitrate !== undefined) this.codec.encoderCTL(OPUS_SET_BITRATE, bitrate);
+    this.#wasm = opusscriptWasm ??= (defaultLoader('opusscript/build/opusscript_native_wasm.js') as () => OpusScriptWasm)();
+    this.#handler = new this.#wasm.OpusScriptHandler(sampleRate, channels, application);
+    // Cells of the widest PCM the decoder returns (two per sample: one per byte).
+    this.#pcmCells = OPUS_MAX_DECODED_SAMPLES * channels * 2;
+    this.#memory = this.#wasm._malloc(this.#pcmCells * 2 + OPUS_MAX_PACKET_BYTES);
+    if (this.#memory === 0) throw new UnsupportedError('opusscript could not allocate memory for another codec.');
+    this.#pcm = this.#memory;
+    this.#packet = this.#memory + this.#pcmCells * 2;
+    if (bitrate !== undefined) this.#handler._encoder_ctl(OPUS_SET_BITRATE, bitrate);
   }
-  private get live(): OpusScriptInstance {
-    if (!this.codec) throw new Error('the Opus codec was closed');
-    return this.codec;
+  private get live(): OpusScriptHandler {
+    if (!this.#handler) throw new Error('the Opus codec was closed');
+    return this.#handler;
   }
   encode(frame: Buffer): Buffer {
-    return this.live.encode(frame, (this.sampleRate * OPUS_FRAME_MS) / 1000);
+    const handler = this.live;
+    const frameBytes = (this.sampleRate * OPUS_FRAME_MS * this.channels * 2) / 1000;
+    if (frame.length !== frameBytes) throw new ValidationError('frame', `${frameBytes} bytes (20 ms of PCM16)`, `${frame.length} bytes`);
+    // One 16-bit cell per byte, as the module's encoder reads them.
+    this.#wasm.HEAPU16.set(frame, this.#pcm >>> 1);
+    const length = handler._encode(this.#pcm, frame.length, this.#packet, frameBytes / this.channels / 2);
+    if (length < 0) throw new Error(`Opus encode failed (libopus error ${length})`);
+    return Buffer.from(this.#wasm.HEAPU8.subarray(this.#packet, this.#packet + length));
   }
   decode(packet: Buffer): Buffer {
-    return this.live.decode(packet);
+    const handler = this.live;
+    if (packet.length > OPUS_MAX_PACKET_BYTES) throw new Error(`Opus decode failed: a packet of ${packet.length} bytes`);
+    this.#wasm.HEAPU8.set(packet, this.#packet);
+    const samples = handler._decode(this.#packet, packet.length, this.#pcm);
+    if (samples < 0) throw new Error(`Opus decode failed (libopus error ${samples})`);
+    const cells = this.#wasm.HEAPU16.subarray(this.#pcm >>> 1, (this.#pcm >>> 1) + samples * this.channels * 2);
+    // Each cell holds one byte.
+    return Buffer.from(cells);
   }
   close(): void {
-    this.codec?.delete();
-    this.codec = undefined;
+    const handler = this.#handler;
+    if (!handler) return;
+    this.#handler = undefined;
+    this.#wasm.OpusScriptHandler.destroy_handler(handler);
+    this.#wasm._free(this.#memory);
   }
 }
 
@@ -255,7 +312,7 @@ export function createOpusCodec(options: OpusCodecOptions = {}): OpusCodec {
   const { backend, module } = loadOpusBackend(options.backend ?? 'auto', options.loader);
   return backend === 'native'
     ? new NativeCodec(module as NativeOpusModule, bitrate, sampleRate, channels)
-    : new OpusScriptCodec(module as OpusScriptModule, bitrate, sampleRate, channels);
+    : new OpusScriptCodec((module as OpusScriptModule).Application.AUDIO, bitrate, sampleRate, channels);
 }
 
 /**
