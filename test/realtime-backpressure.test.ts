@@ -35,7 +35,7 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { UtteranceSegmenter } from '../lib/emulator/vad.js';
-import { encodeAudioAppend } from '../lib/realtime/codec.js';
+import { APPEND_PIECE_BYTES, encodeAudioAppend } from '../lib/realtime/codec.js';
 import type { RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
@@ -674,5 +674,30 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     expect(warnings.map((w) => w.code)).toEqual([]);
     expect(Buffer.concat(output).length).toBe(one.length + two.length);
     expect(Buffer.concat(output).equals(Buffer.concat([one, two]))).toBe(true);
+  });
+});
+
+/* ------------------------------------------------------------------------------------------- */
+/* 6. Many small writes                                                                        */
+
+describe('RealtimeTranslateStream: many small writes in a row', () => {
+  it('leave as appends of up to maxAppendBytes, byte for byte; a lone frame still leaves at once', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl);
+    stream.resume();
+    const peer = await fake.acceptSession(stream);
+
+    const audio = Buffer.alloc(4 * APPEND_PIECE_BYTES);
+    for (let i = 0; i < audio.length; i += 2) audio.writeInt16LE(((i * 37) % 20_000) - 10_000, i);
+    for (let at = 0; at < audio.length; at += 1024) stream.write(audio.subarray(at, at + 1024));
+    await peer.waitForAudioBytes(audio.length);
+    expect(peer.audioBytes).toBe(audio.length);
+    expect(peer.appendEvents).toBe(4);
+    expect(peer.audioDigest()).toBe(createHash('sha256').update(audio).digest('hex'));
+
+    // A microphone's 20 ms frame, written on its own, is not held back for company.
+    stream.write(audio.subarray(0, 960));
+    await peer.waitForAudioBytes(audio.length + 960);
+    expect(peer.appendEvents).toBe(5);
   });
 });

@@ -31,6 +31,7 @@ export class AudioOutbox {
   #held: ((error?: Error | null) => void) | undefined;
   /** The earliest offset the owner may still send again; set with `keepFrom()`. */
   #keepFrom = 0;
+  #pumpQueued = false;
 
   constructor(link: SessionLink, options: AudioOutboxOptions) {
     this.#link = link;
@@ -67,11 +68,21 @@ export class AudioOutbox {
     return this.#replay.unsent === 0 && this.#link.bufferedAmount === 0;
   }
 
-  /** Takes `pcm` (copied) and sends what the socket has room for. */
+  /**
+   * Takes `pcm` (copied); what the socket has room for is sent once the current run of
+   * synchronous writes is over (a microtask later), so that many small writes in a row leave as
+   * a few appends of up to `maxPieceBytes` rather than one message each. A writer that writes
+   * one frame at a time at real time still sees each frame sent at once.
+   */
   accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#replay.push(pcm);
-    this.pump();
+    if (this.#pumpQueued) return;
+    this.#pumpQueued = true;
+    queueMicrotask(() => {
+      this.#pumpQueued = false;
+      this.pump();
+    });
   }
 
   /** Holds a writer's callback until there is room (`release()` checks again). */
