@@ -32,7 +32,12 @@ async function sendCall(appendMs: number | undefined, frames: number) {
   await peer.waitForEvent('session.update');
   peer.sendSessionCreated();
   bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
-  for (let k = 0; k < frames; k++) bridge.write(media(k));
+  // One message per turn of the event loop, as a call delivers them (a burst written in one
+  // turn would leave as one append: the stream sends what a tick's writes queued together).
+  for (let k = 0; k < frames; k++) {
+    bridge.write(media(k));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   // 8 kHz -> 24 kHz: 480 samples (960 bytes) per 20 ms frame, but the resampler holds back its
   // filter's look-ahead until the end, so everything but the last append has arrived by now.
   await peer.waitForAudioBytes(960 * frames - 960 * (appendMs ?? 100) / 20 - 200);

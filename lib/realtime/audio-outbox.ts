@@ -69,14 +69,19 @@ export class AudioOutbox {
   }
 
   /**
-   * Takes `pcm` (copied); what the socket has room for is sent once the current run of
-   * synchronous writes is over (a microtask later), so that many small writes in a row leave as
-   * a few appends of up to `maxPieceBytes` rather than one message each. A writer that writes
-   * one frame at a time at real time still sees each frame sent at once.
+   * Takes `pcm` (copied) and sends what the socket has room for: at once when a whole
+   * `maxPieceBytes` is queued, else once the current run of synchronous writes is over (a
+   * microtask later), so that many small writes in a row leave as a few full appends rather than
+   * one message each. A writer that writes one frame at a time at real time still sees each
+   * frame sent at once.
    */
   accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#replay.push(pcm);
+    if (this.#replay.unsent >= this.#o.maxPieceBytes) {
+      this.pump();
+      return;
+    }
     if (this.#pumpQueued) return;
     this.#pumpQueued = true;
     queueMicrotask(() => {
