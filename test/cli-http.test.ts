@@ -621,7 +621,7 @@ describe('rt-translate emulator: HTTP flags', () => {
 });
 
 describe('progress line of a task wait', () => {
-  function fakeIo(isTTY: boolean): { io: CliIo; written: () => string } {
+  function fakeIo(isTTY: boolean, columns?: number): { io: CliIo; written: () => string } {
     let text = '';
     const stderr = Object.assign(
       new Writable({
@@ -630,7 +630,7 @@ describe('progress line of a task wait', () => {
           callback();
         },
       }),
-      { isTTY },
+      { isTTY, columns },
     );
     const io = { stdin: Readable.from([]), stdout: new Writable({ write: (_c, _e, cb) => cb() }), stderr, env: {} } as CliIo;
     return { io, written: () => text };
@@ -648,6 +648,17 @@ describe('progress line of a task wait', () => {
     expect(parts[2]).toMatch(/^task t-1: PENDING, \d+\.\d s$/);
     expect(parts.at(-1)).toBe('');
     expect(progress.last()?.status).toBe('PENDING');
+  });
+
+  it('is cut to the terminal width, so a narrow window does not fill with wrapped copies', () => {
+    const { io, written } = fakeIo(true, 24);
+    const progress = taskProgress(io, 'translated-tts task 0123456789abcdef');
+    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.stop();
+    const parts = written().split('\r\x1b[K').filter((part) => part !== '');
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(23);
+    expect(parts[0]).toMatch(/^translated-tts task/);
   });
 
   it('writes nothing when stderr is not a terminal', () => {

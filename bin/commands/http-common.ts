@@ -20,6 +20,7 @@ import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { fitToWidth } from '../status-line.js';
 
 /** A subcommand's options, in `parseArgs` form. */
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
@@ -475,7 +476,8 @@ export function progressLine(io: CliIo): ProgressLine {
   return {
     show(text) {
       if (!tty) return;
-      io.stderr.write(`\r\x1b[K${text}`);
+      // Cut to the terminal's width: a line that wraps leaves a copy behind at every redraw.
+      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns ?? 80)}`);
       shown = true;
     },
     line(text) {
