@@ -563,13 +563,13 @@ export default async function (): Promise<void> {
         ['twilio / plain', 'twilio', get('plain'), 1.3],
         ['discord / bare discord path (the same work by hand)', 'discord', get('bare-discord'), 1.3],
         ['discord / plain', 'discord', get('plain'), 1.3],
-        ['discord / (plain + bare Opus decode)', 'discord', get('plain') === undefined ? undefined : get('plain')! + decodePerHour, 1.3],
+        ['discord / plain with the bare Opus decode', 'discord', get('plain') === undefined ? undefined : get('plain')! + decodePerHour, 1.3],
       ];
       const lines: string[] = [];
       for (const [name, path, baseline, bound] of pairs) {
         const value = get(path);
         if (value === undefined || baseline === undefined) continue;
-        lines.push(`${name.split(' (')[0]} ${(value / baseline).toFixed(2)}`);
+        lines.push(`${name.split(' (the')[0]} ${(value / baseline).toFixed(2)}`);
         record({ name: `${name}, CPU per session-hour, ${n} sessions`, value: value / baseline, kind: 'max', bound });
       }
       console.log(`  ratios at ${n}: ${lines.join(', ')}`);
