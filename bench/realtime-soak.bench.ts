@@ -5,7 +5,7 @@
  * was in flight is lost, as on a real network). Reports the drops, the
  * audio sent again, the duplicated output (answers interrupted by a drop come again in full),
  * answers missing or wrong (must be 0), the most input kept for replay and the peak RSS of this
- * process, and the latency from the end of each sentence to its first translated audio.
+ * process (with its RSS at the start, which after other benches is mostly theirs), and the latency from the end of each sentence to its first translated audio.
  *
  * `SOAK_MINUTES` (default 60), `SOAK_SPEED` (default 20) and `SOAK_DROP_MINUTES` (default 3,
  * in audio time) change the run.
@@ -62,7 +62,9 @@ export default async function (): Promise<void> {
   let matched = 0;
   let wrong = 0;
   let mostKept = 0;
-  let peakRss = 0;
+  // RSS when the soak starts: in `npm run bench` it also holds what earlier benches left behind.
+  const startRss = process.memoryUsage().rss;
+  let peakRss = startRss;
   stream.on('audio.delta', (audio) => current.push(audio));
   stream.on('reconnecting', () => {
     // An answer cut by the drop: it comes again in full after the replay.
@@ -111,7 +113,7 @@ export default async function (): Promise<void> {
       `  drops survived: ${s.reconnects}, time without a session ${(s.outageMs / 1000).toFixed(1)} s (longest ${s.longestOutageMs} ms)\n` +
       `  answers: ${matched} of ${expected.length} correct and in order, ${wrong} wrong, ${expected.length - matched - wrong} missing\n` +
       `  audio sent again: ${seconds(s.bytesReplayed)} s; duplicated output (answers cut by a drop, given again): ${seconds(duplicateBytes)} s\n` +
-      `  most input kept for replay: ${seconds(mostKept)} s (${(mostKept / 1e6).toFixed(2)} MB); peak RSS ${(peakRss / 1e6).toFixed(0)} MB\n` +
+      `  most input kept for replay: ${seconds(mostKept)} s (${(mostKept / 1e6).toFixed(2)} MB); peak RSS ${(peakRss / 1e6).toFixed(0)} MB (${(startRss / 1e6).toFixed(0)} MB when the soak began)\n` +
       `  first translated audio after the end of a sentence: p50 ${s.latency.firstAudioMs.p50} ms, p95 ${s.latency.firstAudioMs.p95} ms, max ${s.latency.firstAudioMs.max} ms`,
   );
 }
