@@ -15,16 +15,30 @@ describe('meanSquare', () => {
   for (let i = 0; i < 1001; i++) samples.writeInt16LE(Math.round(Math.sin(i / 7) * 20_000) - (i % 3), i * 2);
 
   it.each([
-    ['an even byte offset (typed view)', 0],
+    ['a byte offset divisible by 4 (two samples per read)', 0],
     ['an odd byte offset (per-sample reads)', 1],
+    ['an even byte offset not divisible by 4 (one sample, then two per read)', 2],
+    ['an odd byte offset, 3 mod 4', 3],
   ])('gives the exact mean square at %s', (_name, shift) => {
     // Copy the samples so they start at `shift` within a larger buffer.
-    const host = Buffer.alloc(samples.length + 2);
+    const host = Buffer.alloc(samples.length + 4);
     samples.copy(host, shift);
     const view = host.subarray(shift, shift + samples.length);
     expect((view.byteOffset + 0) % 2).toBe(shift % 2);
     expect(meanSquare(view, 0, view.length)).toBe(reference(samples, 0, samples.length));
     expect(meanSquare(view, 10, 970)).toBe(reference(samples, 10, 970));
+    expect(meanSquare(view, 12, 970)).toBe(reference(samples, 12, 970));
+    expect(meanSquare(view, 12, 14)).toBe(reference(samples, 12, 14));
+    expect(meanSquare(view, 10, 16)).toBe(reference(samples, 10, 16));
+  });
+
+  it('is exact at the extremes of PCM16: -32768 and 32767, both halves of a 32-bit read', () => {
+    const extremes = Buffer.alloc(8 * 2);
+    for (const [i, v] of [-32768, 32767, -32768, -32768, 32767, 32767, -1, 1].entries()) extremes.writeInt16LE(v, i * 2);
+    const aligned = Buffer.alloc(extremes.length);
+    extremes.copy(aligned);
+    expect(meanSquare(aligned, 0, aligned.length)).toBe(reference(extremes, 0, extremes.length));
+    expect(meanSquare(aligned, 2, aligned.length - 2)).toBe(reference(extremes, 2, extremes.length - 2));
   });
 
   it('dbfsToMeanSquare: full scale is 32768², -20 dBFS a hundredth of it', () => {
