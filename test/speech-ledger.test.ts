@@ -160,6 +160,16 @@ describe('LatencySeries', () => {
     expect(series.summary()).toEqual({ count: 21, p50: 14, p95: 19, max: 1_000 });
   });
 
+  it('a summary read again reflects a sample added since, and a caller that changes one changes no other', () => {
+    const series = new LatencySeries();
+    series.add(10);
+    const first = series.summary();
+    first.max = -1;
+    expect(series.summary()).toEqual({ count: 1, p50: 10, p95: 10, max: 10 });
+    series.add(30);
+    expect(series.summary()).toEqual({ count: 2, p50: 10, p95: 30, max: 30 });
+  });
+
   it('is empty before any sample', () => {
     expect(new LatencySeries().summary()).toEqual({ count: 0, p50: undefined, p95: undefined, max: undefined });
   });

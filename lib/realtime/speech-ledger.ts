@@ -262,6 +262,8 @@ export class LatencySeries {
   readonly #limit: number;
   #count = 0;
   #max: number | undefined;
+  /** The summary of the samples as they are, until the next `add()`: `stats` is read often. */
+  #summary: LatencySummary | undefined;
 
   constructor(limit = 10_000) {
     this.#limit = limit;
@@ -273,12 +275,16 @@ export class LatencySeries {
     this.#max = this.#max === undefined ? value : Math.max(this.#max, value);
     this.#samples.push(value);
     if (this.#samples.length > this.#limit) this.#samples.shift();
+    this.#summary = undefined;
   }
 
   summary(): LatencySummary {
     if (this.#samples.length === 0) return { count: 0, p50: undefined, p95: undefined, max: undefined };
-    const sorted = [...this.#samples].sort((a, b) => a - b);
-    const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-    return { count: this.#count, p50: at(0.5), p95: at(0.95), max: this.#max };
+    if (!this.#summary) {
+      const sorted = [...this.#samples].sort((a, b) => a - b);
+      const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+      this.#summary = { count: this.#count, p50: at(0.5), p95: at(0.95), max: this.#max };
+    }
+    return { ...this.#summary };
   }
 }
