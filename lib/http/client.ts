@@ -613,14 +613,14 @@ export class LocalizationClient implements HttpRequester {
     return this.languages.list(side, options);
   }
 
-  /** The numeric id of a locale tag in the service's lists (`ValidationError` when it has none). */
+  /** The numeric id of a locale tag in the service's lists (a `ValidationError` naming `tag` when it has none). */
   languageId(tag: string, side: LanguageSide = 'target', options?: RequestOptions): Promise<number> {
-    return this.languages.idOf(tag, side, 'language', options);
+    return this.languages.idOf(tag, side, 'tag', options);
   }
 
-  /** The locale tag of a numeric language id in the service's lists. */
+  /** The locale tag of a numeric language id in the service's lists (a `ValidationError` naming `id` when it has none). */
   languageTag(id: number, side: LanguageSide = 'target', options?: RequestOptions): Promise<string> {
-    return this.languages.tagOf(id, side, options);
+    return this.languages.tagOf(id, side, 'id', options);
   }
 
   /** `GET /list-voices`. */
