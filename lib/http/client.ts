@@ -542,8 +542,9 @@ export class LocalizationClient implements HttpRequester {
 
   /**
    * One track of a finished audio separation run as a resumable download whose presigned URL is
-   * refreshed by asking `POST /audio-separation-results` for `runIds` again (see
-   * `endpoints.openSeparationTrack`).
+   * refreshed by looking `runIds` up again: `[runId]` alone through `GET
+   * /audio-separation-result/{run_id}`, 2 to 5 runs through `POST /audio-separation-results`
+   * (see `endpoints.openSeparationTrack`).
    */
   openSeparationTrack(
     runIds: number[],
