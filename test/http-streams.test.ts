@@ -95,4 +95,28 @@ describe('live streams', () => {
       emit.mockRestore();
     }
   });
+
+  it('the /v1/stream family as client methods, each on its /v1 path', async () => {
+    const emit = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      await control(env.emu, 'DELETE', 'requests');
+      const created = await env.client.createStreamV1(request);
+      expect(created.urls).toEqual([
+        { languages: [54], url: 'rtmp://out.example.com/live/es' },
+        { languages: [76, 31], url: 'srt://out.example.com:9001' },
+      ]);
+      expect(await env.client.getStreamV1(created.streamId)).toMatchObject({ status: 'RUNNING', name: 'Morning show' });
+      expect((await env.client.stopStreamV1(created.streamId)).status).toBe('STOPPED');
+      expect((await env.client.probeStreamV1({ url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
+      const paths = (await control(env.emu, 'GET', 'requests')).requests.map((r: { method: string; path: string }) => `${r.method} ${r.path}`);
+      expect(paths.filter((p: string) => !p.includes('-languages'))).toEqual([
+        'POST /v1/stream',
+        `GET /v1/stream/${created.streamId}`,
+        `GET /v1/stream/${created.streamId}/stop`,
+        'POST /v1/stream/probe',
+      ]);
+    } finally {
+      emit.mockRestore();
+    }
+  });
 });

@@ -704,6 +704,21 @@ export class LocalizationClient implements HttpRequester {
     return transcription.transcribe(this, request, options);
   }
 
+  /** `GET /discord/dub/{task_id}`: a dubbing started from the service's Discord bot. */
+  getDiscordDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDiscordDubStatus(this, taskId, options);
+  }
+
+  /** `GET /twitter/dub/{task_id}`: a dubbing started from the service's X (Twitter) bot. */
+  getTwitterDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getTwitterDubStatus(this, taskId, options);
+  }
+
+  /** `GET /discord/tts/{task_id}`: text to speech started from the service's Discord bot. */
+  getDiscordTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDiscordTtsStatus(this, taskId, options);
+  }
+
   /** `POST /dub`. */
   createDubbing(request: dubbing.DubbingRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
     return dubbing.createDubbing(this, request, options);
@@ -916,6 +931,26 @@ export class LocalizationClient implements HttpRequester {
   /** `POST /stream/probe`: the tracks of a source stream. */
   probeStream(request: Parameters<typeof streams.probeStream>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
     return streams.probeStream(this, request, options);
+  }
+
+  /** `POST /v1/stream`. @deprecated The service deprecates `/v1/stream`; use `createStream`. */
+  createStreamV1(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
+    return streams.createStreamV1(this, request, options);
+  }
+
+  /** `GET /v1/stream/{id}`. @deprecated Use `getStream`. */
+  getStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.getStreamV1(this, streamId, options);
+  }
+
+  /** `GET /v1/stream/{id}/stop`: stops a stream. @deprecated Use `deleteStream`. */
+  stopStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.stopStreamV1(this, streamId, options);
+  }
+
+  /** `POST /v1/stream/probe`. @deprecated Use `probeStream`. */
+  probeStreamV1(request: Parameters<typeof streams.probeStreamV1>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
+    return streams.probeStreamV1(this, request, options);
   }
 
   /** What `util.inspect` shows: never the key. */
