@@ -7,21 +7,11 @@ import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../lib/errors.js';
 import { HttpForbiddenError } from '../lib/http/errors.js';
 import { createStreamV1, getStreamV1, probeStreamV1, stopStreamV1, type StreamRequest } from '../lib/http/streams.js';
-import { OTHER_KEY, clientFor, control, logged, sharedEmulator } from './http-test-helpers.js';
+import { OTHER_KEY, STREAM_REQUEST, clientFor, control, logged, sharedEmulator } from './http-test-helpers.js';
 
 const env = sharedEmulator();
 
-const request: StreamRequest = {
-  name: 'Morning show',
-  voices: [147_320],
-  dictionaries: [],
-  config: { pipeline: { demixing: 'best_model', translating: 'fast_model' }, mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
-  sourceStream: { language: 'en-us', url: 'srt://ingest.example.com:9000', latency: 200 },
-  targetStreams: [
-    { languages: ['es-es'], url: 'rtmp://out.example.com/live/es', type: 1 },
-    { languages: ['fr-fr', 31], url: 'srt://out.example.com:9001', type: 2, embedSubtitles: true },
-  ],
-};
+const request: StreamRequest = STREAM_REQUEST;
 
 describe('live streams', () => {
   it('created with ids for every language; read, rescheduled and deleted', async () => {
