@@ -274,6 +274,30 @@ describe('rt-translate subtitles', () => {
   });
 });
 
+describe('--no-wait needs a service that outlives the command', () => {
+  const REFUSAL =
+    'rt-translate: --no-wait leaves the task to later commands (task-status, then --run), which need the service that made it, ' +
+    'but no base URL is configured, and the embedded emulator starts empty for each command: it could only answer 404. ' +
+    'Point --base-url (or RT_TRANSLATE_BASE_URL) at the service, or run `rt-translate emulator` in another terminal and use its baseUrl ' +
+    "for the task's whole life.\n";
+
+  it.each([
+    ['translate-text', ['translate-text', '--from', 'en-us', '--to', 'es-es', 'Later']],
+    ['transcribe', ['transcribe', '-i', FIXTURE, '--language', 'en-us']],
+    ['dub', ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es']],
+    ['subtitles', ['subtitles', '--url', MEDIA, '--from', 'en-us']],
+    ['voices design', ['voices', 'design', '--text', 'Hello.', '--description', 'warm']],
+    ['translated-tts', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es']],
+    ['translated-tts --emulator', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es', '--emulator']],
+  ])('%s --no-wait without a base URL: a usage error (exit 2) before the embedded emulator starts', async (_name, args) => {
+    const result = await cli([...args, '--no-wait'], { env: { RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+    // Only the refusal: no "using the embedded emulator" line, no task.
+    expect(result.stderr).toBe(REFUSAL);
+  });
+});
+
 describe('help of the HTTP commands', () => {
   it('each command has --help (exit 0) naming its flags and the service flags', async () => {
     for (const command of Object.keys(ENTRIES)) {
