@@ -364,6 +364,11 @@ describe('rt-translate separate-results', () => {
     return { runId: task.run_id, tracks: separateTracks(task.task_id, { sampleRate: RATE }) };
   }
 
+  /** A separation run that ended with ERROR ('unreadable audio'). */
+  async function seededFailure(): Promise<{ run_id: number }> {
+    return (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'audio-separation', apiKey: KEY, taskMs: 0, status: 'ERROR', message: 'unreadable audio' })) as { run_id: number };
+  }
+
   it('writes both tracks of each run, equal to the service\'s, resuming a cut download', async () => {
     const out = path('tracks');
     await mkdir(out);
@@ -415,13 +420,7 @@ describe('rt-translate separate-results', () => {
     const out = path('mixed');
     await mkdir(out);
     const good = await seeded();
-    const failed = (await control(emu.baseUrl, 'POST', 'tasks', {
-      kind: 'audio-separation',
-      apiKey: KEY,
-      taskMs: 0,
-      status: 'ERROR',
-      message: 'unreadable audio',
-    })) as { run_id: number };
+    const failed = await seededFailure();
     const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
@@ -434,27 +433,68 @@ describe('rt-translate separate-results', () => {
     expectKeyNotLeaked(result);
   });
 
+  it('one run is looked up on its own (GET /audio-separation-result/RUN) and both tracks written, an expired URL refreshed the same way', async () => {
+    const out = path('single');
+    await mkdir(out);
+    const a = await seeded();
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    // The first track's first URL is refused as expired: the run is looked up again, alone.
+    await control(emu.baseUrl, 'POST', 'faults', { status: 403, count: 1, path: '/_files/' });
+    try {
+      const result = await cli(['separate-results', String(a.runId), '-o', out], { env: serviceEnv() });
+      expect(result.code).toBe(0);
+      const written = [join(out, `foreground-${a.runId}.flac`), join(out, `background-${a.runId}.flac`)];
+      expect(lines(result.stdout.toString())).toEqual(written);
+      expect(result.stderr).toBe('');
+      expect((await readFile(written[0]!)).equals(a.tracks.foreground)).toBe(true);
+      expect((await readFile(written[1]!)).equals(a.tracks.background)).toBe(true);
+      const requests = await requestsTo(emu.baseUrl);
+      expect(requests.map((r) => `${r.method} ${r.path.startsWith('/_files/') ? '/_files/' : r.path} ${r.status}`)).toEqual([
+        `GET /audio-separation-result/${a.runId} 200`,
+        'GET /_files/ 403',
+        `GET /audio-separation-result/${a.runId} 200`,
+        'GET /_files/ 200',
+        'GET /_files/ 200',
+      ]);
+      expectKeyNotLeaked(result);
+    } finally {
+      await control(emu.baseUrl, 'DELETE', 'faults');
+    }
+  });
+
+  it('one run without tracks is reported with the service\'s answer and exits 1', async () => {
+    const out = path('single-failed');
+    await mkdir(out);
+    const failed = await seededFailure();
+    const result = await cli(['separate-results', String(failed.run_id), '-o', out], { env: serviceEnv() });
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr)).toEqual([
+      expect.stringMatching(new RegExp(`^rt-translate: run ${failed.run_id}: lookup failed: .*404.*\\[RTT_`)),
+      'rt-translate: 1 of 1 run(s) failed',
+    ]);
+    expect(await readdir(out)).toEqual([]);
+  });
+
   it('checks run ids and the directory before any request (exit 2)', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
-    const [one, notNumber, twice, notDir, stdout] = await Promise.all([
-      cli(['separate-results', '12'], { env: serviceEnv() }),
+    const [none, notNumber, twice, notDir, stdout] = await Promise.all([
+      cli(['separate-results'], { env: serviceEnv() }),
       cli(['separate-results', '12', 'abc'], { env: serviceEnv() }),
       cli(['separate-results', '12', '12'], { env: serviceEnv() }),
       cli(['separate-results', '12', '13', '-o', path('no-such-dir')], { env: serviceEnv() }),
       cli(['separate-results', '12', '13', '-o', '-'], { env: serviceEnv() }),
     ]);
-    expect(one.stderr).toBe(
-      'rt-translate: give at least 2 run ids (got 1): the service looks up separation results 2 to 5 runs at a time.\n',
-    );
+    expect(none.stderr).toBe('rt-translate: RUN_ID... is required: one audio separation run or more (see --help).\n');
     expect(notNumber.stderr).toBe('rt-translate: RUN_ID expects a positive integer (got "abc").\n');
     expect(twice.stderr).toBe('rt-translate: run 12 is given twice.\n');
     expect(notDir.stderr).toMatch(/^rt-translate: cannot write into .*no-such-dir: ENOENT\n$/);
     expect(stdout.stderr).toBe('rt-translate: -o expects a directory: two files are written per run.\n');
-    for (const result of [one, notNumber, twice, notDir, stdout]) expect(result.code).toBe(2);
+    for (const result of [none, notNumber, twice, notDir, stdout]) expect(result.code).toBe(2);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
 
   it('splits more than 5 runs into lookups of 2 to 5', () => {
+    expect(batchesOf([7])).toEqual([[7]]);
     expect(batchesOf([1, 2])).toEqual([[1, 2]]);
     expect(batchesOf([1, 2, 3, 4, 5])).toEqual([[1, 2, 3, 4, 5]]);
     expect(batchesOf([1, 2, 3, 4, 5, 6])).toEqual([

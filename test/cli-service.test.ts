@@ -36,6 +36,11 @@ const KEY = 'sk-cli-service-test-5c1d09e2b7';
 const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
 const SENTENCES = ['Hello, this is a test of live translation.', 'The weather is nice today.', 'Thank you for listening.'];
 const MEDIA = 'https://media.example.com/speech-en-24k.wav';
+/** The emulator's transcript of FIXTURE as SubRip. */
+const FIXTURE_SRT =
+  '1\n00:00:00,320 --> 00:00:02,620\nHello, this is a test of live translation.\n\n' +
+  '2\n00:00:03,820 --> 00:00:05,040\nThe weather is nice today.\n\n' +
+  '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n';
 
 const ENTRIES: Record<string, CommandEntry> = {
   voices: runVoices,
@@ -89,6 +94,27 @@ function expectClean(result: CommandResult): void {
   expect(result.stdout.includes(KEY)).toBe(false);
 }
 
+/**
+ * `ARGS --no-wait` against the emulator: checks that it printed only the task (`{"task_id",
+ * "kind"}` on stdout, how to go on on stderr), then waits with `task-status KIND ID --wait`,
+ * which must print the SUCCESS status with a run id. Returns the task and run ids.
+ */
+async function createdForLater(args: string[], kind: string): Promise<{ taskId: string; runId: number }> {
+  const created = await cli([...args, '--no-wait']);
+  expect(created.code).toBe(0);
+  const printed = JSON.parse(created.stdout.toString()) as { task_id: string; kind: string };
+  expect(printed).toEqual({ task_id: expect.stringMatching(/^[0-9a-f-]{36}$/), kind });
+  expect(created.stderr).toBe(
+    `rt-translate: task ${printed.task_id} (${kind}) created; wait for it with \`rt-translate task-status ${kind} ${printed.task_id} --wait\`, ` +
+      'then fetch its result with --run RUN_ID\n',
+  );
+  const waited = await cli(['task-status', kind, printed.task_id, '--wait', '--poll-ms', '10']);
+  expect(waited.code).toBe(0);
+  const status = JSON.parse(waited.stdout.toString()) as { status: string; run_id: number };
+  expect(status).toMatchObject({ status: 'SUCCESS', run_id: expect.any(Number) });
+  return { taskId: printed.task_id, runId: status.run_id };
+}
+
 describe('rt-translate voices', () => {
   it('lists, clones from a file and from stdin, deletes', async () => {
     const listed = await cli(['voices']);
@@ -113,6 +139,15 @@ describe('rt-translate voices', () => {
     expect(lines(result.stderr)).toEqual(taskLines('text-to-voice'));
     expect(lines(result.stdout)).toHaveLength(3);
     expect((await fetch(lines(result.stdout)[0]!)).status).toBe(200);
+  });
+
+  it('design --no-wait prints the task; task-status --wait its run; --run RUN the preview URLs', async () => {
+    const { runId } = await createdForLater(['voices', 'design', '--text', 'Hello from later.', '--description', 'a deep bass'], 'text-to-voice');
+    const result = await cli(['voices', 'design', '--run', String(runId)]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(lines(result.stdout)).toHaveLength(3);
+    expect((await fetch(lines(result.stdout)[2]!)).status).toBe(200);
   });
 
   it('usage errors name the flag, before any request', async () => {
@@ -161,10 +196,7 @@ describe('rt-translate translate-text', () => {
   });
 
   it('--no-wait, then --run', async () => {
-    const created = await cli(['translate-text', '--from', 'en-us', '--to', 'es-es', '--no-wait', 'Later']);
-    const { task_id: taskId } = JSON.parse(created.stdout.toString()) as { task_id: string };
-    const status = await cli(['task-status', 'translation', taskId, '--wait', '--poll-ms', '10']);
-    const { run_id: runId } = JSON.parse(status.stdout.toString()) as { run_id: number };
+    const { runId } = await createdForLater(['translate-text', '--from', 'en-us', '--to', 'es-es', 'Later'], 'translation');
     const result = await cli(['translate-text', '--run', String(runId)]);
     expect(result.stdout.toString()).toBe('[es-es] Later\n');
     expect(result.stderr).toBe('');
@@ -188,11 +220,15 @@ describe('rt-translate transcribe', () => {
     const result = await cli(['transcribe', '-i', FIXTURE, '--language', 'en-us', '-o', out]);
     expect(result.code).toBe(0);
     expect(lines(result.stderr)).toEqual(taskLines('transcription'));
-    expect(await readFile(out, 'utf8')).toBe(
-      '1\n00:00:00,320 --> 00:00:02,620\nHello, this is a test of live translation.\n\n' +
-        '2\n00:00:03,820 --> 00:00:05,040\nThe weather is nice today.\n\n' +
-        '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n',
-    );
+    expect(await readFile(out, 'utf8')).toBe(FIXTURE_SRT);
+  });
+
+  it('--no-wait prints the task; task-status --wait its run; --run RUN the transcript', async () => {
+    const { runId } = await createdForLater(['transcribe', '-i', FIXTURE, '--language', 'en-us'], 'transcription');
+    const result = await cli(['transcribe', '--run', String(runId), '-f', 'srt']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.toString()).toBe(FIXTURE_SRT);
   });
 
   it('stdin to JSON with words; a URL to WebVTT with speakers', async () => {
@@ -234,9 +270,7 @@ describe('rt-translate dub', () => {
   it('-o DIR downloads the dubbed audio (resuming a cut) and --transcript each transcript', async () => {
     const out = join(dir, 'dubbed');
     await mkdir(out);
-    const created = await cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'it-it', '--no-wait']);
-    const { task_id: taskId } = JSON.parse(created.stdout.toString()) as { task_id: string };
-    const { run_id: runId } = JSON.parse((await cli(['task-status', 'dub', taskId, '--wait', '--poll-ms', '10'])).stdout.toString()) as { run_id: number };
+    const { runId } = await createdForLater(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'it-it'], 'dub');
     await fetch(`${emu.baseUrl}/_emulator/file-faults`, { method: 'POST', body: JSON.stringify({ dropAfterBytes: 4000, count: 1 }) });
     const result = await cli(['dub', '--run', String(runId), '--to', 'it-it', '-o', out, '--transcript', 'srt']);
     expect(result.code).toBe(0);
@@ -271,6 +305,38 @@ describe('rt-translate subtitles', () => {
     const written = lines(all.stdout);
     expect(written.map((p) => p.slice(out.length + 1))).toEqual([expect.stringMatching(/^sub-\d+-en-us\.vtt$/), expect.stringMatching(/^sub-\d+-es-es\.vtt$/)]);
     expect((await readFile(written[1]!, 'utf8')).startsWith('WEBVTT\n\n00:00:00.320 --> 00:00:02.620\n[es-es] Hello')).toBe(true);
+  });
+
+  it('--no-wait prints the task; task-status --wait its run; --run RUN the subtitles', async () => {
+    const { runId } = await createdForLater(['subtitles', '--url', MEDIA, '--from', 'en-us', '--to', 'de-de'], 'sub');
+    const result = await cli(['subtitles', '--run', String(runId), '--to', 'de-de']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(lines(result.stdout).slice(0, 3)).toEqual(['1', '00:00:00,320 --> 00:00:02,620', '[de-de] Hello, this is a test of live translation.']);
+  });
+});
+
+describe('--no-wait needs a service that outlives the command', () => {
+  const REFUSAL =
+    'rt-translate: --no-wait leaves the task to later commands (task-status, then --run), which need the service that made it, ' +
+    'but no base URL is configured, and the embedded emulator starts empty for each command: it could only answer 404. ' +
+    'Point --base-url (or RT_TRANSLATE_BASE_URL) at the service, or run `rt-translate emulator` in another terminal and use its baseUrl ' +
+    "for the task's whole life.\n";
+
+  it.each([
+    ['translate-text', ['translate-text', '--from', 'en-us', '--to', 'es-es', 'Later']],
+    ['transcribe', ['transcribe', '-i', FIXTURE, '--language', 'en-us']],
+    ['dub', ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es']],
+    ['subtitles', ['subtitles', '--url', MEDIA, '--from', 'en-us']],
+    ['voices design', ['voices', 'design', '--text', 'Hello.', '--description', 'warm']],
+    ['translated-tts', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es']],
+    ['translated-tts --emulator', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es', '--emulator']],
+  ])('%s --no-wait without a base URL: a usage error (exit 2) before the embedded emulator starts', async (_name, args) => {
+    const result = await cli([...args, '--no-wait'], { env: { RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+    // Only the refusal: no "using the embedded emulator" line, no task.
+    expect(result.stderr).toBe(REFUSAL);
   });
 });
 

@@ -216,6 +216,18 @@ describe('openSeparationTrack', () => {
     expect(await logged(timed, 'POST', '/audio-separation-results')).toHaveLength(1);
   });
 
+  it('a run on its own ([runId]) is looked up again through GET /audio-separation-result/{run_id} when its URL expired', async () => {
+    const a = await seededSeparation();
+    const url = (await timedClient.getAudioSeparationResult(a.runId)).foregroundAudioUrl!;
+    now += 6_000;
+    await control(timed, 'DELETE', 'requests');
+    const track = await timedClient.openSeparationTrack([a.runId], a.runId, 'foreground', { url });
+    expect((await collect(track)).equals(a.tracks.foreground)).toBe(true);
+    expect((await logged(timed, 'GET', '/_files/')).map((r) => r.status)).toEqual([403, 200]);
+    expect(await logged(timed, 'GET', `/audio-separation-result/${a.runId}`)).toHaveLength(1);
+    expect(await logged(timed, 'POST', '/audio-separation-results')).toEqual([]);
+  });
+
   it('an URL that expires mid-download is refreshed and the download goes on from where it stopped', async () => {
     const [a, b] = [await seededSeparation(), await seededSeparation()];
     await control(timed, 'POST', 'file-faults', { dropAfterBytes: 1200, count: 1 });
@@ -251,7 +263,8 @@ describe('openSeparationTrack', () => {
 
   it('checks its arguments before any request', async () => {
     await expect(timedClient.openSeparationTrack([5, 6], 7, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
-    await expect(timedClient.openSeparationTrack([5], 5, 'foreground')).rejects.toBeInstanceOf(ValidationError);
+    await expect(timedClient.openSeparationTrack([], 5, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
+    await expect(timedClient.openSeparationTrack([6], 5, 'foreground')).rejects.toBeInstanceOf(ValidationError);
     await expect(timedClient.openSeparationTrack([5, 6], 5, 'middle' as 'foreground')).rejects.toMatchObject({ field: 'track' });
   });
 

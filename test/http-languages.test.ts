@@ -71,7 +71,20 @@ describe('language lists', () => {
       expect(error).toBeInstanceOf(ValidationError);
       expect(error).toMatchObject({ field: 'targetLanguage' });
       expect((error as Error).message).toContain(`${TARGET_LANGUAGES.length} of them: en-us`);
-      await expect(client.languageTag(99_999)).rejects.toBeInstanceOf(ValidationError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('languageId and languageTag name the argument the caller passed (tag, id) in their errors', async () => {
+    const client = clientFor(emu);
+    try {
+      const byId = await client.languageTag(99_999).catch((e: unknown) => e);
+      expect(byId).toBeInstanceOf(ValidationError);
+      expect(byId).toMatchObject({ field: 'id' });
+      expect((byId as Error).message).toContain('(got 99999)');
+      await expect(client.languageId('xx-yy')).rejects.toMatchObject({ field: 'tag' });
+      await expect(client.languages.tagOf(99_999, 'source', 'sourceLanguage')).rejects.toMatchObject({ field: 'sourceLanguage' });
     } finally {
       await client.close();
     }
@@ -113,7 +126,7 @@ describe('language lists', () => {
     try {
       const catalog = new LanguageCatalog(client);
       expect(await catalog.idOf(76, 'target', 'x')).toBe(76);
-      expect(await catalog.tagOf(54, 'source')).toBe('es-es');
+      expect(await catalog.tagOf(54, 'source', 'id')).toBe('es-es');
     } finally {
       await client.close();
     }

@@ -141,4 +141,18 @@ describe('more results', () => {
     }
     await expect(env.client.getTaskStatus('nonsense' as 'dub', 'x')).rejects.toMatchObject({ field: 'kind' });
   });
+
+  it.each([
+    ['getDiscordDubStatus', 'discord-dub', '/discord/dub/'],
+    ['getTwitterDubStatus', 'twitter-dub', '/twitter/dub/'],
+    ['getDiscordTtsStatus', 'discord-tts', '/discord/tts/'],
+  ] as const)('%s reads the status of a %s task at %s{task_id}, and no other kind', async (method, kind, path) => {
+    const seeded = await control(env.emu, 'POST', 'tasks', { kind, apiKey: KEY, polls: 1 });
+    const other = await control(env.emu, 'POST', 'tasks', { kind: kind === 'discord-tts' ? 'discord-dub' : 'discord-tts', apiKey: KEY });
+    await control(env.emu, 'DELETE', 'requests');
+    expect(await env.client[method](seeded.task_id)).toMatchObject({ status: 'PENDING', runId: null });
+    expect(await env.client[method](seeded.task_id)).toMatchObject({ status: 'SUCCESS', runId: seeded.run_id });
+    await expect(env.client[method](other.task_id)).rejects.toMatchObject({ status: 404 });
+    expect((await logged(env.emu, 'GET', path)).map((r) => r.path)).toEqual([`${path}${seeded.task_id}`, `${path}${seeded.task_id}`, `${path}${other.task_id}`]);
+  });
 });

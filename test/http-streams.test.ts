@@ -7,21 +7,11 @@ import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../lib/errors.js';
 import { HttpForbiddenError } from '../lib/http/errors.js';
 import { createStreamV1, getStreamV1, probeStreamV1, stopStreamV1, type StreamRequest } from '../lib/http/streams.js';
-import { OTHER_KEY, clientFor, control, logged, sharedEmulator } from './http-test-helpers.js';
+import { OTHER_KEY, STREAM_REQUEST, clientFor, control, logged, sharedEmulator } from './http-test-helpers.js';
 
 const env = sharedEmulator();
 
-const request: StreamRequest = {
-  name: 'Morning show',
-  voices: [147_320],
-  dictionaries: [],
-  config: { pipeline: { demixing: 'best_model', translating: 'fast_model' }, mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
-  sourceStream: { language: 'en-us', url: 'srt://ingest.example.com:9000', latency: 200 },
-  targetStreams: [
-    { languages: ['es-es'], url: 'rtmp://out.example.com/live/es', type: 1 },
-    { languages: ['fr-fr', 31], url: 'srt://out.example.com:9001', type: 2, embedSubtitles: true },
-  ],
-};
+const request: StreamRequest = STREAM_REQUEST;
 
 describe('live streams', () => {
   it('created with ids for every language; read, rescheduled and deleted', async () => {
@@ -91,6 +81,30 @@ describe('live streams', () => {
       expect((await stopStreamV1(env.client, created.streamId)).status).toBe('STOPPED');
       expect((await probeStreamV1(env.client, { url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
       expect(emit.mock.calls.filter((c) => (c[1] as { code?: string })?.code === 'RTT_DEP_STREAM_V1')).toHaveLength(1);
+    } finally {
+      emit.mockRestore();
+    }
+  });
+
+  it('the /v1/stream family as client methods, each on its /v1 path', async () => {
+    const emit = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      await control(env.emu, 'DELETE', 'requests');
+      const created = await env.client.createStreamV1(request);
+      expect(created.urls).toEqual([
+        { languages: [54], url: 'rtmp://out.example.com/live/es' },
+        { languages: [76, 31], url: 'srt://out.example.com:9001' },
+      ]);
+      expect(await env.client.getStreamV1(created.streamId)).toMatchObject({ status: 'RUNNING', name: 'Morning show' });
+      expect((await env.client.stopStreamV1(created.streamId)).status).toBe('STOPPED');
+      expect((await env.client.probeStreamV1({ url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
+      const paths = (await control(env.emu, 'GET', 'requests')).requests.map((r: { method: string; path: string }) => `${r.method} ${r.path}`);
+      expect(paths.filter((p: string) => !p.includes('-languages'))).toEqual([
+        'POST /v1/stream',
+        `GET /v1/stream/${created.streamId}`,
+        `GET /v1/stream/${created.streamId}/stop`,
+        'POST /v1/stream/probe',
+      ]);
     } finally {
       emit.mockRestore();
     }

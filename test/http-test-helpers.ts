@@ -10,9 +10,23 @@ import { request } from 'undici';
 import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
+import type { StreamRequest } from '../lib/http/streams.js';
 
 export const KEY = 'test-key-0123456789';
 export const OTHER_KEY = 'other-key-9876543210';
+
+/** A live stream dubbing request (`POST /stream`) the emulator accepts: languages as tags and an id. */
+export const STREAM_REQUEST: StreamRequest = {
+  name: 'Morning show',
+  voices: [147_320],
+  dictionaries: [],
+  config: { pipeline: { demixing: 'best_model', translating: 'fast_model' }, mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
+  sourceStream: { language: 'en-us', url: 'srt://ingest.example.com:9000', latency: 200 },
+  targetStreams: [
+    { languages: ['es-es'], url: 'rtmp://out.example.com/live/es', type: 1 },
+    { languages: ['fr-fr', 31], url: 'srt://out.example.com:9001', type: 2, embedSubtitles: true },
+  ],
+};
 
 /**
  * An emulator for the HTTP tests. Tasks do not depend on time: each answers PENDING to its first

@@ -79,6 +79,7 @@ export const POLL_USAGE = `  --poll-ms MS          poll every MS (default: the s
                         for speech, 15 s growing to 60 s for subtitles and separation)`;
 
 export const TASK_USAGE = `  --no-wait             create the task, print {"task_id":...,"kind":...} on stdout and exit
+                        (needs a base URL: the service, or a running \`rt-translate emulator\`)
   --run ID              skip the task: fetch the result of the finished run ID (from an earlier
                         --no-wait, then task-status --wait)
 ${POLL_USAGE}`;
@@ -212,23 +213,29 @@ export function checkRequest<T = Record<string, unknown>>(schema: Check, request
 
 /**
  * Refuses, before anything starts, an operation that needs a service which outlives this command
- * (a task or run created earlier): the embedded emulator starts empty for each command, so it
- * could only answer 404.
+ * (a task or run created earlier, or a task left for later): the embedded emulator starts empty
+ * for each command, so it could only answer 404. `need` says what needs it, in words.
  */
-export function requirePersistentService(settings: ServiceSettings, what: string): void {
+export function requirePersistentService(settings: ServiceSettings, need: string): void {
   if (!settings.useEmulator) return;
   throw new UsageError(
-    `${what} needs the service that made it, but no base URL is configured, and the embedded emulator starts ` +
+    `${need}, but no base URL is configured, and the embedded emulator starts ` +
       `empty for each command: it could only answer 404. Point --base-url (or ${ENV_BASE_URL}) at the service, ` +
       `or run \`rt-translate emulator\` in another terminal and use its baseUrl for the task's whole life.`,
   );
 }
 
-/** `serviceSettings` of a command with the task flags: `--run` needs a service that outlives the command. */
+/**
+ * `serviceSettings` of a command with the task flags: `--run` and `--no-wait` need a service that
+ * outlives the command (the task `--no-wait` leaves is waited for and fetched by later commands).
+ */
 export function taskSettings(values: TaskValues, io: CliIo): ServiceSettings {
   const settings = serviceSettings(values, io);
   const runId = runFlag(values);
-  if (runId !== undefined) requirePersistentService(settings, `--run ${runId}`);
+  if (runId !== undefined) requirePersistentService(settings, `--run ${runId} needs the service that made it`);
+  if (values['no-wait']) {
+    requirePersistentService(settings, '--no-wait leaves the task to later commands (task-status, then --run), which need the service that made it');
+  }
   return settings;
 }
 

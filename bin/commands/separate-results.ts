@@ -1,6 +1,7 @@
 /**
  * `rt-translate separate-results RUN_ID...`: downloads both tracks of finished audio separation
- * runs (`POST /audio-separation-results`, then each presigned URL) into a directory, as
+ * runs (one run looked up with `GET /audio-separation-result/{run_id}`, several with `POST
+ * /audio-separation-results`, then each presigned URL) into a directory, as
  * `foreground-RUN.flac` and `background-RUN.flac`. Downloads resume after a lost connection and
  * refresh an expired URL by looking the runs up again. Each run's failure is reported on its
  * own; the exit status is 1 when any run failed. A track is written to `NAME.part` and renamed
@@ -8,6 +9,7 @@
  */
 import { join } from 'node:path';
 import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
+import { lookUpSeparationRuns } from '../../lib/http/endpoints.js';
 import type { SeparationTrack } from '../../lib/http/client.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
 import {
@@ -24,8 +26,8 @@ import {
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
 
-  RUN_ID...             finished audio separation runs, at least ${RUN_IDS_COUNT.min} (the service looks
-                        runs up ${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} at a time; more are split into such batches)
+  RUN_ID...             finished audio separation runs: one is looked up on its own, several
+                        ${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} at a time (more are split into such batches)
   -o, --output DIR      directory for foreground-RUN.flac and background-RUN.flac
                         (default: the current directory)
 ${SERVICE_USAGE}
@@ -51,16 +53,11 @@ function runIdsOf(positionals: string[]): number[] {
   });
   const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
   if (duplicate !== undefined) throw new UsageError(`run ${duplicate} is given twice.`);
-  if (ids.length < RUN_IDS_COUNT.min) {
-    throw new UsageError(
-      `give at least ${RUN_IDS_COUNT.min} run ids (got ${ids.length}): the service looks up separation results ` +
-        `${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} runs at a time.`,
-    );
-  }
+  if (ids.length === 0) throw new UsageError('RUN_ID... is required: one audio separation run or more (see --help).');
   return ids;
 }
 
-/** Splits `ids` into as few batches as possible, each of 2 to 5 runs (`ids` has at least 2). */
+/** Splits `ids` into as few batches as possible, each of 2 to 5 runs (one run alone is a batch of its own). */
 export function batchesOf(ids: number[]): number[][] {
   const count = Math.ceil(ids.length / RUN_IDS_COUNT.max);
   const batches: number[][] = [];
@@ -92,7 +89,7 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
     for (const batch of batchesOf(ids)) {
       let runs;
       try {
-        runs = await client.getAudioSeparationResults(batch, { signal });
+        runs = await lookUpSeparationRuns(client, batch, { signal });
       } catch (error) {
         if (signal.aborted) throw error;
         for (const runId of batch) report(runId, `lookup failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);

@@ -542,8 +542,9 @@ export class LocalizationClient implements HttpRequester {
 
   /**
    * One track of a finished audio separation run as a resumable download whose presigned URL is
-   * refreshed by asking `POST /audio-separation-results` for `runIds` again (see
-   * `endpoints.openSeparationTrack`).
+   * refreshed by looking `runIds` up again: `[runId]` alone through `GET
+   * /audio-separation-result/{run_id}`, 2 to 5 runs through `POST /audio-separation-results`
+   * (see `endpoints.openSeparationTrack`).
    */
   openSeparationTrack(
     runIds: number[],
@@ -613,14 +614,14 @@ export class LocalizationClient implements HttpRequester {
     return this.languages.list(side, options);
   }
 
-  /** The numeric id of a locale tag in the service's lists (`ValidationError` when it has none). */
+  /** The numeric id of a locale tag in the service's lists (a `ValidationError` naming `tag` when it has none). */
   languageId(tag: string, side: LanguageSide = 'target', options?: RequestOptions): Promise<number> {
-    return this.languages.idOf(tag, side, 'language', options);
+    return this.languages.idOf(tag, side, 'tag', options);
   }
 
-  /** The locale tag of a numeric language id in the service's lists. */
+  /** The locale tag of a numeric language id in the service's lists (a `ValidationError` naming `id` when it has none). */
   languageTag(id: number, side: LanguageSide = 'target', options?: RequestOptions): Promise<string> {
-    return this.languages.tagOf(id, side, options);
+    return this.languages.tagOf(id, side, 'id', options);
   }
 
   /** `GET /list-voices`. */
@@ -701,6 +702,21 @@ export class LocalizationClient implements HttpRequester {
     options?: endpoints.TaskCallOptions & Omit<transcription.TranscriptionResultOptions, keyof RequestOptions>,
   ): Promise<transcription.TranscriptionResult & { taskId: string; runId: number }> {
     return transcription.transcribe(this, request, options);
+  }
+
+  /** `GET /discord/dub/{task_id}`: a dubbing started from the service's Discord bot. */
+  getDiscordDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDiscordDubStatus(this, taskId, options);
+  }
+
+  /** `GET /twitter/dub/{task_id}`: a dubbing started from the service's X (Twitter) bot. */
+  getTwitterDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getTwitterDubStatus(this, taskId, options);
+  }
+
+  /** `GET /discord/tts/{task_id}`: text to speech started from the service's Discord bot. */
+  getDiscordTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+    return dubbing.getDiscordTtsStatus(this, taskId, options);
   }
 
   /** `POST /dub`. */
@@ -915,6 +931,26 @@ export class LocalizationClient implements HttpRequester {
   /** `POST /stream/probe`: the tracks of a source stream. */
   probeStream(request: Parameters<typeof streams.probeStream>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
     return streams.probeStream(this, request, options);
+  }
+
+  /** `POST /v1/stream`. @deprecated The service deprecates `/v1/stream`; use `createStream`. */
+  createStreamV1(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
+    return streams.createStreamV1(this, request, options);
+  }
+
+  /** `GET /v1/stream/{id}`. @deprecated Use `getStream`. */
+  getStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.getStreamV1(this, streamId, options);
+  }
+
+  /** `GET /v1/stream/{id}/stop`: stops a stream. @deprecated Use `deleteStream`. */
+  stopStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
+    return streams.stopStreamV1(this, streamId, options);
+  }
+
+  /** `POST /v1/stream/probe`. @deprecated Use `probeStream`. */
+  probeStreamV1(request: Parameters<typeof streams.probeStreamV1>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
+    return streams.probeStreamV1(this, request, options);
   }
 
   /** What `util.inspect` shows: never the key. */

@@ -5,7 +5,9 @@
  * target language), bulk results, other output formats (`POST /dub-alt-format/...`, answered
  * with a URL or a task), subtitle tasks (`POST /sub`) and the transcript of a dubbing or
  * subtitle run in SRT, WebVTT or text (`GET /transcript/{run_id}/{language}`). Dubbed files
- * download through the resumable machinery, their URLs looked up again when they expire.
+ * download through the resumable machinery, their URLs looked up again when they expire. The
+ * statuses of tasks started from the service's own bots (Discord and X dubbing, Discord TTS)
+ * are read here too.
  *
  * The result's URL fields are `audio_url`/`video_url` in the SDK and
  * `output_audio_url`/`output_video_url` in the service's documentation: both are read.
@@ -245,4 +247,22 @@ export async function dubAltFormat(client: HttpRequester, runId: number, languag
 /** `POST /sub`: starts making subtitles of a media URL (its transcript per language: `getRunTranscript`). */
 export async function createSubtitles(client: HttpRequester, request: SubtitlesRequest, options?: RequestOptions): Promise<CreatedTask> {
   return createTask(client, '/sub', options, { json: validate(subtitlesSchema, request) });
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Tasks started from the service's own bots                                                 */
+
+/** `GET /discord/dub/{task_id}`: a dubbing started from the service's Discord bot. */
+export function getDiscordDubStatus(client: HttpRequester, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+  return getTaskStatus(client, 'discord-dub', taskId, options);
+}
+
+/** `GET /twitter/dub/{task_id}`: a dubbing started from the service's X (Twitter) bot. */
+export function getTwitterDubStatus(client: HttpRequester, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+  return getTaskStatus(client, 'twitter-dub', taskId, options);
+}
+
+/** `GET /discord/tts/{task_id}`: text to speech started from the service's Discord bot. */
+export function getDiscordTtsStatus(client: HttpRequester, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
+  return getTaskStatus(client, 'discord-tts', taskId, options);
 }

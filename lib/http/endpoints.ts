@@ -386,6 +386,15 @@ export async function getAudioSeparationResults(client: HttpRequester, runIds: n
   return separationRuns(await bulkLookup(client, '/audio-separation-results', runIds, options));
 }
 
+/**
+ * The runs `runIds` looked up afresh: one run through `GET /audio-separation-result/{run_id}`,
+ * 2 to 5 through `POST /audio-separation-results`.
+ */
+export async function lookUpSeparationRuns(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, AudioSeparationRun>> {
+  if (Array.isArray(runIds) && runIds.length === 1) return new Map([[runIds[0]!, await getAudioSeparationResult(client, runIds[0]!, options)]]);
+  return getAudioSeparationResults(client, runIds, options);
+}
+
 /** The presigned URL of `track` of `runId` in a fresh lookup of `runIds`, or a clear error. */
 async function separationTrackUrl(
   client: HttpRequester,
@@ -394,7 +403,7 @@ async function separationTrackUrl(
   track: SeparationTrack,
   options: RequestOptions,
 ): Promise<string> {
-  const run = (await getAudioSeparationResults(client, runIds, options)).get(runId);
+  const run = (await lookUpSeparationRuns(client, runIds, options)).get(runId);
   const url = track === 'foreground' ? run?.foregroundAudioUrl : run?.backgroundAudioUrl;
   if (url !== undefined) return url;
   const state =
@@ -409,9 +418,10 @@ async function separationTrackUrl(
  * PCM16 with `decode`) that resolves once the FLAC header arrived.
  *
  * The track's URL is presigned (no API key is sent with it) and expires. When it is refused
- * with 403, the stream asks `POST /audio-separation-results` for `runIds` again (the bulk
- * lookup takes 2 to 5 runs, so pass the batch `runId` was looked up in, `runId` included) and
- * goes on from where it stopped. `options.url` skips the first lookup when the URL is known.
+ * with 403, the stream looks `runIds` up again and goes on from where it stopped: `[runId]`
+ * alone through `GET /audio-separation-result/{run_id}`, or the batch of 2 to 5 runs `runId`
+ * was looked up in through `POST /audio-separation-results`. `options.url` skips the first
+ * lookup when the URL is known.
  */
 export async function openSeparationTrack(
   client: FlacDownloader,
@@ -424,7 +434,7 @@ export async function openSeparationTrack(
   if (track !== 'foreground' && track !== 'background') throw new ValidationError('track', "'foreground' or 'background'", String(track));
   if (!Array.isArray(runIds) || !runIds.includes(runId)) {
     const received = Array.isArray(runIds) ? `[${runIds.join(', ')}]` : typeof runIds;
-    throw new ValidationError('runIds', `the lookup batch of 2 to 5 run ids that includes run ${runId}`, received);
+    throw new ValidationError('runIds', `[${runId}], or the lookup batch of 2 to 5 run ids that includes run ${runId}`, received);
   }
   const req = callOptions(options);
   const url = options.url ?? (await separationTrackUrl(client, runIds, runId, track, req));

@@ -95,12 +95,15 @@ export class LanguageCatalog {
     );
   }
 
-  /** The locale tag of a language id, looked up in `side`'s list first, then the other's. */
-  async tagOf(id: number, side: LanguageSide, options: RequestOptions = {}): Promise<string> {
+  /**
+   * The locale tag of a language id, looked up in `side`'s list first, then the other's.
+   * `field` names the caller's argument in the error.
+   */
+  async tagOf(id: number, side: LanguageSide, field: string, options: RequestOptions = {}): Promise<string> {
     const other: LanguageSide = side === 'source' ? 'target' : 'source';
     const found = (await this.list(side, options)).find((l) => l.id === id) ?? (await this.list(other, options)).find((l) => l.id === id);
     if (found) return found.tag;
-    throw new ValidationError('languageId', `an id the service lists as a language (see listLanguages('${side}'))`, String(id));
+    throw new ValidationError(field, `an id the service lists as a language (see listLanguages('${side}'))`, String(id));
   }
 }
 
