@@ -314,6 +314,17 @@ describe('status errors', () => {
     expect(await client.createTranslatedTts(body).catch((e: unknown) => e)).toMatchObject({ status: 502, retryable: true, serverMessage: 'bad gateway' });
   });
 
+  it('a service message that ends in a full stop is not given a second one', async () => {
+    handlers.set('/translated-tts', (_req, res) => json(res, 409, { message: 'Task is ERROR.' }));
+    const conflict = (await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error;
+    expect(conflict.message).toBe('POST /translated-tts failed with HTTP 409: Task is ERROR.');
+    handlers.set('/translated-tts', (_req, res) => json(res, 401, { message: 'Key revoked.' }));
+    const auth = (await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error;
+    expect(auth.message).toMatch(/RT_TRANSLATE_API_KEY\. The service said: Key revoked\.$/);
+    handlers.set('/translated-tts', (_req, res) => res.writeHead(409).end());
+    expect(((await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error).message).toBe('POST /translated-tts failed with HTTP 409.');
+  });
+
   it('a 2xx body that is not JSON is a ProtocolError', async () => {
     handlers.set('/translated-tts', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });

@@ -44,12 +44,18 @@ function where(info: HttpRequestInfo & { context?: string }): string {
   return info.context ? `${info.method} ${info.path} (${info.context})` : `${info.method} ${info.path}`;
 }
 
+/** The service's own words for the end of a message, after `lead`, ending in one full stop. */
+function serviceSaid(options: HttpErrorOptions, lead = ' The service said: '): string {
+  const message = options.serverMessage?.trim().replace(/\.+$/, '');
+  return message ? `${lead}${message}.` : '';
+}
+
 /** 401: the key is missing or unknown. Not retryable: fix the key. */
 export class HttpAuthError extends AuthError {
   readonly method: string;
   readonly path: string;
   constructor(options: HttpErrorOptions) {
-    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    const said = serviceSaid(options);
     super(
       `${where(options)} was refused with 401: the API key is missing or invalid. ` +
         `Pass apiKey or set RT_TRANSLATE_API_KEY.${said}`,
@@ -65,7 +71,7 @@ export class HttpForbiddenError extends ForbiddenError {
   readonly method: string;
   readonly path: string;
   constructor(options: HttpErrorOptions) {
-    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    const said = serviceSaid(options);
     const explanation = options.explanation ?? 'the API key has no permission for this resource.';
     super(`${where(options)} was refused with 403: ${explanation}${said}`, { ...options, status: 403, retryable: false });
     this.method = options.method;
@@ -129,7 +135,7 @@ export class HttpPaymentRequiredError extends BillingError {
   readonly method: string;
   readonly path: string;
   constructor(options: HttpErrorOptions) {
-    const said = options.serverMessage ? ` The service said: ${options.serverMessage}` : '';
+    const said = serviceSaid(options);
     super(`${where(options)} was refused with 402: the account has insufficient credits. Add credits and try again.${said}`, {
       ...options,
       status: 402,
@@ -147,8 +153,7 @@ export class HttpStatusError extends RtTranslateError {
   /** True when the status was 503 and the service said when to come back (see retry.ts). */
   readonly unavailable: boolean;
   constructor(status: number, options: HttpErrorOptions) {
-    const said = options.serverMessage ? `: ${options.serverMessage}` : '';
-    super('RTT_HTTP', `${where(options)} failed with HTTP ${status}${said}.`, {
+    super('RTT_HTTP', `${where(options)} failed with HTTP ${status}${serviceSaid(options, ': ') || '.'}`, {
       ...options,
       status,
       retryable: status === 408 || status >= 500,
