@@ -502,7 +502,7 @@ describe('rt-translate delete-voice', () => {
       cli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
     ]);
     expect(noKey.code).toBe(2);
-    expect(noKey.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
+    expect(noKey.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');
     expect(plainRemote.code).toBe(2);
     expect(plainRemote.stderr).toMatch(/^rt-translate: Refusing plain-text http:\/\/ to service\.example\.com.* \[RTT_CONFIG\]\n$/);
     expect(badId.code).toBe(2);

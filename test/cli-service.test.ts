@@ -28,7 +28,7 @@ import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
 import { runDeleteVoice } from '../bin/commands/delete-voice.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
@@ -285,9 +285,79 @@ describe('help of the HTTP commands', () => {
     }
   });
 
+  it('each command offers --api-key-file and says to prefer it or the environment to --api-key', async () => {
+    for (const command of Object.keys(ENTRIES)) {
+      const help = (await cli([command, '--help'])).stdout.toString();
+      expect(help, command).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input\)\n/);
+      expect(help, command).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
+    }
+  });
+
   it('the top-level usage lists every command (the one spawned case)', async () => {
     const top = (await runCli(['--help'])).stdout.toString();
     for (const command of Object.keys(ENTRIES)) expect(top).toContain(`rt-translate ${command} `);
+  });
+});
+
+describe('the API key from a file: --api-key-file', () => {
+  /** Arguments each command needs to get as far as reading the key. */
+  const ARGS: Record<string, string[]> = {
+    voices: [],
+    languages: [],
+    'translate-text': ['--from', 'en-us', '--to', 'es-es', 'Hello'],
+    transcribe: ['-i', FIXTURE, '--language', 'en-us'],
+    dub: ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es'],
+    subtitles: ['--url', MEDIA, '--from', 'en-us'],
+    'task-status': ['sub', 'some-task'],
+    tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
+    'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
+    'separate-results': ['1', '2'],
+    'delete-voice': ['17'],
+  };
+  const service = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl });
+
+  it('every HTTP command reads it, before any request: a missing file is a usage error', async () => {
+    expect(Object.keys(ARGS).sort()).toEqual(Object.keys(ENTRIES).sort());
+    for (const [command, args] of Object.entries(ARGS)) {
+      const result = await runInProcess([command, ...args, '--api-key-file', join(dir, 'no-such-key')], { env: service() });
+      expect(result.stderr, command).toBe(`rt-translate: cannot read --api-key-file ${join(dir, 'no-such-key')}: ENOENT.\n`);
+      expect(result.code, command).toBe(2);
+    }
+  });
+
+  it('PATH (relative to the working directory) or - for standard input; the key is used and never shown', async () => {
+    await writeFile(join(dir, 'key.txt'), `${KEY}\n`);
+    await writeFile(join(dir, 'wrong-key.txt'), 'sk-cli-service-wrong-8f3a\n');
+    const [fromFile, fromStdin, wrong] = await Promise.all([
+      runInProcess(['languages', '--api-key-file', 'key.txt'], { env: service(), cwd: dir }),
+      runInProcess(['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
+      runInProcess(['languages', '--api-key-file', join(dir, 'wrong-key.txt')], { env: service() }),
+    ]);
+    expect(fromFile.code).toBe(0);
+    expect(lines(fromFile.stdout)).toContain('1\ten-us\tEnglish (United States)');
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.stdout.subarray(0, 4).toString('latin1')).toBe('RIFF');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/was refused with 401: .* \[RTT_AUTH\]\n$/);
+    expect(wrong.stderr).not.toContain('sk-cli-service-wrong-8f3a');
+    for (const result of [fromFile, fromStdin]) {
+      expect(result.stderr).not.toContain(KEY);
+      expect(result.stdout.includes(KEY)).toBe(false);
+    }
+  });
+
+  it('- is refused where standard input carries the command\'s own input, and with --api-key', async () => {
+    const [recording, voice, texts, both] = await Promise.all([
+      runInProcess(['transcribe', '-i', '-', '--language', 'en-us', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
+      runInProcess(['voices', 'create', '--name', 'x', '--gender', '1', '--file', '-', '--api-key-file', '-'], { env: service() }),
+      runInProcess(['translate-text', '--from', 'en-us', '--to', 'es-es', '--api-key-file', '-'], { env: service() }),
+      runInProcess(['languages', '--api-key', KEY, '--api-key-file', 'key.txt'], { env: service() }),
+    ]);
+    expect(recording.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the recording must come from a file: pass -i PATH.\n');
+    expect(voice.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the recording must come from a file: pass --file PATH.\n');
+    expect(texts.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the texts must come as arguments or from --file PATH.\n');
+    expect(both.stderr).toBe('rt-translate: give the key once: --api-key or --api-key-file, not both.\n');
+    for (const result of [recording, voice, texts, both]) expect(result.code).toBe(2);
   });
 });
 

@@ -894,7 +894,7 @@ describe.concurrent('rt-translate: the API key off the command line', () => {
 
   it('--help says to prefer the environment or a file to --api-key', async () => {
     const help = (await runInProcess(['--help'])).stdout.toString();
-    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input; the audio then\n {24}comes from -i PATH\)/);
+    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input\)\n {24}with '-', the audio must come from -i PATH\n/);
     expect(help).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
   });
 

@@ -72,7 +72,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, OPTIONS, DUB_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const targets = listFlag(values.to);
   let request: DubbingRequest | undefined;
   if (values.run === undefined) {

@@ -8,7 +8,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { ENV_API_KEY, ENV_BASE_URL, parseServiceUrl, resolveApiKey } from '../../lib/config.js';
+import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { TaskProgress } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
@@ -21,6 +21,7 @@ import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
+import { API_KEY_OPTIONS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
@@ -49,7 +50,7 @@ export function listFlag(value: string | undefined): string[] {
 
 /** Flags every HTTP subcommand takes (`parseArgs` form). */
 export const SERVICE_OPTIONS = {
-  'api-key': { type: 'string' },
+  ...API_KEY_OPTIONS,
   'base-url': { type: 'string' },
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
@@ -68,7 +69,7 @@ export const TASK_OPTIONS = {
   run: { type: 'string' },
 } as const;
 
-export const SERVICE_USAGE = `  --api-key KEY         or env ${ENV_API_KEY}
+export const SERVICE_USAGE = `${apiKeyUsage()}
   --base-url URL        or env ${ENV_BASE_URL} (for example https://client.camb.ai/apis)
   --allow-insecure      allow plain-text http:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it (the default when
@@ -92,8 +93,7 @@ const EMBEDDED_POLL_MS = 100;
 /** Exit status after Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
 
-export interface ServiceValues {
-  'api-key'?: string;
+export interface ServiceValues extends ApiKeyFlags {
   'base-url'?: string;
   'allow-insecure'?: boolean;
   emulator?: boolean;
@@ -119,12 +119,15 @@ export interface ServiceSettings {
   pollMs: number | undefined;
 }
 
-export function serviceSettings(values: ServiceValues, io: CliIo): ServiceSettings {
+/**
+ * Checks the service flags and reads the key (`resolveKeyFlags`; `stdinTaken` names what else the
+ * command reads from standard input); every problem is a usage error naming the flag or variable.
+ */
+export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTaken?: string): Promise<ServiceSettings> {
   const baseOption = values['base-url'] ?? io.env[ENV_BASE_URL];
   const useEmulator = values.emulator === true || !baseOption;
   const allowInsecure = values['allow-insecure'] === true;
-  const apiKey = resolveApiKey(values['api-key'], io.env);
-  if (!useEmulator && apiKey === undefined) throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
+  const apiKey = await resolveKeyFlags(values, io, { required: !useEmulator, stdinTaken });
   if (!useEmulator) parseServiceUrl(baseOption!, 'baseUrl', 'https:', { allowInsecure });
   const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
   return {
@@ -225,8 +228,8 @@ export function requirePersistentService(settings: ServiceSettings, what: string
 }
 
 /** `serviceSettings` of a command with the task flags: `--run` needs a service that outlives the command. */
-export function taskSettings(values: TaskValues, io: CliIo): ServiceSettings {
-  const settings = serviceSettings(values, io);
+export async function taskSettings(values: TaskValues, io: CliIo, stdinTaken?: string): Promise<ServiceSettings> {
+  const settings = await serviceSettings(values, io, stdinTaken);
   const runId = runFlag(values);
   if (runId !== undefined) requirePersistentService(settings, `--run ${runId}`);
   return settings;

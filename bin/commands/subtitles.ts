@@ -67,7 +67,7 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, OPTIONS, SUBTITLES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const targets = listFlag(values.to);
   const toDirectory = await isDirectory(values.output);
   const format = transcriptFormat(values.format, toDirectory ? undefined : values.output, 'srt');

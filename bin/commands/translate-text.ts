@@ -68,7 +68,8 @@ export async function runTranslateText(args: string[], io: CliIo): Promise<numbe
   const parsed = parseCommand(args, OPTIONS, TRANSLATE_TEXT_USAGE, io, true);
   if (!parsed) return EXIT_OK;
   const { values, positionals } = parsed;
-  const settings = taskSettings(values, io);
+  const textsOnStdin = values.run === undefined && positionals.length === 0 && (values.file ?? '-') === '-';
+  const settings = await taskSettings(values, io, textsOnStdin ? 'the texts must come as arguments or from --file PATH' : undefined);
   let request: TranslationRequest | undefined;
   if (values.run === undefined) {
     if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');

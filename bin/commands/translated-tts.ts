@@ -71,7 +71,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     body = { text: values.text, sourceLanguage: values.from, targetLanguage: values.to, ...(voiceId !== undefined ? { voiceId } : {}) };
     checkRequest(translatedTtsSchema, body, { text: '--text', sourceLanguage: '--from', targetLanguage: '--to', voiceId: '--voice' });
   }
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const output = values.output;
   const decode = values.decode === true;
   const wav = decode && !isStdout(output) && output!.toLowerCase().endsWith('.wav');

@@ -93,7 +93,7 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   };
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
   checkRequest(ttsStreamSchema, request, { text: '--text', language: '--language', voiceId: '--voice', speechModel: '--model', outputConfiguration: '--format', 'outputConfiguration.sampleRate': '--sample-rate' });
-  const settings = serviceSettings(values, io);
+  const settings = await serviceSettings(values, io);
   await checkOutput(values.output, io);
 
   return withService(settings, io, async ({ client, signal }) => {

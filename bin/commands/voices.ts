@@ -70,7 +70,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io, action === 'create' && values.file === '-' ? 'the recording must come from a file: pass --file PATH' : undefined);
 
   if (action === 'create') {
     if (values.name === undefined) throw new UsageError('--name NAME is required (see --help).');
