@@ -353,7 +353,7 @@ describe('rt-translate translated-tts: --no-wait, then --run', () => {
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       expect.stringMatching(EMBEDDED_NOTICE),
-      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): body\.target_language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
+      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
     ]);
   });
 });

@@ -299,26 +299,27 @@ describe('help of the HTTP commands', () => {
   });
 });
 
+/** Arguments each HTTP command needs to get as far as its service flags. */
+const MINIMAL_ARGS: Record<string, string[]> = {
+  voices: [],
+  languages: [],
+  'translate-text': ['--from', 'en-us', '--to', 'es-es', 'Hello'],
+  transcribe: ['-i', FIXTURE, '--language', 'en-us'],
+  dub: ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es'],
+  subtitles: ['--url', MEDIA, '--from', 'en-us'],
+  'task-status': ['sub', 'some-task'],
+  tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
+  'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
+  'separate-results': ['1', '2'],
+  'delete-voice': ['17'],
+};
+
 describe('the API key from a file: --api-key-file', () => {
-  /** Arguments each command needs to get as far as reading the key. */
-  const ARGS: Record<string, string[]> = {
-    voices: [],
-    languages: [],
-    'translate-text': ['--from', 'en-us', '--to', 'es-es', 'Hello'],
-    transcribe: ['-i', FIXTURE, '--language', 'en-us'],
-    dub: ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es'],
-    subtitles: ['--url', MEDIA, '--from', 'en-us'],
-    'task-status': ['sub', 'some-task'],
-    tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
-    'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
-    'separate-results': ['1', '2'],
-    'delete-voice': ['17'],
-  };
   const service = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl });
 
   it('every HTTP command reads it, before any request: a missing file is a usage error', async () => {
-    expect(Object.keys(ARGS).sort()).toEqual(Object.keys(ENTRIES).sort());
-    for (const [command, args] of Object.entries(ARGS)) {
+    expect(Object.keys(MINIMAL_ARGS).sort()).toEqual(Object.keys(ENTRIES).sort());
+    for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
       const result = await runInProcess([command, ...args, '--api-key-file', join(dir, 'no-such-key')], { env: service() });
       expect(result.stderr, command).toBe(`rt-translate: cannot read --api-key-file ${join(dir, 'no-such-key')}: ENOENT.\n`);
       expect(result.code, command).toBe(2);
@@ -358,6 +359,41 @@ describe('the API key from a file: --api-key-file', () => {
     expect(texts.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the texts must come as arguments or from --file PATH.\n');
     expect(both.stderr).toBe('rt-translate: give the key once: --api-key or --api-key-file, not both.\n');
     for (const result of [recording, voice, texts, both]) expect(result.code).toBe(2);
+  });
+});
+
+describe('messages name the flags, not the library\'s options', () => {
+  it('a base URL that cannot be used: --base-url or the variable, and --allow-insecure', async () => {
+    for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
+      const [flag, variable, plain] = await Promise.all([
+        runInProcess([command, ...args, '--base-url', 'nope'], { env: { RT_TRANSLATE_API_KEY: KEY } }),
+        runInProcess([command, ...args], { env: { RT_TRANSLATE_API_KEY: KEY, RT_TRANSLATE_BASE_URL: 'nope' } }),
+        runInProcess([command, ...args, '--base-url', 'http://service.example.com/apis'], { env: { RT_TRANSLATE_API_KEY: KEY } }),
+      ]);
+      expect(flag.stderr, command).toBe('rt-translate: Invalid --base-url: expected an absolute https:// URL. [RTT_CONFIG]\n');
+      expect(variable.stderr, command).toBe('rt-translate: Invalid RT_TRANSLATE_BASE_URL: expected an absolute https:// URL. [RTT_CONFIG]\n');
+      expect(plain.stderr, command).toBe(
+        'rt-translate: Refusing plain-text http:// to service.example.com, which is not a loopback host: use https://, ' +
+          'or pass --allow-insecure if you really mean it. [RTT_CONFIG]\n',
+      );
+      for (const result of [flag, variable, plain]) expect(result.code, command).toBe(2);
+    }
+  });
+
+  it.each([
+    ['tts', ['--text', 'Hello there', '--language', 'xx-yy', '-o', '-'], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --language: Value error, unsupported language "xx-yy"/, 1],
+    ['translated-tts', ['--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'], /: --to: Value error, unsupported language "xx-yy"/, 1],
+    ['translated-tts', ['--text', 'Hello', '--from', 'xx-yy', '--to', 'es-es', '-o', '-'], /: --from: Value error, unsupported language "xx-yy"/, 1],
+    ['subtitles', ['--url', MEDIA, '--from', 'xx-yy'], /^rt-translate: POST \/sub was rejected with 422 \(validation\): --from: Value error/, 1],
+    ['translate-text', ['--from', 'en-us', '--to', 'xx-yy', 'Hello'], /^rt-translate: --to expects a language the service lists as a target language .*see rt-translate languages --target\), or its numeric id \(got "xx-yy"\)\.$/, 2],
+    ['transcribe', ['-i', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language the service lists as a source language .*\(got "xx-yy"\)\.$/, 2],
+    ['dub', ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es,xx-yy'], /^rt-translate: --to expects a language .*\(got "xx-yy"\)\.$/, 2],
+    ['voices', ['create', '--name', 'x', '--gender', '1', '--file', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language .*\(got "xx-yy"\)\.$/, 2],
+  ])('%s %j: an unsupported language is named by its flag', async (command, args, message, code) => {
+    const result = await runInProcess([command, ...args], { env: { RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.stderr.trimEnd()).toMatch(message);
+    expect(result.stderr).not.toMatch(/body\.|targetLanguage|sourceLanguage|Invalid language|listLanguages/);
+    expect(result.code).toBe(code);
   });
 });
 

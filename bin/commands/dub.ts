@@ -85,7 +85,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
       targetLanguages: targets.map(languageValue),
       ...(values.mode !== undefined ? { transcriptionMode: values.mode as 'fast' | 'slow' } : {}),
     };
-    checkRequest(dubSchema, request, { videoUrl: '--url', sourceLanguage: '--from', targetLanguages: '--to', transcriptionMode: '--mode' });
+    checkRequest(dubSchema, request);
   }
   const transcript = values.transcript as TranscriptFormat | undefined;
   if (transcript !== undefined) {

@@ -15,13 +15,15 @@ import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-
 import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
+import { ServiceValidationError } from '../../lib/http/errors.js';
+import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
-import { API_KEY_OPTIONS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
+import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
@@ -128,7 +130,8 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   const useEmulator = values.emulator === true || !baseOption;
   const allowInsecure = values['allow-insecure'] === true;
   const apiKey = await resolveKeyFlags(values, io, { required: !useEmulator, stdinTaken });
-  if (!useEmulator) parseServiceUrl(baseOption!, 'baseUrl', 'https:', { allowInsecure });
+  // Messages name what the user typed: the flag or the variable, and --allow-insecure.
+  if (!useEmulator) parseServiceUrl(baseOption!, values['base-url'] !== undefined ? '--base-url' : ENV_BASE_URL, 'https:', { allowInsecure, hints: FLAG_HINTS });
   const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
   return {
     baseUrl: useEmulator ? undefined : baseOption,
@@ -187,7 +190,7 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       io.stderr.write('rt-translate: interrupted\n');
       return EXIT_INTERRUPTED;
     }
-    throw error;
+    throw withFlagNames(error);
   } finally {
     process.off('SIGINT', onSignal);
     await client?.close();
@@ -196,21 +199,82 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
 }
 
 /**
- * The library's checks of a request built from flags, before anything is opened or sent; a
- * problem is a usage error naming the flag (`flags` maps the request's field to its flag) and
- * what it accepts. Returns the request's wire body.
+ * The flag that sets each request field, for every HTTP command: fields as the library names
+ * them (camelCase, dotted when nested), path parameters under `path.`. Messages about a field,
+ * from the library's checks before a request or the service's 422 after it, name the flag.
  */
-export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object, flags: Record<string, string>): T {
+export const FIELD_FLAGS: Readonly<Record<string, string>> = {
+  text: '--text',
+  texts: 'TEXT',
+  language: '--language',
+  sourceLanguage: '--from',
+  targetLanguage: '--to',
+  targetLanguages: '--to',
+  voiceId: '--voice',
+  speechModel: '--model',
+  outputConfiguration: '--format',
+  'outputConfiguration.sampleRate': '--sample-rate',
+  mediaUrl: '--url',
+  videoUrl: '--url',
+  mediaFile: '-i',
+  transcriptionMode: '--mode',
+  formality: '--formal or --casual',
+  voiceName: '--name',
+  gender: '--gender',
+  age: '--age',
+  description: '--description',
+  voiceDescription: '--description',
+  file: '--file',
+  runIds: 'RUN_ID',
+  'path.runId': '--run',
+  'path.taskId': 'TASK_ID',
+  'path.voiceId': 'ID',
+};
+
+/** The flag that sets `field` (`outputConfiguration.sampleRate`, `runIds.2`), or its top-level field's. */
+function flagOf(field: string): string | undefined {
+  return FIELD_FLAGS[field] ?? FIELD_FLAGS[field.split('.')[0]!];
+}
+
+/**
+ * The library's checks of a request built from flags, before anything is opened or sent; a
+ * problem is a usage error naming the flag (`withFlagNames`) and what it accepts. Returns the
+ * request's wire body.
+ */
+export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object): T {
   try {
     return validate<T>(schema, request);
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    const top = error.field.split('.')[0]!;
-    const flag = flags[error.field] ?? flags[top];
-    if (flag === undefined) throw error;
-    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
-    throw new UsageError(`${flag} expects ${error.accepted}${got === undefined ? '' : ` (got ${got})`}.`);
+    throw withFlagNames(error);
   }
+}
+
+/**
+ * A failure about a request field, told with the flag that set it (`FIELD_FLAGS`): the
+ * library's check (also one made once the service's language list is known) as a usage error,
+ * `--to expects ...`; the service's 422 as `--to: ...` instead of `body.target_language: ...`.
+ * Any other failure as it is.
+ */
+export function withFlagNames(error: unknown): unknown {
+  if (error instanceof ValidationError) {
+    const flag = flagOf(error.field);
+    if (flag === undefined) return error;
+    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
+    const accepted = error.accepted.replace(/listLanguages\('(source|target)'\)/, 'rt-translate languages --$1');
+    return new UsageError(`${flag} expects ${accepted}${got === undefined ? '' : ` (got ${got})`}.`);
+  }
+  if (!(error instanceof ServiceValidationError)) return error;
+  let named = false;
+  const detail = error.detail.map((entry) => {
+    const [where, ...rest] = entry.loc;
+    const loc = where === 'body' || where === 'query' ? rest : entry.loc;
+    const flag = flagOf(loc.map((part) => (typeof part === 'string' ? fromWireName(part) : part)).join('.'));
+    if (flag === undefined) return entry;
+    named = true;
+    return { ...entry, loc: [flag] };
+  });
+  if (!named) return error;
+  return new ServiceValidationError(detail, { method: error.method, path: error.path, serverMessage: error.serverMessage, cause: error });
 }
 
 /**

@@ -89,7 +89,7 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
       ...(values.mode !== undefined ? { transcriptionMode: values.mode as TranscriptionMode } : {}),
     };
     const { mediaFile: _file, ...fields } = request;
-    checkRequest(transcriptionSchema, fields, { language: '--language', mediaUrl: '--url', transcriptionMode: '--mode' });
+    checkRequest(transcriptionSchema, fields);
     if (values.input !== undefined && values.input !== '-') await checkInputFile(values.input, '-i');
   }
   if (!values['no-wait']) await checkOutput(values.output, io);

@@ -69,7 +69,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
     const voiceId = intFlag(values.voice, '--voice', 1);
     body = { text: values.text, sourceLanguage: values.from, targetLanguage: values.to, ...(voiceId !== undefined ? { voiceId } : {}) };
-    checkRequest(translatedTtsSchema, body, { text: '--text', sourceLanguage: '--from', targetLanguage: '--to', voiceId: '--voice' });
+    checkRequest(translatedTtsSchema, body);
   }
   const settings = await taskSettings(values, io);
   const output = values.output;

@@ -92,7 +92,7 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
     outputConfiguration: { format, ...(sampleRate !== undefined ? { sampleRate } : {}) },
   };
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
-  checkRequest(ttsStreamSchema, request, { text: '--text', language: '--language', voiceId: '--voice', speechModel: '--model', outputConfiguration: '--format', 'outputConfiguration.sampleRate': '--sample-rate' });
+  checkRequest(ttsStreamSchema, request);
   const settings = await serviceSettings(values, io);
   await checkOutput(values.output, io);
 
