@@ -20,6 +20,7 @@ import type { CliIo } from '../bin/cli.js';
 import type { TaskStatusResponse } from '../lib/http/tasks.js';
 import { TASK_KINDS } from '../lib/http/task-kinds.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
+import { runInProcess } from './helpers/cli.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
@@ -249,7 +250,7 @@ describe('rt-translate tts', () => {
     expect(locale.stderr).toMatch(/^rt-translate: --language expects a locale tag .*\(got "english"\)\.\n$/);
     expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
     expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
-    expect(ogg.stderr).toMatch(/^rt-translate: cannot tell which format to write to .*speech\.ogg: the service streams \.wav \.flac \.mp3 .*pass --format/);
+    expect(ogg.stderr).toMatch(/^rt-translate: -o .*speech\.ogg: tts writes the audio the service streams, not \.ogg; -o accepts \.wav \.flac \.mp3 .* or a name without extension, or pass --format \(wav, flac, /);
     expect(unknownFlag.stderr).toMatch(/^rt-translate: Unknown option '--speed'/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
@@ -315,6 +316,22 @@ describe('rt-translate translated-tts', () => {
       expect.stringMatching(/^rt-translate: Task [0-9a-f-]+ failed: The emulator failed this task because its text asked for it\..* \[RTT_TASK_FAILED\]$/),
     ]);
     expectKeyNotLeaked(failed);
+  });
+});
+
+describe('rt-translate translated-tts: the output name', () => {
+  const text = 'Good morning, dear listeners';
+  it.each([
+    ['y.ogg', [], /^rt-translate: -o .*y\.ogg: translated-tts writes FLAC, not \.ogg; -o accepts \.flac or a name without extension, or with --decode \.wav \.pcm \.raw\.\n$/],
+    ['y.wav', [], /^rt-translate: -o .*y\.wav: translated-tts writes FLAC, not \.wav; .*or with --decode \.wav \.pcm \.raw\.\n$/],
+    ['y.flac', ['--decode'], /^rt-translate: -o .*y\.flac: with --decode, translated-tts writes PCM16 LE, not \.flac; -o accepts \.wav \.pcm \.raw or a name without extension\.\n$/],
+  ])('-o %s %j is refused before any request, naming -o and what it accepts', async (name, extra, message) => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const result = await runInProcess(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path(name), ...extra], { env: serviceEnv() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(result.stdout.length).toBe(0);
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
 });
 

@@ -581,6 +581,12 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
     },
     { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
+    {
+      name: 'an output name it cannot write (-o z.ogg)',
+      args: ['--from', 'en-us', '--to', 'es-es', '-o', '/nonexistent/z.ogg'],
+      stdin: fixture.pcm,
+      message: /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
+    },
     { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
   ];
 

@@ -45,7 +45,8 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --ac N                raw input channels: 1 or 2 (default 1)
   --realtime            send the input at real-time speed (a file played as a microphone)
   -o, --output PATH     translated audio out; '-' or absent: stdout (not a terminal). A path
-                        ending in .wav gets a WAV header (exact sizes once done)
+                        ending in .wav gets a WAV header (exact sizes once done); other
+                        names: .pcm .raw .s16le .s16be .f32le .mulaw .ulaw .alaw, or none
   --out-format FORMAT   s16le s16be f32le mulaw alaw, or wav (a WAV container of s16le);
                         default s16le, or wav for a .wav path (which holds s16le, f32le,
                         mulaw or alaw)
