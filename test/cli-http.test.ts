@@ -678,6 +678,17 @@ describe('progress line of a task wait', () => {
     expect(parts[0]).toMatch(/^translated-tts task/);
   });
 
+  it('a terminal that reports 0 columns gets the line cut to 80, not to "…" (translated-tts)', async () => {
+    const result = await runInProcess(
+      ['translated-tts', '--text', 'Good morning', '--from', 'en-us', '--to', 'es-es', '-o', path('zero-columns.flac'), '--poll-ms', '10'],
+      { env: serviceEnv(), stderrTTY: true, columns: 0 },
+    );
+    expect(result.code).toBe(0);
+    const shown = result.stderr.split('\r\x1b[K').filter((part) => part !== '' && !part.includes('\n'));
+    expect(shown[0]).toMatch(/^task [0-9a-f-]{36}: submitted, \d+\.\d s$/);
+    for (const part of shown) expect(part).not.toBe('…');
+  });
+
   it('writes nothing when stderr is not a terminal', () => {
     const { io, written } = fakeIo(false);
     const progress = taskProgress(io, 'task t-2');

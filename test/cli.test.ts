@@ -822,6 +822,21 @@ describe.concurrent('rt-translate on a terminal', () => {
     expect(result.stderr.endsWith(`${summary(fixture.pcm, expected.length, 3)}\n`)).toBe(true);
   });
 
+  it('a terminal that reports 0 columns gets the line cut to 80, not to "…"', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '-o', path('zero-columns.pcm')], {
+      stdin: fixture.pcm.subarray(0, 24_000),
+      stderrTTY: true,
+      columns: 0,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    expect(texts.some((text) => text.startsWith('connecting'))).toBe(true);
+    for (const text of texts) {
+      expect(text).not.toBe('…');
+      expect(text.length).toBeLessThanOrEqual(79);
+    }
+  });
+
   it('counts what was sent, not the padding added at the end, and says "1 response"', async () => {
     const first = fixture.pcm.subarray(0, 84_480 * 2);
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('one.pcm')], {

@@ -544,7 +544,7 @@ export function progressLine(io: CliIo): ProgressLine {
     show(text) {
       if (!tty) return;
       // Cut to the terminal's width: a line that wraps leaves a copy behind at every redraw.
-      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns ?? 80)}`);
+      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns)}`);
       shown = true;
     },
     line(text) {
