@@ -17,7 +17,7 @@ import { ValidationError } from '../lib/errors.js';
 import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type ResolvedAudioDescription, type SampleFormat } from '../lib/audio/audio-format.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
-import { UsageError, resolvePath, type CliIo } from './cli.js';
+import { UsageError, checkOutputName, resolvePath, type CliIo } from './cli.js';
 
 /** How the source's messages name its description: by the flags. */
 export const INPUT_FLAGS = { format: '-f', rate: '--ar', channels: '--ac' } as const;
@@ -27,6 +27,9 @@ export const OUTPUT_FORMATS: readonly OutputFormat[] = [...SAMPLE_FORMATS, 'wav'
 
 /** Sample formats a WAV output can hold (RIFF is little-endian: no s16be). */
 const WAV_SAMPLE_FORMATS: readonly SampleFormat[] = ['s16le', 'f32le', 'mulaw', 'alaw'];
+
+/** Output names the realtime command writes: a WAV file, or raw samples (as `--out-format` says). */
+const OUTPUT_EXTENSIONS = ['.wav', '.pcm', '.raw', '.s16le', '.s16be', '.f32le', '.mulaw', '.ulaw', '.ul', '.alaw', '.al'];
 
 /** The output layout: raw samples or a WAV container around them. */
 export interface OutputSpec {
@@ -64,6 +67,7 @@ export function parseOutputSpec(flags: {
     ].find(([, value]) => value !== undefined);
     if (conflicting) throw new UsageError(`${conflicting[0]} has no effect with --text-only, which writes no audio.`);
   }
+  if (!flags.textOnly) checkOutputName(flags.output, OUTPUT_EXTENSIONS, 'rt-translate writes WAV or raw samples (--out-format)');
   let format: OutputFormat = 's16le';
   if (flags.outFormat !== undefined) {
     if (!(OUTPUT_FORMATS as readonly string[]).includes(flags.outFormat)) {

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
@@ -44,6 +44,18 @@ export function signalsOf(io: CliIo): SignalSource {
 /** `path` (as given on the command line) resolved against the command's working directory. */
 export function resolvePath(io: CliIo, path: string): string {
   return resolve(io.cwd ?? process.cwd(), path);
+}
+
+/**
+ * The extension of output `path` (lower case; '' for a name without one and for standard
+ * output), refused before any traffic when the command cannot write it: `accepted` lists those
+ * it can, `writes` says what it writes and `otherwise` what else the user may do. The message
+ * names -o and what it accepts.
+ */
+export function checkOutputName(path: string | undefined, accepted: readonly string[], writes: string, otherwise = ''): string {
+  const ext = path === undefined || path === '-' ? '' : extname(path).toLowerCase();
+  if (ext === '' || accepted.includes(ext)) return ext;
+  throw new UsageError(`-o ${path}: ${writes}, not ${ext}; -o accepts ${accepted.join(' ')} or a name without extension${otherwise}.`);
 }
 
 /** A usage or configuration problem: exit status 2. */

@@ -7,26 +7,24 @@
 import { createWriteStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ENV_API_KEY, ENV_REALTIME_URL, resolveApiKey, resolveRealtimeUrl } from '../lib/config.js';
+import { ENV_REALTIME_URL, resolveRealtimeUrl } from '../lib/config.js';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { UsageError, readKeyFile, resolvePath, type CliIo } from './cli.js';
+import { UsageError, resolvePath, type CliIo } from './cli.js';
 import { writeAll } from './audio-io.js';
+import { API_KEY_OPTIONS, FLAG_HINTS, resolveKeyFlags, type ApiKeyFlags } from './api-key.js';
 
-/** How messages tell the user to do things: with the flags. */
-const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
+/** What `--api-key-file -` means for a realtime command's input, in its help. */
+export const REALTIME_STDIN_NOTE = "with '-', the audio must come from -i PATH";
 
 /** The flags every realtime command takes to reach the service. */
 export const ACCESS_OPTIONS = {
-  'api-key': { type: 'string' },
-  'api-key-file': { type: 'string' },
+  ...API_KEY_OPTIONS,
   'realtime-url': { type: 'string' },
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
 } as const;
 
-export interface AccessFlags {
-  'api-key'?: string;
-  'api-key-file'?: string;
+export interface AccessFlags extends ApiKeyFlags {
   'realtime-url'?: string;
   'allow-insecure'?: boolean;
   emulator?: boolean;
@@ -42,17 +40,10 @@ export interface RealtimeAccess {
 
 /** Checks the access flags and reads the key; every problem is a usage error, before any traffic. */
 export async function resolveAccess(values: AccessFlags, io: CliIo): Promise<RealtimeAccess> {
-  const keyFile = values['api-key-file'];
-  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
-  if (keyFile === '-' && (values.input === undefined || values.input === '-')) {
-    throw new UsageError('--api-key-file - reads the key from standard input, so the audio must come from a file: pass -i PATH.');
-  }
   const realtimeUrl = values['realtime-url'] ?? io.env[ENV_REALTIME_URL];
   const useEmulator = values.emulator === true || !realtimeUrl;
-  const apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
-  if (!useEmulator && apiKey === undefined) {
-    throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
-  }
+  const stdinTaken = values.input === undefined || values.input === '-' ? 'the audio must come from a file: pass -i PATH' : undefined;
+  const apiKey = await resolveKeyFlags(values, io, { required: !useEmulator, stdinTaken });
   // An unusable URL is a configuration error, found before any file is opened or written.
   if (!useEmulator) {
     resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });

@@ -76,14 +76,17 @@ export function summaryText(p: SessionProgress): string {
   return p.textOnly ? `${sent}, ${responses} (text only).` : `${sent}, received ${seconds(p.receivedBytes)} in ${responses}.`;
 }
 
-/** `text` cut to fit a terminal `columns` wide without wrapping (the last column stays free). */
-export function fitToWidth(text: string, columns: number): string {
-  const room = Math.max(columns - 1, 1);
+/** Terminal width assumed when the stream does not say (no `columns`, or 0 as some terminals report). */
+const DEFAULT_COLUMNS = 80;
+
+/**
+ * `text` cut to fit a terminal `columns` wide without wrapping (the last column stays free);
+ * an unknown width (undefined or 0) counts as `DEFAULT_COLUMNS`.
+ */
+export function fitToWidth(text: string, columns: number | undefined): string {
+  const room = Math.max((columns || DEFAULT_COLUMNS) - 1, 1);
   return text.length <= room ? text : `${text.slice(0, room - 1)}…`;
 }
-
-/** Terminal width assumed when the stream does not say. */
-const DEFAULT_COLUMNS = 80;
 
 /**
  * A status line on `stream`: `show()` replaces it (on a terminal; elsewhere it is not drawn),
@@ -104,7 +107,7 @@ export class StatusLine {
 
   show(text: string): void {
     if (!this.drawn) return;
-    this.#shown = fitToWidth(text, this.#stream.columns ?? DEFAULT_COLUMNS);
+    this.#shown = fitToWidth(text, this.#stream.columns);
     this.#stream.write(`\r\x1b[K${this.#shown}`);
   }
 

@@ -20,6 +20,7 @@ import type { CliIo } from '../bin/cli.js';
 import type { TaskStatusResponse } from '../lib/http/tasks.js';
 import { TASK_KINDS } from '../lib/http/task-kinds.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
+import { runInProcess } from './helpers/cli.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
@@ -249,7 +250,7 @@ describe('rt-translate tts', () => {
     expect(locale.stderr).toMatch(/^rt-translate: --language expects a locale tag .*\(got "english"\)\.\n$/);
     expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
     expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
-    expect(ogg.stderr).toMatch(/^rt-translate: cannot tell which format to write to .*speech\.ogg: the service streams \.wav \.flac \.mp3 .*pass --format/);
+    expect(ogg.stderr).toMatch(/^rt-translate: -o .*speech\.ogg: tts writes the audio the service streams, not \.ogg; -o accepts \.wav \.flac \.mp3 .* or a name without extension, or pass --format \(wav, flac, /);
     expect(unknownFlag.stderr).toMatch(/^rt-translate: Unknown option '--speed'/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
@@ -318,6 +319,22 @@ describe('rt-translate translated-tts', () => {
   });
 });
 
+describe('rt-translate translated-tts: the output name', () => {
+  const text = 'Good morning, dear listeners';
+  it.each([
+    ['y.ogg', [], /^rt-translate: -o .*y\.ogg: translated-tts writes FLAC, not \.ogg; -o accepts \.flac or a name without extension, or with --decode \.wav \.pcm \.raw\.\n$/],
+    ['y.wav', [], /^rt-translate: -o .*y\.wav: translated-tts writes FLAC, not \.wav; .*or with --decode \.wav \.pcm \.raw\.\n$/],
+    ['y.flac', ['--decode'], /^rt-translate: -o .*y\.flac: with --decode, translated-tts writes PCM16 LE, not \.flac; -o accepts \.wav \.pcm \.raw or a name without extension\.\n$/],
+  ])('-o %s %j is refused before any request, naming -o and what it accepts', async (name, extra, message) => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const result = await runInProcess(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path(name), ...extra], { env: serviceEnv() });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(result.stdout.length).toBe(0);
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
+  });
+});
+
 describe('rt-translate translated-tts: --no-wait, then --run', () => {
   it('creates the task and prints its id; task-status waits for it; --run fetches the result', async () => {
     const text = 'See you tomorrow';
@@ -353,7 +370,7 @@ describe('rt-translate translated-tts: --no-wait, then --run', () => {
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       expect.stringMatching(EMBEDDED_NOTICE),
-      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): body\.target_language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
+      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
     ]);
   });
 });
@@ -542,7 +559,7 @@ describe('rt-translate delete-voice', () => {
       cli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
     ]);
     expect(noKey.code).toBe(2);
-    expect(noKey.stderr).toBe('rt-translate: no API key: pass --api-key or set RT_TRANSLATE_API_KEY.\n');
+    expect(noKey.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');
     expect(plainRemote.code).toBe(2);
     expect(plainRemote.stderr).toMatch(/^rt-translate: Refusing plain-text http:\/\/ to service\.example\.com.* \[RTT_CONFIG\]\n$/);
     expect(badId.code).toBe(2);
@@ -699,6 +716,17 @@ describe('progress line of a task wait', () => {
     expect(parts.length).toBeGreaterThanOrEqual(2);
     for (const part of parts) expect(part.length).toBeLessThanOrEqual(23);
     expect(parts[0]).toMatch(/^translated-tts task/);
+  });
+
+  it('a terminal that reports 0 columns gets the line cut to 80, not to "…" (translated-tts)', async () => {
+    const result = await runInProcess(
+      ['translated-tts', '--text', 'Good morning', '--from', 'en-us', '--to', 'es-es', '-o', path('zero-columns.flac'), '--poll-ms', '10'],
+      { env: serviceEnv(), stderrTTY: true, columns: 0 },
+    );
+    expect(result.code).toBe(0);
+    const shown = result.stderr.split('\r\x1b[K').filter((part) => part !== '' && !part.includes('\n'));
+    expect(shown[0]).toMatch(/^task [0-9a-f-]{36}: submitted, \d+\.\d s$/);
+    for (const part of shown) expect(part).not.toBe('…');
   });
 
   it('writes nothing when stderr is not a terminal', () => {

@@ -28,7 +28,7 @@ import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
 import { runDeleteVoice } from '../bin/commands/delete-voice.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
@@ -351,9 +351,115 @@ describe('help of the HTTP commands', () => {
     }
   });
 
+  it('each command offers --api-key-file and says to prefer it or the environment to --api-key', async () => {
+    for (const command of Object.keys(ENTRIES)) {
+      const help = (await cli([command, '--help'])).stdout.toString();
+      expect(help, command).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input\)\n/);
+      expect(help, command).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
+    }
+  });
+
   it('the top-level usage lists every command (the one spawned case)', async () => {
     const top = (await runCli(['--help'])).stdout.toString();
     for (const command of Object.keys(ENTRIES)) expect(top).toContain(`rt-translate ${command} `);
+  });
+});
+
+/** Arguments each HTTP command needs to get as far as its service flags. */
+const MINIMAL_ARGS: Record<string, string[]> = {
+  voices: [],
+  languages: [],
+  'translate-text': ['--from', 'en-us', '--to', 'es-es', 'Hello'],
+  transcribe: ['-i', FIXTURE, '--language', 'en-us'],
+  dub: ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es'],
+  subtitles: ['--url', MEDIA, '--from', 'en-us'],
+  'task-status': ['sub', 'some-task'],
+  tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
+  'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
+  'separate-results': ['1', '2'],
+  'delete-voice': ['17'],
+};
+
+describe('the API key from a file: --api-key-file', () => {
+  const service = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl });
+
+  it('every HTTP command reads it, before any request: a missing file is a usage error', async () => {
+    expect(Object.keys(MINIMAL_ARGS).sort()).toEqual(Object.keys(ENTRIES).sort());
+    for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
+      const result = await runInProcess([command, ...args, '--api-key-file', join(dir, 'no-such-key')], { env: service() });
+      expect(result.stderr, command).toBe(`rt-translate: cannot read --api-key-file ${join(dir, 'no-such-key')}: ENOENT.\n`);
+      expect(result.code, command).toBe(2);
+    }
+  });
+
+  it('PATH (relative to the working directory) or - for standard input; the key is used and never shown', async () => {
+    await writeFile(join(dir, 'key.txt'), `${KEY}\n`);
+    await writeFile(join(dir, 'wrong-key.txt'), 'sk-cli-service-wrong-8f3a\n');
+    const [fromFile, fromStdin, wrong] = await Promise.all([
+      runInProcess(['languages', '--api-key-file', 'key.txt'], { env: service(), cwd: dir }),
+      runInProcess(['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
+      runInProcess(['languages', '--api-key-file', join(dir, 'wrong-key.txt')], { env: service() }),
+    ]);
+    expect(fromFile.code).toBe(0);
+    expect(lines(fromFile.stdout)).toContain('1\ten-us\tEnglish (United States)');
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.stdout.subarray(0, 4).toString('latin1')).toBe('RIFF');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/was refused with 401: .* \[RTT_AUTH\]\n$/);
+    expect(wrong.stderr).not.toContain('sk-cli-service-wrong-8f3a');
+    for (const result of [fromFile, fromStdin]) {
+      expect(result.stderr).not.toContain(KEY);
+      expect(result.stdout.includes(KEY)).toBe(false);
+    }
+  });
+
+  it('- is refused where standard input carries the command\'s own input, and with --api-key', async () => {
+    const [recording, voice, texts, both] = await Promise.all([
+      runInProcess(['transcribe', '-i', '-', '--language', 'en-us', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
+      runInProcess(['voices', 'create', '--name', 'x', '--gender', '1', '--file', '-', '--api-key-file', '-'], { env: service() }),
+      runInProcess(['translate-text', '--from', 'en-us', '--to', 'es-es', '--api-key-file', '-'], { env: service() }),
+      runInProcess(['languages', '--api-key', KEY, '--api-key-file', 'key.txt'], { env: service() }),
+    ]);
+    expect(recording.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the recording must come from a file: pass -i PATH.\n');
+    expect(voice.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the recording must come from a file: pass --file PATH.\n');
+    expect(texts.stderr).toBe('rt-translate: --api-key-file - reads the key from standard input, so the texts must come as arguments or from --file PATH.\n');
+    expect(both.stderr).toBe('rt-translate: give the key once: --api-key or --api-key-file, not both.\n');
+    for (const result of [recording, voice, texts, both]) expect(result.code).toBe(2);
+  });
+});
+
+describe('messages name the flags, not the library\'s options', () => {
+  it('a base URL that cannot be used: --base-url or the variable, and --allow-insecure', async () => {
+    for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
+      const [flag, variable, plain] = await Promise.all([
+        runInProcess([command, ...args, '--base-url', 'nope'], { env: { RT_TRANSLATE_API_KEY: KEY } }),
+        runInProcess([command, ...args], { env: { RT_TRANSLATE_API_KEY: KEY, RT_TRANSLATE_BASE_URL: 'nope' } }),
+        runInProcess([command, ...args, '--base-url', 'http://service.example.com/apis'], { env: { RT_TRANSLATE_API_KEY: KEY } }),
+      ]);
+      expect(flag.stderr, command).toBe('rt-translate: Invalid --base-url: expected an absolute https:// URL. [RTT_CONFIG]\n');
+      expect(variable.stderr, command).toBe('rt-translate: Invalid RT_TRANSLATE_BASE_URL: expected an absolute https:// URL. [RTT_CONFIG]\n');
+      expect(plain.stderr, command).toBe(
+        'rt-translate: Refusing plain-text http:// to service.example.com, which is not a loopback host: use https://, ' +
+          'or pass --allow-insecure if you really mean it. [RTT_CONFIG]\n',
+      );
+      for (const result of [flag, variable, plain]) expect(result.code, command).toBe(2);
+    }
+  });
+
+  it.each([
+    ['tts', ['--text', 'Hello there', '--language', 'xx-yy', '-o', '-'], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --language: Value error, unsupported language "xx-yy"/, 1],
+    ['translated-tts', ['--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'], /: --to: Value error, unsupported language "xx-yy"/, 1],
+    ['translated-tts', ['--text', 'Hello', '--from', 'xx-yy', '--to', 'es-es', '-o', '-'], /: --from: Value error, unsupported language "xx-yy"/, 1],
+    ['subtitles', ['--url', MEDIA, '--from', 'xx-yy'], /^rt-translate: POST \/sub was rejected with 422 \(validation\): --from: Value error/, 1],
+    ['translate-text', ['--from', 'en-us', '--to', 'xx-yy', 'Hello'], /^rt-translate: --to expects a language the service lists as a target language .*see rt-translate languages --target\), or its numeric id \(got "xx-yy"\)\.$/, 2],
+    ['transcribe', ['-i', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language the service lists as a source language .*\(got "xx-yy"\)\.$/, 2],
+    ['dub', ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es,xx-yy'], /^rt-translate: --to expects a language .*\(got "xx-yy"\)\.$/, 2],
+    ['voices', ['create', '--name', 'x', '--gender', '1', '--file', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language .*\(got "xx-yy"\)\.$/, 2],
+  ])('%s %j: an unsupported language is named by its flag', async (command, args, message, code) => {
+    const result = await runInProcess([command, ...args], { env: { RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY } });
+    expect(result.stderr.trimEnd()).toMatch(message);
+    expect(result.stderr).not.toMatch(/body\.|targetLanguage|sourceLanguage|Invalid language|listLanguages/);
+    expect(result.code).toBe(code);
   });
 });
 

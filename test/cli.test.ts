@@ -581,6 +581,12 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
     },
     { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
+    {
+      name: 'an output name it cannot write (-o z.ogg)',
+      args: ['--from', 'en-us', '--to', 'es-es', '-o', '/nonexistent/z.ogg'],
+      stdin: fixture.pcm,
+      message: /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
+    },
     { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
   ];
 
@@ -816,6 +822,21 @@ describe.concurrent('rt-translate on a terminal', () => {
     expect(result.stderr.endsWith(`${summary(fixture.pcm, expected.length, 3)}\n`)).toBe(true);
   });
 
+  it('a terminal that reports 0 columns gets the line cut to 80, not to "…"', async () => {
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '300', '-o', path('zero-columns.pcm')], {
+      stdin: fixture.pcm.subarray(0, 24_000),
+      stderrTTY: true,
+      columns: 0,
+    });
+    expect(result.code).toBe(0);
+    const texts = statusTexts(result.stderr);
+    expect(texts.some((text) => text.startsWith('connecting'))).toBe(true);
+    for (const text of texts) {
+      expect(text).not.toBe('…');
+      expect(text.length).toBeLessThanOrEqual(79);
+    }
+  });
+
   it('counts what was sent, not the padding added at the end, and says "1 response"', async () => {
     const first = fixture.pcm.subarray(0, 84_480 * 2);
     const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', path('one.pcm')], {
@@ -894,7 +915,7 @@ describe.concurrent('rt-translate: the API key off the command line', () => {
 
   it('--help says to prefer the environment or a file to --api-key', async () => {
     const help = (await runInProcess(['--help'])).stdout.toString();
-    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input; the audio then\n {24}comes from -i PATH\)/);
+    expect(help).toMatch(/--api-key-file PATH {3}the API key from a file \('-': standard input\)\n {24}with '-', the audio must come from -i PATH\n/);
     expect(help).toMatch(/--api-key KEY {9}the API key; other users can see it in 'ps': prefer\n {24}RT_TRANSLATE_API_KEY or --api-key-file/);
   });
 

@@ -10,11 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { killAllChildren, runCli } from './helpers/cli.js';
+import { killAllChildren, runCli, runInProcess } from './helpers/cli.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const readme = await readFile(join(root, 'README.md'), 'utf8');
 const startHere = readme.slice(readme.indexOf('## Start here'), readme.indexOf('## API at a glance'));
+const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'), readme.indexOf('## Performance'));
 
 /** Splits a shell command line: words, and double-quoted strings as one word. */
 function words(line: string): string[] {
@@ -66,5 +67,35 @@ describe.concurrent('README: Start here', () => {
     expect(isWav(out)).toBe(true);
     expect(out.readUInt32LE(40)).toBe(out.length - 44);
     expect(out.length - 44).toBeGreaterThan(48_000);
+  });
+});
+
+/**
+ * The message of the Troubleshooting row whose message starts with `start`, as a pattern:
+ * `...` stands for any text, the placeholders HOST, ID and TAG for a word.
+ */
+function troubleRow(start: string): RegExp {
+  const row = troubleshooting.split('\n').find((line) => line.startsWith(`| \`${start}`));
+  expect(row, `a Troubleshooting row starting with ${start}`).toBeDefined();
+  const message = /^\| `([^`]+)`/.exec(row!)![1]!;
+  const pattern = message
+    .split(/(\.\.\.|\bHOST\b|\bID\b|\bTAG\b)/)
+    .map((part) => (part === '...' ? '.*' : /^(HOST|ID|TAG)$/.test(part) ? '[^\\s,:]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(pattern);
+}
+
+describe.concurrent('README: Troubleshooting', () => {
+  const fixture = join(root, 'test', 'fixtures', 'speech-en-24k.wav');
+  it.each([
+    { row: 'Refusing plain-text http://', args: ['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--base-url', 'http://service.example.com/apis', '--api-key', 'k'] },
+    { row: 'Invalid --base-url', args: ['voices', '--base-url', 'service.example.com', '--api-key', 'k'] },
+    { row: 'was rejected with 422', args: ['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'] },
+    { row: 'task ID needs the service', args: ['task-status', 'dub', 'd41c9a2e'] },
+    { row: 'The realtime service rejected the voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', '999', '-i', fixture, '--text-only'] },
+  ])('the row "$row" is what the command prints', async ({ row, args }) => {
+    const result = await runInProcess(args);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(troubleRow(row));
   });
 });

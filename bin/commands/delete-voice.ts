@@ -24,7 +24,7 @@ export async function runDeleteVoice(args: string[], io: CliIo): Promise<number>
   const text = positionals[0]!;
   if (!/^\d+$/.test(text)) throw new UsageError(`ID expects a positive integer (got "${text}").`);
   const voiceId = intFlag(text, 'ID', 1)!;
-  const settings = serviceSettings(values, io);
+  const settings = await serviceSettings(values, io);
   return withService(settings, io, async ({ client, signal }) => {
     await client.deleteVoice(voiceId, { signal });
     io.stdout.write(`deleted voice ${voiceId}\n`);

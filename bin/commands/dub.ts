@@ -72,7 +72,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, OPTIONS, DUB_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const targets = listFlag(values.to);
   let request: DubbingRequest | undefined;
   if (values.run === undefined) {
@@ -85,7 +85,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
       targetLanguages: targets.map(languageValue),
       ...(values.mode !== undefined ? { transcriptionMode: values.mode as 'fast' | 'slow' } : {}),
     };
-    checkRequest(dubSchema, request, { videoUrl: '--url', sourceLanguage: '--from', targetLanguages: '--to', transcriptionMode: '--mode' });
+    checkRequest(dubSchema, request);
   }
   const transcript = values.transcript as TranscriptFormat | undefined;
   if (transcript !== undefined) {

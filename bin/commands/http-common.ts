@@ -8,19 +8,22 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { ENV_API_KEY, ENV_BASE_URL, parseServiceUrl, resolveApiKey } from '../../lib/config.js';
+import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { TaskProgress } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
 import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
+import { ServiceValidationError } from '../../lib/http/errors.js';
+import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
+import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
@@ -49,7 +52,7 @@ export function listFlag(value: string | undefined): string[] {
 
 /** Flags every HTTP subcommand takes (`parseArgs` form). */
 export const SERVICE_OPTIONS = {
-  'api-key': { type: 'string' },
+  ...API_KEY_OPTIONS,
   'base-url': { type: 'string' },
   'allow-insecure': { type: 'boolean' },
   emulator: { type: 'boolean' },
@@ -68,7 +71,7 @@ export const TASK_OPTIONS = {
   run: { type: 'string' },
 } as const;
 
-export const SERVICE_USAGE = `  --api-key KEY         or env ${ENV_API_KEY}
+export const SERVICE_USAGE = `${apiKeyUsage()}
   --base-url URL        or env ${ENV_BASE_URL} (for example https://client.camb.ai/apis)
   --allow-insecure      allow plain-text http:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it (the default when
@@ -93,8 +96,7 @@ const EMBEDDED_POLL_MS = 100;
 /** Exit status after Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
 
-export interface ServiceValues {
-  'api-key'?: string;
+export interface ServiceValues extends ApiKeyFlags {
   'base-url'?: string;
   'allow-insecure'?: boolean;
   emulator?: boolean;
@@ -120,13 +122,17 @@ export interface ServiceSettings {
   pollMs: number | undefined;
 }
 
-export function serviceSettings(values: ServiceValues, io: CliIo): ServiceSettings {
+/**
+ * Checks the service flags and reads the key (`resolveKeyFlags`; `stdinTaken` names what else the
+ * command reads from standard input); every problem is a usage error naming the flag or variable.
+ */
+export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTaken?: string): Promise<ServiceSettings> {
   const baseOption = values['base-url'] ?? io.env[ENV_BASE_URL];
   const useEmulator = values.emulator === true || !baseOption;
   const allowInsecure = values['allow-insecure'] === true;
-  const apiKey = resolveApiKey(values['api-key'], io.env);
-  if (!useEmulator && apiKey === undefined) throw new UsageError(`no API key: pass --api-key or set ${ENV_API_KEY}.`);
-  if (!useEmulator) parseServiceUrl(baseOption!, 'baseUrl', 'https:', { allowInsecure });
+  const apiKey = await resolveKeyFlags(values, io, { required: !useEmulator, stdinTaken });
+  // Messages name what the user typed: the flag or the variable, and --allow-insecure.
+  if (!useEmulator) parseServiceUrl(baseOption!, values['base-url'] !== undefined ? '--base-url' : ENV_BASE_URL, 'https:', { allowInsecure, hints: FLAG_HINTS });
   const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
   return {
     baseUrl: useEmulator ? undefined : baseOption,
@@ -185,7 +191,7 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       io.stderr.write('rt-translate: interrupted\n');
       return EXIT_INTERRUPTED;
     }
-    throw error;
+    throw withFlagNames(error);
   } finally {
     process.off('SIGINT', onSignal);
     await client?.close();
@@ -194,21 +200,82 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
 }
 
 /**
- * The library's checks of a request built from flags, before anything is opened or sent; a
- * problem is a usage error naming the flag (`flags` maps the request's field to its flag) and
- * what it accepts. Returns the request's wire body.
+ * The flag that sets each request field, for every HTTP command: fields as the library names
+ * them (camelCase, dotted when nested), path parameters under `path.`. Messages about a field,
+ * from the library's checks before a request or the service's 422 after it, name the flag.
  */
-export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object, flags: Record<string, string>): T {
+export const FIELD_FLAGS: Readonly<Record<string, string>> = {
+  text: '--text',
+  texts: 'TEXT',
+  language: '--language',
+  sourceLanguage: '--from',
+  targetLanguage: '--to',
+  targetLanguages: '--to',
+  voiceId: '--voice',
+  speechModel: '--model',
+  outputConfiguration: '--format',
+  'outputConfiguration.sampleRate': '--sample-rate',
+  mediaUrl: '--url',
+  videoUrl: '--url',
+  mediaFile: '-i',
+  transcriptionMode: '--mode',
+  formality: '--formal or --casual',
+  voiceName: '--name',
+  gender: '--gender',
+  age: '--age',
+  description: '--description',
+  voiceDescription: '--description',
+  file: '--file',
+  runIds: 'RUN_ID',
+  'path.runId': '--run',
+  'path.taskId': 'TASK_ID',
+  'path.voiceId': 'ID',
+};
+
+/** The flag that sets `field` (`outputConfiguration.sampleRate`, `runIds.2`), or its top-level field's. */
+function flagOf(field: string): string | undefined {
+  return FIELD_FLAGS[field] ?? FIELD_FLAGS[field.split('.')[0]!];
+}
+
+/**
+ * The library's checks of a request built from flags, before anything is opened or sent; a
+ * problem is a usage error naming the flag (`withFlagNames`) and what it accepts. Returns the
+ * request's wire body.
+ */
+export function checkRequest<T = Record<string, unknown>>(schema: Check, request: object): T {
   try {
     return validate<T>(schema, request);
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    const top = error.field.split('.')[0]!;
-    const flag = flags[error.field] ?? flags[top];
-    if (flag === undefined) throw error;
-    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
-    throw new UsageError(`${flag} expects ${error.accepted}${got === undefined ? '' : ` (got ${got})`}.`);
+    throw withFlagNames(error);
   }
+}
+
+/**
+ * A failure about a request field, told with the flag that set it (`FIELD_FLAGS`): the
+ * library's check (also one made once the service's language list is known) as a usage error,
+ * `--to expects ...`; the service's 422 as `--to: ...` instead of `body.target_language: ...`.
+ * Any other failure as it is.
+ */
+export function withFlagNames(error: unknown): unknown {
+  if (error instanceof ValidationError) {
+    const flag = flagOf(error.field);
+    if (flag === undefined) return error;
+    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
+    const accepted = error.accepted.replace(/listLanguages\('(source|target)'\)/, 'rt-translate languages --$1');
+    return new UsageError(`${flag} expects ${accepted}${got === undefined ? '' : ` (got ${got})`}.`);
+  }
+  if (!(error instanceof ServiceValidationError)) return error;
+  let named = false;
+  const detail = error.detail.map((entry) => {
+    const [where, ...rest] = entry.loc;
+    const loc = where === 'body' || where === 'query' ? rest : entry.loc;
+    const flag = flagOf(loc.map((part) => (typeof part === 'string' ? fromWireName(part) : part)).join('.'));
+    if (flag === undefined) return entry;
+    named = true;
+    return { ...entry, loc: [flag] };
+  });
+  if (!named) return error;
+  return new ServiceValidationError(detail, { method: error.method, path: error.path, serverMessage: error.serverMessage, cause: error });
 }
 
 /**
@@ -229,8 +296,8 @@ export function requirePersistentService(settings: ServiceSettings, need: string
  * `serviceSettings` of a command with the task flags: `--run` and `--no-wait` need a service that
  * outlives the command (the task `--no-wait` leaves is waited for and fetched by later commands).
  */
-export function taskSettings(values: TaskValues, io: CliIo): ServiceSettings {
-  const settings = serviceSettings(values, io);
+export async function taskSettings(values: TaskValues, io: CliIo, stdinTaken?: string): Promise<ServiceSettings> {
+  const settings = await serviceSettings(values, io, stdinTaken);
   const runId = runFlag(values);
   if (runId !== undefined) requirePersistentService(settings, `--run ${runId} needs the service that made it`);
   if (values['no-wait']) {
@@ -484,7 +551,7 @@ export function progressLine(io: CliIo): ProgressLine {
     show(text) {
       if (!tty) return;
       // Cut to the terminal's width: a line that wraps leaves a copy behind at every redraw.
-      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns ?? 80)}`);
+      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns)}`);
       shown = true;
     },
     line(text) {

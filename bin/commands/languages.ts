@@ -30,7 +30,7 @@ export async function runLanguages(args: string[], io: CliIo): Promise<number> {
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
   if (values.source && values.target) throw new UsageError('give --source or --target, not both.');
-  const settings = serviceSettings(values, io);
+  const settings = await serviceSettings(values, io);
   return withService(settings, io, async ({ client, signal }) => {
     for (const language of await client.listLanguages(values.source ? 'source' : 'target', { signal })) {
       io.stdout.write(`${values.json ? JSON.stringify(language.raw) : `${language.id}\t${language.tag}\t${language.name}`}\n`);

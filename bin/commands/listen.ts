@@ -8,14 +8,15 @@ import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
+import { ENV_REALTIME_URL } from '../../lib/config.js';
 import { ConfigError, ValidationError } from '../../lib/errors.js';
 import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
 import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, parseCommandLine, resolvePath, signalsOf, type CliIo } from '../cli.js';
 import { openCommandInput } from '../audio-io.js';
-import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
+import { apiKeyUsage } from '../api-key.js';
+import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
 export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live transcription, one line per sentence
 
@@ -33,8 +34,7 @@ export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live tran
   --events PATH         every event as one JSON object per line ('-': stdout, with -o PATH)
   --no-reconnect        fail at the first dropped connection (default: reconnect and send the
                         audio after the last final result again)
-  --api-key-file PATH   the API key from a file ('-': standard input); or set ${ENV_API_KEY}
-  --api-key KEY         the API key (visible in 'ps': prefer the file or the environment)
+${apiKeyUsage(REALTIME_STDIN_NOTE)}
   --realtime-url URL    or env ${ENV_REALTIME_URL}: the realtime host
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it

@@ -77,7 +77,7 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
   const ids = runIdsOf(positionals);
   const dir = values.output ?? '.';
   if (dir === '-') throw new UsageError('-o expects a directory: two files are written per run.');
-  const settings = serviceSettings(values, io);
+  const settings = await serviceSettings(values, io);
   await checkDirectory(dir);
 
   return withService(settings, io, async ({ client, signal }) => {

@@ -67,7 +67,7 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, OPTIONS, SUBTITLES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const targets = listFlag(values.to);
   const toDirectory = await isDirectory(values.output);
   const format = transcriptFormat(values.format, toDirectory ? undefined : values.output, 'srt');
@@ -77,7 +77,7 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
     if (values.url === undefined) throw new UsageError('--url URL is required (see --help).');
     if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
     request = { mediaUrl: values.url, sourceLanguage: values.from, ...(targets.length > 0 ? { targetLanguages: targets } : {}) };
-    checkRequest(subtitlesSchema, request, { mediaUrl: '--url', sourceLanguage: '--from', targetLanguages: '--to' });
+    checkRequest(subtitlesSchema, request);
   }
   const languages = toDirectory ? [values.from, ...targets] : [values.language ?? targets[0] ?? values.from];
   if (languages.some((l) => l === undefined)) throw new UsageError('give --language (or --from and --to) with --run to name the subtitles\' language.');

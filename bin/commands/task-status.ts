@@ -50,7 +50,7 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
   const [kind, taskId] = positionals as [string, string];
   if (!isTaskKind(kind)) throw new UsageError(`KIND expects one of ${TASK_KINDS.join(', ')} (got "${kind}").`);
   if (taskId === '') throw new UsageError('TASK_ID must not be empty.');
-  const settings = serviceSettings(values, io);
+  const settings = await serviceSettings(values, io);
   requirePersistentService(settings, `task ${taskId} needs the service that made it`);
 
   return withService(settings, io, async ({ client, signal }) => {

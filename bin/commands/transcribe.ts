@@ -76,7 +76,7 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
   const parsed = parseCommand(args, OPTIONS, TRANSCRIBE_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io, values.run === undefined && values.input === '-' ? 'the recording must come from a file: pass -i PATH' : undefined);
   const format = transcriptFormat(values.format, values.output, 'json');
   let request: TranscriptionRequest | undefined;
   if (values.run === undefined) {
@@ -89,7 +89,7 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
       ...(values.mode !== undefined ? { transcriptionMode: values.mode as TranscriptionMode } : {}),
     };
     const { mediaFile: _file, ...fields } = request;
-    checkRequest(transcriptionSchema, fields, { language: '--language', mediaUrl: '--url', transcriptionMode: '--mode' });
+    checkRequest(transcriptionSchema, fields);
     if (values.input !== undefined && values.input !== '-') await checkInputFile(values.input, '-i');
   }
   if (!values['no-wait']) await checkOutput(values.output, io);

@@ -68,7 +68,8 @@ export async function runTranslateText(args: string[], io: CliIo): Promise<numbe
   const parsed = parseCommand(args, OPTIONS, TRANSLATE_TEXT_USAGE, io, true);
   if (!parsed) return EXIT_OK;
   const { values, positionals } = parsed;
-  const settings = taskSettings(values, io);
+  const textsOnStdin = values.run === undefined && positionals.length === 0 && (values.file ?? '-') === '-';
+  const settings = await taskSettings(values, io, textsOnStdin ? 'the texts must come as arguments or from --file PATH' : undefined);
   let request: TranslationRequest | undefined;
   if (values.run === undefined) {
     if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
@@ -80,7 +81,7 @@ export async function runTranslateText(args: string[], io: CliIo): Promise<numbe
     const from = /^\d+$/.test(values.from) ? Number(values.from) : values.from;
     const to = /^\d+$/.test(values.to) ? Number(values.to) : values.to;
     request = { texts, sourceLanguage: from, targetLanguage: to, ...(values.formal ? { formality: 2 as const } : values.casual ? { formality: 1 as const } : {}) };
-    checkRequest(translationSchema, request, { texts: 'TEXT', sourceLanguage: '--from', targetLanguage: '--to' });
+    checkRequest(translationSchema, request);
     if (values.stream && texts.length !== 1) throw new UsageError(`--stream translates one text (got ${texts.length}).`);
   }
 

@@ -13,7 +13,7 @@ import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
-import { ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/config.js';
+import { ENV_REALTIME_URL } from '../../lib/config.js';
 import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import {
   EXIT_FAILURE,
@@ -29,8 +29,9 @@ import {
   type CliIo,
 } from '../cli.js';
 import { SessionReport } from '../status-line.js';
+import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
-import { ACCESS_OPTIONS, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
+import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
@@ -44,7 +45,8 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --ac N                raw input channels: 1 or 2 (default 1)
   --realtime            send the input at real-time speed (a file played as a microphone)
   -o, --output PATH     translated audio out; '-' or absent: stdout (not a terminal). A path
-                        ending in .wav gets a WAV header (exact sizes once done)
+                        ending in .wav gets a WAV header (exact sizes once done); other
+                        names: .pcm .raw .s16le .s16be .f32le .mulaw .ulaw .alaw, or none
   --out-format FORMAT   s16le s16be f32le mulaw alaw, or wav (a WAV container of s16le);
                         default s16le, or wav for a .wav path (which holds s16le, f32le,
                         mulaw or alaw)
@@ -63,10 +65,7 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --stats               print a summary at the end: responses, latency from the end of each
                         sentence to its transcript and first translated audio (p50/p95/max),
                         reconnects (also one {"type":"stats"} line in --events)
-  --api-key-file PATH   the API key from a file ('-': standard input; the audio then
-                        comes from -i PATH); or set ${ENV_API_KEY}
-  --api-key KEY         the API key; other users can see it in 'ps': prefer
-                        ${ENV_API_KEY} or --api-key-file
+${apiKeyUsage(REALTIME_STDIN_NOTE)}
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
   --emulator            start the embedded emulator on loopback and use it

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
 import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
-import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
@@ -33,9 +33,10 @@ export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text T
   --from TAG            its language, a locale tag such as en-us
   --to TAG              the language to translate into and speak, such as es-es
   --voice ID            voice id (default ${DEFAULT_VOICE_ID})
-  -o, --output PATH     audio out; '-' or absent: stdout (then the text goes to stderr)
-  --decode              write PCM16 LE instead of FLAC (a WAV file when PATH ends in .wav),
-                        checked against the FLAC's MD5
+  -o, --output PATH     audio out, FLAC (a .flac name); '-' or absent: stdout (then the text
+                        goes to stderr)
+  --decode              write PCM16 LE instead of FLAC (a WAV file when PATH ends in .wav;
+                        .pcm or .raw: raw), checked against the FLAC's MD5
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -45,6 +46,9 @@ text on stdout, then writes the audio, resuming the download if the connection d
 --text, --from and --to are not needed with --run.
 
 ${EXIT_USAGE_TEXT}`;
+
+/** What `--decode` writes: a WAV file for .wav, else raw PCM16 LE. */
+const DECODED_EXTENSIONS = ['.wav', '.pcm', '.raw'];
 
 const OPTIONS = {
   ...SERVICE_OPTIONS,
@@ -69,12 +73,15 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
     const voiceId = intFlag(values.voice, '--voice', 1);
     body = { text: values.text, sourceLanguage: values.from, targetLanguage: values.to, ...(voiceId !== undefined ? { voiceId } : {}) };
-    checkRequest(translatedTtsSchema, body, { text: '--text', sourceLanguage: '--from', targetLanguage: '--to', voiceId: '--voice' });
+    checkRequest(translatedTtsSchema, body);
   }
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io);
   const output = values.output;
   const decode = values.decode === true;
-  const wav = decode && !isStdout(output) && output!.toLowerCase().endsWith('.wav');
+  const ext = decode
+    ? checkOutputName(output, DECODED_EXTENSIONS, 'with --decode, translated-tts writes PCM16 LE')
+    : checkOutputName(output, ['.flac'], 'translated-tts writes FLAC', `, or with --decode ${DECODED_EXTENSIONS.join(' ')}`);
+  const wav = ext === '.wav';
   if (!values['no-wait']) await checkOutput(output, io);
 
   return withService(settings, io, async (service) => {

@@ -2,10 +2,9 @@
  * `rt-translate tts`: streaming text to speech (`POST /tts-stream`), the audio written to a file
  * or standard output as it arrives.
  */
-import { extname } from 'node:path';
 import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
-import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
@@ -63,16 +62,8 @@ function outputFormat(flag: string | undefined, output: string | undefined): Out
     }
     return flag as OutputFormat;
   }
-  const ext = output === undefined || output === '-' ? '' : extname(output).toLowerCase();
-  if (ext === '') return 'wav';
-  const format = FORMAT_BY_EXTENSION[ext];
-  if (format === undefined) {
-    throw new UsageError(
-      `cannot tell which format to write to ${output}: the service streams ${Object.keys(FORMAT_BY_EXTENSION).join(' ')}; ` +
-        `pass --format (${OUTPUT_FORMATS.join(', ')}) or use one of these extensions.`,
-    );
-  }
-  return format;
+  const ext = checkOutputName(output, Object.keys(FORMAT_BY_EXTENSION), 'tts writes the audio the service streams', `, or pass --format (${OUTPUT_FORMATS.join(', ')})`);
+  return FORMAT_BY_EXTENSION[ext] ?? 'wav';
 }
 
 export async function runTts(args: string[], io: CliIo): Promise<number> {
@@ -92,8 +83,8 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
     outputConfiguration: { format, ...(sampleRate !== undefined ? { sampleRate } : {}) },
   };
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
-  checkRequest(ttsStreamSchema, request, { text: '--text', language: '--language', voiceId: '--voice', speechModel: '--model', outputConfiguration: '--format', 'outputConfiguration.sampleRate': '--sample-rate' });
-  const settings = serviceSettings(values, io);
+  checkRequest(ttsStreamSchema, request);
+  const settings = await serviceSettings(values, io);
   await checkOutput(values.output, io);
 
   return withService(settings, io, async ({ client, signal }) => {

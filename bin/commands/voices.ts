@@ -70,7 +70,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = taskSettings(values, io);
+  const settings = await taskSettings(values, io, action === 'create' && values.file === '-' ? 'the recording must come from a file: pass --file PATH' : undefined);
 
   if (action === 'create') {
     if (values.name === undefined) throw new UsageError('--name NAME is required (see --help).');
@@ -87,7 +87,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
       ...(values.enhance ? { enhanceAudio: true } : {}),
       ...(values.publish ? { publishVoiceToMarketPlace: true } : {}),
     };
-    checkRequest(customVoiceSchema, request, { voiceName: '--name', gender: '--gender', language: '--language', age: '--age', description: '--description' });
+    checkRequest(customVoiceSchema, request);
     if (values.file !== '-') await checkInputFile(values.file, '--file');
     const file = values.file === '-' ? { data: io.stdin, filename: 'stdin' } : values.file;
     return withService(settings, io, async ({ client, signal }) => {
@@ -99,7 +99,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
 
   if (action === 'design') {
     const request = { text: values.text ?? '', voiceDescription: values.description ?? '' };
-    if (values.run === undefined) checkRequest(textToVoiceSchema, request, { text: '--text', voiceDescription: '--description' });
+    if (values.run === undefined) checkRequest(textToVoiceSchema, request);
     return withService(settings, io, async (service) => {
       const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.createTextToVoice(request, { signal }));
       if (run === undefined) return EXIT_OK;

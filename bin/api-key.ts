@@ -1,0 +1,51 @@
+/**
+ * The API key of every command that reaches the service, realtime or HTTP: the flags
+ * (`--api-key`, `--api-key-file PATH` or `-` for standard input), their help lines, the key
+ * resolved from them or `RT_TRANSLATE_API_KEY`, and how configuration messages name the flags
+ * instead of the library's options. One definition, so every command says the same.
+ */
+import { ENV_API_KEY, resolveApiKey } from '../lib/config.js';
+import { UsageError, readKeyFile, type CliIo } from './cli.js';
+
+/** How the library's configuration messages tell the user to do things: with the flags. */
+export const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
+
+/** The key flags (`parseArgs` form). */
+export const API_KEY_OPTIONS = {
+  'api-key': { type: 'string' },
+  'api-key-file': { type: 'string' },
+} as const;
+
+export interface ApiKeyFlags {
+  'api-key'?: string;
+  'api-key-file'?: string;
+}
+
+/**
+ * The help lines of the key flags; `stdinNote` says what `-` means for the command's own input
+ * (`with '-', the audio must come from -i PATH`).
+ */
+export function apiKeyUsage(stdinNote?: string): string {
+  const note = stdinNote ? `\n                        ${stdinNote}` : '';
+  return `  --api-key-file PATH   the API key from a file ('-': standard input)${note}
+  --api-key KEY         the API key; other users can see it in 'ps': prefer
+                        ${ENV_API_KEY} or --api-key-file`;
+}
+
+/**
+ * The key the flags give (the file read, or `--api-key`), else the environment's, else
+ * undefined; with `required` (a service is configured), a missing key is a usage error.
+ * `stdinTaken` names what else the command reads from standard input, which `--api-key-file -`
+ * then cannot share (`the audio must come from a file: pass -i PATH`). Every problem is a
+ * usage error, before any traffic; the key never appears in a message.
+ */
+export async function resolveKeyFlags(values: ApiKeyFlags, io: CliIo, options: { required: boolean; stdinTaken?: string | undefined }): Promise<string | undefined> {
+  const keyFile = values['api-key-file'];
+  if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
+  if (keyFile === '-' && options.stdinTaken !== undefined) {
+    throw new UsageError(`--api-key-file - reads the key from standard input, so ${options.stdinTaken}.`);
+  }
+  const apiKey = keyFile !== undefined ? await readKeyFile(keyFile, io) : resolveApiKey(values['api-key'], io.env, '--api-key');
+  if (options.required && apiKey === undefined) throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
+  return apiKey;
+}
