@@ -476,12 +476,13 @@ describe('TwilioMediaBridge as a Duplex', () => {
     const baseline = countHandles();
     const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl });
     const messages = callMessages(60);
-    for (const message of messages.slice(0, -1)) bridge.write(message);
+    // Each write's callback: the bridge has handed that message's audio to the translator.
+    const handed = messages.slice(0, -1).map((message) => new Promise<void>((resolve) => bridge.write(message, () => resolve())));
     await once(bridge.translator, 'session.created');
-    await new Promise<void>((resolve) => {
-      const check = () => (bridge.translator.stats.bytesSent >= 50 * 160 * 6 ? resolve() : setTimeout(check, 5));
-      check();
-    });
+    await Promise.all(handed);
+    // Mid-call: the session is open and at least 50 frames of audio are with the translator.
+    const { translator } = bridge;
+    expect(translator.stats.inputBytes + translator.writableLength).toBeGreaterThanOrEqual(50 * 160 * 6);
     expect(emulator.realtimeSessions()).toHaveLength(1);
     bridge.destroy();
     await once(bridge, 'close');
@@ -663,13 +664,11 @@ describe('inbound timeline and validation', () => {
     // Half of sentence 1: no utterance has ended yet.
     const sent = frameAt((FIXTURE.utterances[0]!.startSample + FIXTURE.utterances[0]!.endSample) / 2);
     twilio.media(0, sent);
-    await new Promise<void>((resolve) => {
-      const check = () => ((calls[0]?.bridge.stats.mediaMessages ?? 0) === sent ? resolve() : setTimeout(check, 5));
-      check();
-    });
+    // Closed at once: what arrived before the close still reaches the bridge and the service.
     twilio.ws.close(1000);
     await calls[0]!.done;
     const { bridge } = calls[0]!;
+    expect(bridge.stats.mediaMessages).toBe(sent);
     // The translator's session ended properly: the speech it had was answered (audio dropped:
     // nobody is listening any more).
     expect(bridge.translator.stats.responses).toBe(1);
