@@ -287,8 +287,8 @@ async function main(): Promise<void> {
     bridge: { from: env.TRANSLATE_FROM ?? 'en-us', to: env.TRANSLATE_TO ?? 'es-es', pacing, ...service },
     onCall: ({ bridge, done }) => {
       bridge.on('start', (info) => console.log(`call ${info.callSid ?? '?'}: stream ${info.streamSid} started`));
-      bridge.on('transcript', (text) => console.log(`  caller:      ${text}`));
-      bridge.on('translation', (text) => console.log(`  translation: ${text}`));
+      bridge.on('transcript.done', (text) => console.log(`  caller:      ${text}`));
+      bridge.on('text.done', (text) => console.log(`  translation: ${text}`));
       bridge.on('clear', () => console.log('  (caller barged in: playback cleared)'));
       bridge.on('warning', (warning) => console.warn(`  warning: ${warning.message}`));
       done.then(

@@ -10,13 +10,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
+import { once } from 'node:events';
+import { setImmediate as tick } from 'node:timers/promises';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import type { RtTranslateError } from '../lib/errors.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { runSession } from './helpers/realtime-session.js';
 import { chunked, expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
+import { waitFor } from './helpers/wait-for.js';
 
 const KEY = 'ending-test-key-0123';
 const fixture = loadSpeechFixture();
@@ -121,8 +123,9 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     const { stream, peer } = await scripted({ quietPeriodMs: 60_000 });
     const ending = run(stream, [Buffer.alloc(24_000)]);
     await peer.waitForAudioBytes(24_000);
+    const answered = once(stream, 'audio.done');
     peer.sendResponse(Buffer.alloc(9600, 2), 'done');
-    await sleep(50);
+    await answered; // the close comes after a whole response, as a service's would
     peer.close(1000, 'bye');
     const outcome = await ending;
     expect(outcome.error).toBeUndefined();
@@ -196,8 +199,9 @@ describe('service errors reach the caller with their cause', () => {
     const { stream, peer } = await scripted({ quietPeriodMs: 2000 });
     const ending = run(stream, [Buffer.alloc(24_000)]);
     await peer.waitForAudioBytes(24_000);
+    const warned = once(stream, 'warning');
     peer.sendError('input_audio_buffer.commit is not supported', 400);
-    await sleep(400); // past the grace period in which a close would make it fatal
+    await warned; // the grace period in which a close would have made it fatal is over
     peer.sendResponse(Buffer.alloc(4800, 3), 'after the warning');
     const outcome = await ending;
     expect(outcome.error).toBeUndefined();
@@ -221,12 +225,9 @@ describe('service errors reach the caller with their cause', () => {
     const emu = await emulator();
     const stream = open(emu.realtimeUrl, { maxQueuedEventBytes: 32 * 1024, maxQueuedEvents: 100_000 });
     const iterator = stream.events();
-    let pausedSeen = false;
-    stream.on('event', () => {
-      if (stream.stats.paused) pausedSeen = true;
-    });
+    const pausedSeen = waitFor(() => stream.stats.paused, { onEvent: [stream, 'event'] });
     const outcome = run(stream, chunked(TWO, [4800]));
-    while (!pausedSeen) await sleep(10);
+    await pausedSeen;
     let audioBytes = 0;
     for await (const event of iterator) if (event.type === 'audio.delta') audioBytes += event.audio.length;
     const result = await outcome;

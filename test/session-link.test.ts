@@ -4,6 +4,7 @@
  * driven directly against the scripted fake server. Liveness ticks are fake intervals, so a dead
  * peer is found after an exact number of silent periods, whatever the machine's speed.
  */
+import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -11,6 +12,7 @@ import { AuthError, ConnectionError, TimeoutError, type RtTranslateError } from 
 import { RealtimeConnection, type ConnectionEnd } from '../lib/realtime/connection.js';
 import { SessionLink, type LinkHandlers } from '../lib/realtime/session-link.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { waitFor } from './helpers/wait-for.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -124,6 +126,8 @@ describe('RealtimeConnection handshake refusals', () => {
 interface Recorded {
   link: SessionLink;
   log: string[];
+  /** Emits `line` after each line added to `log`. */
+  lines: EventEmitter;
   failures: Array<{ error: RtTranslateError; whileReconnecting: boolean }>;
   peers: FakePeer[];
 }
@@ -134,26 +138,31 @@ interface Recorded {
  */
 function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTimeoutMs?: number } = {}, dropped?: LinkHandlers['dropped']): Recorded {
   const log: string[] = [];
+  const lines = new EventEmitter();
+  const note = (line: string): void => {
+    log.push(line);
+    lines.emit('line');
+  };
   const failures: Recorded['failures'] = [];
-  const record: Recorded = { link: undefined as unknown as SessionLink, log, failures, peers: [] };
+  const record: Recorded = { link: undefined as unknown as SessionLink, log, lines, failures, peers: [] };
   const handlers: LinkHandlers = {
-    open: (attempt) => log.push(`open ${attempt}`),
+    open: (attempt) => note(`open ${attempt}`),
     message: (data) => {
       const text = data.toString();
-      log.push(`message ${text}`);
+      note(`message ${text}`);
       if (text === 'ready') {
         const recovery = record.link.ready();
-        log.push(recovery ? `ready after attempt ${recovery.attempt}` : 'ready');
+        note(recovery ? `ready after attempt ${recovery.attempt}` : 'ready');
       }
     },
     readyTimeout: (ms) => new TimeoutError(`not ready in ${ms} ms`, ms),
     dropped: dropped ?? ((_end, cause) => cause),
-    reconnecting: (attempt, _delay, cause, sessionLost) => log.push(`reconnecting ${attempt}${sessionLost ? ' (session lost)' : ''}: ${cause.code}`),
+    reconnecting: (attempt, _delay, cause, sessionLost) => note(`reconnecting ${attempt}${sessionLost ? ' (session lost)' : ''}: ${cause.code}`),
     failed: (error, whileReconnecting) => {
       failures.push({ error, whileReconnecting });
-      log.push(`failed: ${error.code}`);
+      note(`failed: ${error.code}`);
     },
-    closed: () => log.push('closed'),
+    closed: () => note('closed'),
   };
   record.link = new SessionLink(
     {
@@ -172,9 +181,9 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
   return record;
 }
 
-/** Waits until `log` has a line matching `pattern`. */
-async function until(log: string[], pattern: RegExp): Promise<void> {
-  while (!log.some((line) => pattern.test(line))) await new Promise((resolve) => setTimeout(resolve, 2));
+/** Waits until the link's log has a line matching `pattern`. */
+async function until(r: Recorded, pattern: RegExp): Promise<void> {
+  await waitFor(() => r.log.some((line) => pattern.test(line)), { onEvent: [r.lines, 'line'] });
 }
 
 describe('SessionLink', () => {
@@ -183,13 +192,13 @@ describe('SessionLink', () => {
     const r = link(fake);
     r.link.start();
     const peer = await fake.nextPeer();
-    await until(r.log, /^open 0$/);
+    await until(r, /^open 0$/);
     expect(r.link.status).toBe('connecting');
     peer.send('ready');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     expect(r.link.status).toBe('ready');
     r.link.close();
-    await until(r.log, /^closed$/);
+    await until(r, /^closed$/);
     expect(r.link.status).toBe('closed');
     expect(r.log).toEqual(['open 0', 'message ready', 'ready', 'closed']);
   });
@@ -200,12 +209,12 @@ describe('SessionLink', () => {
     r.link.start();
     const first = await fake.nextPeer();
     first.send('ready');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     r.log.length = 0;
     first.terminate();
-    await until(r.log, /^open 1$/);
+    await until(r, /^open 1$/);
     (await fake.nextPeer()).send('ready');
-    await until(r.log, /^ready after attempt 1$/);
+    await until(r, /^ready after attempt 1$/);
     expect(r.log).toEqual(['reconnecting 1 (session lost): RTT_CONNECTION', 'open 1', 'message ready', 'ready after attempt 1']);
   });
 
@@ -215,20 +224,20 @@ describe('SessionLink', () => {
     r.link.start();
     const first = await fake.nextPeer();
     first.send('ready');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     first.terminate();
-    await until(r.log, /^open 1$/);
+    await until(r, /^open 1$/);
     const second = await fake.nextPeer();
     second.send('ready');
-    await until(r.log, /^ready after attempt 1$/);
+    await until(r, /^ready after attempt 1$/);
     second.terminate(); // no progress reported: the same outage
-    await until(r.log, /^open 2$/);
+    await until(r, /^open 2$/);
     const third = await fake.nextPeer();
     third.send('ready');
-    await until(r.log, /^ready after attempt 2$/);
+    await until(r, /^ready after attempt 2$/);
     r.link.progress();
     third.terminate(); // after progress: a new outage, attempt 1 again
-    while (r.log.filter((l) => l.startsWith('reconnecting')).length < 3) await new Promise((resolve) => setTimeout(resolve, 2));
+    await waitFor(() => r.log.filter((l) => l.startsWith('reconnecting')).length >= 3, { onEvent: [r.lines, 'line'] });
     expect(r.log.filter((l) => l.startsWith('reconnecting'))).toEqual([
       'reconnecting 1 (session lost): RTT_CONNECTION',
       'reconnecting 2 (session lost): RTT_CONNECTION',
@@ -242,11 +251,11 @@ describe('SessionLink', () => {
     r.link.start();
     const first = await fake.nextPeer();
     first.send('ready');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     first.terminate();
     // Every further connection is cut at once, before it is ready.
     for (let i = 0; i < 2; i++) (await fake.nextPeer()).terminate();
-    await until(r.log, /^failed/);
+    await until(r, /^failed/);
     expect(r.failures[0]!.error).toBeInstanceOf(ConnectionError);
     expect(r.failures[0]!.error.message).toMatch(/^Gave up reconnecting after 2 attempts in \d+ s \(reconnect\.maxAttempts\)/);
     expect(r.link.status).toBe('closed');
@@ -258,10 +267,10 @@ describe('SessionLink', () => {
     r.link.start();
     const first = await fake.nextPeer();
     first.send('ready');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     first.terminate();
     (await fake.nextPeer()).terminate();
-    await until(r.log, /^failed/);
+    await until(r, /^failed/);
     expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: true }]);
   });
 
@@ -270,7 +279,7 @@ describe('SessionLink', () => {
     const r = link(fake, { readyTimeoutMs: 100 });
     r.link.start();
     await fake.nextPeer();
-    await until(r.log, /^failed/);
+    await until(r, /^failed/);
     expect(r.failures[0]!.error).toBeInstanceOf(TimeoutError);
     expect(r.failures[0]!.whileReconnecting).toBe(false);
 
@@ -278,12 +287,12 @@ describe('SessionLink', () => {
     again.link.start();
     const ready = await fake.nextPeer();
     ready.send('ready');
-    await until(again.log, /^ready$/);
+    await until(again, /^ready$/);
     ready.terminate();
     await fake.nextPeer(); // attempt 1: never ready
-    await until(again.log, /^reconnecting 2: RTT_TIMEOUT$/);
+    await until(again, /^reconnecting 2: RTT_TIMEOUT$/);
     (await fake.nextPeer()).send('ready');
-    await until(again.log, /^ready after attempt 2$/);
+    await until(again, /^ready after attempt 2$/);
   });
 
   it('a pause reason set before a connection exists holds its reads until resumed', async () => {
@@ -294,7 +303,7 @@ describe('SessionLink', () => {
     (await fake.nextPeer()).send('ready');
     expect(r.link.paused).toBe(true);
     r.link.resume('reader');
-    await until(r.log, /^ready$/);
+    await until(r, /^ready$/);
     expect(r.link.paused).toBe(false);
   });
 });

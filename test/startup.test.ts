@@ -28,6 +28,11 @@ export async function resolve(specifier, context, next) {
 
 /** Runs `body` (ESM source) in a fresh Node process; resolves with every module URL it loaded. */
 async function modulesLoadedBy(body: string, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  return (await probe(body, env)).modules;
+}
+
+/** As `modulesLoadedBy`, with the process's stderr. */
+async function probe(body: string, env: NodeJS.ProcessEnv = {}): Promise<{ modules: string[]; stderr: string }> {
   const script = `
 import { register, createRequire } from 'node:module';
 import { MessageChannel } from 'node:worker_threads';
@@ -50,7 +55,28 @@ try {
   }).catch((error: { stderr: string }) => error);
   const line = stderr.split('\n').find((l) => l.startsWith('LOADED '));
   if (line === undefined) throw new Error(`no module list; stderr:\n${stderr}`);
-  return (JSON.parse(line.slice('LOADED '.length)) as string[]).filter((url) => url.startsWith('file:'));
+  return { modules: (JSON.parse(line.slice('LOADED '.length)) as string[]).filter((url) => url.startsWith('file:')), stderr };
+}
+
+/**
+ * Records each use of WebAssembly's compiling entry points (a codec compiled at import time
+ * shows here whatever module it is in), Node's HTTP parser marked as such; `WASM_REPORT`
+ * prints them as a `WASM [...]` line.
+ */
+const WASM_SPY = `
+const wasmCalls = [];
+for (const name of ['compile', 'compileStreaming', 'instantiate', 'instantiateStreaming']) {
+  const original = WebAssembly[name];
+  WebAssembly[name] = (...args) => (wasmCalls.push(name + (new Error().stack.includes('node:internal/deps/undici') ? ' (HTTP parser)' : '')), original(...args));
+}
+WebAssembly.Module = new Proxy(WebAssembly.Module, { construct: (target, args) => (wasmCalls.push('Module'), new target(...args)) });
+WebAssembly.Instance = new Proxy(WebAssembly.Instance, { construct: (target, args) => (wasmCalls.push('Instance'), new target(...args)) });`;
+const WASM_REPORT = `process.stderr.write('\\nWASM ' + JSON.stringify(wasmCalls) + '\\n');`;
+
+function wasmCalls(stderr: string): string[] {
+  const line = stderr.split('\n').find((l) => l.startsWith('WASM '));
+  if (line === undefined) throw new Error(`no WebAssembly report; stderr:\n${stderr}`);
+  return JSON.parse(line.slice('WASM '.length)) as string[];
 }
 
 function inRepo(urls: string[]): string[] {
@@ -98,10 +124,15 @@ describe.concurrent('start-up', () => {
     }
   });
 
-  it('importing the library loads no codec and no emulator', async () => {
-    const loaded = inRepo(await modulesLoadedBy(`await import(${JSON.stringify(pathToFileURL(`${root}dist/lib/index.js`).href)});`));
+  it('importing the library loads no codec (the FLAC decoder included), compiles no WebAssembly and loads no emulator', async () => {
+    const index = JSON.stringify(pathToFileURL(`${root}dist/lib/index.js`).href);
+    const { modules, stderr } = await probe(`${WASM_SPY}\n  await import(${index});\n  ${WASM_REPORT}`);
+    const loaded = inRepo(modules);
     expect(loaded).toContain('dist/lib/index.js');
-    expect(loaded.filter((path) => CODECS.test(path) && !/@wasm-audio-decoders/.test(path))).toEqual([]);
+    expect(loaded.filter((path) => CODECS.test(path))).toEqual([]);
+    // One known exception, Node's own HTTP parser (llhttp), compiled when the root's HTTP client
+    // loads undici, which touches the global Headers: to go once undici loads on first request.
+    expect(wasmCalls(stderr).filter((call) => !call.endsWith('(HTTP parser)'))).toEqual([]);
     expect(loaded.filter((path) => /^dist\/(lib\/emulator|bin)\//.test(path))).toEqual([]);
   });
 });

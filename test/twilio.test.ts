@@ -256,6 +256,8 @@ interface Setup {
   server: RunningTwilioBridgeServer;
   calls: TwilioCall[];
   warnings: RtTranslateError[];
+  /** Every event each call's bridge emitted, by name, with its arguments. */
+  emitted: Array<Array<{ name: string | symbol; args: unknown[] }>>;
   connect(): Promise<FakeTwilio>;
 }
 
@@ -265,9 +267,17 @@ async function setup(options: Partial<TwilioMediaBridgeOptions> = {}, emulatorOp
   emulators.push(emulator);
   const calls: TwilioCall[] = [];
   const warnings: RtTranslateError[] = [];
+  const emitted: Setup['emitted'] = [];
   const server = await startTwilioBridgeServer({
     bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, ...options },
     onCall: (call) => {
+      const events: Setup['emitted'][number] = [];
+      const emit = call.bridge.emit.bind(call.bridge);
+      call.bridge.emit = (name: string | symbol, ...args: unknown[]) => {
+        events.push({ name, args });
+        return emit(name, ...args);
+      };
+      emitted.push(events);
       call.bridge.on('warning', (warning) => warnings.push(warning));
       calls.push(call);
     },
@@ -277,6 +287,7 @@ async function setup(options: Partial<TwilioMediaBridgeOptions> = {}, emulatorOp
     server,
     calls,
     warnings,
+    emitted,
     async connect() {
       const client = await FakeTwilio.connect(server.url);
       clients.push(client);
@@ -308,7 +319,7 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
   });
 
   it('translates a call: 160-byte mu-law media, a mark after each response, audio equal to what the emulator answers', async () => {
-    const { connect, calls } = await setup({ bargeIn: false });
+    const { connect, calls, emitted } = await setup({ bargeIn: false });
     const twilio = await connect();
     // A gap of 500 ms (25 frames) inside the 1.2 s pause between sentences 2 and 3.
     const pauseStart = frameAt(FIXTURE.utterances[1]!.endSample) + 8;
@@ -343,6 +354,13 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
       expect(group.audio.equals(expected[i]!)).toBe(true);
     });
     expect(bridge.stats.responses).toBe(3);
+    // The translator's text events come out of the bridge under the translator's own names (one
+    // name per event in the whole library), with the emulator's texts; no other name carries them.
+    const texts = (name: string) => emitted[0]!.filter((e) => e.name === name).map((e) => e.args);
+    expect(texts('transcript.done')).toEqual([1, 2, 3].map((n) => [expect.stringMatching(new RegExp(`^\\[en-us utterance ${n}, `))]));
+    expect(texts('text.done')).toEqual([1, 2, 3].map((n) => [expect.stringMatching(new RegExp(`^\\[es-es translation of utterance ${n}, `))]));
+    const carriers = emitted[0]!.filter((e) => e.args.some((a) => typeof a === 'string' && /^\[(en-us|es-es) /.test(a)));
+    expect(new Set(carriers.map((e) => e.name))).toEqual(new Set(['transcript.done', 'text.done']));
     expect(bridge.stats.outboundFrames).toBe(expected.reduce((n, r) => n + r.length / TWILIO_FRAME_BYTES, 0));
 
     // Against the fixture's own utterances (measured voiced regions at 24 kHz), through the whole
@@ -458,12 +476,13 @@ describe('TwilioMediaBridge as a Duplex', () => {
     const baseline = countHandles();
     const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl });
     const messages = callMessages(60);
-    for (const message of messages.slice(0, -1)) bridge.write(message);
+    // Each write's callback: the bridge has handed that message's audio to the translator.
+    const handed = messages.slice(0, -1).map((message) => new Promise<void>((resolve) => bridge.write(message, () => resolve())));
     await once(bridge.translator, 'session.created');
-    await new Promise<void>((resolve) => {
-      const check = () => (bridge.translator.stats.bytesSent >= 50 * 160 * 6 ? resolve() : setTimeout(check, 5));
-      check();
-    });
+    await Promise.all(handed);
+    // Mid-call: the session is open and at least 50 frames of audio are with the translator.
+    const { translator } = bridge;
+    expect(translator.stats.inputBytes + translator.writableLength).toBeGreaterThanOrEqual(50 * 160 * 6);
     expect(emulator.realtimeSessions()).toHaveLength(1);
     bridge.destroy();
     await once(bridge, 'close');
@@ -645,13 +664,11 @@ describe('inbound timeline and validation', () => {
     // Half of sentence 1: no utterance has ended yet.
     const sent = frameAt((FIXTURE.utterances[0]!.startSample + FIXTURE.utterances[0]!.endSample) / 2);
     twilio.media(0, sent);
-    await new Promise<void>((resolve) => {
-      const check = () => ((calls[0]?.bridge.stats.mediaMessages ?? 0) === sent ? resolve() : setTimeout(check, 5));
-      check();
-    });
+    // Closed at once: what arrived before the close still reaches the bridge and the service.
     twilio.ws.close(1000);
     await calls[0]!.done;
     const { bridge } = calls[0]!;
+    expect(bridge.stats.mediaMessages).toBe(sent);
     // The translator's session ended properly: the speech it had was answered (audio dropped:
     // nobody is listening any more).
     expect(bridge.translator.stats.responses).toBe(1);

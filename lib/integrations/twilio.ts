@@ -164,10 +164,10 @@ export interface TwilioMediaBridgeEvents {
   dtmf: [digit: string];
   /** `stop`: the stream ended; the last response is still awaited. */
   stop: [];
-  /** Transcript of a caller utterance (from the translator). */
-  transcript: [text: string];
-  /** Final translated text of a response (from the translator). */
-  translation: [text: string];
+  /** Transcript of a caller utterance: the translator's `transcript.done`, under its name. */
+  'transcript.done': [text: string];
+  /** Final translated text of a response: the translator's `text.done`, under its name. */
+  'text.done': [text: string];
   /** A non-fatal problem: a malformed or unknown message, or a translator warning. */
   warning: [warning: RtTranslateError];
 }
@@ -306,8 +306,8 @@ export class TwilioMediaBridge extends Duplex {
     });
 
     translator.on('audio.done', () => this.#outbound.responseEnded(translator.stats.bytesReceived));
-    translator.on('transcript.done', (text) => this.emit('transcript', text));
-    translator.on('text.done', (text) => this.emit('translation', text));
+    translator.on('transcript.done', (text) => this.emit('transcript.done', text));
+    translator.on('text.done', (text) => this.emit('text.done', text));
     translator.on('warning', (warning) => this.#warn(warning));
 
     pipeline(translator, this.#outbound).then(
