@@ -56,6 +56,14 @@ HTTP interface (each command has --help):
  */
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const [first, ...rest] = argv;
+  // A reader that goes away (`rt-translate languages | head -1`) ends the output, not the
+  // command's success: every command then ends quietly with status 0 (the realtime command also
+  // stops sending). Any other failure of standard output is reported. The listener stays: an
+  // error can still arrive after the command has returned.
+  let stdoutFailure: NodeJS.ErrnoException | undefined;
+  io.stdout.on('error', (error: NodeJS.ErrnoException) => (stdoutFailure ??= error));
+  const brokenPipe = (error?: unknown): boolean =>
+    stdoutFailure?.code === 'EPIPE' || (error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
   try {
     if (first === '--version') {
       io.stdout.write(`${packageVersion()}\n`);
@@ -71,8 +79,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
     const load = first !== undefined && Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
     const command = await (load ?? COMMANDS.translate!)();
-    return await command(load ? rest : argv, io);
+    const status = await command(load ? rest : argv, io);
+    if (stdoutFailure && !brokenPipe()) throw stdoutFailure;
+    return brokenPipe() ? EXIT_OK : status;
   } catch (error) {
+    if (brokenPipe(error)) return EXIT_OK;
     io.stderr.write(`${describeFailure(error)}\n`);
     if (isUsageError(error)) return EXIT_USAGE;
     return EXIT_FAILURE;

@@ -177,6 +177,39 @@ describe('rt-translate languages', () => {
   });
 });
 
+describe('a reader that goes away (EPIPE on standard output)', () => {
+  const serviceEnv = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY });
+  /** A standard output whose reader leaves after `keep` bytes, as `| head -c N` does. */
+  function leavingReader(keep: number): Writable {
+    let taken = 0;
+    return new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        taken += chunk.length;
+        if (taken > keep) callback(Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' }));
+        else callback();
+      },
+    });
+  }
+
+  it('tts streaming to standard output ends quietly with status 0 (the spawned smoke test covers a short output)', async () => {
+    const args = ['tts', '--text', 'A reader that leaves early.', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'];
+    const result = await runInProcess(args, { env: serviceEnv(), stdout: leavingReader(10) });
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+
+  it('any other failure of standard output is reported (exit 1)', async () => {
+    const full = new Writable({
+      write(_chunk, _encoding, callback) {
+        callback(Object.assign(new Error('no space left on device, write'), { code: 'ENOSPC', syscall: 'write' }));
+      },
+    });
+    const result = await runInProcess(['languages'], { env: serviceEnv(), stdout: full });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/no space left on device/);
+  });
+});
+
 describe('rt-translate translate-text', () => {
   it('translates arguments, a file, and lines on stdin, one translation per line', async () => {
     const args = await cli(['translate-text', '--from', 'en-us', '--to', 'es-es', 'Good morning', 'Thank you']);

@@ -97,6 +97,14 @@ describe.concurrent('rt-translate as a process', () => {
     expect(result.stderr).not.toMatch(/EPIPE|error/i);
   });
 
+  it('an HTTP command whose reader has gone (stdout closed before it writes) ends quietly with status 0', async () => {
+    const child = spawnCli(['languages']);
+    child.stdout!.destroy(); // as `| true` does: nothing will ever read
+    const result = await watch(child).ended;
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/EPIPE|error/i);
+  });
+
   it('usage errors exit 2, --version exits 0', async () => {
     const [bogus, version] = await Promise.all([runCli(['--from', 'en-us', '--to', 'es-es', '--bogus']), runCli(['--version'])]);
     expect(bogus.code).toBe(2);
