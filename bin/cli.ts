@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { ENV_API_KEY } from '../lib/env-names.js';
 import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
 export const EXIT_OK = 0;
@@ -149,7 +150,11 @@ export function isUsageError(error: unknown): boolean {
 
 /** One line for stderr describing a failure; never includes a stack for expected errors. */
 export function describeFailure(error: unknown): string {
-  if (error instanceof RtTranslateError) return `rt-translate: ${error.message} [${error.code}]`;
+  if (error instanceof RtTranslateError) {
+    // A refused key, from a handshake or an HTTP request: say how this command takes one.
+    const hint = error.code === 'RTT_AUTH' ? ` Check the key in ${ENV_API_KEY} or --api-key-file.` : '';
+    return `rt-translate: ${error.message}${hint} [${error.code}]`;
+  }
   if (error instanceof UsageError) return `rt-translate: ${error.message}`;
   if (error instanceof Error) return `rt-translate: ${error.message}`;
   return `rt-translate: ${String(error)}`;

@@ -3,11 +3,10 @@
  * safe to talk to. Nothing here touches the network.
  */
 import { isIP } from 'node:net';
+import { ENV_API_KEY, ENV_REALTIME_URL } from './env-names.js';
 import { ConfigError } from './errors.js';
 
-export const ENV_API_KEY = 'RT_TRANSLATE_API_KEY';
-export const ENV_BASE_URL = 'RT_TRANSLATE_BASE_URL';
-export const ENV_REALTIME_URL = 'RT_TRANSLATE_REALTIME_URL';
+export { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from './env-names.js';
 
 /** The path of the realtime endpoint, appended to the configured realtime host. */
 export const REALTIME_PATH = '/v1/realtime';

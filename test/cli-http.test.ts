@@ -548,7 +548,9 @@ describe('rt-translate delete-voice', () => {
     const wrong = 'sk-cli-http-wrong-key-77aa19c3e5';
     const result = await cli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 was refused with 401: .* \[RTT_AUTH\]\n$/);
+    expect(result.stderr).toMatch(
+      /^rt-translate: DELETE \/delete-voice\/17 was refused with 401: the API key is missing or invalid\..* Check the key in RT_TRANSLATE_API_KEY or --api-key-file\. \[RTT_AUTH\]\n$/,
+    );
     expect(result.stderr).not.toContain(wrong);
   });
 

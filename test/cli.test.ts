@@ -886,7 +886,7 @@ describe.concurrent('rt-translate: the API key off the command line', () => {
     expect(good.code).toBe(0);
     expect(good.stdout.equals(expected)).toBe(true);
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toMatch(/refused the API key \(HTTP 401\).*\[RTT_AUTH\]\n$/);
+    expect(wrong.stderr).toMatch(/refused the API key \(HTTP 401\).* Check the key in RT_TRANSLATE_API_KEY or --api-key-file\. \[RTT_AUTH\]\n$/);
     expect(wrong.stderr).not.toContain('sk-not-the-key');
   });
 

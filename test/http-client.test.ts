@@ -320,7 +320,7 @@ describe('status errors', () => {
     expect(conflict.message).toBe('POST /translated-tts failed with HTTP 409: Task is ERROR.');
     handlers.set('/translated-tts', (_req, res) => json(res, 401, { message: 'Key revoked.' }));
     const auth = (await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error;
-    expect(auth.message).toMatch(/RT_TRANSLATE_API_KEY\. The service said: Key revoked\.$/);
+    expect(auth.message).toMatch(/missing or invalid\. The service said: Key revoked\.$/);
     handlers.set('/translated-tts', (_req, res) => res.writeHead(409).end());
     expect(((await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error).message).toBe('POST /translated-tts failed with HTTP 409.');
   });

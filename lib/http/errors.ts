@@ -57,8 +57,7 @@ export class HttpAuthError extends AuthError {
   constructor(options: HttpErrorOptions) {
     const said = serviceSaid(options);
     super(
-      `${where(options)} was refused with 401: the API key is missing or invalid. ` +
-        `Pass apiKey or set RT_TRANSLATE_API_KEY.${said}`,
+      `${where(options)} was refused with 401: the API key is missing or invalid.${said}`,
       { ...options, status: 401, retryable: false },
     );
     this.method = options.method;
