@@ -361,6 +361,10 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
     expect(texts('text.done')).toEqual([1, 2, 3].map((n) => [expect.stringMatching(new RegExp(`^\\[es-es translation of utterance ${n}, `))]));
     const carriers = emitted[0]!.filter((e) => e.args.some((a) => typeof a === 'string' && /^\[(en-us|es-es) /.test(a)));
     expect(new Set(carriers.map((e) => e.name))).toEqual(new Set(['transcript.done', 'text.done']));
+    // The bridge's own news of a response sent has a name of its own: `response` is the
+    // translator's (a ResponseTiming), and one name never carries two meanings.
+    expect(texts('response.sent')).toEqual([1, 2, 3].map((index) => [expect.objectContaining({ index, mark: `response-${index}` })]));
+    expect(texts('response')).toEqual([]);
     expect(bridge.stats.outboundFrames).toBe(expected.reduce((n, r) => n + r.length / TWILIO_FRAME_BYTES, 0));
 
     // Against the fixture's own utterances (measured voiced regions at 24 kHz), through the whole

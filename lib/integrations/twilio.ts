@@ -150,8 +150,11 @@ export interface TwilioMediaBridgeEvents {
   connected: [info: { protocol?: string; version?: string }];
   /** `start`: the stream's metadata (validated). */
   start: [info: TwilioStreamInfo];
-  /** A response's audio and its mark have been produced. */
-  response: [info: TwilioResponseInfo];
+  /**
+   * A response's audio and its mark have been sent to Twilio (not `response`: that name is the
+   * translator's, with its latency figures, on `bridge.translator`).
+   */
+  'response.sent': [info: TwilioResponseInfo];
   /** Twilio echoed a mark of ours: the response's audio has played (or was cleared). */
   played: [mark: string];
   /** Twilio echoed any mark (ours or not). */
@@ -505,7 +508,7 @@ export class TwilioMediaBridge extends Duplex {
   #responseSent(info: TwilioResponseInfo): void {
     this.#outstandingMarks.add(info.mark);
     this.#stats.responses += 1;
-    this.emit('response', info);
+    this.emit('response.sent', info);
   }
 
   override _read(): void {
