@@ -208,6 +208,88 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     expect(stream.stats).toMatchObject({ reconnects: 1, bytesReplayed: 32_000 });
   });
 
+  it('a reader that stops reading pauses the socket; every result comes once it reads again', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl, { readableHighWaterMark: 2 });
+    const peer = await fake.nextPeer();
+    peer.send(READY);
+    await new Promise((resolve) => stream.once('ready', resolve));
+    const sent = 40;
+    let finals = 0;
+    const paused = new Promise<void>((resolve) => {
+      stream.on('final', () => {
+        finals += 1;
+        if (stream.stats.paused) resolve();
+      });
+    });
+    for (let i = 0; i < sent; i++) peer.send(final(i, 0.5, `result ${i}`));
+    await paused;
+    // Nothing reads: the stream stopped taking the service's messages well before all of them.
+    expect(finals).toBeLessThan(sent);
+    const results: string[] = [];
+    for await (const result of stream as AsyncIterable<LiveTranscript>) {
+      results.push(result.transcript);
+      if (results.length === sent) break;
+    }
+    expect(results).toEqual(Array.from({ length: sent }, (_, i) => `result ${i}`));
+    expect(stream.stats.paused).toBe(false);
+  });
+
+  it('a service that stops reading holds the writer (its callback waits), and abort then settles it', async () => {
+    const baseline = countHandles();
+    const fake = await fakeServer();
+    const controller = new AbortController();
+    const stream = open(fake.realtimeUrl, { maxSocketBufferBytes: 64 * 1024, signal: controller.signal });
+    stream.resume();
+    const peer = await fake.nextPeer();
+    peer.send(READY);
+    await new Promise((resolve) => stream.once('ready', resolve));
+    peer.pauseReading();
+    const failed = new Promise<Error>((resolve) => stream.once('error', resolve));
+    // Write until a callback is held: the kernel's buffers fill, then the socket's, then ours.
+    const chunk = Buffer.alloc(64 * 1024);
+    let settled = 0;
+    let held: Promise<Error | null | undefined> | undefined;
+    for (let i = 0; i < 2_000 && held === undefined; i++) {
+      let done = false;
+      const callback = new Promise<Error | null | undefined>((resolve) =>
+        stream.write(chunk, (error) => {
+          done = true;
+          settled += 1;
+          resolve(error);
+        }),
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!done) held = callback;
+    }
+    expect(held).toBeDefined();
+    expect(settled).toBeGreaterThan(0);
+    controller.abort();
+    expect((await held)?.name).toBe('AbortError');
+    expect((await failed).name).toBe('AbortError');
+    expect(stream.destroyed).toBe(true);
+    await fake.close();
+    await expectNoLeakedHandles(baseline);
+  });
+
+  it('destroy() in the middle of a session closes the socket and leaves no handle behind', async () => {
+    const baseline = countHandles();
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl);
+    stream.resume();
+    const peer = await fake.nextPeer();
+    peer.send(READY);
+    await new Promise((resolve) => stream.once('ready', resolve));
+    stream.write(Buffer.alloc(3200));
+    await peer.waitForBinaryBytes(3200);
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    stream.destroy();
+    await closed;
+    await fake.allClosed();
+    await fake.close();
+    await expectNoLeakedHandles(baseline);
+  });
+
   it('an Error before Ready fails the stream with the service message; the key never shows', async () => {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl);
