@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { dbfsToMeanSquare, meanSquare } from '../lib/audio/level.js';
+import { dbfsToMeanSquare, frameMeanSquares, meanSquare } from '../lib/audio/level.js';
+import { firKernel } from '../lib/audio/wasm/fir.js';
 import { SpeechSegmentCounter, VoiceActivityDetector, type VoiceSegment } from '../lib/audio/vad.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
@@ -39,6 +40,35 @@ describe('meanSquare', () => {
     extremes.copy(aligned);
     expect(meanSquare(aligned, 0, aligned.length)).toBe(reference(extremes, 0, extremes.length));
     expect(meanSquare(aligned, 2, aligned.length - 2)).toBe(reference(extremes, 2, extremes.length - 2));
+  });
+
+  it.each([
+    ['one frame (JavaScript)', 1, 960],
+    ['a run of frames (the SIMD kernel)', 300, 960],
+    ['frames of an odd sample count', 40, 322],
+  ])('frameMeanSquares over %s equals meanSquare frame by frame, at any byte offset, the extremes included', (_name, frames, frameBytes) => {
+    if (frames > 1) expect(firKernel()).toBeDefined(); // Node 20 on x64 and arm64 runs the kernel
+    const data = Buffer.alloc(frames * frameBytes + 3);
+    let seed = 7;
+    for (let i = 0; i + 2 <= data.length; i += 2) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      const kind = seed % 7;
+      data.writeInt16LE(kind === 0 ? -32768 : kind === 1 ? 32767 : ((seed >>> 8) & 0xffff) - 32768, i);
+    }
+    for (const offset of [0, 1, 2, 3]) {
+      const out = new Float64Array(frames);
+      frameMeanSquares(data, offset, frames, frameBytes, out);
+      for (let f = 0; f < frames; f++) {
+        const at = offset + f * frameBytes;
+        expect(out[f]).toBe(reference(data, at, at + frameBytes));
+      }
+    }
+    // Full scale negative throughout: 2^30 per sample, the largest a pair of lanes can sum to.
+    const loudest = Buffer.alloc(frames * frameBytes);
+    for (let i = 0; i < loudest.length; i += 2) loudest.writeInt16LE(-32768, i);
+    const out = new Float64Array(frames);
+    frameMeanSquares(loudest, 0, frames, frameBytes, out);
+    expect([...out].every((v) => v === 32768 ** 2)).toBe(true);
   });
 
   it('dbfsToMeanSquare: full scale is 32768², -20 dBFS a hundredth of it', () => {

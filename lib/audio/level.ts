@@ -1,8 +1,10 @@
 /**
  * Signal level arithmetic on PCM16 LE, shared by the voice-activity detector (`vad.ts`: the
  * client's count of the speech it sent, the emulator's utterances) and the Twilio barge-in
- * detector.
+ * detector. `frameMeanSquares` measures a run of frames in one pass of the WebAssembly SIMD
+ * kernel where there is one; the JavaScript sums are the same exact integers either way.
  */
+import { firKernel } from './wasm/fir.js';
 
 /** The mean-square sample value of a PCM16 signal at `dbfs` (relative to full scale, 32768). */
 export function dbfsToMeanSquare(dbfs: number): number {
@@ -41,4 +43,33 @@ export function meanSquare(buf: Buffer, start: number, end: number): number {
     sum += sample * sample;
   }
   return (sum * 2) / (end - start);
+}
+
+/** Frames measured per pass of the kernel: bounds the kernel memory a large write takes. */
+const FRAMES_PER_PASS = 128;
+/** Below this many bytes a call into the kernel costs more than the sums in JavaScript. */
+const KERNEL_MIN_BYTES = 4096;
+
+/**
+ * The mean square of each of `frames` consecutive frames of `frameBytes` (even) in `buf` from
+ * `offset`, into `out[0 .. frames)`: the same values as `meanSquare` per frame.
+ */
+export function frameMeanSquares(buf: Buffer, offset: number, frames: number, frameBytes: number, out: Float64Array): void {
+  const kernel = frames * frameBytes >= KERNEL_MIN_BYTES ? firKernel() : undefined;
+  if (!kernel) {
+    for (let f = 0, at = offset; f < frames; f++, at += frameBytes) out[f] = meanSquare(buf, at, at + frameBytes);
+    return;
+  }
+  const samples = frameBytes >> 1;
+  for (let first = 0; first < frames; first += FRAMES_PER_PASS) {
+    const count = Math.min(FRAMES_PER_PASS, frames - first);
+    const bytes = count * frameBytes;
+    const input = kernel.scratch(((bytes + 15) & ~15) + count * 8);
+    const sums = input + ((bytes + 15) & ~15);
+    const start = offset + first * frameBytes;
+    kernel.u8.set(buf.subarray(start, start + bytes), input);
+    kernel.exports.frame_power(input, count, samples, sums);
+    const totals = new Float64Array(kernel.u8.buffer, sums, count);
+    for (let f = 0; f < count; f++) out[first + f] = totals[f]! / samples;
+  }
 }

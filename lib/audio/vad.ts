@@ -12,7 +12,7 @@
  */
 import { ValidationError } from '../errors.js';
 import { FrameCutter } from './frames.js';
-import { dbfsToMeanSquare, meanSquare } from './level.js';
+import { dbfsToMeanSquare, frameMeanSquares } from './level.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
 export const VAD_FRAME_SAMPLES = 480;
@@ -103,8 +103,16 @@ export class VoiceActivityDetector {
     this.#frames.cut(chunk, this.#run);
   }
 
+  /** The levels of up to 64 frames (1.28 s), measured together. */
+  readonly #levels = new Float64Array(64);
+
   readonly #run = (buf: Buffer, offset: number, frames: number): void => {
-    for (let i = 0; i < frames; i++) this.#frame(buf, offset + i * VAD_FRAME_BYTES, this.#onEnd);
+    const levels = this.#levels;
+    for (let first = 0; first < frames; first += levels.length) {
+      const count = Math.min(levels.length, frames - first);
+      frameMeanSquares(buf, offset + first * VAD_FRAME_BYTES, count, VAD_FRAME_BYTES, levels);
+      for (let i = 0; i < count; i++) this.#frame(levels[i]! > this.#powerThreshold, this.#onEnd);
+    }
   };
 
   /** Forgets the segment in progress. */
@@ -112,8 +120,7 @@ export class VoiceActivityDetector {
     this.#inSegment = false;
   }
 
-  #frame(buf: Buffer, offset: number, onEnd: (segment: VoiceSegment) => void): void {
-    const voiced = meanSquare(buf, offset, offset + VAD_FRAME_BYTES) > this.#powerThreshold;
+  #frame(voiced: boolean, onEnd: (segment: VoiceSegment) => void): void {
     const start = this.#frameStart;
     const end = start + VAD_FRAME_BYTES;
     this.#frameStart = end;

@@ -1,6 +1,6 @@
 /**
  * The WebAssembly SIMD kernel of the resampler, which also does the library's other bulk
- * sample work: G.711 tables, channel mixing, float to int16 (source: `resample.c` beside this
+ * sample work: G.711 tables, channel mixing, float to int16, frame levels (source: `resample.c` beside this
  * file, built by `scripts/build-wasm.sh`), loaded once per process on first use, synchronously, with no
  * process-wide side effect. Where WebAssembly or its SIMD extension is missing (`--jitless`, an
  * old engine) or the host is big-endian, `firKernel()` returns undefined and the resampler
@@ -34,6 +34,7 @@ interface FirExports {
   g711_decode(src: number, n: number, table: number, dst: number): void;
   g711_encode(src: number, n: number, table: number, dst: number): void;
   f32_to_i16(src: number, n: number, scale: number, dst: number, stride: number): void;
+  frame_power(src: number, frames: number, samples: number, sums: number): void;
 }
 
 /** The parts of the WebAssembly API used here (Node's types for this target do not declare it). */

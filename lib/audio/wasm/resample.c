@@ -291,3 +291,27 @@ __attribute__((export_name("f32_to_i16"))) void f32_to_i16(const float *src, int
     dst[i * stride] = (int16_t)v;
   }
 }
+
+/*
+ * Frame levels for the voice and barge-in detectors: out[f] is the sum of the squares of the
+ * `len` samples of frame f (x[f * len .. f * len + len)), exactly. A dot product of 8 samples with
+ * themselves gives per lane the sum of two squares, at most 2^31: read as unsigned it is exact,
+ * and it is widened to 64 bits before it is added. The sums are below 2^53 for any frame shorter
+ * than 2^22 samples, so the doubles written are exact too.
+ */
+__attribute__((export_name("frame_power"))) void frame_power(const int16_t *x, int32_t frames, int32_t len, double *out) {
+  for (int32_t f = 0; f < frames; f++) {
+    const int16_t *p = x + f * len;
+    v128_t acc = wasm_i64x2_splat(0);
+    int32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      v128_t v = wasm_v128_load(p + i);
+      v128_t d = wasm_i32x4_dot_i16x8(v, v);
+      acc = wasm_i64x2_add(acc, wasm_u64x2_extend_low_u32x4(d));
+      acc = wasm_i64x2_add(acc, wasm_u64x2_extend_high_u32x4(d));
+    }
+    uint64_t sum = (uint64_t)wasm_i64x2_extract_lane(acc, 0) + (uint64_t)wasm_i64x2_extract_lane(acc, 1);
+    for (; i < len; i++) sum += (uint64_t)((int32_t)p[i] * (int32_t)p[i]);
+    out[f] = (double)sum;
+  }
+}
