@@ -2,15 +2,16 @@
  * The official SDK against the emulator: installs `@camb-ai/sdk` (1.0.1, never a dependency of
  * this package) into a temporary folder with npm, starts the emulator, and checks that the SDK
  * and `LocalizationClient` get the same answers for a sample of endpoints (languages, voices and
- * cloning, translation, translated TTS, transcription, dubbing and its transcript, streaming TTS,
- * text to sound, project setup, dictionaries, folders, live streams, a 422). Prints one line per check and
+ * cloning, text to voice, translation and its stream, translated TTS, transcription, dubbing,
+ * its transcript and other formats, streaming TTS, text to sound, stories, audio separation,
+ * project setup, dictionaries, folders, live streams, a 422). Prints one line per check and
  * exits 1 when any differs.
  *
  *     npm run check:sdk                     # CI runs it after the tests
  *     npm run check:sdk -- --sdk-dir DIR    # an SDK already installed in DIR (no network)
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -22,6 +23,7 @@ const SDK = '@camb-ai/sdk@1.0.1';
 const KEY = 'sdk-check-key-7f31c2';
 const FIXTURE = new URL('../../test/fixtures/speech-en-24k.wav', import.meta.url);
 const MEDIA = 'https://media.example.com/speech-en-24k.wav';
+const STORY = 'The tide came in at noon. A gull stood on the pier! Who had left the lamp lit?';
 
 /** The parts of the SDK's client this check calls (it ships no types we compile against). */
 type Sdk = Record<string, Record<string, (request?: unknown) => Promise<unknown>>>;
@@ -57,7 +59,10 @@ async function settled(status: () => Promise<unknown>): Promise<{ status: string
 async function main(): Promise<number> {
   const { dir, cleanup } = installSdk();
   const emulator = await startEmulator({ apiKeys: [KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0 });
-  const client = new LocalizationClient({ baseUrl: emulator.baseUrl, apiKey: KEY });
+  // The emulator's tasks finish at their second status read: poll as often as `settled` does,
+  // not with the service's 2 s and 15 s advice (which made each wait here last half a minute).
+  const fast = { initialIntervalMs: 5, maxIntervalMs: 5 };
+  const client = new LocalizationClient({ baseUrl: emulator.baseUrl, apiKey: KEY, polling: { speech: fast, longMedia: fast } });
   const mod = (await import(pathToFileURL(join(dir, 'node_modules/@camb-ai/sdk/dist/index.js')).href)) as { CambClient: new (o: object) => Sdk };
   const sdk = new mod.CambClient({ apiKey: KEY, baseUrl: emulator.baseUrl });
   const results: Array<[string, boolean, string]> = [];
@@ -82,10 +87,30 @@ async function main(): Promise<number> {
       return [[listed, listed.some((v) => v.id === created.voice_id)], [ours, true]];
     });
 
+    await check('POST /text-to-voice, status, GET /text-to-voice-result', async () => {
+      const task = (await sdk.textToVoice!.createTextToVoice!({ text: 'A voice for the late news.', voice_description: 'a calm, low voice' })) as { task_id: string };
+      const theirs = await settled(() => sdk.textToVoice!.getTextToVoiceStatus!({ task_id: task.task_id }));
+      const ours = await client.getTextToVoiceStatus(task.task_id);
+      return [
+        [theirs, await sdk.textToVoice!.getTextToVoiceResult!({ run_id: theirs.run_id })],
+        [ours.raw, (await client.getTextToVoiceResult(theirs.run_id)).raw],
+      ];
+    });
+
     await check('POST /translate, status, GET /translation-result', async () => {
       const task = (await sdk.translation!.createTranslation!({ texts: ['Good morning', 'Thank you'], source_language: 1, target_language: 54 })) as { task_id: string };
       const done = await settled(() => sdk.translation!.getTranslationTaskStatus!({ task_id: task.task_id }));
       return [await sdk.translation!.getTranslationResult!({ run_id: done.run_id }), (await client.getTranslationResult(done.run_id)).raw];
+    });
+
+    await check('POST /translation/stream (the text)', async () => {
+      const request = { text: 'Good morning, ¿qué tal? — see you soon.', source_language: 1, target_language: 54 };
+      const answer = await sdk.translation!.translationStream!(request);
+      // The SDK reads every answer as JSON: a text answer comes back wrapped, as `error.rawBody`.
+      const theirs = typeof answer === 'string' ? answer : (answer as { error?: { rawBody?: unknown } }).error?.rawBody;
+      let ours = '';
+      for await (const piece of await client.translationStream({ text: request.text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })) ours += piece as string;
+      return [theirs, ours];
     });
 
     await check('POST /translated-tts, GET /translated-tts/{id}', async () => {
@@ -119,6 +144,16 @@ async function main(): Promise<number> {
       (await client.getRunTranscript(dubRun, 'es-es', { format: 'srt' })).raw,
     ]);
 
+    await check('POST /dub-alt-format/{run_id}/{language}, status', async () => {
+      const theirs = (await sdk.dub!.getDubbedOutputInAltFormat!({ run_id: dubRun, language: 54, output_format: 'wav' })) as { task_id: string };
+      const ours = await client.requestDubAltFormat(dubRun, 'es-es', 'wav');
+      const done = await settled(() => sdk.dub!.getDubbedOutputInAltFormatStatus!({ task_id: theirs.task_id }));
+      return [
+        [Object.keys(theirs), done],
+        [Object.keys(ours.raw), (await client.getDubAltFormatStatus(theirs.task_id)).raw],
+      ];
+    });
+
     await check('POST /tts-stream (wav bytes)', async () => {
       const request = { text: 'The same speech both ways.', language: 'en-us', voice_id: 147_320, output_configuration: { format: 'wav' } };
       const theirs = Buffer.from(await ((await sdk.textToSpeech!.tts!(request)) as { arrayBuffer: () => Promise<ArrayBuffer> }).arrayBuffer());
@@ -136,6 +171,31 @@ async function main(): Promise<number> {
       const theirs = (await sdk.textToAudio!.getTextToSoundResults!({ body: { run_ids: runs } })) as Record<string, { output_url: string }>;
       const ours = await client.getTextToSoundResults(runs);
       return [runs.map((r) => theirs[String(r)]?.output_url), runs.map((r) => ours.get(r)?.url)];
+    });
+
+    await check('POST /story (a file), status, GET /story-result with the transcript', async () => {
+      const document = join(dir, 'story.txt');
+      writeFileSync(document, STORY);
+      const task = (await sdk.story!.createStory!({ file: createReadStream(document), source_language: 1, title: 'The pier' })) as { task_id: string };
+      const theirs = await settled(() => sdk.story!.getStoryStatus!({ task_id: task.task_id }));
+      const mine = await client.createStory({ file: document, sourceLanguage: 'en-us', title: 'The pier' });
+      const mineRun = (await client.waitForTask('story', mine.taskId!)).runId;
+      const sdkResult = (await sdk.story!.getStoryRunInfo!({ run_id: theirs.run_id, include_transcript: true })) as { transcript?: unknown };
+      const ours = await client.getStoryResult(theirs.run_id, { includeTranscript: true });
+      // Both creations narrate the same document: the same transcript.
+      return [
+        [Object.keys(task), theirs, sdkResult, sdkResult.transcript],
+        [Object.keys(mine.raw), (await client.getStoryStatus(task.task_id)).raw, ours.raw, (await client.getStoryResult(mineRun, { includeTranscript: true })).raw.transcript],
+      ];
+    });
+
+    await check('POST /audio-separation (an upload), status, GET /audio-separation-result', async () => {
+      const task = (await sdk.audioSeparation!.createAudioSeparation!({ media_file: readFileSync(FIXTURE) })) as { task_id: string };
+      const theirs = await settled(() => sdk.audioSeparation!.getAudioSeparationStatus!({ task_id: task.task_id }));
+      return [
+        [theirs, await sdk.audioSeparation!.getAudioSeparationRunInfo!({ run_id: theirs.run_id })],
+        [(await client.getAudioSeparationStatus(task.task_id)).raw, (await client.getAudioSeparationResult(theirs.run_id)).raw],
+      ];
     });
 
     await check('POST /project-setup, GET /project-setup-result', async () => {

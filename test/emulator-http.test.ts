@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormData, request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
@@ -413,6 +414,30 @@ describe('control endpoint', () => {
     expect((await control(emu, 'GET', 'faults')).faults[0].count).toBe(2);
     await control(emu, 'DELETE', 'faults');
     expect((await control(emu, 'GET', 'faults')).faults).toEqual([]);
+  });
+
+  it('a status fault with afterBody answers once the whole request body was read', async () => {
+    await control(emu, 'POST', 'faults', { status: 503, retryAfter: 2, afterBody: true, path: '/translate' });
+    // 32 MB of spaces: far more than socket buffers hold, so an early answer would come mid-body.
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let sent = 0;
+    const upload = Readable.from(
+      (async function* () {
+        for (let i = 0; i < 512; i++) {
+          sent += chunk.length;
+          yield chunk;
+        }
+      })(),
+    );
+    const answer = await request(`${emu.baseUrl}/translate`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: upload });
+    const sentWhenAnswered = sent;
+    expect(answer.statusCode).toBe(503);
+    expect(answer.headers['retry-after']).toBe('2');
+    await answer.body.dump();
+    expect(sentWhenAnswered).toBe(512 * chunk.length);
+    const bad = await request(`${emu.baseUrl}/_emulator/faults`, { method: 'POST', body: JSON.stringify({ afterBody: true, dropAfterBytes: 10 }) });
+    expect(bad.statusCode).toBe(400);
+    expect(((await bad.body.json()) as { error: string }).error).toContain('afterBody must be a boolean, with status');
   });
 
   it('passes file-store fault switches through', async () => {

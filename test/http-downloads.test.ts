@@ -11,9 +11,9 @@ import { LocalizationClient } from '../lib/http/client.js';
 import { separateTracks, synthesizeFlac, synthesizeSpeechPcm } from '../lib/emulator/synth.js';
 import { ConfigError, ConnectionError, ValidationError } from '../lib/errors.js';
 import { HttpConnectionError, HttpForbiddenError, HttpStatusError } from '../lib/http/errors.js';
-import { FlacDownloadStream, type FlacDownloadRetry } from '../lib/http/flac-download-stream.js';
+import { FlacDownloadStream } from '../lib/http/flac-download-stream.js';
 import { isRetryable } from '../lib/http/retry.js';
-import { KEY, OTHER_KEY, clientFor, collect, control, emulator, logged, openNetHandles, until } from './http-test-helpers.js';
+import { KEY, OTHER_KEY, clientFor, collect, control, emulator, logged, openNetHandles, retries, until } from './http-test-helpers.js';
 
 const RATE = 24_000;
 
@@ -34,12 +34,6 @@ afterAll(async () => {
 async function seededRun(text: string, apiKey = KEY): Promise<number> {
   const seeded = (await control(emu, 'POST', 'tasks', { kind: 'tts', text, taskMs: 0, apiKey })) as { run_id: number };
   return seeded.run_id;
-}
-
-function retries(stream: FlacDownloadStream): FlacDownloadRetry[] {
-  const seen: FlacDownloadRetry[] = [];
-  stream.on('retry', (info) => seen.push(info));
-  return seen;
 }
 
 describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {

@@ -1,6 +1,7 @@
 /**
  * Project-like results against the emulator: project setup status and results (single and the
- * bulk list), text to sound (WAV bytes, a presigned URL, bulk), stories and translated stories,
+ * bulk list), text to sound (WAV bytes, a presigned URL, bulk, cut downloads resumed), stories
+ * (their narration resumed after cuts) and translated stories,
  * bulk TTS results, a single separation result, and the statuses of tasks started by the
  * service's own bots.
  */
@@ -10,7 +11,7 @@ import { separateTracks, synthesizeFlac, synthesizeSoundPcm } from '../lib/emula
 import { ValidationError } from '../lib/errors.js';
 import { PaymentRequiredError } from '../lib/http/errors.js';
 import { TASK_KINDS } from '../lib/http/task-kinds.js';
-import { KEY, collect, control, sharedEmulator, logged } from './http-test-helpers.js';
+import { KEY, collect, control, sharedEmulator, logged, raw, retries } from './http-test-helpers.js';
 
 const env = sharedEmulator();
 
@@ -60,6 +61,33 @@ describe('text to sound', () => {
     expect((await collect((await fetch(bulk.get(music.runId)!.url)).body as unknown as AsyncIterable<Uint8Array>)).equals(a)).toBe(true);
   });
 
+  it('a cut download resumes, with the key and through the presigned URL, to the same WAV bytes', async () => {
+    const prompt = 'waves breaking on stones';
+    const result = await env.client.textToSound({ prompt, duration: 2 });
+    const full = (await raw(env.emu, 'GET', `/text-to-sound-result/${result.runId}?output_type=raw_bytes`)).bytes;
+    expect(full.length).toBe(44 + 2 * 24_000 * 2);
+    expect(full.subarray(44).equals(synthesizeSoundPcm(prompt, 'sound', { sampleRate: 24_000, durationMs: 2000 }))).toBe(true);
+    result.audio.destroy();
+
+    // With the key: the result endpoint answers each attempt whole; the resumed one skips what arrived.
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { dropAfterBytes: 30_000, count: 1, path: '/text-to-sound-result/' });
+    const viaKey = await env.client.getTextToSoundResultAudio(result.runId);
+    const keySeen = retries(viaKey.audio);
+    expect((await collect(viaKey.audio)).equals(full)).toBe(true);
+    expect(keySeen.map((r) => [r.reason, r.offset])).toEqual([['interrupted', 30_000]]);
+    expect((await logged(env.emu, 'GET', '/text-to-sound-result/')).map((r) => r.status)).toEqual([0, 200]);
+
+    // Through the presigned URL: the file store answers the rest with Range.
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'file-faults', { dropAfterBytes: 20_000, count: 1 });
+    const viaUrl = await env.client.getTextToSoundResultAudio(result.runId, { outputType: 'file_url' });
+    const urlSeen = retries(viaUrl.audio);
+    expect((await collect(viaUrl.audio)).equals(full)).toBe(true);
+    expect(urlSeen.map((r) => [r.reason, r.offset])).toEqual([['interrupted', 20_000]]);
+    expect((await logged(env.emu, 'GET', '/_files/')).map((r) => r.status)).toEqual([0, 206]);
+  });
+
   it('refuses a duration past the limit and an unknown type before sending', async () => {
     await control(env.emu, 'DELETE', 'requests');
     await expect(env.client.createTextToSound({ prompt: 'x', duration: 601 })).rejects.toMatchObject({ field: 'duration' });
@@ -81,6 +109,25 @@ describe('stories', () => {
     expect(result.details).toMatchObject({ storyTitle: 'The keeper', sourceLanguage: 1 });
     expect((await collect((await fetch(result.audioUrl!)).body as unknown as AsyncIterable<Uint8Array>)).equals(synthesizeFlac(result.segments!.map((s) => s.text).join(' '), { sampleRate: 24_000 }))).toBe(true);
     expect((await env.client.getStoryResult(done.runId)).segments).toBeUndefined();
+  });
+
+  it('a cut download of the narration resumes with Range to the same FLAC bytes', async () => {
+    const setup = await env.client.setupStory({ file: { data: Buffer.from(DOCUMENT), filename: 'tale.txt' }, sourceLanguage: 'en-us' });
+    const result = await env.client.getStoryResult(setup.runId, { includeTranscript: true });
+    const expected = synthesizeFlac(result.segments!.map((s) => s.text).join(' '), { sampleRate: 24_000 });
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'file-faults', { dropAfterBytes: 4000, count: 2 });
+    const audio = env.client.openFlacDownload({ url: result.audioUrl!, content: 'any', refreshUrl: async () => (await env.client.getStoryResult(setup.runId)).audioUrl! });
+    const seen = retries(audio);
+    const bytes = await collect(audio);
+    expect(bytes.length).toBe(expected.length);
+    expect(bytes.equals(expected)).toBe(true);
+    // Each cut comes 4000 bytes into what that response serves: the second request asked for the rest.
+    expect(seen.map((r) => [r.reason, r.offset])).toEqual([
+      ['interrupted', 4000],
+      ['interrupted', 8000],
+    ]);
+    expect((await logged(env.emu, 'GET', '/_files/')).map((r) => r.status)).toEqual([0, 0, 206]);
   });
 
   it('story-setup answers the story at once; a translation follows', async () => {

@@ -10,6 +10,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
+import type { FlacDownloadRetry, FlacDownloadStream } from '../lib/http/flac-download-stream.js';
 import type { StreamRequest } from '../lib/http/streams.js';
 
 export const KEY = 'test-key-0123456789';
@@ -124,6 +125,13 @@ export async function collect(stream: AsyncIterable<Buffer | Uint8Array>): Promi
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks);
+}
+
+/** The `'retry'` events of a download, collected as they come. */
+export function retries(stream: FlacDownloadStream): FlacDownloadRetry[] {
+  const seen: FlacDownloadRetry[] = [];
+  stream.on('retry', (info) => seen.push(info));
+  return seen;
 }
 
 /** Resolves after `turns` turns of the event loop (no timers involved, so fake timers do not matter). */

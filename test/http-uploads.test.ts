@@ -1,10 +1,10 @@
 /**
  * Uploads: the multipart bodies the client streams (exact bytes, lengths, names, repeated
  * fields, a file that changes while it is sent), the emulator's streaming parser (any chunking
- * gives the same form; a boundary split between chunks), and a 200 MB file uploaded from disk
- * with bounded memory on both sides.
+ * gives the same form; a boundary split between chunks), and 200 MB uploaded with bounded memory
+ * on both sides: a file from disk, and a generated Readable (which, sent once, is never re-sent).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { appendFile, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MultipartError, MultipartParser, parseMultipart } from '../lib/emulator/http/multipart.js';
-import { ValidationError } from '../lib/errors.js';
+import { RateLimitError, ValidationError } from '../lib/errors.js';
 import { multipartBody } from '../lib/http/multipart.js';
-import { collect, logged, sharedEmulator } from './http-test-helpers.js';
+import { collect, control, logged, sharedEmulator } from './http-test-helpers.js';
 
 const env = sharedEmulator();
 let dir: string;
@@ -42,6 +42,49 @@ function wavHeader(dataBytes: number): Buffer {
   header.write('data', 36, 'latin1');
   header.writeUInt32LE(dataBytes, 40);
   return header;
+}
+
+const CHUNK = 64 * 1024;
+/** 251 chunks of distinct content, made before any measurement so that yielding them allocates nothing. */
+const PATTERN = Buffer.concat(Array.from({ length: 251 }, (_, index) => Buffer.alloc(CHUNK, index)));
+
+/**
+ * A `size`-byte WAV made as it is read, in 64 KiB chunks (views of `PATTERN`, in turn, so a lost
+ * or reordered chunk changes the hash), fed into `hash` and counted as it goes.
+ */
+function generatedWav(size: number, hash: Hash, counted: { bytes: number } = { bytes: 0 }): Readable {
+  async function* chunks(): AsyncGenerator<Buffer> {
+    const header = wavHeader(size - 44);
+    hash.update(header);
+    counted.bytes += header.length;
+    yield header;
+    for (let offset = 44, index = 0; offset < size; offset += CHUNK, index++) {
+      const start = (index % 251) * CHUNK;
+      const chunk = PATTERN.subarray(start, start + Math.min(CHUNK, size - offset));
+      hash.update(chunk);
+      counted.bytes += chunk.length;
+      yield chunk;
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}
+
+/** Runs `work`, sampling heap and ArrayBuffer use every 20 ms; resolves to the peak growth in bytes. */
+async function peakMemoryDuring(work: () => Promise<unknown>): Promise<number> {
+  const before = process.memoryUsage();
+  let peak = 0;
+  const sample = (): void => {
+    const now = process.memoryUsage();
+    peak = Math.max(peak, now.heapUsed + now.arrayBuffers - (before.heapUsed + before.arrayBuffers));
+  };
+  const sampler = setInterval(sample, 20);
+  try {
+    await work();
+    sample();
+  } finally {
+    clearInterval(sampler);
+  }
+  return peak;
 }
 
 async function sha256Of(path: string): Promise<string> {
@@ -157,23 +200,68 @@ describe('a 200 MB upload', () => {
     await truncate(path, size); // sparse: zeros after the header, nothing written to disk
     const expectedHash = await sha256Of(path);
 
-    const before = process.memoryUsage();
-    let peak = 0;
-    const sample = (): void => {
-      const now = process.memoryUsage();
-      peak = Math.max(peak, now.heapUsed + now.arrayBuffers - (before.heapUsed + before.arrayBuffers));
-    };
-    const sampler = setInterval(sample, 20);
-    try {
+    const peak = await peakMemoryDuring(async () => {
       const task = await env.client.createAudioSeparation({ mediaFile: path });
-      sample();
       expect(typeof task.taskId).toBe('string');
-    } finally {
-      clearInterval(sampler);
-    }
+    });
     const [entry] = await logged(env.emu, 'POST', '/audio-separation');
     expect(entry!.uploads).toEqual([{ name: 'media_file', filename: 'long.wav', size, sha256: expectedHash }]);
     // Far below the file's size: neither side held it whole.
     expect(peak).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  // A generated stream, not a file: its length is unknown (chunked), and it can be read once.
+  const streamed = [
+    {
+      method: 'createCustomVoice',
+      path: '/create-custom-voice',
+      field: 'file',
+      send: (data: Readable | Buffer) => env.client.createCustomVoice({ file: { data, filename: 'long.wav' }, voiceName: 'Long reference', gender: 2 }),
+      created: (answer: unknown) => expect((answer as { voiceId: number }).voiceId).toBeGreaterThan(0),
+    },
+    {
+      method: 'createTranscription',
+      path: '/transcribe',
+      field: 'media_file',
+      send: (data: Readable | Buffer) => env.client.createTranscription({ language: 'en-us', mediaFile: { data, filename: 'long.wav' } }),
+      created: (answer: unknown) => expect(typeof (answer as { taskId: string }).taskId).toBe('string'),
+    },
+  ];
+
+  it.each(streamed)('$method streams a generated Readable with bounded memory; the emulator receives every byte', async ({ path, field, send, created }) => {
+    const size = 200 * 1024 * 1024;
+    const hash = createHash('sha256');
+    await control(env.emu, 'DELETE', 'requests');
+    const upload = generatedWav(size, hash);
+    const peak = await peakMemoryDuring(async () => created(await send(upload)));
+    const entries = await logged(env.emu, 'POST', path);
+    expect(entries.map((e) => e.status)).toEqual([200]);
+    expect(entries[0]!.uploads).toEqual([{ name: field, filename: 'long.wav', size, sha256: hash.digest('hex') }]);
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it.each(streamed)('$method: a 429 once the whole Readable was sent is not retried (its bytes cannot be sent again)', async ({ path, send, created }) => {
+    const size = 200 * 1024 * 1024;
+    const counted = { bytes: 0 };
+    await control(env.emu, 'DELETE', 'faults');
+    // The service did not act on a 429: a Buffer, which can be sent again, is.
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { status: 429, retryAfter: 0, afterBody: true, count: 1, path });
+    created(await send(Buffer.concat([wavHeader(48_000), Buffer.alloc(48_000)])));
+    expect((await logged(env.emu, 'POST', path)).map((e) => e.status)).toEqual([429, 200]);
+
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { status: 429, retryAfter: 0, afterBody: true, count: 2, path });
+    const upload = generatedWav(size, createHash('sha256'), counted);
+    let error: unknown;
+    const peak = await peakMemoryDuring(async () => {
+      error = await send(upload).catch((e: unknown) => e);
+    });
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect(error).toMatchObject({ status: 429 });
+    expect(counted.bytes).toBe(size);
+    expect((await logged(env.emu, 'POST', path)).map((e) => e.status)).toEqual([429]);
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+    await control(env.emu, 'DELETE', 'faults');
   });
 });

@@ -4,7 +4,9 @@
  * matching requests, oldest fault first:
  *
  * - `status`: answer at once with that status and `{error, status}`, before auth and before any
- *   work (the service did not act); `Retry-After: retryAfter` is added to 429 and 503.
+ *   work (the service did not act); `Retry-After: retryAfter` is added to 429 and 503. With
+ *   `afterBody`, the whole request body is read first (a gateway that refuses an upload only
+ *   once it arrived).
  * - `stallMs`: hold the request that long before handling it (headers come late), or, with
  *   `stallAfterBytes`, send that many body bytes and then pause the rest for `stallMs`.
  * - `dropAfterBytes`: handle the request (the service acts: a task is created), then destroy the
@@ -16,6 +18,8 @@ export interface FaultSpec {
   status?: number;
   /** Seconds for `Retry-After` on 429/503. Default 1; `null` sends none. */
   retryAfter?: number | null;
+  /** With `status`: read the whole request body before answering. */
+  afterBody?: boolean;
   dropAfterBytes?: number;
   stallMs?: number;
   stallAfterBytes?: number;
@@ -39,7 +43,7 @@ function isCount(value: unknown, min: number): boolean {
 export function checkFault(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'a fault is a JSON object';
   const f = value as Record<string, unknown>;
-  const known = ['status', 'retryAfter', 'dropAfterBytes', 'stallMs', 'stallAfterBytes', 'count', 'path', 'method'];
+  const known = ['status', 'retryAfter', 'afterBody', 'dropAfterBytes', 'stallMs', 'stallAfterBytes', 'count', 'path', 'method'];
   const unknown = Object.keys(f).filter((k) => !known.includes(k));
   if (unknown.length > 0) return `unknown fault field(s) ${unknown.join(', ')}; known: ${known.join(', ')}`;
   if (f.status !== undefined && !(isCount(f.status, 100) && (f.status as number) <= 599)) return 'status must be an integer 100..599';
@@ -56,6 +60,7 @@ export function checkFault(value: unknown): string | undefined {
     return 'a fault needs status, dropAfterBytes or stallMs';
   }
   if (f.stallAfterBytes !== undefined && f.stallMs === undefined) return 'stallAfterBytes needs stallMs';
+  if (f.afterBody !== undefined && (typeof f.afterBody !== 'boolean' || f.status === undefined)) return 'afterBody must be a boolean, with status';
   return undefined;
 }
 

@@ -41,7 +41,8 @@
  * Control endpoint (JSON, no API key; for tests and users):
  * - `POST /_emulator/faults` with one fault or an array; `GET` lists, `DELETE` clears. Fields:
  *   `status` (answer the next `count` requests with it, before any work, with `Retry-After:
- *   retryAfter` seconds on 429/503, default 1, `null` for none), `dropAfterBytes` (handle the
+ *   retryAfter` seconds on 429/503, default 1, `null` for none; with `afterBody: true`, once the
+ *   whole request body was read), `dropAfterBytes` (handle the
  *   request, then cut the connection after that many body bytes; 0: before the headers),
  *   `stallMs` (hold the request that long before handling it; with `stallAfterBytes`, pause
  *   the body after that many bytes instead), `count` (default 1), `path` (path prefix) and
@@ -59,6 +60,7 @@
  *   `{name, filename, size, sha256}`); `DELETE` clears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { finished } from 'node:stream/promises';
 import type { EmulatorContext, HttpPart } from '../server.js';
 import { createFileStore, type FileStore, type FileStoreFaults } from './files.js';
 import { FaultSwitch, checkFault, type FaultSpec } from './faults.js';
@@ -289,6 +291,13 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
       const retryAfter = fault.retryAfter === undefined ? 1 : fault.retryAfter;
       if ((fault.status === 429 || fault.status === 503) && retryAfter !== null) headers['retry-after'] = String(retryAfter);
       req.resume();
+      if (fault.afterBody === true) {
+        try {
+          await finished(req);
+        } catch {
+          return; // The client went away while sending.
+        }
+      }
       sendError(res, fault.status, `Injected fault: ${fault.status}.`, headers);
       return;
     }
