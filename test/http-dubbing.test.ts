@@ -164,6 +164,17 @@ describe('other formats', () => {
     expect(converted.runId).toBeGreaterThan(result.runId);
   });
 
+  it('a conversion left to finish by itself: its result read by run id, without starting another', async () => {
+    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const answer = await client.requestDubAltFormat(result.runId, 'es-es', 'wav');
+    expect(answer.kind).toBe('task');
+    const done = await client.waitForTask('dub-alt-format', (answer as { taskId: string }).taskId);
+    const url = await client.getDubAltFormatResult(done.runId);
+    const wav = Buffer.from(await (await fetch(url)).arrayBuffer());
+    expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
+    expect(wav.subarray(44).equals(synthesizeSpeechPcm(SENTENCES.map((s) => `[es-es] ${s}`).join(' '), { sampleRate: 24_000 }))).toBe(true);
+  });
+
   it('mp3 is made too; a format the emulator cannot make ends in ERROR saying so', async () => {
     const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     const mp3 = await client.dubAltFormat(result.runId, 'es-es', 'mp3');

@@ -117,7 +117,7 @@ describe('stories', () => {
     const expected = synthesizeFlac(result.segments!.map((s) => s.text).join(' '), { sampleRate: 24_000 });
     await control(env.emu, 'DELETE', 'requests');
     await control(env.emu, 'POST', 'file-faults', { dropAfterBytes: 4000, count: 2 });
-    const audio = env.client.openFlacDownload({ url: result.audioUrl!, content: 'any', refreshUrl: async () => (await env.client.getStoryResult(setup.runId)).audioUrl! });
+    const audio = await env.client.openStoryAudio(setup.runId);
     const seen = retries(audio);
     const bytes = await collect(audio);
     expect(bytes.length).toBe(expected.length);

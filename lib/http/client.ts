@@ -762,6 +762,11 @@ export class LocalizationClient implements HttpRequester {
     return dubbing.getDubAltFormatStatus(this, taskId, options);
   }
 
+  /** The converted file's URL of a finished conversion run (`GET /dub-result/{run_id}`). */
+  getDubAltFormatResult(runId: number, options?: RequestOptions): Promise<string> {
+    return dubbing.getDubAltFormatResult(this, runId, options);
+  }
+
   /** Another format of a dubbed output in one call: the converted file's URL. */
   dubAltFormat(runId: number, language: endpoints.Language, format: DubAltFormat, options?: endpoints.TaskCallOptions): Promise<{ url: string; runId: number | undefined }> {
     return dubbing.dubAltFormat(this, runId, language, format, options);
@@ -837,6 +842,11 @@ export class LocalizationClient implements HttpRequester {
   /** `GET /story-result/{run_id}`. */
   getStoryResult(runId: number, options?: projects.StoryResultOptions): Promise<projects.StoryResult> {
     return projects.getStoryResult(this, runId, options);
+  }
+
+  /** A story's narration as a resumable download; an expired link is refreshed. */
+  openStoryAudio(runId: number, options?: AudioDownloadOptions): Promise<FlacDownloadStream> {
+    return projects.openStoryAudio(this, runId, options);
   }
 
   /** `POST /stories-results`. */

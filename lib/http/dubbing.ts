@@ -235,13 +235,21 @@ export function getDubAltFormatStatus(client: HttpRequester, taskId: string, opt
   return getTaskStatus(client, 'dub-alt-format', taskId, options);
 }
 
+/**
+ * The converted file's URL of a finished conversion run (the `runId` its task ended with), read
+ * from `GET /dub-result/{run_id}`: for a caller who left the task to finish (`--no-wait`) and
+ * must not start a new, paid conversion to learn where the file is.
+ */
+export async function getDubAltFormatResult(client: HttpRequester, runId: number, options?: RequestOptions): Promise<string> {
+  return pickFileUrl(asObject(await call(client, 'GET', runPath('/dub-result', runId), 'read', options), 'GET /dub-result'), runId);
+}
+
 /** The converted file's URL: at once, or after waiting for the conversion task and reading its run's result. */
 export async function dubAltFormat(client: HttpRequester, runId: number, language: Language, format: DubAltFormat, options: TaskCallOptions = {}): Promise<{ url: string; runId: number | undefined }> {
   const answer = await requestDubAltFormat(client, runId, language, format, callOptions(options));
   if (answer.kind === 'ready') return { url: answer.url, runId: undefined };
   const run: CompletedTask = await waitForTaskOf(client, 'dub-alt-format', answer.taskId, options);
-  const raw = asObject(await call(client, 'GET', runPath('/dub-result', run.runId), 'read', callOptions(options)), 'GET /dub-result');
-  return { url: pickFileUrl(raw, run.runId), runId: run.runId };
+  return { url: await getDubAltFormatResult(client, run.runId, callOptions(options)), runId: run.runId };
 }
 
 /** `POST /sub`: starts making subtitles of a media URL (its transcript per language: `getRunTranscript`). */

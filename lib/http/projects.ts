@@ -5,7 +5,9 @@
  * `POST /story-setup` at once, status, result with an optional transcript, bulk results) and
  * translated stories (`POST /translated-story/{run_id}`, status, result per language).
  */
+import { ProtocolError } from '../errors.js';
 import type { AudioDownloadOptions, HttpRequester, RequestOptions, TtsResultAudioOptions } from './client.js';
+import type { FlacDownloadStream } from './flac-download-stream.js';
 import {
   asObject,
   bulkResultsOf,
@@ -16,6 +18,7 @@ import {
   createAndWait,
   createTask,
   getTaskStatus,
+  openResultDownload,
   optionalString,
   parseCreated,
   runPath,
@@ -210,6 +213,20 @@ function storyResult(raw: Record<string, unknown>, options: ParseTranscriptOptio
 export async function getStoryResult(client: HttpRequester, runId: number, options: StoryResultOptions = {}): Promise<StoryResult> {
   const query = options.includeTranscript === undefined ? undefined : { include_transcript: String(options.includeTranscript) };
   return storyResult(asObject(await call(client, 'GET', runPath('/story-result', runId), 'read', options, query ? { query } : {}), 'GET /story-result'), options);
+}
+
+/**
+ * A story's narration as a resumable download (its bytes as the service serves them), opened
+ * once its run is done; an expired link is refreshed by reading the run's result again.
+ */
+export async function openStoryAudio(client: HttpRequester, runId: number, options: AudioDownloadOptions = {}): Promise<FlacDownloadStream> {
+  const req = callOptions(options);
+  const urlOf = async (): Promise<string> => {
+    const { audioUrl } = await getStoryResult(client, runId, req);
+    if (audioUrl === undefined) throw new ProtocolError(`Story run ${runId} has no audio URL.`);
+    return audioUrl;
+  };
+  return openResultDownload(client, await urlOf(), urlOf, { ...options, decode: false });
 }
 
 /** `POST /stories-results`: 2 to 5 story runs by run id. */
