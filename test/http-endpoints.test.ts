@@ -4,7 +4,7 @@ import { request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { separateTracks, synthesizeFlac } from '../lib/emulator/synth.js';
-import { ProtocolError, ValidationError } from '../lib/errors.js';
+import { BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
 import {
   HttpForbiddenError,
   HttpStatusError,
@@ -124,6 +124,9 @@ describe('task outcomes', () => {
   it('PAYMENT_REQUIRED ends in PaymentRequiredError', async () => {
     const error = await client.translateAndSpeak({ ...base, text: 'no money [[PAYMENT_REQUIRED]]' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
+    // One family for out of credits, whatever the transport: a realtime billing stop is a
+    // BillingError too, so one catch handles them all.
+    expect(error).toBeInstanceOf(BillingError);
     expect(error).toMatchObject({ code: 'RTT_BILLING', retryable: false });
   });
 
