@@ -303,7 +303,9 @@ function statsLines(stats: RealtimeStats): string[] {
     `${stats.responses} ${stats.responses === 1 ? 'response' : 'responses'}; ` +
       `${seconds(stats.inputBytes)} s of audio in, ${seconds(stats.bytesReceived)} s of translated audio out`,
     `latency from the end of a sentence: transcript ${latencyText(stats.latency.transcriptMs)}; ` +
-      `first translated audio ${latencyText(stats.latency.firstAudioMs)}`,
+      `first translated text ${latencyText(stats.latency.firstTextMs)}; ` +
+      `first translated audio ${latencyText(stats.latency.firstAudioMs)}; ` +
+      `whole answer ${latencyText(stats.latency.doneMs)}`,
   ];
   if (stats.reconnects > 0) {
     lines.push(
