@@ -7,17 +7,18 @@
  * final results are also events, and `events()` yields everything.
  *
  * It shares the translation stream's machinery: `SessionLink` (connections, liveness,
- * reconnects), `AudioOutbox` (backpressure, replay), the connection options and the reading of
- * service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
+ * reconnects), `AudioOutbox` (backpressure, replay), `DuplexLifecycle` (the stream's state and
+ * its pending callbacks), the connection options and the reading of service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
  * once every byte is sent, and the stream ends when the service has flushed its last results and
  * closed (bounded by `finishTimeoutMs` of silence). A dropped session is resumed from the end of
  * the last final result; result times stay on one timeline, the stream's, across reconnects.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { AbortError, ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { intOption } from '../options.js';
 import type { ConnectionEnd } from './connection.js';
+import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EventFanout } from './event-queue.js';
 import { AudioOutbox } from './audio-outbox.js';
 import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
@@ -165,29 +166,23 @@ export class LiveTranscriptionStream extends Duplex {
   readonly #fanout: EventFanout<LiveTranscriptionEvent>;
   readonly #serverError: PendingServerError;
   readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
-  #constructCallback: ((error?: Error | null) => void) | undefined;
-  #finalCallback: ((error?: Error | null) => void) | undefined;
+  /** Construction, ending, failure and close; while ending, whether `CloseStream` went on this session. */
+  readonly #life: DuplexLifecycle<{ closeSent: boolean }>;
   #carry: Buffer | undefined;
   /** Input offset where the current session's timeline starts (0, or where a replay began). */
   #sessionBase = 0;
   /** Input offset up to which final results have covered the audio. */
   #frontier = 0;
   #ready = false;
-  #inputEnded = false;
-  #closeSent = false;
   #audioSinceTick = false;
   #keepAliveTimer: NodeJS.Timeout | undefined;
-  #finishTimer: NodeJS.Timeout | undefined;
   #replayedBytes = 0;
-  #fatal: RtTranslateError | undefined;
-  #ending: EndedInfo | undefined;
-  #closed = false;
-  #onAbort: (() => void) | undefined;
 
   constructor(options: LiveTranscriptionOptions = {}) {
     const o = resolve(options);
     super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
     this.#o = o;
+    this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#publish({ type: 'warning', warning }));
     this.#fanout = new EventFanout<LiveTranscriptionEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 }, (full) =>
       this.#setPause('events', full),
@@ -220,14 +215,6 @@ export class LiveTranscriptionStream extends Duplex {
         this.#maybeCloseStream();
       },
     });
-    const signal = o.signal;
-    if (signal) {
-      this.#onAbort = () => {
-        if (this.#ending) return;
-        this.destroy(new AbortError('The live transcription session was aborted.', { cause: signal.reason }));
-      };
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
   }
 
   get stats(): LiveTranscriptionStats {
@@ -236,7 +223,7 @@ export class LiveTranscriptionStream extends Duplex {
       bytesQueued: this.#outbox.unsent + this.#link.bufferedAmount,
       replayBytes: this.#outbox.retained,
       paused: this.#link.paused,
-      ending: this.#ending,
+      ending: this.#life.ending,
     };
   }
 
@@ -246,18 +233,13 @@ export class LiveTranscriptionStream extends Duplex {
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    if (this.#o.signal?.aborted) {
-      callback(new AbortError('The live transcription session was aborted before it started.', { cause: this.#o.signal.reason }));
-      return;
-    }
-    this.#constructCallback = callback;
-    this.#link.start();
+    this.#life.construct(callback, () => this.#link.start());
   }
 
   /* ------------------------------------------------------------------ incoming */
 
   #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#fatal) return;
+    if (this.#life.error) return;
     if (isBinary) {
       this.#publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
       return;
@@ -296,7 +278,7 @@ export class LiveTranscriptionStream extends Duplex {
     const recovery = this.#link.ready();
     if (this.#link.status !== 'ready') return;
     this.#ready = true;
-    this.#closeSent = false;
+    this.#setCloseSent(false);
     this.#publish({ type: 'ready', requestId });
     if (recovery) {
       this.#stats.reconnects += 1;
@@ -315,9 +297,7 @@ export class LiveTranscriptionStream extends Duplex {
     clearInterval(this.#keepAliveTimer);
     this.#keepAliveTimer = setInterval(() => this.#keepAlive(), this.#o.keepAliveMs);
     this.#keepAliveTimer.unref();
-    const callback = this.#constructCallback;
-    this.#constructCallback = undefined;
-    callback?.(null);
+    this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
     this.#maybeCloseStream();
@@ -348,7 +328,7 @@ export class LiveTranscriptionStream extends Duplex {
       this.#publish({ type: 'interim', result });
     }
     if (result.isFinal || this.#o.results === 'all') this.#deliver(result);
-    this.#armFinishTimer();
+    if (this.#closeSent()) this.#setCloseSent(true);
   }
 
   #publish(event: LiveTranscriptionEvent): void {
@@ -391,17 +371,15 @@ export class LiveTranscriptionStream extends Duplex {
   }
 
   override _read(): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
+    if (this.#life.failWhenDrained()) return;
     this.#setPause('reader', false);
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#closed) {
+    const status = this.#life.state.status;
+    if (status === 'failed' || status === 'closed') {
       this.#outbox.hold(callback);
       return;
     }
@@ -419,15 +397,12 @@ export class LiveTranscriptionStream extends Duplex {
 
   /** While the caller is silent, tells the service the session is still wanted. */
   #keepAlive(): void {
-    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
+    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent() && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
     this.#audioSinceTick = false;
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
+    if (this.#life.failWhenDrained()) return;
     if (this.#carry) {
       this.#publish({
         type: 'warning',
@@ -435,33 +410,46 @@ export class LiveTranscriptionStream extends Duplex {
       });
       this.#carry = undefined;
     }
-    this.#inputEnded = true;
-    this.#finalCallback = callback;
+    this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, closeSent: false });
     this.#maybeCloseStream();
   }
 
   /** After end(), once every byte has been sent on a ready session: `CloseStream`, then wait for the close. */
   #maybeCloseStream(): void {
-    if (!this.#inputEnded || this.#closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
-    this.#closeSent = true;
+    const state = this.#life.state;
+    if (state.status !== 'ending' || state.closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
     this.#link.send(encodeCloseStream());
-    this.#armFinishTimer();
+    this.#setCloseSent(true);
   }
 
-  /** After `CloseStream`: the service must answer or close within `finishTimeoutMs` of its last word. */
-  #armFinishTimer(): void {
-    clearTimeout(this.#finishTimer);
-    if (!this.#closeSent) return;
-    this.#finishTimer = setTimeout(() => {
-      const waited = this.#o.finishTimeoutMs;
-      this.#publish({
-        type: 'warning',
-        warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
-      });
-      this.#ending = { complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() };
-      this.#link.close();
-    }, this.#o.finishTimeoutMs);
+  #closeSent(): boolean {
+    const state = this.#life.state;
+    return state.status === 'ending' && state.closeSent;
   }
+
+  /**
+   * After `CloseStream` (and again after each result): the service must answer or close within
+   * `finishTimeoutMs` of its last word. A new session has not been sent `CloseStream` yet.
+   */
+  #setCloseSent(sent: boolean): void {
+    const state = this.#life.state;
+    if (state.status !== 'ending') return;
+    const timer = sent ? setTimeout(() => this.#finishTimedOut(), this.#o.finishTimeoutMs) : undefined;
+    this.#life.set({ ...state, closeSent: sent, timer });
+  }
+
+  #finishTimedOut(): void {
+    const state = this.#life.state;
+    if (state.status !== 'ending') return;
+    const waited = this.#o.finishTimeoutMs;
+    this.#publish({
+      type: 'warning',
+      warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
+    });
+    this.#life.decide({ complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() });
+    this.#link.close();
+  }
+
 
   #unansweredMs(): number {
     return Math.round(((this.#outbox.end - this.#frontier) / this.#o.bytesPerSecond) * 1000);
@@ -473,9 +461,9 @@ export class LiveTranscriptionStream extends Duplex {
     this.#ready = false;
     clearInterval(this.#keepAliveTimer);
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (this.#closeSent && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+    if (this.#closeSent() && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
       // The service flushed its last results and closed, as CloseStream asks.
-      this.#ending = { complete: true, reason: undefined, unansweredSpeechMs: 0 };
+      this.#life.decide({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
       this.#completeClose();
       return 'finished';
     }
@@ -484,8 +472,7 @@ export class LiveTranscriptionStream extends Duplex {
 
   /** A session was lost: what its final results did not cover is sent again, on a new timeline. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    clearTimeout(this.#finishTimer);
-    this.#closeSent = false;
+    this.#setCloseSent(false);
     if (sessionLost) {
       const from = this.#frontier - (this.#frontier % this.#o.frameBytes);
       this.#replayedBytes += this.#outbox.rewind(from);
@@ -496,66 +483,33 @@ export class LiveTranscriptionStream extends Duplex {
   }
 
   #completeClose(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
-    this.#ending ??= { complete: true, reason: undefined, unansweredSpeechMs: 0 };
-    this.#publish({ type: 'ended', ...this.#ending });
-    this.#fanout.end();
-    if (!this.readableEnded) this.push(null);
-    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
-    const callback = this.#finalCallback;
-    this.#finalCallback = undefined;
-    callback?.();
+    this.#life.close((ending) => {
+      clearInterval(this.#keepAliveTimer);
+      this.#publish({ type: 'ended', ...ending });
+      this.#fanout.end();
+    });
   }
 
   #fail(error: RtTranslateError): void {
-    if (this.#fatal || this.destroyed) return;
-    this.#fatal = error;
+    const status = this.#life.state.status;
+    if (status === 'failed' || status === 'closed' || this.destroyed) return;
     clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
     this.#serverError.settle();
-    this.#link.shutdown();
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      callback(error);
-      return;
-    }
-    const final = this.#finalCallback;
-    this.#finalCallback = undefined;
-    if (final && this.readableLength === 0) {
-      final(error);
-      return;
-    }
-    this.#failWhenDrained();
-  }
-
-  #failWhenDrained(): void {
-    const error = this.#fatal;
-    if (!error || this.destroyed) return;
-    if (this.readableLength === 0 || this.readableFlowing === null || this.readableEnded) this.destroy(error);
+    this.#life.fail(error);
   }
 
   override destroy(error?: Error): this {
     super.destroy(error);
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      this.#link.shutdown();
-      callback(error);
-    }
+    this.#life.destroying(error);
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#link.shutdown();
     clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
+    this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }

@@ -7,12 +7,13 @@
  * options (`realtime-options.ts`), the connections and reconnects (`session-link.ts`, over
  * `connection.ts` with its liveness; its state is one union changed through one setter), what a
  * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
- * service owes (`speech-ledger.ts`) and the ending policy (`ending-policy.ts`). The README
+ * service owes (`speech-ledger.ts`), the ending policy (`ending-policy.ts`) and the stream's own
+ * state with its pending callbacks (`duplex-lifecycle.ts`, shared with live transcription). The README
  * ("RealtimeTranslateStream") explains the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { AbortError, ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
+import { ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
 import {
   REALTIME_BYTES_PER_FRAME,
   REALTIME_SAMPLE_RATE,
@@ -23,6 +24,7 @@ import {
   type SessionInfo,
 } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
+import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { decideEnding } from './ending-policy.js';
 import { EventFanout } from './event-queue.js';
 import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
@@ -91,8 +93,6 @@ export interface RealtimeTranslateEvents {
   event: [event: RealtimeEvent];
 }
 
-type Timer = NodeJS.Timeout;
-
 type PauseReason = 'reader' | 'events';
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
@@ -117,25 +117,18 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #outbox: AudioOutbox;
   readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
   readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
-  #constructCallback: ((error?: Error | null) => void) | undefined;
-  #finalCallback: ((error?: Error | null) => void) | undefined;
+  /** Construction, ending, failure and close; while ending, when all input was last seen sent. */
+  readonly #life: DuplexLifecycle<{ allSentAt: number | undefined }>;
   #session: SessionStartedInfo | undefined;
   #sawStarting = false;
   #inputCarry: Buffer | undefined;
   #outputCarry: number | undefined;
   #textSoFar = '';
-  #inputEnded = false;
-  #allSentAt: number | undefined;
   #lastActivityAt = 0;
-  #endingTimer: Timer | undefined;
   /** What the current outage sends again, for the `reconnected` event. */
   #replayed: { bytes: number; notReplayedBytes: number } | undefined;
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
-  #fatal: RtTranslateError | undefined;
-  #ending: EndedInfo | undefined;
-  #closed = false;
-  #onAbort: (() => void) | undefined;
 
   constructor(options: RealtimeTranslateOptions) {
     const o = resolveRealtimeOptions(options);
@@ -147,6 +140,13 @@ export class RealtimeTranslateStream extends Duplex {
       objectMode: false,
     });
     this.#o = o;
+    this.#life = new DuplexLifecycle(this, {
+      signal: o.signal,
+      name: 'realtime session',
+      shutdown: () => this.#link.shutdown(),
+      // An empty push makes the next read() call _read, where the failure is delivered once drained.
+      nudgeRead: () => this.push(Buffer.alloc(0)),
+    });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#warn(warning));
     this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
     this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
@@ -189,15 +189,6 @@ export class RealtimeTranslateStream extends Duplex {
         this.#evaluateEnding();
       },
     });
-    const signal = o.signal;
-    if (signal) {
-      this.#onAbort = () => {
-        // A session that has already delivered everything is complete, not aborted.
-        if (this.#ending) return;
-        this.destroy(new AbortError('The realtime session was aborted.', { cause: signal.reason }));
-      };
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
   }
 
   /** The current session's info (with `id`) once `session.created` has arrived; a reconnect replaces it. */
@@ -226,7 +217,7 @@ export class RealtimeTranslateStream extends Duplex {
       socketBufferedAmount: buffered,
       paused: this.#link.paused,
       latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
-      ending: this.#ending,
+      ending: this.#life.ending,
     };
   }
 
@@ -240,18 +231,13 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    if (this.#o.signal?.aborted) {
-      callback(new AbortError('The realtime session was aborted before it started.', { cause: this.#o.signal.reason }));
-      return;
-    }
-    this.#constructCallback = callback;
-    this.#link.start();
+    this.#life.construct(callback, () => this.#link.start());
   }
 
   /* ------------------------------------------------------------------ incoming */
 
   #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#fatal) return;
+    if (this.#life.error) return;
     let event: ServerEvent;
     if (isBinary) {
       event = decodeBinaryAudio(data);
@@ -342,9 +328,7 @@ export class RealtimeTranslateStream extends Duplex {
         outageMs: recovery.gapMs,
       });
     }
-    const callback = this.#constructCallback;
-    this.#constructCallback = undefined;
-    callback?.(null);
+    this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
     this.#evaluateEnding();
@@ -414,17 +398,15 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   override _read(): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
+    if (this.#life.failWhenDrained()) return;
     this.#setPause('reader', false);
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#closed || this.#link.status === 'closing') {
+    const status = this.#life.state.status;
+    if (status === 'failed' || status === 'closed' || this.#link.status === 'closing') {
       // The error reaches the caller through destroy(), which settles this held write.
       this.#outbox.hold(callback);
       return;
@@ -444,22 +426,17 @@ export class RealtimeTranslateStream extends Duplex {
   #accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#ledger.accept(pcm);
-    this.#allSentAt = undefined;
     this.#outbox.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.#fatal) {
-      // The stream is destroyed with the error once the reader has drained what arrived.
-      this.#failWhenDrained();
-      return;
-    }
+    // After a failure the stream is destroyed with the error once the reader has drained what arrived.
+    if (this.#life.failWhenDrained()) return;
     if (this.#inputCarry) {
       this.#warn(new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'));
       this.#inputCarry = undefined;
     }
-    this.#inputEnded = true;
-    this.#finalCallback = callback;
+    this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, allSentAt: undefined });
     const padding = Buffer.alloc(this.#o.endPaddingMs * BYTES_PER_MS);
     this.#stats.paddingBytes += padding.length;
     this.#accept(padding);
@@ -478,12 +455,15 @@ export class RealtimeTranslateStream extends Duplex {
    * deadline a firing timer was set for: a timer that fired means its time has passed.
    */
   #evaluateEnding(reached = 0): void {
-    clearTimeout(this.#endingTimer);
-    this.#endingTimer = undefined;
-    if (!this.#inputEnded || this.#link.status !== 'ready') return;
+    const state = this.#life.state;
+    if (state.status !== 'ending') return;
+    if (this.#link.status !== 'ready') {
+      this.#life.set({ ...state, timer: undefined });
+      return;
+    }
     const now = Math.max(Date.now(), reached);
     const allSent = this.#outbox.drained;
-    if (allSent) this.#allSentAt ??= now;
+    const allSentAt = allSent ? (state.allSentAt ?? now) : state.allSentAt;
     const decision = decideEnding({
       now,
       allSent,
@@ -491,15 +471,15 @@ export class RealtimeTranslateStream extends Duplex {
       paused: this.#link.paused,
       responseOpen: this.#ledger.responseOpen,
       speechUnanswered: this.#ledger.unansweredSegments > 0,
-      lastActivityAt: Math.max(this.#lastActivityAt, this.#allSentAt ?? 0),
+      lastActivityAt: Math.max(this.#lastActivityAt, allSentAt ?? 0),
       quietPeriodMs: this.#o.quietPeriodMs,
       responseStallTimeoutMs: this.#o.responseStallTimeoutMs,
     });
+    const timer = decision.kind === 'wait' ? setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now) : undefined;
+    this.#life.set({ ...state, allSentAt, timer });
     switch (decision.kind) {
       case 'waiting':
-        return;
       case 'wait':
-        this.#endingTimer = setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now);
         return;
       case 'finish':
         this.#finishSession(undefined);
@@ -523,24 +503,15 @@ export class RealtimeTranslateStream extends Duplex {
   /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
   #finishSession(reason: EndedInfo['reason']): void {
     this.#serverError.settle();
-    this.#ending = { complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
+    this.#life.decide({ complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) });
     this.#link.close();
   }
 
   #completeClose(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#endingTimer);
-    const ending = this.#ending ?? { complete: true, reason: undefined, unansweredSpeechMs: 0 };
-    this.#ending = ending;
-    this.#publish({ type: 'ended', ...ending });
-    this.#fanout.end();
-    if (!this.readableEnded) this.push(null);
-    // Nothing was left for a reader (events-only, or text only): let the readable side end now.
-    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
-    const callback = this.#finalCallback;
-    this.#finalCallback = undefined;
-    callback?.();
+    this.#life.close((ending) => {
+      this.#publish({ type: 'ended', ...ending });
+      this.#fanout.end();
+    });
   }
 
   /* ------------------------------------------------------------------ drops and reconnects */
@@ -549,13 +520,13 @@ export class RealtimeTranslateStream extends Duplex {
   #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
     // A server error right before the close is its cause; the close code says whether to retry.
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (wasReady && this.#inputEnded && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+    if (wasReady && this.#life.state.status === 'ending' && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
       // The service ended the session after our end(): complete, unless it still owed something.
       const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
       if (owed) {
         this.#warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode: end.code, retryable: false }));
       }
-      this.#ending = { complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
+      this.#life.decide({ complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) });
       this.#completeClose();
       return 'finished';
     }
@@ -564,7 +535,8 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    clearTimeout(this.#endingTimer);
+    const state = this.#life.state;
+    if (state.status === 'ending') this.#life.set({ ...state, timer: undefined, allSentAt: sessionLost ? undefined : state.allSentAt });
     if (sessionLost) {
       const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
       const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
@@ -572,7 +544,6 @@ export class RealtimeTranslateStream extends Duplex {
       this.#outputCarry = undefined;
       this.#textSoFar = '';
       const bytes = this.#outbox.rewind(wanted);
-      this.#allSentAt = undefined;
       this.#replayed = this.#replayed
         ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
         : { bytes, notReplayedBytes };
@@ -593,60 +564,25 @@ export class RealtimeTranslateStream extends Duplex {
 
   /* ------------------------------------------------------------------ failure and teardown */
 
-  /**
-   * A fatal error. Before the first session it fails construction; afterwards the connection is
-   * closed and the stream is destroyed once the reader has taken every byte already received.
-   */
+  /** A fatal error: see `DuplexLifecycle.fail`. */
   #fail(error: RtTranslateError): void {
-    if (this.#fatal || this.destroyed) return;
-    this.#fatal = error;
-    clearTimeout(this.#endingTimer);
+    const status = this.#life.state.status;
+    if (status === 'failed' || status === 'closed' || this.destroyed) return;
     this.#serverError.settle();
-    this.#link.shutdown();
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      callback(error);
-      return;
-    }
-    const final = this.#finalCallback;
-    this.#finalCallback = undefined;
-    if (final && this.readableLength === 0) {
-      final(error);
-      return;
-    }
-    this.#failWhenDrained();
-  }
-
-  #failWhenDrained(): void {
-    const error = this.#fatal;
-    if (!error || this.destroyed) return;
-    if (this.readableLength === 0 || this.readableFlowing === null || this.readableEnded) {
-      this.destroy(error);
-      return;
-    }
-    // Let the next read() call _read again, where this check repeats.
-    this.push(Buffer.alloc(0));
+    this.#life.fail(error);
   }
 
   override destroy(error?: Error): this {
     super.destroy(error);
-    // Node defers _destroy until construction ends: end a pending connection now.
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      this.#link.shutdown();
-      callback(error);
-    }
+    this.#life.destroying(error);
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#link.shutdown();
-    clearTimeout(this.#endingTimer);
+    this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
     this.#fanout.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }
