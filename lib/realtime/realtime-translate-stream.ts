@@ -4,7 +4,8 @@
  * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
  * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
- * options (`realtime-options.ts`), the connections and reconnects (`session-link.ts`, over
+ * options (`realtime-options.ts`), what the service's messages mean for the stream
+ * (`response-assembler.ts`), the connections and reconnects (`session-link.ts`, over
  * `connection.ts` with its liveness; its state is one union changed through one setter), what a
  * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
  * service owes (`speech-ledger.ts`), the ending policy (`ending-policy.ts`) and the stream's own
@@ -13,26 +14,19 @@
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
-import {
-  REALTIME_BYTES_PER_FRAME,
-  REALTIME_SAMPLE_RATE,
-  decodeBinaryAudio,
-  decodeServerEvent,
-  encodeAudioAppend,
-  type ServerEvent,
-  type SessionInfo,
-} from './codec.js';
+import { ConnectionError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
+import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type ServerEvent, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { decideEnding } from './ending-policy.js';
 import { EventFanout } from './event-queue.js';
-import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { listenerArgs, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
+import { ResponseAssembler } from './response-assembler.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
-import { LatencySeries, SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
+import { SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
 
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
@@ -115,15 +109,13 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #fanout: EventFanout<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
   readonly #outbox: AudioOutbox;
-  readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
-  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
+  /** The service's messages, turned into events, audio and answers. */
+  readonly #responses: ResponseAssembler;
+  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
   /** Construction, ending, failure and close; while ending, when all input was last seen sent. */
   readonly #life: DuplexLifecycle<{ allSentAt: number | undefined }>;
   #session: SessionStartedInfo | undefined;
-  #sawStarting = false;
   #inputCarry: Buffer | undefined;
-  #outputCarry: number | undefined;
-  #textSoFar = '';
   #lastActivityAt = 0;
   /** What the current outage sends again, for the `reconnected` event. */
   #replayed: { bytes: number; notReplayedBytes: number } | undefined;
@@ -161,12 +153,12 @@ export class RealtimeTranslateStream extends Duplex {
       },
       {
         open: () => {
-          this.#sawStarting = false;
+          this.#responses.newConnection();
           this.#link.send(o.sessionUpdate);
         },
         message: (data, isBinary) => this.#onMessage(data, isBinary),
         readyTimeout: (waitedMs) => {
-          const hint = this.#sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
+          const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
           return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
         },
         dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
@@ -189,6 +181,17 @@ export class RealtimeTranslateStream extends Duplex {
         this.#evaluateEnding();
       },
     });
+    this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
+      publish: (event) => this.#publish(event),
+      audio: (audio) => this.#deliverAudio(audio),
+      activity: (now) => this.#activity(now),
+      answered: () => {
+        this.#link.progress();
+        this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
+      },
+      sessionCreated: (info) => this.#onSessionCreated(info),
+      serverError: (message, code) => this.#onServerError(message, code),
+    });
   }
 
   /** The current session's info (with `id`) once `session.created` has arrived; a reconnect replaces it. */
@@ -209,14 +212,15 @@ export class RealtimeTranslateStream extends Duplex {
 
   get stats(): RealtimeStats {
     const buffered = this.#link.bufferedAmount;
-    const l = this.#latency;
+    const { inputBytes, paddingBytes, bytesSent, bytesReplayed, reconnects, outageMs, longestOutageMs } = this.#stats;
+    const { bytesReceived, responses } = this.#responses;
     return {
-      ...this.#stats,
+      ...{ inputBytes, paddingBytes, bytesSent, bytesReplayed, bytesReceived, responses, reconnects, outageMs, longestOutageMs },
       bytesQueued: this.#outbox.unsent + buffered,
       replayBytes: this.#outbox.retained,
       socketBufferedAmount: buffered,
       paused: this.#link.paused,
-      latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
+      latency: this.#responses.latency(),
       ending: this.#life.ending,
     };
   }
@@ -238,74 +242,10 @@ export class RealtimeTranslateStream extends Duplex {
 
   #onMessage(data: Buffer, isBinary: boolean): void {
     if (this.#life.error) return;
-    let event: ServerEvent;
-    if (isBinary) {
-      event = decodeBinaryAudio(data);
-    } else {
-      const key = this.#o.apiKey;
-      const text = data.toString('utf8');
-      try {
-        event = decodeServerEvent(text, text.includes(key) ? (raw) => redactObject(raw, key, true) : undefined);
-      } catch (error) {
-        this.#warn(error as RtTranslateError);
-        return;
-      }
-    }
+    const event = this.#responses.decode(data, isBinary);
+    if (!event) return;
     this.#serverError.settle();
-    this.#handle(event);
-  }
-
-  #handle(event: ServerEvent): void {
-    const now = Date.now();
-    const sent = this.#outbox.sent;
-    switch (event.type) {
-      case 'session.starting':
-        this.#sawStarting = true;
-        break;
-      case 'session.created':
-        this.#publish(event);
-        this.#onSessionCreated(event.session);
-        return;
-      case 'transcript.done':
-        this.#ledger.responseActivity('transcript', now, sent);
-        break;
-      case 'text.delta':
-        this.#ledger.responseActivity('text', now, sent);
-        this.#textSoFar += event.delta;
-        break;
-      case 'text.done':
-        event.text ??= this.#textSoFar;
-        this.#textSoFar = '';
-        break;
-      case 'audio.delta': {
-        const audio = this.#realign(event.audio);
-        this.#ledger.responseActivity('audio', now, sent, audio.length);
-        this.#stats.bytesReceived += audio.length;
-        this.#publish({ ...event, audio });
-        this.#deliverAudio(audio);
-        this.#activity(now);
-        return;
-      }
-      case 'audio.done':
-        if (this.#outputCarry !== undefined) {
-          this.#outputCarry = undefined;
-          this.#warn(new ProtocolError('The service sent an odd number of audio bytes for one response; the last byte was dropped.'));
-        }
-        break;
-      case 'server.error':
-        this.#publish(event);
-        this.#onServerError(event.message, event.code);
-        return;
-      default:
-        break;
-    }
-    this.#publish(event);
-    if (event.type === 'audio.done' || (event.type === 'text.done' && !this.#o.modalities.includes('audio'))) {
-      this.#completeResponse(now);
-    }
-    if (event.type === 'transcript.done' || event.type === 'text.delta' || event.type === 'text.done' || event.type === 'audio.done') {
-      this.#activity(now);
-    }
+    this.#responses.handle(event);
   }
 
   #onSessionCreated(info: SessionInfo): void {
@@ -341,37 +281,11 @@ export class RealtimeTranslateStream extends Duplex {
     this.emit(event.type, ...listenerArgs(event));
   }
 
-  /** Carries an odd byte to the next audio, so the output is whole samples across deltas and frames. */
-  #realign(audio: Buffer): Buffer {
-    let data = audio;
-    if (this.#outputCarry !== undefined) {
-      data = Buffer.allocUnsafe(audio.length + 1);
-      data[0] = this.#outputCarry;
-      audio.copy(data, 1);
-      this.#outputCarry = undefined;
-    }
-    if (data.length % 2 === 1) {
-      this.#outputCarry = data[data.length - 1];
-      data = data.subarray(0, data.length - 1);
-    }
-    return data;
-  }
-
   #deliverAudio(audio: Buffer): void {
     if (audio.length === 0 || this.readableEnded || this.destroyed) return;
     // Nothing reads the audio but an events() iterator does: it gets the audio there.
     if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
     if (!this.push(audio)) this.#setPause('reader', true);
-  }
-
-  #completeResponse(now: number): void {
-    const timing = this.#ledger.responseCompleted(now, this.#o.modalities.includes('audio'));
-    if (!timing) return;
-    this.#stats.responses += 1;
-    for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
-    this.#publish({ type: 'response', timing });
-    this.#link.progress();
-    this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
   }
 
   #onServerError(message: string, code: number | string | undefined): void {
@@ -540,9 +454,7 @@ export class RealtimeTranslateStream extends Duplex {
     if (sessionLost) {
       const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
       const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
-      this.#ledger.responseAbandoned();
-      this.#outputCarry = undefined;
-      this.#textSoFar = '';
+      this.#responses.sessionLost();
       const bytes = this.#outbox.rewind(wanted);
       this.#replayed = this.#replayed
         ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
