@@ -9,6 +9,7 @@ import type { ServerEvent } from '../lib/realtime/codec.js';
 import type { RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { ResponseAssembler, type ResponseSink } from '../lib/realtime/response-assembler.js';
 import { SpeechLedger } from '../lib/realtime/speech-ledger.js';
+import { speechThenSilence } from './helpers/speech.js';
 
 const KEY = 'assembler-test-key-0123';
 
@@ -47,13 +48,6 @@ const ev = {
   textDelta: (delta: string): ServerEvent => ({ type: 'text.delta', delta, wireType: 'response.text.delta', raw }),
   textDone: (text?: string): ServerEvent => ({ type: 'text.done', text, wireType: 'response.text.done', raw }),
 };
-
-/** One second of speech (a loud square wave) and one of silence, PCM16 mono 24 kHz. */
-function speechThenSilence(): Buffer {
-  const pcm = Buffer.alloc(48_000 * 2);
-  for (let i = 0; i < 24_000; i++) pcm.writeInt16LE(i % 40 < 20 ? 12_000 : -12_000, i * 2);
-  return pcm;
-}
 
 describe('ResponseAssembler: output audio', () => {
   it('realigns to whole samples across JSON deltas and binary frames, carrying the odd byte', () => {

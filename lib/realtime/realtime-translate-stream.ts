@@ -8,17 +8,17 @@
  * (`response-assembler.ts`), the connections and reconnects (`session-link.ts`, over
  * `connection.ts` with its liveness; its state is one union changed through one setter), what a
  * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
- * service owes (`speech-ledger.ts`), the ending policy (`ending-policy.ts`) and the stream's own
- * state with its pending callbacks (`duplex-lifecycle.ts`, shared with live transcription). The README
- * ("RealtimeTranslateStream") explains the rules.
+ * service owes (`speech-ledger.ts`), the ending (`ending-controller.ts`, over the pure
+ * `ending-policy.ts`) and the stream's own state with its pending callbacks
+ * (`duplex-lifecycle.ts`, shared with live transcription). The README explains the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { ConnectionError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
+import { RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
 import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type ServerEvent, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
-import { decideEnding } from './ending-policy.js';
+import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventFanout } from './event-queue.js';
 import { listenerArgs, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
@@ -112,13 +112,14 @@ export class RealtimeTranslateStream extends Duplex {
   /** The service's messages, turned into events, audio and answers. */
   readonly #responses: ResponseAssembler;
   readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
-  /** Construction, ending, failure and close; while ending, when all input was last seen sent. */
-  readonly #life: DuplexLifecycle<{ allSentAt: number | undefined }>;
+  /** Construction, ending, failure and close, as one state. */
+  readonly #life: DuplexLifecycle<EndingWait>;
+  /** After end(): when the session is over, and how it ended. */
+  readonly #ending: EndingController;
   #session: SessionStartedInfo | undefined;
   #inputCarry: Buffer | undefined;
-  #lastActivityAt = 0;
   /** What the current outage sends again, for the `reconnected` event. */
-  #replayed: { bytes: number; notReplayedBytes: number } | undefined;
+  #outage: { bytes: number; notReplayedBytes: number } | undefined;
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
 
@@ -141,6 +142,21 @@ export class RealtimeTranslateStream extends Duplex {
     });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#warn(warning));
     this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
+    this.#ending = new EndingController({
+      life: this.#life,
+      ledger: this.#ledger,
+      quietPeriodMs: o.quietPeriodMs,
+      responseStallTimeoutMs: o.responseStallTimeoutMs,
+      bytesPerMs: BYTES_PER_MS,
+      ready: () => this.#link.status === 'ready',
+      paused: () => this.#link.paused,
+      drained: () => this.#outbox.drained,
+      warn: (warning) => this.#warn(warning),
+      close: () => {
+        this.#serverError.settle();
+        this.#link.close();
+      },
+    });
     this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
       this.#setPause('events', full),
     );
@@ -178,13 +194,13 @@ export class RealtimeTranslateStream extends Duplex {
       },
       sent: (length) => {
         this.#stats.bytesSent += length;
-        this.#evaluateEnding();
+        this.#ending.evaluate();
       },
     });
     this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
       publish: (event) => this.#publish(event),
       audio: (audio) => this.#deliverAudio(audio),
-      activity: (now) => this.#activity(now),
+      activity: (now) => this.#ending.activity(now),
       answered: () => {
         this.#link.progress();
         this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
@@ -252,9 +268,9 @@ export class RealtimeTranslateStream extends Duplex {
     const recovery = this.#link.ready();
     if (this.#link.status !== 'ready') return;
     this.#session = { ...info, id: info.id ?? '' };
+    const replayed = this.#outage ?? { bytes: 0, notReplayedBytes: 0 };
+    this.#outage = undefined;
     if (recovery) {
-      const replayed = this.#replayed ?? { bytes: 0, notReplayedBytes: 0 };
-      this.#replayed = undefined;
       this.#stats.reconnects += 1;
       this.#stats.outageMs += recovery.gapMs;
       this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, recovery.gapMs);
@@ -271,7 +287,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
-    this.#evaluateEnding();
+    this.#ending.evaluate();
   }
 
   /** Emits an event under its one name, and queues it for `events()` iterators. */
@@ -308,7 +324,7 @@ export class RealtimeTranslateStream extends Duplex {
     if (on) this.#link.pause(reason);
     else this.#link.resume(reason);
     // Our own pause is never the service's quiet.
-    if (paused && !this.#link.paused) this.#activity(Date.now());
+    if (paused && !this.#link.paused) this.#ending.activity(Date.now());
   }
 
   override _read(): void {
@@ -350,75 +366,11 @@ export class RealtimeTranslateStream extends Duplex {
       this.#warn(new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'));
       this.#inputCarry = undefined;
     }
-    this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, allSentAt: undefined });
+    this.#ending.begin(callback);
     const padding = Buffer.alloc(this.#o.endPaddingMs * BYTES_PER_MS);
     this.#stats.paddingBytes += padding.length;
     this.#accept(padding);
-    this.#evaluateEnding();
-  }
-
-  /* ------------------------------------------------------------------ ending */
-
-  #activity(now: number): void {
-    this.#lastActivityAt = now;
-    this.#evaluateEnding();
-  }
-
-  /**
-   * After end(): asks the ending policy, and acts or re-arms its one timer. `reached` is the
-   * deadline a firing timer was set for: a timer that fired means its time has passed.
-   */
-  #evaluateEnding(reached = 0): void {
-    const state = this.#life.state;
-    if (state.status !== 'ending') return;
-    if (this.#link.status !== 'ready') {
-      this.#life.set({ ...state, timer: undefined });
-      return;
-    }
-    const now = Math.max(Date.now(), reached);
-    const allSent = this.#outbox.drained;
-    const allSentAt = allSent ? (state.allSentAt ?? now) : state.allSentAt;
-    const decision = decideEnding({
-      now,
-      allSent,
-      connected: true,
-      paused: this.#link.paused,
-      responseOpen: this.#ledger.responseOpen,
-      speechUnanswered: this.#ledger.unansweredSegments > 0,
-      lastActivityAt: Math.max(this.#lastActivityAt, allSentAt ?? 0),
-      quietPeriodMs: this.#o.quietPeriodMs,
-      responseStallTimeoutMs: this.#o.responseStallTimeoutMs,
-    });
-    const timer = decision.kind === 'wait' ? setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now) : undefined;
-    this.#life.set({ ...state, allSentAt, timer });
-    switch (decision.kind) {
-      case 'waiting':
-      case 'wait':
-        return;
-      case 'finish':
-        this.#finishSession(undefined);
-        return;
-      case 'give-up': {
-        const waited = this.#o.responseStallTimeoutMs;
-        const missing = this.#ledger.unansweredSegments;
-        this.#warn(
-          new TimeoutError(
-            decision.reason === 'response-stalled'
-              ? `The last response sent nothing for ${waited} ms after end(); closing without the rest of it.`
-              : `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${waited} ms after end(); closing without it.`,
-            waited,
-          ),
-        );
-        this.#finishSession(decision.reason);
-      }
-    }
-  }
-
-  /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
-  #finishSession(reason: EndedInfo['reason']): void {
-    this.#serverError.settle();
-    this.#life.decide({ complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) });
-    this.#link.close();
+    this.#ending.evaluate();
   }
 
   #completeClose(): void {
@@ -434,13 +386,8 @@ export class RealtimeTranslateStream extends Duplex {
   #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
     // A server error right before the close is its cause; the close code says whether to retry.
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (wasReady && this.#life.state.status === 'ending' && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
-      // The service ended the session after our end(): complete, unless it still owed something.
-      const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
-      if (owed) {
-        this.#warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode: end.code, retryable: false }));
-      }
-      this.#life.decide({ complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) });
+    const normal = wasReady && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005);
+    if (normal && this.#ending.closedByService(end.code)) {
       this.#completeClose();
       return 'finished';
     }
@@ -449,16 +396,14 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    const state = this.#life.state;
-    if (state.status === 'ending') this.#life.set({ ...state, timer: undefined, allSentAt: sessionLost ? undefined : state.allSentAt });
+    this.#ending.suspend(sessionLost);
     if (sessionLost) {
       const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
       const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
       this.#responses.sessionLost();
       const bytes = this.#outbox.rewind(wanted);
-      this.#replayed = this.#replayed
-        ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
-        : { bytes, notReplayedBytes };
+      const outage = this.#outage ?? { bytes: 0, notReplayedBytes: 0 };
+      this.#outage = { bytes: outage.bytes + bytes, notReplayedBytes: outage.notReplayedBytes + notReplayedBytes };
     }
     this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
