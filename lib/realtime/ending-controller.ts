@@ -2,8 +2,9 @@
  * After `end()`, when a realtime translation session is over: the pure ending policy
  * (`ending-policy.ts`) wired to one timer, which lives in the stream's `ending` state (so the
  * lifecycle's setter clears it on any change), and the three ways a session ends: quiet with
- * nothing owed, given up on an answer that does not come, or closed by the service. What it
- * decides goes into the lifecycle (`decide()`), where `stats.ending` and `ended` read it.
+ * nothing owed, given up on an answer that does not come, or closed by the service; and the
+ * ending of a session whose reconnecting gave up. What it decides goes into the lifecycle
+ * (`decide()`, or with the failure), where `stats.ending` and `ended` read it.
  */
 import { ConnectionError, TimeoutError, type RtTranslateError } from '../errors.js';
 import type { DuplexLifecycle, StreamCallback } from './duplex-lifecycle.js';
@@ -117,6 +118,11 @@ export class EndingController {
     }
     life.decide(this.#ended(owed ? 'closed-by-service' : undefined));
     return true;
+  }
+
+  /** The ending of a session the stream gave up reconnecting. */
+  gaveUp(): EndedInfo {
+    return this.#ended('gave-up');
   }
 
   #ended(reason: EndedInfo['reason']): EndedInfo {

@@ -31,10 +31,16 @@ export interface ReconnectedInfo {
 
 /** `ended`: how the session ended, once it did (also in `stats.ending`). */
 export interface EndedInfo {
-  /** True when everything owed was answered; false when the stream gave up waiting or the service closed early. */
+  /**
+   * True when everything owed was answered; false when the stream gave up waiting, the service
+   * closed early or reconnecting gave up.
+   */
   complete: boolean;
-  /** What was left owed when it ended incomplete. */
-  reason: 'response-stalled' | 'speech-unanswered' | 'closed-by-service' | undefined;
+  /**
+   * Why it ended incomplete: the last response stalled, speech went unanswered, the service closed
+   * early, or the connection was lost and reconnecting `gave-up` (the stream's error follows).
+   */
+  reason: 'response-stalled' | 'speech-unanswered' | 'closed-by-service' | 'gave-up' | undefined;
   /** Speech sent that no response answered, in ms. */
   unansweredSpeechMs: number;
 }

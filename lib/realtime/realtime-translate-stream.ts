@@ -118,7 +118,7 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #ending: EndingController;
   #session: SessionStartedInfo | undefined;
   #inputCarry: Buffer | undefined;
-  /** What the current outage sends again, for the `reconnected` event. */
+  /** From a drop the link retries until the next session: what it sends again, for `reconnected`. */
   #outage: { bytes: number; notReplayedBytes: number } | undefined;
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
@@ -391,7 +391,10 @@ export class RealtimeTranslateStream extends Duplex {
       this.#completeClose();
       return 'finished';
     }
-    return serverCause ?? cause;
+    const verdict = serverCause ?? cause;
+    // The link retries this drop (the same rule as its own): an outage begins, or goes on.
+    if (wasReady && this.#o.reconnect && verdict.retryable) this.#outage ??= { bytes: 0, notReplayedBytes: 0 };
+    return verdict;
   }
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
@@ -421,12 +424,17 @@ export class RealtimeTranslateStream extends Duplex {
 
   /* ------------------------------------------------------------------ failure and teardown */
 
-  /** A fatal error: see `DuplexLifecycle.fail`. */
+  /**
+   * A fatal error (see `DuplexLifecycle.fail`). During an outage it means reconnecting gave up:
+   * the session ended incomplete, and `ended` says so before the error.
+   */
   #fail(error: RtTranslateError): void {
     const status = this.#life.state.status;
     if (status === 'failed' || status === 'closed' || this.destroyed) return;
     this.#serverError.settle();
-    this.#life.fail(error);
+    const ending = this.#outage ? this.#ending.gaveUp() : undefined;
+    if (ending) this.#publish({ type: 'ended', ...ending });
+    this.#life.fail(error, ending);
   }
 
   override destroy(error?: Error): this {
