@@ -4,88 +4,35 @@
  * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
  * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
- * options (`realtime-options.ts`), what the service's messages mean for the stream
- * (`response-assembler.ts`), the connections and reconnects (`session-link.ts`, over
- * `connection.ts` with its liveness; its state is one union changed through one setter), what a
- * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
- * service owes (`speech-ledger.ts`), the ending (`ending-controller.ts`, over the pure
- * `ending-policy.ts`) and the stream's own state with its pending callbacks
- * (`duplex-lifecycle.ts`, shared with live transcription). The README explains the rules.
+ * options (`realtime-options.ts`), its events and stats (`realtime-events.ts`), what the
+ * service's messages mean (`response-assembler.ts`), the connections and reconnects
+ * (`session-link.ts` over `connection.ts`), what a failure means (`server-errors.ts`), sending
+ * and keeping input (`audio-outbox.ts`, `replay-buffer.ts`), what a drop sends again
+ * (`outage-replay.ts`), what the service owes (`speech-ledger.ts`), the ending
+ * (`ending-controller.ts` over the pure `ending-policy.ts`) and the stream's own state with its
+ * pending callbacks (`duplex-lifecycle.ts`, shared with live transcription). The README explains
+ * the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
-import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type ServerEvent, type SessionInfo } from './codec.js';
+import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventFanout } from './event-queue.js';
-import { listenerArgs, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
+import { OutageReplay } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
-import { SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
+import { SpeechLedger } from './speech-ledger.js';
 
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
-export type SessionStartedInfo = SessionInfo & { id: string };
-
-/** Counters and gauges, for progress lines, summaries and tests. */
-export interface RealtimeStats {
-  /** Input audio accepted from the writer, in bytes (end padding not included). */
-  inputBytes: number;
-  /** Silence appended on `end()`, in bytes. */
-  paddingBytes: number;
-  /** Audio bytes the socket has taken (handed to the kernel), replays and padding included. */
-  bytesSent: number;
-  /** Audio bytes accepted but not yet taken by the socket (queued in the stream or the WebSocket). */
-  bytesQueued: number;
-  /** Audio bytes sent again after reconnects. */
-  bytesReplayed: number;
-  /** Input audio kept in memory for a replay (sent but unanswered, and not yet sent), in bytes. */
-  replayBytes: number;
-  /** Translated audio bytes received. */
-  bytesReceived: number;
-  /** Bytes queued in the WebSocket that the kernel has not taken yet. */
-  socketBufferedAmount: number;
-  /** Responses completed so far. */
-  responses: number;
-  /** Whether the socket is paused because a reader is behind. */
-  paused: boolean;
-  /** Sessions re-established after a drop. */
-  reconnects: number;
-  /** Time spent without a session after drops, in total and the longest, in ms. */
-  outageMs: number;
-  longestOutageMs: number;
-  /** From the end of the answered speech to each stage of the response, over all responses. */
-  latency: { transcriptMs: LatencySummary; firstTextMs: LatencySummary; firstAudioMs: LatencySummary; doneMs: LatencySummary };
-  /** How the session ended, once it has. */
-  ending: EndedInfo | undefined;
-}
-
-/** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
-export interface RealtimeTranslateEvents {
-  'session.starting': [];
-  'session.created': [info: SessionStartedInfo];
-  'session.updated': [info: SessionInfo];
-  'transcript.delta': [delta: string];
-  'transcript.done': [text: string];
-  'text.delta': [delta: string];
-  'text.done': [text: string];
-  'audio.delta': [audio: Buffer];
-  'audio.done': [];
-  'server.error': [message: string, code: number | string | undefined];
-  unknown: [event: Extract<ServerEvent, { type: 'unknown' }>];
-  reconnecting: [info: ReconnectingInfo];
-  reconnected: [info: ReconnectedInfo];
-  response: [timing: ResponseTiming];
-  warning: [warning: RtTranslateError];
-  ended: [info: EndedInfo];
-  /** Every event, as `events()` yields it. */
-  event: [event: RealtimeEvent];
-}
+export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
 type PauseReason = 'reader' | 'events';
 
@@ -95,8 +42,6 @@ const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
 const REPLAY_PREROLL_MS = 300;
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
-
-const ms = (bytes: number): number => Math.round(bytes / BYTES_PER_MS);
 
 /** What an event holds in memory while queued for an `events()` consumer, in bytes. */
 function eventBytes(event: RealtimeEvent): number {
@@ -111,15 +56,15 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #outbox: AudioOutbox;
   /** The service's messages, turned into events, audio and answers. */
   readonly #responses: ResponseAssembler;
-  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
+  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0 };
+  /** Drops the link retries: what is sent again, and the reconnect figures. */
+  readonly #outage: OutageReplay;
   /** Construction, ending, failure and close, as one state. */
   readonly #life: DuplexLifecycle<EndingWait>;
   /** After end(): when the session is over, and how it ended. */
   readonly #ending: EndingController;
   #session: SessionStartedInfo | undefined;
   #inputCarry: Buffer | undefined;
-  /** From a drop the link retries until the next session: what it sends again, for `reconnected`. */
-  #outage: { bytes: number; notReplayedBytes: number } | undefined;
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
 
@@ -197,6 +142,7 @@ export class RealtimeTranslateStream extends Duplex {
         this.#ending.evaluate();
       },
     });
+    this.#outage = new OutageReplay(this.#ledger, this.#outbox, { prerollMs: REPLAY_PREROLL_MS, bytesPerMs: BYTES_PER_MS });
     this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
       publish: (event) => this.#publish(event),
       audio: (audio) => this.#deliverAudio(audio),
@@ -228,7 +174,8 @@ export class RealtimeTranslateStream extends Duplex {
 
   get stats(): RealtimeStats {
     const buffered = this.#link.bufferedAmount;
-    const { inputBytes, paddingBytes, bytesSent, bytesReplayed, reconnects, outageMs, longestOutageMs } = this.#stats;
+    const { inputBytes, paddingBytes, bytesSent } = this.#stats;
+    const { bytesReplayed, reconnects, outageMs, longestOutageMs } = this.#outage.stats;
     const { bytesReceived, responses } = this.#responses;
     return {
       ...{ inputBytes, paddingBytes, bytesSent, bytesReplayed, bytesReceived, responses, reconnects, outageMs, longestOutageMs },
@@ -268,22 +215,8 @@ export class RealtimeTranslateStream extends Duplex {
     const recovery = this.#link.ready();
     if (this.#link.status !== 'ready') return;
     this.#session = { ...info, id: info.id ?? '' };
-    const replayed = this.#outage ?? { bytes: 0, notReplayedBytes: 0 };
-    this.#outage = undefined;
-    if (recovery) {
-      this.#stats.reconnects += 1;
-      this.#stats.outageMs += recovery.gapMs;
-      this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, recovery.gapMs);
-      this.#stats.bytesReplayed += replayed.bytes;
-      this.#publish({
-        type: 'reconnected',
-        sessionId: this.#session.id,
-        attempt: recovery.attempt,
-        replayedMs: ms(replayed.bytes),
-        notReplayedMs: ms(replayed.notReplayedBytes),
-        outageMs: recovery.gapMs,
-      });
-    }
+    const reconnected = this.#outage.recovered(this.#session.id, recovery);
+    if (reconnected) this.#publish({ type: 'reconnected', ...reconnected });
     this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
@@ -393,7 +326,7 @@ export class RealtimeTranslateStream extends Duplex {
     }
     const verdict = serverCause ?? cause;
     // The link retries this drop (the same rule as its own): an outage begins, or goes on.
-    if (wasReady && this.#o.reconnect && verdict.retryable) this.#outage ??= { bytes: 0, notReplayedBytes: 0 };
+    if (wasReady && this.#o.reconnect && verdict.retryable) this.#outage.begin();
     return verdict;
   }
 
@@ -401,12 +334,8 @@ export class RealtimeTranslateStream extends Duplex {
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
     this.#ending.suspend(sessionLost);
     if (sessionLost) {
-      const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
-      const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
       this.#responses.sessionLost();
-      const bytes = this.#outbox.rewind(wanted);
-      const outage = this.#outage ?? { bytes: 0, notReplayedBytes: 0 };
-      this.#outage = { bytes: outage.bytes + bytes, notReplayedBytes: outage.notReplayedBytes + notReplayedBytes };
+      this.#outage.rewind();
     }
     this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
@@ -414,7 +343,7 @@ export class RealtimeTranslateStream extends Duplex {
 
   /** Adds to `error` how much accepted input may not have been processed. */
   #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
-    const unprocessed = ms(this.#outbox.end - this.#ledger.frontier);
+    const unprocessed = this.#outage.unprocessedMs();
     if (this.#session && unprocessed > 0) {
       error.unprocessedInputMs = unprocessed;
       error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
@@ -432,7 +361,7 @@ export class RealtimeTranslateStream extends Duplex {
     const status = this.#life.state.status;
     if (status === 'failed' || status === 'closed' || this.destroyed) return;
     this.#serverError.settle();
-    const ending = this.#outage ? this.#ending.gaveUp() : undefined;
+    const ending = this.#outage.active ? this.#ending.gaveUp() : undefined;
     if (ending) this.#publish({ type: 'ended', ...ending });
     this.#life.fail(error, ending);
   }
