@@ -8,7 +8,8 @@
  *
  * It shares the translation stream's machinery: `SessionLink` (connections, liveness,
  * reconnects), `AudioOutbox` (backpressure, replay), `DuplexLifecycle` (the stream's state and
- * its pending callbacks), the connection options and the reading of service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
+ * its pending callbacks), `EventOutlet` (events and results to the caller, with backpressure),
+ * the connection options and the reading of service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
  * once every byte is sent, and the stream ends when the service has flushed its last results and
  * closed (bounded by `finishTimeoutMs` of silence). A dropped session is resumed from the end of
  * the last final result; result times stay on one timeline, the stream's, across reconnects.
@@ -19,10 +20,10 @@ import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } f
 import { intOption } from '../options.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
-import { EventFanout } from './event-queue.js';
+import { EventOutlet } from './event-outlet.js';
 import { AudioOutbox } from './audio-outbox.js';
 import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
-import { errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { commonListenerArgs, errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import {
@@ -159,11 +160,24 @@ export function liveEventToRecord(event: LiveTranscriptionEvent): Record<string,
   return { ...event };
 }
 
+/** The arguments of a listener of `event.type` (see `LiveTranscriptionEvents`). */
+function liveListenerArgs(event: LiveTranscriptionEvent): unknown[] {
+  switch (event.type) {
+    case 'ready':
+      return [event.requestId];
+    case 'interim':
+    case 'final':
+      return [event.result];
+    default:
+      return commonListenerArgs(event);
+  }
+}
+
 export class LiveTranscriptionStream extends Duplex {
   readonly #o: Resolved;
   readonly #link: SessionLink;
   readonly #outbox: AudioOutbox;
-  readonly #fanout: EventFanout<LiveTranscriptionEvent>;
+  readonly #outlet: EventOutlet<LiveTranscriptionEvent>;
   readonly #serverError: PendingServerError;
   readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
   /** Construction, ending, failure and close; while ending, whether `CloseStream` went on this session. */
@@ -183,10 +197,7 @@ export class LiveTranscriptionStream extends Duplex {
     super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
     this.#o = o;
     this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
-    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#publish({ type: 'warning', warning }));
-    this.#fanout = new EventFanout<LiveTranscriptionEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 }, (full) =>
-      this.#setPause('events', full),
-    );
+    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
     this.#link = new SessionLink(
       {
         connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
@@ -204,6 +215,10 @@ export class LiveTranscriptionStream extends Duplex {
         closed: () => this.#completeClose(),
       },
     );
+    this.#outlet = new EventOutlet<LiveTranscriptionEvent>(this, this.#link, {
+      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 },
+      listenerArgs: liveListenerArgs,
+    });
     this.#outbox = new AudioOutbox(this.#link, {
       maxPieceBytes: o.maxChunkBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
@@ -229,7 +244,7 @@ export class LiveTranscriptionStream extends Duplex {
 
   /** Every event, in order (results, reconnects, warnings, the end), for `for await`. */
   events(): AsyncIterableIterator<LiveTranscriptionEvent> {
-    return this.#fanout.subscribe();
+    return this.#outlet.subscribe();
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
@@ -241,14 +256,14 @@ export class LiveTranscriptionStream extends Duplex {
   #onMessage(data: Buffer, isBinary: boolean): void {
     if (this.#life.error) return;
     if (isBinary) {
-      this.#publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
+      this.#outlet.publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
       return;
     }
     let event: LiveServerEvent;
     try {
       event = decodeLiveServerEvent(data.toString('utf8'));
     } catch (error) {
-      this.#publish({ type: 'warning', warning: error as RtTranslateError });
+      this.#outlet.publish({ type: 'warning', warning: error as RtTranslateError });
       return;
     }
     this.#serverError.settle();
@@ -260,7 +275,7 @@ export class LiveTranscriptionStream extends Duplex {
         this.#onResults(event);
         return;
       case 'Error': {
-        this.#publish({ type: 'server.error', message: event.message, code: event.code });
+        this.#outlet.publish({ type: 'server.error', message: event.message, code: event.code });
         const error = this.#serverError.note(event.message, event.code);
         if (!this.#ready) {
           this.#serverError.discard();
@@ -270,7 +285,7 @@ export class LiveTranscriptionStream extends Duplex {
         return;
       }
       case 'unknown':
-        this.#publish(event);
+        this.#outlet.publish(event);
     }
   }
 
@@ -279,12 +294,12 @@ export class LiveTranscriptionStream extends Duplex {
     if (this.#link.status !== 'ready') return;
     this.#ready = true;
     this.#setCloseSent(false);
-    this.#publish({ type: 'ready', requestId });
+    this.#outlet.publish({ type: 'ready', requestId });
     if (recovery) {
       this.#stats.reconnects += 1;
       this.#stats.outageMs += recovery.gapMs;
       this.#stats.bytesReplayed += this.#replayedBytes;
-      this.#publish({
+      this.#outlet.publish({
         type: 'reconnected',
         sessionId: requestId ?? '',
         attempt: recovery.attempt,
@@ -322,57 +337,17 @@ export class LiveTranscriptionStream extends Duplex {
       this.#frontier = Math.max(this.#frontier, Math.min(end, this.#outbox.sent));
       this.#outbox.keepFrom(this.#frontier);
       this.#link.progress();
-      this.#publish({ type: 'final', result });
+      this.#outlet.publish({ type: 'final', result });
     } else {
       this.#stats.interims += 1;
-      this.#publish({ type: 'interim', result });
+      this.#outlet.publish({ type: 'interim', result });
     }
-    if (result.isFinal || this.#o.results === 'all') this.#deliver(result);
+    if (result.isFinal || this.#o.results === 'all') this.#outlet.deliver(result);
     if (this.#closeSent()) this.#setCloseSent(true);
   }
 
-  #publish(event: LiveTranscriptionEvent): void {
-    this.emit('event', event);
-    this.#fanout.push(event);
-    switch (event.type) {
-      case 'ready':
-        this.emit(event.type, event.requestId);
-        return;
-      case 'interim':
-      case 'final':
-        this.emit(event.type, event.result);
-        return;
-      case 'server.error':
-        this.emit(event.type, event.message, event.code);
-        return;
-      case 'warning':
-        this.emit(event.type, event.warning);
-        return;
-      case 'unknown':
-        this.emit(event.type, event);
-        return;
-      default: {
-        const { type, ...info } = event;
-        this.emit(type, info);
-      }
-    }
-  }
-
-  #deliver(result: LiveTranscript): void {
-    if (this.readableEnded || this.destroyed) return;
-    // Nothing reads the results but an events() iterator does: it gets them there.
-    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
-    if (!this.push(result)) this.#setPause('reader', true);
-  }
-
-  #setPause(reason: 'reader' | 'events', on: boolean): void {
-    if (on) this.#link.pause(reason);
-    else this.#link.resume(reason);
-  }
-
   override _read(): void {
-    if (this.#life.failWhenDrained()) return;
-    this.#setPause('reader', false);
+    if (!this.#life.failWhenDrained()) this.#outlet.read();
   }
 
   /* ------------------------------------------------------------------ outgoing */
@@ -404,7 +379,7 @@ export class LiveTranscriptionStream extends Duplex {
   override _final(callback: (error?: Error | null) => void): void {
     if (this.#life.failWhenDrained()) return;
     if (this.#carry) {
-      this.#publish({
+      this.#outlet.publish({
         type: 'warning',
         warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#carry.length} bytes, dropped`),
       });
@@ -442,7 +417,7 @@ export class LiveTranscriptionStream extends Duplex {
     const state = this.#life.state;
     if (state.status !== 'ending') return;
     const waited = this.#o.finishTimeoutMs;
-    this.#publish({
+    this.#outlet.publish({
       type: 'warning',
       warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
     });
@@ -478,15 +453,15 @@ export class LiveTranscriptionStream extends Duplex {
       this.#replayedBytes += this.#outbox.rewind(from);
       this.#sessionBase = this.#outbox.sent;
     }
-    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outlet.publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
   }
 
   #completeClose(): void {
     this.#life.close((ending) => {
       clearInterval(this.#keepAliveTimer);
-      this.#publish({ type: 'ended', ...ending });
-      this.#fanout.end();
+      this.#outlet.publish({ type: 'ended', ...ending });
+      this.#outlet.end();
     });
   }
 
@@ -510,7 +485,7 @@ export class LiveTranscriptionStream extends Duplex {
     this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    this.#fanout.end(error ?? undefined);
+    this.#outlet.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }
 

@@ -133,12 +133,25 @@ export function listenerArgs(event: RealtimeEvent): unknown[] {
       return [event.text ?? ''];
     case 'audio.delta':
       return [event.audio];
-    case 'server.error':
-      return [event.message, event.code];
     case 'response':
       return [event.timing];
+    default:
+      return commonListenerArgs(event);
+  }
+}
+
+/**
+ * The arguments a listener gets for the events every realtime stream has: `server.error`
+ * (message, code), `warning` (the error), `unknown` (the event), and the stream's own
+ * `reconnecting`, `reconnected` and `ended` (their info, without `type`).
+ */
+export function commonListenerArgs(event: { type: string }): unknown[] {
+  const e = event as { type: string; message?: unknown; code?: unknown; warning?: unknown };
+  switch (e.type) {
+    case 'server.error':
+      return [e.message, e.code];
     case 'warning':
-      return [event.warning];
+      return [e.warning];
     case 'unknown':
       return [event];
     default: {

@@ -4,14 +4,14 @@
  * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
  * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
- * options (`realtime-options.ts`), its events and stats (`realtime-events.ts`), what the
- * service's messages mean (`response-assembler.ts`), the connections and reconnects
- * (`session-link.ts` over `connection.ts`), what a failure means (`server-errors.ts`), sending
- * and keeping input (`audio-outbox.ts`, `replay-buffer.ts`), what a drop sends again
- * (`outage-replay.ts`), what the service owes (`speech-ledger.ts`), the ending
- * (`ending-controller.ts` over the pure `ending-policy.ts`) and the stream's own state with its
- * pending callbacks (`duplex-lifecycle.ts`, shared with live transcription). The README explains
- * the rules.
+ * options (`realtime-options.ts`); its events and stats (`realtime-events.ts`) and their way to
+ * the caller (`event-outlet.ts`); what the service's messages mean (`response-assembler.ts`);
+ * the connections and reconnects (`session-link.ts` over `connection.ts`); what a failure means
+ * (`server-errors.ts`); sending and keeping input (`audio-outbox.ts`, `replay-buffer.ts`); what
+ * a drop sends again (`outage-replay.ts`); what the service owes (`speech-ledger.ts`); the
+ * ending (`ending-controller.ts` over the pure `ending-policy.ts`); the stream's own state with
+ * its pending callbacks (`duplex-lifecycle.ts`). The outlet and the lifecycle are shared with
+ * live transcription. The README explains the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
@@ -20,7 +20,7 @@ import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
-import { EventFanout } from './event-queue.js';
+import { EventOutlet } from './event-outlet.js';
 import { listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
@@ -33,8 +33,6 @@ import { SpeechLedger } from './speech-ledger.js';
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
 export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
-
-type PauseReason = 'reader' | 'events';
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
 const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
@@ -51,7 +49,8 @@ function eventBytes(event: RealtimeEvent): number {
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
   readonly #link: SessionLink;
-  readonly #fanout: EventFanout<RealtimeEvent>;
+  /** Events to listeners and iterators, audio to the reader; either one behind pauses the socket. */
+  readonly #outlet: EventOutlet<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
   readonly #outbox: AudioOutbox;
   /** The service's messages, turned into events, audio and answers. */
@@ -102,9 +101,6 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.close();
       },
     });
-    this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
-      this.#setPause('events', full),
-    );
     this.#link = new SessionLink(
       {
         connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
@@ -128,6 +124,11 @@ export class RealtimeTranslateStream extends Duplex {
         closed: () => this.#completeClose(),
       },
     );
+    this.#outlet = new EventOutlet<RealtimeEvent>(this, this.#link, {
+      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes },
+      listenerArgs,
+      resumed: () => this.#ending.activity(Date.now()),
+    });
     this.#outbox = new AudioOutbox(this.#link, {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
@@ -144,8 +145,8 @@ export class RealtimeTranslateStream extends Duplex {
     });
     this.#outage = new OutageReplay(this.#ledger, this.#outbox, { prerollMs: REPLAY_PREROLL_MS, bytesPerMs: BYTES_PER_MS });
     this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
-      publish: (event) => this.#publish(event),
-      audio: (audio) => this.#deliverAudio(audio),
+      publish: (event) => this.#outlet.publish(event),
+      audio: (audio) => audio.length > 0 && this.#outlet.deliver(audio),
       activity: (now) => this.#ending.activity(now),
       answered: () => {
         this.#link.progress();
@@ -194,7 +195,7 @@ export class RealtimeTranslateStream extends Duplex {
    * nothing reads the stream's audio, the audio reaches an iterator only (no buffer grows).
    */
   events(): AsyncIterableIterator<RealtimeEvent> {
-    return this.#fanout.subscribe();
+    return this.#outlet.subscribe();
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
@@ -216,25 +217,11 @@ export class RealtimeTranslateStream extends Duplex {
     if (this.#link.status !== 'ready') return;
     this.#session = { ...info, id: info.id ?? '' };
     const reconnected = this.#outage.recovered(this.#session.id, recovery);
-    if (reconnected) this.#publish({ type: 'reconnected', ...reconnected });
+    if (reconnected) this.#outlet.publish({ type: 'reconnected', ...reconnected });
     this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
     this.#ending.evaluate();
-  }
-
-  /** Emits an event under its one name, and queues it for `events()` iterators. */
-  #publish(event: RealtimeEvent): void {
-    this.emit('event', event);
-    this.#fanout.push(event);
-    this.emit(event.type, ...listenerArgs(event));
-  }
-
-  #deliverAudio(audio: Buffer): void {
-    if (audio.length === 0 || this.readableEnded || this.destroyed) return;
-    // Nothing reads the audio but an events() iterator does: it gets the audio there.
-    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
-    if (!this.push(audio)) this.#setPause('reader', true);
   }
 
   #onServerError(message: string, code: number | string | undefined): void {
@@ -248,21 +235,11 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   #warn(warning: RtTranslateError): void {
-    this.#publish({ type: 'warning', warning });
-  }
-
-  /** Pauses the socket while the reader or an events() consumer is behind; resumes otherwise. */
-  #setPause(reason: PauseReason, on: boolean): void {
-    const paused = this.#link.paused;
-    if (on) this.#link.pause(reason);
-    else this.#link.resume(reason);
-    // Our own pause is never the service's quiet.
-    if (paused && !this.#link.paused) this.#ending.activity(Date.now());
+    this.#outlet.publish({ type: 'warning', warning });
   }
 
   override _read(): void {
-    if (this.#life.failWhenDrained()) return;
-    this.#setPause('reader', false);
+    if (!this.#life.failWhenDrained()) this.#outlet.read();
   }
 
   /* ------------------------------------------------------------------ outgoing */
@@ -308,8 +285,8 @@ export class RealtimeTranslateStream extends Duplex {
 
   #completeClose(): void {
     this.#life.close((ending) => {
-      this.#publish({ type: 'ended', ...ending });
-      this.#fanout.end();
+      this.#outlet.publish({ type: 'ended', ...ending });
+      this.#outlet.end();
     });
   }
 
@@ -337,7 +314,7 @@ export class RealtimeTranslateStream extends Duplex {
       this.#responses.sessionLost();
       this.#outage.rewind();
     }
-    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outlet.publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
   }
 
@@ -362,7 +339,7 @@ export class RealtimeTranslateStream extends Duplex {
     if (status === 'failed' || status === 'closed' || this.destroyed) return;
     this.#serverError.settle();
     const ending = this.#outage.active ? this.#ending.gaveUp() : undefined;
-    if (ending) this.#publish({ type: 'ended', ...ending });
+    if (ending) this.#outlet.publish({ type: 'ended', ...ending });
     this.#life.fail(error, ending);
   }
 
@@ -377,7 +354,7 @@ export class RealtimeTranslateStream extends Duplex {
     this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    this.#fanout.end(error ?? undefined);
+    this.#outlet.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }
 
