@@ -3,6 +3,7 @@
  * a lost session sends again, what it could not, and the `reconnected` figures and stats.
  */
 import { describe, expect, it } from 'vitest';
+import { ConnectionError } from '../lib/errors.js';
 import { AudioOutbox, type OutboxLink } from '../lib/realtime/audio-outbox.js';
 import { OutageReplay } from '../lib/realtime/outage-replay.js';
 import { SpeechLedger } from '../lib/realtime/speech-ledger.js';
@@ -51,8 +52,11 @@ describe('OutageReplay', () => {
     expect(replay.stats.reconnects).toBe(0);
   });
 
-  it('unprocessed input is what no answer has covered', () => {
+  it('unprocessed input is what no answer has covered; an error is told how much', () => {
     const { replay } = sentSession(48_000);
     expect(replay.unprocessedMs()).toBe(2000);
+    const error = replay.explain(new ConnectionError('The connection was reset.'), ' while reconnecting');
+    expect(error.message).toBe('The connection was reset while reconnecting. Up to 2.0 s of input audio may not have been processed.');
+    expect(error.unprocessedInputMs).toBe(2000);
   });
 });

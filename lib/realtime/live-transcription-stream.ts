@@ -16,6 +16,7 @@
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
+import { FrameCutter } from '../audio/frames.js';
 import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { intOption } from '../options.js';
 import type { ConnectionEnd } from './connection.js';
@@ -182,7 +183,8 @@ export class LiveTranscriptionStream extends Duplex {
   readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
   /** Construction, ending, failure and close; while ending, whether `CloseStream` went on this session. */
   readonly #life: DuplexLifecycle<{ closeSent: boolean }>;
-  #carry: Buffer | undefined;
+  /** Input cut to whole sample frames (a frame split across writes waits for the rest). */
+  readonly #input: FrameCutter;
   /** Input offset where the current session's timeline starts (0, or where a replay began). */
   #sessionBase = 0;
   /** Input offset up to which final results have covered the audio. */
@@ -196,6 +198,7 @@ export class LiveTranscriptionStream extends Duplex {
     const o = resolve(options);
     super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
     this.#o = o;
+    this.#input = new FrameCutter(o.frameBytes);
     this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
     this.#link = new SessionLink(
@@ -358,15 +361,11 @@ export class LiveTranscriptionStream extends Duplex {
       this.#outbox.hold(callback);
       return;
     }
-    let data = chunk;
-    if (this.#carry) {
-      data = Buffer.concat([this.#carry, chunk]);
-      this.#carry = undefined;
-    }
-    const aligned = data.length - (data.length % this.#o.frameBytes);
-    if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
-    this.#stats.inputBytes += aligned;
-    this.#outbox.accept(data.subarray(0, aligned));
+    this.#input.cut(chunk, (buf, offset, frames) => {
+      const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
+      this.#stats.inputBytes += audio.length;
+      this.#outbox.accept(audio);
+    });
     this.#outbox.hold(callback);
   }
 
@@ -378,12 +377,12 @@ export class LiveTranscriptionStream extends Duplex {
 
   override _final(callback: (error?: Error | null) => void): void {
     if (this.#life.failWhenDrained()) return;
-    if (this.#carry) {
+    if (this.#input.pendingBytes > 0) {
       this.#outlet.publish({
         type: 'warning',
-        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#carry.length} bytes, dropped`),
+        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#input.pendingBytes} bytes, dropped`),
       });
-      this.#carry = undefined;
+      this.#input.clear();
     }
     this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, closeSent: false });
     this.#maybeCloseStream();

@@ -6,6 +6,7 @@
  * the reconnect stats. Also: how much accepted input the service may not have processed, for the
  * error of a session that cannot go on.
  */
+import type { RtTranslateError } from '../errors.js';
 import type { AudioOutbox } from './audio-outbox.js';
 import type { ReconnectedInfo } from './realtime-events.js';
 import type { Recovery } from './session-link.js';
@@ -88,6 +89,16 @@ export class OutageReplay {
   /** Accepted input that no answer has covered yet, in ms. */
   unprocessedMs(): number {
     return this.#ms(this.#outbox.end - this.#ledger.frontier);
+  }
+
+  /** Adds to `error` (met `context`, e.g. ` while reconnecting`) how much input may not have been processed. */
+  explain(error: RtTranslateError, context: string): RtTranslateError {
+    const unprocessed = this.unprocessedMs();
+    if (unprocessed > 0) {
+      error.unprocessedInputMs = unprocessed;
+      error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
+    }
+    return error;
   }
 
   #ms(bytes: number): number {

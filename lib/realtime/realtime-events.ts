@@ -114,6 +114,11 @@ export type RealtimeEvent =
 /** The `type` of every realtime event. */
 export type RealtimeEventType = RealtimeEvent['type'];
 
+/** What an event holds in memory while queued for an `events()` consumer, in bytes. */
+export function eventWeight(event: RealtimeEvent): number {
+  return event.type === 'audio.delta' ? event.audio.length * 2 : 0;
+}
+
 /** The arguments an emitter listener of `event.type` gets (see `RealtimeTranslateEvents`). */
 export function listenerArgs(event: RealtimeEvent): unknown[] {
   switch (event.type) {

@@ -15,13 +15,14 @@
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
+import { FrameCutter } from '../audio/frames.js';
 import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventOutlet } from './event-outlet.js';
-import { listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
+import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
 import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
 import { OutageReplay } from './outage-replay.js';
@@ -41,11 +42,6 @@ const REPLAY_PREROLL_MS = 300;
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
-/** What an event holds in memory while queued for an `events()` consumer, in bytes. */
-function eventBytes(event: RealtimeEvent): number {
-  return event.type === 'audio.delta' ? event.audio.length * 2 : 0;
-}
-
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
   readonly #link: SessionLink;
@@ -63,7 +59,8 @@ export class RealtimeTranslateStream extends Duplex {
   /** After end(): when the session is over, and how it ended. */
   readonly #ending: EndingController;
   #session: SessionStartedInfo | undefined;
-  #inputCarry: Buffer | undefined;
+  /** Input cut to whole samples (a sample split across writes waits for its other byte). */
+  readonly #input = new FrameCutter(REALTIME_BYTES_PER_FRAME);
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
 
@@ -125,7 +122,7 @@ export class RealtimeTranslateStream extends Duplex {
       },
     );
     this.#outlet = new EventOutlet<RealtimeEvent>(this, this.#link, {
-      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes },
+      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventWeight },
       listenerArgs,
       resumed: () => this.#ending.activity(Date.now()),
     });
@@ -251,15 +248,11 @@ export class RealtimeTranslateStream extends Duplex {
       this.#outbox.hold(callback);
       return;
     }
-    let data = chunk;
-    if (this.#inputCarry) {
-      data = Buffer.concat([this.#inputCarry, chunk]);
-      this.#inputCarry = undefined;
-    }
-    const aligned = data.length - (data.length % REALTIME_BYTES_PER_FRAME);
-    if (aligned < data.length) this.#inputCarry = Buffer.from(data.subarray(aligned));
-    this.#accept(data.subarray(0, aligned));
-    this.#stats.inputBytes += aligned;
+    this.#input.cut(chunk, (buf, offset, frames) => {
+      const pcm = buf.subarray(offset, offset + frames * REALTIME_BYTES_PER_FRAME);
+      this.#accept(pcm);
+      this.#stats.inputBytes += pcm.length;
+    });
     this.#outbox.hold(callback);
   }
 
@@ -272,9 +265,9 @@ export class RealtimeTranslateStream extends Duplex {
   override _final(callback: (error?: Error | null) => void): void {
     // After a failure the stream is destroyed with the error once the reader has drained what arrived.
     if (this.#life.failWhenDrained()) return;
-    if (this.#inputCarry) {
+    if (this.#input.pendingBytes > 0) {
       this.#warn(new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'));
-      this.#inputCarry = undefined;
+      this.#input.clear();
     }
     this.#ending.begin(callback);
     const padding = Buffer.alloc(this.#o.endPaddingMs * BYTES_PER_MS);
@@ -318,14 +311,9 @@ export class RealtimeTranslateStream extends Duplex {
     this.#outbox.release();
   }
 
-  /** Adds to `error` how much accepted input may not have been processed. */
+  /** Once a session had started, `error` says how much accepted input may not have been processed. */
   #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
-    const unprocessed = this.#outage.unprocessedMs();
-    if (this.#session && unprocessed > 0) {
-      error.unprocessedInputMs = unprocessed;
-      error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
-    }
-    return error;
+    return this.#session ? this.#outage.explain(error, context) : error;
   }
 
   /* ------------------------------------------------------------------ failure and teardown */
