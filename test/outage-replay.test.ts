@@ -21,7 +21,7 @@ function sentSession(maxReplayBytes: number) {
   outbox.accept(pcm);
   ledger.recordSent(outbox.sent, Date.now());
   const replay = new OutageReplay(ledger, outbox, { prerollMs: 300, bytesPerMs: BYTES_PER_MS });
-  return { outbox, replay, pcm };
+  return { outbox, replay, ledger, pcm };
 }
 
 describe('OutageReplay', () => {
@@ -44,6 +44,16 @@ describe('OutageReplay', () => {
     replay.begin();
     replay.rewind();
     expect(replay.recovered('s2', { attempt: 1, gapMs: 100 })).toMatchObject({ replayedMs: 1000, notReplayedMs: 1000 });
+  });
+
+  it('once the speech is answered, only the preroll before what was sent is kept', () => {
+    const { outbox, replay, ledger, pcm } = sentSession(10 * 48_000);
+    replay.forgetAnswered(outbox.sent);
+    expect(outbox.retained).toBe(pcm.length); // the speech is unanswered: all of it is kept
+    ledger.responseActivity('audio', Date.now(), outbox.sent, 48_000);
+    ledger.responseCompleted(Date.now(), true);
+    replay.forgetAnswered(outbox.sent);
+    expect(outbox.retained).toBe(300 * BYTES_PER_MS);
   });
 
   it('the first session (no recovery) reports nothing and ends no outage figures', () => {

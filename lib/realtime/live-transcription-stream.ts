@@ -23,7 +23,7 @@ import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EventOutlet } from './event-outlet.js';
 import { AudioOutbox } from './audio-outbox.js';
-import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
+import { linkOptions, resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
 import { commonListenerArgs, errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
@@ -201,23 +201,15 @@ export class LiveTranscriptionStream extends Duplex {
     this.#input = new FrameCutter(o.frameBytes);
     this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
-    this.#link = new SessionLink(
-      {
-        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
-        readyTimeoutMs: o.readyTimeoutMs,
-        reconnect: o.reconnect,
-        secret: o.apiKey,
-      },
-      {
-        open: () => undefined, // the handshake says everything; the service speaks first (Ready)
-        message: (data, isBinary) => this.#onMessage(data, isBinary),
-        readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
-        dropped: (end, cause) => this.#onDropped(end, cause),
-        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
-        failed: (error) => this.#fail(error),
-        closed: () => this.#completeClose(),
-      },
-    );
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+      open: () => undefined, // the handshake says everything; the service speaks first (Ready)
+      message: (data, isBinary) => this.#onMessage(data, isBinary),
+      readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
+      dropped: (end, cause) => this.#onDropped(end, cause),
+      reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+      failed: (error) => this.#fail(error),
+      closed: () => this.#completeClose(),
+    });
     this.#outlet = new EventOutlet<LiveTranscriptionEvent>(this, this.#link, {
       bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 },
       listenerArgs: liveListenerArgs,

@@ -52,6 +52,11 @@ export class OutageReplay {
     return this.#current !== undefined;
   }
 
+  /** Forgets input no replay will need: before the preroll of the first speech unanswered at `sent`. */
+  forgetAnswered(sent: number): void {
+    this.#outbox.keepFrom(this.#ledger.replayStart(sent, this.#o.prerollMs));
+  }
+
   /** The link retries a drop: an outage begins, or goes on. */
   begin(): void {
     this.#current ??= { bytes: 0, notReplayedBytes: 0 };

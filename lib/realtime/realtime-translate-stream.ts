@@ -23,7 +23,7 @@ import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventOutlet } from './event-outlet.js';
 import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
-import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
+import { linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
 import { OutageReplay } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
@@ -66,13 +66,8 @@ export class RealtimeTranslateStream extends Duplex {
 
   constructor(options: RealtimeTranslateOptions) {
     const o = resolveRealtimeOptions(options);
-    super({
-      readableHighWaterMark: o.readableHighWaterMark,
-      writableHighWaterMark: o.writableHighWaterMark,
-      allowHalfOpen: true,
-      decodeStrings: true,
-      objectMode: false,
-    });
+    const { readableHighWaterMark, writableHighWaterMark } = o;
+    super({ readableHighWaterMark, writableHighWaterMark, allowHalfOpen: true, decodeStrings: true, objectMode: false });
     this.#o = o;
     this.#life = new DuplexLifecycle(this, {
       signal: o.signal,
@@ -98,29 +93,21 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.close();
       },
     });
-    this.#link = new SessionLink(
-      {
-        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
-        readyTimeoutMs: o.readyTimeoutMs,
-        reconnect: o.reconnect,
-        secret: o.apiKey,
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+      open: () => {
+        this.#responses.newConnection();
+        this.#link.send(o.sessionUpdate);
       },
-      {
-        open: () => {
-          this.#responses.newConnection();
-          this.#link.send(o.sessionUpdate);
-        },
-        message: (data, isBinary) => this.#onMessage(data, isBinary),
-        readyTimeout: (waitedMs) => {
-          const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
-          return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
-        },
-        dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
-        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
-        failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
-        closed: () => this.#completeClose(),
+      message: (data, isBinary) => this.#onMessage(data, isBinary),
+      readyTimeout: (waitedMs) => {
+        const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
+        return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
       },
-    );
+      dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
+      reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+      failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
+      closed: () => this.#completeClose(),
+    });
     this.#outlet = new EventOutlet<RealtimeEvent>(this, this.#link, {
       bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventWeight },
       listenerArgs,
@@ -133,7 +120,7 @@ export class RealtimeTranslateStream extends Duplex {
       encode: encodeAudioAppend,
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
-        this.#outbox.keepFrom(this.#ledger.replayStart(end, REPLAY_PREROLL_MS));
+        this.#outage.forgetAnswered(end);
       },
       sent: (length) => {
         this.#stats.bytesSent += length;
@@ -147,7 +134,7 @@ export class RealtimeTranslateStream extends Duplex {
       activity: (now) => this.#ending.activity(now),
       answered: () => {
         this.#link.progress();
-        this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
+        this.#outage.forgetAnswered(this.#outbox.sent);
       },
       sessionCreated: (info) => this.#onSessionCreated(info),
       serverError: (message, code) => this.#onServerError(message, code),
