@@ -178,10 +178,11 @@ describe('DuplexLifecycle: ending and failing', () => {
     await ending(host);
     const errors: Error[] = [];
     host.on('error', (e) => errors.push(e));
-    host.life.fail(new ConnectionError('dropped'), { complete: false, reason: 'closed-by-service', unansweredSpeechMs: 10 });
+    host.life.decide({ complete: false, reason: 'gave-up', unansweredSpeechMs: 10 });
+    host.life.fail(new ConnectionError('dropped'));
     await tick();
     expect(host.destroyed).toBe(false);
-    expect(host.life.ending).toMatchObject({ reason: 'closed-by-service' });
+    expect(host.life.ending).toMatchObject({ reason: 'gave-up' });
     const closed = new Promise((resolve) => host.once('close', resolve));
     expect(host.read()?.toString()).toBe('abc');
     host.read();

@@ -110,6 +110,18 @@ describe('EndingController', () => {
     expect(c.life.state).toMatchObject({ status: 'ending', allSentAt: undefined, timer: undefined });
   });
 
+  it('giving up reconnecting decides an incomplete ending, before end() or after', () => {
+    const c = controller();
+    expect(c.ending.gaveUp()).toEqual({ complete: false, reason: 'gave-up', unansweredSpeechMs: 0 });
+    expect(c.life.state).toMatchObject({ status: 'closing', finalCallback: undefined, ending: { reason: 'gave-up' } });
+    const ended = controller();
+    ended.begin();
+    ended.ending.evaluate();
+    ended.ending.gaveUp();
+    expect(ended.life.ending).toMatchObject({ reason: 'gave-up' });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('a normal close by the service ends the session only after end(): complete, or closed-by-service with a warning', () => {
     const c = controller();
     expect(c.ending.closedByService(1000)).toBe(false);

@@ -122,7 +122,7 @@ describe('after end(), the stream waits for every answer it is owed', () => {
   it('a lost connection that reconnecting cannot restore ends the session incomplete (gave-up): ended, then the error', async () => {
     const { stream, peer } = await scripted({ readyTimeoutMs: 200, reconnect: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 40 } });
     const order: string[] = [];
-    stream.on('ended', () => order.push('ended'));
+    stream.on('ended', () => order.push(`ended ${stream.stats.ending?.reason}`));
     stream.on('error', () => order.push('error'));
     const iterated = (async () => {
       const types: string[] = [];
@@ -141,7 +141,7 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     const outcome = await ending;
     expect(outcome.error).toMatchObject({ code: 'RTT_CONNECTION' });
     expect(outcome.error!.message).toMatch(/^Gave up reconnecting after 2 attempts/);
-    expect(order).toEqual(['ended', 'error']);
+    expect(order).toEqual(['ended gave-up', 'error']);
     expect(stream.stats.ending).toMatchObject({ complete: false, reason: 'gave-up' });
     expect(stream.stats.ending!.unansweredSpeechMs).toBeGreaterThan(1000);
     expect(outcome.events.at(-1)).toEqual({ type: 'ended', ...stream.stats.ending });

@@ -24,8 +24,8 @@ export type LifecycleState<Ending extends object = object> =
   | { status: 'open' }
   /** After `_final`: its callback waits for the session's end; `timer` bounds the wait. */
   | ({ status: 'ending'; finalCallback: StreamCallback; timer: NodeJS.Timeout | undefined } & Ending)
-  /** How it ended is decided; the connection is closing. */
-  | { status: 'closing'; finalCallback: StreamCallback; ending: EndedInfo }
+  /** How it ended is decided; the connection is closing (or, when given up, the failure follows). */
+  | { status: 'closing'; finalCallback: StreamCallback | undefined; ending: EndedInfo }
   /** A fatal error, delivered once the reader has drained; `_final`'s callback waits with it. */
   | { status: 'failed'; error: RtTranslateError; finalCallback: StreamCallback | undefined; ending: EndedInfo | undefined }
   | { status: 'closed'; ending: EndedInfo | undefined; error: Error | null };
@@ -126,10 +126,11 @@ export class DuplexLifecycle<Ending extends object = object> {
     if (this.#state.status === 'starting') this.set({ status: 'open' });
   }
 
-  /** While ending: how the session ended is known, and the connection is closing. */
+  /** How the session ended is known: the connection is closing, or a failure follows. */
   decide(ending: EndedInfo): void {
     const state = this.#state;
     if (state.status === 'ending') this.set({ status: 'closing', finalCallback: state.finalCallback, ending });
+    if (state.status === 'open') this.set({ status: 'closing', finalCallback: undefined, ending });
   }
 
   /**
@@ -150,16 +151,16 @@ export class DuplexLifecycle<Ending extends object = object> {
 
   /**
    * A fatal error. Before the first session it fails construction; afterwards the stream is
-   * destroyed once the reader has taken every byte already received. `ending` when the failure
-   * is also how the session ended (the stream gave up on it).
+   * destroyed once the reader has taken every byte already received. An ending decided just
+   * before (the stream gave up on the session) is kept.
    */
-  fail(error: RtTranslateError, ending?: EndedInfo): void {
+  fail(error: RtTranslateError): void {
     const state = this.#state;
     if (state.status === 'failed' || state.status === 'closed' || this.#stream.destroyed) return;
     this.#o.shutdown();
     const pending = state.status === 'ending' || state.status === 'closing' ? state.finalCallback : undefined;
     // With nothing left for the reader, `_final`'s callback takes the error now (it destroys the stream).
-    this.set({ status: 'failed', error, finalCallback: this.#stream.readableLength === 0 ? undefined : pending, ending });
+    this.set({ status: 'failed', error, finalCallback: this.#stream.readableLength === 0 ? undefined : pending, ending: this.ending });
     if (state.status !== 'starting' && (!pending || this.#stream.readableLength > 0)) this.failWhenDrained();
   }
 

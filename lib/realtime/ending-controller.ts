@@ -120,9 +120,11 @@ export class EndingController {
     return true;
   }
 
-  /** The ending of a session the stream gave up reconnecting. */
+  /** The stream gave up reconnecting: the session ended incomplete (its failure follows). */
   gaveUp(): EndedInfo {
-    return this.#ended('gave-up');
+    const ending = this.#ended('gave-up');
+    this.#c.life.decide(ending);
+    return ending;
   }
 
   #ended(reason: EndedInfo['reason']): EndedInfo {

@@ -313,9 +313,8 @@ export class RealtimeTranslateStream extends Duplex {
     const status = this.#life.state.status;
     if (status === 'failed' || status === 'closed' || this.destroyed) return;
     this.#serverError.settle();
-    const ending = this.#outage.active ? this.#ending.gaveUp() : undefined;
-    if (ending) this.#outlet.publish({ type: 'ended', ...ending });
-    this.#life.fail(error, ending);
+    if (this.#outage.active) this.#outlet.publish({ type: 'ended', ...this.#ending.gaveUp() });
+    this.#life.fail(error);
   }
 
   override destroy(error?: Error): this {
