@@ -27,7 +27,7 @@ class Host extends Duplex {
       name: 'test session',
       shutdown: () => this.shutdowns++,
       nudgeRead: () => this.push(Buffer.alloc(0)),
-      changed: (previous: LifecycleState, next: LifecycleState) => this.changes.push(`${previous.status}->${next.status}`),
+      stateChange: (previous: LifecycleState, next: LifecycleState) => this.changes.push(`${previous.status}->${next.status}`),
     });
   }
 

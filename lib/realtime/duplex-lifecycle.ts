@@ -4,9 +4,9 @@
  * pending until the session has ended) to closed, or failed on the way. Each state carries its
  * own timer and pending callback; the setter clears the old state's timer and settles the old
  * state's callback (with the new state's error, if any) unless the new state carries them on or
- * the stream is destroyed, then reports the change (`@discordjs/voice`'s `AudioPlayer` pattern). A fatal error reaches
- * the caller only once the reader has taken what already arrived. The abort signal is watched
- * here too. Every realtime stream of the library shares this.
+ * the stream is destroyed, then reports the change to `stateChange` (`@discordjs/voice`'s
+ * `AudioPlayer` pattern). A fatal error reaches the caller only once the reader has taken what
+ * already arrived. The abort signal is watched here too. Every realtime stream shares this.
  */
 import type { Duplex } from 'node:stream';
 import { AbortError, type RtTranslateError } from '../errors.js';
@@ -41,8 +41,8 @@ export interface LifecycleOptions<Ending extends object> {
   shutdown(): void;
   /** After a failure, while the reader has not drained: makes its next `read()` call `_read` again. */
   nudgeRead?(): void;
-  /** Called after every change of state. */
-  changed?(previous: LifecycleState<Ending>, next: LifecycleState<Ending>): void;
+  /** Told of every change of state. */
+  stateChange?(previous: LifecycleState<Ending>, next: LifecycleState<Ending>): void;
 }
 
 function pendingCallback(state: LifecycleState<object>): StreamCallback | undefined {
@@ -87,6 +87,12 @@ export class DuplexLifecycle<Ending extends object = object> {
     return this.#state.status === 'failed' ? this.#state.error : undefined;
   }
 
+  /** The stream has failed or closed: nothing more can happen to it. */
+  get over(): boolean {
+    const status = this.#state.status;
+    return status === 'failed' || status === 'closed' || this.#stream.destroyed;
+  }
+
   /** How the session ended, once that is decided. */
   get ending(): EndedInfo | undefined {
     const state = this.#state;
@@ -105,7 +111,7 @@ export class DuplexLifecycle<Ending extends object = object> {
     if (callback && callback !== pendingCallback(next) && awaited) {
       callback(next.status === 'failed' || next.status === 'closed' ? next.error : null);
     }
-    this.#o.changed?.(previous, next);
+    this.#o.stateChange?.(previous, next);
   }
 
   /** `_construct`: waits for `opened()`, unless the signal has already fired. */
@@ -155,8 +161,8 @@ export class DuplexLifecycle<Ending extends object = object> {
    * before (the stream gave up on the session) is kept.
    */
   fail(error: RtTranslateError): void {
+    if (this.over) return;
     const state = this.#state;
-    if (state.status === 'failed' || state.status === 'closed' || this.#stream.destroyed) return;
     this.#o.shutdown();
     const pending = state.status === 'ending' || state.status === 'closing' ? state.finalCallback : undefined;
     // With nothing left for the reader, `_final`'s callback takes the error now (it destroys the stream).

@@ -348,8 +348,7 @@ export class LiveTranscriptionStream extends Duplex {
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    const status = this.#life.state.status;
-    if (status === 'failed' || status === 'closed') {
+    if (this.#life.over) {
       this.#outbox.hold(callback);
       return;
     }
@@ -457,8 +456,7 @@ export class LiveTranscriptionStream extends Duplex {
   }
 
   #fail(error: RtTranslateError): void {
-    const status = this.#life.state.status;
-    if (status === 'failed' || status === 'closed' || this.destroyed) return;
+    if (this.#life.over) return;
     clearInterval(this.#keepAliveTimer);
     this.#serverError.settle();
     this.#life.fail(error);

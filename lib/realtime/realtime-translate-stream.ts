@@ -229,8 +229,7 @@ export class RealtimeTranslateStream extends Duplex {
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    const status = this.#life.state.status;
-    if (status === 'failed' || status === 'closed' || this.#link.status === 'closing') {
+    if (this.#life.over || this.#link.status === 'closing') {
       // The error reaches the caller through destroy(), which settles this held write.
       this.#outbox.hold(callback);
       return;
@@ -310,8 +309,7 @@ export class RealtimeTranslateStream extends Duplex {
    * the session ended incomplete, and `ended` says so before the error.
    */
   #fail(error: RtTranslateError): void {
-    const status = this.#life.state.status;
-    if (status === 'failed' || status === 'closed' || this.destroyed) return;
+    if (this.#life.over) return;
     this.#serverError.settle();
     if (this.#outage.active) this.#outlet.publish({ type: 'ended', ...this.#ending.gaveUp() });
     this.#life.fail(error);
