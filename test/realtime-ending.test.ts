@@ -117,6 +117,39 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     expect(outcome.audio.equals(Buffer.alloc(4800, 1))).toBe(true);
     expect(outcome.warnings.map((w) => w.code)).toEqual(['RTT_TIMEOUT']);
     expect(outcome.warnings[0]!.message).toMatch(/last response sent nothing for 400 ms/);
+    expect(stream.stats.ending).toMatchObject({ complete: false, reason: 'response-stalled' });
+    expect(outcome.events.at(-1)).toMatchObject({ type: 'ended', complete: false, reason: 'response-stalled' });
+  });
+
+  it('a lost connection that reconnecting cannot restore ends the session incomplete (gave-up): ended, then the error', async () => {
+    const { stream, peer } = await scripted({ readyTimeoutMs: 200, reconnect: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 40 } });
+    const order: string[] = [];
+    stream.on('ended', () => order.push(`ended ${stream.stats.ending?.reason}`));
+    stream.on('error', () => order.push('error'));
+    const iterated = (async () => {
+      const types: string[] = [];
+      try {
+        for await (const event of stream.events()) types.push(event.type);
+      } catch (error) {
+        return { types, error };
+      }
+      return { types, error: undefined };
+    })();
+    const speech = fixture.pcm.subarray(0, 80_000 * 2); // the first utterance and some silence
+    const ending = run(stream, [speech]);
+    await peer.waitForAudioBytes(speech.length);
+    // The new sessions never start (no session.created): each attempt times out, then it gives up.
+    peer.terminate();
+    const outcome = await ending;
+    expect(outcome.error).toMatchObject({ code: 'RTT_CONNECTION' });
+    expect(outcome.error!.message).toMatch(/^Gave up reconnecting after 2 attempts/);
+    expect(order).toEqual(['ended gave-up', 'error']);
+    expect(stream.stats.ending).toMatchObject({ complete: false, reason: 'gave-up' });
+    expect(stream.stats.ending!.unansweredSpeechMs).toBeGreaterThan(1000);
+    expect(outcome.events.at(-1)).toEqual({ type: 'ended', ...stream.stats.ending });
+    const { types, error } = await iterated;
+    expect(types.at(-1)).toBe('ended');
+    expect(error).toBe(outcome.error);
   });
 
   it('the service closing normally after end() ends the stream without an error', async () => {

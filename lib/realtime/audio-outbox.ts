@@ -9,6 +9,9 @@
 import { ReplayBuffer } from './replay-buffer.js';
 import type { SessionLink } from './session-link.js';
 
+/** What the outbox uses of the session: whether it is up, its send buffer, and sending. */
+export type OutboxLink = Pick<SessionLink, 'status' | 'bufferedAmount' | 'send'>;
+
 export interface AudioOutboxOptions {
   /** Largest audio payload of one message, in bytes (a multiple of the frame size). */
   maxPieceBytes: number;
@@ -25,7 +28,7 @@ export interface AudioOutboxOptions {
 }
 
 export class AudioOutbox {
-  readonly #link: SessionLink;
+  readonly #link: OutboxLink;
   readonly #o: AudioOutboxOptions;
   readonly #replay = new ReplayBuffer();
   #held: ((error?: Error | null) => void) | undefined;
@@ -33,7 +36,7 @@ export class AudioOutbox {
   #keepFrom = 0;
   #pumpQueued = false;
 
-  constructor(link: SessionLink, options: AudioOutboxOptions) {
+  constructor(link: OutboxLink, options: AudioOutboxOptions) {
     this.#link = link;
     this.#o = options;
   }

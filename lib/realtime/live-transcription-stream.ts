@@ -7,21 +7,24 @@
  * final results are also events, and `events()` yields everything.
  *
  * It shares the translation stream's machinery: `SessionLink` (connections, liveness,
- * reconnects), `AudioOutbox` (backpressure, replay), the connection options and the reading of
- * service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
+ * reconnects), `AudioOutbox` (backpressure, replay), `DuplexLifecycle` (the stream's state and
+ * its pending callbacks), `EventOutlet` (events and results to the caller, with backpressure),
+ * the connection options and the reading of service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
  * once every byte is sent, and the stream ends when the service has flushed its last results and
  * closed (bounded by `finishTimeoutMs` of silence). A dropped session is resumed from the end of
  * the last final result; result times stay on one timeline, the stream's, across reconnects.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { AbortError, ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { FrameCutter } from '../audio/frames.js';
+import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { intOption } from '../options.js';
 import type { ConnectionEnd } from './connection.js';
-import { EventFanout } from './event-queue.js';
+import { DuplexLifecycle } from './duplex-lifecycle.js';
+import { EventOutlet } from './event-outlet.js';
 import { AudioOutbox } from './audio-outbox.js';
-import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
-import { errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
+import { linkOptions, resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
+import { commonListenerArgs, errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import {
@@ -158,57 +161,59 @@ export function liveEventToRecord(event: LiveTranscriptionEvent): Record<string,
   return { ...event };
 }
 
+/** The arguments of a listener of `event.type` (see `LiveTranscriptionEvents`). */
+function liveListenerArgs(event: LiveTranscriptionEvent): unknown[] {
+  switch (event.type) {
+    case 'ready':
+      return [event.requestId];
+    case 'interim':
+    case 'final':
+      return [event.result];
+    default:
+      return commonListenerArgs(event);
+  }
+}
+
 export class LiveTranscriptionStream extends Duplex {
   readonly #o: Resolved;
   readonly #link: SessionLink;
   readonly #outbox: AudioOutbox;
-  readonly #fanout: EventFanout<LiveTranscriptionEvent>;
+  readonly #outlet: EventOutlet<LiveTranscriptionEvent>;
   readonly #serverError: PendingServerError;
   readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
-  #constructCallback: ((error?: Error | null) => void) | undefined;
-  #finalCallback: ((error?: Error | null) => void) | undefined;
-  #carry: Buffer | undefined;
+  /** Construction, ending, failure and close; while ending, whether `CloseStream` went on this session. */
+  readonly #life: DuplexLifecycle<{ closeSent: boolean }>;
+  /** Input cut to whole sample frames (a frame split across writes waits for the rest). */
+  readonly #input: FrameCutter;
   /** Input offset where the current session's timeline starts (0, or where a replay began). */
   #sessionBase = 0;
   /** Input offset up to which final results have covered the audio. */
   #frontier = 0;
   #ready = false;
-  #inputEnded = false;
-  #closeSent = false;
   #audioSinceTick = false;
   #keepAliveTimer: NodeJS.Timeout | undefined;
-  #finishTimer: NodeJS.Timeout | undefined;
   #replayedBytes = 0;
-  #fatal: RtTranslateError | undefined;
-  #ending: EndedInfo | undefined;
-  #closed = false;
-  #onAbort: (() => void) | undefined;
 
   constructor(options: LiveTranscriptionOptions = {}) {
     const o = resolve(options);
     super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
     this.#o = o;
-    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#publish({ type: 'warning', warning }));
-    this.#fanout = new EventFanout<LiveTranscriptionEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 }, (full) =>
-      this.#setPause('events', full),
-    );
-    this.#link = new SessionLink(
-      {
-        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
-        readyTimeoutMs: o.readyTimeoutMs,
-        reconnect: o.reconnect,
-        secret: o.apiKey,
-      },
-      {
-        open: () => undefined, // the handshake says everything; the service speaks first (Ready)
-        message: (data, isBinary) => this.#onMessage(data, isBinary),
-        readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
-        dropped: (end, cause) => this.#onDropped(end, cause),
-        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
-        failed: (error) => this.#fail(error),
-        closed: () => this.#completeClose(),
-      },
-    );
+    this.#input = new FrameCutter(o.frameBytes);
+    this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
+    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+      open: () => undefined, // the handshake says everything; the service speaks first (Ready)
+      message: (data, isBinary) => this.#onMessage(data, isBinary),
+      readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
+      dropped: (end, cause) => this.#onDropped(end, cause),
+      reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+      failed: (error) => this.#fail(error),
+      closed: () => this.#completeClose(),
+    });
+    this.#outlet = new EventOutlet<LiveTranscriptionEvent>(this, this.#link, {
+      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 },
+      listenerArgs: liveListenerArgs,
+    });
     this.#outbox = new AudioOutbox(this.#link, {
       maxPieceBytes: o.maxChunkBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
@@ -220,14 +225,6 @@ export class LiveTranscriptionStream extends Duplex {
         this.#maybeCloseStream();
       },
     });
-    const signal = o.signal;
-    if (signal) {
-      this.#onAbort = () => {
-        if (this.#ending) return;
-        this.destroy(new AbortError('The live transcription session was aborted.', { cause: signal.reason }));
-      };
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
   }
 
   get stats(): LiveTranscriptionStats {
@@ -236,37 +233,32 @@ export class LiveTranscriptionStream extends Duplex {
       bytesQueued: this.#outbox.unsent + this.#link.bufferedAmount,
       replayBytes: this.#outbox.retained,
       paused: this.#link.paused,
-      ending: this.#ending,
+      ending: this.#life.ending,
     };
   }
 
   /** Every event, in order (results, reconnects, warnings, the end), for `for await`. */
   events(): AsyncIterableIterator<LiveTranscriptionEvent> {
-    return this.#fanout.subscribe();
+    return this.#outlet.subscribe();
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    if (this.#o.signal?.aborted) {
-      callback(new AbortError('The live transcription session was aborted before it started.', { cause: this.#o.signal.reason }));
-      return;
-    }
-    this.#constructCallback = callback;
-    this.#link.start();
+    this.#life.construct(callback, () => this.#link.start());
   }
 
   /* ------------------------------------------------------------------ incoming */
 
   #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#fatal) return;
+    if (this.#life.error) return;
     if (isBinary) {
-      this.#publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
+      this.#outlet.publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
       return;
     }
     let event: LiveServerEvent;
     try {
       event = decodeLiveServerEvent(data.toString('utf8'));
     } catch (error) {
-      this.#publish({ type: 'warning', warning: error as RtTranslateError });
+      this.#outlet.publish({ type: 'warning', warning: error as RtTranslateError });
       return;
     }
     this.#serverError.settle();
@@ -278,7 +270,7 @@ export class LiveTranscriptionStream extends Duplex {
         this.#onResults(event);
         return;
       case 'Error': {
-        this.#publish({ type: 'server.error', message: event.message, code: event.code });
+        this.#outlet.publish({ type: 'server.error', message: event.message, code: event.code });
         const error = this.#serverError.note(event.message, event.code);
         if (!this.#ready) {
           this.#serverError.discard();
@@ -288,7 +280,7 @@ export class LiveTranscriptionStream extends Duplex {
         return;
       }
       case 'unknown':
-        this.#publish(event);
+        this.#outlet.publish(event);
     }
   }
 
@@ -296,13 +288,13 @@ export class LiveTranscriptionStream extends Duplex {
     const recovery = this.#link.ready();
     if (this.#link.status !== 'ready') return;
     this.#ready = true;
-    this.#closeSent = false;
-    this.#publish({ type: 'ready', requestId });
+    this.#setCloseSent(false);
+    this.#outlet.publish({ type: 'ready', requestId });
     if (recovery) {
       this.#stats.reconnects += 1;
       this.#stats.outageMs += recovery.gapMs;
       this.#stats.bytesReplayed += this.#replayedBytes;
-      this.#publish({
+      this.#outlet.publish({
         type: 'reconnected',
         sessionId: requestId ?? '',
         attempt: recovery.attempt,
@@ -315,9 +307,7 @@ export class LiveTranscriptionStream extends Duplex {
     clearInterval(this.#keepAliveTimer);
     this.#keepAliveTimer = setInterval(() => this.#keepAlive(), this.#o.keepAliveMs);
     this.#keepAliveTimer.unref();
-    const callback = this.#constructCallback;
-    this.#constructCallback = undefined;
-    callback?.(null);
+    this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
     this.#maybeCloseStream();
@@ -342,126 +332,89 @@ export class LiveTranscriptionStream extends Duplex {
       this.#frontier = Math.max(this.#frontier, Math.min(end, this.#outbox.sent));
       this.#outbox.keepFrom(this.#frontier);
       this.#link.progress();
-      this.#publish({ type: 'final', result });
+      this.#outlet.publish({ type: 'final', result });
     } else {
       this.#stats.interims += 1;
-      this.#publish({ type: 'interim', result });
+      this.#outlet.publish({ type: 'interim', result });
     }
-    if (result.isFinal || this.#o.results === 'all') this.#deliver(result);
-    this.#armFinishTimer();
-  }
-
-  #publish(event: LiveTranscriptionEvent): void {
-    this.emit('event', event);
-    this.#fanout.push(event);
-    switch (event.type) {
-      case 'ready':
-        this.emit(event.type, event.requestId);
-        return;
-      case 'interim':
-      case 'final':
-        this.emit(event.type, event.result);
-        return;
-      case 'server.error':
-        this.emit(event.type, event.message, event.code);
-        return;
-      case 'warning':
-        this.emit(event.type, event.warning);
-        return;
-      case 'unknown':
-        this.emit(event.type, event);
-        return;
-      default: {
-        const { type, ...info } = event;
-        this.emit(type, info);
-      }
-    }
-  }
-
-  #deliver(result: LiveTranscript): void {
-    if (this.readableEnded || this.destroyed) return;
-    // Nothing reads the results but an events() iterator does: it gets them there.
-    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
-    if (!this.push(result)) this.#setPause('reader', true);
-  }
-
-  #setPause(reason: 'reader' | 'events', on: boolean): void {
-    if (on) this.#link.pause(reason);
-    else this.#link.resume(reason);
+    if (result.isFinal || this.#o.results === 'all') this.#outlet.deliver(result);
+    if (this.#closeSent()) this.#setCloseSent(true);
   }
 
   override _read(): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
-    this.#setPause('reader', false);
+    if (!this.#life.failWhenDrained()) this.#outlet.read();
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#closed) {
+    if (this.#life.over) {
       this.#outbox.hold(callback);
       return;
     }
-    let data = chunk;
-    if (this.#carry) {
-      data = Buffer.concat([this.#carry, chunk]);
-      this.#carry = undefined;
-    }
-    const aligned = data.length - (data.length % this.#o.frameBytes);
-    if (aligned < data.length) this.#carry = Buffer.from(data.subarray(aligned));
-    this.#stats.inputBytes += aligned;
-    this.#outbox.accept(data.subarray(0, aligned));
+    this.#input.cut(chunk, (buf, offset, frames) => {
+      const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
+      this.#stats.inputBytes += audio.length;
+      this.#outbox.accept(audio);
+    });
     this.#outbox.hold(callback);
   }
 
   /** While the caller is silent, tells the service the session is still wanted. */
   #keepAlive(): void {
-    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
+    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent() && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
     this.#audioSinceTick = false;
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
-    if (this.#carry) {
-      this.#publish({
+    if (this.#life.failWhenDrained()) return;
+    if (this.#input.pendingBytes > 0) {
+      this.#outlet.publish({
         type: 'warning',
-        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#carry.length} bytes, dropped`),
+        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#input.pendingBytes} bytes, dropped`),
       });
-      this.#carry = undefined;
+      this.#input.clear();
     }
-    this.#inputEnded = true;
-    this.#finalCallback = callback;
+    this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, closeSent: false });
     this.#maybeCloseStream();
   }
 
   /** After end(), once every byte has been sent on a ready session: `CloseStream`, then wait for the close. */
   #maybeCloseStream(): void {
-    if (!this.#inputEnded || this.#closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
-    this.#closeSent = true;
+    const state = this.#life.state;
+    if (state.status !== 'ending' || state.closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
     this.#link.send(encodeCloseStream());
-    this.#armFinishTimer();
+    this.#setCloseSent(true);
   }
 
-  /** After `CloseStream`: the service must answer or close within `finishTimeoutMs` of its last word. */
-  #armFinishTimer(): void {
-    clearTimeout(this.#finishTimer);
-    if (!this.#closeSent) return;
-    this.#finishTimer = setTimeout(() => {
-      const waited = this.#o.finishTimeoutMs;
-      this.#publish({
-        type: 'warning',
-        warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
-      });
-      this.#ending = { complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() };
-      this.#link.close();
-    }, this.#o.finishTimeoutMs);
+  #closeSent(): boolean {
+    const state = this.#life.state;
+    return state.status === 'ending' && state.closeSent;
   }
+
+  /**
+   * After `CloseStream` (and again after each result): the service must answer or close within
+   * `finishTimeoutMs` of its last word. A new session has not been sent `CloseStream` yet.
+   */
+  #setCloseSent(sent: boolean): void {
+    const state = this.#life.state;
+    if (state.status !== 'ending') return;
+    const timer = sent ? setTimeout(() => this.#finishTimedOut(), this.#o.finishTimeoutMs) : undefined;
+    this.#life.set({ ...state, closeSent: sent, timer });
+  }
+
+  #finishTimedOut(): void {
+    const state = this.#life.state;
+    if (state.status !== 'ending') return;
+    const waited = this.#o.finishTimeoutMs;
+    this.#outlet.publish({
+      type: 'warning',
+      warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
+    });
+    this.#life.decide({ complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() });
+    this.#link.close();
+  }
+
 
   #unansweredMs(): number {
     return Math.round(((this.#outbox.end - this.#frontier) / this.#o.bytesPerSecond) * 1000);
@@ -473,9 +426,9 @@ export class LiveTranscriptionStream extends Duplex {
     this.#ready = false;
     clearInterval(this.#keepAliveTimer);
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (this.#closeSent && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
+    if (this.#closeSent() && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
       // The service flushed its last results and closed, as CloseStream asks.
-      this.#ending = { complete: true, reason: undefined, unansweredSpeechMs: 0 };
+      this.#life.decide({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
       this.#completeClose();
       return 'finished';
     }
@@ -484,79 +437,44 @@ export class LiveTranscriptionStream extends Duplex {
 
   /** A session was lost: what its final results did not cover is sent again, on a new timeline. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    clearTimeout(this.#finishTimer);
-    this.#closeSent = false;
+    this.#setCloseSent(false);
     if (sessionLost) {
       const from = this.#frontier - (this.#frontier % this.#o.frameBytes);
       this.#replayedBytes += this.#outbox.rewind(from);
       this.#sessionBase = this.#outbox.sent;
     }
-    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outlet.publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
   }
 
   #completeClose(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
-    this.#ending ??= { complete: true, reason: undefined, unansweredSpeechMs: 0 };
-    this.#publish({ type: 'ended', ...this.#ending });
-    this.#fanout.end();
-    if (!this.readableEnded) this.push(null);
-    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
-    const callback = this.#finalCallback;
-    this.#finalCallback = undefined;
-    callback?.();
+    this.#life.close((ending) => {
+      clearInterval(this.#keepAliveTimer);
+      this.#outlet.publish({ type: 'ended', ...ending });
+      this.#outlet.end();
+    });
   }
 
   #fail(error: RtTranslateError): void {
-    if (this.#fatal || this.destroyed) return;
-    this.#fatal = error;
+    if (this.#life.over) return;
     clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
     this.#serverError.settle();
-    this.#link.shutdown();
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      callback(error);
-      return;
-    }
-    const final = this.#finalCallback;
-    this.#finalCallback = undefined;
-    if (final && this.readableLength === 0) {
-      final(error);
-      return;
-    }
-    this.#failWhenDrained();
-  }
-
-  #failWhenDrained(): void {
-    const error = this.#fatal;
-    if (!error || this.destroyed) return;
-    if (this.readableLength === 0 || this.readableFlowing === null || this.readableEnded) this.destroy(error);
+    this.#life.fail(error);
   }
 
   override destroy(error?: Error): this {
     super.destroy(error);
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      this.#link.shutdown();
-      callback(error);
-    }
+    this.#life.destroying(error);
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#link.shutdown();
     clearInterval(this.#keepAliveTimer);
-    clearTimeout(this.#finishTimer);
+    this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
-    this.#fanout.end(error ?? undefined);
+    this.#outlet.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }
 

@@ -5,8 +5,8 @@
  * own (`reconnecting`, `reconnected`, `response`, `warning`, `ended`).
  */
 import type { RtTranslateError } from '../errors.js';
-import type { ServerEvent } from './codec.js';
-import type { ResponseTiming } from './speech-ledger.js';
+import type { ServerEvent, SessionInfo } from './codec.js';
+import type { LatencySummary, ResponseTiming } from './speech-ledger.js';
 
 /** `reconnecting`: the connection dropped and attempt `attempt` starts after `delayMs`. */
 export interface ReconnectingInfo {
@@ -31,12 +31,75 @@ export interface ReconnectedInfo {
 
 /** `ended`: how the session ended, once it did (also in `stats.ending`). */
 export interface EndedInfo {
-  /** True when everything owed was answered; false when the stream gave up waiting or the service closed early. */
+  /**
+   * True when everything owed was answered; false when the stream gave up waiting, the service
+   * closed early or reconnecting gave up.
+   */
   complete: boolean;
-  /** What was left owed when it ended incomplete. */
-  reason: 'response-stalled' | 'speech-unanswered' | 'closed-by-service' | undefined;
+  /**
+   * Why it ended incomplete: the last response stalled, speech went unanswered, the service closed
+   * early, or the connection was lost and reconnecting `gave-up` (the stream's error follows).
+   */
+  reason: 'response-stalled' | 'speech-unanswered' | 'closed-by-service' | 'gave-up' | undefined;
   /** Speech sent that no response answered, in ms. */
   unansweredSpeechMs: number;
+}
+
+export type SessionStartedInfo = SessionInfo & { id: string };
+
+/** Counters and gauges, for progress lines, summaries and tests. */
+export interface RealtimeStats {
+  /** Input audio accepted from the writer, in bytes (end padding not included). */
+  inputBytes: number;
+  /** Silence appended on `end()`, in bytes. */
+  paddingBytes: number;
+  /** Audio bytes the socket has taken (handed to the kernel), replays and padding included. */
+  bytesSent: number;
+  /** Audio bytes accepted but not yet taken by the socket (queued in the stream or the WebSocket). */
+  bytesQueued: number;
+  /** Audio bytes sent again after reconnects. */
+  bytesReplayed: number;
+  /** Input audio kept in memory for a replay (sent but unanswered, and not yet sent), in bytes. */
+  replayBytes: number;
+  /** Translated audio bytes received. */
+  bytesReceived: number;
+  /** Bytes queued in the WebSocket that the kernel has not taken yet. */
+  socketBufferedAmount: number;
+  /** Responses completed so far. */
+  responses: number;
+  /** Whether the socket is paused because a reader is behind. */
+  paused: boolean;
+  /** Sessions re-established after a drop. */
+  reconnects: number;
+  /** Time spent without a session after drops, in total and the longest, in ms. */
+  outageMs: number;
+  longestOutageMs: number;
+  /** From the end of the answered speech to each stage of the response, over all responses. */
+  latency: { transcriptMs: LatencySummary; firstTextMs: LatencySummary; firstAudioMs: LatencySummary; doneMs: LatencySummary };
+  /** How the session ended, once it has. */
+  ending: EndedInfo | undefined;
+}
+
+/** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
+export interface RealtimeTranslateEvents {
+  'session.starting': [];
+  'session.created': [info: SessionStartedInfo];
+  'session.updated': [info: SessionInfo];
+  'transcript.delta': [delta: string];
+  'transcript.done': [text: string];
+  'text.delta': [delta: string];
+  'text.done': [text: string];
+  'audio.delta': [audio: Buffer];
+  'audio.done': [];
+  'server.error': [message: string, code: number | string | undefined];
+  unknown: [event: Extract<ServerEvent, { type: 'unknown' }>];
+  reconnecting: [info: ReconnectingInfo];
+  reconnected: [info: ReconnectedInfo];
+  response: [timing: ResponseTiming];
+  warning: [warning: RtTranslateError];
+  ended: [info: EndedInfo];
+  /** Every event, as `events()` yields it. */
+  event: [event: RealtimeEvent];
 }
 
 /** Every event of a realtime session, as `events()` yields it. */
@@ -50,6 +113,11 @@ export type RealtimeEvent =
 
 /** The `type` of every realtime event. */
 export type RealtimeEventType = RealtimeEvent['type'];
+
+/** What an event holds in memory while queued for an `events()` consumer, in bytes. */
+export function eventWeight(event: RealtimeEvent): number {
+  return event.type === 'audio.delta' ? event.audio.length * 2 : 0;
+}
 
 /** The arguments an emitter listener of `event.type` gets (see `RealtimeTranslateEvents`). */
 export function listenerArgs(event: RealtimeEvent): unknown[] {
@@ -70,12 +138,25 @@ export function listenerArgs(event: RealtimeEvent): unknown[] {
       return [event.text ?? ''];
     case 'audio.delta':
       return [event.audio];
-    case 'server.error':
-      return [event.message, event.code];
     case 'response':
       return [event.timing];
+    default:
+      return commonListenerArgs(event);
+  }
+}
+
+/**
+ * The arguments a listener gets for the events every realtime stream has: `server.error`
+ * (message, code), `warning` (the error), `unknown` (the event), and the stream's own
+ * `reconnecting`, `reconnected` and `ended` (their info, without `type`).
+ */
+export function commonListenerArgs(event: { type: string }): unknown[] {
+  const e = event as { type: string; message?: unknown; code?: unknown; warning?: unknown };
+  switch (e.type) {
+    case 'server.error':
+      return [e.message, e.code];
     case 'warning':
-      return [event.warning];
+      return [e.warning];
     case 'unknown':
       return [event];
     default: {

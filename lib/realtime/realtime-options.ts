@@ -18,6 +18,7 @@ import {
 } from './codec.js';
 import { normalizeRealtimeLanguage } from './languages.js';
 import type { ReconnectPolicy } from './reconnect-policy.js';
+import type { SessionLinkOptions } from './session-link.js';
 
 /** What to do when the connection drops mid-session. */
 export interface ReconnectOptions {
@@ -164,6 +165,12 @@ export interface EndpointSpec {
 }
 
 /** Checks and resolves the connection options (the key already resolved). */
+/** What the session link of a stream with these options is given; `maxPayload`: the largest message accepted. */
+export function linkOptions(o: ResolvedConnectionOptions, maxPayload: number): SessionLinkOptions {
+  const { url, headers, pingIntervalMs, livenessTimeoutMs } = o;
+  return { connection: { url, headers, maxPayload, pingIntervalMs, livenessTimeoutMs }, readyTimeoutMs: o.readyTimeoutMs, reconnect: o.reconnect, secret: o.apiKey };
+}
+
 export function resolveConnectionOptions(options: RealtimeConnectionOptions, apiKey: string, endpoint: EndpointSpec): ResolvedConnectionOptions {
   const url = resolveRealtimeEndpoint(options.realtimeUrl, endpoint.path, {
     allowInsecure: options.allowInsecure === true,

@@ -4,96 +4,36 @@
  * Transcripts, text, timings and reconnects are typed events, also yielded by `events()`.
  *
  * The stream keeps the stream callbacks and the wiring; the parts live in their own modules:
- * options (`realtime-options.ts`), the connections and reconnects (`session-link.ts`, over
- * `connection.ts` with its liveness; its state is one union changed through one setter), what a
- * failure means (`server-errors.ts`), the audio kept for replay (`replay-buffer.ts`), what the
- * service owes (`speech-ledger.ts`) and the ending policy (`ending-policy.ts`). The README
- * ("RealtimeTranslateStream") explains the rules.
+ * options (`realtime-options.ts`); its events and stats (`realtime-events.ts`) and their way to
+ * the caller (`event-outlet.ts`); what the service's messages mean (`response-assembler.ts`);
+ * the connections and reconnects (`session-link.ts` over `connection.ts`); what a failure means
+ * (`server-errors.ts`); sending and keeping input (`audio-outbox.ts`, `replay-buffer.ts`); what
+ * a drop sends again (`outage-replay.ts`); what the service owes (`speech-ledger.ts`); the
+ * ending (`ending-controller.ts` over the pure `ending-policy.ts`); the stream's own state with
+ * its pending callbacks (`duplex-lifecycle.ts`). The outlet and the lifecycle are shared with
+ * live transcription. The README explains the rules.
  */
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { AbortError, ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
-import {
-  REALTIME_BYTES_PER_FRAME,
-  REALTIME_SAMPLE_RATE,
-  decodeBinaryAudio,
-  decodeServerEvent,
-  encodeAudioAppend,
-  type ServerEvent,
-  type SessionInfo,
-} from './codec.js';
+import { FrameCutter } from '../audio/frames.js';
+import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppend, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
-import { decideEnding } from './ending-policy.js';
-import { EventFanout } from './event-queue.js';
-import { listenerArgs, redactObject, type EndedInfo, type RealtimeEvent, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
-import { resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
+import { DuplexLifecycle } from './duplex-lifecycle.js';
+import { EndingController, type EndingWait } from './ending-controller.js';
+import { EventOutlet } from './event-outlet.js';
+import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
+import { linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
+import { OutageReplay } from './outage-replay.js';
+import { ResponseAssembler } from './response-assembler.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
-import { LatencySeries, SpeechLedger, type LatencySummary, type ResponseTiming } from './speech-ledger.js';
+import { SpeechLedger } from './speech-ledger.js';
 
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
-export type SessionStartedInfo = SessionInfo & { id: string };
-
-/** Counters and gauges, for progress lines, summaries and tests. */
-export interface RealtimeStats {
-  /** Input audio accepted from the writer, in bytes (end padding not included). */
-  inputBytes: number;
-  /** Silence appended on `end()`, in bytes. */
-  paddingBytes: number;
-  /** Audio bytes the socket has taken (handed to the kernel), replays and padding included. */
-  bytesSent: number;
-  /** Audio bytes accepted but not yet taken by the socket (queued in the stream or the WebSocket). */
-  bytesQueued: number;
-  /** Audio bytes sent again after reconnects. */
-  bytesReplayed: number;
-  /** Input audio kept in memory for a replay (sent but unanswered, and not yet sent), in bytes. */
-  replayBytes: number;
-  /** Translated audio bytes received. */
-  bytesReceived: number;
-  /** Bytes queued in the WebSocket that the kernel has not taken yet. */
-  socketBufferedAmount: number;
-  /** Responses completed so far. */
-  responses: number;
-  /** Whether the socket is paused because a reader is behind. */
-  paused: boolean;
-  /** Sessions re-established after a drop. */
-  reconnects: number;
-  /** Time spent without a session after drops, in total and the longest, in ms. */
-  outageMs: number;
-  longestOutageMs: number;
-  /** From the end of the answered speech to each stage of the response, over all responses. */
-  latency: { transcriptMs: LatencySummary; firstTextMs: LatencySummary; firstAudioMs: LatencySummary; doneMs: LatencySummary };
-  /** How the session ended, once it has. */
-  ending: EndedInfo | undefined;
-}
-
-/** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
-export interface RealtimeTranslateEvents {
-  'session.starting': [];
-  'session.created': [info: SessionStartedInfo];
-  'session.updated': [info: SessionInfo];
-  'transcript.delta': [delta: string];
-  'transcript.done': [text: string];
-  'text.delta': [delta: string];
-  'text.done': [text: string];
-  'audio.delta': [audio: Buffer];
-  'audio.done': [];
-  'server.error': [message: string, code: number | string | undefined];
-  unknown: [event: Extract<ServerEvent, { type: 'unknown' }>];
-  reconnecting: [info: ReconnectingInfo];
-  reconnected: [info: ReconnectedInfo];
-  response: [timing: ResponseTiming];
-  warning: [warning: RtTranslateError];
-  ended: [info: EndedInfo];
-  /** Every event, as `events()` yields it. */
-  event: [event: RealtimeEvent];
-}
-
-type Timer = NodeJS.Timeout;
-
-type PauseReason = 'reader' | 'events';
+export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
 const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
@@ -102,79 +42,77 @@ const REPLAY_PREROLL_MS = 300;
 /** Largest message accepted from the service. */
 const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
-const ms = (bytes: number): number => Math.round(bytes / BYTES_PER_MS);
-
-/** What an event holds in memory while queued for an `events()` consumer, in bytes. */
-function eventBytes(event: RealtimeEvent): number {
-  return event.type === 'audio.delta' ? event.audio.length * 2 : 0;
-}
-
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
   readonly #link: SessionLink;
-  readonly #fanout: EventFanout<RealtimeEvent>;
+  /** Events to listeners and iterators, audio to the reader; either one behind pauses the socket. */
+  readonly #outlet: EventOutlet<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
   readonly #outbox: AudioOutbox;
-  readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
-  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0, bytesReplayed: 0, bytesReceived: 0, responses: 0, reconnects: 0, outageMs: 0, longestOutageMs: 0 };
-  #constructCallback: ((error?: Error | null) => void) | undefined;
-  #finalCallback: ((error?: Error | null) => void) | undefined;
+  /** The service's messages, turned into events, audio and answers. */
+  readonly #responses: ResponseAssembler;
+  readonly #stats = { inputBytes: 0, paddingBytes: 0, bytesSent: 0 };
+  /** Drops the link retries: what is sent again, and the reconnect figures. */
+  readonly #outage: OutageReplay;
+  /** Construction, ending, failure and close, as one state. */
+  readonly #life: DuplexLifecycle<EndingWait>;
+  /** After end(): when the session is over, and how it ended. */
+  readonly #ending: EndingController;
   #session: SessionStartedInfo | undefined;
-  #sawStarting = false;
-  #inputCarry: Buffer | undefined;
-  #outputCarry: number | undefined;
-  #textSoFar = '';
-  #inputEnded = false;
-  #allSentAt: number | undefined;
-  #lastActivityAt = 0;
-  #endingTimer: Timer | undefined;
-  /** What the current outage sends again, for the `reconnected` event. */
-  #replayed: { bytes: number; notReplayedBytes: number } | undefined;
+  /** Input cut to whole samples (a sample split across writes waits for its other byte). */
+  readonly #input = new FrameCutter(REALTIME_BYTES_PER_FRAME);
   /** A server error that is a warning unless the service closes right after it. */
   readonly #serverError: PendingServerError;
-  #fatal: RtTranslateError | undefined;
-  #ending: EndedInfo | undefined;
-  #closed = false;
-  #onAbort: (() => void) | undefined;
 
   constructor(options: RealtimeTranslateOptions) {
     const o = resolveRealtimeOptions(options);
-    super({
-      readableHighWaterMark: o.readableHighWaterMark,
-      writableHighWaterMark: o.writableHighWaterMark,
-      allowHalfOpen: true,
-      decodeStrings: true,
-      objectMode: false,
-    });
+    const { readableHighWaterMark, writableHighWaterMark } = o;
+    super({ readableHighWaterMark, writableHighWaterMark, allowHalfOpen: true, decodeStrings: true, objectMode: false });
     this.#o = o;
+    this.#life = new DuplexLifecycle(this, {
+      signal: o.signal,
+      name: 'realtime session',
+      shutdown: () => this.#link.shutdown(),
+      // An empty push makes the next read() call _read, where the failure is delivered once drained.
+      nudgeRead: () => this.push(Buffer.alloc(0)),
+    });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#warn(warning));
     this.#ledger = new SpeechLedger({ thresholdDbfs: o.speechThresholdDbfs, silenceMs: o.speechSilenceMs });
-    this.#fanout = new EventFanout<RealtimeEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventBytes }, (full) =>
-      this.#setPause('events', full),
-    );
-    this.#link = new SessionLink(
-      {
-        connection: { url: o.url, headers: o.headers, maxPayload: MAX_PAYLOAD_BYTES, pingIntervalMs: o.pingIntervalMs, livenessTimeoutMs: o.livenessTimeoutMs },
-        readyTimeoutMs: o.readyTimeoutMs,
-        reconnect: o.reconnect,
-        secret: o.apiKey,
+    this.#ending = new EndingController({
+      life: this.#life,
+      ledger: this.#ledger,
+      quietPeriodMs: o.quietPeriodMs,
+      responseStallTimeoutMs: o.responseStallTimeoutMs,
+      bytesPerMs: BYTES_PER_MS,
+      ready: () => this.#link.status === 'ready',
+      paused: () => this.#link.paused,
+      drained: () => this.#outbox.drained,
+      warn: (warning) => this.#warn(warning),
+      close: () => {
+        this.#serverError.settle();
+        this.#link.close();
       },
-      {
-        open: () => {
-          this.#sawStarting = false;
-          this.#link.send(o.sessionUpdate);
-        },
-        message: (data, isBinary) => this.#onMessage(data, isBinary),
-        readyTimeout: (waitedMs) => {
-          const hint = this.#sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
-          return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
-        },
-        dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
-        reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
-        failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
-        closed: () => this.#completeClose(),
+    });
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+      open: () => {
+        this.#responses.newConnection();
+        this.#link.send(o.sessionUpdate);
       },
-    );
+      message: (data, isBinary) => this.#onMessage(data, isBinary),
+      readyTimeout: (waitedMs) => {
+        const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
+        return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
+      },
+      dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
+      reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
+      failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
+      closed: () => this.#completeClose(),
+    });
+    this.#outlet = new EventOutlet<RealtimeEvent>(this, this.#link, {
+      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: eventWeight },
+      listenerArgs,
+      resumed: () => this.#ending.activity(Date.now()),
+    });
     this.#outbox = new AudioOutbox(this.#link, {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
@@ -182,22 +120,25 @@ export class RealtimeTranslateStream extends Duplex {
       encode: encodeAudioAppend,
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
-        this.#outbox.keepFrom(this.#ledger.replayStart(end, REPLAY_PREROLL_MS));
+        this.#outage.forgetAnswered(end);
       },
       sent: (length) => {
         this.#stats.bytesSent += length;
-        this.#evaluateEnding();
+        this.#ending.evaluate();
       },
     });
-    const signal = o.signal;
-    if (signal) {
-      this.#onAbort = () => {
-        // A session that has already delivered everything is complete, not aborted.
-        if (this.#ending) return;
-        this.destroy(new AbortError('The realtime session was aborted.', { cause: signal.reason }));
-      };
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
+    this.#outage = new OutageReplay(this.#ledger, this.#outbox, { prerollMs: REPLAY_PREROLL_MS, bytesPerMs: BYTES_PER_MS });
+    this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
+      publish: (event) => this.#outlet.publish(event),
+      audio: (audio) => audio.length > 0 && this.#outlet.deliver(audio),
+      activity: (now) => this.#ending.activity(now),
+      answered: () => {
+        this.#link.progress();
+        this.#outage.forgetAnswered(this.#outbox.sent);
+      },
+      sessionCreated: (info) => this.#onSessionCreated(info),
+      serverError: (message, code) => this.#onServerError(message, code),
+    });
   }
 
   /** The current session's info (with `id`) once `session.created` has arrived; a reconnect replaces it. */
@@ -218,15 +159,17 @@ export class RealtimeTranslateStream extends Duplex {
 
   get stats(): RealtimeStats {
     const buffered = this.#link.bufferedAmount;
-    const l = this.#latency;
+    const { inputBytes, paddingBytes, bytesSent } = this.#stats;
+    const { bytesReplayed, reconnects, outageMs, longestOutageMs } = this.#outage.stats;
+    const { bytesReceived, responses } = this.#responses;
     return {
-      ...this.#stats,
+      ...{ inputBytes, paddingBytes, bytesSent, bytesReplayed, bytesReceived, responses, reconnects, outageMs, longestOutageMs },
       bytesQueued: this.#outbox.unsent + buffered,
       replayBytes: this.#outbox.retained,
       socketBufferedAmount: buffered,
       paused: this.#link.paused,
-      latency: { transcriptMs: l.transcriptMs.summary(), firstTextMs: l.firstTextMs.summary(), firstAudioMs: l.firstAudioMs.summary(), doneMs: l.doneMs.summary() },
-      ending: this.#ending,
+      latency: this.#responses.latency(),
+      ending: this.#life.ending,
     };
   }
 
@@ -236,158 +179,33 @@ export class RealtimeTranslateStream extends Duplex {
    * nothing reads the stream's audio, the audio reaches an iterator only (no buffer grows).
    */
   events(): AsyncIterableIterator<RealtimeEvent> {
-    return this.#fanout.subscribe();
+    return this.#outlet.subscribe();
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    if (this.#o.signal?.aborted) {
-      callback(new AbortError('The realtime session was aborted before it started.', { cause: this.#o.signal.reason }));
-      return;
-    }
-    this.#constructCallback = callback;
-    this.#link.start();
+    this.#life.construct(callback, () => this.#link.start());
   }
 
   /* ------------------------------------------------------------------ incoming */
 
   #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#fatal) return;
-    let event: ServerEvent;
-    if (isBinary) {
-      event = decodeBinaryAudio(data);
-    } else {
-      const key = this.#o.apiKey;
-      const text = data.toString('utf8');
-      try {
-        event = decodeServerEvent(text, text.includes(key) ? (raw) => redactObject(raw, key, true) : undefined);
-      } catch (error) {
-        this.#warn(error as RtTranslateError);
-        return;
-      }
-    }
+    if (this.#life.error) return;
+    const event = this.#responses.decode(data, isBinary);
+    if (!event) return;
     this.#serverError.settle();
-    this.#handle(event);
-  }
-
-  #handle(event: ServerEvent): void {
-    const now = Date.now();
-    const sent = this.#outbox.sent;
-    switch (event.type) {
-      case 'session.starting':
-        this.#sawStarting = true;
-        break;
-      case 'session.created':
-        this.#publish(event);
-        this.#onSessionCreated(event.session);
-        return;
-      case 'transcript.done':
-        this.#ledger.responseActivity('transcript', now, sent);
-        break;
-      case 'text.delta':
-        this.#ledger.responseActivity('text', now, sent);
-        this.#textSoFar += event.delta;
-        break;
-      case 'text.done':
-        event.text ??= this.#textSoFar;
-        this.#textSoFar = '';
-        break;
-      case 'audio.delta': {
-        const audio = this.#realign(event.audio);
-        this.#ledger.responseActivity('audio', now, sent, audio.length);
-        this.#stats.bytesReceived += audio.length;
-        this.#publish({ ...event, audio });
-        this.#deliverAudio(audio);
-        this.#activity(now);
-        return;
-      }
-      case 'audio.done':
-        if (this.#outputCarry !== undefined) {
-          this.#outputCarry = undefined;
-          this.#warn(new ProtocolError('The service sent an odd number of audio bytes for one response; the last byte was dropped.'));
-        }
-        break;
-      case 'server.error':
-        this.#publish(event);
-        this.#onServerError(event.message, event.code);
-        return;
-      default:
-        break;
-    }
-    this.#publish(event);
-    if (event.type === 'audio.done' || (event.type === 'text.done' && !this.#o.modalities.includes('audio'))) {
-      this.#completeResponse(now);
-    }
-    if (event.type === 'transcript.done' || event.type === 'text.delta' || event.type === 'text.done' || event.type === 'audio.done') {
-      this.#activity(now);
-    }
+    this.#responses.handle(event);
   }
 
   #onSessionCreated(info: SessionInfo): void {
     const recovery = this.#link.ready();
     if (this.#link.status !== 'ready') return;
     this.#session = { ...info, id: info.id ?? '' };
-    if (recovery) {
-      const replayed = this.#replayed ?? { bytes: 0, notReplayedBytes: 0 };
-      this.#replayed = undefined;
-      this.#stats.reconnects += 1;
-      this.#stats.outageMs += recovery.gapMs;
-      this.#stats.longestOutageMs = Math.max(this.#stats.longestOutageMs, recovery.gapMs);
-      this.#stats.bytesReplayed += replayed.bytes;
-      this.#publish({
-        type: 'reconnected',
-        sessionId: this.#session.id,
-        attempt: recovery.attempt,
-        replayedMs: ms(replayed.bytes),
-        notReplayedMs: ms(replayed.notReplayedBytes),
-        outageMs: recovery.gapMs,
-      });
-    }
-    const callback = this.#constructCallback;
-    this.#constructCallback = undefined;
-    callback?.(null);
+    const reconnected = this.#outage.recovered(this.#session.id, recovery);
+    if (reconnected) this.#outlet.publish({ type: 'reconnected', ...reconnected });
+    this.#life.opened();
     this.#outbox.pump();
     this.#outbox.release();
-    this.#evaluateEnding();
-  }
-
-  /** Emits an event under its one name, and queues it for `events()` iterators. */
-  #publish(event: RealtimeEvent): void {
-    this.emit('event', event);
-    this.#fanout.push(event);
-    this.emit(event.type, ...listenerArgs(event));
-  }
-
-  /** Carries an odd byte to the next audio, so the output is whole samples across deltas and frames. */
-  #realign(audio: Buffer): Buffer {
-    let data = audio;
-    if (this.#outputCarry !== undefined) {
-      data = Buffer.allocUnsafe(audio.length + 1);
-      data[0] = this.#outputCarry;
-      audio.copy(data, 1);
-      this.#outputCarry = undefined;
-    }
-    if (data.length % 2 === 1) {
-      this.#outputCarry = data[data.length - 1];
-      data = data.subarray(0, data.length - 1);
-    }
-    return data;
-  }
-
-  #deliverAudio(audio: Buffer): void {
-    if (audio.length === 0 || this.readableEnded || this.destroyed) return;
-    // Nothing reads the audio but an events() iterator does: it gets the audio there.
-    if (this.readableFlowing === null && this.#fanout.subscribers > 0) return;
-    if (!this.push(audio)) this.#setPause('reader', true);
-  }
-
-  #completeResponse(now: number): void {
-    const timing = this.#ledger.responseCompleted(now, this.#o.modalities.includes('audio'));
-    if (!timing) return;
-    this.#stats.responses += 1;
-    for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
-    this.#publish({ type: 'response', timing });
-    this.#link.progress();
-    this.#outbox.keepFrom(this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS));
+    this.#ending.evaluate();
   }
 
   #onServerError(message: string, code: number | string | undefined): void {
@@ -401,146 +219,54 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   #warn(warning: RtTranslateError): void {
-    this.#publish({ type: 'warning', warning });
-  }
-
-  /** Pauses the socket while the reader or an events() consumer is behind; resumes otherwise. */
-  #setPause(reason: PauseReason, on: boolean): void {
-    const paused = this.#link.paused;
-    if (on) this.#link.pause(reason);
-    else this.#link.resume(reason);
-    // Our own pause is never the service's quiet.
-    if (paused && !this.#link.paused) this.#activity(Date.now());
+    this.#outlet.publish({ type: 'warning', warning });
   }
 
   override _read(): void {
-    if (this.#fatal) {
-      this.#failWhenDrained();
-      return;
-    }
-    this.#setPause('reader', false);
+    if (!this.#life.failWhenDrained()) this.#outlet.read();
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#fatal || this.#closed || this.#link.status === 'closing') {
+    if (this.#life.over || this.#link.status === 'closing') {
       // The error reaches the caller through destroy(), which settles this held write.
       this.#outbox.hold(callback);
       return;
     }
-    let data = chunk;
-    if (this.#inputCarry) {
-      data = Buffer.concat([this.#inputCarry, chunk]);
-      this.#inputCarry = undefined;
-    }
-    const aligned = data.length - (data.length % REALTIME_BYTES_PER_FRAME);
-    if (aligned < data.length) this.#inputCarry = Buffer.from(data.subarray(aligned));
-    this.#accept(data.subarray(0, aligned));
-    this.#stats.inputBytes += aligned;
+    this.#input.cut(chunk, (buf, offset, frames) => {
+      const pcm = buf.subarray(offset, offset + frames * REALTIME_BYTES_PER_FRAME);
+      this.#accept(pcm);
+      this.#stats.inputBytes += pcm.length;
+    });
     this.#outbox.hold(callback);
   }
 
   #accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.#ledger.accept(pcm);
-    this.#allSentAt = undefined;
     this.#outbox.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (this.#fatal) {
-      // The stream is destroyed with the error once the reader has drained what arrived.
-      this.#failWhenDrained();
-      return;
-    }
-    if (this.#inputCarry) {
+    // After a failure the stream is destroyed with the error once the reader has drained what arrived.
+    if (this.#life.failWhenDrained()) return;
+    if (this.#input.pendingBytes > 0) {
       this.#warn(new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'));
-      this.#inputCarry = undefined;
+      this.#input.clear();
     }
-    this.#inputEnded = true;
-    this.#finalCallback = callback;
+    this.#ending.begin(callback);
     const padding = Buffer.alloc(this.#o.endPaddingMs * BYTES_PER_MS);
     this.#stats.paddingBytes += padding.length;
     this.#accept(padding);
-    this.#evaluateEnding();
-  }
-
-  /* ------------------------------------------------------------------ ending */
-
-  #activity(now: number): void {
-    this.#lastActivityAt = now;
-    this.#evaluateEnding();
-  }
-
-  /**
-   * After end(): asks the ending policy, and acts or re-arms its one timer. `reached` is the
-   * deadline a firing timer was set for: a timer that fired means its time has passed.
-   */
-  #evaluateEnding(reached = 0): void {
-    clearTimeout(this.#endingTimer);
-    this.#endingTimer = undefined;
-    if (!this.#inputEnded || this.#link.status !== 'ready') return;
-    const now = Math.max(Date.now(), reached);
-    const allSent = this.#outbox.drained;
-    if (allSent) this.#allSentAt ??= now;
-    const decision = decideEnding({
-      now,
-      allSent,
-      connected: true,
-      paused: this.#link.paused,
-      responseOpen: this.#ledger.responseOpen,
-      speechUnanswered: this.#ledger.unansweredSegments > 0,
-      lastActivityAt: Math.max(this.#lastActivityAt, this.#allSentAt ?? 0),
-      quietPeriodMs: this.#o.quietPeriodMs,
-      responseStallTimeoutMs: this.#o.responseStallTimeoutMs,
-    });
-    switch (decision.kind) {
-      case 'waiting':
-        return;
-      case 'wait':
-        this.#endingTimer = setTimeout(() => this.#evaluateEnding(decision.until), decision.until - now);
-        return;
-      case 'finish':
-        this.#finishSession(undefined);
-        return;
-      case 'give-up': {
-        const waited = this.#o.responseStallTimeoutMs;
-        const missing = this.#ledger.unansweredSegments;
-        this.#warn(
-          new TimeoutError(
-            decision.reason === 'response-stalled'
-              ? `The last response sent nothing for ${waited} ms after end(); closing without the rest of it.`
-              : `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${waited} ms after end(); closing without it.`,
-            waited,
-          ),
-        );
-        this.#finishSession(decision.reason);
-      }
-    }
-  }
-
-  /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
-  #finishSession(reason: EndedInfo['reason']): void {
-    this.#serverError.settle();
-    this.#ending = { complete: reason === undefined, reason, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
-    this.#link.close();
+    this.#ending.evaluate();
   }
 
   #completeClose(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#endingTimer);
-    const ending = this.#ending ?? { complete: true, reason: undefined, unansweredSpeechMs: 0 };
-    this.#ending = ending;
-    this.#publish({ type: 'ended', ...ending });
-    this.#fanout.end();
-    if (!this.readableEnded) this.push(null);
-    // Nothing was left for a reader (events-only, or text only): let the readable side end now.
-    if (this.readableFlowing === null && this.readableLength === 0) this.resume();
-    const callback = this.#finalCallback;
-    this.#finalCallback = undefined;
-    callback?.();
+    this.#life.close((ending) => {
+      this.#outlet.publish({ type: 'ended', ...ending });
+      this.#outlet.end();
+    });
   }
 
   /* ------------------------------------------------------------------ drops and reconnects */
@@ -549,105 +275,58 @@ export class RealtimeTranslateStream extends Duplex {
   #onDropped(end: ConnectionEnd, cause: RtTranslateError, wasReady: boolean): RtTranslateError | 'finished' {
     // A server error right before the close is its cause; the close code says whether to retry.
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (wasReady && this.#inputEnded && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
-      // The service ended the session after our end(): complete, unless it still owed something.
-      const owed = this.#ledger.responseOpen || this.#ledger.unansweredSegments > 0;
-      if (owed) {
-        this.#warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode: end.code, retryable: false }));
-      }
-      this.#ending = { complete: !owed, reason: owed ? 'closed-by-service' : undefined, unansweredSpeechMs: ms(this.#ledger.unansweredSpeechBytes) };
+    const normal = wasReady && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005);
+    if (normal && this.#ending.closedByService(end.code)) {
       this.#completeClose();
       return 'finished';
     }
-    return serverCause ?? cause;
+    const verdict = serverCause ?? cause;
+    // The link retries this drop (the same rule as its own): an outage begins, or goes on.
+    if (wasReady && this.#o.reconnect && verdict.retryable) this.#outage.begin();
+    return verdict;
   }
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    clearTimeout(this.#endingTimer);
+    this.#ending.suspend(sessionLost);
     if (sessionLost) {
-      const wanted = this.#ledger.replayStart(this.#outbox.sent, REPLAY_PREROLL_MS);
-      const notReplayedBytes = Math.max(0, Math.min(this.#outbox.start, this.#outbox.sent) - wanted);
-      this.#ledger.responseAbandoned();
-      this.#outputCarry = undefined;
-      this.#textSoFar = '';
-      const bytes = this.#outbox.rewind(wanted);
-      this.#allSentAt = undefined;
-      this.#replayed = this.#replayed
-        ? { bytes: this.#replayed.bytes + bytes, notReplayedBytes: this.#replayed.notReplayedBytes + notReplayedBytes }
-        : { bytes, notReplayedBytes };
+      this.#responses.sessionLost();
+      this.#outage.rewind();
     }
-    this.#publish({ type: 'reconnecting', attempt, delayMs, cause });
+    this.#outlet.publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.#outbox.release();
   }
 
-  /** Adds to `error` how much accepted input may not have been processed. */
+  /** Once a session had started, `error` says how much accepted input may not have been processed. */
   #withUnprocessed(error: RtTranslateError, context: string): RtTranslateError {
-    const unprocessed = ms(this.#outbox.end - this.#ledger.frontier);
-    if (this.#session && unprocessed > 0) {
-      error.unprocessedInputMs = unprocessed;
-      error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
-    }
-    return error;
+    return this.#session ? this.#outage.explain(error, context) : error;
   }
 
   /* ------------------------------------------------------------------ failure and teardown */
 
   /**
-   * A fatal error. Before the first session it fails construction; afterwards the connection is
-   * closed and the stream is destroyed once the reader has taken every byte already received.
+   * A fatal error (see `DuplexLifecycle.fail`). During an outage it means reconnecting gave up:
+   * the session ended incomplete, and `ended` says so before the error.
    */
   #fail(error: RtTranslateError): void {
-    if (this.#fatal || this.destroyed) return;
-    this.#fatal = error;
-    clearTimeout(this.#endingTimer);
+    if (this.#life.over) return;
     this.#serverError.settle();
-    this.#link.shutdown();
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      callback(error);
-      return;
-    }
-    const final = this.#finalCallback;
-    this.#finalCallback = undefined;
-    if (final && this.readableLength === 0) {
-      final(error);
-      return;
-    }
-    this.#failWhenDrained();
-  }
-
-  #failWhenDrained(): void {
-    const error = this.#fatal;
-    if (!error || this.destroyed) return;
-    if (this.readableLength === 0 || this.readableFlowing === null || this.readableEnded) {
-      this.destroy(error);
-      return;
-    }
-    // Let the next read() call _read again, where this check repeats.
-    this.push(Buffer.alloc(0));
+    if (this.#outage.active) this.#outlet.publish({ type: 'ended', ...this.#ending.gaveUp() });
+    this.#life.fail(error);
   }
 
   override destroy(error?: Error): this {
     super.destroy(error);
-    // Node defers _destroy until construction ends: end a pending connection now.
-    if (this.#constructCallback) {
-      const callback = this.#constructCallback;
-      this.#constructCallback = undefined;
-      this.#link.shutdown();
-      callback(error);
-    }
+    this.#life.destroying(error);
     return this;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#link.shutdown();
-    clearTimeout(this.#endingTimer);
+    this.#life.destroyed(error);
     this.#outbox.abandon(error);
     this.#serverError.discard();
-    if (this.#o.signal && this.#onAbort) this.#o.signal.removeEventListener('abort', this.#onAbort);
-    this.#fanout.end(error ?? undefined);
+    this.#outlet.end(error ?? undefined);
     void this.#link.whenClosed().then(() => callback(error));
   }
 

@@ -53,3 +53,10 @@ export function chunked(data: Buffer, sizes: number[]): Buffer[] {
   }
   return out;
 }
+
+/** One second of loud speech-like signal (a square wave), then one of silence: PCM16 mono 24 kHz. */
+export function speechThenSilence(): Buffer {
+  const pcm = Buffer.alloc(48_000 * 2);
+  for (let i = 0; i < 24_000; i++) pcm.writeInt16LE(i % 40 < 20 ? 12_000 : -12_000, i * 2);
+  return pcm;
+}

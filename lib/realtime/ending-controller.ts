@@ -1,0 +1,139 @@
+/**
+ * After `end()`, when a realtime translation session is over: the pure ending policy
+ * (`ending-policy.ts`) wired to one timer, which lives in the stream's `ending` state (so the
+ * lifecycle's setter clears it on any change), and the three ways a session ends: quiet with
+ * nothing owed, given up on an answer that does not come, or closed by the service; and the
+ * ending of a session whose reconnecting gave up. What it decides goes into the lifecycle
+ * (`decide()`, or with the failure), where `stats.ending` and `ended` read it.
+ */
+import { ConnectionError, TimeoutError, type RtTranslateError } from '../errors.js';
+import type { DuplexLifecycle, StreamCallback } from './duplex-lifecycle.js';
+import { decideEnding } from './ending-policy.js';
+import type { EndedInfo } from './realtime-events.js';
+import type { SpeechLedger } from './speech-ledger.js';
+
+/** What the `ending` state keeps: when all input was last seen taken by the socket. */
+export interface EndingWait {
+  allSentAt: number | undefined;
+}
+
+export interface EndingContext {
+  life: DuplexLifecycle<EndingWait>;
+  ledger: SpeechLedger;
+  quietPeriodMs: number;
+  responseStallTimeoutMs: number;
+  /** Input audio bytes per millisecond. */
+  bytesPerMs: number;
+  /** A session is up (not connecting, reconnecting or closing). */
+  ready(): boolean;
+  /** The stream stopped reading the socket because its own reader is behind. */
+  paused(): boolean;
+  /** All input, padding included, has been taken by the socket. */
+  drained(): boolean;
+  warn(warning: RtTranslateError): void;
+  /** The session is over: close the connection (the stream ends once it has closed). */
+  close(): void;
+}
+
+export class EndingController {
+  readonly #c: EndingContext;
+  /** The service's last response activity (or the end of our own pause). */
+  #lastActivityAt = 0;
+
+  constructor(context: EndingContext) {
+    this.#c = context;
+  }
+
+  /** `_final`: the input has ended; its callback waits for the session's end. */
+  begin(finalCallback: StreamCallback): void {
+    this.#c.life.set({ status: 'ending', finalCallback, timer: undefined, allSentAt: undefined });
+  }
+
+  /** Response activity at `now` (the quiet period starts again). */
+  activity(now: number): void {
+    this.#lastActivityAt = now;
+    this.evaluate();
+  }
+
+  /**
+   * After end(): asks the ending policy, and acts or re-arms its one timer. `reached` is the
+   * deadline a firing timer was set for: a timer that fired means its time has passed.
+   */
+  evaluate(reached = 0): void {
+    const c = this.#c;
+    const state = c.life.state;
+    if (state.status !== 'ending') return;
+    if (!c.ready()) {
+      c.life.set({ ...state, timer: undefined });
+      return;
+    }
+    const now = Math.max(Date.now(), reached);
+    const allSent = c.drained();
+    const allSentAt = allSent ? (state.allSentAt ?? now) : state.allSentAt;
+    const decision = decideEnding({
+      now,
+      allSent,
+      connected: true,
+      paused: c.paused(),
+      responseOpen: c.ledger.responseOpen,
+      speechUnanswered: c.ledger.unansweredSegments > 0,
+      lastActivityAt: Math.max(this.#lastActivityAt, allSentAt ?? 0),
+      quietPeriodMs: c.quietPeriodMs,
+      responseStallTimeoutMs: c.responseStallTimeoutMs,
+    });
+    const timer = decision.kind === 'wait' ? setTimeout(() => this.evaluate(decision.until), decision.until - now) : undefined;
+    c.life.set({ ...state, allSentAt, timer });
+    if (decision.kind === 'finish') this.#finish(undefined);
+    if (decision.kind !== 'give-up') return;
+    const waited = c.responseStallTimeoutMs;
+    const missing = c.ledger.unansweredSegments;
+    c.warn(
+      new TimeoutError(
+        decision.reason === 'response-stalled'
+          ? `The last response sent nothing for ${waited} ms after end(); closing without the rest of it.`
+          : `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${waited} ms after end(); closing without it.`,
+        waited,
+      ),
+    );
+    this.#finish(decision.reason);
+  }
+
+  /** A reconnect is scheduled: no waiting meanwhile; a lost session's input is sent again. */
+  suspend(sessionLost: boolean): void {
+    const life = this.#c.life;
+    const state = life.state;
+    if (state.status === 'ending') life.set({ ...state, timer: undefined, allSentAt: sessionLost ? undefined : state.allSentAt });
+  }
+
+  /**
+   * The service closed the session normally. After end() that is the session's end: complete,
+   * unless an answer was still owed (then a warning). Returns false before end().
+   */
+  closedByService(closeCode: number): boolean {
+    const { life, ledger } = this.#c;
+    if (life.state.status !== 'ending') return false;
+    const owed = ledger.responseOpen || ledger.unansweredSegments > 0;
+    if (owed) {
+      this.#c.warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode, retryable: false }));
+    }
+    life.decide(this.#ended(owed ? 'closed-by-service' : undefined));
+    return true;
+  }
+
+  /** The stream gave up reconnecting: the session ended incomplete (its failure follows). */
+  gaveUp(): EndedInfo {
+    const ending = this.#ended('gave-up');
+    this.#c.life.decide(ending);
+    return ending;
+  }
+
+  #ended(reason: EndedInfo['reason']): EndedInfo {
+    return { complete: reason === undefined, reason, unansweredSpeechMs: Math.round(this.#c.ledger.unansweredSpeechBytes / this.#c.bytesPerMs) };
+  }
+
+  /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
+  #finish(reason: EndedInfo['reason']): void {
+    this.#c.close();
+    this.#c.life.decide(this.#ended(reason));
+  }
+}

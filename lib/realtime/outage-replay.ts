@@ -1,0 +1,112 @@
+/**
+ * The replay side of reconnecting a realtime translation session. From a drop the link retries
+ * until the next session is up is one outage. When a session is lost, the input is rewound to
+ * just before the first speech the service has not answered (what is no longer kept is counted
+ * as not replayed); when the next session is up, the outage gives the `reconnected` figures and
+ * the reconnect stats. Also: how much accepted input the service may not have processed, for the
+ * error of a session that cannot go on.
+ */
+import type { RtTranslateError } from '../errors.js';
+import type { AudioOutbox } from './audio-outbox.js';
+import type { ReconnectedInfo } from './realtime-events.js';
+import type { Recovery } from './session-link.js';
+import type { SpeechLedger } from './speech-ledger.js';
+
+export interface OutageStats {
+  /** Sessions re-established after a drop. */
+  reconnects: number;
+  /** Time without a session after drops, in total and the longest, in ms. */
+  outageMs: number;
+  longestOutageMs: number;
+  /** Input bytes sent again. */
+  bytesReplayed: number;
+}
+
+export interface OutageReplayOptions {
+  /** Input replayed before the first unanswered speech, so the service hears it begin, in ms. */
+  prerollMs: number;
+  /** Input audio bytes per millisecond. */
+  bytesPerMs: number;
+}
+
+export class OutageReplay {
+  readonly #ledger: SpeechLedger;
+  readonly #outbox: AudioOutbox;
+  readonly #o: OutageReplayOptions;
+  readonly #stats: OutageStats = { reconnects: 0, outageMs: 0, longestOutageMs: 0, bytesReplayed: 0 };
+  /** What the current outage sends again. */
+  #current: { bytes: number; notReplayedBytes: number } | undefined;
+
+  constructor(ledger: SpeechLedger, outbox: AudioOutbox, options: OutageReplayOptions) {
+    this.#ledger = ledger;
+    this.#outbox = outbox;
+    this.#o = options;
+  }
+
+  get stats(): OutageStats {
+    return { ...this.#stats };
+  }
+
+  /** A drop is being retried and no session is up yet. */
+  get active(): boolean {
+    return this.#current !== undefined;
+  }
+
+  /** Forgets input no replay will need: before the preroll of the first speech unanswered at `sent`. */
+  forgetAnswered(sent: number): void {
+    this.#outbox.keepFrom(this.#ledger.replayStart(sent, this.#o.prerollMs));
+  }
+
+  /** The link retries a drop: an outage begins, or goes on. */
+  begin(): void {
+    this.#current ??= { bytes: 0, notReplayedBytes: 0 };
+  }
+
+  /** A session was lost: what it did not answer is sent again first, from just before its speech. */
+  rewind(): void {
+    const outbox = this.#outbox;
+    const wanted = this.#ledger.replayStart(outbox.sent, this.#o.prerollMs);
+    const notReplayedBytes = Math.max(0, Math.min(outbox.start, outbox.sent) - wanted);
+    const bytes = outbox.rewind(wanted);
+    const current = this.#current ?? { bytes: 0, notReplayedBytes: 0 };
+    this.#current = { bytes: current.bytes + bytes, notReplayedBytes: current.notReplayedBytes + notReplayedBytes };
+  }
+
+  /** A session is up: the outage is over. Returns the `reconnected` figures when it followed a drop. */
+  recovered(sessionId: string, recovery: Recovery | undefined): ReconnectedInfo | undefined {
+    const replayed = this.#current ?? { bytes: 0, notReplayedBytes: 0 };
+    this.#current = undefined;
+    if (!recovery) return undefined;
+    const stats = this.#stats;
+    stats.reconnects += 1;
+    stats.outageMs += recovery.gapMs;
+    stats.longestOutageMs = Math.max(stats.longestOutageMs, recovery.gapMs);
+    stats.bytesReplayed += replayed.bytes;
+    return {
+      sessionId,
+      attempt: recovery.attempt,
+      replayedMs: this.#ms(replayed.bytes),
+      notReplayedMs: this.#ms(replayed.notReplayedBytes),
+      outageMs: recovery.gapMs,
+    };
+  }
+
+  /** Accepted input that no answer has covered yet, in ms. */
+  unprocessedMs(): number {
+    return this.#ms(this.#outbox.end - this.#ledger.frontier);
+  }
+
+  /** Adds to `error` (met `context`, e.g. ` while reconnecting`) how much input may not have been processed. */
+  explain(error: RtTranslateError, context: string): RtTranslateError {
+    const unprocessed = this.unprocessedMs();
+    if (unprocessed > 0) {
+      error.unprocessedInputMs = unprocessed;
+      error.message = `${error.message.replace(/\.?$/, '')}${context}. Up to ${(unprocessed / 1000).toFixed(1)} s of input audio may not have been processed.`;
+    }
+    return error;
+  }
+
+  #ms(bytes: number): number {
+    return Math.round(bytes / this.#o.bytesPerMs);
+  }
+}
