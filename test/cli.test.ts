@@ -11,6 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
+import { once } from 'node:events';
+import { WebSocket } from 'ws';
+import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
+import { runSession } from './helpers/realtime-session.js';
 import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionProgress } from '../bin/status-line.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
@@ -481,6 +485,113 @@ describe.concurrent('rt-translate emulator', () => {
     // A lower bound only: the delay was applied (without it the first line comes well before).
     expect(firstTranscriptAfter).toBeGreaterThanOrEqual(latencyMs);
     expect((await emulator.stop()).code).toBe(0);
+  });
+});
+
+describe.concurrent('rt-translate emulator: handshakes refused or stalled after a drop, and the realtime-faults switch', () => {
+  async function emulatorWith(args: string[]) {
+    const emulator = await startInProcessEmulator(['--api-key', KEY, ...args]);
+    servers.push({ close: async () => void (await emulator.stop()) });
+    return emulator;
+  }
+
+  function translate(realtimeUrl: string) {
+    return runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', realtimeUrl, '--quiet-ms', '500'], {
+      stdin: fixture.pcm,
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
+  }
+
+  it('--refuse-after-drop 1:503:0: each reconnect is refused once, the next attempt succeeds, every answer written once', async () => {
+    const emulator = await emulatorWith(['--drop-after-responses', '1', '--refuse-after-drop', '1:503:0']);
+    const result = await translate(emulator.realtimeUrl);
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(expected)).toBe(true);
+    const said = lines(result.stderr);
+    // Two drops; after each, attempt 1 meets the refusal and attempt 2 gets through.
+    expect(said.filter((l) => /^rt-translate: connection lost \(.*code 1006.*\); reconnecting in \d+\.\d s \(attempt 1\)$/.test(l))).toHaveLength(2);
+    expect(said.filter((l) => /^rt-translate: connection lost \(.*HTTP 503.*\); reconnecting in \d+\.\d s \(attempt 2\)$/.test(l))).toHaveLength(2);
+    expect(said.filter((l) => l.includes('(attempt 3)'))).toEqual([]);
+  });
+
+  it('--refuse-after-drop 1:401: the reconnect is refused as a key, never retried: exit 1, the first answer written', async () => {
+    const emulator = await emulatorWith(['--drop-after-responses', '1', '--refuse-after-drop', '1:401']);
+    const result = await translate(emulator.realtimeUrl);
+    expect(result.code).toBe(1);
+    expect(result.stdout.equals(firstUtteranceOnly)).toBe(true);
+    expect(lines(result.stderr).filter((l) => l.includes('reconnecting in'))).toHaveLength(1);
+    expect(lines(result.stderr).at(-1)).toMatch(/refused the API key \(HTTP 401\).* while reconnecting.*\[RTT_AUTH\]$/);
+    expect(result.stderr).not.toContain(KEY);
+  });
+
+  it('--stall-after-drop 1: the reconnect after a drop gets no answer; the next attempt, after the ready timeout, succeeds', async () => {
+    const emulator = await emulatorWith(['--drop-after-responses', '1', '--stall-after-drop', '1']);
+    const stream = new RealtimeTranslateStream({
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: KEY,
+      realtimeUrl: emulator.realtimeUrl,
+      quietPeriodMs: 300,
+      readyTimeoutMs: 400,
+      reconnect: { initialDelayMs: 10, maxDelayMs: 40 },
+    });
+    const outcome = await runSession(stream, [fixture.pcm]);
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.output.equals(expected)).toBe(true);
+    const reconnecting = outcome.events.flatMap((e) => (e.type === 'reconnecting' ? [[e.attempt, e.cause.code]] : []));
+    // Per drop: attempt 1 (the drop), attempt 2 (the stalled handshake timed out).
+    expect(reconnecting).toEqual([
+      [1, 'RTT_CONNECTION'], [2, 'RTT_TIMEOUT'],
+      [1, 'RTT_CONNECTION'], [2, 'RTT_TIMEOUT'],
+    ]);
+  });
+
+  it('POST /_emulator/realtime-faults refuses or stalls the next handshakes now, and names what is wrong with a bad body', async () => {
+    const emulator = await emulatorWith([]);
+    const control = async (body: unknown) => {
+      const response = await fetch(`${emulator.baseUrl}/_emulator/realtime-faults`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect(await control({ refuse: 1, status: 401 })).toEqual({ status: 200, body: { ok: true } });
+    const refused = await translate(emulator.realtimeUrl);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/refused the API key \(HTTP 401\).*\[RTT_AUTH\]\n$/);
+    // One handshake only: the next session is served.
+    const served = await translate(emulator.realtimeUrl);
+    expect(served.code).toBe(0);
+    expect(served.stdout.equals(expected)).toBe(true);
+
+    expect(await control({ stall: 1 })).toEqual({ status: 200, body: { ok: true } });
+    const url = `${emulator.realtimeUrl}/v1/realtime`;
+    const stalled = new WebSocket(url, { headers: { 'x-api-key': KEY }, handshakeTimeout: 300 });
+    const [error] = (await once(stalled, 'error')) as [Error];
+    expect(error.message).toMatch(/handshake has timed out/);
+    const next = new WebSocket(url, { headers: { 'x-api-key': KEY } });
+    await once(next, 'open');
+    next.terminate();
+
+    for (const [body, message] of [
+      [{ refuse: 0 }, 'refuse must be a number of handshakes, 1 or more'],
+      [{ refuse: 1, status: 200 }, 'status must be an HTTP status, 300 to 599'],
+      [{ refuse: 1, stall: 1 }, 'give exactly one of refuse, stall, drop, halfOpen'],
+      [{ stall: 1, status: 503 }, 'unknown field(s) status with stall'],
+      [{ drop: true, code: 1012, reset: true }, 'a drop closes with code or resets, not both'],
+      [[{ refuse: 1 }], 'a realtime fault is a JSON object'],
+    ] as const) {
+      expect(await control(body)).toEqual({ status: 400, body: { status: 400, error: `Invalid realtime fault: ${message}.` } });
+    }
+  });
+
+  it('refusal flags that are malformed or disagree are usage errors (exit 2) before anything listens', async () => {
+    const [malformed, zero, disagree] = await Promise.all([
+      runInProcess(['emulator', '--refuse-after-drop', '1:x']),
+      runInProcess(['emulator', '--stall-after-drop', '0']),
+      runInProcess(['emulator', '--refuse-handshakes', '1:401', '--refuse-after-drop', '1:503']),
+    ]);
+    expect([malformed, zero, disagree].map((r) => [r.code, r.stdout.length])).toEqual([[2, 0], [2, 0], [2, 0]]);
+    expect(malformed.stderr).toBe('rt-translate: --refuse-after-drop expects N[:STATUS[:RETRY_AFTER_S]] (got "1:x").\n');
+    expect(zero.stderr).toBe('rt-translate: --stall-after-drop expects an integer >= 1 (got "0").\n');
+    expect(disagree.stderr).toBe('rt-translate: --refuse-handshakes and --refuse-after-drop refuse with one status: give it once, or the same.\n');
   });
 });
 
@@ -966,6 +1077,9 @@ describe.concurrent('rt-translate: help, version and usage', () => {
     expect(emulatorHelp.code).toBe(0);
     expect(emulatorHelp.stdout.toString()).toMatch(/^Usage: rt-translate emulator \[options\]/);
     expect(emulatorHelp.stdout.toString()).toContain('--credit-seconds S');
+    expect(emulatorHelp.stdout.toString()).toMatch(/\n {2}--refuse-after-drop N\[:STATUS\[:RETRY_AFTER_S\]\]\n {28}after each drop, refuse the next N handshakes/);
+    expect(emulatorHelp.stdout.toString()).toMatch(/\n {2}--stall-after-drop N {6}after each drop, leave the next N handshakes unanswered/);
+    expect(emulatorHelp.stdout.toString()).toContain(`-d '{"refuse": 1, "status": 401}'`);
 
     expect(emulatorBadFlag.code).toBe(2);
     expect(emulatorBadFlag.stdout.length).toBe(0);

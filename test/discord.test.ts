@@ -637,26 +637,95 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
     await expectNoLeakedHandles(baseline);
   });
 
-  it('a speaker survives the service dropping after every answer: the same frames, bit for bit, after two reconnects', async () => {
-    emulator = await startEmulator({ apiKeys: [KEY], faults: { dropAfterResponses: 1 } });
-    const expected = await expectedFrames();
-    const { playback, translator, done } = translateSpeaker({
-      opusPackets: Readable.from(items()),
+  /** A speaker translated as 48 kHz stereo PCM frames, reconnecting quickly after a drop. */
+  function reconnectingSpeaker(emu: RunningEmulator, opusPackets: Readable, pace = false) {
+    return translateSpeaker({
+      opusPackets,
       from: 'en-us',
       to: 'es-es',
       apiKey: KEY,
-      realtimeUrl: emulator.realtimeUrl,
+      realtimeUrl: emu.realtimeUrl,
       quietPeriodMs: 400,
       reconnect: { initialDelayMs: 10, maxDelayMs: 40 },
       output: 'pcm',
+      pace,
       opusBackend: backend,
     });
+  }
+
+  it('a speaker survives the service dropping after every answer: the same frames, bit for bit, after two reconnects', async () => {
+    emulator = await startEmulator({ apiKeys: [KEY], faults: { dropAfterResponses: 1 } });
+    const expected = await expectedFrames();
+    const { playback, translator, done } = reconnectingSpeaker(emulator, Readable.from(items()));
     const frames: Buffer[] = [];
     playback.on('data', (f: Buffer) => frames.push(f));
     await done;
     await new Promise<void>((resolve) => (playback.readableEnded ? resolve() : playback.once('end', resolve)));
     expect(translator.stats.reconnects).toBe(2);
     expect(Buffer.concat(frames).equals(expected.frames)).toBe(true);
+  });
+
+  it('paced playback keeps its timeline through a reconnect: silence frames at 20 ms while the service is away, then the answers', async () => {
+    const baseline = countHandles();
+    emulator = await startEmulator({ apiKeys: [KEY] });
+    const source = new Readable({ objectMode: true, read() {} });
+    const { playback, translator, done } = reconnectingSpeaker(emulator, source, true);
+    const frames: Array<{ at: number; frame: Buffer }> = [];
+    const silent = (f: Buffer) => f.every((b) => b === 0);
+    // Resolves once most of the first answer has played (it is 115 frames at 48 kHz; the last
+    // ones wait in the conversion for the next answer) and 100 ms of silence followed: a silent
+    // slot can also come in the middle of an answer, when a piece reaches the pacer late.
+    const firstAnswer = fixture.utterances[0]!;
+    const mostOfIt = Math.floor(((firstAnswer.endSample - firstAnswer.startSample) * 2 * 4) / 3840) - 15;
+    let audible = 0;
+    let quiet = 0;
+    const playedOut = new Promise<void>((resolve) => {
+      playback.on('data', (frame: Buffer) => {
+        frames.push({ at: performance.now(), frame });
+        quiet = silent(frame) ? quiet + 1 : 0;
+        if (!silent(frame)) audible += 1;
+        if (audible >= mostOfIt && quiet >= 5) resolve();
+      });
+    });
+    // The first sentence, then the first packet of the second (3.82 s): the receiver fills the
+    // pause between them, so the service hears the first one end.
+    const all = items();
+    const split = sent.findIndex((i) => i >= 185) + 1;
+    for (const item of all.slice(0, split)) source.push(item);
+    await playedOut;
+    let from = 0;
+    let to = 0;
+    translator.once('reconnecting', () => (from = frames.length));
+    const reconnected = new Promise<void>((resolve) =>
+      translator.once('reconnected', () => {
+        to = frames.length;
+        resolve();
+      }),
+    );
+    const startedAt = performance.now();
+    emulator.realtimeFaults.refuseNextHandshakes(1, 503, 1);
+    emulator.realtimeFaults.drop();
+    await reconnected;
+    const gapMs = performance.now() - startedAt;
+    for (const item of all.slice(split)) source.push(item);
+    source.push(null);
+    await done;
+    await new Promise<void>((resolve) => (playback.readableEnded ? resolve() : playback.once('end', resolve)));
+    expect(translator.stats.reconnects).toBe(1);
+    // The outage lasted at least the 1 s asked for; playback went on meanwhile, one silent frame
+    // per 20 ms of it (the pacer's schedule follows the clock), not a pause and not a burst.
+    expect(gapMs).toBeGreaterThanOrEqual(1000);
+    const during = frames.slice(from, to);
+    expect(during.every((f) => silent(f.frame))).toBe(true);
+    expect(during.length).toBeGreaterThanOrEqual(Math.floor(gapMs / 20) - 10);
+    expect(during.length).toBeLessThanOrEqual(Math.ceil(gapMs / 20) + 1);
+    // Then the other answers played, and the session ended complete.
+    expect(translator.stats.responses).toBe(3);
+    expect(translator.stats.ending).toMatchObject({ complete: true });
+    expect(frames.slice(to).some((f) => !silent(f.frame))).toBe(true);
+    await emulator.close();
+    emulator = undefined;
+    await expectNoLeakedHandles(baseline);
   });
 
   it('Opus output: one packet per translated 20 ms, decoding to the expected audio within the codec error', async () => {

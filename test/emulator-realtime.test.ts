@@ -730,6 +730,8 @@ describe('realtime emulator: options', () => {
     ['faults.halfOpenAfterMs', { halfOpenAfterMs: Number.NaN }],
     ['faults.refuseHandshakes', { refuseHandshakes: -2 }],
     ['faults.refuseStatus', { refuseStatus: 200 }],
+    ['faults.refuseAfterDrop', { refuseAfterDrop: -1 }],
+    ['faults.stallAfterDrop', { stallAfterDrop: 0.5 }],
     ['faults.mergeUtterances', { mergeUtterances: 0 }],
     ['faults.lateUtterances', { lateUtterances: { 0: 100 } }],
     ['faults.lateUtterances.2', { lateUtterances: { 2: -5 } }],

@@ -7,6 +7,7 @@
  * - server errors that leave the session open, responses that stall, a normal close by the
  *   service, a service that stops reading after end(), an abort after the session completed.
  */
+import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -25,6 +26,8 @@ const fixture = loadSpeechFixture();
 /** The fixture's first two utterances and the silence after the second (the third starts at sample 150240). */
 const TWO = fixture.pcm.subarray(0, 140_000 * 2);
 const TWO_EXPECTED = expectedTranslation(TWO, fixture.utterances.slice(0, 2));
+/** The first utterance's answer, the head of `TWO_EXPECTED`. */
+const ONE_ANSWER_BYTES = expectedTranslation(TWO, fixture.utterances.slice(0, 1)).length;
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -78,9 +81,41 @@ describe('after end(), the stream waits for every answer it is owed', () => {
   });
 
   it('without speech detection (threshold 0 dBFS) the same session loses the second answer: the rule is what saves it', async () => {
-    const emu = await emulator({ inputBytesPerSecond: 96_000 });
-    const outcome = await run(open(emu.realtimeUrl, { speechThresholdDbfs: 0 }), chunked(TWO, [4800]));
-    expect(outcome.transcripts.length).toBeLessThan(2);
+    // Scripted so the order is certain, not a race with the clock: two services answer the first
+    // utterance at once and hold the second back. The stream that counts speech is answered
+    // first; the blind one (which counts none) then ends after its quiet period, so the counting
+    // stream has waited at least as long, and is still waiting when the second answer comes.
+    const [answerOne, answerTwo] = [TWO_EXPECTED.subarray(0, ONE_ANSWER_BYTES), TWO_EXPECTED.subarray(ONE_ANSWER_BYTES)];
+    const sent = TWO.length + 800 * 48; // the input and the stream's end padding
+    const options = { endPaddingMs: 800, responseStallTimeoutMs: 60_000 };
+    const counting = await scripted(options);
+    const countingRun = run(counting.stream, chunked(TWO, [4800]));
+    await counting.peer.waitForAudioBytes(sent);
+    counting.peer.sendResponse(answerOne, 'one');
+    await once(counting.stream, 'response');
+
+    const blind = await scripted({ ...options, speechThresholdDbfs: 0 });
+    const blindRun = run(blind.stream, chunked(TWO, [4800]));
+    await blind.peer.waitForAudioBytes(sent);
+    blind.peer.sendResponse(answerOne, 'one');
+    const lost = await blindRun;
+    await blind.peer.closed;
+    blind.peer.sendResponse(answerTwo, 'two'); // too late: the session is over
+    expect(lost.error).toBeUndefined();
+    expect(lost.transcripts).toEqual(['transcript of one']);
+    expect(lost.audio.equals(answerOne)).toBe(true);
+    // It believes it got everything: nothing it counted was owed.
+    expect(blind.stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+    expect(lost.warnings).toEqual([]);
+
+    expect(counting.stream.state).toBe('active');
+    expect(counting.peer.isClosed).toBe(false);
+    counting.peer.sendResponse(answerTwo, 'two');
+    const saved = await countingRun;
+    expect(saved.error).toBeUndefined();
+    expect(saved.transcripts).toEqual(['transcript of one', 'transcript of two']);
+    expect(saved.audio.equals(TWO_EXPECTED)).toBe(true);
+    expect(counting.stream.stats.ending).toMatchObject({ complete: true });
   });
 
   it('an answer slower than the quiet period, to speech written before the previous answer arrived, still arrives', async () => {

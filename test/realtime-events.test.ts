@@ -77,4 +77,10 @@ describe('redactObject', () => {
     redactObject(raw, 'AQID', true);
     expect(raw.delta).toBe('AQIDBA==');
   });
+
+  it.each(['response.text.delta', 'conversation.item.input_audio_transcription.delta'])('redacts the text delta of %s', (type) => {
+    const raw = { type, delta: `said ${KEY}` };
+    redactObject(raw, KEY, true);
+    expect(raw.delta).toBe('said [redacted]');
+  });
 });

@@ -10,17 +10,18 @@
  * speech fixture is its three voiced regions, in order, once each.
  */
 import { APPEND_PIECE_BYTES } from '../lib/realtime/codec.js';
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { inspect } from 'node:util';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AuthError, ConnectionError, RateLimitError, VoiceRejectedError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { UtteranceSegmenter } from '../lib/emulator/vad.js';
 import { OUTPUT_PIECE_BYTES } from '../lib/emulator/realtime.js';
 import { eventToRecord, type RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
-import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
-import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
+import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { recordEvents, runSession } from './helpers/realtime-session.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
@@ -38,9 +39,15 @@ function expectedFor(pcm: Buffer): Buffer {
 }
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
+/** Taken before each test: once its streams and servers are closed, nothing of it may stay open. */
+let baseline: HandleCounts;
+beforeEach(() => {
+  baseline = countHandles();
+});
 afterEach(async () => {
   vi.useRealTimers();
   while (cleanups.length) await cleanups.pop()!();
+  await expectNoLeakedHandles(baseline);
 });
 
 async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
@@ -102,10 +109,61 @@ function pieces(pcm: Buffer = fixture.pcm, size = 4800): Buffer[] {
   return out;
 }
 
+/**
+ * Resets the peer's connection the moment the client's close frame arrives (before the peer's
+ * WebSocket can answer it): a drop in the middle of the closing handshake. Resolves true once done.
+ */
+function resetOnCloseFrame(peer: FakePeer): Promise<boolean> {
+  const socket = (peer.ws as unknown as { _socket: Socket })._socket;
+  return new Promise((resolve) => {
+    socket.prependListener('data', (chunk: Buffer) => {
+      // FIN + opcode 8: a close frame (the client sends nothing else by then).
+      if (chunk[0] === 0x88) {
+        socket.resetAndDestroy();
+        resolve(true);
+      }
+    });
+  });
+}
+
 /** The first `max(1, floor(pieces / 2))` output pieces of an answer: what a mid-response drop lets through. */
 function firstHalf(answer: Buffer): Buffer {
   const count = Math.ceil(answer.length / OUTPUT_PIECE_BYTES);
   return answer.subarray(0, Math.max(1, Math.floor(count / 2)) * OUTPUT_PIECE_BYTES);
+}
+
+/**
+ * Watches for the key everywhere a caller can see it: the events as emitted (and their NDJSON
+ * records and raw wire objects), the events as `events()` yields them, warnings and the error.
+ */
+function keyWatch(stream: RealtimeTranslateStream) {
+  const events = recordEvents(stream);
+  const pulled: RealtimeEvent[] = [];
+  // The iterator ends with the stream's error, if any: the error is checked on its own.
+  const iterating = (async () => {
+    for await (const event of stream.events()) pulled.push(event);
+  })().catch(() => undefined);
+  return {
+    events,
+    async expectNoKey(s: RealtimeTranslateStream, error: Error | undefined): Promise<void> {
+      await iterating;
+      const messages = (list: RealtimeEvent[]) =>
+        list.flatMap((e) => (e.type === 'warning' ? [e.warning.message] : e.type === 'reconnecting' ? [e.cause.message, inspect(e.cause)] : []));
+      const everything = JSON.stringify([
+        events.map(eventToRecord),
+        pulled.map(eventToRecord),
+        events.map((e) => ('raw' in e ? e.raw : null)),
+        messages(events),
+        messages(pulled),
+        error ? [error.message, inspect(error, { depth: 5 })] : [],
+      ]);
+      expect(everything).toContain('[redacted]');
+      const at = everything.indexOf(KEY);
+      expect(at < 0 ? '' : everything.slice(Math.max(0, at - 300), at + 60)).toBe('');
+      expect(pulled.map((e) => e.type)).toEqual(events.map((e) => e.type));
+      expect(inspect(s, { depth: 5 })).not.toContain(KEY);
+    },
+  };
 }
 
 function summary(events: RealtimeEvent[]): string[] {
@@ -116,7 +174,6 @@ function summary(events: RealtimeEvent[]): string[] {
 
 describe('a session that drops while active or ending', () => {
   it('a cut (1006) after every answer: each answer once, in order, byte-exact; one reconnect per drop; the readable side flows on', async () => {
-    const baseline = countHandles();
     const emu = await emulator({ faults: { dropAfterResponses: 1 } });
     const stream = open(emu.realtimeUrl);
     const outcome = await run(stream, pieces());
@@ -135,8 +192,6 @@ describe('a session that drops while active or ending', () => {
     expect(reconnected.every((e) => e.type === 'reconnected' && e.replayedMs > 0 && e.notReplayedMs === 0)).toBe(true);
     expect(stream.stats).toMatchObject({ reconnects: 2, responses: 3, ending: { complete: true } });
     expect(stream.stats.bytesReplayed).toBeGreaterThan(0);
-    await emu.close();
-    await expectNoLeakedHandles(baseline);
   });
 
   it('sessions dropped every 300 ms (dropAfterMs) and reset (dropReset): still every answer, in order', async () => {
@@ -311,7 +366,6 @@ describe('refused handshakes while reconnecting', () => {
   });
 
   it('401 is never retried: AuthError, what arrived kept, how much input may be unprocessed said', async () => {
-    const baseline = countHandles();
     const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(5, 401));
     const result = await run(stream, pieces(), events);
     expect(result.error).toBeInstanceOf(AuthError);
@@ -319,12 +373,9 @@ describe('refused handshakes while reconnecting', () => {
     expect(result.error!.unprocessedInputMs).toBeGreaterThan(0);
     expect(result.output.equals(ANSWERS[0]!)).toBe(true);
     expect(result.events.filter((e) => e.type === 'reconnecting')).toHaveLength(1);
-    await emu.close();
-    await expectNoLeakedHandles(baseline);
   });
 
   it('gives up after maxAttempts, saying so and how much input may be unprocessed; nothing left open', async () => {
-    const baseline = countHandles();
     const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(100, 503), {
       reconnect: { ...QUICK, maxAttempts: 3 },
     });
@@ -334,8 +385,6 @@ describe('refused handshakes while reconnecting', () => {
     expect(result.error!.unprocessedInputMs).toBeGreaterThanOrEqual(((fixture.utterances[2]!.endSample - fixture.utterances[1]!.startSample) / 24));
     expect(result.events.filter((e) => e.type === 'reconnecting').map((e) => e.type === 'reconnecting' && e.attempt)).toEqual([1, 2, 3]);
     expect(result.output.equals(ANSWERS[0]!)).toBe(true);
-    await emu.close();
-    await expectNoLeakedHandles(baseline);
   });
 
   it('a reconnect handshake left unanswered (half-open while connecting) times out, and the next attempt resumes', async () => {
@@ -467,6 +516,25 @@ describe('ending that is fast and truthful', () => {
     expect(result.events.at(-1)).toMatchObject({ type: 'ended', complete: false });
   });
 
+  it('a drop during our close handshake (closing) is the end we asked for: no reconnect, complete, the answer kept', async () => {
+    const fake = await fakeServer();
+    // No pings: the close frame is then the only frame the client sends after its audio.
+    const stream = open(fake.realtimeUrl, { pingIntervalMs: 60_000 });
+    const events = watch(stream).events;
+    const outcome = run(stream, [fixture.pcm.subarray(0, 84_480 * 2)], events);
+    const peer = await fake.acceptSession(stream);
+    const cut = resetOnCloseFrame(peer);
+    await peer.waitForAudioBytes(84_480 * 2);
+    peer.sendResponse(ANSWERS[0]!, 'one');
+    const result = await outcome;
+    expect(await cut).toBe(true);
+    expect(result.error).toBeUndefined();
+    expect(result.output.equals(ANSWERS[0]!)).toBe(true);
+    expect(summary(result.events)).toEqual(['session.created', 'response', 'ended']);
+    expect(stream.stats).toMatchObject({ reconnects: 0, ending: { complete: true, reason: undefined, unansweredSpeechMs: 0 } });
+    expect(fake.connections).toBe(1);
+  });
+
   it('a peer that never answers our close (closing) does not hold the stream: it ends complete', async () => {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl);
@@ -569,6 +637,58 @@ describe('a service that echoes the key', () => {
     expect(everything).toContain('[redacted]');
     expect(everything).not.toContain(KEY);
     expect(inspect(stream, { depth: 5 })).not.toContain(KEY);
+  });
+
+  it('while ending: echoed in session.updated, an error event, a transcript and a text: redacted in events, warnings and records', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl);
+    const seen = keyWatch(stream);
+    const input = fixture.pcm.subarray(0, 84_480 * 2);
+    const outcome = run(stream, [input], seen.events);
+    const peer = await fake.acceptSession(stream);
+    await peer.waitForAudioBytes(input.length);
+    expect(stream.writableEnded).toBe(true);
+    peer.send({ type: 'session.updated', session: { api_key: KEY, note: `configured for ${KEY}` } });
+    peer.send({ type: 'error', error: { message: `Slow down, ${KEY}: this key is near its limit.`, code: 'rate_limit_warning' } });
+    peer.sendResponse(ANSWERS[0]!, `translated for ${KEY}`);
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(result.output.equals(ANSWERS[0]!)).toBe(true);
+    // The error event was followed by more of the session: a warning, redacted.
+    expect(result.warnings.map((w) => w.message)).toEqual([expect.stringContaining('Slow down, [redacted]')]);
+    expect(result.transcripts).toEqual(['transcript of translated for [redacted]']);
+    await seen.expectNoKey(stream, result.error);
+  });
+
+  it('while reconnecting: in a close reason, in the new session.created, and in the error that ends the reconnect', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl);
+    const seen = keyWatch(stream);
+    const input = new Readable({ read() {} });
+    const outcome = run(stream, input, seen.events);
+    input.push(fixture.pcm.subarray(0, 84_480 * 2));
+    const first = await fake.acceptSession(stream);
+    await first.waitForAudioBytes(84_480 * 2);
+    first.close(1011, `internal error for ${KEY}`);
+    // The reconnect: a session that echoes the key, then drops the same way.
+    const second = await fake.nextPeer();
+    const update = (await second.waitForEvent('session.update')).session as Record<string, unknown>;
+    second.sendSessionCreated({ ...update, api_key: KEY });
+    await nth(stream, 'reconnected', 1);
+    second.close(1011, `internal error for ${KEY}`);
+    // The next reconnect is refused by an error event naming the key: never retried.
+    const third = await fake.nextPeer();
+    await third.waitForEvent('session.update');
+    third.sendError(`Invalid API key ${KEY}.`, 401);
+    const result = await outcome;
+    input.destroy();
+    expect(result.error).toBeInstanceOf(AuthError);
+    expect(result.error!.message).toMatch(/Invalid API key \[redacted\].*while reconnecting/);
+    const causes = result.events.flatMap((e) => (e.type === 'reconnecting' ? [e.cause.message] : []));
+    expect(causes).toEqual([expect.stringContaining('internal error for [redacted]'), expect.stringContaining('internal error for [redacted]')]);
+    const created = result.events.filter((e) => e.type === 'session.created');
+    expect(created.map((e) => e.type === 'session.created' && e.session.raw.api_key)).toEqual([undefined, '[redacted]']);
+    await seen.expectNoKey(stream, result.error);
   });
 
   it('an error message echoing the key (a rejected voice) reaches the caller redacted', async () => {

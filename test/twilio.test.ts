@@ -318,6 +318,42 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('realtime pacing: a drop while an answer plays does not stop it; its media keep leaving at 20 ms through the outage', async () => {
+    const { connect, calls, warnings } = await setup({ bargeIn: false, pacing: 'realtime', reconnect: { initialDelayMs: 10, maxDelayMs: 40 } });
+    const emulator = emulators.at(-1)!;
+    const twilio = await connect();
+    twilio.open();
+    twilio.media(0, CALLER_FRAMES.length);
+    twilio.stop();
+    // The first answer starts to play: the service goes away, and refuses to come back for 1 s.
+    await twilio.waitFor((m) => m.event === 'media');
+    const translator = calls[0]!.bridge.translator;
+    const mediaSoFar = () => twilio.received.filter((m) => m.event === 'media').length;
+    const gap: { from?: { at: number; media: number }; to?: { at: number; media: number; marks: string[] } } = {};
+    translator.once('reconnecting', () => (gap.from = { at: performance.now(), media: mediaSoFar() }));
+    translator.once('reconnected', () => {
+      gap.to = { at: performance.now(), media: mediaSoFar(), marks: twilio.received.flatMap((m) => (m.event === 'mark' ? [m.mark!.name] : [])) };
+    });
+    emulator.realtimeFaults.refuseNextHandshakes(1, 503, 1);
+    emulator.realtimeFaults.drop();
+    expect(await twilio.closed).toBe(1000);
+    await calls[0]!.done;
+    expect(translator.stats.reconnects).toBe(1);
+    const { from, to } = gap as Required<typeof gap>;
+    // At least the second the service asked for; the first answer's media went on meanwhile, at
+    // the pacer's rate (never faster than the clock), and no later answer's mark came before it.
+    expect(to.at - from.at).toBeGreaterThanOrEqual(1000);
+    expect(to.media - from.media).toBeGreaterThan(0);
+    expect(to.media - from.media).toBeLessThanOrEqual(Math.ceil((to.at - from.at) / 20) + 1);
+    expect(to.marks.every((mark) => mark === 'response-1')).toBe(true);
+    // Nothing lost or given twice across the outage.
+    const expected = expectedResponses(serviceInput(CALLER));
+    const { groups } = groupByMark(twilio.received);
+    expect(groups.map((g) => g.mark)).toEqual(['response-1', 'response-2', 'response-3']);
+    groups.forEach((group, i) => expect(group.audio.equals(expected[i]!)).toBe(true));
+    expect(warnings).toEqual([]);
+  });
+
   it('translates a call: 160-byte mu-law media, a mark after each response, audio equal to what the emulator answers', async () => {
     const { connect, calls, emitted } = await setup({ bargeIn: false });
     const twilio = await connect();

@@ -41,6 +41,12 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
   --refuse-handshakes N[:STATUS[:RETRY_AFTER_S]]
                             refuse the first N handshakes with STATUS (default 503; 401
                             and 429 are useful too), with Retry-After when given
+  --refuse-after-drop N[:STATUS[:RETRY_AFTER_S]]
+                            after each drop, refuse the next N handshakes (the client's
+                            reconnects) with STATUS (default 503; 401 ends the client's
+                            session, as a refused key is never retried)
+  --stall-after-drop N      after each drop, leave the next N handshakes unanswered (the
+                            client waits out its ready timeout); refusals come after them
   --merge-utterances N      answer every N utterances with one response
   --late-utterance N:MS     answer utterance N of each session MS late (repeatable)
   --echo-key                echo the caller's key in session.created and error messages
@@ -49,7 +55,10 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
 Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT","apiKeys":[...]} on one
 line of standard output once it listens (and on standard error, the variables to set to use
 it), then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its control
-endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests.`;
+endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests,
+and realtime-faults, which triggers a realtime fault now:
+  curl -X POST $BASE/_emulator/realtime-faults -d '{"refuse": 1, "status": 401}'
+  (or {"stall": N}, {"drop": true, "code"?: CODE, "reset"?: true}, {"halfOpen": true}).`;
 
 const OPTIONS = {
   host: { type: 'string' },
@@ -70,6 +79,8 @@ const OPTIONS = {
   'drop-reset': { type: 'boolean' },
   'half-open-after-ms': { type: 'string' },
   'refuse-handshakes': { type: 'string' },
+  'refuse-after-drop': { type: 'string' },
+  'stall-after-drop': { type: 'string' },
   'merge-utterances': { type: 'string' },
   'late-utterance': { type: 'string', multiple: true },
   'echo-key': { type: 'boolean' },
@@ -93,6 +104,8 @@ function parseFaults(values: {
   'drop-reset'?: boolean;
   'half-open-after-ms'?: string;
   'refuse-handshakes'?: string;
+  'refuse-after-drop'?: string;
+  'stall-after-drop'?: string;
   'merge-utterances'?: string;
   'late-utterance'?: string[];
   'echo-key'?: boolean;
@@ -108,12 +121,26 @@ function parseFaults(values: {
   if (values['drop-reset'] === true) faults.dropReset = true;
   const halfOpenAfterMs = intFlag(values['half-open-after-ms'], '--half-open-after-ms', 0);
   if (halfOpenAfterMs !== undefined) faults.halfOpenAfterMs = halfOpenAfterMs;
-  if (values['refuse-handshakes'] !== undefined) {
-    const [count, status, retryAfterS] = intList(values['refuse-handshakes'], '--refuse-handshakes', 'N[:STATUS[:RETRY_AFTER_S]]', 1, 3);
-    faults.refuseHandshakes = count!;
+  // Both refusals answer with one status and Retry-After: the two flags must not disagree.
+  const refusals = [
+    ['--refuse-handshakes', values['refuse-handshakes'], 'refuseHandshakes'],
+    ['--refuse-after-drop', values['refuse-after-drop'], 'refuseAfterDrop'],
+  ] as const;
+  for (const [flag, value, field] of refusals) {
+    if (value === undefined) continue;
+    const [count, status, retryAfterS] = intList(value, flag, 'N[:STATUS[:RETRY_AFTER_S]]', 1, 3);
+    faults[field] = count!;
+    if (status !== undefined && status !== (faults.refuseStatus ?? status)) {
+      throw new UsageError(`--refuse-handshakes and --refuse-after-drop refuse with one status: give it once, or the same.`);
+    }
+    if (retryAfterS !== undefined && retryAfterS !== (faults.refuseRetryAfterS ?? retryAfterS)) {
+      throw new UsageError(`--refuse-handshakes and --refuse-after-drop send one Retry-After: give it once, or the same.`);
+    }
     if (status !== undefined) faults.refuseStatus = status;
     if (retryAfterS !== undefined) faults.refuseRetryAfterS = retryAfterS;
   }
+  const stallAfterDrop = intFlag(values['stall-after-drop'], '--stall-after-drop', 1);
+  if (stallAfterDrop !== undefined) faults.stallAfterDrop = stallAfterDrop;
   const merge = intFlag(values['merge-utterances'], '--merge-utterances', 1);
   if (merge !== undefined) faults.mergeUtterances = merge;
   if (values['late-utterance']) {

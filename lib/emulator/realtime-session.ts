@@ -192,6 +192,8 @@ export class RealtimeSession {
     private readonly settings: RealtimeSessionSettings,
     /** The raw socket under `ws`, for the half-open fault. */
     private readonly socket?: Duplex,
+    /** Told when a fault drops the session, before the client can see it. */
+    private readonly onDrop?: () => void,
   ) {
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
@@ -593,6 +595,7 @@ export class RealtimeSession {
     this.clearTimers();
     this.queue.length = 0;
     this.segmenter = undefined;
+    this.onDrop?.();
     if (options.code !== undefined) {
       this.ws.close(options.code, 'dropped by the emulator');
       return;

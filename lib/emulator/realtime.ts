@@ -65,6 +65,10 @@ export interface RealtimeFaults {
   refuseStatus?: number;
   /** `Retry-After` (seconds) sent with a refused handshake. */
   refuseRetryAfterS?: number;
+  /** After each drop, refuse this many handshakes with `refuseStatus`: the reconnects meet them. */
+  refuseAfterDrop?: number;
+  /** After each drop, leave this many handshakes unanswered (after them, `refuseAfterDrop` applies). */
+  stallAfterDrop?: number;
   /** Answer every N utterances with one response (a flushed remainder after 2 s without a new one). */
   mergeUtterances?: number;
   /** Answer utterance N (1-based, per session) this many ms late: `{ 3: 8000 }`. */
@@ -199,6 +203,44 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   };
 }
 
+const isCount = (value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
+
+/**
+ * Triggers a realtime fault now, from a JSON body (the HTTP control endpoint
+ * `POST /_emulator/realtime-faults`): `{refuse: N, status?, retryAfterS?}`, `{stall: N}`,
+ * `{drop: true, code?, reset?}` or `{halfOpen: true}`. Returns what is wrong with the body
+ * (nothing is triggered then), or undefined once done.
+ */
+export function triggerRealtimeFault(control: RealtimeFaultControl, value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'a realtime fault is a JSON object';
+  const f = value as Record<string, unknown>;
+  const actions = ['refuse', 'stall', 'drop', 'halfOpen'].filter((k) => f[k] !== undefined);
+  if (actions.length !== 1) return 'give exactly one of refuse, stall, drop, halfOpen';
+  const fields: Record<string, string[]> = { refuse: ['status', 'retryAfterS'], stall: [], drop: ['code', 'reset'], halfOpen: [] };
+  const action = actions[0]!;
+  const unknown = Object.keys(f).filter((k) => k !== action && !fields[action]!.includes(k));
+  if (unknown.length > 0) return `unknown field(s) ${unknown.join(', ')} with ${action}`;
+  if (action === 'refuse' || action === 'stall') {
+    if (!isCount(f[action], 1)) return `${action} must be a number of handshakes, 1 or more`;
+    if (f.status !== undefined && !isCount(f.status, 300, 599)) return 'status must be an HTTP status, 300 to 599';
+    if (f.retryAfterS !== undefined && !isCount(f.retryAfterS, 0)) return 'retryAfterS must be whole seconds, 0 or more';
+    if (action === 'stall') control.stallNextHandshakes(f.stall as number);
+    else control.refuseNextHandshakes(f.refuse as number, (f.status as number | undefined) ?? 503, f.retryAfterS as number | undefined);
+    return undefined;
+  }
+  if (f[action] !== true) return `${action} must be true`;
+  if (action === 'halfOpen') {
+    control.halfOpen();
+    return undefined;
+  }
+  if (f.code !== undefined && !isCount(f.code, 1000, 4999)) return 'code must be a WebSocket close code, 1000 to 4999';
+  if (f.reset !== undefined && typeof f.reset !== 'boolean') return 'reset must be true or false';
+  if (f.code !== undefined && f.reset === true) return 'a drop closes with code or resets, not both';
+  control.drop(f.code !== undefined ? { code: f.code as number } : { reset: f.reset === true });
+  return undefined;
+}
+
 function rejectHandshake(socket: Duplex, status: number, error: string, retryAfterS?: number): void {
   const body = JSON.stringify({ error, status });
   const reason = STATUS_CODES[status] ?? 'Refused';
@@ -235,6 +277,15 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
     retryAfterS: optionalInt('faults.refuseRetryAfterS', options.faults?.refuseRetryAfterS, 0),
   };
   let stalls = 0;
+  const afterDrop = {
+    refuse: intOption(options.faults?.refuseAfterDrop, 'faults.refuseAfterDrop', { min: 0, fallback: 0 }),
+    stall: intOption(options.faults?.stallAfterDrop, 'faults.stallAfterDrop', { min: 0, fallback: 0 }),
+  };
+  /** A session was dropped (a fault): arm what the next handshakes meet. */
+  const onDrop = (): void => {
+    if (afterDrop.refuse > 0) refusal.remaining = afterDrop.refuse;
+    if (afterDrop.stall > 0) stalls = afterDrop.stall;
+  };
 
   return {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -277,6 +328,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
           { headerKey, model: query.get('model') ?? undefined, mode: query.get('mode') ?? undefined },
           settings,
           socket,
+          onDrop,
         );
         sessions.add(session);
         void session.closed.then(() => sessions.delete(session));

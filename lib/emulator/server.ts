@@ -78,7 +78,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   let baseUrl = '';
   const context: EmulatorContext = { apiKeys, voices: new VoiceRegistry(options.clonedVoices), baseUrl: () => baseUrl };
   const realtime: RealtimePart = createRealtimeEmulator(options, context);
-  const http: HttpPart = createHttpEmulator(options, context);
+  const http: HttpPart = createHttpEmulator(options, context, realtime.faults);
   const live = createLiveTranscriptionEmulator(options, context);
 
   const server = createServer((req, res) => http.handle(req, res));

@@ -5,7 +5,7 @@
  * own (`reconnecting`, `reconnected`, `response`, `warning`, `ended`).
  */
 import type { RtTranslateError } from '../errors.js';
-import type { ServerEvent, SessionInfo } from './codec.js';
+import { SERVER_EVENT_TYPES, type ServerEvent, type SessionInfo } from './codec.js';
 import type { LatencySummary, ResponseTiming } from './speech-ledger.js';
 
 /** `reconnecting`: the connection dropped and attempt `attempt` starts after `delayMs`. */
@@ -205,11 +205,13 @@ export function eventToRecord(event: RealtimeEvent): Record<string, unknown> {
 
 /**
  * Replaces `secret` in every string of a parsed event object, in place (keys included), except
- * the base64 audio payload fields `delta`/`audio` of an audio event, which cannot hold it.
+ * (with `skipAudio`) the base64 payload fields `delta`/`audio` of an audio event, which would be
+ * corrupted by it. The `delta` of a text or transcript event is text, and redacted.
  */
 export function redactObject(value: Record<string, unknown>, secret: string, skipAudio: boolean): void {
+  const audioEvent = skipAudio && value.type === SERVER_EVENT_TYPES.audioDelta;
   for (const [key, item] of Object.entries(value)) {
-    if (skipAudio && (key === 'delta' || key === 'audio')) continue;
+    if (audioEvent && (key === 'delta' || key === 'audio')) continue;
     const replaced = redactValue(item, secret);
     if (key.includes(secret)) {
       delete value[key];

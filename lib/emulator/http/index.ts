@@ -55,6 +55,10 @@
  *   emulator's) and its first `polls` status reads (default 0), and answers `{task_id, run_id}`.
  * - `POST /_emulator/file-faults`: replaces the file store's fault switches (`dropAfterBytes`,
  *   `stallAfterBytes`, `count`, `ignoreRange`; see `files.ts`).
+ * - `POST /_emulator/realtime-faults`: a realtime fault now, `{refuse: N, status?, retryAfterS?}`
+ *   (the next N handshakes; status 503 by default, 401 for a key refused), `{stall: N}` (the
+ *   next N handshakes unanswered), `{drop: true, code?, reset?}` or `{halfOpen: true}` (every
+ *   open session).
  * - `GET /_emulator/requests`: the last 500 requests `{method, path, status, uploads?}` (status
  *   0 when the connection was cut; `uploads`: each file of a multipart body as received,
  *   `{name, filename, size, sha256}`); `DELETE` clears.
@@ -72,6 +76,7 @@ import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
 import { LibraryStore } from './library-store.js';
 import { StreamStore } from './routes-streams.js';
 import type { UploadRecord } from './route-kit.js';
+import { triggerRealtimeFault, type RealtimeFaultControl } from '../realtime.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
@@ -118,7 +123,8 @@ interface LogEntry {
   uploads?: UploadRecord[];
 }
 
-export function createHttpEmulator(options: HttpEmulatorOptions, context: EmulatorContext): HttpPart {
+/** `realtimeFaults`: what `POST /_emulator/realtime-faults` triggers. */
+export function createHttpEmulator(options: HttpEmulatorOptions, context: EmulatorContext, realtimeFaults?: RealtimeFaultControl): HttpPart {
   const clock = options.clock ?? Date.now;
   const taskMs = nonNegative('taskMs', options.taskMs, 2000);
   const urlTtlS = nonNegative('urlTtlS', options.urlTtlS, 3600);
@@ -251,6 +257,14 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         if (body === null || typeof body !== 'object' || Array.isArray(body)) return sendError(res, 400, 'File faults are a JSON object.');
         files.faults = { ...(body as FileStoreFaults) };
         return sendJson(res, 200, { faults: files.faults });
+      }
+    } else if (name === 'realtime-faults') {
+      if (method === 'POST') {
+        const body = await readJson();
+        if (body === undefined) return;
+        const problem = realtimeFaults ? triggerRealtimeFault(realtimeFaults, body) : 'this emulator has no realtime side';
+        if (problem) return sendError(res, 400, `Invalid realtime fault: ${problem}.`);
+        return sendJson(res, 200, { ok: true });
       }
     } else if (name === 'requests') {
       if (method === 'GET') return sendJson(res, 200, { requests: log });
