@@ -11,7 +11,6 @@ import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { once } from 'node:events';
 import { setImmediate as tick } from 'node:timers/promises';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
