@@ -137,4 +137,28 @@ describe('EndingController', () => {
     expect(clean.life.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
     expect(clean.warnings).toEqual([]);
   });
+
+  it('a drop after end() is the end only once everything was sent and nothing is owed', () => {
+    const before = controller();
+    expect(before.ending.droppedWithNothingOwed()).toBe(false); // not ending: an outage
+
+    const unsent = controller();
+    unsent.facts.drained = false;
+    unsent.begin();
+    unsent.ending.evaluate();
+    expect(unsent.ending.droppedWithNothingOwed()).toBe(false); // input still to send again
+
+    const owed = controller();
+    owed.begin();
+    owed.ending.evaluate();
+    owed.ledger.responseActivity('transcript', Date.now(), 0); // an answer in progress
+    expect(owed.ending.droppedWithNothingOwed()).toBe(false);
+
+    const done = controller();
+    done.begin();
+    done.ending.evaluate();
+    expect(done.ending.droppedWithNothingOwed()).toBe(true);
+    expect(done.life.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+    expect(done.warnings).toEqual([]);
+  });
 });

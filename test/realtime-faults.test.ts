@@ -535,6 +535,26 @@ describe('ending that is fast and truthful', () => {
     expect(fake.connections).toBe(1);
   });
 
+  it('a drop after end(), everything sent and answered (ending, quiet period): the end, not an outage', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl, { quietPeriodMs: 60_000, endPaddingMs: 200 });
+    const events = watch(stream).events;
+    const input = fixture.pcm.subarray(0, 84_480 * 2);
+    const outcome = run(stream, [input], events);
+    const peer = await fake.acceptSession(stream);
+    await peer.waitForAudioBytes(input.length + 200 * MS);
+    peer.sendResponse(ANSWERS[0]!, 'one');
+    await nth(stream, 'response', 1);
+    // The stream now waits out its (long) quiet period; the connection is cut meanwhile.
+    peer.terminate();
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(result.output.equals(ANSWERS[0]!)).toBe(true);
+    expect(summary(result.events)).toEqual(['session.created', 'response', 'ended']);
+    expect(stream.stats).toMatchObject({ reconnects: 0, ending: { complete: true, reason: undefined, unansweredSpeechMs: 0 } });
+    expect(fake.connections).toBe(1);
+  });
+
   it('a peer that never answers our close (closing) does not hold the stream: it ends complete', async () => {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl);

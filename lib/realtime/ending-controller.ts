@@ -120,6 +120,20 @@ export class EndingController {
     return true;
   }
 
+  /**
+   * The connection dropped after end() with every byte sent and nothing owed: a new session
+   * would have nothing to answer, so this is the session's end, complete. Returns false when a
+   * reconnect is still needed (input unsent, or an answer owed).
+   */
+  droppedWithNothingOwed(): boolean {
+    const { life, ledger } = this.#c;
+    const state = life.state;
+    if (state.status !== 'ending' || state.allSentAt === undefined) return false;
+    if (ledger.responseOpen || ledger.unansweredSegments > 0) return false;
+    life.decide(this.#ended(undefined));
+    return true;
+  }
+
   /** The stream gave up reconnecting: the session ended incomplete (its failure follows). */
   gaveUp(): EndedInfo {
     const ending = this.#ended('gave-up');

@@ -276,7 +276,7 @@ export class RealtimeTranslateStream extends Duplex {
     // A server error right before the close is its cause; the close code says whether to retry.
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
     const normal = wasReady && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005);
-    if (normal && this.#ending.closedByService(end.code)) {
+    if ((normal && this.#ending.closedByService(end.code)) || (wasReady && this.#ending.droppedWithNothingOwed())) {
       this.#completeClose();
       return 'finished';
     }
