@@ -112,6 +112,7 @@ function pieces(pcm: Buffer = fixture.pcm, size = 4800): Buffer[] {
 /**
  * Resets the peer's connection the moment the client's close frame arrives (before the peer's
  * WebSocket can answer it): a drop in the middle of the closing handshake. Resolves true once done.
+ * Arm it only when nothing but the close frame is still to come from the client.
  */
 function resetOnCloseFrame(peer: FakePeer): Promise<boolean> {
   const socket = (peer.ws as unknown as { _socket: Socket })._socket;
@@ -523,8 +524,10 @@ describe('ending that is fast and truthful', () => {
     const events = watch(stream).events;
     const outcome = run(stream, [fixture.pcm.subarray(0, 84_480 * 2)], events);
     const peer = await fake.acceptSession(stream);
+    // Armed once the input and the end padding have all arrived: the close frame is then the next
+    // thing the client sends (a TCP chunk of masked audio could start with any byte).
+    await peer.waitForAudioBytes(84_480 * 2 + 800 * MS);
     const cut = resetOnCloseFrame(peer);
-    await peer.waitForAudioBytes(84_480 * 2);
     peer.sendResponse(ANSWERS[0]!, 'one');
     const result = await outcome;
     expect(await cut).toBe(true);
