@@ -319,7 +319,12 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
   });
 
   it('realtime pacing: a drop while an answer plays does not stop it; its media keep leaving at 20 ms through the outage', async () => {
-    const { connect, calls, warnings } = await setup({ bargeIn: false, pacing: 'realtime', reconnect: { initialDelayMs: 10, maxDelayMs: 40 } });
+    // The second utterance is answered 2 s late, so when the first answer starts to play an answer
+    // is still owed and the drop is an outage (with every answer in, it would be the end).
+    const { connect, calls, warnings } = await setup(
+      { bargeIn: false, pacing: 'realtime', reconnect: { initialDelayMs: 10, maxDelayMs: 40 } },
+      { faults: { lateUtterances: { 2: 2000 } } },
+    );
     const emulator = emulators.at(-1)!;
     const twilio = await connect();
     twilio.open();
