@@ -718,6 +718,32 @@ describe('realtime emulator: options', () => {
     expect(closed.code).toBe(1008);
   });
 
+  it('a refusal triggered at run time answers its own way once; the refusals armed by a drop keep the configured status', async () => {
+    const server = await emulator({ faults: { refuseAfterDrop: 1, refuseStatus: 503, refuseRetryAfterS: 2 } });
+    /** The status (and Retry-After) a handshake meets; 101 when it is accepted. */
+    const handshake = () =>
+      new Promise<[number, string | undefined]>((resolve, reject) => {
+        const ws = new WebSocket(`${server.realtimeUrl}/v1/realtime`, { headers: { 'x-api-key': 'k1' } });
+        ws.once('unexpected-response', (_req, res) => {
+          resolve([res.statusCode!, res.headers['retry-after'] as string | undefined]);
+          res.resume();
+          ws.terminate();
+        });
+        ws.once('open', () => {
+          resolve([101, undefined]);
+          ws.terminate();
+        });
+        ws.once('error', (error) => (ws.readyState === ws.CLOSED ? undefined : reject(error)));
+      });
+    server.realtimeFaults.refuseNextHandshakes(1, 401);
+    expect(await handshake()).toEqual([401, undefined]);
+    const client = await session(server);
+    server.realtimeFaults.drop();
+    await client.closed;
+    expect(await handshake()).toEqual([503, '2']);
+    expect(await handshake()).toEqual([101, undefined]);
+  });
+
   it('rejects a bad option when the emulator starts', async () => {
     await expect(startEmulator({ port: 0, paddingMs: 500 })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'paddingMs' });
     await expect(startEmulator({ port: 0, audioFrames: 'xml' as 'json' })).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'audioFrames' });

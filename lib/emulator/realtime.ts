@@ -18,6 +18,7 @@ import {
   type RealtimeSessionSettings,
   type RealtimeSessionStats,
 } from './realtime-session.js';
+import { isCount } from './http/faults.js';
 import { UtteranceSegmenter } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
@@ -203,9 +204,6 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   };
 }
 
-const isCount = (value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
-
 /**
  * Triggers a realtime fault now, from a JSON body (the HTTP control endpoint
  * `POST /_emulator/realtime-faults`): `{refuse: N, status?, retryAfterS?}`, `{stall: N}`,
@@ -271,10 +269,14 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
   const sessions = new Set<RealtimeSession>();
   const handshaking = new Set<Duplex>();
   let closing = false;
-  const refusal = {
-    remaining: intOption(options.faults?.refuseHandshakes, 'faults.refuseHandshakes', { min: 0, fallback: 0 }),
+  /** How the configured refusals answer; a refusal triggered at run time answers its own way once. */
+  const configuredRefusal = {
     status: intOption(options.faults?.refuseStatus, 'faults.refuseStatus', { min: 300, max: 599, fallback: 503 }),
     retryAfterS: optionalInt('faults.refuseRetryAfterS', options.faults?.refuseRetryAfterS, 0),
+  };
+  const refusal = {
+    remaining: intOption(options.faults?.refuseHandshakes, 'faults.refuseHandshakes', { min: 0, fallback: 0 }),
+    ...configuredRefusal,
   };
   let stalls = 0;
   const afterDrop = {
@@ -283,7 +285,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
   };
   /** A session was dropped (a fault): arm what the next handshakes meet. */
   const onDrop = (): void => {
-    if (afterDrop.refuse > 0) refusal.remaining = afterDrop.refuse;
+    if (afterDrop.refuse > 0) Object.assign(refusal, configuredRefusal, { remaining: afterDrop.refuse });
     if (afterDrop.stall > 0) stalls = afterDrop.stall;
   };
 
