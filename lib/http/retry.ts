@@ -10,8 +10,9 @@
  *   `/tts`, `/project-setup`, `/audio-separation`, `/tts-stream`, and the creations of the
  *   other modules, `/story-setup`, `/stream` and `/v1/stream` among them) and a **deletion**
  *   (`DELETE /delete-voice/{id}`, `/dictionaries/...`, `/stream/{id}`) are retried only where
- *   the service surely did not act on them. A deletion is not idempotent in its answers: repeated after a lost response, it
- *   would be answered 403 or 404 for a voice that was in fact deleted. Both are retried only:
+ *   the service surely did not act on them. A deletion is not idempotent in its answers:
+ *   repeated after a lost response, it would be answered 403 or 404 for a voice that was in fact
+ *   deleted. Both are retried only:
  *     1. the connection was never made (`NO_CONNECTION_CODES`: refused, an unknown host, no
  *        route to it) or a connect timeout, so no byte of the request was sent;
  *     2. 429: the rate limiter answers before any work starts;

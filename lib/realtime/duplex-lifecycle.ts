@@ -30,8 +30,6 @@ export type LifecycleState<Ending extends object = object> =
   | { status: 'failed'; error: RtTranslateError; finalCallback: StreamCallback | undefined; ending: EndedInfo | undefined }
   | { status: 'closed'; ending: EndedInfo | undefined; error: Error | null };
 
-export type LifecycleStatus = LifecycleState['status'];
-
 export interface LifecycleOptions<Ending extends object> {
   /** What to abort with when the caller's signal fires (`AbortError` messages name the stream). */
   signal: AbortSignal | undefined;
@@ -146,7 +144,8 @@ export class DuplexLifecycle<Ending extends object = object> {
   close(announce: (ending: EndedInfo) => void): void {
     const status = this.#state.status;
     if (status === 'closed' || status === 'failed') return;
-    const ending = this.ending ?? COMPLETE;
+    // A copy: `stats.ending` hands it to the caller, who may change it.
+    const ending = this.ending ?? { ...COMPLETE };
     announce(ending);
     const s = this.#stream;
     if (!s.readableEnded) s.push(null);

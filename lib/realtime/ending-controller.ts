@@ -145,9 +145,9 @@ export class EndingController {
     return { complete: reason === undefined, reason, unansweredSpeechMs: Math.round(this.#c.ledger.unansweredSpeechBytes / this.#c.bytesPerMs) };
   }
 
-  /** The session is done (`reason` says what was left owed, if anything): close it, then end. */
+  /** The session is done (`reason` says what was left owed, if anything): decided, then closed. */
   #finish(reason: EndedInfo['reason']): void {
-    this.#c.close();
     this.#c.life.decide(this.#ended(reason));
+    this.#c.close();
   }
 }

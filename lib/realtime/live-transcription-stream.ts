@@ -427,8 +427,7 @@ export class LiveTranscriptionStream extends Duplex {
     clearInterval(this.#keepAliveTimer);
     const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
     if (this.#closeSent() && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
-      // The service flushed its last results and closed, as CloseStream asks.
-      this.#life.decide({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+      // The service flushed its last results and closed, as CloseStream asks: complete.
       this.#completeClose();
       return 'finished';
     }

@@ -164,13 +164,13 @@ export interface EndpointSpec {
   readyTimeoutMs: number;
 }
 
-/** Checks and resolves the connection options (the key already resolved). */
 /** What the session link of a stream with these options is given; `maxPayload`: the largest message accepted. */
 export function linkOptions(o: ResolvedConnectionOptions, maxPayload: number): SessionLinkOptions {
   const { url, headers, pingIntervalMs, livenessTimeoutMs } = o;
   return { connection: { url, headers, maxPayload, pingIntervalMs, livenessTimeoutMs }, readyTimeoutMs: o.readyTimeoutMs, reconnect: o.reconnect, secret: o.apiKey };
 }
 
+/** Checks and resolves the connection options (the key already resolved). */
 export function resolveConnectionOptions(options: RealtimeConnectionOptions, apiKey: string, endpoint: EndpointSpec): ResolvedConnectionOptions {
   const url = resolveRealtimeEndpoint(options.realtimeUrl, endpoint.path, {
     allowInsecure: options.allowInsecure === true,

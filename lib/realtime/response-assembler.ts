@@ -8,8 +8,8 @@
  */
 import { ProtocolError, type RtTranslateError } from '../errors.js';
 import { decodeBinaryAudio, decodeServerEvent, type ServerEvent, type SessionInfo } from './codec.js';
-import { redactObject, type RealtimeEvent } from './realtime-events.js';
-import { LatencySeries, type LatencySummary, type SpeechLedger } from './speech-ledger.js';
+import { redactObject, type RealtimeEvent, type RealtimeStats } from './realtime-events.js';
+import { LatencySeries, type SpeechLedger } from './speech-ledger.js';
 
 /** What the stream does with what the service sent. */
 export interface ResponseSink {
@@ -36,7 +36,7 @@ export interface ResponseAssemblerOptions {
   sent(): number;
 }
 
-export type ResponseLatency = Record<'transcriptMs' | 'firstTextMs' | 'firstAudioMs' | 'doneMs', LatencySummary>;
+export type ResponseLatency = RealtimeStats['latency'];
 
 export class ResponseAssembler {
   readonly #ledger: SpeechLedger;
@@ -44,7 +44,6 @@ export class ResponseAssembler {
   readonly #sink: ResponseSink;
   readonly #latency = { transcriptMs: new LatencySeries(), firstTextMs: new LatencySeries(), firstAudioMs: new LatencySeries(), doneMs: new LatencySeries() };
   #bytesReceived = 0;
-  #responses = 0;
   #sawStarting = false;
   /** An odd byte of output audio, waiting for the next piece. */
   #outputCarry: number | undefined;
@@ -61,9 +60,9 @@ export class ResponseAssembler {
     return this.#bytesReceived;
   }
 
-  /** Responses completed. */
+  /** Responses completed (the ledger counts them). */
   get responses(): number {
-    return this.#responses;
+    return this.#ledger.responsesCompleted;
   }
 
   /** The service said `session.starting` on this connection (its model is still booting). */
@@ -156,7 +155,6 @@ export class ResponseAssembler {
   #completeResponse(now: number): void {
     const timing = this.#ledger.responseCompleted(now, this.#o.audioExpected);
     if (!timing) return;
-    this.#responses += 1;
     for (const key of ['transcriptMs', 'firstTextMs', 'firstAudioMs', 'doneMs'] as const) this.#latency[key].add(timing[key]);
     this.#sink.publish({ type: 'response', timing });
     this.#sink.answered();

@@ -35,8 +35,9 @@ interface ArmedFault extends FaultSpec {
   remaining: number;
 }
 
-function isCount(value: unknown, min: number): boolean {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
+/** An integer from `min` to `max`: the counts, statuses and codes of the fault switches. */
+export function isCount(value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
 }
 
 /** Checks a fault from the control endpoint; returns a message for a bad one. */
