@@ -9,7 +9,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AuthError, ConnectionError, TimeoutError, type RtTranslateError } from '../lib/errors.js';
-import { RealtimeConnection, type ConnectionEnd } from '../lib/realtime/connection.js';
+import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { maskIsMoot, RealtimeConnection, type ConnectionEnd } from '../lib/realtime/connection.js';
 import { SessionLink, type LinkHandlers } from '../lib/realtime/session-link.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { waitFor } from './helpers/wait-for.js';
@@ -110,6 +112,63 @@ describe('RealtimeConnection liveness', () => {
     await periods(4);
     expect(await ended).toMatchObject({ kind: 'dead' });
     peer.resumeReading();
+  });
+});
+
+/**
+ * A server that completes the upgrade by hand and resolves with the first frame the client
+ * sends, as raw bytes: its masking key and its payload, unmasked.
+ */
+async function rawFrameServer(): Promise<{ url: string; firstFrame: Promise<{ key: Buffer; payload: Buffer }> }> {
+  const server: Server = createServer();
+  const sockets = new Set<Socket>();
+  const firstFrame = new Promise<{ key: Buffer; payload: Buffer }>((resolve) => {
+    server.on('upgrade', (req, socket: Socket) => {
+      sockets.add(socket);
+      const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+      let bytes = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        bytes = Buffer.concat([bytes, chunk]);
+        if (bytes.length < 2) return;
+        // Payloads under 126 bytes only: the length is in the second byte.
+        const length = bytes[1]! & 0x7f;
+        if ((bytes[1]! & 0x80) === 0 || length >= 126) throw new Error('expected a short masked frame');
+        if (bytes.length < 6 + length) return;
+        const key = bytes.subarray(2, 6);
+        const payload = Buffer.from(bytes.subarray(6, 6 + length).map((b, i) => b ^ key[i % 4]!));
+        resolve({ key: Buffer.from(key), payload });
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`, firstFrame };
+}
+
+describe('RealtimeConnection frame masking', () => {
+  it('masks with a zero key on loopback, where no intermediary reads the frames', async () => {
+    const raw = await rawFrameServer();
+    const { connection, opened } = connect(raw.url);
+    await opened;
+    connection.send('{"type":"session.update"}');
+    const frame = await raw.firstFrame;
+    expect([...frame.key]).toEqual([0, 0, 0, 0]);
+    expect(frame.payload.toString()).toBe('{"type":"session.update"}');
+  });
+
+  it('keeps random keys only where a cleartext intermediary could read the frames', () => {
+    expect(maskIsMoot(new URL('wss://client.camb.ai/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('wss://10.0.0.5:8443/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://127.0.0.1:9000/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://[::1]:9000/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://localhost:9000/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://10.0.0.5:9000/v1/realtime'))).toBe(false);
+    expect(maskIsMoot(new URL('ws://translate.example.com/v1/realtime'))).toBe(false);
+    expect(maskIsMoot(new URL('ws://app.localhost/v1/realtime'))).toBe(false);
   });
 });
 

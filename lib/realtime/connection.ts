@@ -13,6 +13,7 @@
  */
 import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
+import { isLoopbackHost } from '../config.js';
 import { parseRetryAfter } from '../retry-after.js';
 
 export interface ConnectionOptions {
@@ -39,6 +40,23 @@ export interface ConnectionHandlers {
   open(): void;
   message(data: Buffer, isBinary: boolean): void;
   end(end: ConnectionEnd): void;
+}
+
+/**
+ * Whether masking our frames protects nobody on this connection. RFC 6455 masks a client's frames
+ * so that a cleartext intermediary (a transparent proxy, a cache) cannot be made to read
+ * attacker-chosen bytes as HTTP. Inside TLS no intermediary reads the frames, and on loopback
+ * there is none. There, a zero key lets `ws` write each text frame's string straight to the
+ * socket: no copy into a fresh Buffer and no pass over every byte to mask it, which is most of
+ * the CPU and most of the short-lived memory of sending audio. A cleartext connection to another
+ * host (`allowInsecure`) keeps random keys.
+ */
+export function maskIsMoot(url: URL): boolean {
+  return url.protocol === 'wss:' || isLoopbackHost(url.hostname);
+}
+
+function zeroMask(mask: Buffer): void {
+  mask.fill(0);
 }
 
 /** Most of a refused handshake's body that is read, in bytes. */
@@ -71,6 +89,7 @@ export class RealtimeConnection {
       perMessageDeflate: false,
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: options.maxPayload,
+      ...(maskIsMoot(options.url) ? { generateMask: zeroMask } : {}),
     });
     ws.binaryType = 'nodebuffer';
     this.#ws = ws;
