@@ -23,7 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws';
 import { SERVICE_FORMAT, resolveDescription, type AudioDescription } from '../lib/audio/audio-format.js';
 import { planConversion } from '../lib/audio/convert.js';
-import { MULAW_DECODE_TABLE } from '../lib/audio/g711.js';
+import { MULAW_DECODE_TABLE, decodeMulaw, encodeMulaw } from '../lib/audio/g711.js';
 import { ProtocolError, ValidationError, type RtTranslateError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { UtteranceSegmenter } from '../lib/emulator/vad.js';
@@ -982,6 +982,28 @@ describe('SpeechOnsetDetector', () => {
       for (let at = 0; at < audio.length; at += size) onsets += detector.push(audio.subarray(at, at + size));
       expect(onsets, `chunks of ${size}`).toBe(2); // the 80 ms burst is shorter than minSpeechMs
     }
+  });
+
+  it('finds the same onsets in mu-law as in the PCM16 it decodes to, frame for frame', () => {
+    // Levels that straddle the threshold, so a level computed any differently would show.
+    const levels = [-60, -36, -35.2, -34.8, -30, -20, -35.01, -34.99, -50, -10, -35, -33];
+    const pcm = Buffer.concat(levels.flatMap((db) => [tone(60, db), tone(20, null)]));
+    const mulaw = Buffer.alloc(pcm.length / 2);
+    for (let i = 0; i < mulaw.length; i++) mulaw[i] = encodeMulaw(pcm.readInt16LE(i * 2));
+    const decoded = Buffer.alloc(mulaw.length * 2);
+    for (let i = 0; i < mulaw.length; i++) decoded.writeInt16LE(decodeMulaw(mulaw[i]!), i * 2);
+    for (const size of [mulaw.length, 160, 13, 1]) {
+      const fromPcm = new SpeechOnsetDetector({ sampleRate: 8000, minSpeechMs: 40 });
+      const fromMulaw = new SpeechOnsetDetector({ sampleRate: 8000, minSpeechMs: 40, encoding: 'mulaw' });
+      const trace: Array<[number, boolean, number, boolean]> = [];
+      for (let at = 0; at < mulaw.length; at += size) {
+        const end = Math.min(at + size, mulaw.length);
+        trace.push([fromPcm.push(decoded.subarray(at * 2, end * 2)), fromPcm.speaking, fromMulaw.push(mulaw.subarray(at, end)), fromMulaw.speaking]);
+      }
+      for (const [a, speakingA, b, speakingB] of trace) expect([b, speakingB]).toEqual([a, speakingA]);
+      expect(trace.reduce((n, [a]) => n + a, 0), `chunks of ${size}`).toBeGreaterThan(3);
+    }
+    expect(() => new SpeechOnsetDetector({ sampleRate: 8000, encoding: 'alaw' as never })).toThrow(/encoding.*pcm16, mulaw/);
   });
 
   it('ignores audio under the threshold', () => {

@@ -45,6 +45,22 @@ export function meanSquare(buf: Buffer, start: number, end: number): number {
   return (sum * 2) / (end - start);
 }
 
+/**
+ * Mean of the squared decoded samples of G.711 bytes `buf[start, end)`, by `squares`, the square
+ * of each code's PCM16 value (`g711SquareTable`): the same number `meanSquare` gives for the
+ * decoded PCM16, without decoding it.
+ */
+export function meanSquareG711(buf: Uint8Array, start: number, end: number, squares: Float64Array): number {
+  let sum = 0;
+  for (let i = start; i < end; i++) sum += squares[buf[i]!]!;
+  return sum / (end - start);
+}
+
+/** The square of each G.711 code's PCM16 value, from its decode table. */
+export function g711SquareTable(decode: Readonly<Int16Array>): Float64Array {
+  return Float64Array.from(decode, (sample) => sample * sample);
+}
+
 /** Frames measured per pass of the kernel: bounds the kernel memory a large write takes. */
 const FRAMES_PER_PASS = 128;
 /** Below this many bytes a call into the kernel costs more than the sums in JavaScript. */

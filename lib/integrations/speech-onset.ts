@@ -1,5 +1,5 @@
 /**
- * Finds the moments speech starts in PCM16 LE mono audio, by level, for barge-in: a caller who
+ * Finds the moments speech starts in PCM16 LE (or G.711 mu-law) mono audio, by level, for barge-in: a caller who
  * starts talking while a translation is playing.
  *
  * Policy, in frames of `frameMs` (default 20 ms) aligned to the first sample fed:
@@ -14,7 +14,8 @@
  */
 import { ValidationError } from '../errors.js';
 import { FrameCutter } from '../audio/frames.js';
-import { dbfsToMeanSquare, meanSquare } from '../audio/level.js';
+import { MULAW_DECODE_TABLE } from '../audio/g711.js';
+import { dbfsToMeanSquare, g711SquareTable, meanSquare, meanSquareG711 } from '../audio/level.js';
 
 export interface SpeechOnsetOptions {
   /** Samples per second of the audio fed (Hz). */
@@ -25,17 +26,26 @@ export interface SpeechOnsetOptions {
   minSpeechMs?: number;
   /** Analysis frame, in ms; must give a whole number of samples. Default 20. */
   frameMs?: number;
+  /**
+   * What is fed: PCM16 LE (`pcm16`, default) or G.711 mu-law bytes (`mulaw`), measured without
+   * being decoded (the same levels, so the same onsets).
+   */
+  encoding?: 'pcm16' | 'mulaw';
 }
+
+let mulawSquares: Float64Array | undefined;
 
 export const DEFAULT_ONSET_THRESHOLD_DBFS = -35;
 export const DEFAULT_ONSET_MIN_SPEECH_MS = 100;
 
-/** Reports speech onsets in a PCM16 LE mono stream fed in any chunking; see the module comment. */
+/** Reports speech onsets in a mono stream fed in any chunking; see the module comment. */
 export class SpeechOnsetDetector {
   readonly frameBytes: number;
   readonly minFrames: number;
   readonly #threshold: number;
   readonly #frames: FrameCutter;
+  /** For mu-law input: each code's squared PCM16 value. */
+  readonly #squares: Float64Array | undefined;
   #run = 0;
   #onsets = 0;
 
@@ -57,7 +67,12 @@ export class SpeechOnsetDetector {
     if (typeof minMs !== 'number' || !Number.isFinite(minMs) || minMs < 0) {
       throw new ValidationError('minSpeechMs', 'a number of milliseconds, 0 or more', String(minMs));
     }
-    this.frameBytes = samples * 2;
+    const encoding = options.encoding ?? 'pcm16';
+    if (encoding !== 'pcm16' && encoding !== 'mulaw') {
+      throw new ValidationError('encoding', 'one of pcm16, mulaw', String(encoding));
+    }
+    this.#squares = encoding === 'mulaw' ? (mulawSquares ??= g711SquareTable(MULAW_DECODE_TABLE)) : undefined;
+    this.frameBytes = encoding === 'mulaw' ? samples : samples * 2;
     this.minFrames = Math.max(1, Math.ceil(minMs / frameMs));
     this.#threshold = dbfsToMeanSquare(db);
     this.#frames = new FrameCutter(this.frameBytes, { reuse: true });
@@ -68,17 +83,19 @@ export class SpeechOnsetDetector {
     return this.#run >= this.minFrames;
   }
 
-  /** Feeds audio; returns how many onsets it completed (0 or, for long chunks, more). */
-  push(pcm: Buffer): number {
+  /** Feeds audio (in the `encoding` given); returns how many onsets it completed (0 or, for long chunks, more). */
+  push(audio: Buffer): number {
     this.#onsets = 0;
-    this.#frames.cut(pcm, this.#measure);
+    this.#frames.cut(audio, this.#measure);
     return this.#onsets;
   }
 
   readonly #measure = (buf: Buffer, offset: number, frames: number): void => {
     const fb = this.frameBytes;
+    const squares = this.#squares;
     for (let i = 0, at = offset; i < frames; i++, at += fb) {
-      if (meanSquare(buf, at, at + fb) > this.#threshold) {
+      const level = squares === undefined ? meanSquare(buf, at, at + fb) : meanSquareG711(buf, at, at + fb, squares);
+      if (level > this.#threshold) {
         this.#run += 1;
         if (this.#run === this.minFrames) this.#onsets += 1;
       } else {

@@ -58,7 +58,6 @@ import type { RawData, WebSocket } from 'ws';
 import { ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
 import { FrameCutter } from '../audio/frames.js';
 import { createResampleProcessor } from '../audio/resampler.js';
-import { createG711DecodeProcessor } from '../audio/g711.js';
 import type { AudioProcessor } from '../audio/processor.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../realtime/realtime-translate-stream.js';
 import { MediaTimeline } from './media-timeline.js';
@@ -225,9 +224,8 @@ export class TwilioMediaBridge extends Duplex {
   readonly #maxMessageBytes: number;
   readonly #timeline: MediaTimeline;
   readonly #onset: SpeechOnsetDetector | undefined;
-  readonly #decoder: AudioProcessor = createG711DecodeProcessor('mulaw');
-  /** 8 kHz -> 24 kHz, called directly: the translator is written to without a stream hop. */
-  readonly #resampler: AudioProcessor = createResampleProcessor(TWILIO_SAMPLE_RATE, 24_000, 1);
+  /** 8 kHz mu-law -> 24 kHz PCM16, called directly: the translator is written to without a stream hop. */
+  readonly #resampler: AudioProcessor = createResampleProcessor(TWILIO_SAMPLE_RATE, 24_000, 1, { decode: 'mulaw' });
   /** The service-format audio, cut into appends of `appendMs`. */
   readonly #appends: FrameCutter;
   readonly #outbound: TwilioOutbound;
@@ -279,7 +277,7 @@ export class TwilioMediaBridge extends Duplex {
       throw new ValidationError('bargeIn', 'false or an object { thresholdDbfs?, minSpeechMs? }', String(bargeIn));
     }
     const timeline = new MediaTimeline({ sampleRate: TWILIO_SAMPLE_RATE, maxFillMs: maxGapFillMs, toleranceMs: gapToleranceMs });
-    const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn });
+    const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn, encoding: 'mulaw' });
     // Last, once every option of ours is valid: the translator starts connecting at once.
     const translator = new RealtimeTranslateStream({ ...realtime, outputModalities: ['text', 'audio'] });
 
@@ -308,7 +306,7 @@ export class TwilioMediaBridge extends Duplex {
       },
     });
 
-    translator.on('audio.done', () => this.#outbound.responseEnded(translator.stats.bytesReceived));
+    translator.on('audio.done', () => this.#outbound.responseEnded(translator.bytesReceived));
     translator.on('transcript.done', (text) => this.emit('transcript.done', text));
     translator.on('text.done', (text) => this.emit('text.done', text));
     translator.on('warning', (warning) => this.#warn(warning));
@@ -441,9 +439,8 @@ export class TwilioMediaBridge extends Duplex {
     s.insertedSamples += step.fillSamples;
     s.cutSamples += step.cutSamples;
     const mulaw = step.fillSamples > 0 ? Buffer.concat([Buffer.alloc(step.fillSamples, MULAW_SILENCE), message.audio]) : message.audio;
-    const pcm = this.#decoder.process(mulaw);
-    if (this.#onset !== undefined && this.#onset.push(pcm) > 0) this.#speechStarted();
-    this.#toTranslator(this.#resampler.process(pcm), callback);
+    if (this.#onset !== undefined && this.#onset.push(mulaw) > 0) this.#speechStarted();
+    this.#toTranslator(this.#resampler.process(mulaw), callback);
   }
 
   /**
@@ -488,7 +485,7 @@ export class TwilioMediaBridge extends Duplex {
     this.emit('speech');
     const stream = this.#stream;
     if (stream === undefined || this.#discarding) return;
-    const received = this.translator.stats.bytesReceived;
+    const received = this.translator.bytesReceived;
     if (this.#outstandingMarks.size === 0 && !this.#outbound.hasPendingAudio(received)) return;
     const pendingMarks = [...this.#outstandingMarks];
     this.#outstandingMarks.clear();

@@ -157,6 +157,11 @@ export class RealtimeTranslateStream extends Duplex {
     return status === 'ready' ? 'active' : status === 'waiting' ? 'reconnecting' : status;
   }
 
+  /** `stats.bytesReceived` alone: translated audio bytes received so far, without building `stats`. */
+  get bytesReceived(): number {
+    return this.#responses.bytesReceived;
+  }
+
   get stats(): RealtimeStats {
     const buffered = this.#link.bufferedAmount;
     const { inputBytes, paddingBytes, bytesSent } = this.#stats;
