@@ -86,7 +86,15 @@ export interface TwilioOutboundClear {
 }
 export type TwilioOutboundMessage = TwilioOutboundMedia | TwilioOutboundMark | TwilioOutboundClear;
 
-const DIGITS = /^\d+$/;
+/** One to 15 ASCII digits: a count that is exact as a number. A loop, not a regular expression: every `media` message has three. */
+function isDigits(value: string): boolean {
+  if (value.length === 0 || value.length > 15) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
 
 type Obj = Record<string, unknown>;
 
@@ -102,7 +110,7 @@ function fail(event: string, problem: string): never {
 function optionalCount(event: string, field: string, value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-  if (typeof value === 'string' && DIGITS.test(value) && value.length <= 15) return Number(value);
+  if (typeof value === 'string' && isDigits(value)) return Number(value);
   return fail(event, `${field} must be a non-negative integer (got ${describe(value)})`);
 }
 
@@ -212,7 +220,8 @@ export function parseTwilioMessage(data: unknown, maxBytes = DEFAULT_MAX_TWILIO_
     if (size > maxBytes) {
       throw new ProtocolError(`A Twilio message of ${size} bytes is over the ${maxBytes}-byte limit. It was ignored.`);
     }
-    const text = typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    const text =
+      typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     try {
       msg = JSON.parse(text);
     } catch {

@@ -453,14 +453,21 @@ export class TwilioMediaBridge extends Duplex {
       callback();
       return;
     }
-    let more = true;
-    this.#appends.cut(pcm, (buf, offset, appends) => {
-      const bytes = this.#appends.frameBytes;
-      for (let i = 0, at = offset; i < appends; i++, at += bytes) more = translator.write(buf.subarray(at, at + bytes)) && more;
-    });
-    if (more) callback();
+    this.#translatorFull = false;
+    this.#appends.cut(pcm, this.#writeAppends);
+    if (!this.#translatorFull) callback();
     else translator.once('drain', callback);
   }
+
+  /** Set by `#writeAppends` when the translator asked for a pause. */
+  #translatorFull = false;
+
+  readonly #writeAppends = (buf: Buffer, offset: number, appends: number): void => {
+    const bytes = this.#appends.frameBytes;
+    for (let i = 0, at = offset; i < appends; i++, at += bytes) {
+      if (!this.translator.write(buf.subarray(at, at + bytes))) this.#translatorFull = true;
+    }
+  };
 
   #endInput(): void {
     if (this.#inputEnded) return;
