@@ -3,7 +3,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ReplayBuffer } from '../lib/realtime/replay-buffer.js';
+import { REPLAY_BLOCK_BYTES, ReplayBuffer } from '../lib/realtime/replay-buffer.js';
 
 /** Takes every unsent byte in pieces of at most `max`, marking them sent. */
 function drain(buffer: ReplayBuffer, max: number): Buffer {
@@ -56,6 +56,39 @@ describe('ReplayBuffer', () => {
     expect(buffer.retained).toBe(2000);
     expect(buffer.unsent).toBe(2000);
     expect(drain(buffer, 4096).equals(data.subarray(3000))).toBe(true);
+  });
+
+  it('with recycle, a released block carries the next audio (of any stream), which reads back intact', () => {
+    const first = new ReplayBuffer(REPLAY_BLOCK_BYTES, { recycle: true });
+    const old = randomBytes(2 * REPLAY_BLOCK_BYTES + 100);
+    first.push(old);
+    const released = first.peek(REPLAY_BLOCK_BYTES)!; // a view of the first block
+    drain(first, REPLAY_BLOCK_BYTES);
+    first.release(REPLAY_BLOCK_BYTES);
+    const second = new ReplayBuffer(REPLAY_BLOCK_BYTES, { recycle: true });
+    const fresh = randomBytes(1000);
+    second.push(fresh);
+    const piece = second.peek(REPLAY_BLOCK_BYTES)!;
+    expect(piece.buffer).toBe(released.buffer); // the same memory, reused
+    expect(piece.equals(fresh)).toBe(true);
+    // The first stream still has what it kept, untouched.
+    expect(first.rewind(0)).toBe(REPLAY_BLOCK_BYTES + 100);
+    expect(drain(first, 4096).equals(old.subarray(REPLAY_BLOCK_BYTES))).toBe(true);
+  });
+
+  it('without recycle, released memory is never handed out again (a sent view may still be queued)', () => {
+    const first = new ReplayBuffer(REPLAY_BLOCK_BYTES);
+    first.push(randomBytes(2 * REPLAY_BLOCK_BYTES));
+    const view = first.peek(REPLAY_BLOCK_BYTES)!;
+    const before = Buffer.from(view);
+    drain(first, REPLAY_BLOCK_BYTES);
+    first.release(REPLAY_BLOCK_BYTES);
+    for (const recycle of [false, true]) {
+      const other = new ReplayBuffer(REPLAY_BLOCK_BYTES, { recycle });
+      other.push(randomBytes(REPLAY_BLOCK_BYTES));
+      expect(other.peek(REPLAY_BLOCK_BYTES)!.buffer).not.toBe(view.buffer);
+    }
+    expect(view.equals(before)).toBe(true);
   });
 
   it('rewind sends again from an offset, clamped to what is kept', () => {

@@ -21,6 +21,12 @@ export interface AudioOutboxOptions {
   maxReplayBytes: number | undefined;
   /** The wire message carrying `piece`. */
   encode(piece: Buffer): string | Buffer;
+  /**
+   * `encode` copies the piece (the message never refers to the input's memory), so released
+   * input memory may be reused at once. Default false: a message that is a view of the piece
+   * may sit in the socket's queue after its bytes are released.
+   */
+  encodeCopies?: boolean;
   /** `length` bytes ending at input offset `end` were handed to the socket now. */
   handed?(end: number): void;
   /** `length` bytes were taken by the kernel (a send completed). */
@@ -30,7 +36,7 @@ export interface AudioOutboxOptions {
 export class AudioOutbox {
   readonly #link: OutboxLink;
   readonly #o: AudioOutboxOptions;
-  readonly #replay = new ReplayBuffer();
+  readonly #replay: ReplayBuffer;
   #held: ((error?: Error | null) => void) | undefined;
   /** The earliest offset the owner may still send again; set with `keepFrom()`. */
   #keepFrom = 0;
@@ -39,6 +45,7 @@ export class AudioOutbox {
   constructor(link: OutboxLink, options: AudioOutboxOptions) {
     this.#link = link;
     this.#o = options;
+    this.#replay = new ReplayBuffer(undefined, { recycle: options.encodeCopies === true });
   }
 
   /** Offset of the next byte to hand to the socket. */

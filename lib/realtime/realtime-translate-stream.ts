@@ -118,6 +118,7 @@ export class RealtimeTranslateStream extends Duplex {
       maxSocketBufferBytes: o.maxSocketBufferBytes,
       maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
       encode: encodeAudioAppend,
+      encodeCopies: true, // base64 text
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
         this.#outage.forgetAnswered(end);
