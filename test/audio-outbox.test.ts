@@ -12,16 +12,19 @@ import type { LinkStatus } from '../lib/realtime/session-link.js';
 class ScriptedLink implements OutboxLink {
   status: LinkStatus = 'ready';
   readonly messages: Buffer[] = [];
+  /** The frame kind of each message, as the outbox asked for it. */
+  readonly binary: boolean[] = [];
   readonly #inFlight: Array<{ length: number; callback: ((error?: Error) => void) | undefined }> = [];
 
   get bufferedAmount(): number {
     return this.#inFlight.reduce((sum, m) => sum + m.length, 0);
   }
 
-  send(data: string | Buffer, callback?: (error?: Error) => void): boolean {
+  send(data: string | Buffer, callback?: (error?: Error) => void, binary = typeof data !== 'string'): boolean {
     if (this.status !== 'ready' && this.status !== 'connecting') return false;
     const message = Buffer.from(data as Buffer);
     this.messages.push(message);
+    this.binary.push(binary);
     this.#inFlight.push({ length: message.length, callback });
     return true;
   }
@@ -45,6 +48,7 @@ function outbox(link: ScriptedLink, options: Partial<AudioOutboxOptions> = {}) {
     maxSocketBufferBytes: 3000,
     maxReplayBytes: 10_000,
     encode: (piece) => Buffer.from(piece),
+    binary: true,
     handed: (end) => handed.push(end),
     sent: (length) => sent.push(length),
     ...options,
@@ -65,6 +69,17 @@ describe('AudioOutbox: what leaves, and when', () => {
     expect(link.messages.map((m) => m.length)).toEqual([600]);
     expect(link.bytes.equals(data)).toBe(true);
     expect(handed).toEqual([600]);
+  });
+
+  it('sends an encoded Buffer as the frame kind it is told: binary audio, or the bytes of a text event', async () => {
+    for (const binary of [true, false]) {
+      const link = new ScriptedLink();
+      const { box } = outbox(link, { binary, encode: (piece) => Buffer.from(`{"n":${piece.length}}`) });
+      box.accept(randomBytes(2500));
+      await Promise.resolve();
+      expect(link.binary).toEqual([binary, binary, binary]);
+      expect(link.messages.map(String)).toEqual(['{"n":1000}', '{"n":1000}', '{"n":500}']);
+    }
   });
 
   it('a whole piece queued leaves at once, in pieces of maxPieceBytes; the rest follows a microtask later', async () => {

@@ -15,7 +15,7 @@ const BYTES_PER_MS = 48;
 function sentSession(maxReplayBytes: number) {
   const link: OutboxLink = { status: 'ready', bufferedAmount: 0, send: () => true };
   const ledger = new SpeechLedger();
-  const outbox = new AudioOutbox(link, { maxPieceBytes: 4800, maxSocketBufferBytes: 1 << 20, maxReplayBytes, encode: (piece) => piece });
+  const outbox = new AudioOutbox(link, { maxPieceBytes: 4800, maxSocketBufferBytes: 1 << 20, maxReplayBytes, encode: (piece) => piece, binary: true });
   const pcm = speechThenSilence();
   ledger.accept(pcm);
   outbox.accept(pcm);

@@ -21,6 +21,8 @@ export interface AudioOutboxOptions {
   maxReplayBytes: number | undefined;
   /** The wire message carrying `piece`. */
   encode(piece: Buffer): string | Buffer;
+  /** Whether a Buffer from `encode` is a binary frame (true) or the bytes of a text frame (false). */
+  binary: boolean;
   /**
    * `encode` copies the piece (the message never refers to the input's memory), so released
    * input memory may be reused at once. Default false: a message that is a view of the piece
@@ -135,12 +137,16 @@ export class AudioOutbox {
       const piece = this.#replay.peek(o.maxPieceBytes);
       if (!piece) break;
       const length = piece.length;
-      const sent = this.#link.send(o.encode(piece), (error) => {
-        if (error) return; // the connection is going down: its end reports the cause
-        o.sent?.(length);
-        this.pump();
-        this.release();
-      });
+      const sent = this.#link.send(
+        o.encode(piece),
+        (error) => {
+          if (error) return; // the connection is going down: its end reports the cause
+          o.sent?.(length);
+          this.pump();
+          this.release();
+        },
+        o.binary,
+      );
       if (!sent) break;
       this.#replay.advance(length);
       o.handed?.(this.#replay.sent);

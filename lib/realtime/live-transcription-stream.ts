@@ -219,6 +219,7 @@ export class LiveTranscriptionStream extends Duplex {
       maxSocketBufferBytes: o.maxSocketBufferBytes,
       maxReplayBytes: o.reconnect ? Math.round((o.reconnect.maxReplayMs / 1000) * o.bytesPerSecond) : undefined,
       encode: (piece) => piece,
+      binary: true,
       handed: () => (this.#audioSinceTick = true),
       sent: (length) => {
         this.#stats.bytesSent += length;

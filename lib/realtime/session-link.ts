@@ -107,8 +107,8 @@ export class SessionLink {
   }
 
   /** Sends on the current connection; false (no callback) when there is none open. */
-  send(data: string | Buffer, callback?: (error?: Error) => void): boolean {
-    return 'connection' in this.#state && this.#state.connection.send(data, callback);
+  send(data: string | Buffer, callback?: (error?: Error) => void, binary = typeof data !== 'string'): boolean {
+    return 'connection' in this.#state && this.#state.connection.send(data, callback, binary);
   }
 
   /** Stops reading for `reason`, on this connection and the ones after it, until `resume(reason)`. */
