@@ -7,6 +7,9 @@ import {
   decodeClientEvent,
   decodeServerEvent,
   encodeAudioAppend,
+  encodeAudioAppendBytes,
+  encodeAudioAppendFrame,
+  APPEND_BYTES_FROM,
   encodeBareEvent,
   encodeServerEvent,
   encodeSessionUpdate,
@@ -252,6 +255,27 @@ describe('encodeAudioAppend', () => {
     const message = (err as Error).message;
     expect(message).toContain(says);
     expect(message).toContain(`(got ${bytes} bytes)`);
+  });
+
+  it('encodeAudioAppendBytes is the UTF-8 of the same text, for every size and for views', () => {
+    const whole = Buffer.from(Array.from({ length: 6002 }, (_, i) => (i * 37 + (i >> 7)) & 0xff));
+    for (const size of [0, 2, 4, 6, 8, 1000, 4800, 6000]) {
+      for (const at of [0, 1, 2]) {
+        const piece = whole.subarray(at, at + size);
+        const view = new Uint8Array(piece.buffer, piece.byteOffset, piece.byteLength);
+        const bytes = encodeAudioAppendBytes(view);
+        expect(bytes.equals(Buffer.from(encodeAudioAppend(view), 'utf8')), `${size} bytes at ${at}`).toBe(true);
+      }
+    }
+    // The frame form: a string below APPEND_BYTES_FROM, the same text as bytes from there on.
+    for (const size of [APPEND_BYTES_FROM - 2, APPEND_BYTES_FROM, 65_536]) {
+      const pcm = Buffer.alloc(size, 7);
+      const frame = encodeAudioAppendFrame(pcm);
+      expect(typeof frame === 'string', `${size} bytes`).toBe(size < APPEND_BYTES_FROM);
+      expect(Buffer.from(frame as string).equals(Buffer.from(encodeAudioAppend(pcm)))).toBe(true);
+    }
+    expect(() => encodeAudioAppendBytes(new Uint8Array(3))).toThrow(ValidationError);
+    expect(() => encodeAudioAppendBytes(new Uint8Array(262_146))).toThrow(/262144/);
   });
 
   it('round trips: JSON.parse then base64 decode gives the input back', () => {

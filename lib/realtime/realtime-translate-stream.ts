@@ -17,7 +17,7 @@ import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
 import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
-import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppendBytes, type SessionInfo } from './codec.js';
+import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppendFrame, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
@@ -117,8 +117,8 @@ export class RealtimeTranslateStream extends Duplex {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
       maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
-      encode: encodeAudioAppendBytes,
-      binary: false,
+      encode: encodeAudioAppendFrame,
+      binary: false, // a Buffer is the bytes of a text frame
       encodeCopies: true, // base64 text
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
