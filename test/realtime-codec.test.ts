@@ -7,15 +7,13 @@ import {
   decodeClientEvent,
   decodeServerEvent,
   encodeAudioAppend,
-  encodeAudioAppendBytes,
-  encodeAudioAppendFrame,
-  APPEND_BYTES_FROM,
   encodeBareEvent,
   encodeServerEvent,
   encodeSessionUpdate,
   normalizeSessionConfig,
   type SessionConfigInput,
 } from '../lib/realtime/codec.js';
+import { APPEND_BYTES_FROM, encodeAudioAppendBytes, encodeAudioAppendFrame } from '../lib/realtime/append-frame.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 
 /** The 14 tags of the interface, written out so a drift in languages.ts fails here. */

@@ -71,6 +71,8 @@ describe('ReplayBuffer', () => {
     const piece = second.peek(REPLAY_BLOCK_BYTES)!;
     expect(piece.buffer).toBe(released.buffer); // the same memory, reused
     expect(piece.equals(fresh)).toBe(true);
+    // Cleared when it was released: none of the first stream's audio is left in it.
+    expect(released.subarray(fresh.length).every((b) => b === 0)).toBe(true);
     // The first stream still has what it kept, untouched.
     expect(first.rewind(0)).toBe(REPLAY_BLOCK_BYTES + 100);
     expect(drain(first, 4096).equals(old.subarray(REPLAY_BLOCK_BYTES))).toBe(true);

@@ -43,13 +43,13 @@ async function refusingServer(status: number, headers: Record<string, string>, b
 
 const LIVENESS = { pingIntervalMs: 1000, livenessTimeoutMs: 3000 };
 
-function connect(url: string): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
+function connect(url: string, textOnly = true): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
   let open!: () => void;
   let end!: (end: ConnectionEnd) => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
   const ended = new Promise<ConnectionEnd>((resolve) => (end = resolve));
   const connection = new RealtimeConnection(
-    { url: new URL(`${url}/v1/realtime`), headers: {}, handshakeTimeoutMs: 10_000, maxPayload: 1 << 20, ...LIVENESS },
+    { url: new URL(`${url}/v1/realtime`), headers: {}, handshakeTimeoutMs: 10_000, maxPayload: 1 << 20, textOnly, ...LIVENESS },
     { open, message: () => undefined, end },
   );
   cleanups.push(() => {
@@ -160,12 +160,24 @@ describe('RealtimeConnection frame masking', () => {
     expect(frame.payload.toString()).toBe('{"type":"session.update"}');
   });
 
+  it('keeps random keys on a connection that may send binary audio, loopback or not', async () => {
+    const raw = await rawFrameServer();
+    const { connection, opened } = connect(raw.url, false);
+    await opened;
+    connection.send('{"type":"session.update"}');
+    const frame = await raw.firstFrame;
+    expect([...frame.key]).not.toEqual([0, 0, 0, 0]); // a random key is zero once in 2^32
+    expect(frame.payload.toString()).toBe('{"type":"session.update"}');
+  });
+
   it('keeps random keys only where a cleartext intermediary could read the frames', () => {
     expect(maskIsMoot(new URL('wss://client.camb.ai/v1/realtime'))).toBe(true);
     expect(maskIsMoot(new URL('wss://10.0.0.5:8443/v1/realtime'))).toBe(true);
     expect(maskIsMoot(new URL('ws://127.0.0.1:9000/v1/realtime'))).toBe(true);
     expect(maskIsMoot(new URL('ws://[::1]:9000/v1/realtime'))).toBe(true);
     expect(maskIsMoot(new URL('ws://localhost:9000/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://[::ffff:127.0.0.1]:9000/v1/realtime'))).toBe(true);
+    expect(maskIsMoot(new URL('ws://localhost.:9000/v1/realtime'))).toBe(false);
     expect(maskIsMoot(new URL('ws://10.0.0.5:9000/v1/realtime'))).toBe(false);
     expect(maskIsMoot(new URL('ws://translate.example.com/v1/realtime'))).toBe(false);
     expect(maskIsMoot(new URL('ws://app.localhost/v1/realtime'))).toBe(false);
@@ -225,7 +237,7 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
   };
   record.link = new SessionLink(
     {
-      connection: { url: new URL(`${fake.realtimeUrl}/v1/realtime`), headers: {}, maxPayload: 1 << 20, pingIntervalMs: 60_000, livenessTimeoutMs: 180_000 },
+      connection: { url: new URL(`${fake.realtimeUrl}/v1/realtime`), headers: {}, maxPayload: 1 << 20, pingIntervalMs: 60_000, livenessTimeoutMs: 180_000, textOnly: true },
       readyTimeoutMs: options.readyTimeoutMs ?? 10_000,
       // A long maxDelayMs: a ready session settles only after it (or progress()), whatever the machine's speed.
       reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000 },

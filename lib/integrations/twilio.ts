@@ -22,8 +22,8 @@
  * socket closing first (it discards the outbound audio and lets the session end); in the
  * pipeline form, output produced after that close fails the pipeline with the socket's error.
  *
- * Inbound audio: `media` of the configured track (`inbound`) is decoded (G.711 mu-law), resampled
- * 8 kHz -> 24 kHz by the library's converter and written to the translator in appends of
+ * Inbound audio: `media` of the configured track (`inbound`) is decoded from G.711 mu-law and
+ * resampled 8 kHz -> 24 kHz in one pass of the library's resampler, and written to the translator in appends of
  * `appendMs` (default 100 ms). The timestamps keep
  * the timeline real: a jump over missing frames is filled with silence, at most `maxGapFillMs`
  * per gap (see `MediaTimeline`). Media before `start` or after `stop` is ignored with a warning.

@@ -21,7 +21,10 @@ export interface AudioOutboxOptions {
   maxReplayBytes: number | undefined;
   /** The wire message carrying `piece`. */
   encode(piece: Buffer): string | Buffer;
-  /** Whether a Buffer from `encode` is a binary frame (true) or the bytes of a text frame (false). */
+  /**
+   * The frame kind of every message: binary (true), or text (false), in which case a Buffer from
+   * `encode` is the UTF-8 bytes of the text.
+   */
   binary: boolean;
   /**
    * `encode` copies the piece (the message never refers to the input's memory), so released

@@ -152,11 +152,6 @@ const APPEND_SUFFIX = '"}';
  * `APPEND_PIECE_BYTES` encode fastest.
  */
 export function encodeAudioAppend(pcm: Uint8Array): string {
-  return APPEND_PREFIX + appendAudio(pcm).toString('base64') + APPEND_SUFFIX;
-}
-
-/** `pcm` as a Buffer, once its size is checked for an append. */
-function appendAudio(pcm: Uint8Array): Buffer {
   if (pcm.byteLength > MAX_APPEND_AUDIO_BYTES) {
     throw new ValidationError(
       'input_audio_buffer.append audio',
@@ -171,45 +166,8 @@ function appendAudio(pcm: Uint8Array): Buffer {
       `${pcm.byteLength} bytes`,
     );
   }
-  return Buffer.isBuffer(pcm) ? pcm : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
-}
-
-const APPEND_PREFIX_BYTES = Buffer.from(APPEND_PREFIX, 'latin1');
-const APPEND_SUFFIX_BYTES = Buffer.from(APPEND_SUFFIX, 'latin1');
-
-/**
- * Audio from which an append is sent as bytes rather than as a string: 16 KiB (a third of a
- * second).
- *
- * A string written to the socket is encoded to UTF-8 by Node in memory it frees as soon as the
- * write completes, which costs nothing to the collector but looks at every character; bytes
- * are a plain copy of the base64 but a buffer the collector must find. At the 100 ms appends of
- * a live source (6.4 KB of text) the string is far cheaper: 200 sessions in
- * `npm run bench -- concurrency` cost 2.3 CPU-s per session-hour as strings against 3.1 to 3.4
- * as bytes. At the 64 KiB appends of a file (87 KB of text) the bytes take half the CPU
- * (`npm run bench -- append`).
- */
-export const APPEND_BYTES_FROM = 16 * 1024;
-
-/**
- * `encodeAudioAppend` as the bytes of its text frame, the same bytes. The text is ASCII (base64
- * in fixed JSON), so its Latin-1 bytes are its UTF-8 bytes, and Latin-1 is a plain copy of V8's
- * one-byte string; the base64 is written between the JSON's two ends in place, so no joined
- * string is made. Sent as a text frame (`send(bytes, cb, false)`).
- */
-export function encodeAudioAppendBytes(pcm: Uint8Array): Buffer {
-  const base64 = appendAudio(pcm).toString('base64');
-  const head = APPEND_PREFIX_BYTES.length;
-  const out = Buffer.allocUnsafe(head + base64.length + APPEND_SUFFIX_BYTES.length);
-  APPEND_PREFIX_BYTES.copy(out, 0);
-  out.write(base64, head, 'latin1');
-  APPEND_SUFFIX_BYTES.copy(out, head + base64.length);
-  return out;
-}
-
-/** An append's text frame in the cheaper form for its size (see `APPEND_BYTES_FROM`). */
-export function encodeAudioAppendFrame(pcm: Uint8Array): string | Buffer {
-  return pcm.byteLength >= APPEND_BYTES_FROM ? encodeAudioAppendBytes(pcm) : encodeAudioAppend(pcm);
+  const buf = Buffer.isBuffer(pcm) ? pcm : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  return APPEND_PREFIX + buf.toString('base64') + APPEND_SUFFIX;
 }
 
 /** The recognised client events that carry no payload (the service answers them with `error`). */

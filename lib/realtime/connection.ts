@@ -25,6 +25,11 @@ export interface ConnectionOptions {
   maxPayload: number;
   pingIntervalMs: number;
   livenessTimeoutMs: number;
+  /**
+   * Every message sent is JSON text (no binary frames): frames may then go with a zero masking
+   * key where masking protects nobody (see `maskIsMoot`).
+   */
+  textOnly: boolean;
 }
 
 /** How a connection ended, reported once. */
@@ -45,10 +50,13 @@ export interface ConnectionHandlers {
 /**
  * Whether masking our frames protects nobody on this connection. RFC 6455 masks a client's frames
  * so that a cleartext intermediary (a transparent proxy, a cache) cannot be made to read
- * attacker-chosen bytes as HTTP. Inside TLS no intermediary reads the frames, and on loopback
- * there is none. There, a zero key lets `ws` write each message to the socket as it is: no
- * masked copy and no pass over every byte, which was most of the CPU of sending audio. A
- * cleartext connection to another host (`allowInsecure`) keeps random keys.
+ * attacker-chosen bytes as HTTP (section 10.3). Inside TLS no intermediary reads the frames, and
+ * on loopback there is at most a local proxy of the application's own. The zero key is used
+ * there only on connections that send JSON text, which never carries a raw CR or LF (JSON escapes
+ * them), so its bytes cannot form an HTTP request whatever reads them; binary audio, which can
+ * carry any bytes, keeps random keys. With a zero key `ws` writes each message to the socket as
+ * it is: no masked copy and no pass over every byte, which was most of the CPU of sending audio.
+ * A cleartext connection to another host (`allowInsecure`) keeps random keys.
  */
 export function maskIsMoot(url: URL): boolean {
   return url.protocol === 'wss:' || isLoopbackHost(url.hostname);
@@ -88,7 +96,7 @@ export class RealtimeConnection {
       perMessageDeflate: false,
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: options.maxPayload,
-      ...(maskIsMoot(options.url) ? { generateMask: zeroMask } : {}),
+      ...(options.textOnly && maskIsMoot(options.url) ? { generateMask: zeroMask } : {}),
     });
     ws.binaryType = 'nodebuffer';
     this.#ws = ws;

@@ -201,7 +201,7 @@ export class LiveTranscriptionStream extends Duplex {
     this.#input = new FrameCutter(o.frameBytes);
     this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
     this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
-    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, false), {
       open: () => undefined, // the handshake says everything; the service speaks first (Ready)
       message: (data, isBinary) => this.#onMessage(data, isBinary),
       readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),

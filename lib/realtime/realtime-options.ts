@@ -165,9 +165,14 @@ export interface EndpointSpec {
 }
 
 /** What the session link of a stream with these options is given; `maxPayload`: the largest message accepted. */
-export function linkOptions(o: ResolvedConnectionOptions, maxPayload: number): SessionLinkOptions {
+export function linkOptions(o: ResolvedConnectionOptions, maxPayload: number, textOnly: boolean): SessionLinkOptions {
   const { url, headers, pingIntervalMs, livenessTimeoutMs } = o;
-  return { connection: { url, headers, maxPayload, pingIntervalMs, livenessTimeoutMs }, readyTimeoutMs: o.readyTimeoutMs, reconnect: o.reconnect, secret: o.apiKey };
+  return {
+    connection: { url, headers, maxPayload, pingIntervalMs, livenessTimeoutMs, textOnly },
+    readyTimeoutMs: o.readyTimeoutMs,
+    reconnect: o.reconnect,
+    secret: o.apiKey,
+  };
 }
 
 /** Checks and resolves the connection options (the key already resolved). */

@@ -17,7 +17,8 @@ import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
 import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
-import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, encodeAudioAppendFrame, type SessionInfo } from './codec.js';
+import { encodeAudioAppendFrame } from './append-frame.js';
+import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
@@ -93,7 +94,7 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.close();
       },
     });
-    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES), {
+    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, true), {
       open: () => {
         this.#responses.newConnection();
         this.#link.send(o.sessionUpdate);

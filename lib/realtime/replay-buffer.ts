@@ -32,7 +32,7 @@ export interface ReplayBufferOptions {
    * Reuse released blocks. Only where nothing made from a `peek()` still refers to the block's
    * memory once its bytes are released: the piece is encoded into a message of its own (the
    * realtime stream's base64 text), not sent as a view that a socket may still be queueing.
-   * Default false.
+   * Only for blocks of `REPLAY_BLOCK_BYTES` (other sizes never recycle). Default false.
    */
   recycle?: boolean;
 }
@@ -129,7 +129,8 @@ export class ReplayBuffer {
     this.#start = to;
     while (this.#blocks.length > 1 && this.#blocksStart + this.#blockBytes <= this.#start) {
       const block = this.#blocks.shift()!;
-      if (this.#recycle && spareBlocks.length < MAX_SPARE_BLOCKS) spareBlocks.push(block);
+      // Cleared first: a spare block holds no caller's audio (a heap dump shows none).
+      if (this.#recycle && spareBlocks.length < MAX_SPARE_BLOCKS) spareBlocks.push(block.fill(0));
       this.#blocksStart += this.#blockBytes;
     }
     return released;
