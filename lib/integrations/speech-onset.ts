@@ -1,6 +1,6 @@
 /**
- * Finds the moments speech starts in PCM16 LE (or G.711 mu-law) mono audio, by level, for barge-in: a caller who
- * starts talking while a translation is playing.
+ * Finds the moments speech starts in PCM16 LE (or G.711 mu-law) mono audio, by level, for
+ * barge-in: a caller who starts talking while a translation is playing.
  *
  * Policy, in frames of `frameMs` (default 20 ms) aligned to the first sample fed:
  * - a frame is loud when its RMS level is above `thresholdDbfs` (relative to 32768), using the
@@ -83,7 +83,7 @@ export class SpeechOnsetDetector {
     return this.#run >= this.minFrames;
   }
 
-  /** Feeds audio (in the `encoding` given); returns how many onsets it completed (0 or, for long chunks, more). */
+  /** Feeds audio in the `encoding` given; returns how many onsets it completed (0, or more for long chunks). */
   push(audio: Buffer): number {
     this.#onsets = 0;
     this.#frames.cut(audio, this.#measure);

@@ -86,7 +86,10 @@ export interface TwilioOutboundClear {
 }
 export type TwilioOutboundMessage = TwilioOutboundMedia | TwilioOutboundMark | TwilioOutboundClear;
 
-/** One to 15 ASCII digits: a count that is exact as a number. A loop, not a regular expression: every `media` message has three. */
+/**
+ * One to 15 ASCII digits: a count that is exact as a number. A loop, not a regular expression:
+ * every `media` message has three.
+ */
 function isDigits(value: string): boolean {
   if (value.length === 0 || value.length > 15) return false;
   for (let i = 0; i < value.length; i++) {

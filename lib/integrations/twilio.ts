@@ -23,14 +23,14 @@
  * pipeline form, output produced after that close fails the pipeline with the socket's error.
  *
  * Inbound audio: `media` of the configured track (`inbound`) is decoded from G.711 mu-law and
- * resampled 8 kHz -> 24 kHz in one pass of the library's resampler, and written to the translator in appends of
- * `appendMs` (default 100 ms). The timestamps keep
- * the timeline real: a jump over missing frames is filled with silence, at most `maxGapFillMs`
- * per gap (see `MediaTimeline`). Media before `start` or after `stop` is ignored with a warning.
+ * resampled 8 kHz -> 24 kHz in one pass of the library's resampler, and written to the
+ * translator in appends of `appendMs` (default 100 ms). The timestamps keep the timeline real:
+ * a jump over missing frames is filled with silence, at most `maxGapFillMs` per gap (see
+ * `MediaTimeline`). Media before `start` or after `stop` is ignored with a warning.
  *
  * Outbound audio: see `TwilioOutbound` (responses, marks, `burst` or `realtime` pacing).
  *
- * Barge-in: the caller's audio is watched by level (`SpeechOnsetDetector`, 8 kHz, default
+ * Barge-in: the caller's mu-law is watched by level (`SpeechOnsetDetector`, 8 kHz, default
  * -35 dBFS for 100 ms); the service's transcript would come only after the caller stopped
  * talking. When speech starts while translated audio is pending (not yet sent, or sent and its
  * mark not yet echoed by Twilio, which means it is still playing), the bridge sends `clear` and
@@ -232,6 +232,8 @@ export class TwilioMediaBridge extends Duplex {
   readonly #outstandingMarks = new Set<string>();
   #stream: TwilioStreamInfo | undefined;
   #inputEnded = false;
+  /** Set by `#writeAppends` when the translator asked for a pause. */
+  #translatorFull = false;
   #discarding = false;
   #pipelineDone = false;
   #finalCallback: ((error?: Error | null) => void) | undefined;
@@ -458,9 +460,6 @@ export class TwilioMediaBridge extends Duplex {
     if (!this.#translatorFull) callback();
     else translator.once('drain', callback);
   }
-
-  /** Set by `#writeAppends` when the translator asked for a pause. */
-  #translatorFull = false;
 
   readonly #writeAppends = (buf: Buffer, offset: number, appends: number): void => {
     const bytes = this.#appends.frameBytes;
