@@ -201,6 +201,18 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
         n += 4;
       }
     } else {
+      /* Four windows at a time, one row per pass: the rows' taps are loaded once per four outputs. */
+      while (c.pos + 3 < len && n + 12 <= limit) {
+        for (int32_t r = 0; r < 3; r++) {
+          v128_t v = decimate4(x, t + r * 2 * kp, kp, c.pos, 1);
+          store1(wasm_i16x8_extract_lane(v, 0), out, n + r, stride, copies);
+          store1(wasm_i16x8_extract_lane(v, 1), out, n + 3 + r, stride, copies);
+          store1(wasm_i16x8_extract_lane(v, 2), out, n + 6 + r, stride, copies);
+          store1(wasm_i16x8_extract_lane(v, 3), out, n + 9 + r, stride, copies);
+        }
+        c.pos += 4;
+        n += 12;
+      }
       while (c.pos < len && n + 3 <= limit) {
         v128_t r = interpolate3(x, t, kp, c.pos);
         store1(wasm_i16x8_extract_lane(r, 0), out, n, stride, copies);
