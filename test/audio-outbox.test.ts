@@ -11,6 +11,8 @@ import type { LinkStatus } from '../lib/realtime/session-link.js';
 /** A link that keeps every message "in the socket" (counted in bufferedAmount) until `take()`. */
 class ScriptedLink implements OutboxLink {
   status: LinkStatus = 'ready';
+  /** The socket is closing: `send` says no (the connection's readyState is no longer OPEN). */
+  refuse = false;
   readonly messages: Buffer[] = [];
   /** The frame kind of each message, as the outbox asked for it. */
   readonly binary: boolean[] = [];
@@ -21,7 +23,7 @@ class ScriptedLink implements OutboxLink {
   }
 
   send(data: string | Buffer, callback?: (error?: Error) => void, binary = typeof data !== 'string'): boolean {
-    if (this.status !== 'ready' && this.status !== 'connecting') return false;
+    if (this.refuse || (this.status !== 'ready' && this.status !== 'connecting')) return false;
     const message = Buffer.from(data as Buffer);
     this.messages.push(message);
     this.binary.push(binary);
@@ -29,9 +31,9 @@ class ScriptedLink implements OutboxLink {
     return true;
   }
 
-  /** The kernel takes the oldest `count` messages; their send callbacks run. */
-  take(count = Infinity): void {
-    for (let i = 0; i < count && this.#inFlight.length; i++) this.#inFlight.shift()!.callback?.();
+  /** The kernel takes the oldest `count` messages (or they fail with `error`); their send callbacks run. */
+  take(count = Infinity, error?: Error): void {
+    for (let i = 0; i < count && this.#inFlight.length; i++) this.#inFlight.shift()!.callback?.(error);
   }
 
   /** What was sent, as one buffer. */
@@ -121,6 +123,41 @@ describe('AudioOutbox: what leaves, and when', () => {
     link.status = 'ready';
     box.pump();
     expect(link.bytes.equals(data)).toBe(true);
+  });
+});
+
+describe('AudioOutbox: the memory of messages', () => {
+  it('gives each message back once, when the socket is done with it: written, failed, or refused', async () => {
+    const link = new ScriptedLink();
+    const encoded: Buffer[] = [];
+    const released: Array<string | Buffer> = [];
+    const { box, handed } = outbox(link, {
+      encode: (piece) => {
+        const message = Buffer.from(piece);
+        encoded.push(message);
+        return message;
+      },
+      release: (message) => released.push(message),
+    });
+    box.accept(randomBytes(2500));
+    await microtask();
+    expect(encoded.map((m) => m.length)).toEqual([1000, 1000, 500]);
+    expect(released).toHaveLength(0); // all three still in the socket
+    link.take(1);
+    expect(released).toHaveLength(1);
+    expect(released[0]).toBe(encoded[0]);
+    link.take(1, new Error('connection lost')); // a connection going down fails its queue
+    expect(released[1]).toBe(encoded[1]);
+    link.take();
+    expect(released[2]).toBe(encoded[2]);
+    // A socket that is closing refuses the next message: it is given back at once, not handed.
+    link.refuse = true;
+    box.accept(randomBytes(1000));
+    expect(encoded).toHaveLength(4);
+    expect(released).toHaveLength(4);
+    expect(released[3]).toBe(encoded[3]);
+    expect(handed).toEqual([1000, 2000, 2500]);
+    expect(box.unsent).toBe(1000);
   });
 });
 

@@ -13,7 +13,8 @@ import {
   normalizeSessionConfig,
   type SessionConfigInput,
 } from '../lib/realtime/codec.js';
-import { APPEND_BYTES_FROM, encodeAudioAppendBytes, encodeAudioAppendFrame } from '../lib/realtime/append-frame.js';
+import { APPEND_BYTES_FROM, encodeAudioAppendBytes, encodeAudioAppendFrame, releaseAppendFrame } from '../lib/realtime/append-frame.js';
+import { firKernel } from '../lib/audio/wasm/fir.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 
 /** The 14 tags of the interface, written out so a drift in languages.ts fails here. */
@@ -274,6 +275,51 @@ describe('encodeAudioAppend', () => {
     }
     expect(() => encodeAudioAppendBytes(new Uint8Array(3))).toThrow(ValidationError);
     expect(() => encodeAudioAppendBytes(new Uint8Array(262_146))).toThrow(/262144/);
+  });
+
+  it("the kernel's base64 is Node's, for every length and alignment and all 64 digits", () => {
+    const kernel = firKernel();
+    expect(kernel, 'the WebAssembly kernel loads on Node 20').toBeDefined();
+    // Every byte value in every position of a group of three, so every digit and padding occurs.
+    const data = Buffer.from(Array.from({ length: 3 * 256 + 40 }, (_, i) => (i % 3 === 0 ? i / 3 : i * 101 + (i >> 8)) & 0xff));
+    const encode = (bytes: Uint8Array): string => {
+      const src = kernel!.scratch(bytes.length + 16 + Math.ceil(bytes.length / 3) * 4);
+      const dst = src + ((bytes.length + 15) & ~15);
+      kernel!.u8.set(bytes, src);
+      kernel!.exports.base64_encode(src, bytes.length, dst);
+      return Buffer.from(kernel!.u8.subarray(dst, dst + Math.ceil(bytes.length / 3) * 4)).toString('latin1');
+    };
+    for (let length = 0; length <= 80; length++) {
+      for (const at of [0, 1, 5]) {
+        const piece = data.subarray(at, at + length);
+        expect(encode(piece), `${length} bytes at ${at}`).toBe(piece.toString('base64'));
+      }
+    }
+    for (const length of [data.length - 1, 65_536, 262_144]) {
+      const piece = length <= data.length ? data.subarray(0, length) : Buffer.concat(Array(Math.ceil(length / data.length)).fill(data)).subarray(0, length);
+      expect(encode(piece), `${length} bytes`).toBe(piece.toString('base64'));
+    }
+  });
+
+  it('frames of up to 64 KiB of audio reuse the memory of released frames, cleared; others are let go', () => {
+    const first = encodeAudioAppendBytes(Buffer.alloc(65_536, 1));
+    const memory = first.buffer;
+    releaseAppendFrame(first);
+    // Released memory is cleared at once: no caller's audio stays in the heap.
+    expect(new Uint8Array(memory).every((b) => b === 0)).toBe(true);
+    const pcm = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i * 7) & 0xff));
+    const second = encodeAudioAppendBytes(pcm);
+    expect(second.buffer).toBe(memory);
+    expect(second.toString('latin1')).toBe(encodeAudioAppend(pcm));
+    releaseAppendFrame(second);
+    // Larger appends get memory of their own, which is not kept; strings are ignored.
+    const large = encodeAudioAppendBytes(Buffer.alloc(131_072, 3));
+    expect(large.buffer).not.toBe(memory);
+    releaseAppendFrame(large);
+    releaseAppendFrame(encodeAudioAppend(Buffer.alloc(4)));
+    const third = encodeAudioAppendBytes(Buffer.alloc(65_536, 9));
+    expect(third.buffer).toBe(memory);
+    expect(large.toString('latin1')).toBe(encodeAudioAppend(Buffer.alloc(131_072, 3)));
   });
 
   it('round trips: JSON.parse then base64 decode gives the input back', () => {

@@ -32,6 +32,11 @@ export interface AudioOutboxOptions {
    * may sit in the socket's queue after its bytes are released.
    */
   encodeCopies?: boolean;
+  /**
+   * The socket is done with `message` (it was written, or never will be): its memory may be
+   * used again. Called once per message from `encode`.
+   */
+  release?(message: string | Buffer): void;
   /** `length` bytes ending at input offset `end` were handed to the socket now. */
   handed?(end: number): void;
   /** `length` bytes were taken by the kernel (a send completed). */
@@ -140,9 +145,11 @@ export class AudioOutbox {
       const piece = this.#replay.peek(o.maxPieceBytes);
       if (!piece) break;
       const length = piece.length;
+      const message = o.encode(piece);
       const sent = this.#link.send(
-        o.encode(piece),
+        message,
         (error) => {
+          o.release?.(message);
           if (error) return; // the connection is going down: its end reports the cause
           o.sent?.(length);
           this.pump();
@@ -150,7 +157,10 @@ export class AudioOutbox {
         },
         o.binary,
       );
-      if (!sent) break;
+      if (!sent) {
+        o.release?.(message);
+        break;
+      }
       this.#replay.advance(length);
       o.handed?.(this.#replay.sent);
     }

@@ -17,7 +17,7 @@ import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
 import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
-import { encodeAudioAppendFrame } from './append-frame.js';
+import { encodeAudioAppendFrame, releaseAppendFrame } from './append-frame.js';
 import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
@@ -121,6 +121,7 @@ export class RealtimeTranslateStream extends Duplex {
       encode: encodeAudioAppendFrame,
       binary: false, // a Buffer is the bytes of a text frame
       encodeCopies: true, // base64 text
+      release: releaseAppendFrame,
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
         this.#outage.forgetAnswered(end);

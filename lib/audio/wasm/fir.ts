@@ -1,10 +1,11 @@
 /**
- * The WebAssembly SIMD kernel of the resampler, which also does the library's other bulk
- * sample work: G.711 tables, channel mixing, float to int16, frame levels (source: `resample.c` beside this
- * file, built by `scripts/build-wasm.sh`), loaded once per process on first use, synchronously, with no
+ * The WebAssembly SIMD kernel of the resampler, which also does the library's other bulk work
+ * on samples and bytes: G.711 tables, channel mixing, float to int16, frame levels, and the
+ * base64 of large appends (source: `resample.c` beside this file, built by
+ * `scripts/build-wasm.sh`). Loaded once per process on first use, synchronously, with no
  * process-wide side effect. Where WebAssembly or its SIMD extension is missing (`--jitless`, an
- * old engine) or the host is big-endian, `firKernel()` returns undefined and the resampler
- * computes the same exact sums in JavaScript.
+ * old engine) or the host is big-endian, `firKernel()` returns undefined and each caller does
+ * the same work in JavaScript, with the same result.
  *
  * Memory: one `WebAssembly.Memory` for the process. The first page is the module's own; the
  * coefficient tables of the rate pairs in use follow (written once, never freed: at most a few
@@ -35,6 +36,7 @@ interface FirExports {
   g711_encode(src: number, n: number, table: number, dst: number): void;
   f32_to_i16(src: number, n: number, scale: number, dst: number, stride: number): void;
   frame_power(src: number, frames: number, samples: number, sums: number): void;
+  base64_encode(src: number, n: number, dst: number): void;
 }
 
 /** The parts of the WebAssembly API used here (Node's types for this target do not declare it). */

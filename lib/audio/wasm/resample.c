@@ -327,3 +327,43 @@ __attribute__((export_name("frame_power"))) void frame_power(const int16_t *x, i
     out[f] = (double)sum;
   }
 }
+
+/*
+ * Base64 (RFC 4648 alphabet, '=' padding) of the n bytes at src, written to dst
+ * (4 * ceil(n / 3) bytes): the realtime stream writes an append's audio straight into the bytes
+ * of its text frame, with no string in between. Twelve bytes become sixteen characters per
+ * step: each group of three lands in a 32-bit lane as a 24-bit number, its four 6-bit fields
+ * are moved to the lane's four bytes, and each field gets the offset of its alphabet range.
+ */
+__attribute__((export_name("base64_encode"))) void base64_encode(const uint8_t *src, int32_t n, uint8_t *dst) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  int32_t i = 0, o = 0;
+  /* Lane j holds bytes 3j + 2, 3j + 1, 3j (c | b << 8 | a << 16); the 16-byte load reads 4 past the 12 used. */
+  const v128_t groups = wasm_i8x16_make(2, 1, 0, -1, 5, 4, 3, -1, 8, 7, 6, -1, 11, 10, 9, -1);
+  const v128_t m = wasm_i32x4_splat(0x3f);
+  /* Offset to ASCII by range: 52-61 -> 1-10, 62 -> 11, 63 -> 12, 26-51 -> 0, 0-25 -> 13. */
+  const v128_t offsets = wasm_i8x16_make(71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 65, 0, 0);
+  for (; i + 16 <= n; i += 12, o += 16) {
+    v128_t v = wasm_i8x16_swizzle(wasm_v128_load(src + i), groups);
+    v128_t idx = wasm_v128_or(
+        wasm_v128_or(wasm_v128_and(wasm_u32x4_shr(v, 18), m), wasm_v128_and(wasm_u32x4_shr(v, 4), wasm_i32x4_shl(m, 8))),
+        wasm_v128_or(wasm_v128_and(wasm_i32x4_shl(v, 10), wasm_i32x4_shl(m, 16)), wasm_v128_and(wasm_i32x4_shl(v, 24), wasm_i32x4_shl(m, 24))));
+    v128_t range = wasm_u8x16_sub_sat(idx, wasm_i8x16_splat(51));
+    range = wasm_v128_bitselect(wasm_i8x16_splat(13), range, wasm_u8x16_lt(idx, wasm_i8x16_splat(26)));
+    wasm_v128_store(dst + o, wasm_i8x16_add(idx, wasm_i8x16_swizzle(offsets, range)));
+  }
+  for (; i + 3 <= n; i += 3, o += 4) {
+    uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
+    dst[o] = alphabet[v >> 18];
+    dst[o + 1] = alphabet[(v >> 12) & 63];
+    dst[o + 2] = alphabet[(v >> 6) & 63];
+    dst[o + 3] = alphabet[v & 63];
+  }
+  if (i < n) {
+    uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < n ? (uint32_t)src[i + 1] << 8 : 0);
+    dst[o] = alphabet[v >> 18];
+    dst[o + 1] = alphabet[(v >> 12) & 63];
+    dst[o + 2] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+    dst[o + 3] = '=';
+  }
+}
