@@ -570,6 +570,37 @@ describe('RealtimeTranslateStream backpressure: chunks larger than one append ev
     await closeAll();
     await expectNoLeakedHandles(baseline);
   });
+
+  it('64 KiB appends, sent as bytes in reused frame memory, to a stalled server: every byte arrives, in order', async () => {
+    const baseline = countHandles();
+    const fake = await fakeServer();
+    // The default appends (up to 64 KiB): each leaves as the bytes of its text frame, written
+    // into memory that holds another frame once the socket is done with it. With the server
+    // stalled, several frames wait in the socket at once while later ones are written.
+    const stream = open(fake.realtimeUrl, { maxSocketBufferBytes: 512 * 1024 });
+    const closed = closedWith(stream);
+    stream.resume();
+    const peer = await fake.acceptSession(stream);
+    peer.pauseReading();
+
+    const figures = new Figures(stream);
+    const digest = createHash('sha256');
+    const producer = new Producer(stream, repeatedSpeech(CHUNK, 16 * 1024 * 1024), figures, (chunk) => digest.update(chunk));
+    await untilAtRest(() => producer.accepted, () => producer.waiting, 'the writer to be held back by the stalled server');
+    const held = stream.stats.socketBufferedAmount;
+    peer.resumeReading();
+    await producer.done;
+    await peer.waitForAudioBytes(producer.offered + END_PADDING.length);
+    peer.close(1000);
+    expect(await closed).toBeNull();
+    digest.update(END_PADDING);
+
+    expect(held).toBeGreaterThan(4 * appendEventBytes(CHUNK));
+    expect(producer.offered).toBeGreaterThan(16 * 1024 * 1024 - CHUNK);
+    expect(peer.audioDigest()).toBe(digest.digest('hex'));
+    await closeAll();
+    await expectNoLeakedHandles(baseline);
+  });
 });
 
 /* ------------------------------------------------------------------------------------------- */
