@@ -59,7 +59,7 @@ export function encodeAudioAppendBytes(pcm: Uint8Array): Buffer {
   const b64 = base64Length(n);
   const length = PREFIX.length + b64 + SUFFIX.length;
   const frame =
-    length <= FRAME_CAPACITY ? (spareFrames.pop() ?? Buffer.allocUnsafeSlow(FRAME_CAPACITY)).subarray(0, length) : Buffer.allocUnsafe(length);
+    length <= FRAME_CAPACITY ? (spareFrames.pop() ?? Buffer.alloc(FRAME_CAPACITY)).subarray(0, length) : Buffer.allocUnsafe(length);
   const src = kernel.scratch(((n + 15) & ~15) + b64);
   const dst = src + ((n + 15) & ~15);
   const memory = kernel.u8;
@@ -83,5 +83,6 @@ export function encodeAudioAppendFrame(pcm: Uint8Array): string | Buffer {
  */
 export function releaseAppendFrame(frame: string | Buffer): void {
   if (typeof frame === 'string' || frame.byteOffset !== 0 || frame.buffer.byteLength !== FRAME_CAPACITY) return;
-  if (spareFrames.length < MAX_SPARE_FRAMES) spareFrames.push(Buffer.from(frame.buffer, 0, FRAME_CAPACITY).fill(0));
+  // Only the frame's own bytes were written: the rest of the memory is still zero.
+  if (spareFrames.length < MAX_SPARE_FRAMES) spareFrames.push(Buffer.from(frame.buffer, 0, FRAME_CAPACITY).fill(0, 0, frame.length));
 }
