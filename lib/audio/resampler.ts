@@ -242,6 +242,9 @@ function encodeTable(law: G711Law): Uint8Array {
   return table;
 }
 
+/** `n` rounded up to a multiple of 16 (the kernel's vectors). */
+const align = (n: number): number => (n + 15) & ~15;
+
 /**
  * The resampling state for one stream: partial frames, the count of frames in and out, and the
  * end of stream. `feed` (the kernel or the JavaScript loop) does the filtering.
@@ -378,7 +381,6 @@ class KernelResampleProcessor extends ResampleProcessor {
     const outSamples = maxOut * this.outChannels;
     // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
     // as int16, the output as int16, the output encoded.
-    const align = (n: number): number => (n + 15) & ~15;
     const planeBytes = align(len * 2);
     const state = kernel.scratch(16 + channels * planeBytes + align(inBytes) + align(samplesIn * 2) + align(outSamples * 2) + align(outSamples));
     const planes = state + 16;
@@ -390,13 +392,16 @@ class KernelResampleProcessor extends ResampleProcessor {
     const u8 = kernel.u8;
     const i16 = kernel.i16;
     const i32 = kernel.i32;
-    for (let c = 0; c < channels; c++) i16.set(this.history[c]!.subarray(0, kept), (planes + c * planeBytes) >> 1);
+    for (let c = 0; c < channels; c++) {
+      const history = this.history[c]!;
+      i16.set(kept === history.length ? history : history.subarray(0, kept), (planes + c * planeBytes) >> 1);
+    }
     const fresh = planes + kept * 2;
     if (src === null) {
       for (let c = 0; c < channels; c++) u8.fill(0, fresh + c * planeBytes, fresh + c * planeBytes + frames * 2);
     } else {
       const direct = this.inChannels === 1; // the samples go straight into the one plane
-      u8.set(src.subarray(offset, offset + inBytes), this.decode ? raw : direct ? fresh : pcm);
+      u8.set(offset === 0 && inBytes === src.length ? src : src.subarray(offset, offset + inBytes), this.decode ? raw : direct ? fresh : pcm);
       if (this.decode) exports.g711_decode(raw, samplesIn, this.decodeTable, direct ? fresh : pcm);
       if (mix === 'down') exports.downmix(pcm, frames, fresh);
       else if (!direct) for (let c = 0; c < channels; c++) exports.deinterleave(pcm, frames, channels, c, fresh + c * planeBytes);
