@@ -463,10 +463,14 @@ export class DiscordReceiveAdapter extends Transform {
     this.silence(frames * OPUS_FRAME_SAMPLES);
   }
 
+  /** Restarts the idle wait: the pending timer is re-armed (one per packet would be 50 a second). */
   private armIdleTimer(): void {
     if (this.idleFillMs <= 0) return;
-    this.stopIdleTimer();
-    this.idleTimer = setTimeout(() => this.onIdle(), this.idleFillMs);
+    if (this.idleTimer !== undefined) {
+      this.idleTimer.refresh();
+      return;
+    }
+    this.idleTimer = setTimeout(this.onIdle, this.idleFillMs);
     this.idleTimer.unref();
   }
 
@@ -475,7 +479,7 @@ export class DiscordReceiveAdapter extends Transform {
     this.idleTimer = undefined;
   }
 
-  private onIdle(): void {
+  private readonly onIdle = (): void => {
     this.idleTimer = undefined;
     if (this.released || this.destroyed || this.writableFinished) return;
     try {
@@ -485,7 +489,7 @@ export class DiscordReceiveAdapter extends Transform {
       return;
     }
     if (!this.gapCapped) this.armIdleTimer();
-  }
+  };
 
   // --- RTP modes: return false to drop the packet ---
 

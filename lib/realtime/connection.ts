@@ -62,8 +62,12 @@ export function maskIsMoot(url: URL): boolean {
   return url.protocol === 'wss:' || isLoopbackHost(url.hostname);
 }
 
+/** `ws` asks for each frame's 4-byte key in a buffer it reuses; plain stores (a `fill()` is a native call). */
 function zeroMask(mask: Buffer): void {
-  mask.fill(0);
+  mask[0] = 0;
+  mask[1] = 0;
+  mask[2] = 0;
+  mask[3] = 0;
 }
 
 /** Most of a refused handshake's body that is read, in bytes. */
