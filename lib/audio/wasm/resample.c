@@ -53,8 +53,19 @@ static inline void store1(int16_t v, int16_t *out, int32_t n, int32_t stride, in
   if (copies == 2) o[1] = v;
 }
 
-/* Writes the four outputs in r to out[n * stride] and on. */
+/*
+ * Writes the four outputs in r (lanes 0 to 3) to out[n * stride] and on: as one vector store
+ * where they are contiguous (mono, or mono written to both channels), else one by one.
+ */
 static inline void store4(v128_t r, int16_t *out, int32_t n, int32_t stride, int32_t copies) {
+  if (stride == 1 && copies == 1) {
+    wasm_v128_store64_lane(out + n, r, 0);
+    return;
+  }
+  if (stride == 2 && copies == 2) {
+    wasm_v128_store(out + 2 * n, wasm_i16x8_shuffle(r, r, 0, 0, 1, 1, 2, 2, 3, 3));
+    return;
+  }
   store1(wasm_i16x8_extract_lane(r, 0), out, n, stride, copies);
   store1(wasm_i16x8_extract_lane(r, 1), out, n + 1, stride, copies);
   store1(wasm_i16x8_extract_lane(r, 2), out, n + 2, stride, copies);
@@ -203,12 +214,20 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
     } else {
       /* Four windows at a time, one row per pass: the rows' taps are loaded once per four outputs. */
       while (c.pos + 3 < len && n + 12 <= limit) {
-        for (int32_t r = 0; r < 3; r++) {
-          v128_t v = decimate4(x, t + r * 2 * kp, kp, c.pos, 1);
-          store1(wasm_i16x8_extract_lane(v, 0), out, n + r, stride, copies);
-          store1(wasm_i16x8_extract_lane(v, 1), out, n + 3 + r, stride, copies);
-          store1(wasm_i16x8_extract_lane(v, 2), out, n + 6 + r, stride, copies);
-          store1(wasm_i16x8_extract_lane(v, 3), out, n + 9 + r, stride, copies);
+        v128_t v[3];
+        for (int32_t r = 0; r < 3; r++) v[r] = decimate4(x, t + r * 2 * kp, kp, c.pos, 1);
+        if (stride == 1 && copies == 1) {
+          /* Interleaved back into output order (window by window, rows in order): 8 + 4 outputs. */
+          v128_t rows01 = wasm_i16x8_shuffle(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11);
+          wasm_v128_store(out + n, wasm_i16x8_shuffle(rows01, v[2], 0, 4, 8, 1, 5, 9, 2, 6));
+          wasm_v128_store64_lane(out + n + 8, wasm_i16x8_shuffle(rows01, v[2], 10, 3, 7, 11, 0, 0, 0, 0), 0);
+        } else {
+          for (int32_t r = 0; r < 3; r++) {
+            store1(wasm_i16x8_extract_lane(v[r], 0), out, n + r, stride, copies);
+            store1(wasm_i16x8_extract_lane(v[r], 1), out, n + 3 + r, stride, copies);
+            store1(wasm_i16x8_extract_lane(v[r], 2), out, n + 6 + r, stride, copies);
+            store1(wasm_i16x8_extract_lane(v[r], 3), out, n + 9 + r, stride, copies);
+          }
         }
         c.pos += 4;
         n += 12;
