@@ -611,8 +611,10 @@ describe.concurrent('rt-translate: exit status 1 after writing what was received
     expect(stderr.at(-1)).toMatch(
       /^rt-translate: .*billing.*no credits left \(used 4\.0 s of 4\.0 s\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_BILLING\]$/,
     );
-    const last = (await readEvents(events)).at(-1)!;
-    expect(last).toMatchObject({ type: 'server.error', wireType: 'error', code: 402 });
+    const logged = await readEvents(events);
+    const last = logged.at(-1)!;
+    // On a failure, the whole sequence of event types says what happened.
+    expect(last, logged.map((e) => e.type).join(' ')).toMatchObject({ type: 'server.error', wireType: 'error', code: 402 });
     expect(JSON.stringify(last)).toContain('no credits left');
     await expectKeyNotLeaked(result, events);
     expect((await emulator.stop()).code).toBe(0);
