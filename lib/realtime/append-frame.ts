@@ -35,8 +35,9 @@ const base64Length = (bytes: number): number => Math.ceil(bytes / 3) * 4;
  */
 const FRAME_CAPACITY = PREFIX.length + base64Length(APPEND_PIECE_BYTES) + SUFFIX.length;
 /**
- * Spare frame buffers for the whole process: enough for the frames one socket's send buffer
- * holds at its default bound (1 MiB) several times over; more spares are let go.
+ * Spare frame buffers for the whole process (2.8 MB at most): the frames one socket's send
+ * buffer holds at its default bound (1 MiB, 12 frames), more than twice over; more spares are
+ * let go.
  */
 const MAX_SPARE_FRAMES = 32;
 const spareFrames: Buffer[] = [];
