@@ -14,7 +14,7 @@ import {
   type SessionConfigInput,
 } from '../lib/realtime/codec.js';
 import { APPEND_BYTES_FROM, encodeAudioAppendBytes, encodeAudioAppendFrame, releaseAppendFrame } from '../lib/realtime/append-frame.js';
-import { firKernel } from '../lib/audio/wasm/fir.js';
+import { alignKernel, firKernel } from '../lib/audio/wasm/fir.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 
 /** The 14 tags of the interface, written out so a drift in languages.ts fails here. */
@@ -283,8 +283,8 @@ describe('encodeAudioAppend', () => {
     // Every byte value in every position of a group of three, so every digit and padding occurs.
     const data = Buffer.from(Array.from({ length: 3 * 256 + 40 }, (_, i) => (i % 3 === 0 ? i / 3 : i * 101 + (i >> 8)) & 0xff));
     const encode = (bytes: Uint8Array): string => {
-      const src = kernel!.scratch(bytes.length + 16 + Math.ceil(bytes.length / 3) * 4);
-      const dst = src + ((bytes.length + 15) & ~15);
+      const src = kernel!.scratch(alignKernel(bytes.length) + Math.ceil(bytes.length / 3) * 4);
+      const dst = src + alignKernel(bytes.length);
       kernel!.u8.set(bytes, src);
       kernel!.exports.base64_encode(src, bytes.length, dst);
       return Buffer.from(kernel!.u8.subarray(dst, dst + Math.ceil(bytes.length / 3) * 4)).toString('latin1');

@@ -18,7 +18,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { FLACDecoder, FLACDecodedAudio } from '@wasm-audio-decoders/flac';
 import { IntegrityError, ProtocolError } from '../errors.js';
-import { firKernel } from './wasm/fir.js';
+import { alignKernel, firKernel } from './wasm/fir.js';
 
 /** The fields of a FLAC stream's STREAMINFO block. */
 export interface FlacStreamInfo {
@@ -139,7 +139,7 @@ function floatToPcm16Kernel(channelData: readonly Float32Array[], samples: numbe
   const kernel = firKernel();
   if (!kernel) return undefined;
   const channels = channelData.length;
-  const srcBytes = (samples * 4 + 15) & ~15;
+  const srcBytes = alignKernel(samples * 4);
   const base = kernel.scratch(srcBytes + samples * channels * 2);
   const dst = base + srcBytes;
   for (let c = 0; c < channels; c++) {

@@ -4,7 +4,7 @@
  * detector. `frameMeanSquares` measures a run of frames in one pass of the WebAssembly SIMD
  * kernel where there is one; the JavaScript sums are the same exact integers either way.
  */
-import { firKernel } from './wasm/fir.js';
+import { alignKernel, firKernel } from './wasm/fir.js';
 
 /** The mean-square sample value of a PCM16 signal at `dbfs` (relative to full scale, 32768). */
 export function dbfsToMeanSquare(dbfs: number): number {
@@ -80,8 +80,8 @@ export function frameMeanSquares(buf: Buffer, offset: number, frames: number, fr
   for (let first = 0; first < frames; first += FRAMES_PER_PASS) {
     const count = Math.min(FRAMES_PER_PASS, frames - first);
     const bytes = count * frameBytes;
-    const input = kernel.scratch(((bytes + 15) & ~15) + count * 8);
-    const sums = input + ((bytes + 15) & ~15);
+    const input = kernel.scratch(alignKernel(bytes) + count * 8);
+    const sums = input + alignKernel(bytes);
     const start = offset + first * frameBytes;
     kernel.u8.set(buf.subarray(start, start + bytes), input);
     kernel.exports.frame_power(input, count, samples, sums);

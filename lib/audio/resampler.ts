@@ -32,7 +32,7 @@ import { averageInt16 } from './channels.js';
 import { FrameCutter } from './frames.js';
 import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G711Law } from './g711.js';
 import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
-import { firKernel, type FirKernel } from './wasm/fir.js';
+import { alignKernel, firKernel, type FirKernel } from './wasm/fir.js';
 
 /** Lower edge of the transition band, as a fraction of the lower rate's Nyquist frequency. */
 export const PASSBAND_EDGE = 0.8;
@@ -242,9 +242,6 @@ function encodeTable(law: G711Law): Uint8Array {
   return table;
 }
 
-/** `n` rounded up to a multiple of 16 (the kernel's vectors). */
-const align = (n: number): number => (n + 15) & ~15;
-
 /**
  * The resampling state for one stream: partial frames, the count of frames in and out, and the
  * end of stream. `feed` (the kernel or the JavaScript loop) does the filtering.
@@ -381,13 +378,13 @@ class KernelResampleProcessor extends ResampleProcessor {
     const outSamples = maxOut * this.outChannels;
     // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
     // as int16, the output as int16, the output encoded.
-    const planeBytes = align(len * 2);
-    const state = kernel.scratch(16 + channels * planeBytes + align(inBytes) + align(samplesIn * 2) + align(outSamples * 2) + align(outSamples));
+    const planeBytes = alignKernel(len * 2);
+    const state = kernel.scratch(16 + channels * planeBytes + alignKernel(inBytes) + alignKernel(samplesIn * 2) + alignKernel(outSamples * 2) + alignKernel(outSamples));
     const planes = state + 16;
     const raw = planes + channels * planeBytes;
-    const pcm = raw + align(inBytes);
-    const output = pcm + align(samplesIn * 2);
-    const encoded = output + align(outSamples * 2);
+    const pcm = raw + alignKernel(inBytes);
+    const output = pcm + alignKernel(samplesIn * 2);
+    const encoded = output + alignKernel(outSamples * 2);
     const exports = kernel.exports;
     const u8 = kernel.u8;
     const i16 = kernel.i16;

@@ -3,7 +3,7 @@
  * same text as bytes, sent as a text frame. Internal (not on `rt-translate/protocol`): a Buffer
  * from here must be sent with `binary: false`, which a caller of `ws.send` could easily miss.
  */
-import { firKernel } from '../audio/wasm/fir.js';
+import { alignKernel, firKernel } from '../audio/wasm/fir.js';
 import { APPEND_PIECE_BYTES, encodeAudioAppend, MAX_APPEND_AUDIO_BYTES, REALTIME_BYTES_PER_FRAME } from './codec.js';
 
 /**
@@ -61,8 +61,8 @@ export function encodeAudioAppendBytes(pcm: Uint8Array): Buffer {
   const length = PREFIX.length + b64 + SUFFIX.length;
   const frame =
     length <= FRAME_CAPACITY ? (spareFrames.pop() ?? Buffer.alloc(FRAME_CAPACITY)).subarray(0, length) : Buffer.allocUnsafe(length);
-  const src = kernel.scratch(((n + 15) & ~15) + b64);
-  const dst = src + ((n + 15) & ~15);
+  const src = kernel.scratch(alignKernel(n) + b64);
+  const dst = src + alignKernel(n);
   const memory = kernel.u8;
   memory.set(pcm, src);
   kernel.exports.base64_encode(src, n, dst);

@@ -52,6 +52,11 @@ interface WasmApi {
 
 const PAGE = 65_536;
 
+/** `bytes` rounded up to a multiple of 16: where the next region of kernel memory may start (SIMD loads). */
+export function alignKernel(bytes: number): number {
+  return (bytes + 15) & ~15;
+}
+
 /** The loaded kernel and its memory. */
 export class FirKernel {
   readonly exports: FirExports;
@@ -86,7 +91,7 @@ export class FirKernel {
   /** Copies `data` into memory for good (tables); returns its byte address. */
   store(data: Int16Array | Uint8Array): number {
     const at = this.#top;
-    const end = at + ((data.byteLength + 15) & ~15);
+    const end = at + alignKernel(data.byteLength);
     this.#ensure(end);
     this.u8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at);
     this.#top = end;
