@@ -1,9 +1,14 @@
 /**
  * FlacDownloadStream with `decode: true` (HTTP from a local file-store server, resume
- * bookkeeping, on-the-fly decoding to PCM16, MD5 check) against the WebAssembly decoder called
- * directly on the whole file in memory (`decodeFile`, Float32 out, no HTTP, no conversion, no
- * MD5). The file is served by another process (`file-server.ts`), so this process's CPU time is
- * the client's; the wall clock is printed too.
+ * bookkeeping, on-the-fly decoding to PCM16, MD5 check) against:
+ * - libFLAC's WebAssembly build (`@wasm-audio-decoders/flac`, the decoder the library used
+ *   before its own) called directly on the whole file in memory (`decodeFile`, Float32 out, no
+ *   HTTP, no conversion, no MD5): the target;
+ * - the library's own decoder (`FlacPcmDecoder`) on the whole file in memory, MD5 included:
+ *   what the download and the streaming add to the decoding itself (no target: the HTTP
+ *   request and reads are a fixed cost of about 1 ms here).
+ * The file is served by another process (`file-server.ts`), so this process's CPU time is the
+ * client's; the wall clock is printed too.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,6 +18,7 @@ import { Agent } from 'undici';
 import { compare } from './harness.js';
 import { synthesizeFlac } from '../lib/emulator/synth.js';
 import { FlacDownloadStream } from '../lib/http/flac-download-stream.js';
+import { FlacPcmDecoder } from '../lib/audio/flac-decoder.js';
 
 const AUDIO_SECONDS = 20;
 const SAMPLE_RATE = 48000;
@@ -55,6 +61,18 @@ export default async function (): Promise<void> {
     const options = { unit: 'x realtime', audioSeconds: AUDIO_SECONDS, rounds: 9, minRoundMs: 300 } as const;
     await compare(`${title}, CPU time`, subject, baseline, { ...options, clock: 'cpu', target: 1.1, label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, CPU' });
     await compare(`${title}, wall clock`, subject, baseline, { ...options, target: 1.1, label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, wall clock' });
+    const own = {
+      name: "FlacPcmDecoder (the library's decoder) on the whole file in memory, MD5 checked",
+      units: pcmBytes,
+      run: async () => {
+        const decoder = new FlacPcmDecoder();
+        const bytes = (await decoder.decode(flac)).length + (await decoder.end()).length;
+        decoder.verify();
+        await decoder.close();
+        if (bytes !== pcmBytes) throw new Error(`decoded ${bytes} bytes, expected ${pcmBytes}`);
+      },
+    };
+    await compare(`${title}, CPU time, vs the same decoder in memory`, subject, own, { ...options, clock: 'cpu', label: 'FlacDownloadStream download + decode + MD5 vs its decoder in memory, CPU' });
   } finally {
     await agent.close();
     const exited = once(server, 'exit');

@@ -3,7 +3,14 @@
  * integrity checks the format allows: the total sample count and the MD5 of the decoded audio
  * against STREAMINFO.
  *
- * The frames are decoded by `@wasm-audio-decoders/flac` (libFLAC built to WebAssembly). It hands
+ * The frames are decoded by the library's own decoder (`flac-frames.ts`, a WebAssembly kernel
+ * that writes PCM16 and checks every frame's CRCs) for 4 to 24 bits per sample and up to 8
+ * channels: every stream the service makes. It takes a half to four fifths of libFLAC's CPU and is
+ * stricter: a damaged frame fails the stream once the audio before it is out, where libFLAC
+ * skips to the next frame it can find.
+ *
+ * Deeper streams, and engines without WebAssembly SIMD, go to `@wasm-audio-decoders/flac`
+ * (libFLAC built to WebAssembly), loaded only then. It hands
  * back Float32 channel data divided by 2^(bits-1) - 1 (so the most negative sample comes out a
  * little below -1.0). `Math.round(x * (2^(bits-1) - 1))` recovers the original integers exactly
  * for every depth up to 24 bits: the float32 rounding error times the scale stays below 0.25.
@@ -18,6 +25,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { FLACDecoder, FLACDecodedAudio } from '@wasm-audio-decoders/flac';
 import { IntegrityError, ProtocolError } from '../errors.js';
+import { FlacFrameDecoder, kernelDecodes } from './flac-frames.js';
 import { alignKernel, firKernel } from './wasm/fir.js';
 
 /** The fields of a FLAC stream's STREAMINFO block. */
@@ -150,6 +158,9 @@ function floatToPcm16Kernel(channelData: readonly Float32Array[], samples: numbe
   return Buffer.from(kernel.u8.subarray(dst, dst + samples * channels * 2));
 }
 
+/** Which decoder handles the frames: the library's own where it can (`'auto'`), or libFLAC. */
+export type FlacEngine = 'auto' | 'libflac';
+
 /**
  * A streaming FLAC to PCM16 decoder. Feed chunks with `decode()` (awaiting each), call `end()`
  * once the input is complete and then `verify()` to check the audio against STREAMINFO, and
@@ -158,6 +169,8 @@ function floatToPcm16Kernel(channelData: readonly Float32Array[], samples: numbe
  */
 export class FlacPcmDecoder {
   private decoder: FLACDecoder | undefined;
+  /** The library's own frame decoder, when it handles the stream. */
+  private frames: FlacFrameDecoder | undefined;
   private header: Uint8Array[] = [];
   private headerBytes = 0;
   private info: FlacStreamInfo | undefined;
@@ -170,6 +183,12 @@ export class FlacPcmDecoder {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   private ended = false;
+  private readonly engine: FlacEngine;
+
+  /** `engine: 'libflac'` decodes every stream with libFLAC (the fallback), to compare the two. */
+  constructor(options: { engine?: FlacEngine } = {}) {
+    this.engine = options.engine ?? 'auto';
+  }
 
   /** STREAMINFO, once the first 42 bytes have been fed. */
   get streamInfo(): FlacStreamInfo | undefined {
@@ -178,7 +197,7 @@ export class FlacPcmDecoder {
 
   /** Samples per channel decoded so far. */
   get samplesDecoded(): number {
-    return this.samples;
+    return this.frames?.samplesDecoded ?? this.samples;
   }
 
   /** Decodes what `chunk` completes; returns PCM16 LE interleaved (often empty). */
@@ -188,15 +207,16 @@ export class FlacPcmDecoder {
       if (!this.info) this.readHeader(chunk);
       let input = chunk;
       if (!this.started) {
-        // The decoder picks FLAC or Ogg from the first 4 bytes of its first input and fails on
-        // a shorter one: hold tiny first chunks back.
+        // Bytes are held until STREAMINFO says which decoder handles the stream.
         this.early.push(chunk);
         this.earlyBytes += chunk.length;
-        if (this.earlyBytes < 4) return Buffer.alloc(0);
+        if (!this.info) return Buffer.alloc(0);
         input = this.early.length === 1 ? chunk : Buffer.concat(this.early);
         this.early = [];
         this.started = true;
+        if (this.engine === 'auto' && kernelDecodes(this.info)) this.frames = new FlacFrameDecoder(this.info, this.hash);
       }
+      if (this.frames) return this.frames.decode(input);
       const decoder = await this.instance();
       return this.convert(await decoder.decode(input));
     });
@@ -211,6 +231,7 @@ export class FlacPcmDecoder {
       if (this.ended) throw new Error('FlacPcmDecoder.end() called twice.');
       this.ended = true;
       if (!this.info) throw new ProtocolError('The FLAC stream ended before its STREAMINFO header was complete.');
+      if (this.frames) return this.frames.end();
       const decoder = await this.instance();
       // The decoder's frame parser looks 13 bytes past a frame header before accepting it, so a
       // final frame of 13 bytes or less (a short silent block) would be glued to the frame
@@ -285,9 +306,11 @@ export class FlacPcmDecoder {
   verify(): void {
     const info = this.info;
     if (!this.ended || !info) throw new Error('FlacPcmDecoder.verify() needs a completed end().');
-    if (info.totalSamples !== 0 && this.samples !== info.totalSamples) {
+    if (this.frames?.failure) throw this.frames.failure;
+    const samples = this.samplesDecoded;
+    if (info.totalSamples !== 0 && samples !== info.totalSamples) {
       throw new IntegrityError(
-        `The FLAC stream decoded to ${this.samples} samples per channel but its STREAMINFO says ${info.totalSamples}: ` +
+        `The FLAC stream decoded to ${samples} samples per channel but its STREAMINFO says ${info.totalSamples}: ` +
           'the data is truncated or corrupt.',
       );
     }

@@ -1,5 +1,6 @@
 /**
- * FLAC bytes in, PCM out, as a Transform around `FlacPcmDecoder` (libFLAC in WebAssembly).
+ * FLAC bytes in, PCM out, as a Transform around `FlacPcmDecoder` (the library's WebAssembly
+ * frame decoder; libFLAC for depths above 24 bits).
  *
  * - Emits `format` with the STREAMINFO fields before any audio; the property `streamInfo`
  *   holds them afterwards.
@@ -11,7 +12,7 @@
  * - At the end, the sample count and the MD5 of the decoded audio are checked against
  *   STREAMINFO (`verify`, default true): a mismatch fails the stream with `IntegrityError`
  *   after the last audio has been pushed. Input that is not FLAC fails with `ProtocolError`.
- * - The WebAssembly instance is released at the end and on `destroy()`.
+ * - The decoder is released at the end and on `destroy()`.
  *
  * Each chunk is decoded before the next is taken (the write callback waits), so backpressure
  * holds and memory stays at one chunk plus the decoder's frame buffer.

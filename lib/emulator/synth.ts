@@ -49,7 +49,7 @@ function hashText(text: string, seed: number): number {
 }
 
 /** mulberry32: a small deterministic PRNG returning [0, 1). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -57,9 +57,9 @@ export function alignKernel(bytes: number): number {
   return (bytes + 15) & ~15;
 }
 
-/** The loaded kernel and its memory. */
-export class FirKernel {
-  readonly exports: FirExports;
+/** A loaded kernel (one WebAssembly module with its own memory) and its memory. */
+export class WasmKernel<Exports> {
+  readonly exports: Exports;
   readonly memory: WasmMemory;
   /** Views of the memory; renewed when it grows (only `#ensure` grows it: the C code never does). */
   u8: Uint8Array;
@@ -71,7 +71,7 @@ export class FirKernel {
   constructor(api: WasmApi, bytes: Uint8Array) {
     this.memory = new api.Memory({ initial: 4 });
     const instance = new api.Instance(new api.Module(bytes), { env: { memory: this.memory } });
-    this.exports = instance.exports as FirExports;
+    this.exports = instance.exports as Exports;
     this.#size = this.memory.buffer.byteLength;
     this.u8 = new Uint8Array(this.memory.buffer);
     this.i16 = new Int16Array(this.memory.buffer);
@@ -108,18 +108,27 @@ export class FirKernel {
   }
 }
 
+/** The resampler's kernel. */
+export type FirKernel = WasmKernel<FirExports>;
+
+/**
+ * Instantiates the kernel whose module is `base64`, with a fresh memory; null where this engine
+ * cannot run it (no WebAssembly or no SIMD, or a big-endian host: the kernels read
+ * little-endian memory through the host's typed arrays).
+ */
+export function loadKernel<Exports>(base64: string): WasmKernel<Exports> | null {
+  try {
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    return api && endianness() === 'LE' ? new WasmKernel<Exports>(api, Buffer.from(base64, 'base64')) : null;
+  } catch {
+    return null;
+  }
+}
+
 let kernel: FirKernel | null | undefined;
 
 /** The kernel, or undefined where this engine cannot run it. */
 export function firKernel(): FirKernel | undefined {
-  if (kernel === undefined) {
-    try {
-      // The kernel reads little-endian memory through the host's typed arrays.
-      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      kernel = api && endianness() === 'LE' ? new FirKernel(api, Buffer.from(WASM_BASE64, 'base64')) : null;
-    } catch {
-      kernel = null;
-    }
-  }
+  if (kernel === undefined) kernel = loadKernel<FirExports>(WASM_BASE64);
   return kernel ?? undefined;
 }

@@ -1,0 +1,228 @@
+/**
+ * The library's own FLAC frame decoder: the frames of a FLAC stream, fed in chunks of any size,
+ * to PCM16 LE interleaved, in the WebAssembly kernel built from `wasm/flac.c` (every frame's
+ * CRC-8 and CRC-16 checked there). It covers 4 to 24 bits per sample and 1 to 8 channels,
+ * which is every stream the service makes; `FlacPcmDecoder` hands anything else, and engines
+ * without WebAssembly SIMD, to libFLAC.
+ *
+ * Memory: the kernel has one memory for the process. Each call copies the bytes it was given
+ * (plus the unfinished frame kept from the call before) into it, decodes every whole frame and
+ * copies the audio out; nothing stays in the kernel between calls, so decoders never share
+ * state. The unfinished frame is kept here, copied, and tried again only once the bytes held
+ * have doubled (or at the end), so a stream fed one byte at a time costs a logarithmic number
+ * of attempts per frame, not one per byte.
+ */
+import type { Hash } from 'node:crypto';
+import { IntegrityError, ProtocolError } from '../errors.js';
+import type { FlacStreamInfo } from './flac-decoder.js';
+import { alignKernel, loadKernel, type WasmKernel } from './wasm/fir.js';
+import { WASM_BASE64 } from './wasm/flac-kernel.js';
+
+interface FlacExports {
+  frame_decode(input: number, length: number, info: number, work: number, pcm: number, raw: number): number;
+}
+
+/** Slots of the kernel's `info` array (see `flac.c`). */
+const I_RATE = 0;
+const I_BITS = 1;
+const I_CHANNELS = 2;
+const I_MAX_BLOCK = 3;
+const I_BLOCK = 4;
+const INFO_BYTES = 32;
+
+/** The largest block the format allows, in samples per channel. */
+const MAX_BLOCK = 65_536;
+/** PCM16 samples (all channels) the output area holds before it is copied out. */
+const OUTPUT_SAMPLES = 1 << 19;
+
+const MESSAGES: Record<number, string> = {
+  [-1]: 'no frame sync code where the frame should start',
+  [-2]: 'the CRC-8 of its header does not match',
+  [-3]: 'its header holds a reserved or invalid value',
+  [-4]: 'a subframe holds a reserved or invalid value',
+  [-5]: 'the CRC-16 of the frame does not match',
+  [-6]: "its channels or sample depth differ from STREAMINFO's",
+};
+
+let kernel: WasmKernel<FlacExports> | null | undefined;
+
+function flacKernel(): WasmKernel<FlacExports> | undefined {
+  if (kernel === undefined) kernel = loadKernel<FlacExports>(WASM_BASE64);
+  return kernel ?? undefined;
+}
+
+/** True when this process can decode a stream with `info` in the kernel. */
+export function kernelDecodes(info: FlacStreamInfo): boolean {
+  return info.bitsPerSample >= 4 && info.bitsPerSample <= 24 && info.channels <= 8 && flacKernel() !== undefined;
+}
+
+const EMPTY: Buffer = Buffer.alloc(0);
+
+/**
+ * Decodes a FLAC stream from its first byte (`fLaC`, the metadata blocks, then the frames).
+ * `decode()` returns the PCM16 of the frames the bytes so far complete and feeds `hash` the
+ * bytes STREAMINFO's MD5 covers; `end()` decodes the rest. A frame that does not decode (CRC
+ * mismatch, invalid field) becomes an `IntegrityError` in `failure`, once the audio before it
+ * has been returned; `decode()` throws it from then on. A malformed metadata block throws
+ * `ProtocolError`.
+ */
+export class FlacFrameDecoder {
+  readonly #info: FlacStreamInfo;
+  readonly #hash: Hash;
+  readonly #kernel: WasmKernel<FlacExports>;
+  /** Bytes received and not decoded yet. */
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  /** Held bytes at which the next attempt is made. */
+  #retryAt = 0;
+  /** Bytes of the `fLaC` marker and the metadata still to skip; -1 once the frames start. */
+  #skip = 4;
+  #lastBlock = false;
+  #frames = 0;
+  #samples = 0;
+  /** A frame that did not decode: thrown by the next call, after the audio before it is out. */
+  #failure: Error | undefined;
+
+  constructor(info: FlacStreamInfo, hash: Hash) {
+    const k = flacKernel();
+    if (!k) throw new Error('FlacFrameDecoder needs the WebAssembly kernel (check kernelDecodes first).');
+    this.#kernel = k;
+    this.#info = info;
+    this.#hash = hash;
+  }
+
+  /** Samples per channel decoded so far. */
+  get samplesDecoded(): number {
+    return this.#samples;
+  }
+
+  /** The error of a frame that did not decode, once one has been met. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  /** The PCM16 of every frame the bytes so far complete (often empty). */
+  decode(chunk: Uint8Array): Buffer {
+    if (this.#failure) throw this.#failure;
+    if (chunk.length === 0) return EMPTY;
+    this.#held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length));
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes < this.#retryAt) return EMPTY;
+    return this.#run(false);
+  }
+
+  /**
+   * The PCM16 of the frames still held. It does not throw for the audio: a frame that did not
+   * decode, bytes of an unfinished frame or metadata left at the end are recorded as `failure`
+   * (the decoder's `verify()` throws it).
+   */
+  end(): Buffer {
+    if (this.#failure) return EMPTY;
+    const pcm = this.#run(true);
+    if (this.#failure) return pcm;
+    if (this.#skip >= 0) {
+      this.#failure = new IntegrityError('The FLAC stream ends inside its metadata blocks, before its first audio frame: the data is truncated.');
+    } else if (this.#heldBytes > 0) {
+      const total = this.#info.totalSamples;
+      const of = total > 0 ? ` of the ${total} its STREAMINFO announces` : '';
+      this.#failure = new IntegrityError(
+        `The FLAC stream ends inside frame ${this.#frames} (${this.#heldBytes} bytes of it received), after ${this.#samples} samples per channel${of}: ` +
+          'the data is truncated or corrupt.',
+      );
+    }
+    this.#held = [];
+    this.#heldBytes = 0;
+    return pcm;
+  }
+
+  #run(final: boolean): Buffer {
+    let data: Buffer = this.#held.length === 1 ? this.#held[0]! : Buffer.concat(this.#held, this.#heldBytes);
+    const pos = this.#skipMetadata(data);
+    data = data.subarray(pos);
+    let pcm = EMPTY;
+    let used = 0;
+    if (this.#skip < 0 && data.length > 0) ({ pcm, used } = this.#decodeFrames(data));
+    if (this.#failure) {
+      this.#held = [];
+      this.#heldBytes = 0;
+      return pcm;
+    }
+    const rest = data.length - used;
+    // Keep the unfinished frame as bytes of our own: the caller may reuse its buffers.
+    this.#held = rest > 0 ? [Buffer.from(data.subarray(used))] : [];
+    this.#heldBytes = rest;
+    this.#retryAt = final ? 0 : rest * 2;
+    return pcm;
+  }
+
+  /** Skips the marker and metadata blocks at the start of `data`; returns the bytes consumed. */
+  #skipMetadata(data: Buffer): number {
+    let pos = 0;
+    while (this.#skip >= 0) {
+      if (this.#skip > 0) {
+        const n = Math.min(this.#skip, data.length - pos);
+        pos += n;
+        this.#skip -= n;
+        if (this.#skip > 0) return pos;
+      }
+      if (this.#lastBlock) {
+        this.#skip = -1;
+        break;
+      }
+      if (data.length - pos < 4) return pos;
+      const flags = data[pos]!;
+      if ((flags & 0x7f) === 127) throw new ProtocolError('Not a valid FLAC stream: a metadata block has the invalid type 127.');
+      this.#lastBlock = (flags & 0x80) !== 0;
+      this.#skip = (data[pos + 1]! << 16) | (data[pos + 2]! << 8) | data[pos + 3]!;
+      pos += 4;
+    }
+    return pos;
+  }
+
+  /** Decodes the whole frames at the start of `data` (frames only). */
+  #decodeFrames(data: Buffer): { pcm: Buffer; used: number } {
+    const k = this.#kernel;
+    const { channels, bitsPerSample: bits } = this.#info;
+    const width = bits === 16 ? 0 : (bits + 7) >> 3;
+    const capacity = Math.max(OUTPUT_SAMPLES, MAX_BLOCK * channels);
+    const info = k.scratch(INFO_BYTES + alignKernel(MAX_BLOCK * channels * 4) + capacity * 2 + alignKernel(capacity * width) + data.length);
+    const work = info + INFO_BYTES;
+    const pcmAt = work + alignKernel(MAX_BLOCK * channels * 4);
+    const rawAt = pcmAt + capacity * 2;
+    const input = rawAt + alignKernel(capacity * width);
+    k.u8.set(data, input);
+    const parts: Buffer[] = [];
+    let produced = 0;
+    let at = 0;
+    const flush = (): void => {
+      if (produced === 0) return;
+      const pcm = Buffer.from(k.u8.subarray(pcmAt, pcmAt + produced * 2));
+      this.#hash.update(width === 0 ? pcm : k.u8.subarray(rawAt, rawAt + produced * width));
+      parts.push(pcm);
+      produced = 0;
+    };
+    const slots = info >> 2;
+    while (at < data.length) {
+      if (capacity - produced < MAX_BLOCK * channels) flush();
+      const i32 = k.i32;
+      i32[slots + I_RATE] = this.#info.sampleRate;
+      i32[slots + I_BITS] = bits;
+      i32[slots + I_CHANNELS] = channels;
+      i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
+      const r = k.exports.frame_decode(input + at, data.length - at, info, work, pcmAt + produced * 2, rawAt + produced * width);
+      if (r === 0) break;
+      if (r < 0) {
+        this.#failure = new IntegrityError(`FLAC frame ${this.#frames} could not be decoded: ${MESSAGES[r] ?? `error ${r}`}.`);
+        break;
+      }
+      const block = k.i32[slots + I_BLOCK]!;
+      at += r;
+      produced += block * channels;
+      this.#samples += block;
+      this.#frames++;
+    }
+    flush();
+    const pcm = parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    return { pcm, used: at };
+  }
+}
