@@ -37,7 +37,6 @@ const ffmpegPath = require.resolve('@ffmpeg-installer/linux-x64/ffmpeg');
 // ---------------------------------------------------------------------------------------------
 // Deterministic sources
 
-
 type Signal =
   /** Exponential sine sweep, 20 Hz to 0.45 of the rate, at -3 dBFS. */
   | 'sweep'
@@ -1304,6 +1303,39 @@ const DAMAGE_TARGETS = [
   'sweep, 8 channels, 96 kHz',
   'variable block sizes (sample numbers up to 4-byte UTF-8)',
 ];
+
+describe("the decoder's 4 MiB input window", () => {
+  it('decodes a file larger than the window handed over in one piece', async () => {
+    const c: Case = { name: 'noise, 25 s stereo 48 kHz', signal: 'noise', bits: 16, channels: 2, rate: 48000, frames: sec(48000, 25), args: ['-compression_level', '0'], expect: [] };
+    const source = makeSource(c.signal, c.frames, c.channels, c.rate, c.bits, 77);
+    const flac = await encode(c, source, 900);
+    expect(flac.length).toBeGreaterThan(4 << 20);
+    const r = await run([flac], c.channels);
+    expect(r.error, `${r.stage}() failed: ${String(r.error)}`).toBeUndefined();
+    expectSamePcm(r.pcm, source.pcm16, c.channels, c.name);
+  });
+
+  it('rejects a "frame" that does not end within the window instead of holding bytes without bound', async () => {
+    const stream = buildFlac({
+      bits: 16,
+      channels: 1,
+      rate: 44100,
+      blocks: [4096],
+      variable: false,
+      samples: handSignal(16, 1, 4096, 21),
+      subframe: () => ({ kind: 'fixed', order: 0, partitionOrder: 0, method: 0, escape: () => false }),
+    });
+    const fr = parseReference(stream).frames[0]!;
+    // The header and the subframe's first bytes, then zeros: one endless Rice quotient.
+    const bad = Buffer.concat([stream.subarray(0, fr.offset + fr.headerLength + 2), Buffer.alloc(5 << 20)]);
+    for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 5, min: 30_000, max: 70_000 }] as Feed[]) {
+      const r = await run(chunksOf(bad, feed), 1);
+      expectRejected(r, describeFeed(feed));
+      expect(String(r.error)).toMatch(/does not end within 4194304 bytes/);
+      expect(r.pcm.length).toBe(0);
+    }
+  });
+});
 
 describe('damaged streams', () => {
   for (const [t, name] of DAMAGE_TARGETS.entries()) {

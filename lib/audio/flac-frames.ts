@@ -6,9 +6,9 @@
  * without WebAssembly SIMD, to libFLAC.
  *
  * Memory: the kernel has one memory for the process. Each call copies the bytes it was given
- * (plus the unfinished frame kept from the call before) into it, decodes every whole frame and
- * copies the audio out; nothing stays in the kernel between calls, so decoders never share
- * state. The unfinished frame is kept here, copied, and tried again only once the bytes held
+ * (plus the unfinished frame kept from the call before) into it, at most 4 MiB at a time,
+ * decodes every whole frame and copies the audio out; nothing stays in the kernel between
+ * calls, so decoders never share state, and the kernel's memory stays under about 8 MB. The unfinished frame is kept here, copied, and tried again only once the bytes held
  * have doubled (or at the end), so a stream fed one byte at a time costs a logarithmic number
  * of attempts per frame, not one per byte.
  */
@@ -34,6 +34,11 @@ const INFO_BYTES = 32;
 const MAX_BLOCK = 65_536;
 /** PCM16 samples (all channels) the output area holds before it is copied out. */
 const OUTPUT_SAMPLES = 1 << 19;
+/**
+ * Most input bytes copied into the kernel at once: above the largest frame the format allows
+ * (65535 samples of 8 channels at 25 bits, verbatim: about 1.6 MB).
+ */
+const INPUT_WINDOW = 4 << 20;
 
 const MESSAGES: Record<number, string> = {
   [-1]: 'no frame sync code where the frame should start',
@@ -179,21 +184,25 @@ export class FlacFrameDecoder {
     return pos;
   }
 
-  /** Decodes the whole frames at the start of `data` (frames only). */
+  /**
+   * Decodes the whole frames at the start of `data` (frames only), copying it into the kernel
+   * a window of at most `INPUT_WINDOW` bytes at a time, so the kernel's memory stays bounded
+   * whatever the caller hands over at once.
+   */
   #decodeFrames(data: Buffer): { pcm: Buffer; used: number } {
     const k = this.#kernel;
     const { channels, bitsPerSample: bits } = this.#info;
     const width = bits === 16 ? 0 : (bits + 7) >> 3;
     const capacity = Math.max(OUTPUT_SAMPLES, MAX_BLOCK * channels);
-    const info = k.scratch(INFO_BYTES + alignKernel(MAX_BLOCK * channels * 4) + capacity * 2 + alignKernel(capacity * width) + data.length);
+    const workBytes = alignKernel(MAX_BLOCK * channels * 4);
+    const info = k.scratch(INFO_BYTES + workBytes + capacity * 2 + alignKernel(capacity * width) + Math.min(data.length, INPUT_WINDOW));
     const work = info + INFO_BYTES;
-    const pcmAt = work + alignKernel(MAX_BLOCK * channels * 4);
+    const pcmAt = work + workBytes;
     const rawAt = pcmAt + capacity * 2;
     const input = rawAt + alignKernel(capacity * width);
-    k.u8.set(data, input);
+    const slots = info >> 2;
     const parts: Buffer[] = [];
     let produced = 0;
-    let at = 0;
     const flush = (): void => {
       if (produced === 0) return;
       const pcm = Buffer.from(k.u8.subarray(pcmAt, pcmAt + produced * 2));
@@ -201,25 +210,39 @@ export class FlacFrameDecoder {
       parts.push(pcm);
       produced = 0;
     };
-    const slots = info >> 2;
-    while (at < data.length) {
-      if (capacity - produced < MAX_BLOCK * channels) flush();
-      const i32 = k.i32;
-      i32[slots + I_RATE] = this.#info.sampleRate;
-      i32[slots + I_BITS] = bits;
-      i32[slots + I_CHANNELS] = channels;
-      i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
-      const r = k.exports.frame_decode(input + at, data.length - at, info, work, pcmAt + produced * 2, rawAt + produced * width);
-      if (r === 0) break;
-      if (r < 0) {
-        this.#failure = new IntegrityError(`FLAC frame ${this.#frames} could not be decoded: ${MESSAGES[r] ?? `error ${r}`}.`);
-        break;
+    let at = 0;
+    while (at < data.length && !this.#failure) {
+      const length = Math.min(INPUT_WINDOW, data.length - at);
+      k.u8.set(data.subarray(at, at + length), input);
+      let offset = 0;
+      while (offset < length) {
+        if (capacity - produced < MAX_BLOCK * channels) flush();
+        const i32 = k.i32;
+        i32[slots + I_RATE] = this.#info.sampleRate;
+        i32[slots + I_BITS] = bits;
+        i32[slots + I_CHANNELS] = channels;
+        i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
+        const r = k.exports.frame_decode(input + offset, length - offset, info, work, pcmAt + produced * 2, rawAt + produced * width);
+        if (r === 0) break;
+        if (r < 0) {
+          this.#failure = new IntegrityError(`FLAC frame ${this.#frames} could not be decoded: ${MESSAGES[r] ?? `error ${r}`}.`);
+          break;
+        }
+        const block = k.i32[slots + I_BLOCK]!;
+        offset += r;
+        produced += block * channels;
+        this.#samples += block;
+        this.#frames++;
       }
-      const block = k.i32[slots + I_BLOCK]!;
-      at += r;
-      produced += block * channels;
-      this.#samples += block;
-      this.#frames++;
+      at += offset;
+      // The window ended inside a frame: read on from that frame, unless the data ends there
+      // too (wait for more) or the frame would be larger than any the format can hold.
+      if (at + (length - offset) === data.length) break;
+      if (offset === 0 && !this.#failure) {
+        this.#failure = new IntegrityError(
+          `FLAC frame ${this.#frames} could not be decoded: it does not end within ${INPUT_WINDOW} bytes, more than any frame can hold.`,
+        );
+      }
     }
     flush();
     const pcm = parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
