@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FlacPcmDecoder, type FlacEngine } from '../lib/audio/flac-decoder.js';
+import { FlacDecodeStream } from '../lib/audio/flac-stream.js';
 import { flacCrc16, flacCrc8 } from '../lib/audio/flac-encoder.js';
 import { prng } from '../lib/emulator/synth.js';
 import { IntegrityError, ProtocolError } from '../lib/errors.js';
@@ -1391,6 +1392,37 @@ describe('damaged streams', () => {
     }
   });
 
+  for (const [what, splice] of [
+    ['missing', (f: Buffer, starts: number[]) => Buffer.concat([f.subarray(0, starts[2]), f.subarray(starts[3])])],
+    ['repeated', (f: Buffer, starts: number[]) => Buffer.concat([f.subarray(0, starts[3]), f.subarray(starts[2])])],
+  ] as const) {
+    it(`a whole frame ${what} is rejected by the frame numbers, even without STREAMINFO's total and MD5`, async () => {
+      const f = fixture('streamed (no MD5, no total), speech, stereo');
+      const starts = f.ref.frames.map((fr) => fr.offset);
+      expect(starts.length).toBeGreaterThan(3);
+      const r = await run(chunksOf(splice(f.flac, starts), { kind: 'random', seed: 8, min: 1, max: 9000 }), f.channels);
+      expectRejected(r, `frame 2 ${what}`);
+      expect(String(r.error)).toMatch(/missing or repeated/);
+      expectPrefix(r.pcm, f.pcm16, f.channels, `frame 2 ${what}`);
+      expect(r.pcm.length).toBeLessThanOrEqual(f.ref.frames[what === 'missing' ? 2 : 3]!.firstSample * f.channels * 2);
+    });
+  }
+
+  it('FlacDecodeStream with verify: false still fails on a damaged frame, after the audio before it', async () => {
+    const f = fixture('level 5, speech, stereo 44.1 kHz');
+    const fr = f.ref.frames[2]!;
+    const bad = Buffer.from(f.flac);
+    bad[fr.offset + Math.floor(fr.length / 2)]! ^= 0x44;
+    const stream = new FlacDecodeStream({ verify: false });
+    const out: Buffer[] = [];
+    stream.on('data', (c: Buffer) => out.push(c));
+    const failed = once(stream, 'error');
+    stream.end(bad);
+    const [error] = (await failed) as [Error];
+    expect(error).toBeInstanceOf(IntegrityError);
+    expectPrefix(Buffer.concat(out), f.pcm16, f.channels, 'verify: false');
+  });
+
   it('a damaged frame is rejected when fed byte by byte', async () => {
     const f = fixture('shorter than one block, stereo');
     const fr = f.ref.frames[0]!;
@@ -1572,6 +1604,41 @@ describe('metadata blocks', () => {
     const flac = rechain(f.flac, [metadataBlock(6, lookalike)], true);
     for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 12, min: 1, max: 400 }] as Feed[]) {
       await expectDecodesExactly(f, flac, feed, 'frame bytes inside a PICTURE');
+    }
+  });
+
+  it('ignores what follows the last frame (an ID3v1 tag, zero padding) once every announced sample is out', async () => {
+    const f = fixture('level 5, speech, stereo 44.1 kHz');
+    const tag = Buffer.concat([Buffer.from('TAG', 'latin1'), Buffer.alloc(125, 0x20)]);
+    for (const [what, tail] of [['an ID3v1 tag', tag], ['32 zero bytes', Buffer.alloc(32)], ['1 zero byte', Buffer.alloc(1)]] as const) {
+      for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 4, min: 1, max: 3000 }] as Feed[]) {
+        await expectDecodesExactly(f, Buffer.concat([f.flac, tail]), feed, `followed by ${what}`);
+      }
+    }
+  });
+
+  it('rejects bytes after the last frame when STREAMINFO gives no total to tell they are not audio', async () => {
+    const f = fixture('streamed (no MD5, no total), speech, stereo');
+    const r = await run([Buffer.concat([f.flac, Buffer.alloc(32)])], f.channels);
+    expectRejected(r, 'trailing zeros, no total');
+    expectSamePcm(r.pcm, f.pcm16, f.channels, 'trailing zeros, no total');
+  });
+
+  it('keeps no view of a buffer the caller fills again for every chunk', async () => {
+    const f = fixture('level 5, speech, stereo 44.1 kHz');
+    for (const size of [1000, 37]) {
+      const decoder = new FlacPcmDecoder();
+      const buffer = Buffer.alloc(size);
+      const out: Buffer[] = [];
+      for (let at = 0; at < f.flac.length; at += size) {
+        const n = f.flac.copy(buffer, 0, at, at + size);
+        out.push(await decoder.decode(buffer.subarray(0, n)));
+        buffer.fill(0xa5);
+      }
+      out.push(await decoder.end());
+      decoder.verify();
+      await decoder.close();
+      expectSamePcm(Buffer.concat(out), f.pcm16, f.channels, `one reused ${size}-byte buffer`);
     }
   });
 

@@ -207,8 +207,9 @@ export class FlacPcmDecoder {
       if (!this.info) this.readHeader(chunk);
       let input = chunk;
       if (!this.started) {
-        // Bytes are held until STREAMINFO says which decoder handles the stream.
-        this.early.push(chunk);
+        // Bytes are held until STREAMINFO says which decoder handles the stream (a copy when
+        // held past this call: the caller may reuse its buffer).
+        this.early.push(this.info ? chunk : Buffer.from(chunk));
         this.earlyBytes += chunk.length;
         if (!this.info) return Buffer.alloc(0);
         input = this.early.length === 1 ? chunk : Buffer.concat(this.early);
@@ -278,7 +279,7 @@ export class FlacPcmDecoder {
   }
 
   private readHeader(chunk: Uint8Array): void {
-    this.header.push(chunk.subarray(0, FLAC_STREAMINFO_END - this.headerBytes));
+    this.header.push(Buffer.from(chunk.subarray(0, FLAC_STREAMINFO_END - this.headerBytes)));
     this.headerBytes += Math.min(chunk.length, FLAC_STREAMINFO_END - this.headerBytes);
     const info = parseFlacStreamInfo(this.header.length === 1 ? this.header[0]! : Buffer.concat(this.header));
     if (info) {
@@ -299,14 +300,23 @@ export class FlacPcmDecoder {
   }
 
   /**
-   * After `end()`: checks the decoded sample count against STREAMINFO (unless it says 0,
-   * "unknown") and the MD5 of the decoded audio (unless STREAMINFO's MD5 is all zeros, which
-   * the format uses for "not computed"). Throws `IntegrityError` on a mismatch.
+   * After `end()`: throws the `IntegrityError` of a frame that did not decode, or of a stream
+   * that ended inside a frame (the library's decoder; libFLAC throws from `decode()`). `verify()`
+   * includes this check.
+   */
+  checkFrames(): void {
+    if (this.frames?.failure) throw this.frames.failure;
+  }
+
+  /**
+   * After `end()`: `checkFrames()`, then the decoded sample count against STREAMINFO (unless it
+   * says 0, "unknown") and the MD5 of the decoded audio (unless STREAMINFO's MD5 is all zeros,
+   * which the format uses for "not computed"). Throws `IntegrityError` on a mismatch.
    */
   verify(): void {
     const info = this.info;
     if (!this.ended || !info) throw new Error('FlacPcmDecoder.verify() needs a completed end().');
-    if (this.frames?.failure) throw this.frames.failure;
+    this.checkFrames();
     const samples = this.samplesDecoded;
     if (info.totalSamples !== 0 && samples !== info.totalSamples) {
       throw new IntegrityError(

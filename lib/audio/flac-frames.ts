@@ -28,6 +28,9 @@ const I_BITS = 1;
 const I_CHANNELS = 2;
 const I_MAX_BLOCK = 3;
 const I_BLOCK = 4;
+const I_NUMBER_LOW = 5;
+const I_NUMBER_HIGH = 6;
+const I_VARIABLE = 7;
 const INFO_BYTES = 32;
 
 /** The largest block the format allows, in samples per channel. */
@@ -40,6 +43,7 @@ const OUTPUT_SAMPLES = 1 << 19;
  */
 const INPUT_WINDOW = 4 << 20;
 
+const ERR_SYNC = -1;
 const MESSAGES: Record<number, string> = {
   [-1]: 'no frame sync code where the frame should start',
   [-2]: 'the CRC-8 of its header does not match',
@@ -67,9 +71,11 @@ const EMPTY: Buffer = Buffer.alloc(0);
  * Decodes a FLAC stream from its first byte (`fLaC`, the metadata blocks, then the frames).
  * `decode()` returns the PCM16 of the frames the bytes so far complete and feeds `hash` the
  * bytes STREAMINFO's MD5 covers; `end()` decodes the rest. A frame that does not decode (CRC
- * mismatch, invalid field) becomes an `IntegrityError` in `failure`, once the audio before it
- * has been returned; `decode()` throws it from then on. A malformed metadata block throws
- * `ProtocolError`.
+ * mismatch, invalid field) or does not carry the number due next (a frame missing or repeated)
+ * becomes an `IntegrityError` in `failure`, once the audio before it has been returned;
+ * `decode()` throws it from then on. A malformed metadata block throws `ProtocolError`. Bytes
+ * after the last frame that are not a frame (an ID3v1 tag, zero padding) are ignored once the
+ * samples STREAMINFO announces are all out; where it gives no total they fail the stream.
  */
 export class FlacFrameDecoder {
   readonly #info: FlacStreamInfo;
@@ -85,8 +91,12 @@ export class FlacFrameDecoder {
   #lastBlock = false;
   #frames = 0;
   #samples = 0;
+  /** Bytes of the last frame decoded (the size the next one probably has). */
+  #lastFrameBytes: number;
   /** A frame that did not decode: thrown by the next call, after the audio before it is out. */
   #failure: Error | undefined;
+  /** Every sample STREAMINFO announces is out and what followed was not a frame: input is ignored. */
+  #complete = false;
 
   constructor(info: FlacStreamInfo, hash: Hash) {
     const k = flacKernel();
@@ -94,6 +104,7 @@ export class FlacFrameDecoder {
     this.#kernel = k;
     this.#info = info;
     this.#hash = hash;
+    this.#lastFrameBytes = info.maxFrameSize;
   }
 
   /** Samples per channel decoded so far. */
@@ -109,10 +120,14 @@ export class FlacFrameDecoder {
   /** The PCM16 of every frame the bytes so far complete (often empty). */
   decode(chunk: Uint8Array): Buffer {
     if (this.#failure) throw this.#failure;
-    if (chunk.length === 0) return EMPTY;
-    this.#held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length));
+    if (chunk.length === 0 || this.#complete) return EMPTY;
     this.#heldBytes += chunk.length;
-    if (this.#heldBytes < this.#retryAt) return EMPTY;
+    if (this.#heldBytes < this.#retryAt) {
+      // Held past this call: a copy, as the caller may reuse its buffer.
+      this.#held.push(Buffer.from(chunk));
+      return EMPTY;
+    }
+    this.#held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length));
     return this.#run(false);
   }
 
@@ -122,12 +137,13 @@ export class FlacFrameDecoder {
    * (the decoder's `verify()` throws it).
    */
   end(): Buffer {
-    if (this.#failure) return EMPTY;
+    if (this.#failure || this.#complete) return EMPTY;
     const pcm = this.#run(true);
-    if (this.#failure) return pcm;
+    if (this.#failure || this.#complete) return pcm;
     if (this.#skip >= 0) {
       this.#failure = new IntegrityError('The FLAC stream ends inside its metadata blocks, before its first audio frame: the data is truncated.');
-    } else if (this.#heldBytes > 0) {
+    } else if (this.#heldBytes > 0 && !(this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples)) {
+      // (Bytes after every announced sample, too short to tell a frame from a tag, are left.)
       const total = this.#info.totalSamples;
       const of = total > 0 ? ` of the ${total} its STREAMINFO announces` : '';
       this.#failure = new IntegrityError(
@@ -147,7 +163,7 @@ export class FlacFrameDecoder {
     let pcm = EMPTY;
     let used = 0;
     if (this.#skip < 0 && data.length > 0) ({ pcm, used } = this.#decodeFrames(data));
-    if (this.#failure) {
+    if (this.#failure || this.#complete) {
       this.#held = [];
       this.#heldBytes = 0;
       return pcm;
@@ -156,7 +172,8 @@ export class FlacFrameDecoder {
     // Keep the unfinished frame as bytes of our own: the caller may reuse its buffers.
     this.#held = rest > 0 ? [Buffer.from(data.subarray(used))] : [];
     this.#heldBytes = rest;
-    this.#retryAt = final ? 0 : rest * 2;
+    // Try again once a frame like the last one may be complete, else once the bytes double.
+    this.#retryAt = final ? 0 : rest < this.#lastFrameBytes ? this.#lastFrameBytes : rest * 2;
     return pcm;
   }
 
@@ -211,7 +228,7 @@ export class FlacFrameDecoder {
       produced = 0;
     };
     let at = 0;
-    while (at < data.length && !this.#failure) {
+    while (at < data.length && !this.#failure && !this.#complete) {
       const length = Math.min(INPUT_WINDOW, data.length - at);
       k.u8.set(data.subarray(at, at + length), input);
       let offset = 0;
@@ -224,11 +241,26 @@ export class FlacFrameDecoder {
         i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
         const r = k.exports.frame_decode(input + offset, length - offset, info, work, pcmAt + produced * 2, rawAt + produced * width);
         if (r === 0) break;
+        if (r === ERR_SYNC && this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples) {
+          // Whatever follows the last frame (a tag, padding) is not audio.
+          this.#complete = true;
+          break;
+        }
         if (r < 0) {
           this.#failure = new IntegrityError(`FLAC frame ${this.#frames} could not be decoded: ${MESSAGES[r] ?? `error ${r}`}.`);
           break;
         }
+        const number = (k.i32[slots + I_NUMBER_LOW]! >>> 0) + k.i32[slots + I_NUMBER_HIGH]! * 2 ** 32;
+        const variable = k.i32[slots + I_VARIABLE] === 1;
+        const due = variable ? this.#samples : this.#frames;
+        if (number !== due) {
+          this.#failure = new IntegrityError(
+            `FLAC frame ${this.#frames} carries the ${variable ? 'sample' : 'frame'} number ${number} where ${due} is due: a frame is missing or repeated.`,
+          );
+          break;
+        }
         const block = k.i32[slots + I_BLOCK]!;
+        this.#lastFrameBytes = r;
         offset += r;
         produced += block * channels;
         this.#samples += block;
@@ -237,7 +269,7 @@ export class FlacFrameDecoder {
       at += offset;
       // The window ended inside a frame: read on from that frame, unless the data ends there
       // too (wait for more) or the frame would be larger than any the format can hold.
-      if (at + (length - offset) === data.length) break;
+      if (at + (length - offset) === data.length || this.#complete) break;
       if (offset === 0 && !this.#failure) {
         this.#failure = new IntegrityError(
           `FLAC frame ${this.#frames} could not be decoded: it does not end within ${INPUT_WINDOW} bytes, more than any frame can hold.`,

@@ -27,7 +27,10 @@ import type { AudioProcessor, AudioTransformOptions } from './processor.js';
 export interface FlacDecodeStreamOptions extends AudioTransformOptions {
   /** Convert the decoded audio to this layout (format default `s16le`); default: PCM16 as found. */
   to?: AudioDescription;
-  /** Check the sample count and MD5 against STREAMINFO at the end; default true. */
+  /**
+   * Check the sample count and MD5 against STREAMINFO at the end; default true. A frame that
+   * does not decode, or a stream that ends inside a frame, fails the stream either way.
+   */
   verify?: boolean;
 }
 
@@ -79,6 +82,7 @@ export class FlacDecodeStream extends Transform {
           if (tail.length > 0) this.push(tail);
         }
         if (this.verify) this.decoder.verify();
+        else this.decoder.checkFrames();
       })
       .then(() => this.decoder.close())
       .then(

@@ -32,6 +32,9 @@
 #define I_CHANNELS 2    /* in: STREAMINFO channels */
 #define I_MAX_BLOCK 3   /* in: largest block the work area holds */
 #define I_BLOCK 4       /* out: samples per channel in the frame */
+#define I_NUMBER_LOW 5  /* out: the header's frame number (fixed block size) or first sample number */
+#define I_NUMBER_HIGH 6 /*      (variable block size), 36 bits: the low 32 and the rest */
+#define I_VARIABLE 7    /* out: 1 for a variable block size stream (the number is a sample number) */
 
 typedef struct {
   const uint8_t *p;   /* next byte to load */
@@ -84,7 +87,7 @@ static inline uint64_t load_be64(const uint8_t *p) {
   return __builtin_bswap64(v);
 }
 
-/* Tops the cache up to at least 57 valid bits. */
+/* Tops the cache up to at least 56 valid bits. */
 static inline void refill(Bits *b) {
   if (b->end - b->p >= 8) {
     b->cache |= load_be64(b->p) >> b->count;
@@ -192,20 +195,28 @@ static int32_t residual(Bits *b, int32_t *out, int32_t n, int32_t order) {
   return 1;
 }
 
-/* out[i] += prediction from the previous `order` samples, fixed polynomial predictors. */
+/*
+ * out[i] += prediction from the previous `order` samples, fixed polynomial predictors. The sums
+ * are taken modulo 2^32 (unsigned): valid streams (at most 25-bit side channels) never wrap, and
+ * a damaged frame, which the CRC-16 rejects afterwards, cannot reach undefined behaviour.
+ */
 static void restore_fixed(int32_t *s, int32_t n, int32_t order) {
   switch (order) {
     case 1:
-      for (int32_t i = 1; i < n; i++) s[i] += s[i - 1];
+      for (int32_t i = 1; i < n; i++) s[i] = (int32_t)((uint32_t)s[i] + (uint32_t)s[i - 1]);
       break;
     case 2:
-      for (int32_t i = 2; i < n; i++) s[i] += 2 * s[i - 1] - s[i - 2];
+      for (int32_t i = 2; i < n; i++) s[i] = (int32_t)((uint32_t)s[i] + 2u * (uint32_t)s[i - 1] - (uint32_t)s[i - 2]);
       break;
     case 3:
-      for (int32_t i = 3; i < n; i++) s[i] += 3 * (s[i - 1] - s[i - 2]) + s[i - 3];
+      for (int32_t i = 3; i < n; i++) {
+        s[i] = (int32_t)((uint32_t)s[i] + 3u * ((uint32_t)s[i - 1] - (uint32_t)s[i - 2]) + (uint32_t)s[i - 3]);
+      }
       break;
     case 4:
-      for (int32_t i = 4; i < n; i++) s[i] += 4 * (s[i - 1] + s[i - 3]) - 6 * s[i - 2] - s[i - 4];
+      for (int32_t i = 4; i < n; i++) {
+        s[i] = (int32_t)((uint32_t)s[i] + 4u * ((uint32_t)s[i - 1] + (uint32_t)s[i - 3]) - 6u * (uint32_t)s[i - 2] - (uint32_t)s[i - 4]);
+      }
       break;
     default:
       break;
@@ -218,7 +229,7 @@ static void restore_fixed(int32_t *s, int32_t n, int32_t order) {
     for (int32_t i = N; i < n; i++) {                                         \
       int64_t sum = 0;                                                        \
       for (int32_t j = 0; j < N; j++) sum += (int64_t)coef[j] * s[i - 1 - j]; \
-      s[i] += (int32_t)(sum >> shift);                                        \
+      s[i] = (int32_t)((uint32_t)s[i] + (uint32_t)(sum >> shift));            \
     }                                                                         \
     return;
 
@@ -230,7 +241,7 @@ static void restore_lpc(int32_t *s, int32_t n, const int32_t *coef, int32_t orde
       for (int32_t i = order; i < n; i++) {
         int64_t sum = 0;
         for (int32_t j = 0; j < order; j++) sum += (int64_t)coef[j] * s[i - 1 - j];
-        s[i] += (int32_t)(sum >> shift);
+        s[i] = (int32_t)((uint32_t)s[i] + (uint32_t)(sum >> shift));
       }
   }
 }
@@ -297,14 +308,16 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
   if (len < h) return NEED_MORE;
   uint32_t block_code = in[2] >> 4, rate_code = in[2] & 15, channel_code = in[3] >> 4, depth_code = (in[3] >> 1) & 7;
   if ((in[3] & 1) || rate_code == 15 || channel_code > 10 || depth_code == 3 || block_code == 0) return ERR_HEADER;
-  /* The coded frame or sample number (UTF-8 style, up to 7 bytes). */
+  /* The coded frame or sample number (UTF-8 style, up to 7 bytes, 36 bits). */
   if (len < h + 1) return NEED_MORE;
   uint32_t lead = in[h];
   int32_t extra = lead < 0x80 ? 0 : lead < 0xc0 ? -1 : lead < 0xe0 ? 1 : lead < 0xf0 ? 2 : lead < 0xf8 ? 3 : lead < 0xfc ? 4 : lead < 0xfe ? 5 : lead == 0xfe ? 6 : -1;
   if (extra < 0) return ERR_HEADER;
   if (len < h + 1 + extra) return NEED_MORE;
+  uint64_t number = extra == 0 ? lead : lead & (0x3fu >> extra);
   for (int32_t i = 1; i <= extra; i++) {
     if ((in[h + i] & 0xc0) != 0x80) return ERR_HEADER;
+    number = (number << 6) | (in[h + i] & 0x3f);
   }
   h += 1 + extra;
   int32_t block;
@@ -341,6 +354,9 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
   if (channels != info[I_CHANNELS] || bits != info[I_BITS] || bits < 4 || bits > 24 || block > info[I_MAX_BLOCK]) return ERR_FORMAT;
   info[I_RATE] = rate;
   info[I_BLOCK] = block;
+  info[I_NUMBER_LOW] = (int32_t)(uint32_t)number;
+  info[I_NUMBER_HIGH] = (int32_t)(number >> 32);
+  info[I_VARIABLE] = in[1] & 1;
 
   Bits b = {in + h, in + len, 0, 0, 0};
   int32_t max = info[I_MAX_BLOCK];
@@ -361,15 +377,15 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
 
   int32_t *s0 = work, *s1 = work + max;
   if (channel_code == 8) {
-    for (int32_t i = 0; i < block; i++) s1[i] = s0[i] - s1[i];
+    for (int32_t i = 0; i < block; i++) s1[i] = (int32_t)((uint32_t)s0[i] - (uint32_t)s1[i]);
   } else if (channel_code == 9) {
-    for (int32_t i = 0; i < block; i++) s0[i] += s1[i];
+    for (int32_t i = 0; i < block; i++) s0[i] = (int32_t)((uint32_t)s0[i] + (uint32_t)s1[i]);
   } else if (channel_code == 10) {
     for (int32_t i = 0; i < block; i++) {
       int32_t side = s1[i];
       int32_t mid = (int32_t)((uint32_t)s0[i] << 1) | (side & 1);
-      s0[i] = (mid + side) >> 1;
-      s1[i] = (mid - side) >> 1;
+      s0[i] = (int32_t)((uint32_t)mid + (uint32_t)side) >> 1;
+      s1[i] = (int32_t)((uint32_t)mid - (uint32_t)side) >> 1;
     }
   }
 
@@ -377,7 +393,7 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
   for (int32_t c = 0; c < channels; c++) {
     const int32_t *s = work + c * max;
     int16_t *o = pcm + c;
-    for (int32_t i = 0; i < block; i++, o += channels) *o = (int16_t)((s[i] >> down) << up);
+    for (int32_t i = 0; i < block; i++, o += channels) *o = (int16_t)((uint32_t)(s[i] >> down) << up);
   }
   if (bits != 16) {
     int32_t width = (bits + 7) >> 3;
