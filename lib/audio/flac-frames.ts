@@ -8,9 +8,12 @@
  * Memory: the kernel has one memory for the process. Each call copies the bytes it was given
  * (plus the unfinished frame kept from the call before) into it, at most 4 MiB at a time,
  * decodes every whole frame and copies the audio out; nothing stays in the kernel between
- * calls, so decoders never share state, and the kernel's memory stays under about 8 MB. The unfinished frame is kept here, copied, and tried again only once the bytes held
- * have doubled (or at the end), so a stream fed one byte at a time costs a logarithmic number
- * of attempts per frame, not one per byte.
+ * calls, so decoders never share state, and the kernel's memory stays under 9 MiB (8 channels
+ * of 24 bits; about 5.6 MiB for 16-bit stereo). The unfinished frame is kept here, copied, and
+ * tried again once the bytes held reach the size of the frame before it, else once they have
+ * doubled (or at the end): a frame's audio usually comes out within a chunk of its last byte, and a
+ * stream fed one byte at a time costs a logarithmic number of attempts per frame, not one per
+ * byte.
  */
 import type { Hash } from 'node:crypto';
 import { IntegrityError, ProtocolError } from '../errors.js';
@@ -38,8 +41,9 @@ const MAX_BLOCK = 65_536;
 /** PCM16 samples (all channels) the output area holds before it is copied out. */
 const OUTPUT_SAMPLES = 1 << 19;
 /**
- * Most input bytes copied into the kernel at once: above the largest frame the format allows
- * (65535 samples of 8 channels at 25 bits, verbatim: about 1.6 MB).
+ * Most input bytes copied into the kernel at once: above any frame an encoder writes (a verbatim
+ * frame of 65535 samples of 8 channels at 25 bits is about 1.6 MB; escape-coded residuals, at
+ * most 31 bits a sample, about 2 MB).
  */
 const INPUT_WINDOW = 4 << 20;
 
