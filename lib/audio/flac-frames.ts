@@ -18,7 +18,7 @@
 import type { Hash } from 'node:crypto';
 import { IntegrityError, ProtocolError } from '../errors.js';
 import type { FlacStreamInfo } from './flac-decoder.js';
-import { alignKernel, loadKernel, type WasmKernel } from './wasm/fir.js';
+import { alignKernel, lazyKernel, type WasmKernel } from './wasm/fir.js';
 import { WASM_BASE64 } from './wasm/flac-kernel.js';
 
 interface FlacExports {
@@ -26,14 +26,13 @@ interface FlacExports {
 }
 
 /** Slots of the kernel's `info` array (see `flac.c`). */
-const I_RATE = 0;
-const I_BITS = 1;
-const I_CHANNELS = 2;
-const I_MAX_BLOCK = 3;
-const I_BLOCK = 4;
-const I_NUMBER_LOW = 5;
-const I_NUMBER_HIGH = 6;
-const I_VARIABLE = 7;
+const I_BITS = 0;
+const I_CHANNELS = 1;
+const I_MAX_BLOCK = 2;
+const I_BLOCK = 3;
+const I_NUMBER_LOW = 4;
+const I_NUMBER_HIGH = 5;
+const I_VARIABLE = 6;
 const INFO_BYTES = 32;
 
 /** The largest block the format allows, in samples per channel. */
@@ -57,16 +56,11 @@ const MESSAGES: Record<number, string> = {
   [-6]: "its channels or sample depth differ from STREAMINFO's",
 };
 
-let kernel: WasmKernel<FlacExports> | null | undefined;
-
-function flacKernel(): WasmKernel<FlacExports> | undefined {
-  if (kernel === undefined) kernel = loadKernel<FlacExports>(WASM_BASE64);
-  return kernel ?? undefined;
-}
+const flacKernel = lazyKernel<FlacExports>(WASM_BASE64);
 
 /** True when this process can decode a stream with `info` in the kernel. */
 export function kernelDecodes(info: FlacStreamInfo): boolean {
-  return info.bitsPerSample >= 4 && info.bitsPerSample <= 24 && info.channels <= 8 && flacKernel() !== undefined;
+  return info.bitsPerSample >= 4 && info.bitsPerSample <= 24 && flacKernel() !== undefined;
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
@@ -222,6 +216,10 @@ export class FlacFrameDecoder {
     const rawAt = pcmAt + capacity * 2;
     const input = rawAt + alignKernel(capacity * width);
     const slots = info >> 2;
+    // The kernel only reads these (and nothing here grows the memory during the loop).
+    k.i32[slots + I_BITS] = bits;
+    k.i32[slots + I_CHANNELS] = channels;
+    k.i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
     const parts: Buffer[] = [];
     let produced = 0;
     const flush = (): void => {
@@ -238,11 +236,6 @@ export class FlacFrameDecoder {
       let offset = 0;
       while (offset < length) {
         if (capacity - produced < MAX_BLOCK * channels) flush();
-        const i32 = k.i32;
-        i32[slots + I_RATE] = this.#info.sampleRate;
-        i32[slots + I_BITS] = bits;
-        i32[slots + I_CHANNELS] = channels;
-        i32[slots + I_MAX_BLOCK] = MAX_BLOCK;
         const r = k.exports.frame_decode(input + offset, length - offset, info, work, pcmAt + produced * 2, rawAt + produced * width);
         if (r === 0) break;
         if (r === ERR_SYNC && this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples) {

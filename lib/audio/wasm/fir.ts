@@ -112,23 +112,25 @@ export class WasmKernel<Exports> {
 export type FirKernel = WasmKernel<FirExports>;
 
 /**
- * Instantiates the kernel whose module is `base64`, with a fresh memory; null where this engine
- * cannot run it (no WebAssembly or no SIMD, or a big-endian host: the kernels read
- * little-endian memory through the host's typed arrays).
+ * The kernel whose module is `base64`, instantiated with a fresh memory on the first call of the
+ * function returned (then the same one); undefined where this engine cannot run it (no
+ * WebAssembly or no SIMD, or a big-endian host: the kernels read little-endian memory through
+ * the host's typed arrays).
  */
-export function loadKernel<Exports>(base64: string): WasmKernel<Exports> | null {
-  try {
-    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    return api && endianness() === 'LE' ? new WasmKernel<Exports>(api, Buffer.from(base64, 'base64')) : null;
-  } catch {
-    return null;
-  }
+export function lazyKernel<Exports>(base64: string): () => WasmKernel<Exports> | undefined {
+  let kernel: WasmKernel<Exports> | null | undefined;
+  return () => {
+    if (kernel === undefined) {
+      try {
+        const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+        kernel = api && endianness() === 'LE' ? new WasmKernel<Exports>(api, Buffer.from(base64, 'base64')) : null;
+      } catch {
+        kernel = null;
+      }
+    }
+    return kernel ?? undefined;
+  };
 }
 
-let kernel: FirKernel | null | undefined;
-
-/** The kernel, or undefined where this engine cannot run it. */
-export function firKernel(): FirKernel | undefined {
-  if (kernel === undefined) kernel = loadKernel<FirExports>(WASM_BASE64);
-  return kernel ?? undefined;
-}
+/** The resampler's kernel, or undefined where this engine cannot run it. */
+export const firKernel = lazyKernel<FirExports>(WASM_BASE64);

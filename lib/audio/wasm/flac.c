@@ -27,14 +27,13 @@
 #define ERR_FORMAT -6
 
 /* Slots of the int32 `info` array shared with the caller. */
-#define I_RATE 0        /* in: STREAMINFO sample rate; out: the frame's */
-#define I_BITS 1        /* in: STREAMINFO bits per sample */
-#define I_CHANNELS 2    /* in: STREAMINFO channels */
-#define I_MAX_BLOCK 3   /* in: largest block the work area holds */
-#define I_BLOCK 4       /* out: samples per channel in the frame */
-#define I_NUMBER_LOW 5  /* out: the header's frame number (fixed block size) or first sample number */
-#define I_NUMBER_HIGH 6 /*      (variable block size), 36 bits: the low 32 and the rest */
-#define I_VARIABLE 7    /* out: 1 for a variable block size stream (the number is a sample number) */
+#define I_BITS 0        /* in: STREAMINFO bits per sample */
+#define I_CHANNELS 1    /* in: STREAMINFO channels */
+#define I_MAX_BLOCK 2   /* in: largest block the work area holds */
+#define I_BLOCK 3       /* out: samples per channel in the frame */
+#define I_NUMBER_LOW 4  /* out: the header's frame number (fixed block size) or first sample number */
+#define I_NUMBER_HIGH 5 /*      (variable block size), 36 bits: the low 32 and the rest */
+#define I_VARIABLE 6    /* out: 1 for a variable block size stream (the number is a sample number) */
 
 typedef struct {
   const uint8_t *p;   /* next byte to load */
@@ -291,7 +290,6 @@ static int32_t subframe(Bits *b, int32_t *s, int32_t n, int32_t bps) {
   return 1;
 }
 
-static const int32_t RATES[12] = {0, 88200, 176400, 192000, 8000, 16000, 22050, 24000, 32000, 44100, 48000, 96000};
 static const int32_t DEPTHS[8] = {0, 8, 12, 0, 16, 20, 24, 32};
 
 /*
@@ -332,17 +330,8 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
     block = ((in[h] << 8) | in[h + 1]) + 1;
     h += 2;
   } else block = 256 << (block_code - 8);
-  int32_t rate = info[I_RATE];
-  if (rate_code >= 1 && rate_code <= 11) rate = RATES[rate_code];
-  else if (rate_code == 12) {
-    if (len < h + 1) return NEED_MORE;
-    rate = in[h] * 1000;
-    h += 1;
-  } else if (rate_code == 13 || rate_code == 14) {
-    if (len < h + 2) return NEED_MORE;
-    rate = ((in[h] << 8) | in[h + 1]) * (rate_code == 13 ? 1 : 10);
-    h += 2;
-  }
+  /* A rate written out in the header (codes 12 to 14) is skipped: the output is PCM16 as found. */
+  if (rate_code >= 12) h += rate_code == 12 ? 1 : 2;
   if (len < h + 1) return NEED_MORE;
   uint32_t crc8 = 0;
   for (int32_t i = 0; i < h; i++) crc8 = crc8_table[crc8 ^ in[i]];
@@ -352,7 +341,6 @@ __attribute__((export_name("frame_decode"))) int32_t frame_decode(const uint8_t 
   int32_t channels = channel_code <= 7 ? (int32_t)channel_code + 1 : 2;
   int32_t bits = depth_code == 0 ? info[I_BITS] : DEPTHS[depth_code];
   if (channels != info[I_CHANNELS] || bits != info[I_BITS] || bits < 4 || bits > 24 || block > info[I_MAX_BLOCK]) return ERR_FORMAT;
-  info[I_RATE] = rate;
   info[I_BLOCK] = block;
   info[I_NUMBER_LOW] = (int32_t)(uint32_t)number;
   info[I_NUMBER_HIGH] = (int32_t)(number >> 32);
