@@ -179,7 +179,6 @@ export class FlacPcmDecoder {
   private digest: string | undefined;
   private started = false;
   private early: Uint8Array[] = [];
-  private earlyBytes = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   private ended = false;
@@ -210,7 +209,6 @@ export class FlacPcmDecoder {
         // Bytes are held until STREAMINFO says which decoder handles the stream (a copy when
         // held past this call: the caller may reuse its buffer).
         this.early.push(this.info ? chunk : Buffer.from(chunk));
-        this.earlyBytes += chunk.length;
         if (!this.info) return Buffer.alloc(0);
         input = this.early.length === 1 ? chunk : Buffer.concat(this.early);
         this.early = [];
