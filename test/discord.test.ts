@@ -285,7 +285,36 @@ describe('opusscript: many codecs in one process (a bot with many speakers)', ()
   });
 });
 
-// --- receiving -----------------------------------------------------------------------------------
+describe.each(BACKENDS)('OpusCodec.decodeTransient (%s)', (backend) => {
+  it('gives the bytes decode gives, packet after packet, and fails the same way', () => {
+    const list = packets(backend);
+    const a = createOpusCodec({ backend });
+    const b = createOpusCodec({ backend });
+    for (const packet of list.slice(0, 50)) {
+      const transient = a.decodeTransient(packet);
+      expect(transient.length).toBe(OPUS_FRAME_BYTES);
+      expect(transient.equals(b.decode(packet))).toBe(true);
+    }
+    expect(() => a.decodeTransient(Buffer.alloc(OPUS_FRAME_BYTES * 2))).toThrow(/Opus decode failed/);
+    a.close();
+    b.close();
+    expect(() => a.decodeTransient(list[0]!)).toThrow(/closed/);
+  });
+
+  it.runIf(backend === 'opusscript')('opusscript: reuses one buffer, while decode hands out a new one each time', () => {
+    const list = packets(backend);
+    const codec = createOpusCodec({ backend });
+    const first = codec.decodeTransient(list[10]!);
+    const second = codec.decodeTransient(list[11]!);
+    expect(second.buffer).toBe(first.buffer);
+    expect(second.byteOffset).toBe(first.byteOffset);
+    const fresh = codec.decode(list[12]!);
+    const again = codec.decode(list[13]!);
+    expect(fresh.buffer).not.toBe(second.buffer);
+    expect(again.buffer === fresh.buffer && again.byteOffset === fresh.byteOffset).toBe(false);
+    codec.close();
+  });
+});
 
 describe.each(BACKENDS)('DiscordReceiveAdapter (%s)', (backend) => {
   const list = packets(backend);

@@ -372,7 +372,8 @@ export class DiscordReceiveAdapter extends Transform {
     let reason = 'the packet is empty';
     if (packet.length > 0) {
       try {
-        pcm = this.codec.decode(packet);
+        // Converted below before the next packet: the codec's own memory serves.
+        pcm = this.codec.decodeTransient(packet);
         if (pcm.length === 0 || pcm.length % 4 !== 0) {
           reason = `the decoder returned ${pcm.length} bytes`;
           pcm = undefined;
