@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ValidationError } from '../lib/errors.js';
+import { createResampleProcessor } from '../lib/audio/resampler.js';
+import { encodeMulaw } from '../lib/audio/g711.js';
 import { TwilioMediaBridge } from '../lib/integrations/twilio.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 
@@ -55,6 +58,45 @@ describe('TwilioMediaBridge appendMs', () => {
     const each = await sendCall(20, 50);
     expect(each.appends).toBeGreaterThanOrEqual(48);
     expect(each.bytes % 960).toBe(0);
+  });
+
+  // The bridge converts each message into the resampler's own memory, which the next message
+  // overwrites: what reaches the service must still be every byte of the conversion, in order,
+  // also when a whole append fits in one message (20 ms) or a gap fill makes a long piece, and
+  // when a burst of messages queues writes in the translator.
+  it.each([20, 100, 60])('appends of %s ms carry exactly the converted call audio, through a burst and a gap', async (appendMs) => {
+    const server = await startFakeRealtimeServer();
+    servers.push(server);
+    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: 'k', realtimeUrl: server.realtimeUrl, reconnect: false, appendMs });
+    bridge.on('error', () => {});
+    bridge.resume();
+    const peer = await server.nextPeer();
+    await peer.waitForEvent('session.update');
+    peer.sendSessionCreated();
+    bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+    // A swept tone, so that every frame differs; frames 40 to 44 never arrive (a 100 ms gap the
+    // bridge fills with silence in one long piece).
+    const frames: Buffer[] = [];
+    for (let k = 0; k < 120; k++) {
+      const frame = Buffer.alloc(160);
+      for (let i = 0; i < 160; i++) {
+        const t = k * 160 + i;
+        frame[i] = encodeMulaw(Math.round(9000 * Math.sin((t * t) / 400_000 + t / 7)));
+      }
+      frames.push(frame);
+    }
+    const silence = Buffer.alloc(160, 0xff);
+    const timeline = frames.map((frame, k) => (k >= 40 && k < 45 ? silence : frame));
+    const sent = frames.map((frame, k) => ({ frame, k })).filter(({ k }) => k < 40 || k >= 45);
+    for (const { frame, k } of sent) {
+      bridge.write(JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: frame.toString('base64') }, streamSid: SID }));
+    }
+    const reference = createResampleProcessor(8000, 24_000, 1, { decode: 'mulaw' }).process(Buffer.concat(timeline));
+    const whole = Math.floor(reference.length / (appendMs * 48)) * appendMs * 48;
+    await peer.waitForAudioBytes(whole);
+    expect(peer.audioBytes).toBe(whole);
+    expect(peer.audioDigest()).toBe(createHash('sha256').update(reference.subarray(0, whole)).digest('hex'));
+    bridge.destroy();
   });
 
   it.each([0, 30, 1020, 1.5])('refuses appendMs %s naming the field', (appendMs) => {
