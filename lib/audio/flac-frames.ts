@@ -115,6 +115,11 @@ export class FlacFrameDecoder {
     return this.#failure;
   }
 
+  /** STREAMINFO gives a total and every sample of it has been decoded. */
+  get #allAnnouncedOut(): boolean {
+    return this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples;
+  }
+
   /** The PCM16 of every frame the bytes so far complete (often empty). */
   decode(chunk: Uint8Array): Buffer {
     if (this.#failure) throw this.#failure;
@@ -140,7 +145,7 @@ export class FlacFrameDecoder {
     if (this.#failure || this.#complete) return pcm;
     if (this.#skip >= 0) {
       this.#failure = new IntegrityError('The FLAC stream ends inside its metadata blocks, before its first audio frame: the data is truncated.');
-    } else if (this.#heldBytes > 0 && !(this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples)) {
+    } else if (this.#heldBytes > 0 && !this.#allAnnouncedOut) {
       // (Bytes after every announced sample, too short to tell a frame from a tag, are left.)
       const total = this.#info.totalSamples;
       const of = total > 0 ? ` of the ${total} its STREAMINFO announces` : '';
@@ -238,7 +243,7 @@ export class FlacFrameDecoder {
         if (capacity - produced < MAX_BLOCK * channels) flush();
         const r = k.exports.frame_decode(input + offset, length - offset, info, work, pcmAt + produced * 2, rawAt + produced * width);
         if (r === 0) break;
-        if (r === ERR_SYNC && this.#info.totalSamples > 0 && this.#samples === this.#info.totalSamples) {
+        if (r === ERR_SYNC && this.#allAnnouncedOut) {
           // Whatever follows the last frame (a tag, padding) is not audio.
           this.#complete = true;
           break;
