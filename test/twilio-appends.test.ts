@@ -13,12 +13,13 @@ afterEach(async () => {
 
 const SID = 'MZ00000000000000000000000000000042';
 
-function media(k: number): string {
-  const payload = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe).toString('base64');
-  return JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload }, streamSid: SID });
+/** The `media` message of the call's `k`-th 20 ms frame. */
+function media(k: number, mulaw = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe)): string {
+  return JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: mulaw.toString('base64') }, streamSid: SID });
 }
 
-async function sendCall(appendMs: number | undefined, frames: number) {
+/** A bridge whose session is up and whose call has started; `peer` is the service's side. */
+async function startCall(appendMs: number | undefined) {
   const server = await startFakeRealtimeServer();
   servers.push(server);
   const bridge = new TwilioMediaBridge({
@@ -35,6 +36,11 @@ async function sendCall(appendMs: number | undefined, frames: number) {
   await peer.waitForEvent('session.update');
   peer.sendSessionCreated();
   bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+  return { bridge, peer };
+}
+
+async function sendCall(appendMs: number | undefined, frames: number) {
+  const { bridge, peer } = await startCall(appendMs);
   // One message per turn of the event loop, as a call delivers them (a burst written in one
   // turn would leave as one append: the stream sends what a tick's writes queued together).
   for (let k = 0; k < frames; k++) {
@@ -60,20 +66,12 @@ describe('TwilioMediaBridge appendMs', () => {
     expect(each.bytes % 960).toBe(0);
   });
 
-  // The bridge converts each message into the resampler's own memory, which the next message
-  // overwrites: what reaches the service must still be every byte of the conversion, in order,
-  // also when a whole append fits in one message (20 ms) or a gap fill makes a long piece, and
-  // when a burst of messages queues writes in the translator.
+  // What reaches the service must be every byte of the conversion, in order: also when a
+  // whole append fits in one message (20 ms), when a gap fill makes a piece longer than an
+  // append, and when a burst of messages makes the translator queue writes (a piece handed on
+  // as a view of memory the bridge reuses would show here).
   it.each([20, 100, 60])('appends of %s ms carry exactly the converted call audio, through a burst and a gap', async (appendMs) => {
-    const server = await startFakeRealtimeServer();
-    servers.push(server);
-    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: 'k', realtimeUrl: server.realtimeUrl, reconnect: false, appendMs });
-    bridge.on('error', () => {});
-    bridge.resume();
-    const peer = await server.nextPeer();
-    await peer.waitForEvent('session.update');
-    peer.sendSessionCreated();
-    bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+    const { bridge, peer } = await startCall(appendMs);
     // A swept tone, so that every frame differs; frames 40 to 44 never arrive (a 100 ms gap the
     // bridge fills with silence in one long piece).
     const frames: Buffer[] = [];
@@ -88,9 +86,7 @@ describe('TwilioMediaBridge appendMs', () => {
     const silence = Buffer.alloc(160, 0xff);
     const timeline = frames.map((frame, k) => (k >= 40 && k < 45 ? silence : frame));
     const sent = frames.map((frame, k) => ({ frame, k })).filter(({ k }) => k < 40 || k >= 45);
-    for (const { frame, k } of sent) {
-      bridge.write(JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: frame.toString('base64') }, streamSid: SID }));
-    }
+    for (const { frame, k } of sent) bridge.write(media(k, frame));
     const reference = createResampleProcessor(8000, 24_000, 1, { decode: 'mulaw' }).process(Buffer.concat(timeline));
     const whole = Math.floor(reference.length / (appendMs * 48)) * appendMs * 48;
     await peer.waitForAudioBytes(whole);
