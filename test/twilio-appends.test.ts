@@ -14,7 +14,7 @@ afterEach(async () => {
 const SID = 'MZ00000000000000000000000000000042';
 
 /** The `media` message of the call's `k`-th 20 ms frame. */
-function media(k: number, mulaw = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe)): string {
+function media(k: number, mulaw: Buffer = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe)): string {
   return JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: mulaw.toString('base64') }, streamSid: SID });
 }
 
