@@ -82,6 +82,16 @@ export function record(row: SummaryRow): void {
   rows.push({ ...row, name: section ? `${section}: ${row.name}` : row.name });
 }
 
+/** The figures recorded so far (a bench process hands them to `run.ts`). */
+export function recorded(): readonly SummaryRow[] {
+  return rows;
+}
+
+/** Adds figures another process recorded, already named by their section. */
+export function adopt(list: readonly SummaryRow[]): void {
+  rows.push(...list);
+}
+
 /** Prints every recorded figure with its bound and whether it was met; returns the misses. */
 export function summary(): number {
   if (rows.length === 0) return 0;
