@@ -27,8 +27,13 @@ if (process.argv[2] === ONE) {
   beginSection(file.replace(/\.bench\.js$/, ''));
   const mod = (await import(pathToFileURL(join(here, file)).href)) as { default: () => Promise<void> };
   await mod.default();
-  await new Promise<void>((resolve, reject) => process.send!(recorded(), (error: Error | null) => (error ? reject(error) : resolve())));
-  process.disconnect();
+  const send = process.send?.bind(process);
+  if (send) {
+    await new Promise<void>((resolve, reject) => send(recorded(), (error: Error | null) => (error ? reject(error) : resolve())));
+    process.disconnect();
+  } else {
+    summary(); // run by hand, without a parent to gather the figures
+  }
 } else {
   const filters = process.argv.slice(2);
   const files = (await readdir(here))
