@@ -19,9 +19,10 @@
  * The Discord path also decodes Opus, work any Discord client does; its row is compared with
  * the plain path, and with the plain path plus the bare decode of the same packets (timed here
  * too). Environment: `CONCURRENCY` (default "50,100,200"), `CONCURRENCY_SECONDS` (measured
- * window, default 20), `CONCURRENCY_TWILIO_MAX` (the calls-on-one-core scenario, default 500),
- * `CONCURRENCY_PATHS` (default "bare,plain,twilio,discord"), `CONCURRENCY_ROUNDS` (windows per
- * path, in alternating order so that a change in the machine's load falls on every path;
+ * window, default 20), `CONCURRENCY_TWILIO_MAX` (the calls-on-one-core scenario, run first,
+ * against the same work by hand at the same load; default 500, 0 to skip), `CONCURRENCY_PATHS`
+ * (default "bare,plain,bare-twilio,twilio,bare-discord,discord"), `CONCURRENCY_ROUNDS` (windows
+ * per path, in alternating order so that a change in the machine's load falls on every path;
  * default 2: the CPU figure is their mean, the lag their worst), `CONCURRENCY_PROFILE` (a
  * directory: each measured window's CPU profile is written there).
  */
@@ -544,15 +545,28 @@ export default async function (): Promise<void> {
     const decodePerHour = opus ? opusDecodePerHour(opus) : 0;
     if (opus) console.log(`bare Opus decode (${opus.backend}) of the Discord packets: ${decodePerHour.toFixed(1)} CPU-s per speaker-hour`);
     console.log(`each row: ${seconds} s measured after ${WARMUP_MS / 1000} s of warm-up; CPU of this process only (the emulator and the callers run in another)`);
-    // The calls-on-one-core scenario first, while this process and its peers are fresh, as a
-    // server taking calls would be: after the rows below, its heap has served thousands of
-    // sessions, which raises what collection costs it (see the README's Performance section).
+    // The calls-on-one-core scenario first, so that `CONCURRENCY=0` measures it in the same
+    // conditions as the full run. Its baseline is the same work by hand at the same load, in
+    // alternating windows like the rows below: the calls' figures are the mean CPU and the worst
+    // lag of their windows.
     if (twilioMax > 0) {
-      const s = await measure('twilio', twilioMax, seconds, peers, opus);
-      console.log(row(s));
-      record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: s.started, kind: 'min', bound: twilioMax, unit: '' });
+      const windows: Record<'twilio' | 'bare-twilio', Scenario[]> = { twilio: [], 'bare-twilio': [] };
+      for (let round = 0; round < rounds; round++) {
+        for (const path of round % 2 === 0 ? (['twilio', 'bare-twilio'] as const) : (['bare-twilio', 'twilio'] as const)) {
+          const s = await measure(path, twilioMax, seconds, peers, opus);
+          windows[path].push(s);
+          console.log(row(s));
+        }
+      }
+      const s = combine(windows.twilio);
+      const byHand = combine(windows['bare-twilio']);
+      if (rounds > 1) for (const c of [s, byHand]) console.log(row({ ...c, note: `mean of ${rounds} windows (lag: the worst)` }));
+      record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: Math.min(...windows.twilio.map((w) => w.started)), kind: 'min', bound: twilioMax, unit: '' });
       record({ name: `twilio ${twilioMax} calls: share of one core`, value: s.corePercent, kind: 'max', bound: 100, unit: ' %' });
       record({ name: `twilio ${twilioMax} calls: event-loop lag p99`, value: s.lagP99, kind: 'max', bound: 50, unit: ' ms' });
+      record({ name: `twilio ${twilioMax} calls / the same work by hand, CPU per call-hour`, value: s.cpuPerHour / byHand.cpuPerHour, kind: 'max', bound: 1.3 });
+      record({ name: `twilio ${twilioMax} calls by hand (baseline): share of one core`, value: byHand.corePercent, kind: 'max', bound: undefined, unit: ' %' });
+      record({ name: `twilio ${twilioMax} calls by hand (baseline): event-loop lag p99`, value: byHand.lagP99, kind: 'max', bound: undefined, unit: ' ms' });
     }
     for (const n of counts) {
       const runs = new Map<PathName, Scenario[]>();
