@@ -516,12 +516,33 @@ function combine(list: Scenario[]): Scenario {
   const mean = (f: (s: Scenario) => number) => list.reduce((sum, s) => sum + f(s), 0) / list.length;
   return {
     ...list[0]!,
+    started: Math.min(...list.map((s) => s.started)),
     cpuPerHour: mean((s) => s.cpuPerHour),
     corePercent: mean((s) => s.corePercent),
     outputPerSession: mean((s) => s.outputPerSession),
     lagP99: Math.max(...list.map((s) => s.lagP99)),
     lagMax: Math.max(...list.map((s) => s.lagMax)),
   };
+}
+
+/**
+ * Measures each path with `n` sessions in `rounds` windows, the order reversed every other round
+ * so that a change in the machine's load falls on every path; prints every window, then (with
+ * several rounds) each path's combined row. Returns the combined scenario of each path measured.
+ */
+async function measureAlternating(paths: readonly PathName[], n: number, rounds: number, seconds: number, peers: Peers, opus: OpusMaterial | undefined): Promise<Map<PathName, Scenario>> {
+  const windows = new Map<PathName, Scenario[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (const path of round % 2 === 0 ? paths : [...paths].reverse()) {
+      if (path.endsWith('discord') && !opus) continue;
+      const s = await measure(path, n, seconds, peers, opus);
+      windows.set(path, [...(windows.get(path) ?? []), s]);
+      console.log(row(s));
+    }
+  }
+  const results = new Map<PathName, Scenario>([...windows].map(([path, list]) => [path, combine(list)]));
+  if (rounds > 1) for (const s of results.values()) console.log(row({ ...s, note: `mean of ${rounds} windows (lag: the worst)` }));
+  return results;
 }
 
 function row(s: Scenario): string {
@@ -550,18 +571,10 @@ export default async function (): Promise<void> {
     // alternating windows like the rows below: the calls' figures are the mean CPU and the worst
     // lag of their windows.
     if (twilioMax > 0) {
-      const windows: Record<'twilio' | 'bare-twilio', Scenario[]> = { twilio: [], 'bare-twilio': [] };
-      for (let round = 0; round < rounds; round++) {
-        for (const path of round % 2 === 0 ? (['twilio', 'bare-twilio'] as const) : (['bare-twilio', 'twilio'] as const)) {
-          const s = await measure(path, twilioMax, seconds, peers, opus);
-          windows[path].push(s);
-          console.log(row(s));
-        }
-      }
-      const s = combine(windows.twilio);
-      const byHand = combine(windows['bare-twilio']);
-      if (rounds > 1) for (const c of [s, byHand]) console.log(row({ ...c, note: `mean of ${rounds} windows (lag: the worst)` }));
-      record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: Math.min(...windows.twilio.map((w) => w.started)), kind: 'min', bound: twilioMax, unit: '' });
+      const calls = await measureAlternating(['twilio', 'bare-twilio'], twilioMax, rounds, seconds, peers, opus);
+      const s = calls.get('twilio')!;
+      const byHand = calls.get('bare-twilio')!;
+      record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: s.started, kind: 'min', bound: twilioMax, unit: '' });
       record({ name: `twilio ${twilioMax} calls: share of one core`, value: s.corePercent, kind: 'max', bound: 100, unit: ' %' });
       record({ name: `twilio ${twilioMax} calls: event-loop lag p99`, value: s.lagP99, kind: 'max', bound: 50, unit: ' ms' });
       record({ name: `twilio ${twilioMax} calls / the same work by hand, CPU per call-hour`, value: s.cpuPerHour / byHand.cpuPerHour, kind: 'max', bound: 1.3 });
@@ -569,17 +582,7 @@ export default async function (): Promise<void> {
       record({ name: `twilio ${twilioMax} calls by hand (baseline): event-loop lag p99`, value: byHand.lagP99, kind: 'max', bound: undefined, unit: ' ms' });
     }
     for (const n of counts) {
-      const runs = new Map<PathName, Scenario[]>();
-      for (let round = 0; round < rounds; round++) {
-        for (const path of round % 2 === 0 ? paths : [...paths].reverse()) {
-          if (path.endsWith('discord') && !opus) continue;
-          const s = await measure(path, n, seconds, peers, opus);
-          runs.set(path, [...(runs.get(path) ?? []), s]);
-          console.log(row(s));
-        }
-      }
-      const results = new Map<PathName, Scenario>([...runs].map(([path, list]) => [path, combine(list)]));
-      if (rounds > 1) for (const s of results.values()) console.log(row({ ...s, note: `mean of ${rounds} windows (lag: the worst)` }));
+      const results = await measureAlternating(paths, n, rounds, seconds, peers, opus);
       const get = (path: PathName) => results.get(path)?.cpuPerHour;
       const pairs: Array<[string, PathName, number | undefined, number | undefined]> = [
         ['plain / bare ws client', 'plain', get('bare'), 1.1],
