@@ -17,8 +17,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { adopt, beginSection, recorded, summary, type SummaryRow } from './harness.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const self = fileURLToPath(import.meta.url);
+const here = dirname(self);
 const ONE = '--one-bench-file';
 
 if (process.argv[2] === ONE) {

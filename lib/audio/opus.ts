@@ -229,8 +229,7 @@ class NativeCodec implements OpusCodec {
     return this.live.decode(packet);
   }
   decodeTransient(packet: Buffer): Buffer {
-    // The addon returns a buffer of its own every time.
-    return this.live.decode(packet);
+    return this.decode(packet); // the addon returns a buffer of its own every time
   }
   close(): void {
     this.codec = undefined;
