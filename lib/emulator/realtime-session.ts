@@ -199,6 +199,12 @@ export class RealtimeSession {
       this.resolveClosed = resolve;
     });
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    // Pings are answered while the session lives. After a drop the socket is ended, and a pong
+    // written after that would be an error that resets the connection, discarding what the
+    // client had not read yet; half-open, nothing is answered.
+    ws.on('ping', (data) => {
+      if (this.state !== 'closed' && this.state !== 'half-open') ws.pong(data);
+    });
     ws.on('error', () => {
       // A protocol violation by the client (ws closes the socket itself); nothing to report.
     });

@@ -265,7 +265,8 @@ export interface RealtimeEmulator extends RealtimePart {
  */
 export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context: EmulatorContext): RealtimeEmulator {
   const settings = resolveRealtimeSettings(options, context.apiKeys, context.voices);
-  const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_PAYLOAD_BYTES, clientTracking: false });
+  // Each session answers pings itself: one that was dropped or went half-open must not.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: REALTIME_MAX_PAYLOAD_BYTES, clientTracking: false, autoPong: false });
   const sessions = new Set<RealtimeSession>();
   const handshaking = new Set<Duplex>();
   let closing = false;
