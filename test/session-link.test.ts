@@ -22,8 +22,8 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function fakeServer(): Promise<FakeRealtimeServer> {
-  const fake = await startFakeRealtimeServer();
+async function fakeServer(options: { autoPong?: boolean } = {}): Promise<FakeRealtimeServer> {
+  const fake = await startFakeRealtimeServer(options);
   cleanups.push(() => fake.close());
   return fake;
 }
@@ -43,14 +43,14 @@ async function refusingServer(status: number, headers: Record<string, string>, b
 
 const LIVENESS = { pingIntervalMs: 1000, livenessTimeoutMs: 3000 };
 
-function connect(url: string, textOnly = true): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
+function connect(url: string, textOnly = true, pong?: (id: number) => void): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
   let open!: () => void;
   let end!: (end: ConnectionEnd) => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
   const ended = new Promise<ConnectionEnd>((resolve) => (end = resolve));
   const connection = new RealtimeConnection(
     { url: new URL(`${url}/v1/realtime`), headers: {}, handshakeTimeoutMs: 10_000, maxPayload: 1 << 20, textOnly, ...LIVENESS },
-    { open, message: () => undefined, end },
+    { open, message: () => undefined, end, ...(pong ? { pong } : {}) },
   );
   cleanups.push(() => {
     connection.terminate();
@@ -66,6 +66,60 @@ async function periods(n: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+describe('RealtimeConnection pings', () => {
+  /** A connection whose pongs are recorded, and the peer it talks to (which answers no ping by itself). */
+  async function pinging() {
+    const fake = await fakeServer({ autoPong: false });
+    const answered: number[] = [];
+    const pongs = new EventEmitter();
+    const { connection, opened } = connect(fake.realtimeUrl, true, (id) => {
+      answered.push(id);
+      pongs.emit('pong');
+    });
+    const peerReady = fake.nextPeer();
+    await opened;
+    const peer = await peerReady;
+    const answeredUpTo = (n: number) => waitFor(() => answered.length >= n, { onEvent: [pongs, 'pong'] });
+    return { connection, peer, answered, answeredUpTo };
+  }
+
+  it('each ping carries its number, and its pong reports it: the peer has read everything sent before it', async () => {
+    const { connection, peer, answered, answeredUpTo } = await pinging();
+    connection.send('{"type":"first"}');
+    expect([connection.ping(), connection.ping(), connection.ping()]).toEqual([1, 2, 3]);
+    await waitFor(() => peer.pings.length === 3, { onEvent: [peer.ws, 'ping'] });
+    expect(peer.pings.map((p) => p.payload.readUInt32BE(0))).toEqual([1, 2, 3]);
+    peer.pong(1); // the second: the first is answered with it (pongs come in order)
+    await answeredUpTo(1);
+    peer.pong(2);
+    await answeredUpTo(2);
+    expect(answered).toEqual([2, 3]);
+  });
+
+  it('a pong that does not echo the payload answers the oldest ping not yet answered', async () => {
+    const { connection, peer, answered, answeredUpTo } = await pinging();
+    connection.ping();
+    connection.ping();
+    await waitFor(() => peer.pings.length === 2, { onEvent: [peer.ws, 'ping'] });
+    peer.ws.pong();
+    await answeredUpTo(1);
+    peer.ws.pong(Buffer.from('something else'));
+    await answeredUpTo(2);
+    expect(answered).toEqual([1, 2]);
+    connection.ping();
+    await waitFor(() => peer.pings.length === 3, { onEvent: [peer.ws, 'ping'] });
+    peer.pong(2);
+    await answeredUpTo(3);
+    expect(answered).toEqual([1, 2, 3]);
+  });
+
+  it('a ping on a connection that is not open is not sent', async () => {
+    const { connection } = await pinging();
+    connection.terminate();
+    expect(connection.ping()).toBeUndefined();
+  });
+});
 
 describe('RealtimeConnection liveness', () => {
   it('a peer that answers pings stays alive for any number of periods', async () => {

@@ -10,6 +10,9 @@
  * up to `livenessTimeoutMs` it is dead: terminated and reported as `dead`. Counting periods, not
  * wall time, means a stalled event loop (ours) is never mistaken for a silent peer. While reads
  * are paused (the caller is behind) the peer may rightly stop reading too: no period counts.
+ *
+ * Every ping carries a number, and its pong says which: a peer reads in order, so the pong to a
+ * ping sent behind some input shows that the peer has read all of that input (`ping()`).
  */
 import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
@@ -44,6 +47,8 @@ export type ConnectionEnd =
 export interface ConnectionHandlers {
   open(): void;
   message(data: Buffer, isBinary: boolean): void;
+  /** The peer answered ping `id` (and so every ping before it). */
+  pong?(id: number): void;
   end(end: ConnectionEnd): void;
 }
 
@@ -72,6 +77,8 @@ function zeroMask(mask: Buffer): void {
 
 /** Most of a refused handshake's body that is read, in bytes. */
 const MAX_REFUSAL_BODY = 4096;
+/** Pings awaiting their pong that are remembered (a peer that never answers cannot grow the list). */
+const MAX_UNANSWERED_PINGS = 64;
 
 export class RealtimeConnection {
   /** Resolves once the socket has closed (however it ended). */
@@ -91,6 +98,9 @@ export class RealtimeConnection {
   /** Ping periods in a row without a sign. */
   #silentPeriods = 0;
   #lastBuffered = 0;
+  #lastPing = 0;
+  /** Ids of the pings sent and not answered yet, oldest first. */
+  readonly #unanswered: number[] = [];
 
   constructor(options: ConnectionOptions, handlers: ConnectionHandlers) {
     this.#options = options;
@@ -114,8 +124,9 @@ export class RealtimeConnection {
       this.#sign = true;
       handlers.message(data as Buffer, isBinary);
     });
-    ws.on('pong', () => {
+    ws.on('pong', (data) => {
       this.#sign = true;
+      this.#onPong(data);
     });
     ws.on('ping', () => {
       this.#sign = true;
@@ -150,6 +161,21 @@ export class RealtimeConnection {
     if (this.#ws.readyState !== WebSocket.OPEN) return false;
     this.#ws.send(data, { binary }, callback);
     return true;
+  }
+
+  /**
+   * Sends a ping behind everything sent so far and returns its id (undefined when not open); the
+   * `pong` handler gets the id once the peer has read up to it.
+   */
+  ping(): number | undefined {
+    if (this.#ws.readyState !== WebSocket.OPEN) return undefined;
+    const id = ++this.#lastPing;
+    const payload = Buffer.allocUnsafe(4);
+    payload.writeUInt32BE(id >>> 0);
+    this.#ws.ping(payload);
+    this.#unanswered.push(id);
+    if (this.#unanswered.length > MAX_UNANSWERED_PINGS) this.#unanswered.shift();
+    return id;
   }
 
   /** Stops reading for `reason` (reads resume once no reason is left). */
@@ -209,7 +235,7 @@ export class RealtimeConnection {
         this.terminate();
         return;
       }
-      if (this.#pauses.size === 0) ws.ping();
+      if (this.#pauses.size === 0) this.ping();
     }, pingIntervalMs);
     this.#livenessTimer.unref();
   }
@@ -217,6 +243,20 @@ export class RealtimeConnection {
   #stopLiveness(): void {
     clearInterval(this.#livenessTimer);
     this.#livenessTimer = undefined;
+  }
+
+  /**
+   * Which ping a pong answers: the id it echoes, or, from a peer that does not echo the payload
+   * as RFC 6455 asks, the oldest one unanswered (pongs come back in order).
+   */
+  #onPong(data: Buffer): void {
+    const unanswered = this.#unanswered;
+    const echoed = data.length === 4 ? data.readUInt32BE(0) : undefined;
+    const at = echoed === undefined ? 0 : unanswered.indexOf(echoed);
+    if (at < 0 || unanswered.length === 0) return;
+    const id = unanswered[at]!;
+    unanswered.splice(0, at + 1);
+    this.#handlers.pong?.(id);
   }
 
   #onRefused(res: IncomingMessage): void {

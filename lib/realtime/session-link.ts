@@ -31,6 +31,8 @@ export interface LinkHandlers {
   open(attempt: number): void;
   /** A message of the current connection. */
   message(data: Buffer, isBinary: boolean): void;
+  /** The current connection's peer answered ping `id` (see `ping()`). */
+  pong?(id: number): void;
   /** The error for a session that did not become ready within `waitedMs`. */
   readyTimeout(waitedMs: number): RtTranslateError;
   /**
@@ -111,6 +113,11 @@ export class SessionLink {
     return 'connection' in this.#state && this.#state.connection.send(data, callback, binary);
   }
 
+  /** Pings on the current connection behind what was sent (see `RealtimeConnection.ping`); undefined when there is none open. */
+  ping(): number | undefined {
+    return 'connection' in this.#state ? this.#state.connection.ping() : undefined;
+  }
+
   /** Stops reading for `reason`, on this connection and the ones after it, until `resume(reason)`. */
   pause(reason: string): void {
     this.#pauses.add(reason);
@@ -182,6 +189,7 @@ export class SessionLink {
         {
           open: () => this.#current(connection) && this.#handlers.open(attempt),
           message: (data, isBinary) => this.#current(connection) && this.#handlers.message(data, isBinary),
+          pong: (id) => this.#current(connection) && this.#handlers.pong?.(id),
           end: (end) => this.#onEnd(connection, end),
         },
       );

@@ -36,6 +36,11 @@ export interface FakeRealtimeServerOptions {
    * stays in its handshake until it gives up or the server closes. Default false.
    */
   holdUpgrade?: boolean;
+  /**
+   * Answer the client's pings with pongs (as `ws` does by itself). False: pings are only
+   * recorded (`FakePeer.pings`), for a test to answer with `pong()` when it chooses. Default true.
+   */
+  autoPong?: boolean;
 }
 
 export interface FakeRealtimeServer {
@@ -109,6 +114,8 @@ export class FakePeer {
   binaryFrames = 0;
   /** The binary frames received, in order (keep test audio small). */
   readonly binary: Buffer[] = [];
+  /** Payloads of the pings received, in order, with the audio bytes received before each. */
+  readonly pings: Array<{ payload: Buffer; afterAudioBytes: number }> = [];
 
   readonly #hash: Hash = createHash('sha256');
   readonly #listeners = new Set<() => void>();
@@ -117,6 +124,10 @@ export class FakePeer {
   constructor(ws: WebSocket) {
     this.ws = ws;
     ws.on('message', (data, isBinary) => this.#onMessage(rawToBuffer(data), isBinary));
+    ws.on('ping', (payload) => {
+      this.pings.push({ payload, afterAudioBytes: this.audioBytes });
+      this.#notify();
+    });
     ws.on('error', () => {
       // A client that vanishes mid-frame: the close below reports it.
     });
@@ -185,6 +196,11 @@ export class FakePeer {
     this.send({ type: 'response.audio.done' });
   }
 
+  /** Answers ping `index` (0-based, of `pings`) with its payload. */
+  pong(index: number): void {
+    this.ws.pong(this.pings[index]!.payload);
+  }
+
   /** Sends an `error` event (`{ type: 'error', error: { message, code } }`). */
   sendError(message: string, code?: number): void {
     this.send({ type: 'error', error: code === undefined ? { message } : { message, code } });
@@ -218,6 +234,14 @@ export class FakePeer {
   /** Resolves with the first event of `type` (already received or still to come); rejects if the connection closes first. */
   waitForEvent(type: string): Promise<Record<string, unknown>> {
     return this.#until(() => this.events.find((e) => e.type === type), `a ${type} event`);
+  }
+
+  /** Resolves with the index of the first ping received after at least `bytes` of append audio. */
+  waitForPingAfter(bytes: number): Promise<number> {
+    return this.#until(() => {
+      const at = this.pings.findIndex((ping) => ping.afterAudioBytes >= bytes);
+      return at < 0 ? undefined : at;
+    }, `a ping after ${bytes} bytes of audio`);
   }
 
   /** Resolves once at least `bytes` of append audio have arrived; rejects if the connection closes first. */
@@ -278,7 +302,7 @@ export async function startFakeRealtimeServer(options: FakeRealtimeServerOptions
   const server = createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only.');
   });
-  const wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false });
+  const wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, autoPong: options.autoPong ?? true });
   const sockets = new Set<Socket>();
   const held = new Set<Duplex>();
   const peers: FakePeer[] = [];
