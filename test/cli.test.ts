@@ -19,7 +19,7 @@ import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionP
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
-import { runInProcess, startConnectionCounter, startInProcess, startInProcessEmulator, type CliResult, type ConnectionCounter } from './helpers/cli.js';
+import { runInProcess, runSpoken, startConnectionCounter, startInProcess, startInProcessEmulator, type CliResult, type ConnectionCounter } from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-test-5f1c2a9e77d04b1c';
@@ -357,13 +357,17 @@ describe.concurrent('--events, --stats and a network that drops', () => {
     expect(lines(result.stderr).at(-1)).toMatch(/closed the connection \(code 1006\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_CONNECTION\]$/);
   });
 
-  it('exit 3 when the service closes before every answer came: what arrived is written, the summary says it', async () => {
+  it('exit 3 when the service closes before answering speech sent after its last answer began: what arrived is written, the summary says it', async () => {
     const emulator = await startInProcessEmulator(['--api-key', KEY, '--drop-after-responses', '2', '--drop-code', '1000']);
     servers.push({ close: async () => void (await emulator.stop()) });
-    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--stats'], {
-      stdin: fixture.pcm,
-      env: { RT_TRANSLATE_API_KEY: KEY },
-    });
+    // The third sentence is spoken once the second answer has begun (its transcript is printed).
+    const third = 140_000 * 2;
+    const secondAnswer = (stderr: string) => (stderr.match(/^transcript \(/gm) ?? []).length >= 2;
+    const result = await runSpoken(
+      ['--from', 'en-us', '--to', 'es-es', '--realtime-url', emulator.realtimeUrl, '--stats'],
+      [{ audio: fixture.pcm.subarray(0, third) }, { audio: fixture.pcm.subarray(third), when: secondAnswer }],
+      { env: { RT_TRANSLATE_API_KEY: KEY } },
+    );
     expect(result.code).toBe(3);
     expect(result.stdout.equals(expectedTranslation(fixture.pcm, fixture.utterances.slice(0, 2)))).toBe(true);
     expect(result.stderr).toMatch(/warning: The realtime service closed the session after end\(\) while an answer was still owed/);

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RtTranslateError } from '../lib/errors.js';
 import { DuplexLifecycle } from '../lib/realtime/duplex-lifecycle.js';
 import { EndingController, type EndingWait } from '../lib/realtime/ending-controller.js';
+import type { InputFence } from '../lib/realtime/ending-policy.js';
 import { SpeechLedger } from '../lib/realtime/speech-ledger.js';
 import { speechThenSilence } from './helpers/speech.js';
 
@@ -24,7 +25,8 @@ function controller() {
   const host = new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
   const life = new DuplexLifecycle<EndingWait>(host, { signal: undefined, name: 'test session', shutdown: () => undefined });
   const ledger = new SpeechLedger();
-  const facts = { ready: true, paused: false, drained: true };
+  // The service read everything at once, unless a test says otherwise.
+  const facts: { ready: boolean; paused: boolean; drained: boolean; fence: InputFence } = { ready: true, paused: false, drained: true, fence: { sentAt: Date.now(), receivedAt: Date.now() } };
   const warnings: RtTranslateError[] = [];
   let closes = 0;
   const ending = new EndingController({
@@ -32,10 +34,12 @@ function controller() {
     ledger,
     quietPeriodMs: 300,
     responseStallTimeoutMs: 2000,
+    fenceTimeoutMs: 5000,
     bytesPerMs: BYTES_PER_MS,
     ready: () => facts.ready,
     paused: () => facts.paused,
     drained: () => facts.drained,
+    inputFence: () => facts.fence,
     warn: (w) => warnings.push(w),
     close: () => closes++,
   });
@@ -85,19 +89,58 @@ describe('EndingController', () => {
     expect(c.closes()).toBe(0);
   });
 
-  it('speech never answered is given up after responseStallTimeoutMs, with a warning and what was left', () => {
+  it('speech never answered is given up after responseStallTimeoutMs from when the service read it, with a warning and how much', () => {
     const c = controller();
     const pcm = speechThenSilence();
     c.ledger.accept(pcm);
     c.ledger.recordSent(pcm.length, Date.now());
+    c.facts.fence = { sentAt: Date.now(), receivedAt: undefined };
     c.begin();
+    c.ending.evaluate();
+    vi.advanceTimersByTime(4_000);
+    expect(c.closes()).toBe(0); // its fence has not come back: the service may not have read the speech
+    c.facts.fence = { sentAt: Date.now() - 4_000, receivedAt: Date.now() };
     c.ending.evaluate();
     vi.advanceTimersByTime(1999);
     expect(c.closes()).toBe(0);
     vi.advanceTimersByTime(1);
-    expect(c.warnings.map((w) => w.message)).toEqual(['No answer to the last segment of speech within 2000 ms after end(); closing without it.']);
-    expect(c.life.ending).toMatchObject({ complete: false, reason: 'speech-unanswered' });
-    expect(c.life.ending!.unansweredSpeechMs).toBeGreaterThan(900);
+    expect(c.warnings.map((w) => w.message)).toEqual(['The service did not answer 1.0 s of speech within 2000 ms after end(); closing without it.']);
+    expect(c.life.ending).toEqual({ complete: false, reason: 'speech-unanswered', unansweredSpeechMs: 1000 });
+  });
+
+  it('speech sent after the latest response began is owed, and the warning says so', () => {
+    const c = controller();
+    const pcm = speechThenSilence();
+    c.ledger.responseActivity('transcript', Date.now(), 0);
+    c.ledger.responseCompleted(Date.now(), true);
+    c.ledger.accept(pcm);
+    c.begin();
+    c.ending.evaluate();
+    vi.advanceTimersByTime(2000);
+    expect(c.warnings.map((w) => w.message)).toEqual([
+      'The service did not answer 1.0 s of speech sent after its last response began within 2000 ms after end(); closing without it.',
+    ]);
+  });
+
+  it('speech the service began answering after it was sent is not owed, however many utterances the stream counted', () => {
+    const c = controller();
+    const two = Buffer.concat([speechThenSilence(), speechThenSilence()]);
+    c.ledger.accept(two);
+    c.ledger.recordSent(two.length, Date.now());
+    c.facts.fence = { sentAt: Date.now(), receivedAt: Date.now() };
+    c.begin();
+    c.ending.evaluate();
+    // One short answer for both utterances, begun once both were sent.
+    c.ledger.responseActivity('audio', Date.now(), two.length, 4800);
+    c.ending.activity(Date.now());
+    c.ledger.responseCompleted(Date.now(), true);
+    c.ending.activity(Date.now());
+    vi.advanceTimersByTime(299);
+    expect(c.closes()).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(c.closes()).toBe(1);
+    expect(c.life.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+    expect(c.warnings).toEqual([]);
   });
 
   it('a reconnect suspends the wait: its timer is cleared with the state change', () => {

@@ -8,7 +8,7 @@
  *   service, a service that stops reading after end(), an abort after the session completed.
  */
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate as tick } from 'node:timers/promises';
@@ -17,7 +17,7 @@ import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/r
 import type { RtTranslateError } from '../lib/errors.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { runSession } from './helpers/realtime-session.js';
-import { chunked, expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
+import { chunked, expectedTranslation, loadSpeechFixture, speechThenSilence } from './helpers/speech.js';
 import { waitFor } from './helpers/wait-for.js';
 
 const KEY = 'ending-test-key-0123';
@@ -30,6 +30,7 @@ const ONE_ANSWER_BYTES = expectedTranslation(TWO, fixture.utterances.slice(0, 1)
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
+  vi.useRealTimers();
   while (cleanups.length) await cleanups.pop()!();
 });
 
@@ -39,8 +40,8 @@ async function emulator(options: EmulatorOptions = {}): Promise<RunningEmulator>
   return emu;
 }
 
-async function fakeServer(): Promise<FakeRealtimeServer> {
-  const fake = await startFakeRealtimeServer();
+async function fakeServer(options: { autoPong?: boolean } = {}): Promise<FakeRealtimeServer> {
+  const fake = await startFakeRealtimeServer(options);
   cleanups.push(() => fake.close());
   return fake;
 }
@@ -60,8 +61,8 @@ async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | As
 }
 
 /** A scripted session: the peer has seen session.update and answered session.created. */
-async function scripted(options: Partial<RealtimeTranslateOptions> = {}): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
-  const fake = await fakeServer();
+async function scripted(options: Partial<RealtimeTranslateOptions> = {}, server: { autoPong?: boolean } = {}): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
+  const fake = await fakeServer(server);
   const stream = open(fake.realtimeUrl, options);
   const peer = await fake.acceptSession(stream);
   return { stream, peer };
@@ -79,42 +80,61 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     expect(outcome.warnings).toEqual([]);
   });
 
-  it('without speech detection (threshold 0 dBFS) the same session loses the second answer: the rule is what saves it', async () => {
+  it('speech sent after the first answer began is waited for past the quiet period; without speech detection (0 dBFS) it cannot be', async () => {
     // Scripted so the order is certain, not a race with the clock: two services answer the first
-    // utterance at once and hold the second back. The stream that counts speech is answered
-    // first; the blind one (which counts none) then ends after its quiet period, so the counting
-    // stream has waited at least as long, and is still waiting when the second answer comes.
+    // utterance, then hear the second, and hold its answer back. The stream that finds speech is
+    // answered first; the blind one (which finds none) then ends after its quiet period, so the
+    // finding stream has waited at least as long, and is still waiting when the second answer comes.
     const [answerOne, answerTwo] = [TWO_EXPECTED.subarray(0, ONE_ANSWER_BYTES), TWO_EXPECTED.subarray(ONE_ANSWER_BYTES)];
-    const sent = TWO.length + 800 * 48; // the input and the stream's end padding
+    const [first, second] = [TWO.subarray(0, 80_000 * 2), TWO.subarray(80_000 * 2)]; // utterance one and 0.7 s of silence; the rest
     const options = { endPaddingMs: 800, responseStallTimeoutMs: 60_000 };
-    const counting = await scripted(options);
-    const countingRun = run(counting.stream, chunked(TWO, [4800]));
-    await counting.peer.waitForAudioBytes(sent);
-    counting.peer.sendResponse(answerOne, 'one');
-    await once(counting.stream, 'response');
-
+    async function speak(script: { stream: RealtimeTranslateStream; peer: FakePeer }) {
+      const answered = once(script.stream, 'response');
+      async function* spoken() {
+        yield first;
+        await answered;
+        yield second;
+      }
+      const session = run(script.stream, spoken());
+      await script.peer.waitForAudioBytes(first.length);
+      script.peer.sendResponse(answerOne, 'one');
+      await script.peer.waitForAudioBytes(TWO.length + 800 * 48); // the rest and the end padding
+      return { session };
+    }
+    const finding = await scripted(options);
+    const findingRun = (await speak(finding)).session;
     const blind = await scripted({ ...options, speechThresholdDbfs: 0 });
-    const blindRun = run(blind.stream, chunked(TWO, [4800]));
-    await blind.peer.waitForAudioBytes(sent);
-    blind.peer.sendResponse(answerOne, 'one');
-    const lost = await blindRun;
+    const lost = await (await speak(blind)).session;
     await blind.peer.closed;
     blind.peer.sendResponse(answerTwo, 'two'); // too late: the session is over
     expect(lost.error).toBeUndefined();
     expect(lost.transcripts).toEqual(['transcript of one']);
     expect(lost.audio.equals(answerOne)).toBe(true);
-    // It believes it got everything: nothing it counted was owed.
+    // It believes it got everything: it found no speech to be owed.
     expect(blind.stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
     expect(lost.warnings).toEqual([]);
 
-    expect(counting.stream.state).toBe('active');
-    expect(counting.peer.isClosed).toBe(false);
-    counting.peer.sendResponse(answerTwo, 'two');
-    const saved = await countingRun;
+    expect(finding.stream.state).toBe('active');
+    expect(finding.peer.isClosed).toBe(false);
+    finding.peer.sendResponse(answerTwo, 'two');
+    const saved = await findingRun;
     expect(saved.error).toBeUndefined();
     expect(saved.transcripts).toEqual(['transcript of one', 'transcript of two']);
     expect(saved.audio.equals(TWO_EXPECTED)).toBe(true);
-    expect(counting.stream.stats.ending).toMatchObject({ complete: true });
+    expect(finding.stream.stats.ending).toMatchObject({ complete: true });
+  });
+
+  it('one short answer to two utterances, begun once both were sent: the session ends one quiet period after it, complete', async () => {
+    const { stream, peer } = await scripted({ responseStallTimeoutMs: 60_000 });
+    const session = run(stream, chunked(TWO, [4800]));
+    await peer.waitForAudioBytes(TWO.length + 800 * 48);
+    const short = TWO_EXPECTED.subarray(0, ONE_ANSWER_BYTES / 2); // a terse translation of both
+    peer.sendResponse(short, 'one and two');
+    const outcome = await session;
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.audio.equals(short)).toBe(true);
+    expect(outcome.warnings).toEqual([]);
+    expect(stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
   });
 
   it('an answer slower than the quiet period, to speech written before the previous answer arrived, still arrives', async () => {
@@ -218,6 +238,89 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     // Everything written after the last answer (there was none) may be unprocessed, and it says so.
     expect(error.unprocessedInputMs).toBeGreaterThan(0);
     expect(error.message).toMatch(/s of input audio may not have been processed/);
+  });
+});
+
+describe('the quiet period counts from what the service has shown it has read', () => {
+  /**
+   * Advances the fake clock 100 ms at a time, letting sockets work between steps, until `done()`
+   * or `limitMs` have gone by; returns the time advanced.
+   */
+  async function advanceUntil(done: () => boolean, limitMs = Infinity): Promise<number> {
+    let advanced = 0;
+    while (!done() && advanced < limitMs) {
+      vi.advanceTimersByTime(100);
+      advanced += 100;
+      await tick();
+    }
+    return advanced;
+  }
+
+  // No liveness pings within these tests: every ping the peer sees is a fence.
+  const QUIET = { quietPeriodMs: 300, pingIntervalMs: 60_000, livenessTimeoutMs: 60_000 };
+
+  it('a ping goes behind each stretch of speech once silence has closed it, and behind nothing else', async () => {
+    const { stream, peer } = await scripted(QUIET);
+    const speech = speechThenSilence(); // 1 s of speech, 1 s of silence
+    const input = Buffer.concat([Buffer.alloc(48_000), speech, speech]);
+    const outcome = run(stream, chunked(input, [4800])); // 100 ms writes, as a microphone gives
+    await peer.waitForAudioBytes(input.length + 800 * 48);
+    peer.sendResponse(Buffer.alloc(4800, 1), 'both');
+    expect((await outcome).error).toBeUndefined();
+    // Each fence follows its speech's end (at 2 s and 4 s of input) and the 600 ms of silence
+    // that closed it.
+    const closedAt = [96_000, 192_000].map((end) => end + 600 * 48);
+    expect(peer.pings).toHaveLength(2);
+    expect(peer.pings[0]!.afterAudioBytes).toBeGreaterThanOrEqual(closedAt[0]!);
+    expect(peer.pings[0]!.afterAudioBytes).toBeLessThan(192_000);
+    expect(peer.pings[1]!.afterAudioBytes).toBeGreaterThanOrEqual(closedAt[1]!);
+    expect(peer.pings.map((p) => p.payload.readUInt32BE(0))).toEqual([1, 2]);
+  });
+
+  it('a service that has not yet shown it read the speech is waited for, then one quiet period from its pong', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const { stream, peer } = await scripted(QUIET, { autoPong: false });
+    const pcm = speechThenSilence();
+    const outcome = run(stream, chunked(pcm, [4800]));
+    await peer.waitForAudioBytes(pcm.length + 800 * 48);
+    const fence = await peer.waitForPingAfter(48_000);
+    // An answer to everything, begun once it was all sent: nothing is owed.
+    const answered = once(stream, 'response');
+    peer.sendResponse(Buffer.alloc(4800, 2), 'all');
+    await answered;
+    let ended = false;
+    stream.once('ended', () => (ended = true));
+    // Ten seconds on, the service has still not shown it read the speech: the stream waits.
+    expect(await advanceUntil(() => ended, 10_000)).toBe(10_000);
+    expect(ended).toBe(false);
+    peer.pong(fence);
+    const afterPong = await advanceUntil(() => ended);
+    expect(afterPong).toBeGreaterThanOrEqual(300);
+    expect(afterPong).toBeLessThan(2_000);
+    vi.useRealTimers();
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+  });
+  it('a service that never answers pings is not waited for forever: its fence counts as passed after livenessTimeoutMs', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const { stream, peer } = await scripted(QUIET, { autoPong: false });
+    const pcm = speechThenSilence();
+    const outcome = run(stream, chunked(pcm, [4800]));
+    await peer.waitForAudioBytes(pcm.length + 800 * 48);
+    await peer.waitForPingAfter(48_000);
+    const answered = once(stream, 'response');
+    peer.sendResponse(Buffer.alloc(4800, 3), 'all');
+    await answered;
+    let ended = false;
+    stream.once('ended', () => (ended = true));
+    const waited = await advanceUntil(() => ended);
+    expect(waited).toBeGreaterThanOrEqual(60_000);
+    expect(waited).toBeLessThan(62_000);
+    vi.useRealTimers();
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(stream.stats.ending).toMatchObject({ complete: true });
   });
 });
 

@@ -30,6 +30,9 @@ const fixture = loadSpeechFixture();
 /** The emulator's answer to each utterance of the fixture: its voiced region. */
 const ANSWERS = fixture.utterances.map((u) => fixture.pcm.subarray(u.startSample * 2, u.endSample * 2));
 const ALL = Buffer.concat(ANSWERS);
+/** Byte offsets inside the pauses before the second and the third sentence. */
+const SECOND_STARTS = 84_480 * 2;
+const THIRD_STARTS = 140_000 * 2;
 /** Bytes per millisecond of PCM16 mono 24 kHz. */
 const MS = 48;
 
@@ -470,24 +473,36 @@ describe('ending that is fast and truthful', () => {
     expect(response?.type === 'response' && response.timing.segments).toBe(3);
   });
 
-  it('the last sentence answered 8 s after the input ended still arrives', async () => {
+  it('the last sentence, sent after the second answer began, answered 8 s after the input ended, still arrives', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const emu = await emulator({ faults: { lateUtterances: { 3: 8_000 } } });
     const stream = open(emu.realtimeUrl);
     const events = watch(stream).events;
-    const outcome = run(stream, [fixture.pcm], events);
+    // As from a microphone: the third sentence is spoken after the second answer has begun.
+    const secondAnswered = nth(stream, 'transcript.done', 2);
+    let spokenAll!: () => void;
+    const allSpoken = new Promise<void>((resolve) => (spokenAll = resolve));
+    async function* spoken() {
+      yield fixture.pcm.subarray(0, THIRD_STARTS);
+      await secondAnswered;
+      yield fixture.pcm.subarray(THIRD_STARTS);
+      spokenAll();
+    }
+    const outcome = run(stream, spoken(), events);
     await nth(stream, 'response', 2);
-    expect(stream.writableEnded).toBe(true);
-    // 26 quiet periods (7.8 s) go by: the stream waits, because the third sentence is owed.
-    for (let i = 0; i < 26; i++) {
+    await allSpoken;
+    // Quiet periods go by, 300 ms at a time, until the third answer comes 8 s after the service
+    // heard the sentence: the stream waits through all of them, because that sentence is owed.
+    let third = false;
+    void nth(stream, 'response', 1).then(() => (third = true));
+    let waited = 0;
+    while (!third) {
+      expect(stream.readableEnded).toBe(false);
       vi.advanceTimersByTime(300);
+      waited += 300;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    expect(stream.readableEnded).toBe(false);
-    expect(events.filter((e) => e.type === 'response')).toHaveLength(2);
-    const third = nth(stream, 'response', 1);
-    vi.advanceTimersByTime(200);
-    await third;
+    expect(waited).toBeGreaterThanOrEqual(8_000);
     vi.advanceTimersByTime(300);
     vi.useRealTimers();
     const result = await outcome;
@@ -497,15 +512,21 @@ describe('ending that is fast and truthful', () => {
     expect(result.events.filter((e) => e.type === 'warning')).toEqual([]);
   });
 
-  it('a close by the service after end() while speech is unanswered is reported, not silent success', async () => {
+  it('a close by the service after end() while speech sent after its last answer began is unanswered is reported, not silent success', async () => {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl, { reconnect: false });
     const events = watch(stream).events;
-    const outcome = run(stream, [fixture.pcm], events);
+    const firstAnswered = nth(stream, 'response', 1);
+    async function* spoken() {
+      yield fixture.pcm.subarray(0, SECOND_STARTS);
+      await firstAnswered;
+      yield fixture.pcm.subarray(SECOND_STARTS);
+    }
+    const outcome = run(stream, spoken(), events);
     const peer = await fake.acceptSession(stream);
-    await peer.waitForAudioBytes(fixture.pcm.length);
+    await peer.waitForAudioBytes(SECOND_STARTS);
     peer.sendResponse(ANSWERS[0]!, 'one');
-    await nth(stream, 'response', 1);
+    await peer.waitForAudioBytes(fixture.pcm.length);
     peer.close(1000, 'done');
     const result = await outcome;
     expect(result.error).toBeUndefined();
@@ -517,9 +538,27 @@ describe('ending that is fast and truthful', () => {
     expect(result.events.at(-1)).toMatchObject({ type: 'ended', complete: false });
   });
 
+  it('a close by the service after one answer begun once it had everything is the end, complete: it owes nothing it has shown', async () => {
+    const fake = await fakeServer();
+    const stream = open(fake.realtimeUrl, { reconnect: false, quietPeriodMs: 60_000 });
+    const events = watch(stream).events;
+    const outcome = run(stream, [fixture.pcm], events);
+    const peer = await fake.acceptSession(stream);
+    await peer.waitForAudioBytes(fixture.pcm.length);
+    peer.sendResponse(ANSWERS[0]!, 'all three, briefly'); // far shorter than the three sentences
+    await nth(stream, 'response', 1);
+    peer.close(1000, 'done');
+    const result = await outcome;
+    expect(result.error).toBeUndefined();
+    expect(result.output.equals(ANSWERS[0]!)).toBe(true);
+    expect(result.events.filter((e) => e.type === 'warning')).toEqual([]);
+    expect(stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+  });
+
   it('a drop during our close handshake (closing) is the end we asked for: no reconnect, complete, the answer kept', async () => {
     const fake = await fakeServer();
-    // No pings: the close frame is then the only frame the client sends after its audio.
+    // No liveness pings: after its audio (and the fence behind the speech) the close frame is then
+    // the only frame the client sends.
     const stream = open(fake.realtimeUrl, { pingIntervalMs: 60_000 });
     const events = watch(stream).events;
     const outcome = run(stream, [fixture.pcm.subarray(0, 84_480 * 2)], events);

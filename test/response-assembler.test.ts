@@ -119,7 +119,8 @@ describe('ResponseAssembler: responses', () => {
     expect(response).toMatchObject({ timing: { index: 1, segments: 1, transcriptMs: 400, firstAudioMs: 600, doneMs: 900, audioBytes: 4 } });
     expect(calls.slice(-3).map((c) => c[0])).toEqual(['publish', 'answered', 'activity']);
     expect(responses.latency().firstAudioMs).toMatchObject({ count: 1, p50: 600, max: 600 });
-    expect(ledger.unansweredSegments).toBe(0);
+    expect(ledger.frontier).toBe(24_000 * 2);
+    expect(ledger.speechSinceLastResponse).toBe(0);
   });
 
   it('text only, a response completes at text.done', () => {

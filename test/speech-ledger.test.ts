@@ -36,11 +36,56 @@ function respond(ledger: SpeechLedger, sent: number, audioMs: number, now = 2_00
 }
 
 describe('SpeechLedger', () => {
-  it('counts the speech segments sent and what is still unanswered', () => {
+  it('finds the speech sent: where the latest ends, and where the latest that silence closed ends', () => {
+    const ledger = new SpeechLedger();
+    ledger.accept(Buffer.concat([zeros(200), tone(1000)]));
+    expect(ledger.lastSpeechEnd).toBe(1200 * MS);
+    expect(ledger.endedSpeechEnd).toBe(0); // still speaking
+    ledger.accept(zeros(1000));
+    expect(ledger.endedSpeechEnd).toBe(1200 * MS);
+    const three = fed(THREE);
+    expect([three.lastSpeechEnd, three.endedSpeechEnd]).toEqual([ENDS[2], ENDS[2]]);
+  });
+
+  it('before the session answers anything, all the speech sent is owed an answer', () => {
     const ledger = fed(THREE);
-    expect(ledger.unansweredSegments).toBe(3);
-    expect(ledger.unansweredSpeechBytes).toBe((1000 + 500 + 800) * MS);
+    expect(ledger.answeredInSession).toBe(false);
+    expect(ledger.speechSinceLastResponse).toBe((1000 + 500 + 800) * MS);
     expect(ledger.frontier).toBe(0);
+  });
+
+  it('speech sent after the latest response began is owed; speech sent before it is not, however many segments it has', () => {
+    const ledger = new SpeechLedger();
+    ledger.accept(THREE.subarray(0, 2200 * MS)); // the first utterance and its silence
+    respond(ledger, 2200 * MS, 300); // one short answer, begun before the rest was sent
+    ledger.accept(THREE.subarray(2200 * MS));
+    expect(ledger.speechSinceLastResponse).toBe((500 + 800) * MS);
+    // One response for both, begun once they were sent, with audio far shorter than them.
+    ledger.responseActivity('transcript', 3_000, THREE.length);
+    expect(ledger.speechSinceLastResponse).toBe(0);
+    ledger.responseCompleted(3_100, true);
+    expect(ledger.speechSinceLastResponse).toBe(0);
+    expect(ledger.answeredInSession).toBe(true);
+  });
+
+  it('a response begun in the middle of speech leaves the rest of that speech owed', () => {
+    const ledger = new SpeechLedger();
+    ledger.accept(Buffer.concat([zeros(100), tone(3000)]));
+    respond(ledger, 2100 * MS, 2000); // the service split the long speech: its answer began 2 s into it
+    ledger.accept(zeros(1000));
+    expect(ledger.speechSinceLastResponse).toBe(1000 * MS);
+  });
+
+  it('a lost session answers nothing: what its responses did not cover is owed again, from the frontier', () => {
+    const ledger = fed(THREE);
+    respond(ledger, THREE.length, 1000);
+    expect(ledger.speechSinceLastResponse).toBe(0);
+    ledger.responseActivity('audio', 2_500, THREE.length, 500 * MS);
+    ledger.sessionLost();
+    expect(ledger.responseOpen).toBe(false);
+    expect(ledger.answeredInSession).toBe(false);
+    expect(ledger.responseCompleted(3_000, true)).toBeUndefined();
+    expect(ledger.speechSinceLastResponse).toBe((500 + 800) * MS);
   });
 
   it('a response answers the first segment sent before it started: the frontier moves past its speech', () => {
@@ -48,7 +93,6 @@ describe('SpeechLedger', () => {
     const timing = respond(ledger, THREE.length, 1000);
     expect(timing.segments).toBe(1);
     expect(ledger.frontier).toBe(ENDS[0]);
-    expect(ledger.unansweredSegments).toBe(2);
     expect(timing.speechEndMediaMs).toBe(1200);
   });
 
@@ -56,53 +100,42 @@ describe('SpeechLedger', () => {
     const ledger = fed(THREE);
     const timing = respond(ledger, THREE.length, 2300);
     expect(timing.segments).toBe(3);
-    expect(ledger.unansweredSegments).toBe(0);
     expect(ledger.frontier).toBe(ENDS[2]);
   });
 
-  it('answers of their own length leave the last utterance owed until its own answer comes', () => {
+  it('answers of their own length move the frontier one utterance each', () => {
     const ledger = fed(THREE);
     expect(respond(ledger, THREE.length, 1000).segments).toBe(1);
     expect(respond(ledger, THREE.length, 500).segments).toBe(1);
-    expect(ledger.unansweredSegments).toBe(1);
+    expect(ledger.frontier).toBe(ENDS[1]);
     expect(respond(ledger, THREE.length, 800, 9_000).segments).toBe(1);
-    expect(ledger.unansweredSegments).toBe(0);
+    expect(ledger.frontier).toBe(ENDS[2]);
   });
 
-  it('a response that starts while its speech is still being sent is a piece of it and answers nothing', () => {
+  it('a response that starts while its speech is still being sent is a piece of it and moves nothing', () => {
     const ledger = new SpeechLedger();
     ledger.accept(Buffer.concat([zeros(100), tone(3000)]));
-    // The service split the long speech: its answer started 2 s into it.
     const piece = respond(ledger, 2100 * MS, 2000);
     expect(piece.segments).toBe(0);
     expect(ledger.frontier).toBe(0);
     ledger.accept(zeros(1000));
-    expect(ledger.unansweredSegments).toBe(1);
     // The rest of it, answered once the whole speech was sent.
     expect(respond(ledger, 4100 * MS, 1000).segments).toBe(1);
-    expect(ledger.unansweredSegments).toBe(0);
+    expect(ledger.frontier).toBe(3100 * MS);
   });
 
   it('text-only: one response answers one segment', () => {
     const ledger = fed(THREE);
     expect(respond(ledger, THREE.length, 0, 2_000, false).segments).toBe(1);
-    expect(ledger.unansweredSegments).toBe(2);
+    expect(ledger.frontier).toBe(ENDS[0]);
   });
 
   it('clicks shorter than minSpeechMs are not speech anyone owes an answer to', () => {
     const ledger = fed(Buffer.concat([zeros(200), tone(60), zeros(1000), tone(500), zeros(1000)]));
-    expect(ledger.unansweredSegments).toBe(1);
+    expect(ledger.speechSinceLastResponse).toBe(500 * MS);
+    expect(ledger.lastSpeechEnd).toBe(1760 * MS);
     expect(respond(ledger, 3000 * MS, 500).segments).toBe(1);
-    expect(ledger.unansweredSegments).toBe(0);
-  });
-
-  it('an abandoned response (the connection dropped) answers nothing', () => {
-    const ledger = fed(THREE);
-    ledger.responseActivity('audio', 1_500, THREE.length, 500 * MS);
-    ledger.responseAbandoned();
-    expect(ledger.responseOpen).toBe(false);
-    expect(ledger.responseCompleted(2_000, true)).toBeUndefined();
-    expect(ledger.unansweredSegments).toBe(3);
+    expect(ledger.frontier).toBe(1760 * MS);
   });
 
   it('replay starts 300 ms before the first unanswered speech, on a 20 ms frame, never before the frontier', () => {

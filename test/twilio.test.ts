@@ -319,11 +319,13 @@ describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
   });
 
   it('realtime pacing: a drop while an answer plays does not stop it; its media keep leaving at 20 ms through the outage', async () => {
-    // The second utterance is answered 2 s late, so when the first answer starts to play an answer
-    // is still owed and the drop is an outage (with every answer in, it would be the end).
+    // The second utterance is answered 0.6 s late, so when the first answer starts to play an
+    // answer is still owed and the drop is an outage (with every answer in, it would be the end).
+    // The session after the drop hears the last two utterances as its first and second, so it is
+    // the third that is late there: the quiet period is longer than that.
     const { connect, calls, warnings } = await setup(
-      { bargeIn: false, pacing: 'realtime', reconnect: { initialDelayMs: 10, maxDelayMs: 40 } },
-      { faults: { lateUtterances: { 2: 2000 } } },
+      { bargeIn: false, pacing: 'realtime', reconnect: { initialDelayMs: 10, maxDelayMs: 40 }, quietPeriodMs: 1000 },
+      { faults: { lateUtterances: { 2: 600 } } },
     );
     const emulator = emulators.at(-1)!;
     const twilio = await connect();

@@ -3,12 +3,14 @@
  * (`ending-policy.ts`) wired to one timer, which lives in the stream's `ending` state (so the
  * lifecycle's setter clears it on any change), and the three ways a session ends: quiet with
  * nothing owed, given up on an answer that does not come, or closed by the service; and the
- * ending of a session whose reconnecting gave up. What it decides goes into the lifecycle
- * (`decide()`, or with the failure), where `stats.ending` and `ended` read it.
+ * ending of a session whose reconnecting gave up. What is owed is what the service has shown it
+ * owes (a response left open, speech sent after its latest response began), never the stream's
+ * own count of utterances. What it decides goes into the lifecycle (`decide()`, or with the
+ * failure), where `stats.ending` and `ended` read it.
  */
 import { ConnectionError, TimeoutError, type RtTranslateError } from '../errors.js';
 import type { DuplexLifecycle, StreamCallback } from './duplex-lifecycle.js';
-import { decideEnding } from './ending-policy.js';
+import { decideEnding, type InputFence } from './ending-policy.js';
 import type { EndedInfo } from './realtime-events.js';
 import type { SpeechLedger } from './speech-ledger.js';
 
@@ -22,6 +24,8 @@ export interface EndingContext {
   ledger: SpeechLedger;
   quietPeriodMs: number;
   responseStallTimeoutMs: number;
+  /** A fence the service does not answer within this time counts as passed then. */
+  fenceTimeoutMs: number;
   /** Input audio bytes per millisecond. */
   bytesPerMs: number;
   /** A session is up (not connecting, reconnecting or closing). */
@@ -30,6 +34,8 @@ export interface EndingContext {
   paused(): boolean;
   /** All input, padding included, has been taken by the socket. */
   drained(): boolean;
+  /** The fence behind the latest speech sent on this connection, or behind all the input when there was no speech (one is put there if missing). */
+  inputFence(): InputFence | undefined;
   warn(warning: RtTranslateError): void;
   /** The session is over: close the connection (the stream ends once it has closed). */
   close(): void;
@@ -76,22 +82,25 @@ export class EndingController {
       connected: true,
       paused: c.paused(),
       responseOpen: c.ledger.responseOpen,
-      speechUnanswered: c.ledger.unansweredSegments > 0,
-      lastActivityAt: Math.max(this.#lastActivityAt, allSentAt ?? 0),
+      owedSpeechMs: this.#owedSpeechMs(),
+      lastActivityAt: this.#lastActivityAt,
+      fence: allSent ? c.inputFence() : undefined,
       quietPeriodMs: c.quietPeriodMs,
       responseStallTimeoutMs: c.responseStallTimeoutMs,
+      fenceTimeoutMs: c.fenceTimeoutMs,
     });
     const timer = decision.kind === 'wait' ? setTimeout(() => this.evaluate(decision.until), decision.until - now) : undefined;
     c.life.set({ ...state, allSentAt, timer });
     if (decision.kind === 'finish') this.#finish(undefined);
     if (decision.kind !== 'give-up') return;
     const waited = c.responseStallTimeoutMs;
-    const missing = c.ledger.unansweredSegments;
+    const speech = `${(this.#owedSpeechMs() / 1000).toFixed(1)} s of speech`;
+    const after = c.ledger.answeredInSession ? ' sent after its last response began' : '';
     c.warn(
       new TimeoutError(
         decision.reason === 'response-stalled'
           ? `The last response sent nothing for ${waited} ms after end(); closing without the rest of it.`
-          : `No answer to the last ${missing === 1 ? 'segment' : `${missing} segments`} of speech within ${waited} ms after end(); closing without it.`,
+          : `The service did not answer ${speech}${after} within ${waited} ms after end(); closing without it.`,
         waited,
       ),
     );
@@ -110,9 +119,9 @@ export class EndingController {
    * unless an answer was still owed (then a warning). Returns false before end().
    */
   closedByService(closeCode: number): boolean {
-    const { life, ledger } = this.#c;
+    const { life } = this.#c;
     if (life.state.status !== 'ending') return false;
-    const owed = ledger.responseOpen || ledger.unansweredSegments > 0;
+    const owed = this.#owed();
     if (owed) {
       this.#c.warn(new ConnectionError('The realtime service closed the session after end() while an answer was still owed.', { closeCode, retryable: false }));
     }
@@ -123,13 +132,15 @@ export class EndingController {
   /**
    * The connection dropped after end() with every byte sent and nothing owed: a new session
    * would have nothing to answer, so this is the session's end, complete. Returns false when a
-   * reconnect is still needed (input unsent, or an answer owed).
+   * reconnect is still needed: input unsent, a response cut, or speech past the answered
+   * frontier (a lost session's answers never come, so here the stream's own estimate of what is
+   * answered decides, and a replay may rather repeat an answer than lose one).
    */
   droppedWithNothingOwed(): boolean {
     const { life, ledger } = this.#c;
     const state = life.state;
     if (state.status !== 'ending' || state.allSentAt === undefined) return false;
-    if (ledger.responseOpen || ledger.unansweredSegments > 0) return false;
+    if (ledger.responseOpen || ledger.speechPastFrontier > 0) return false;
     life.decide(this.#ended(undefined));
     return true;
   }
@@ -141,8 +152,17 @@ export class EndingController {
     return ending;
   }
 
+  /** An answer is owed for certain: a response is open, or speech was sent after the latest one began. */
+  #owed(): boolean {
+    return this.#c.ledger.responseOpen || this.#c.ledger.speechSinceLastResponse > 0;
+  }
+
+  #owedSpeechMs(): number {
+    return Math.round(this.#c.ledger.speechSinceLastResponse / this.#c.bytesPerMs);
+  }
+
   #ended(reason: EndedInfo['reason']): EndedInfo {
-    return { complete: reason === undefined, reason, unansweredSpeechMs: Math.round(this.#c.ledger.unansweredSpeechBytes / this.#c.bytesPerMs) };
+    return { complete: reason === undefined, reason, unansweredSpeechMs: this.#owedSpeechMs() };
   }
 
   /** The session is done (`reason` says what was left owed, if anything): decided, then closed. */

@@ -2,7 +2,21 @@
  * After `end()`: whether the realtime session is done, still owed an answer, or must be given up,
  * as a pure function of numbers (tested without sockets or timers; the stream only wires it to a
  * timer and to the events that change its facts).
+ *
+ * What decides is what the service has shown, not how the stream's own detector would segment
+ * the speech: a response still open is owed; speech sent after the service's latest response
+ * began cannot have been heard by it, so its answer is owed too. Anything else the service has
+ * had, and the session ends once it has been quiet for the quiet period, counted from its latest
+ * response or from when it showed it had read the latest speech (all the input, when there was
+ * no speech), whichever is later.
  */
+
+/** A ping behind some input: its pong shows the service has read that input. */
+export interface InputFence {
+  sentAt: number;
+  /** When the pong came (undefined while awaited). */
+  receivedAt: number | undefined;
+}
 
 /** What the ending decision looks at (times in ms on one clock). */
 export interface EndingFacts {
@@ -15,12 +29,16 @@ export interface EndingFacts {
   paused: boolean;
   /** A response has started and not completed. */
   responseOpen: boolean;
-  /** Speech sent that no response has answered yet. */
-  speechUnanswered: boolean;
-  /** Last response activity, or when the last input was taken by the socket, whichever is later. */
+  /** Speech owed an answer for certain: sent after the service's latest response began, in ms. */
+  owedSpeechMs: number;
+  /** The service's latest response activity (0: none). */
   lastActivityAt: number;
+  /** The fence behind the latest speech sent, or behind all the input when there was no speech. */
+  fence: InputFence | undefined;
   quietPeriodMs: number;
   responseStallTimeoutMs: number;
+  /** A fence not answered within this time counts as passed then (a service that ignores pings). */
+  fenceTimeoutMs: number;
 }
 
 export type EndingDecision =
@@ -34,14 +52,21 @@ export type EndingDecision =
   | { kind: 'give-up'; reason: 'response-stalled' | 'speech-unanswered' };
 
 /**
- * After `end()`: while something is owed (a response open, speech unanswered) the session waits
- * up to `responseStallTimeoutMs` of inactivity; otherwise `quietPeriodMs` of quiet ends it. Only
- * response activity counts as activity, and the wait starts once all input has been sent.
+ * Once all input is sent: the wait counts from the service's latest response activity or from
+ * when it showed it had read the latest speech (the fence's pong), whichever is later. While an
+ * answer is owed (a response open, speech sent after the latest response began) it lasts up to
+ * `responseStallTimeoutMs`, then the answer is given up; otherwise `quietPeriodMs` of quiet ends
+ * the session, complete.
  */
 export function decideEnding(f: EndingFacts): EndingDecision {
   if (!f.connected || !f.allSent || f.paused) return { kind: 'waiting' };
-  const owed = f.responseOpen || f.speechUnanswered;
-  const until = f.lastActivityAt + (owed ? f.responseStallTimeoutMs : f.quietPeriodMs);
+  let heardAt = 0;
+  if (f.fence) {
+    heardAt = f.fence.receivedAt ?? f.fence.sentAt + f.fenceTimeoutMs;
+    if (f.fence.receivedAt === undefined && f.now < heardAt) return { kind: 'wait', until: heardAt };
+  }
+  const owed = f.responseOpen || f.owedSpeechMs > 0;
+  const until = Math.max(f.lastActivityAt, heardAt) + (owed ? f.responseStallTimeoutMs : f.quietPeriodMs);
   if (f.now < until) return { kind: 'wait', until };
   if (!owed) return { kind: 'finish' };
   return { kind: 'give-up', reason: f.responseOpen ? 'response-stalled' : 'speech-unanswered' };

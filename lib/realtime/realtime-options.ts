@@ -87,15 +87,22 @@ export interface RealtimeTranslateOptions extends RealtimeConnectionOptions {
   readyTimeoutMs?: number;
   /** Silence appended on `end()` so voice detection closes the last utterance, in ms. Default 800. */
   endPaddingMs?: number;
-  /** After `end()`: quiet time, with nothing owed, that means the session is done, in ms. Default 3000. */
+  /**
+   * After `end()`: quiet time after the service's last answer (or after it showed it had read the
+   * last speech) that means the session is done, in ms. Default 3000. Longer than the pauses of a
+   * service between its answers to input it already has.
+   */
   quietPeriodMs?: number;
-  /** After `end()`: how long an owed answer may stay silent before the stream gives up on it, in ms. Default 30 000. */
+  /**
+   * After `end()`: how long an owed answer (a response left open, speech sent after the service's
+   * last response began) may stay silent before the stream gives up on it, in ms. Default 30 000.
+   */
   responseStallTimeoutMs?: number;
   /** Largest audio payload of one append event, in bytes (even, at most 256 KiB). Default `APPEND_PIECE_BYTES` (64 KiB): larger appends fall off V8's fast path. */
   maxAppendBytes?: number;
-  /** Level above which sent audio counts as speech the service owes an answer to, in dBFS. Default -40. */
+  /** Level above which sent audio counts as speech (the ending's evidence of what is owed), in dBFS. Default -40. */
   speechThresholdDbfs?: number;
-  /** Silence that ends a segment of sent speech, in ms. Default 600 (the service's utterance gap). */
+  /** Silence that closes a stretch of sent speech, in ms. Default 600. */
   speechSilenceMs?: number;
   /** Readable side buffer, in bytes. Default 256 KiB. */
   readableHighWaterMark?: number;

@@ -28,6 +28,8 @@ import { linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, typ
 import { AudioOutbox } from './audio-outbox.js';
 import { OutageReplay } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
+import { ReceiptFences } from './receipt-fences.js';
+import type { InputFence } from './ending-policy.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import { SpeechLedger } from './speech-ledger.js';
@@ -59,6 +61,8 @@ export class RealtimeTranslateStream extends Duplex {
   readonly #life: DuplexLifecycle<EndingWait>;
   /** After end(): when the session is over, and how it ended. */
   readonly #ending: EndingController;
+  /** Pings behind the input: what the service has shown it has read. */
+  readonly #fences = new ReceiptFences();
   #session: SessionStartedInfo | undefined;
   /** Input cut to whole samples (a sample split across writes waits for its other byte). */
   readonly #input = new FrameCutter(REALTIME_BYTES_PER_FRAME);
@@ -84,10 +88,12 @@ export class RealtimeTranslateStream extends Duplex {
       ledger: this.#ledger,
       quietPeriodMs: o.quietPeriodMs,
       responseStallTimeoutMs: o.responseStallTimeoutMs,
+      fenceTimeoutMs: o.livenessTimeoutMs,
       bytesPerMs: BYTES_PER_MS,
       ready: () => this.#link.status === 'ready',
       paused: () => this.#link.paused,
       drained: () => this.#outbox.drained,
+      inputFence: () => this.#inputFence(),
       warn: (warning) => this.#warn(warning),
       close: () => {
         this.#serverError.settle();
@@ -97,9 +103,13 @@ export class RealtimeTranslateStream extends Duplex {
     this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, true), {
       open: () => {
         this.#responses.newConnection();
+        this.#fences.reset();
         this.#link.send(o.sessionUpdate);
       },
       message: (data, isBinary) => this.#onMessage(data, isBinary),
+      pong: (id) => {
+        if (this.#fences.answered(id, Date.now())) this.#ending.evaluate();
+      },
       readyTimeout: (waitedMs) => {
         const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
         return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
@@ -125,6 +135,7 @@ export class RealtimeTranslateStream extends Duplex {
       handed: (end) => {
         this.#ledger.recordSent(end, Date.now());
         this.#outage.forgetAnswered(end);
+        this.#fenceInput(end);
       },
       sent: (length) => {
         this.#stats.bytesSent += length;
@@ -276,6 +287,32 @@ export class RealtimeTranslateStream extends Duplex {
       this.#outlet.publish({ type: 'ended', ...ending });
       this.#outlet.end();
     });
+  }
+
+  /* ------------------------------------------------------------------ fences */
+
+  /**
+   * Input up to `end` was just handed to the socket: once silence has closed a stretch of speech,
+   * a fence goes behind its end, so the ending knows when the service has read it.
+   */
+  #fenceInput(end: number): void {
+    const speechEnd = this.#ledger.endedSpeechEnd;
+    if (speechEnd > this.#fences.lastOffset && speechEnd <= end) this.#fence(end);
+  }
+
+  /**
+   * The fence behind the latest speech on this connection, or behind all the input when no
+   * speech was sent; one goes behind all that was sent if there is none.
+   */
+  #inputFence(): InputFence {
+    return this.#fences.covering(this.#ledger.lastSpeechEnd || this.#outbox.end) ?? this.#fence(this.#outbox.sent);
+  }
+
+  #fence(offset: number): InputFence {
+    const now = Date.now();
+    const id = this.#link.ping();
+    if (id !== undefined) this.#fences.sent(id, offset, now);
+    return { sentAt: now, receivedAt: undefined };
   }
 
   /* ------------------------------------------------------------------ drops and reconnects */

@@ -147,7 +147,7 @@ export class ResponseAssembler {
 
   /** The session dropped: its open response is abandoned (a new session answers it again in full). */
   sessionLost(): void {
-    this.#ledger.responseAbandoned();
+    this.#ledger.sessionLost();
     this.#outputCarry = undefined;
     this.#textSoFar = '';
   }

@@ -1,15 +1,19 @@
 /**
- * What the service owes the stream: the speech segments in the audio accepted from the writer,
- * against the responses received, as one offset, the answered frontier (every voiced byte before
- * it has been answered). Pure bookkeeping over byte offsets of the input timeline and the
- * clock values it is given: no timers, no sockets.
+ * What the stream knows of the speech it has sent and the service's answers to it, as byte
+ * offsets of the input timeline and the clock values it is given: pure bookkeeping, no timers,
+ * no sockets. Its speech detector is the stream's own, not the service's (which segments its own
+ * way, merges utterances that arrive fast, splits long ones and says nothing about which input a
+ * response covers), so what it finds is evidence, used two ways:
  *
- * A response that completes answers the first unanswered segment that was wholly sent before the
- * response started, and the following such segments while their voiced length, times
- * `coverage`, fits in the response's audio (a service that answers several utterances at once
- * returns audio about as long as all of them). A response that starts while the speech it would
- * answer is still being sent is a piece of longer speech and moves nothing. The frontier says
- * what the ending must still wait for, and where a replay after a reconnect starts.
+ * - Owed for certain: speech sent after the service's latest response began (or, before it has
+ *   answered anything in this session, any speech not yet answered) cannot have been heard when
+ *   that response started, so an answer to it is still to come (`speechSinceLastResponse`).
+ * - An estimate, the answered frontier (every voiced byte before it counts as answered), for
+ *   where a replay after a reconnect starts and for timing each response: a response that
+ *   completes answers the first unanswered segment that was wholly sent before it started, and
+ *   the following such segments while their voiced length, times `coverage`, fits in the
+ *   response's audio. A response that starts while the speech it would answer is still being
+ *   sent is a piece of longer speech and moves nothing.
  */
 import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } from '../audio/vad.js';
 
@@ -81,6 +85,11 @@ export class SpeechLedger {
   /** First-send times: `[endOffset, epochMs]`, ascending offsets, trimmed below the frontier. */
   #sends: Array<[number, number]> = [];
   #sentMax = 0;
+  /** Input handed to the socket when this session's latest response began (undefined: none yet). */
+  #lastStart: number | undefined;
+  /** Voiced end of the latest segment long enough to be speech, and of the latest such that has ended. */
+  #lastSpeechEnd = 0;
+  #endedSpeechEnd = 0;
 
   constructor(options: SpeechLedgerOptions = {}) {
     this.#detector = new VoiceActivityDetector(options);
@@ -127,25 +136,53 @@ export class SpeechLedger {
       if (last && !last.ended) last.voicedEnd = end;
       else this.#segments.push({ voicedStart: start, voicedEnd: end, ended: false });
     }
+    for (let i = this.#segments.length - 1; i >= 0; i--) {
+      const segment = this.#segments[i]!;
+      if (segment.voicedEnd - segment.voicedStart < this.#minSpeechBytes) continue;
+      this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, segment.voicedEnd);
+      if (segment.ended) {
+        this.#endedSpeechEnd = Math.max(this.#endedSpeechEnd, segment.voicedEnd);
+        break;
+      }
+    }
   }
 
-  /** Voiced bytes past the frontier, counting only segments long enough to be speech. */
-  get unansweredSpeechBytes(): number {
+  /** Whether a response has begun since this session started. */
+  get answeredInSession(): boolean {
+    return this.#lastStart !== undefined;
+  }
+
+  /** Input offset where the latest speech accepted so far ends (0: none yet). */
+  get lastSpeechEnd(): number {
+    return this.#lastSpeechEnd;
+  }
+
+  /** Where the latest speech that has ended (silence followed it) ends (0: none yet). */
+  get endedSpeechEnd(): number {
+    return this.#endedSpeechEnd;
+  }
+
+  /** Voiced bytes past the answered frontier (segments with at least `minSpeechMs` of speech there): what a lost session's replay must cover. */
+  get speechPastFrontier(): number {
+    return this.#voicedPast(this.#frontier);
+  }
+
+  /**
+   * Voiced bytes of speech that is owed an answer for certain: sent after this session's latest
+   * response began, or, before the session has answered anything, past the frontier. Only
+   * segments with at least `minSpeechMs` of speech there count.
+   */
+  get speechSinceLastResponse(): number {
+    return this.#voicedPast(Math.max(this.#frontier, this.#lastStart ?? 0));
+  }
+
+  #voicedPast(anchor: number): number {
     let total = 0;
     for (const segment of this.#segments) {
-      const voiced = segment.voicedEnd - Math.max(segment.voicedStart, this.#frontier);
+      const voiced = segment.voicedEnd - Math.max(segment.voicedStart, anchor);
       if (voiced >= this.#minSpeechBytes) total += voiced;
     }
     return total;
-  }
-
-  /** Speech segments not yet answered (long enough to count). */
-  get unansweredSegments(): number {
-    let count = 0;
-    for (const segment of this.#segments) {
-      if (segment.voicedEnd - Math.max(segment.voicedStart, this.#frontier) >= this.#minSpeechBytes) count += 1;
-    }
-    return count;
   }
 
   /** Records that input up to `endOffset` was handed to the socket at `now` (only a first send counts). */
@@ -159,7 +196,10 @@ export class SpeechLedger {
 
   /** A response event arrived: opens a response if none is open. `sent` is the input handed to the socket so far. */
   responseActivity(kind: 'transcript' | 'text' | 'audio', now: number, sent: number, audioBytes = 0): void {
-    if (!this.#open) this.#open = { sentAtStart: sent, startedAt: now, audioBytes: 0 };
+    if (!this.#open) {
+      this.#open = { sentAtStart: sent, startedAt: now, audioBytes: 0 };
+      this.#lastStart = sent;
+    }
     const open = this.#open;
     if (kind === 'transcript') open.transcriptAt ??= now;
     else if (kind === 'text') open.firstTextAt ??= now;
@@ -213,9 +253,13 @@ export class SpeechLedger {
     };
   }
 
-  /** The connection was lost mid-response: the response answers nothing (its speech is replayed). */
-  responseAbandoned(): void {
+  /**
+   * The session was lost: a response in progress answers nothing (its speech is replayed), and
+   * the next session has answered nothing yet.
+   */
+  sessionLost(): void {
     this.#open = undefined;
+    this.#lastStart = undefined;
   }
 
   /**

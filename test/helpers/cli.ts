@@ -131,6 +131,37 @@ export function runInProcess(args: readonly string[], options: InProcessOptions 
   return run.result;
 }
 
+/** A part of a spoken input: `audio`, written once `when` holds for what stderr has said so far. */
+export interface SpokenPart {
+  audio: Buffer;
+  when?: (stderr: string) => boolean;
+}
+
+/**
+ * Runs `rt-translate ARGS` in this process with standard input written in parts, as a speaker
+ * would: each part once its `when` holds for the command's stderr (a part without one at once,
+ * after the part before it), then the input ends. Waits on what the command says, never on the
+ * clock.
+ */
+export function runSpoken(args: readonly string[], parts: readonly SpokenPart[], options: InProcessOptions = {}): Promise<CliResult> {
+  let said = '';
+  let next = 0;
+  const feed = (): void => {
+    while (next < parts.length && (parts[next]!.when?.(said) ?? true)) run.stdin.write(parts[next++]!.audio);
+    if (next === parts.length && !run.stdin.writableEnded) run.stdin.end();
+  };
+  const run = startInProcess(args, {
+    ...options,
+    onStderr: (text) => {
+      said += text;
+      options.onStderr?.(text);
+      feed();
+    },
+  });
+  feed();
+  return run.result;
+}
+
 /** A running emulator (`rt-translate emulator`, in process or spawned). */
 export interface CliEmulator {
   /** The JSON line the emulator printed on stdout, without its newline. */
