@@ -699,6 +699,7 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
       message: /Cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it to raw PCM first/,
     },
     { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
+    { name: 'a stall bound of zero', args: ['--from', 'en-us', '--to', 'es-es', '--stall-ms', '0'], stdin: fixture.pcm, message: /--stall-ms expects an integer >= 1 \(got "0"\)/ },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
     {
       name: 'an output name it cannot write (-o z.ogg)',

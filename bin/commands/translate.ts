@@ -56,10 +56,16 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
   --voice ID            use the cloned voice ID
   --text-only           text only (output_modalities ["text"]); no audio written
-  --events PATH         every server event as one JSON object per line (audio as byte counts);
-                        '-': standard output (with -o PATH or --text-only)
-  --quiet-ms MS         after the input ends, wait for the last translation until no event
-                        has arrived for MS ms (default 3000)
+  --events PATH         every event as one JSON object per line: each event the service sent
+                        ("type" the library's name, "wireType" the service's; audio as byte
+                        counts) and the command's own (response, reconnecting, reconnected,
+                        warning, ended, and stats with --stats); '-': standard output (with
+                        -o PATH or --text-only)
+  --quiet-ms MS         after the input ends, wait for more translations until the service
+                        has said nothing for MS ms since its last one (default 3000)
+  --stall-ms MS         after the input ends, how long an answer still owed (one begun and
+                        not finished, or speech sent after the last one began) may stay
+                        silent before the command stops waiting and exits 3 (default 30000)
   --no-reconnect        fail at the first dropped connection instead of reconnecting and
                         sending the unanswered audio again (default: reconnect, said on stderr)
   --stats               print a summary at the end: responses, latency from the end of each
@@ -81,8 +87,9 @@ second Ctrl-C aborts. A reader of stdout that goes away ends the command quietly
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)
-  3    the session ended, but without every answer it was owed (the service closed early,
-       or an answer never came within the stall timeout); what arrived was written
+  3    the session ended, but without every answer it was owed: a response left unfinished,
+       or speech sent after the service's last answer began that got none (the service
+       closed, or --stall-ms passed); what arrived was written
   2    usage or configuration error (before any connection), or an input that cannot be read
        or decoded; when that happens midway, the audio before the failure is translated and
        written first, and the message says how much was used
@@ -107,6 +114,7 @@ const OPTIONS = {
   events: { type: 'string' },
   ...ACCESS_OPTIONS,
   'quiet-ms': { type: 'string' },
+  'stall-ms': { type: 'string' },
   'no-reconnect': { type: 'boolean' },
   stats: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -156,6 +164,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const to = normalizeRealtimeLanguage(values.to, '--to');
   const voiceId = intFlag(values.voice, '--voice', 1);
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
+  const responseStallTimeoutMs = intFlag(values['stall-ms'], '--stall-ms', 1);
   const textOnly = values['text-only'] === true;
   const outputSpec = parseOutputSpec({
     output: values.output,
@@ -218,6 +227,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
       ...(voiceId !== undefined ? { voiceId } : {}),
       ...(textOnly ? { outputModalities: ['text'] as const } : {}),
       ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
+      ...(responseStallTimeoutMs !== undefined ? { responseStallTimeoutMs } : {}),
       ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
     });
   } catch (error) {
