@@ -97,7 +97,8 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   };
 
   const http = createServer((_request, response) => response.writeHead(426).end());
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 }); // larger events get an error event
+  // Larger events get an error event; pings are answered by each session while it lives.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024, autoPong: false });
   http.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => {
@@ -117,7 +118,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
         const value = url.searchParams.get(name);
         if (value !== null) echo[name] = value;
       }
-      sessions.push(new Session(ws, host, key !== undefined, echo));
+      sessions.push(new Session(ws, socket, host, key !== undefined, echo));
     });
   });
 

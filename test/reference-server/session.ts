@@ -8,6 +8,7 @@
  * `last` option, and are sent one at a time, in order, by `sendQueued()`.
  */
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import { WebSocket, type RawData } from 'ws';
 import { BYTES_PER_MS, SAMPLES_PER_MS, UtteranceDetector, type DetectorEvent } from './detector.js';
 import type { ResolvedOptions } from './options.js';
@@ -86,6 +87,8 @@ export class Session {
 
   constructor(
     private readonly ws: WebSocket,
+    /** The connection under `ws`, for a cut that keeps what was sent. */
+    private readonly socket: Duplex,
     private readonly host: SessionHost,
     /** The handshake carried the right `x-api-key` (a wrong one never gets here). */
     private readonly headerAuthorized: boolean,
@@ -97,6 +100,11 @@ export class Session {
     this.grouping = new Grouping(o.answer, o.mergeCount, o.splitMs * BYTES_PER_MS);
     this.updateTimer = this.later(o.sessionUpdateTimeoutMs, () => this.fail(408, `no session.update within ${o.sessionUpdateTimeoutMs} ms`));
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    // Pings are answered while the session lives: after a cut, a pong would be written to an
+    // ended socket, an error that resets the connection and loses what the client had not read.
+    ws.on('ping', (data) => {
+      if (this.state !== 'over') ws.pong(data);
+    });
     ws.on('close', () => this.end());
     ws.on('error', () => {}); // 'close' follows
   }
@@ -296,11 +304,16 @@ export class Session {
     if (!this.sending) void this.cut();
   }
 
-  /** Ends the connection without a close frame (the client sees 1006), once what was sent is out. */
+  /**
+   * Ends the connection without a close frame (the client sees 1006), once what was sent is out:
+   * reading stops and the socket is ended (FIN), so everything sent still reaches the client,
+   * as when a server goes away cleanly in the middle of a session.
+   */
   private async cut(): Promise<void> {
     this.end();
+    this.socket.pause();
     await this.flushed;
-    this.ws.terminate();
+    this.socket.end();
   }
 
   private error(code: number, message: string): void {
