@@ -26,52 +26,13 @@ import {
 } from '../lib/audio/opus.js';
 import { SpeakerSlot } from '../examples/discord-bot.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
+import { FIRST_SENT, FRAMES, LAST_SENT, packets, pcm48, sentFrames } from './helpers/discord-speaker.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { collector, runChunked } from './helpers/streams.js';
 
 const fixture = loadSpeechFixture();
 const BACKENDS = (['native', 'opusscript'] as const).filter((b) => isOpusBackendAvailable(b));
 const KEY = 'test-key-0123456789';
-
-// --- material: the speech fixture as a Discord speaker would send it -----------------------------
-
-/** The fixture at 48 kHz stereo (the library's own converter), padded with zeros to whole 20 ms frames. */
-const pcm48 = await (async () => {
-  const converted = await runChunked(fromServiceFormat({ rate: 48000, channels: 2 }), fixture.pcm, 4800);
-  const frames = Math.ceil(converted.length / OPUS_FRAME_BYTES);
-  const padded = Buffer.alloc(frames * OPUS_FRAME_BYTES);
-  converted.copy(padded);
-  return padded;
-})();
-const FRAMES = pcm48.length / OPUS_FRAME_BYTES;
-
-/** Frames that are digital silence: a receiver gets no packet for them. */
-const silentFrame: boolean[] = Array.from({ length: FRAMES }, (_, i) =>
-  pcm48.subarray(i * OPUS_FRAME_BYTES, (i + 1) * OPUS_FRAME_BYTES).every((b) => b === 0),
-);
-const FIRST_SENT = silentFrame.indexOf(false);
-const LAST_SENT = silentFrame.lastIndexOf(false);
-
-/** One 20 ms Opus packet per frame, encoded with `backend` (deterministic for a backend). */
-const packetsBy = new Map<OpusBackend, Buffer[]>();
-function packets(backend: OpusBackend): Buffer[] {
-  let list = packetsBy.get(backend);
-  if (!list) {
-    const codec = createOpusCodec({ backend });
-    list = [];
-    for (let i = 0; i < FRAMES; i++) list.push(codec.encode(pcm48.subarray(i * OPUS_FRAME_BYTES, (i + 1) * OPUS_FRAME_BYTES)));
-    codec.close();
-    packetsBy.set(backend, list);
-  }
-  return list;
-}
-
-/** Indices of the frames a receiver delivers (the speaker's client sends nothing in silence). */
-function sentFrames(): number[] {
-  const out: number[] = [];
-  for (let i = FIRST_SENT; i <= LAST_SENT; i++) if (!silentFrame[i]) out.push(i);
-  return out;
-}
 
 /** Runs of missing frames between sent ones (the gaps), in order. */
 function gapRuns(sent: number[]): number[] {

@@ -21,8 +21,6 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws';
-import { SERVICE_FORMAT, resolveDescription, type AudioDescription } from '../lib/audio/audio-format.js';
-import { planConversion } from '../lib/audio/convert.js';
 import { MULAW_DECODE_TABLE, encodeMulaw } from '../lib/audio/g711.js';
 import { ProtocolError, ValidationError, type RtTranslateError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
@@ -48,35 +46,17 @@ import {
   type TwilioCall,
 } from '../examples/twilio-bridge.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
+import { CALLER, CALLER_FRAMES, FakeTwilio, MULAW, SERVICE, STREAM_SID, convert, groupByMark, padToFrames } from './helpers/fake-twilio.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 
 /* ------------------------------------------------------------------------------------------- */
 /* Audio                                                                                       */
 
 const KEY = 'twilio-test-key';
-const MULAW: AudioDescription = { format: 'mulaw', rate: 8000, channels: 1 };
-const SERVICE: AudioDescription = { ...SERVICE_FORMAT };
 /** The translator's end padding: 800 ms of PCM16 24 kHz zeros. */
 const END_PADDING_BYTES = 800 * 48;
 const FIXTURE = loadSpeechFixture();
 
-/** Runs a whole buffer through a fresh conversion (the bridge's converters are chunking-invariant). */
-function convert(from: AudioDescription, to: AudioDescription, data: Buffer): Buffer {
-  const { processor } = planConversion(resolveDescription(from, ''), resolveDescription(to, ''));
-  return Buffer.concat([processor.process(data), processor.flush()]);
-}
-
-/** Pads mu-law with silence (0xFF) to whole 20 ms frames. */
-function padToFrames(mulaw: Buffer): Buffer {
-  const rest = mulaw.length % TWILIO_FRAME_BYTES;
-  return rest === 0 ? mulaw : Buffer.concat([mulaw, Buffer.alloc(TWILIO_FRAME_BYTES - rest, 0xff)]);
-}
-
-/** The caller: the fixture at 8 kHz mu-law in 160-byte frames. */
-const CALLER = padToFrames(convert(SERVICE, MULAW, FIXTURE.pcm));
-const CALLER_FRAMES = Array.from({ length: CALLER.length / TWILIO_FRAME_BYTES }, (_, k) =>
-  CALLER.subarray(k * TWILIO_FRAME_BYTES, (k + 1) * TWILIO_FRAME_BYTES),
-);
 /** Fixture sample (24 kHz) to caller frame index. */
 const frameAt = (sample24k: number) => Math.floor(sample24k / 3 / 160);
 
@@ -135,109 +115,6 @@ function bestAlignment(a: Int16Array, b: Int16Array, maxLag: number): { lag: num
 
 /* ------------------------------------------------------------------------------------------- */
 /* Twilio's side                                                                               */
-
-const STREAM_SID = 'MZ00000000000000000000000000000001';
-
-type Outbound = { event: string; streamSid?: string; media?: { payload: string }; mark?: { name: string } };
-
-/** A `ws` client speaking as Twilio does; records every message the bridge sends. */
-class FakeTwilio {
-  readonly received: Outbound[] = [];
-  /** Binary frames received (Twilio expects text frames only). */
-  binaryFrames = 0;
-  readonly closed: Promise<number>;
-  #sequence = 0;
-  #waiters: Array<() => void> = [];
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) this.binaryFrames += 1;
-      this.received.push(JSON.parse(data.toString()) as Outbound);
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-    this.closed = new Promise((resolve) => ws.once('close', (code) => resolve(code)));
-  }
-
-  static async connect(url: string, headers?: Record<string, string>): Promise<FakeTwilio> {
-    const ws = new WebSocket(url, headers ? { headers } : {});
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return new FakeTwilio(ws);
-  }
-
-  send(message: unknown): void {
-    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
-  }
-
-  /** `connected` then `start`, as Twilio opens a stream. */
-  open(mediaFormat: unknown = { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 }): void {
-    this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
-    this.send({
-      event: 'start',
-      sequenceNumber: String(++this.#sequence),
-      start: {
-        accountSid: 'AC00000000000000000000000000000001',
-        streamSid: STREAM_SID,
-        callSid: 'CA00000000000000000000000000000001',
-        tracks: ['inbound'],
-        mediaFormat,
-        customParameters: {},
-      },
-      streamSid: STREAM_SID,
-    });
-  }
-
-  /** Caller frames `[from, to)`, stamped with their stream time (20 ms each), wire strings as Twilio sends. */
-  media(from: number, to: number, frames: Buffer[] = CALLER_FRAMES): void {
-    for (let k = from; k < to; k++) {
-      this.send({
-        event: 'media',
-        sequenceNumber: String(++this.#sequence),
-        media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: frames[k]!.toString('base64') },
-        streamSid: STREAM_SID,
-      });
-    }
-  }
-
-  stop(): void {
-    this.send({
-      event: 'stop',
-      sequenceNumber: String(++this.#sequence),
-      stop: { accountSid: 'AC00000000000000000000000000000001', callSid: 'CA00000000000000000000000000000001' },
-      streamSid: STREAM_SID,
-    });
-  }
-
-  /** Echoes a mark back, as Twilio does once the audio before it has played. */
-  played(name: string): void {
-    this.send({ event: 'mark', sequenceNumber: String(++this.#sequence), streamSid: STREAM_SID, mark: { name } });
-  }
-
-  /** Resolves once a received message satisfies `test` (already received ones count). */
-  async waitFor(test: (message: Outbound) => boolean): Promise<Outbound> {
-    for (;;) {
-      const found = this.received.find(test);
-      if (found) return found;
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-}
-
-/** The media payloads of `received`, grouped by the mark that follows them; `tail` is what followed the last mark. */
-function groupByMark(received: Outbound[]): { groups: Array<{ mark: string; audio: Buffer; sizes: number[] }>; tail: Buffer } {
-  const groups: Array<{ mark: string; audio: Buffer; sizes: number[] }> = [];
-  let pieces: Buffer[] = [];
-  for (const message of received) {
-    if (message.event === 'media') pieces.push(Buffer.from(message.media!.payload, 'base64'));
-    if (message.event === 'mark') {
-      groups.push({ mark: message.mark!.name, audio: Buffer.concat(pieces), sizes: pieces.map((p) => p.length) });
-      pieces = [];
-    }
-  }
-  return { groups, tail: Buffer.concat(pieces) };
-}
 
 /* ------------------------------------------------------------------------------------------- */
 /* Servers and cleanup                                                                         */
