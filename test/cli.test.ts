@@ -1068,7 +1068,8 @@ describe.concurrent('rt-translate: help, version and usage', () => {
     expect(help.stderr).toBe('');
     expect(help.stdout.toString()).toMatch(/^Usage: rt-translate \[translate\] --from TAG --to TAG \[options\]/);
     expect(help.stdout.toString()).toContain('--realtime-url URL');
-    expect(help.stdout.toString()).toMatch(/\n {2}--quiet-ms MS {9}after the input ends, wait for the last translation/);
+    expect(help.stdout.toString()).toMatch(/\n {2}--quiet-ms MS {9}after the input ends, wait for more translations until the service\n/);
+    expect(help.stdout.toString()).toMatch(/\n {2}--stall-ms MS {9}after the input ends, how long an answer still owed/);
     expect(help.stdout.toString()).toMatch(/\n {2}2 {4}usage or configuration error \(before any connection\), or an input that cannot be read\n/);
     expect(short.code).toBe(0);
     expect(short.stdout.equals(help.stdout)).toBe(true);

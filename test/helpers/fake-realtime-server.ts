@@ -125,7 +125,8 @@ export class FakePeer {
     this.ws = ws;
     ws.on('message', (data, isBinary) => this.#onMessage(rawToBuffer(data), isBinary));
     ws.on('ping', (payload) => {
-      this.pings.push({ payload, afterAudioBytes: this.audioBytes });
+      // A copy: the payload may be a view of a large read buffer, which keeping it would retain.
+      this.pings.push({ payload: Buffer.from(payload), afterAudioBytes: this.audioBytes });
       this.#notify();
     });
     ws.on('error', () => {
