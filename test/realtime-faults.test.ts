@@ -391,14 +391,30 @@ describe('refused handshakes while reconnecting', () => {
     expect(result.output.equals(ANSWERS[0]!)).toBe(true);
   });
 
-  it('a reconnect handshake left unanswered (half-open while connecting) times out, and the next attempt resumes', async () => {
-    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.stallNextHandshakes(1), { readyTimeoutMs: 500 });
+  it('a reconnect handshake left unanswered is abandoned after reconnect.attemptTimeoutMs, not the long first-session wait, and the next attempt resumes', async () => {
+    // The first session may take 90 s to start (a cold start); a reconnect attempt only 500 ms.
+    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.stallNextHandshakes(1), {
+      readyTimeoutMs: 90_000,
+      reconnect: { ...QUICK, attemptTimeoutMs: 500 },
+    });
     const result = await run(stream, pieces(), events);
     expect(result.error).toBeUndefined();
     expect(result.output.equals(ALL)).toBe(true);
     const attempts = result.events.flatMap((e) => (e.type === 'reconnecting' ? [e] : []));
     expect(attempts[1]!.cause).toMatchObject({ code: 'RTT_TIMEOUT' });
-    expect(attempts[1]!.cause.message).toMatch(/No session\.created within 500 ms/);
+    expect(attempts[1]!.cause.message).toBe('No session.created within 500 ms of a reconnect attempt (reconnect.attemptTimeoutMs).');
+  });
+
+  it('a reconnect attempt to a service that says it is starting gets the long wait: a cold start after a drop still resumes', async () => {
+    // Every session cold-starts for 800 ms; a reconnect attempt alone would be given up after 300 ms.
+    const emu = await emulator({ coldStartMs: 800, faults: { dropAfterResponses: 1 } });
+    const stream = open(emu.realtimeUrl, { reconnect: { ...QUICK, attemptTimeoutMs: 300 } });
+    const events = watch(stream).events;
+    const result = await run(stream, pieces(), events);
+    expect(result.error).toBeUndefined();
+    expect(result.output.equals(ALL)).toBe(true);
+    expect(result.events.filter((e) => e.type === 'reconnecting').map((e) => e.type === 'reconnecting' && e.attempt)).toEqual([1, 1]);
+    expect(stream.stats.reconnects).toBe(2);
   });
 
   it('a refused first handshake fails at once: there is no session to resume', async () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { decideEnding, type EndingDecision, type EndingFacts } from '../lib/realtime/ending-policy.js';
 import { reconnectDelay, type ReconnectPolicy } from '../lib/realtime/reconnect-policy.js';
 
-const POLICY: ReconnectPolicy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 4_000, giveUpAfterMs: 60_000 };
+const POLICY: ReconnectPolicy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 4_000, giveUpAfterMs: 60_000, attemptTimeoutMs: 10_000 };
 
 describe('reconnectDelay', () => {
   it.each([

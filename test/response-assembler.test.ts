@@ -19,6 +19,7 @@ type Call =
   | ['audio', Buffer]
   | ['activity', number]
   | ['answered']
+  | ['starting']
   | ['sessionCreated', unknown]
   | ['serverError', string, number | string | undefined];
 
@@ -30,6 +31,7 @@ function assembler(options: { audioExpected?: boolean; sent?: number } = {}) {
     audio: (audio) => calls.push(['audio', Buffer.from(audio)]),
     activity: (now) => calls.push(['activity', now]),
     answered: () => calls.push(['answered']),
+    starting: () => calls.push(['starting']),
     sessionCreated: (info) => calls.push(['sessionCreated', info]),
     serverError: (message, code) => calls.push(['serverError', message, code]),
   };
@@ -146,15 +148,16 @@ describe('ResponseAssembler: responses', () => {
 });
 
 describe('ResponseAssembler: session events and decoding', () => {
-  it('session.starting is remembered for this connection only; session.created and errors are published, then acted on', () => {
+  it('session.starting is told at once and remembered for this connection only; session.created and errors are published, then acted on', () => {
     const { responses, calls } = assembler();
     responses.handle({ type: 'session.starting', wireType: 'session.starting', raw }, 1);
     expect(responses.sawStarting).toBe(true);
+    expect(calls.map((c) => c[0])).toEqual(['starting', 'publish']);
     responses.newConnection();
     expect(responses.sawStarting).toBe(false);
     responses.handle({ type: 'session.created', session: { id: 's1', raw }, wireType: 'session.created', raw }, 2);
     responses.handle({ type: 'server.error', message: 'no credits', code: 'billing', wireType: 'error', raw }, 3);
-    expect(calls.slice(1).map((c) => c[0])).toEqual(['publish', 'sessionCreated', 'publish', 'serverError']);
+    expect(calls.slice(2).map((c) => c[0])).toEqual(['publish', 'sessionCreated', 'publish', 'serverError']);
     expect(calls.at(-1)).toEqual(['serverError', 'no credits', 'billing']);
   });
 

@@ -294,7 +294,7 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
       connection: { url: new URL(`${fake.realtimeUrl}/v1/realtime`), headers: {}, maxPayload: 1 << 20, pingIntervalMs: 60_000, livenessTimeoutMs: 180_000, textOnly: true },
       readyTimeoutMs: options.readyTimeoutMs ?? 10_000,
       // A long maxDelayMs: a ready session settles only after it (or progress()), whatever the machine's speed.
-      reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000 },
+      reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000, attemptTimeoutMs: 10_000 },
       secret: 'secret-key-0123',
     },
     handlers,

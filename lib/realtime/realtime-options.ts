@@ -31,6 +31,13 @@ export interface ReconnectOptions {
   /** Give up once the outage would last longer than this, in ms. Default 60 000. */
   giveUpAfterMs?: number;
   /**
+   * Time a reconnect attempt may take from connecting to a ready session, in ms (at most
+   * `readyTimeoutMs`). A stalled handshake is abandoned after it and the next attempt made, so an
+   * outage always has room for several. When the service says it is starting (a cold start), the
+   * attempt gets `readyTimeoutMs`, within the outage's budget. Default 10 000.
+   */
+  attemptTimeoutMs?: number;
+  /**
    * Input audio kept for replay after a drop, and held while reconnecting (a writer then waits
    * when it is full), in ms. Default 30 000.
    */
@@ -157,6 +164,7 @@ function resolveReconnect(value: unknown): ResolvedReconnect | undefined {
     initialDelayMs: intOption(r.initialDelayMs, 'reconnect.initialDelayMs', { min: 0, fallback: 500 }),
     maxDelayMs: intOption(r.maxDelayMs, 'reconnect.maxDelayMs', { min: 0, fallback: 10_000 }),
     giveUpAfterMs: intOption(r.giveUpAfterMs, 'reconnect.giveUpAfterMs', { min: 0, fallback: 60_000 }),
+    attemptTimeoutMs: intOption(r.attemptTimeoutMs, 'reconnect.attemptTimeoutMs', { min: 1, fallback: 10_000 }),
     maxReplayMs: intOption(r.maxReplayMs, 'reconnect.maxReplayMs', { min: 0, max: 600_000, fallback: 30_000 }),
   };
 }

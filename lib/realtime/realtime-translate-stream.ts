@@ -110,9 +110,11 @@ export class RealtimeTranslateStream extends Duplex {
       pong: (id) => {
         if (this.#fences.answered(id, Date.now())) this.#ending.evaluate();
       },
-      readyTimeout: (waitedMs) => {
-        const hint = this.#responses.sawStarting ? ' The service sent session.starting: the model is still booting; raise readyTimeoutMs.' : '';
-        return new TimeoutError(`No session.created within ${waitedMs} ms.${hint}`, waitedMs);
+      readyTimeout: (waitedMs, reconnecting) => {
+        if (this.#responses.sawStarting) {
+          return new TimeoutError(`No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`, waitedMs);
+        }
+        return new TimeoutError(`No session.created within ${waitedMs} ms${reconnecting ? ' of a reconnect attempt (reconnect.attemptTimeoutMs)' : ''}.`, waitedMs);
       },
       dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
       reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
@@ -151,6 +153,7 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.progress();
         this.#outage.forgetAnswered(this.#outbox.sent);
       },
+      starting: () => this.#link.starting(),
       sessionCreated: (info) => this.#onSessionCreated(info),
       serverError: (message, code) => this.#onServerError(message, code),
     });

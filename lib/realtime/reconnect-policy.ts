@@ -13,6 +13,12 @@ export interface ReconnectPolicy {
   maxDelayMs: number;
   /** Give up once the outage would last longer than this. */
   giveUpAfterMs: number;
+  /**
+   * Time a reconnect attempt may take to a ready session (at most the first connection's ready
+   * timeout), unless the service says it is starting (a cold start): a handshake that stalls is
+   * abandoned and tried again within the outage's budget, instead of using it all up.
+   */
+  attemptTimeoutMs: number;
 }
 
 export type ReconnectDecision = { retry: true; delayMs: number } | { retry: false; reason: 'attempts' | 'time' };

@@ -21,6 +21,8 @@ export interface ResponseSink {
   activity(now: number): void;
   /** A response completed: the input it answered will not be sent again. */
   answered(): void;
+  /** `session.starting` arrived: the service is booting its model (a cold start). */
+  starting(): void;
   /** `session.created` arrived (it is published already). */
   sessionCreated(info: SessionInfo): void;
   /** The service sent an error (it is published already). */
@@ -95,6 +97,7 @@ export class ResponseAssembler {
     switch (event.type) {
       case 'session.starting':
         this.#sawStarting = true;
+        sink.starting();
         break;
       case 'session.created':
         sink.publish(event);

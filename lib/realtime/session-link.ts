@@ -1,6 +1,7 @@
 /**
  * The connection and reconnect manager of a realtime client: one session over a succession of
- * WebSocket connections. It opens a connection, waits (bounded by `readyTimeoutMs`) for its owner
+ * WebSocket connections. It opens a connection, waits (bounded by `readyTimeoutMs`; a reconnect
+ * attempt by `reconnect.attemptTimeoutMs` unless the service says it is starting) for its owner
  * to say the session is ready, and when a connection drops it waits out the reconnect policy and
  * opens the next one, until the owner closes it or the policy gives up. What the protocol means
  * (what to send first, which message makes the session ready, what to send again) is the
@@ -33,8 +34,8 @@ export interface LinkHandlers {
   message(data: Buffer, isBinary: boolean): void;
   /** The current connection's peer answered ping `id` (see `ping()`). */
   pong?(id: number): void;
-  /** The error for a session that did not become ready within `waitedMs`. */
-  readyTimeout(waitedMs: number): RtTranslateError;
+  /** The error for a session that did not become ready within `waitedMs` (`reconnecting`: on a reconnect attempt). */
+  readyTimeout(waitedMs: number, reconnecting: boolean): RtTranslateError;
   /**
    * The current connection ended unasked. Returns the error it means (`cause` is the link's
    * reading of the end; the owner may know better), or `'finished'` when the owner takes it as
@@ -59,7 +60,8 @@ type Timer = NodeJS.Timeout;
 
 /** Where the link is. Each state owns its timers; `#setState` clears them. */
 type LinkState =
-  | { status: 'connecting'; connection: RealtimeConnection; attempt: number; readyTimer: Timer }
+  /** `startedAt` and `budgetMs` (what the outage has left): when the service says it is starting, the wait grows to `readyTimeoutMs`. */
+  | { status: 'connecting'; connection: RealtimeConnection; attempt: number; readyTimer: Timer; startedAt: number; budgetMs: number; coldStart: boolean }
   | { status: 'ready'; connection: RealtimeConnection; settleTimer: Timer | undefined }
   | { status: 'waiting'; attempt: number; timer: Timer }
   | { status: 'closing'; connection: RealtimeConnection }
@@ -129,6 +131,18 @@ export class SessionLink {
     if ('connection' in this.#state) this.#state.connection.resume(reason);
   }
 
+  /**
+   * The service says the session is starting (a cold start): a reconnect attempt, bounded by
+   * `reconnect.attemptTimeoutMs`, now gets `readyTimeoutMs` (within the outage's budget).
+   */
+  starting(): void {
+    const state = this.#state;
+    if (state.status !== 'connecting' || state.attempt === 0 || state.coldStart) return;
+    const waitMs = Math.max(1, Math.min(this.#options.readyTimeoutMs, state.budgetMs));
+    const readyTimer = this.#readyTimer(state.attempt, waitMs, waitMs - (Date.now() - state.startedAt));
+    this.#setState({ ...state, readyTimer, coldStart: true });
+  }
+
   /** The owner's protocol says the session is ready. Reports the recovery when it follows a drop. */
   ready(): Recovery | undefined {
     const state = this.#state;
@@ -182,10 +196,15 @@ export class SessionLink {
 
   #connect(attempt: number): void {
     const { connection: options, readyTimeoutMs, reconnect, secret } = this.#options;
+    // A reconnect attempt may not outlast the outage's budget, and, unless the service says it is
+    // starting, gets only `attemptTimeoutMs`: a stalled handshake must leave room for the next.
+    const budgetMs = this.#outage && reconnect ? reconnect.giveUpAfterMs - (Date.now() - this.#outage.startedAt) : Infinity;
+    const attemptMs = attempt > 0 && reconnect ? reconnect.attemptTimeoutMs : Infinity;
+    const waitMs = Math.max(1, Math.min(readyTimeoutMs, attemptMs, budgetMs));
     let connection: RealtimeConnection;
     try {
       connection = new RealtimeConnection(
-        { ...options, handshakeTimeoutMs: readyTimeoutMs },
+        { ...options, handshakeTimeoutMs: waitMs },
         {
           open: () => this.#current(connection) && this.#handlers.open(attempt),
           message: (data, isBinary) => this.#current(connection) && this.#handlers.message(data, isBinary),
@@ -200,15 +219,16 @@ export class SessionLink {
     }
     for (const reason of this.#pauses) connection.pause(reason);
     this.#last = connection;
-    // A reconnect attempt may not outlast the outage budget.
-    const budget = this.#outage && reconnect ? reconnect.giveUpAfterMs - (Date.now() - this.#outage.startedAt) : Infinity;
-    const waitMs = Math.max(1, Math.min(readyTimeoutMs, budget));
-    const readyTimer = setTimeout(() => {
-      const error = this.#handlers.readyTimeout(waitMs);
+    this.#setState({ status: 'connecting', connection, attempt, readyTimer: this.#readyTimer(attempt, waitMs), startedAt: Date.now(), budgetMs, coldStart: false });
+  }
+
+  /** The timer that gives up on attempt `attempt` after `waitMs` (`remainingMs` of which are left). */
+  #readyTimer(attempt: number, waitMs: number, remainingMs = waitMs): Timer {
+    return setTimeout(() => {
+      const error = this.#handlers.readyTimeout(waitMs, attempt > 0);
       if (attempt === 0) this.#fail(error);
       else this.#retry(error, attempt + 1);
-    }, waitMs);
-    this.#setState({ status: 'connecting', connection, attempt, readyTimer });
+    }, Math.max(1, remainingMs));
   }
 
   #onEnd(connection: RealtimeConnection, end: ConnectionEnd): void {
