@@ -47,7 +47,8 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
                             session, as a refused key is never retried)
   --stall-after-drop N      after each drop, leave the next N handshakes unanswered (the
                             client waits out its ready timeout); refusals come after them
-  --merge-utterances N      answer every N utterances with one response
+  --merge-utterances N      answer every N utterances with one response (fewer once the
+                            appends pause)
   --late-utterance N:MS     answer utterance N of each session MS late (repeatable)
   --echo-key                echo the caller's key in session.created and error messages
   -h, --help

@@ -3,6 +3,11 @@
  * `session.update` to the close. It follows the realtime section of the service interface
  * (message order, limits, error events) and `facts.md` where the interface is silent.
  *
+ * When it answers: the input is cut into utterances by the emulator's own detector (`vad.ts`),
+ * each answered when it ends, or several as one (`mergeUtterances`). When the emulator has
+ * processed no append for `idleMs` while reading, the audio has stopped arriving: the utterance
+ * in progress ends and a partial group is answered.
+ *
  * Error events carry a numeric `code`: 400 malformed or unsupported event, 401 credentials,
  * 403 rejected voice, 402 billing stop, 408 no `session.update` in time, 413 over a size limit.
  * Errors that end the session are followed by a close with code 1008 (policy violation).
@@ -46,6 +51,7 @@ export interface RealtimeSessionSettings {
   creditBytes: number | undefined;
   creditSeconds: number | undefined;
   segmenter: UtteranceSegmenterOptions;
+  idleMs: number;
   latencyMs: number;
   audioFrames: 'json' | 'binary';
   coldStartMs: number;
@@ -74,9 +80,6 @@ export interface DropOptions {
   /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
   reset?: boolean;
 }
-
-/** Utterances waiting to be answered together (`mergeUtterances`), flushed after this quiet time. */
-const MERGE_WINDOW_MS = 2_000;
 
 /** What the handshake established. */
 export interface RealtimeHandshake {
@@ -179,9 +182,12 @@ export class RealtimeSession {
   private resolveClosed!: () => void;
   /** Responses sent so far (for `dropAfterResponses`). */
   private responsesSent = 0;
-  /** Utterances held to be answered as one (`mergeUtterances`). */
-  private merging: SegmentedUtterance[] = [];
-  private mergeTimer: NodeJS.Timeout | undefined;
+  /** Utterances waiting to be answered as one (`mergeUtterances`). */
+  private grouped: SegmentedUtterance[] = [];
+  /** Armed after each append while something waits for the audio to stop (see `armIdle`). */
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** The idle decision, once the input already received has been read. */
+  private idleCheck: NodeJS.Immediate | undefined;
   /** Frames given to the socket and not yet written, and who waits for them. */
   private unflushed = 0;
   private readonly flushWaiters: Array<() => void> = [];
@@ -420,34 +426,63 @@ export class RealtimeSession {
     this.processedBytes += pcm.length;
     for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
     if (exhausted) this.stopBilling();
+    else this.armIdle();
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
-  /** An utterance ended: answer it, or hold it to answer several as one (`mergeUtterances`). */
+  /** An utterance ended: answer it, or group it with the next ones (`mergeUtterances`). */
   private answer(utterance: SegmentedUtterance): void {
-    const group = this.settings.faults.mergeUtterances;
-    if (group <= 1) {
-      this.schedule([utterance]);
-      return;
-    }
-    this.merging.push(utterance);
-    this.clearTimer(this.mergeTimer);
-    this.mergeTimer = undefined;
-    if (this.merging.length >= group) this.flushMerged();
-    else this.mergeTimer = this.setTimer(() => this.flushMerged(), MERGE_WINDOW_MS);
+    this.grouped.push(utterance);
+    if (this.grouped.length >= this.settings.faults.mergeUtterances) this.respond();
   }
 
-  private flushMerged(): void {
-    this.mergeTimer = undefined;
-    const group = this.merging;
-    this.merging = [];
-    if (group.length > 0) this.schedule(group);
+  /** The group is one answer. */
+  private respond(): void {
+    const group = this.grouped;
+    if (group.length === 0) return;
+    this.grouped = [];
+    this.schedule(group);
+  }
+
+  /**
+   * The audio stopped arriving (appends paused for `idleMs` while reading, or the credit ran
+   * out): what has been heard is answered.
+   */
+  private onAudioStopped(): void {
+    this.stopIdle();
+    for (const utterance of this.segmenter?.end() ?? []) this.answer(utterance);
+    this.respond();
+  }
+
+  /**
+   * Restarts the idle timer: armed while reading, in the active state, when something waits for
+   * the audio to stop (an utterance in progress, a partial group). When it fires,
+   * the decision waits for the input already received to be read (`setImmediate` runs after
+   * the event loop's I/O): appends that arrived while this process was busy re-arm it, so only
+   * input that is not there is idle.
+   */
+  private armIdle(): void {
+    this.stopIdle();
+    if (this.state !== 'active' || this.pauses.size > 0) return;
+    if (!this.segmenter?.speaking && this.grouped.length === 0) return;
+    this.idleTimer = this.setTimer(() => {
+      this.idleTimer = undefined;
+      this.idleCheck = setImmediate(() => this.onAudioStopped());
+    }, this.settings.idleMs);
+  }
+
+  private stopIdle(): void {
+    this.clearTimer(this.idleTimer);
+    this.idleTimer = undefined;
+    if (this.idleCheck !== undefined) clearImmediate(this.idleCheck);
+    this.idleCheck = undefined;
   }
 
   /** Queues one response answering `utterances` (one, or several merged). */
   private schedule(utterances: SegmentedUtterance[]): void {
+    if (this.state === 'closed') return;
     const config = this.config!;
     const first = utterances[0]!;
     const last = utterances[utterances.length - 1]!;
@@ -510,10 +545,14 @@ export class RealtimeSession {
     }
   }
 
-  /** Credits are used up: the utterance in progress is dropped, scheduled responses still go out. */
+  /**
+   * Credits are used up: the utterance in progress is dropped, the utterances already heard are
+   * answered as when the audio stops, and scheduled responses still go out.
+   */
   private stopBilling(): void {
     this.state = 'stopping';
     this.segmenter?.dropCurrent();
+    this.onAudioStopped();
     this.segmenter = undefined;
     this.pump();
   }
@@ -545,15 +584,18 @@ export class RealtimeSession {
     }
   }
 
+  /** Stops reading; the idle time counts only while reading. */
   private pauseFor(reason: PauseReason): void {
     if (this.state === 'closed') return;
     this.pauses.add(reason);
     this.ws.pause();
+    this.stopIdle();
   }
 
   private unpause(reason: PauseReason): void {
     if (!this.pauses.delete(reason) || this.pauses.size > 0 || this.state === 'closed') return;
     this.ws.resume();
+    this.armIdle();
   }
 
   /** After each write completes: resume reading once the send buffer is back under its bound. */
@@ -593,8 +635,7 @@ export class RealtimeSession {
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.onDrop?.();
     if (options.code !== undefined) {
       this.ws.close(options.code, 'dropped by the emulator');
@@ -636,8 +677,7 @@ export class RealtimeSession {
     if (this.state === 'closed' || this.state === 'half-open') return;
     this.state = 'half-open';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.pauseFor('half-open');
     this.socket?.pause();
     this.setTimer(() => this.ws.terminate(), HALF_OPEN_HOLD_MS);
@@ -649,8 +689,7 @@ export class RealtimeSession {
     this.sendError(message, code);
     this.state = 'closed';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
     // Reading must go on so the client's close frame is seen and the socket can close.
     if (this.pauses.size > 0) {
@@ -663,9 +702,15 @@ export class RealtimeSession {
     this.state = 'closed';
     this.flushWaiters.length = 0;
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.resolveClosed();
+  }
+
+  /** Forgets every response not yet sent (the session is over). */
+  private forget(): void {
+    this.queue.length = 0;
+    this.grouped = [];
+    this.segmenter = undefined;
   }
 
   private setTimer(fn: () => void, ms: number): NodeJS.Timeout {
@@ -686,9 +731,9 @@ export class RealtimeSession {
   private clearTimers(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    this.stopIdle();
     this.updateTimer = undefined;
     this.queueTimer = undefined;
     this.throttleTimer = undefined;
-    this.mergeTimer = undefined;
   }
 }
