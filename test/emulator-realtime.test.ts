@@ -781,7 +781,7 @@ describe('realtime emulator: options', () => {
   });
 });
 
-describe('realtime emulator: when it answers (idle, merged answers)', () => {
+describe('realtime emulator: when it answers (idle, segmentation, merged and held answers)', () => {
   /** Fake clocks for the emulator's timers (and its `Date.now()`), real sockets. */
   const FAKE: Parameters<typeof vi.useFakeTimers>[0] = { toFake: ['setTimeout', 'clearTimeout', 'Date'] };
 
@@ -850,6 +850,54 @@ describe('realtime emulator: when it answers (idle, merged answers)', () => {
     expect(Buffer.concat(outputAudio(client.frames)).equals(Buffer.concat([first, rest]).subarray(0, 1200 * MS))).toBe(true);
   });
 
+  it("segmentation 'idle': nothing is answered while appends arrive; once they pause, everything heard since the last answer, as one", async () => {
+    const server = await emulator({ segmentation: 'idle' });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    const { pcm, bursts } = threeBursts();
+    // Two utterances have ended (each would have its answer by now in the default mode).
+    const split = bursts[1]![1] + 990 * MS;
+    client.sendAudio(pcm.subarray(0, split));
+    await roundTrip(client);
+    client.sendAudio(pcm.subarray(split));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(300);
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-3, 3.51 s]']);
+    expect(client.events.filter((e) => e.type === 'response.text.done').map((e) => e.text)).toEqual(['[es-es translation of utterances 1-3, 3.51 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, paddedSlices(bursts)))).toBe(true);
+    // Speech after that answer is the next one's.
+    client.sendAudio(Buffer.concat([tone(300), zeros(300)]));
+    await roundTrip(client);
+    await vi.advanceTimersByTimeAsync(300);
+    await client.waitType('response.audio.done', 2);
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-3, 3.51 s]', '[en-us utterance 4, 0.30 s]']);
+  });
+
+  it.each([
+    ['the default splitMs (700 ms, 720 in whole frames)', undefined, 720],
+    ['splitMs 300', 300, 300],
+  ])("segmentation 'split', %s: a first answer while the speech goes on, the rest when it ends", async (_name, splitMs, at) => {
+    const server = await emulator({ segmentation: 'split', ...(splitMs === undefined ? {} : { splitMs }) });
+    const client = await session(server);
+    const start = [zeros(120), tone(at + 30)];
+    const input = Buffer.concat([...start, tone(420), zeros(990)]);
+    // Only the start of the speech: its first part is answered before any silence is sent.
+    client.sendAudio(Buffer.concat(start));
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual([`[en-us utterance 1 part 1, ${(at / 1000).toFixed(2)} s]`]);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, (120 + at) * MS))).toBe(true);
+    client.sendAudio(input.subarray((120 + at + 30) * MS));
+    await client.waitType('response.audio.done', 2);
+    expect(transcripts(client)).toEqual([
+      `[en-us utterance 1 part 1, ${(at / 1000).toFixed(2)} s]`,
+      `[en-us utterance 1 part 2, ${((450 - 0) / 1000).toFixed(2)} s]`,
+    ]);
+    // The two parts, one after the other: the unsplit answer (300 ms of padding after it).
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, (120 + at + 450 + 300) * MS))).toBe(true);
+  });
+
   it('mergeUtterances: a partial group is answered once the appends pause, however long they kept coming', async () => {
     const server = await emulator({ faults: { mergeUtterances: 2 } });
     const client = await session(server);
@@ -875,9 +923,56 @@ describe('realtime emulator: when it answers (idle, merged answers)', () => {
   });
 
   it.each([
+    ['never', 'never' as const],
+    ['{ lateMs: 5000 }', { lateMs: 5000 }],
+  ])('lastAnswer %s: each answer waits for speech to be heard again; the last one, for the appends to pause', async (_name, lastAnswer) => {
+    const server = await emulator({ lastAnswer });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    const { pcm, bursts } = threeBursts();
+    const [one, two, three] = paddedSlices(bursts) as [[number, number], [number, number], [number, number]];
+    // The first utterance and the silence that ends it: held.
+    const firstEnd = bursts[0]![1] + 990 * MS;
+    client.sendAudio(pcm.subarray(0, firstEnd));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual([]);
+    // The second one's first frame: the first answer goes out.
+    client.sendAudio(pcm.subarray(firstEnd, bursts[1]![0] + FRAME));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]']);
+    // The rest: the second is answered once the third starts; the third is in progress.
+    client.sendAudio(pcm.subarray(bursts[1]![0] + FRAME));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]', '[en-us utterance 2, 1.20 s]']);
+    // The appends pause: the third is ended and is the last answer.
+    await vi.advanceTimersByTimeAsync(300);
+    await roundTrip(client);
+    expect(transcripts(client)).toHaveLength(2);
+    if (lastAnswer === 'never') {
+      await vi.advanceTimersByTimeAsync(60_000);
+      await roundTrip(client);
+      expect(transcripts(client)).toHaveLength(2);
+      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, [one, two]))).toBe(true);
+      return;
+    }
+    await vi.advanceTimersByTimeAsync(4999);
+    await roundTrip(client);
+    expect(transcripts(client)).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    await client.waitType('response.audio.done', 3);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]', '[en-us utterance 2, 1.20 s]', '[en-us utterance 3, 1.50 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, [one, two, three]))).toBe(true);
+  });
+
+  it.each([
+    ['segmentation', { segmentation: 'words' as 'idle' }, /^Invalid segmentation: expected one of 'utterance', 'idle', 'split' \(got "words"\)\.$/],
+    ['splitMs', { splitMs: 500 }, /^Invalid splitMs: expected to be given with segmentation 'split' only \(got 500\)\.$/],
+    ['splitMs', { segmentation: 'split' as const, splitMs: 0 }, /^Invalid splitMs: expected a positive number of milliseconds \(got 0\)\.$/],
     ['idleMs', { idleMs: 0 }, /^Invalid idleMs: expected a finite number above 0 \(got 0\)\.$/],
     ['vadThresholdDbfs', { vadThresholdDbfs: 1 }, /^Invalid vadThresholdDbfs: expected a number of dBFS, at most 0 \(got 1\)\.$/],
     ['vadSilenceMs', { vadSilenceMs: -5 }, /^Invalid vadSilenceMs: expected a positive number of milliseconds \(got -5\)\.$/],
+    ['lastAnswer', { lastAnswer: 'sometimes' as 'never' }, /^Invalid lastAnswer: expected 'prompt', 'never' or \{ lateMs \}.* \(got "sometimes"\)\.$/],
+    ['lastAnswer.lateMs', { lastAnswer: { lateMs: -1 } }, /^Invalid lastAnswer\.lateMs: expected a finite number, 0 or more \(got -1\)\.$/],
   ])('rejects a bad %s when the emulator starts, saying what is accepted', async (field, options, message) => {
     const failure = startEmulator({ port: 0, ...options });
     await expect(failure).rejects.toMatchObject({ code: 'RTT_VALIDATION', field });

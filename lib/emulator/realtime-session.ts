@@ -3,10 +3,11 @@
  * `session.update` to the close. It follows the realtime section of the service interface
  * (message order, limits, error events) and `facts.md` where the interface is silent.
  *
- * When it answers: the input is cut into utterances by the emulator's own detector (`vad.ts`),
- * each answered when it ends, or several as one (`mergeUtterances`). When the emulator has
- * processed no append for `idleMs` while reading, the audio has stopped arriving: the utterance
- * in progress ends and a partial group is answered.
+ * When it answers: the input is cut into utterances by the emulator's own detector (`vad.ts`);
+ * answers are grouped (`segmentation: 'idle'`, `mergeUtterances`), and, with `lastAnswer`, held
+ * until speech is heard again. When the emulator has processed no append for `idleMs` while
+ * reading, the audio has stopped arriving: the utterance in progress ends, a partial group is
+ * answered and held answers are the last ones (sent late, or never).
  *
  * Error events carry a numeric `code`: 400 malformed or unsupported event, 401 credentials,
  * 403 rejected voice, 402 billing stop, 408 no `session.update` in time, 413 over a size limit.
@@ -50,8 +51,11 @@ export interface RealtimeSessionSettings {
   sessionUpdateTimeoutMs: number;
   creditBytes: number | undefined;
   creditSeconds: number | undefined;
+  /** The detector's settings; `splitMs` set when the segmentation is 'split'. */
   segmenter: UtteranceSegmenterOptions;
+  segmentation: Segmentation;
   idleMs: number;
+  lastAnswer: LastAnswer;
   latencyMs: number;
   audioFrames: 'json' | 'binary';
   coldStartMs: number;
@@ -72,6 +76,18 @@ export interface ResolvedRealtimeFaults {
   lateUtterances: ReadonlyMap<number, number>;
   echoKey: boolean;
 }
+
+/**
+ * When the service answers: each utterance when it ends ('utterance'), everything heard once the
+ * appends pause ('idle'), or long utterances in two parts ('split').
+ */
+export type Segmentation = 'utterance' | 'idle' | 'split';
+
+/**
+ * When a finished answer is sent: at once ('prompt'), or held until speech is heard again; an
+ * answer still held when the appends pause is the last one: sent `lateMs` later, or never.
+ */
+export type LastAnswer = 'prompt' | 'never' | { readonly lateMs: number };
 
 /** How a session is ended on purpose: cut without a close frame, or closed with `code`. */
 export interface DropOptions {
@@ -182,8 +198,12 @@ export class RealtimeSession {
   private resolveClosed!: () => void;
   /** Responses sent so far (for `dropAfterResponses`). */
   private responsesSent = 0;
-  /** Utterances waiting to be answered as one (`mergeUtterances`). */
+  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
   private grouped: SegmentedUtterance[] = [];
+  /** How many utterances make one answer. */
+  private readonly groupSize: number;
+  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
+  private held: SegmentedUtterance[][] = [];
   /** Armed after each append while something waits for the audio to stop (see `armIdle`). */
   private idleTimer: NodeJS.Timeout | undefined;
   /** The idle decision, once the input already received has been read. */
@@ -204,6 +224,8 @@ export class RealtimeSession {
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
+    const { mergeUtterances } = settings.faults;
+    this.groupSize = mergeUtterances > 1 ? mergeUtterances : settings.segmentation === 'idle' ? Infinity : 1;
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('error', () => {
       // A protocol violation by the client (ws closes the socket itself); nothing to report.
@@ -425,6 +447,7 @@ export class RealtimeSession {
     }
     this.processedBytes += pcm.length;
     for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
+    this.releaseHeld();
     if (exhausted) this.stopBilling();
     else this.armIdle();
   }
@@ -432,33 +455,48 @@ export class RealtimeSession {
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
-  /** An utterance ended: answer it, or group it with the next ones (`mergeUtterances`). */
+  /** An utterance (or part) ended: answer it, or group it with the next ones. */
   private answer(utterance: SegmentedUtterance): void {
     this.grouped.push(utterance);
-    if (this.grouped.length >= this.settings.faults.mergeUtterances) this.respond();
+    if (this.grouped.length >= this.groupSize) this.respond();
   }
 
-  /** The group is one answer. */
+  /** The group is one answer: send it, or hold it until speech is heard again (`lastAnswer`). */
   private respond(): void {
     const group = this.grouped;
     if (group.length === 0) return;
     this.grouped = [];
-    this.schedule(group);
+    if (this.settings.lastAnswer === 'prompt') {
+      this.schedule(group);
+      return;
+    }
+    this.held.push(group);
+    this.releaseHeld();
+  }
+
+  /** Sends the held answers after which a voiced frame has been heard. */
+  private releaseHeld(): void {
+    const heard = this.segmenter?.lastVoicedEnd ?? 0;
+    while (this.held.length > 0 && this.held[0]!.at(-1)!.endedAt < heard) this.schedule(this.held.shift()!);
   }
 
   /**
    * The audio stopped arriving (appends paused for `idleMs` while reading, or the credit ran
-   * out): what has been heard is answered.
+   * out): what has been heard is answered, and answers still held are the last ones.
    */
   private onAudioStopped(): void {
     this.stopIdle();
     for (const utterance of this.segmenter?.end() ?? []) this.answer(utterance);
     this.respond();
+    const last = this.held;
+    this.held = [];
+    const rule = this.settings.lastAnswer;
+    if (typeof rule === 'object') for (const group of last) this.schedule(group, rule.lateMs);
   }
 
   /**
    * Restarts the idle timer: armed while reading, in the active state, when something waits for
-   * the audio to stop (an utterance in progress, a partial group). When it fires,
+   * the audio to stop (an utterance in progress, a partial group, a held answer). When it fires,
    * the decision waits for the input already received to be read (`setImmediate` runs after
    * the event loop's I/O): appends that arrived while this process was busy re-arm it, so only
    * input that is not there is idle.
@@ -466,7 +504,7 @@ export class RealtimeSession {
   private armIdle(): void {
     this.stopIdle();
     if (this.state !== 'active' || this.pauses.size > 0) return;
-    if (!this.segmenter?.speaking && this.grouped.length === 0) return;
+    if (!this.segmenter?.speaking && this.grouped.length === 0 && this.held.length === 0) return;
     this.idleTimer = this.setTimer(() => {
       this.idleTimer = undefined;
       this.idleCheck = setImmediate(() => this.onAudioStopped());
@@ -480,14 +518,19 @@ export class RealtimeSession {
     this.idleCheck = undefined;
   }
 
-  /** Queues one response answering `utterances` (one, or several merged). */
-  private schedule(utterances: SegmentedUtterance[]): void {
+  /** Queues one response answering `utterances` (one, several merged, or a part of one), `extraMs` later than usual. */
+  private schedule(utterances: SegmentedUtterance[], extraMs = 0): void {
     if (this.state === 'closed') return;
     const config = this.config!;
     const first = utterances[0]!;
     const last = utterances[utterances.length - 1]!;
     const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);
-    const which = utterances.length === 1 ? `utterance ${first.index}` : `utterances ${first.index}-${last.index}`;
+    const which =
+      first.index !== last.index
+        ? `utterances ${first.index}-${last.index}`
+        : utterances.length === 1 && first.part !== 'whole'
+          ? `utterance ${first.index} part ${first.part === 'first' ? 1 : 2}`
+          : `utterance ${first.index}`;
     const transcript = `[${config.source_language} ${which}, ${seconds} s]`;
     const translation = `[${config.target_language} translation of ${which}, ${seconds} s]`;
     const frames: Array<string | Buffer> = [encodeServerEvent.transcriptCompleted(transcript)];
@@ -504,7 +547,7 @@ export class RealtimeSession {
       frames.push(encodeServerEvent.audioDone());
     }
     const late = this.settings.faults.lateUtterances.get(last.index) ?? 0;
-    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late, frames });
+    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late + extraMs, frames });
     this.pump();
   }
 
@@ -710,6 +753,7 @@ export class RealtimeSession {
   private forget(): void {
     this.queue.length = 0;
     this.grouped = [];
+    this.held = [];
     this.segmenter = undefined;
   }
 

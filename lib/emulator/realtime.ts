@@ -10,13 +10,15 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ValidationError } from '../errors.js';
-import { intOption } from '../options.js';
+import { describeReceived, intOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import type { EmulatorContext, RealtimePart } from './server.js';
 import {
   RealtimeSession,
   type DropOptions,
+  type LastAnswer,
   type ResolvedRealtimeFaults,
+  type Segmentation,
   type RealtimeSessionSettings,
   type RealtimeSessionStats,
 } from './realtime-session.js';
@@ -25,7 +27,7 @@ import { UtteranceSegmenter, type UtteranceSegmenterOptions } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
 export { OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
-export type { DropOptions, RealtimeSessionState, RealtimeSessionStats } from './realtime-session.js';
+export type { DropOptions, LastAnswer, RealtimeSessionState, RealtimeSessionStats, Segmentation } from './realtime-session.js';
 export {
   DEFAULT_MAX_UTTERANCE_MS,
   DEFAULT_PADDING_MS,
@@ -39,6 +41,8 @@ export {
 export const DEFAULT_SESSION_UPDATE_TIMEOUT_MS = 10_000;
 /** Appends paused this long (while the emulator reads) mean the audio stopped arriving, in ms. */
 export const DEFAULT_IDLE_MS = 300;
+/** With `segmentation: 'split'`: voiced span after which an utterance's first part is answered, in ms. */
+export const DEFAULT_SPLIT_MS = 700;
 /** Send-buffer bound per session above which the emulator stops reading that client's input. */
 export const DEFAULT_SEND_BUFFER_LIMIT_BYTES = 1024 * 1024;
 /**
@@ -115,6 +119,20 @@ export interface RealtimeEmulatorOptions {
    * is ended and answered. Default 300.
    */
   idleMs?: number;
+  /**
+   * When answers are given: each utterance when it ends (`'utterance'`, the default); everything
+   * heard, as one answer, once the appends pause for `idleMs` (`'idle'`); or an utterance whose
+   * voiced span reaches `splitMs` in two answers, the first at once (`'split'`).
+   */
+  segmentation?: Segmentation;
+  /** With `segmentation: 'split'`, in ms. Default 700. */
+  splitMs?: number;
+  /**
+   * `'prompt'` (default): each answer as soon as it is ready. `'never'` or `{ lateMs }`: each
+   * answer is held until speech is heard again; the one still held when the appends pause for
+   * `idleMs` is the last, never sent or sent `lateMs` later.
+   */
+  lastAnswer?: LastAnswer;
   /** Milliseconds after which an utterance is ended even if speech goes on. Default 15000. */
   maxUtteranceMs?: number;
   /** Input audio returned around each utterance's voiced region, 0 to 300 ms. Default 0 (as long as the speech). */
@@ -172,15 +190,21 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
   };
 }
 
+const SEGMENTATIONS: readonly Segmentation[] = ['utterance', 'idle', 'split'];
+
 /** The detector's settings, each named after its emulator option in errors. */
-function resolveSegmenter(options: RealtimeEmulatorOptions): UtteranceSegmenterOptions {
+function resolveSegmenter(options: RealtimeEmulatorOptions, segmentation: Segmentation): UtteranceSegmenterOptions {
+  if (options.splitMs !== undefined && segmentation !== 'split') {
+    throw new ValidationError('splitMs', "to be given with segmentation 'split' only", String(options.splitMs));
+  }
   const segmenter: UtteranceSegmenterOptions = {
     thresholdDbfs: options.vadThresholdDbfs,
     silenceMs: options.vadSilenceMs,
     maxUtteranceMs: options.maxUtteranceMs,
     paddingMs: options.paddingMs,
+    ...(segmentation === 'split' ? { splitMs: options.splitMs ?? DEFAULT_SPLIT_MS } : {}),
   };
-  const names = { thresholdDbfs: 'vadThresholdDbfs', silenceMs: 'vadSilenceMs', maxUtteranceMs: 'maxUtteranceMs', paddingMs: 'paddingMs' } as const;
+  const names = { thresholdDbfs: 'vadThresholdDbfs', silenceMs: 'vadSilenceMs', maxUtteranceMs: 'maxUtteranceMs', paddingMs: 'paddingMs', splitMs: 'splitMs' } as const;
   try {
     new UtteranceSegmenter(segmenter);
   } catch (error) {
@@ -189,6 +213,17 @@ function resolveSegmenter(options: RealtimeEmulatorOptions): UtteranceSegmenterO
     throw new ValidationError(names[field], error.accepted, String(segmenter[field]));
   }
   return segmenter;
+}
+
+function resolveLastAnswer(value: LastAnswer | undefined): LastAnswer {
+  if (value === undefined || value === 'prompt' || value === 'never') return value ?? 'prompt';
+  const accepted = "'prompt', 'never' or { lateMs } with lateMs a finite number, 0 or more";
+  if (value === null || typeof value !== 'object' || Object.keys(value).some((k) => k !== 'lateMs')) {
+    throw new ValidationError('lastAnswer', accepted, describeReceived(value));
+  }
+  const { lateMs } = value;
+  if (typeof lateMs !== 'number' || !Number.isFinite(lateMs) || lateMs < 0) throw new ValidationError('lastAnswer.lateMs', 'a finite number, 0 or more', String(lateMs));
+  return { lateMs };
 }
 
 /**
@@ -201,14 +236,20 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
     throw new ValidationError('audioFrames', '"json" or "binary"', JSON.stringify(audioFrames));
   }
   const creditSeconds = nonNegative('creditSeconds', options.creditSeconds, Number.POSITIVE_INFINITY);
+  const segmentation = options.segmentation ?? 'utterance';
+  if (!SEGMENTATIONS.includes(segmentation)) {
+    throw new ValidationError('segmentation', `one of ${SEGMENTATIONS.map((m) => `'${m}'`).join(', ')}`, describeReceived(segmentation));
+  }
   return {
     apiKeys,
     voices,
     sessionUpdateTimeoutMs: nonNegative('sessionUpdateTimeoutMs', options.sessionUpdateTimeoutMs, DEFAULT_SESSION_UPDATE_TIMEOUT_MS),
     creditSeconds: options.creditSeconds === undefined ? undefined : creditSeconds,
     creditBytes: options.creditSeconds === undefined ? undefined : Math.floor(creditSeconds * 24_000) * 2,
-    segmenter: resolveSegmenter(options),
+    segmenter: resolveSegmenter(options, segmentation),
+    segmentation,
     idleMs: positive('idleMs', options.idleMs) ?? DEFAULT_IDLE_MS,
+    lastAnswer: resolveLastAnswer(options.lastAnswer),
     latencyMs: nonNegative('latencyMs', options.latencyMs, 0),
     audioFrames,
     coldStartMs: nonNegative('coldStartMs', options.coldStartMs, 0),
