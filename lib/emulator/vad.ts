@@ -1,22 +1,16 @@
 /**
- * The emulator's own utterance detector: splits a PCM16 LE mono 24 kHz byte stream into
- * utterances and hands back each one's own input audio (its voiced region, plus `paddingMs`
- * either side) so the emulator can return it, byte for byte, as the "translation". It shares no
- * code and no setting with the client's detector (`lib/audio/vad.ts`): a service segments by its
- * own judgement, and the emulator must not agree with the client by construction.
- *
- * Policy, in frames of `frameMs` (default 30 ms, 720 samples) counted from the first byte fed:
- * - a frame is voiced when its RMS level is at least `thresholdDbfs` (default -45, relative to 32768);
- * - an utterance starts at its first voiced frame and ends once `silenceMs` (default 900) of
- *   unvoiced frames followed its last voiced frame; at the first voiced frame that brings it to
- *   `maxUtteranceMs` (the next voiced frame starts a new one); or when `end()` is called (the
- *   session's idle rule: the audio stopped arriving). A frame still incomplete is not analysed.
- * - with `splitMs`, an utterance whose voiced span reaches `splitMs` is handed out at once as its
- *   first part (no trailing padding) and the rest when it ends: the two parts, one after the
- *   other, are exactly the unsplit utterance's audio. A rest without a voiced frame is not handed out.
- * Audio never starts before the first byte fed nor inside the previous answer's audio, and never
- * ends past what was analysed. Memory: about `paddingMs + maxUtteranceMs + silenceMs` plus one fed
- * chunk, whatever the input's length. Any byte count per call is accepted (odd counts included).
+ * The emulator's own utterance detector, sharing no code or setting with the client's
+ * (`lib/audio/vad.ts`): a service segments by its own judgement. It hands back each utterance's
+ * input audio (its voiced region, plus `paddingMs` either side), which the emulator returns, byte
+ * for byte, as the "translation". In frames of `frameMs` (30 ms) counted from the first byte fed:
+ * - a frame is voiced when its RMS is at least `thresholdDbfs` (-45 dBFS, relative to 32768);
+ * - an utterance starts at a voiced frame and ends after `silenceMs` (900) of unvoiced frames, at
+ *   the voiced frame that brings it to `maxUtteranceMs`, or at `end()` (the audio stopped);
+ * - with `splitMs`, its first part is handed out once the voiced span reaches `splitMs`, the
+ *   rest (if voiced) when it ends: together, exactly the unsplit audio.
+ * Audio never overlaps the previous answer's nor passes what was analysed (whole frames only).
+ * Memory: about `paddingMs + maxUtteranceMs + silenceMs` plus one chunk, whatever the input's
+ * length; any byte count per call is accepted (odd counts included).
  */
 import { ValidationError } from '../errors.js';
 
