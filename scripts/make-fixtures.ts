@@ -3,7 +3,8 @@
  *
  * - `test/fixtures/speech-en-24k.wav` (+ `speech-en-24k.json`, the measured voiced regions):
  *   three English sentences separated by exactly 1.2 s of digital silence, for the
- *   voice-activity and chunking tests.
+ *   voice-activity and chunking tests. The regions are measured twice: as the client's detector
+ *   sees them (20 ms frames) and as the emulator's does (30 ms frames), by this script's own code.
  * - `examples/assets/sample-en.wav`: the demo's two-sentence sample (shipped in the npm package).
  *
  * Every file is PCM16 little-endian, mono, 24000 Hz, with a 44-byte WAV header.
@@ -15,7 +16,8 @@
  * interpolator, rounds to PCM16 with clipping, and lays the sentences out between runs of exact
  * zeros. It then re-reads what it wrote and checks it: header sizes, true-zero pauses, and the
  * voiced regions measured with a -40 dBFS RMS gate over 20 ms frames (one region per sentence,
- * no internal unvoiced gap of 500 ms or more).
+ * no internal unvoiced gap of 500 ms or more) and with the emulator's settings (-45 dBFS over
+ * 30 ms frames, 900 ms of silence between regions: the count each fixture expects).
  *
  * The output is deterministic: running the script twice gives byte-identical files.
  *
@@ -39,11 +41,20 @@ const OUTPUT_RATE = 24_000;
 const VOICE = 'en-us';
 const WORDS_PER_MINUTE = 185;
 
-/** Voiced-region measurement: frame length (ms) and RMS gate (dB relative to full scale 32768). */
-const FRAME_MS = 20;
-const GATE_DBFS = -40;
-/** Unvoiced gaps shorter than this (ms) stay inside one utterance when measuring. */
-const MERGE_GAP_MS = 600;
+/**
+ * A voiced-region measurement: frame length (ms), RMS gate (dB relative to full scale 32768), and
+ * the unvoiced gap (ms) that separates two regions (shorter gaps stay inside one).
+ */
+interface Measurement {
+  readonly frameMs: number;
+  readonly gateDbfs: number;
+  readonly silenceMs: number;
+}
+
+/** The client's detector (`lib/audio/vad.ts`): where the client finds speech. */
+const CLIENT: Measurement = { frameMs: 20, gateDbfs: -40, silenceMs: 600 };
+/** The emulator's detector (`lib/emulator/vad.ts`): the audio it answers with. */
+const EMULATOR: Measurement = { frameMs: 30, gateDbfs: -45, silenceMs: 900 };
 /** Largest unvoiced gap (ms, exclusive) allowed inside one sentence. */
 const MAX_INTERNAL_GAP_MS = 500;
 
@@ -62,6 +73,8 @@ interface FixtureSpec {
   readonly tailSeconds: number;
   /** Upper bound on the duration, in seconds (checked). */
   readonly maxSeconds: number;
+  /** Regions the emulator's measurement must find (checked): one per sentence, or fewer when pauses are short. */
+  readonly emulatorRegions: number;
 }
 
 const FIXTURES: readonly FixtureSpec[] = [
@@ -77,6 +90,7 @@ const FIXTURES: readonly FixtureSpec[] = [
     gapSeconds: 1.2,
     tailSeconds: 1.0,
     maxSeconds: 8.5,
+    emulatorRegions: 3,
   },
   {
     wavPath: 'examples/assets/sample-en.wav',
@@ -88,6 +102,8 @@ const FIXTURES: readonly FixtureSpec[] = [
     gapSeconds: 0.8,
     tailSeconds: 0.8,
     maxSeconds: 7,
+    // The 0.8 s pause is under the emulator's 900 ms: one answer where the client counts two.
+    emulatorRegions: 1,
   },
 ];
 
@@ -363,14 +379,14 @@ interface VoicedRegion {
 }
 
 /**
- * Splits audio into voiced regions: consecutive frames of `FRAME_MS` (aligned to sample 0, the
- * last one possibly short) whose RMS is at least `GATE_DBFS` relative to 32768 are voiced;
- * voiced runs separated by less than `MERGE_GAP_MS` of unvoiced frames form one region.
+ * Splits audio into voiced regions: consecutive frames of `frameMs` (aligned to sample 0, the
+ * last one possibly short) whose RMS is at least `gateDbfs` relative to 32768 are voiced;
+ * voiced runs separated by less than `silenceMs` of unvoiced frames form one region.
  */
-function measureVoicedRegions({ sampleRate, samples }: Pcm16): VoicedRegion[] {
-  const frame = Math.round((FRAME_MS / 1000) * sampleRate);
-  const gateRms = 32768 * 10 ** (GATE_DBFS / 20);
-  const mergeGap = Math.round((MERGE_GAP_MS / 1000) * sampleRate);
+function measureVoicedRegions({ sampleRate, samples }: Pcm16, { frameMs, gateDbfs, silenceMs }: Measurement): VoicedRegion[] {
+  const frame = Math.round((frameMs / 1000) * sampleRate);
+  const gateRms = 32768 * 10 ** (gateDbfs / 20);
+  const mergeGap = Math.round((silenceMs / 1000) * sampleRate);
   const regions: VoicedRegion[] = [];
   let current: { start: number; end: number; longestGap: number } | undefined;
   for (let start = 0; start < samples.length; start += frame) {
@@ -398,14 +414,29 @@ function toRegion(run: { start: number; end: number; longestGap: number }): Voic
 // Build, verify, write
 // ---------------------------------------------------------------------------------------------
 
-/** Metadata written next to a fixture: its format and the measured voiced region of each sentence. */
+/** A measurement as written in the metadata. */
+interface MeasurementMetadata extends Measurement {
+  readonly endExclusive: true;
+}
+
+/**
+ * Metadata written next to a fixture: its format and the measured voiced region of each
+ * sentence, as the client's detector finds it (`startSample`, `endSample`) and as the
+ * emulator's does (`emulator`).
+ */
 interface FixtureMetadata {
   readonly sampleRate: number;
   readonly channels: 1;
   readonly bitsPerSample: 16;
   readonly totalSamples: number;
-  readonly measurement: { readonly frameMs: number; readonly gateDbfs: number; readonly endExclusive: true };
-  readonly utterances: ReadonlyArray<{ readonly startSample: number; readonly endSample: number; readonly text: string }>;
+  readonly measurement: MeasurementMetadata;
+  readonly emulatorMeasurement: MeasurementMetadata;
+  readonly utterances: ReadonlyArray<{
+    readonly startSample: number;
+    readonly endSample: number;
+    readonly emulator: { readonly startSample: number; readonly endSample: number };
+    readonly text: string;
+  }>;
 }
 
 interface BuiltFixture {
@@ -445,12 +476,16 @@ async function buildFixture(espeak: EspeakFactory, spec: FixtureSpec): Promise<B
       throw new Error(`${spec.wavPath}: samples ${s.start}..${s.end} should be digital silence`);
     }
   }
-  const regions = measureVoicedRegions(decoded);
+  const regions = measureVoicedRegions(decoded, CLIENT);
   if (regions.length !== spec.sentences.length) {
     throw new Error(`${spec.wavPath}: measured ${regions.length} voiced regions, expected ${spec.sentences.length}`);
   }
+  const emulatorRegions = measureVoicedRegions(decoded, EMULATOR);
+  if (emulatorRegions.length !== spec.emulatorRegions) {
+    throw new Error(`${spec.wavPath}: the emulator's measurement found ${emulatorRegions.length} voiced regions, expected ${spec.emulatorRegions}`);
+  }
   const maxGap = Math.round((MAX_INTERNAL_GAP_MS / 1000) * OUTPUT_RATE);
-  const frame = Math.round((FRAME_MS / 1000) * OUTPUT_RATE);
+  const frame = Math.round((CLIENT.frameMs / 1000) * OUTPUT_RATE);
   const lines = [
     `${spec.wavPath}: ${decoded.samples.length} samples = ${seconds.toFixed(3)} s, ${wav.length} bytes, ` +
       `${clipped} sample(s) clipped`,
@@ -471,16 +506,36 @@ async function buildFixture(espeak: EspeakFactory, spec: FixtureSpec): Promise<B
         `longest internal gap ${((region.longestGapSamples / OUTPUT_RATE) * 1000).toFixed(0)} ms`,
     );
   });
+  const emulatorFrame = Math.round((EMULATOR.frameMs / 1000) * OUTPUT_RATE);
+  emulatorRegions.forEach((region, index) => {
+    // Each region covers whole sentences: it starts and ends within a frame of a clip's edges.
+    const first = placements.find((p) => region.startSample < p.end);
+    const last = [...placements].reverse().find((p) => region.endSample > p.start);
+    if (first === undefined || last === undefined || region.startSample < first.start - emulatorFrame || region.endSample > last.end + emulatorFrame) {
+      throw new Error(`${spec.wavPath}: the emulator's voiced region ${index} does not cover whole sentences`);
+    }
+    lines.push(
+      `  emulator region ${index + 1}: voiced ${region.startSample}..${region.endSample} ` +
+        `(${(region.startSample / OUTPUT_RATE).toFixed(3)}..${(region.endSample / OUTPUT_RATE).toFixed(3)} s)`,
+    );
+  });
 
   let json: string | undefined;
   if (spec.jsonPath !== undefined) {
+    if (emulatorRegions.length !== regions.length) throw new Error(`${spec.jsonPath}: both measurements must find one region per sentence`);
     const metadata: FixtureMetadata = {
       sampleRate: OUTPUT_RATE,
       channels: 1,
       bitsPerSample: 16,
       totalSamples: decoded.samples.length,
-      measurement: { frameMs: FRAME_MS, gateDbfs: GATE_DBFS, endExclusive: true },
-      utterances: regions.map((r, i) => ({ startSample: r.startSample, endSample: r.endSample, text: spec.sentences[i] ?? '' })),
+      measurement: { ...CLIENT, endExclusive: true },
+      emulatorMeasurement: { ...EMULATOR, endExclusive: true },
+      utterances: regions.map((r, i) => ({
+        startSample: r.startSample,
+        endSample: r.endSample,
+        emulator: { startSample: emulatorRegions[i]!.startSample, endSample: emulatorRegions[i]!.endSample },
+        text: spec.sentences[i] ?? '',
+      })),
     };
     json = `${JSON.stringify(metadata, null, 2)}\n`;
   }

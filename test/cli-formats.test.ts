@@ -9,14 +9,14 @@
  * `@ffmpeg-installer/ffmpeg`, independently of the library's converters.
  *
  * How the translated audio is checked (the reference is the fixture's expected answer: each
- * utterance's voiced region, PCM16 mono 24 kHz):
+ * utterance's voiced region as the emulator's detector finds it, PCM16 mono 24 kHz):
  * - lossless, exactly invertible paths (s16be, f32le, FLAC): the output, converted back to
  *   PCM16 LE where it is not, equals the reference byte for byte;
  * - lossy paths: the output is cut into its responses (byte counts from `--events`), each
- *   response is aligned on the fixture's timeline (lag search of +-3 VAD frames), and its
- *   length, lag and signal-to-noise ratio are bounded. A lossy codec can move a soft onset
- *   across the emulator's -40 dBFS voice gate by a 20 ms frame, hence the length and lag
- *   tolerance of 2 frames (measured: 0 or 2, on the third sentence's soft onset). The SNR
+ *   response is aligned on the fixture's timeline (lag search of +-3 frames of the emulator's
+ *   detector), and its length, lag and signal-to-noise ratio are bounded. A lossy codec can move
+ *   a soft onset across the emulator's -45 dBFS voice gate by a 30 ms frame, hence the length and
+ *   lag tolerance of 2 frames (measured: 0 or 2, on the third sentence's soft onset). The SNR
  *   bounds are stated at each case with the values measured on this fixture (the inputs and
  *   the code are deterministic); they sit 3 to 7 dB below them.
  */
@@ -56,8 +56,8 @@ const expected = expectedTranslation(fixture.pcm, fixture.utterances);
 const firstPart = fixture.pcm.subarray(0, 84_480 * 2);
 const firstAnswer = expectedTranslation(firstPart, fixture.utterances.slice(0, 1));
 
-/** Samples of one emulator VAD frame (20 ms at 24 kHz). */
-const FRAME = 480;
+/** Samples of one frame of the emulator's detector (30 ms at 24 kHz). */
+const FRAME = 720;
 /** The emulator answers each utterance's voiced region alone (no padding). */
 const PAD = 0;
 
@@ -188,7 +188,7 @@ function matchSegments(output: Buffer, sizes: number[], reference: Buffer): Segm
   const matches: SegmentMatch[] = [];
   let offset = 0;
   let previousEnd = 0;
-  fixture.utterances.forEach((u, index) => {
+  fixture.utterances.forEach(({ emulator: u }, index) => {
     const length = (sizes[index] ?? 0) / 2;
     const start = Math.max(previousEnd, u.startSample - PAD);
     const end = Math.min(fixture.pcm.length / 2, u.endSample + PAD);

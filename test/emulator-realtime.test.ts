@@ -18,6 +18,8 @@ import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 
 /** Bytes per millisecond. */
 const MS = 48;
+/** One frame of the emulator's detector (30 ms): inputs here keep their edges on that grid. */
+const FRAME = 30 * MS;
 const PIECE = 19_200;
 const PAD = 300 * MS;
 
@@ -46,9 +48,13 @@ function zeros(ms: number): Buffer {
   return Buffer.alloc(ms * MS);
 }
 
-/** Input with three bursts; `bursts` are their byte ranges. */
+/**
+ * Input with three bursts; `bursts` are their byte ranges. Every edge is on the emulator's 30 ms
+ * grid; the pauses (990 ms) are longer than its 900 ms of silence, and the 810 ms after the last
+ * burst are not: that one is ended when the audio stops arriving (idle).
+ */
 function threeBursts(): { pcm: Buffer; bursts: Array<[number, number]> } {
-  const parts = [zeros(100), tone(800), zeros(1000), noise(1200, 7), zeros(1000), tone(1500), zeros(800)];
+  const parts = [zeros(120), tone(810), zeros(990), noise(1200, 7), zeros(990), tone(1500), zeros(810)];
   const bursts: Array<[number, number]> = [];
   let at = 0;
   parts.forEach((part, i) => {
@@ -247,7 +253,7 @@ describe('realtime emulator: the happy path', () => {
     await client.waitType('response.audio.done', 3);
 
     const expected = paddedSlices(bursts);
-    const durations = ['0.80', '1.20', '1.50'];
+    const durations = ['0.81', '1.20', '1.50'];
     const types = expected.flatMap(([a, b]) => responseTypes(b - a, { framing }));
     const frames = client.frames.slice(2);
     expect(frames.map((f) => ('event' in f ? f.event.type : 'binary'))).toEqual(types);
@@ -259,7 +265,7 @@ describe('realtime emulator: the happy path', () => {
     const translations = durations.map((d, i) => `[es-es translation of utterance ${i + 1}, ${d} s]`);
     expect(events.filter((e) => e.type === 'response.text.done')).toEqual(translations.map((text) => ({ type: 'response.text.done', text })));
     const deltas = events.filter((e) => e.type === 'response.text.delta').map((e) => e.delta as string);
-    expect(deltas.slice(0, 7)).toEqual(['[es-es', ' translation', ' of', ' utterance', ' 1,', ' 0.80', ' s]']);
+    expect(deltas.slice(0, 7)).toEqual(['[es-es', ' translation', ' of', ' utterance', ' 1,', ' 0.81', ' s]']);
     expect(deltas.join('')).toBe(translations.join(''));
 
     const audio = outputAudio(frames);
@@ -451,7 +457,7 @@ describe('realtime emulator: events after activation', () => {
     const id = client.events[0]!.session.id;
     client.send({ type: 'session.update', session: { source_language: 'de-de', target_language: 'fr-fr', output_modalities: ['text'] } });
     client.send({ type: 'session.update', session: { ...SESSION, target_language: 'klingon' } });
-    client.sendAudio(Buffer.concat([zeros(200), tone(500), zeros(700)]));
+    client.sendAudio(Buffer.concat([zeros(210), tone(510), zeros(700)]));
     await client.waitType('response.text.done');
     expect(client.frames.slice(2)).toEqual([
       {
@@ -472,9 +478,9 @@ describe('realtime emulator: events after activation', () => {
           },
         },
       },
-      { event: { type: 'conversation.item.input_audio_transcription.completed', transcript: '[de-de utterance 1, 0.50 s]' } },
-      ...['[fr-fr', ' translation', ' of', ' utterance', ' 1,', ' 0.50', ' s]'].map((delta) => ({ event: { type: 'response.text.delta', delta } })),
-      { event: { type: 'response.text.done', text: '[fr-fr translation of utterance 1, 0.50 s]' } },
+      { event: { type: 'conversation.item.input_audio_transcription.completed', transcript: '[de-de utterance 1, 0.51 s]' } },
+      ...['[fr-fr', ' translation', ' of', ' utterance', ' 1,', ' 0.51', ' s]'].map((delta) => ({ event: { type: 'response.text.delta', delta } })),
+      { event: { type: 'response.text.done', text: '[fr-fr translation of utterance 1, 0.51 s]' } },
     ]);
   });
 
@@ -484,7 +490,8 @@ describe('realtime emulator: events after activation', () => {
   ] as const)('respects output_modalities %j (the transcript is always sent)', async (modalities, kinds) => {
     const server = await emulator();
     const client = await session(server, { ...SESSION, output_modalities: [...modalities] });
-    const input = Buffer.concat([zeros(400), tone(600), zeros(700)]);
+    // 990 ms between the two: more than the emulator's 900 ms of silence.
+    const input = Buffer.concat([zeros(390), tone(600), zeros(990)]);
     client.sendAudio(input);
     client.sendAudio(Buffer.concat([tone(300), zeros(700)]));
     await client.waitType('conversation.item.input_audio_transcription.completed', 2);
@@ -495,7 +502,7 @@ describe('realtime emulator: events after activation', () => {
     const second = responseTypes(900 * MS, kinds);
     expect(client.types().slice(2)).toEqual([...first, ...second, 'session.updated']);
     if (kinds.audio) {
-      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(Buffer.concat([input, tone(300), zeros(700)]), [[100 * MS, 1300 * MS], [1400 * MS, 2300 * MS]]))).toBe(true);
+      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(Buffer.concat([input, tone(300), zeros(700)]), [[90 * MS, 1290 * MS], [1680 * MS, 2580 * MS]]))).toBe(true);
     }
   });
 
@@ -525,11 +532,11 @@ describe('realtime emulator: events after activation', () => {
     const client = await session(server);
     // Over the limit, and voiced: were it kept, it would make an utterance.
     client.send(appendEvent(tone(6000).subarray(0, 256 * 1024 + 2)));
-    // Exactly the limit: a 5 s tone followed by silence.
-    const accepted = Buffer.concat([zeros(700), Buffer.concat([tone(5000), Buffer.alloc(256 * 1024 - 5000 * MS)]), zeros(700)]);
-    client.sendAudio(accepted.subarray(0, 700 * MS));
-    client.send(appendEvent(accepted.subarray(700 * MS, 700 * MS + 256 * 1024)));
-    client.sendAudio(accepted.subarray(700 * MS + 256 * 1024));
+    // Exactly the limit: a 5.01 s tone followed by silence.
+    const accepted = Buffer.concat([zeros(720), Buffer.concat([tone(5010), Buffer.alloc(256 * 1024 - 5010 * MS)]), zeros(700)]);
+    client.sendAudio(accepted.subarray(0, 720 * MS));
+    client.send(appendEvent(accepted.subarray(720 * MS, 720 * MS + 256 * 1024)));
+    client.sendAudio(accepted.subarray(720 * MS + 256 * 1024));
     await client.waitType('response.audio.done');
     expect(client.events[2]).toEqual({
       type: 'error',
@@ -538,8 +545,8 @@ describe('realtime emulator: events after activation', () => {
         code: 413,
       },
     });
-    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 5.00 s]' });
-    expect(Buffer.concat(outputAudio(client.frames)).equals(accepted.subarray(400 * MS, 6000 * MS))).toBe(true);
+    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 5.01 s]' });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(accepted.subarray(420 * MS, 6030 * MS))).toBe(true);
   });
 
   it.each([
@@ -624,11 +631,11 @@ describe('realtime emulator: options', () => {
     client.sendAudio(Buffer.concat([tone(500), zeros(700)]));
     await client.waitFrames(3);
     expect(client.types()).toEqual(['session.starting', 'session.created', 'session.updated']);
-    const input = Buffer.concat([zeros(200), tone(500), zeros(700)]);
+    const input = Buffer.concat([zeros(210), tone(510), zeros(700)]);
     client.sendAudio(input);
     await client.waitType('response.audio.done');
-    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 0.50 s]' });
-    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1000 * MS))).toBe(true);
+    expect(client.events[3]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 0.51 s]' });
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1020 * MS))).toBe(true);
   });
 
   it('latencyMs delays each response and keeps them in order', async () => {
@@ -666,40 +673,48 @@ describe('realtime emulator: options', () => {
   it('vadSilenceMs and paddingMs shape the utterances; padding never overlaps the previous output', async () => {
     const server = await emulator({ vadSilenceMs: 200, paddingMs: 300 });
     const client = await session(server);
-    const input = Buffer.concat([zeros(100), tone(400), zeros(400), noise(400, 3), zeros(400)]);
+    const input = Buffer.concat([zeros(120), tone(390), zeros(420), noise(390, 3), zeros(420)]);
     client.sendAudio(input);
     await client.waitType('response.audio.done', 2);
     const transcripts = client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
-    expect(transcripts.map((e) => e.transcript)).toEqual(['[en-us utterance 1, 0.40 s]', '[en-us utterance 2, 0.40 s]']);
-    // First: from the input's start to 200 ms after its end (the silence heard); second: from there.
-    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1500 * MS))).toBe(true);
+    expect(transcripts.map((e) => e.transcript)).toEqual(['[en-us utterance 1, 0.39 s]', '[en-us utterance 2, 0.39 s]']);
+    // First: from the input's start to 210 ms after its end (the silence heard: 200 ms in whole
+    // 30 ms frames); second: from there.
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 1530 * MS))).toBe(true);
     const audioDone = client.types().indexOf('response.audio.done');
-    expect(Buffer.concat(outputAudio(client.frames.slice(0, audioDone))).equals(input.subarray(0, 700 * MS))).toBe(true);
+    expect(Buffer.concat(outputAudio(client.frames.slice(0, audioDone))).equals(input.subarray(0, 720 * MS))).toBe(true);
   });
 
   it('vadThresholdDbfs decides what is voice', async () => {
+    // A -50 dBFS tone: silence at the default -45 dBFS, voice at -60.
+    const input = Buffer.concat([zeros(390), tone(600, -50), zeros(700)]);
+    const quiet = await session(await emulator());
+    quiet.sendAudio(input);
+    quiet.send({ type: 'session.update', session: SESSION });
+    await quiet.waitType('session.updated', 2);
     const server = await emulator({ vadThresholdDbfs: -60 });
     const client = await session(server);
-    const input = Buffer.concat([zeros(400), tone(600, -50), zeros(700)]);
     client.sendAudio(input);
     await client.waitType('response.audio.done');
     expect(client.events[2]).toEqual({ type: 'conversation.item.input_audio_transcription.completed', transcript: '[en-us utterance 1, 0.60 s]' });
-    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(100 * MS, 1300 * MS))).toBe(true);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(90 * MS, 1290 * MS))).toBe(true);
+    // Long after the quiet session's audio stopped: it answered nothing.
+    expect(quiet.types()).toEqual(['session.created', 'session.updated', 'session.updated']);
   });
 
   it('maxUtteranceMs ends endless speech', async () => {
-    const server = await emulator({ maxUtteranceMs: 400 });
+    const server = await emulator({ maxUtteranceMs: 420 });
     const client = await session(server);
-    const input = Buffer.concat([zeros(500), tone(1000), zeros(700)]);
+    const input = Buffer.concat([zeros(510), tone(990), zeros(700)]);
     client.sendAudio(input);
     await client.waitType('response.audio.done', 3);
     const transcripts = client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
     expect(transcripts.map((e) => e.transcript)).toEqual([
-      '[en-us utterance 1, 0.40 s]',
-      '[en-us utterance 2, 0.40 s]',
-      '[en-us utterance 3, 0.20 s]',
+      '[en-us utterance 1, 0.42 s]',
+      '[en-us utterance 2, 0.42 s]',
+      '[en-us utterance 3, 0.15 s]',
     ]);
-    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(200 * MS, 1800 * MS))).toBe(true);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(210 * MS, 1800 * MS))).toBe(true);
   });
 
   it('creditSeconds: sends the scheduled responses, then error with the reason, then closes', async () => {
@@ -766,6 +781,205 @@ describe('realtime emulator: options', () => {
   });
 });
 
+describe('realtime emulator: when it answers (idle, segmentation, merged and held answers)', () => {
+  /** Fake clocks for the emulator's timers (and its `Date.now()`), real sockets. */
+  const FAKE: Parameters<typeof vi.useFakeTimers>[0] = { toFake: ['setTimeout', 'clearTimeout', 'Date'] };
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A `session.update` answered: everything the emulator sent before it has arrived. */
+  async function roundTrip(client: Client): Promise<void> {
+    const count = client.types().filter((type) => type === 'session.updated').length;
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitType('session.updated', count + 1);
+  }
+
+  function transcripts(client: Client): string[] {
+    return client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed').map((e) => e.transcript as string);
+  }
+
+  /** Resolves once `done()` holds, checked at each turn of the event loop (no clock involved). */
+  async function untilTrue(done: () => boolean): Promise<void> {
+    while (!done()) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  it.each([
+    ['the default 300 ms', undefined, 300],
+    ['idleMs 1000', 1000, 1000],
+  ])('idle (%s): the utterance in progress is answered once the appends pause that long, not before', async (_name, idleMs, wait) => {
+    const server = await emulator(idleMs === undefined ? {} : { idleMs });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    // 300 ms of silence after the speech: far from the 900 ms that would end it.
+    const input = Buffer.concat([zeros(90), tone(300), zeros(300)]);
+    client.sendAudio(input);
+    await roundTrip(client);
+    await vi.advanceTimersByTimeAsync(wait - 1);
+    // An append, even of silence, starts the wait again.
+    client.sendAudio(zeros(60));
+    await roundTrip(client);
+    await vi.advanceTimersByTimeAsync(wait - 1);
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.30 s]']);
+    // Its voiced region with 300 ms of padding: all of the input before the extra silence.
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input)).toBe(true);
+  });
+
+  it('idle does not count while the emulator holds back its reading (inputBytesPerSecond): the utterance goes on', async () => {
+    const rt = await realtimePart({ inputBytesPerSecond: 48_000 });
+    const client = await session(rt);
+    vi.useFakeTimers(FAKE);
+    // 600 ms of speech at 48000 bytes a second: the emulator stops reading for 600 ms after it.
+    const first = tone(600);
+    client.send(appendEvent(first));
+    await untilTrue(() => rt.part.sessions()[0]!.audioBytes === first.length);
+    expect(rt.part.sessions()[0]!.readingPaused).toBe(true);
+    // Longer than idleMs without an append processed, but not while reading.
+    await vi.advanceTimersByTimeAsync(590);
+    const rest = Buffer.concat([tone(300), zeros(1200)]);
+    client.send(appendEvent(rest));
+    await vi.advanceTimersByTimeAsync(10);
+    // Read once the throttle lets it: the speech goes on, and 900 ms of silence end it.
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.90 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(Buffer.concat([first, rest]).subarray(0, 1200 * MS))).toBe(true);
+  });
+
+  it("segmentation 'idle': nothing is answered while appends arrive; once they pause, everything heard since the last answer, as one", async () => {
+    const server = await emulator({ segmentation: 'idle' });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    const { pcm, bursts } = threeBursts();
+    // Two utterances have ended (each would have its answer by now in the default mode).
+    const split = bursts[1]![1] + 990 * MS;
+    client.sendAudio(pcm.subarray(0, split));
+    await roundTrip(client);
+    client.sendAudio(pcm.subarray(split));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(300);
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-3, 3.51 s]']);
+    expect(client.events.filter((e) => e.type === 'response.text.done').map((e) => e.text)).toEqual(['[es-es translation of utterances 1-3, 3.51 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, paddedSlices(bursts)))).toBe(true);
+    // Speech after that answer is the next one's.
+    client.sendAudio(Buffer.concat([tone(300), zeros(300)]));
+    await roundTrip(client);
+    await vi.advanceTimersByTimeAsync(300);
+    await client.waitType('response.audio.done', 2);
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-3, 3.51 s]', '[en-us utterance 4, 0.30 s]']);
+  });
+
+  it.each([
+    ['the default splitMs (700 ms, 720 in whole frames)', undefined, 720],
+    ['splitMs 300', 300, 300],
+  ])("segmentation 'split', %s: a first answer while the speech goes on, the rest when it ends", async (_name, splitMs, at) => {
+    const server = await emulator({ segmentation: 'split', ...(splitMs === undefined ? {} : { splitMs }) });
+    const client = await session(server);
+    const start = [zeros(120), tone(at + 30)];
+    const input = Buffer.concat([...start, tone(420), zeros(990)]);
+    // Only the start of the speech: its first part is answered before any silence is sent.
+    client.sendAudio(Buffer.concat(start));
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual([`[en-us utterance 1 part 1, ${(at / 1000).toFixed(2)} s]`]);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, (120 + at) * MS))).toBe(true);
+    client.sendAudio(input.subarray((120 + at + 30) * MS));
+    await client.waitType('response.audio.done', 2);
+    expect(transcripts(client)).toEqual([
+      `[en-us utterance 1 part 1, ${(at / 1000).toFixed(2)} s]`,
+      `[en-us utterance 1 part 2, ${((450 - 0) / 1000).toFixed(2)} s]`,
+    ]);
+    // The two parts, one after the other: the unsplit answer (300 ms of padding after it).
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, (120 + at + 450 + 300) * MS))).toBe(true);
+  });
+
+  it('mergeUtterances: a partial group is answered once the appends pause, however long they kept coming', async () => {
+    const server = await emulator({ faults: { mergeUtterances: 2 } });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    const { pcm, bursts } = threeBursts();
+    // 990 ms of silence after the third burst: it ends while the appends go on.
+    client.sendAudio(Buffer.concat([pcm, zeros(180)]));
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-2, 2.01 s]']);
+    // Three more seconds of silence, in appends 100 ms apart: the third one waits for its group.
+    for (let i = 0; i < 30; i++) {
+      client.sendAudio(zeros(100));
+      await roundTrip(client);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    await vi.advanceTimersByTimeAsync(199);
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-2, 2.01 s]']);
+    await vi.advanceTimersByTimeAsync(1);
+    await client.waitType('response.audio.done', 2);
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-2, 2.01 s]', '[en-us utterance 3, 1.50 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, paddedSlices(bursts)))).toBe(true);
+  });
+
+  it.each([
+    ['never', 'never' as const],
+    ['{ lateMs: 5000 }', { lateMs: 5000 }],
+  ])('lastAnswer %s: each answer waits for speech to be heard again; the last one, for the appends to pause', async (_name, lastAnswer) => {
+    const server = await emulator({ lastAnswer });
+    const client = await session(server);
+    vi.useFakeTimers(FAKE);
+    const { pcm, bursts } = threeBursts();
+    const [one, two, three] = paddedSlices(bursts) as [[number, number], [number, number], [number, number]];
+    // The first utterance and the silence that ends it: held.
+    const firstEnd = bursts[0]![1] + 990 * MS;
+    client.sendAudio(pcm.subarray(0, firstEnd));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual([]);
+    // The second one's first frame: the first answer goes out.
+    client.sendAudio(pcm.subarray(firstEnd, bursts[1]![0] + FRAME));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]']);
+    // The rest: the second is answered once the third starts; the third is in progress.
+    client.sendAudio(pcm.subarray(bursts[1]![0] + FRAME));
+    await roundTrip(client);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]', '[en-us utterance 2, 1.20 s]']);
+    // The appends pause: the third is ended and is the last answer.
+    await vi.advanceTimersByTimeAsync(300);
+    await roundTrip(client);
+    expect(transcripts(client)).toHaveLength(2);
+    if (lastAnswer === 'never') {
+      await vi.advanceTimersByTimeAsync(60_000);
+      await roundTrip(client);
+      expect(transcripts(client)).toHaveLength(2);
+      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, [one, two]))).toBe(true);
+      return;
+    }
+    await vi.advanceTimersByTimeAsync(4999);
+    await roundTrip(client);
+    expect(transcripts(client)).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    await client.waitType('response.audio.done', 3);
+    expect(transcripts(client)).toEqual(['[en-us utterance 1, 0.81 s]', '[en-us utterance 2, 1.20 s]', '[en-us utterance 3, 1.50 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, [one, two, three]))).toBe(true);
+  });
+
+  it.each([
+    ['segmentation', { segmentation: 'words' as 'idle' }, /^Invalid segmentation: expected one of 'utterance', 'idle', 'split' \(got "words"\)\.$/],
+    ['splitMs', { splitMs: 500 }, /^Invalid splitMs: expected to be given with segmentation 'split' only \(got 500\)\.$/],
+    ['splitMs', { segmentation: 'split' as const, splitMs: 0 }, /^Invalid splitMs: expected a positive number of milliseconds \(got 0\)\.$/],
+    ['idleMs', { idleMs: 0 }, /^Invalid idleMs: expected a finite number above 0 \(got 0\)\.$/],
+    ['vadThresholdDbfs', { vadThresholdDbfs: 1 }, /^Invalid vadThresholdDbfs: expected a number of dBFS, at most 0 \(got 1\)\.$/],
+    ['vadSilenceMs', { vadSilenceMs: -5 }, /^Invalid vadSilenceMs: expected a positive number of milliseconds \(got -5\)\.$/],
+    ['lastAnswer', { lastAnswer: 'sometimes' as 'never' }, /^Invalid lastAnswer: expected 'prompt', 'never' or \{ lateMs \}.* \(got "sometimes"\)\.$/],
+    ['lastAnswer.lateMs', { lastAnswer: { lateMs: -1 } }, /^Invalid lastAnswer\.lateMs: expected a finite number, 0 or more \(got -1\)\.$/],
+  ])('rejects a bad %s when the emulator starts, saying what is accepted', async (field, options, message) => {
+    const failure = startEmulator({ port: 0, ...options });
+    await expect(failure).rejects.toMatchObject({ code: 'RTT_VALIDATION', field });
+    await expect(failure).rejects.toThrow(message);
+  });
+});
+
 describe('realtime emulator: flow control', () => {
   it('inputBytesPerSecond: reads audio no faster than the rate, so the client sees TCP backpressure', async () => {
     const rate = 480_000;
@@ -790,7 +1004,8 @@ describe('realtime emulator: flow control', () => {
     const rt = await realtimePart({ maxUtteranceMs: 4000, sendBufferLimitBytes: limit });
     const client = await session(rt, { ...SESSION, output_modalities: ['audio'] });
     client.ws.pause();
-    // 30 appends of 256 KiB of tone (163.84 s, 7.9 MB), then silence: 41 utterances of up to 4 s.
+    // 30 appends of 256 KiB of tone (163.84 s, 7.9 MB), then silence: 41 utterances of up to 4.02 s
+    // (4 s in whole 30 ms frames).
     const chunk = tone(131_072 / 24);
     const event = appendEvent(chunk);
     for (let i = 0; i < 30; i++) client.send(event);
@@ -818,7 +1033,9 @@ describe('realtime emulator: flow control', () => {
     expect(rt.part.sessions()[0]!.audioBytes).toBe(total);
     expect(rt.part.sessions()[0]!.readingPaused).toBe(false);
     const input = Buffer.concat([...Array(30).fill(chunk), zeros(700)]);
-    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, 30 * chunk.length + PAD))).toBe(true);
+    // The tone ends inside a 30 ms frame, which is voiced: the answer runs to that frame's end.
+    const voicedEnd = Math.ceil((30 * chunk.length) / FRAME) * FRAME;
+    expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(0, voicedEnd + PAD))).toBe(true);
   });
 });
 

@@ -40,6 +40,7 @@ import type { RealtimeEvent } from '../lib/realtime/realtime-events.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
+import { emulatorUtterances } from './helpers/speech.js';
 
 /* ------------------------------------------------------------------------------------------- */
 /* Audio                                                                                       */
@@ -74,12 +75,16 @@ function* repeatedSpeech(chunk: number, limitBytes = Number.POSITIVE_INFINITY): 
   }
 }
 
-/** Computes the emulator's answer as the input goes: each utterance's voiced region +- 300 ms. */
+/** Computes the emulator's answer as the input goes: each utterance's voiced region. */
 class ExpectedTranslation {
   readonly #segmenter = new UtteranceSegmenter();
   readonly #audio: Buffer[] = [];
   feed(pcm: Buffer): void {
     for (const utterance of this.#segmenter.push(pcm)) this.#audio.push(utterance.audio);
+  }
+  /** The audio stopped arriving: the emulator ends the utterance in progress (its idle rule). */
+  end(): void {
+    for (const utterance of this.#segmenter.end()) this.#audio.push(utterance.audio);
   }
   get bytes(): Buffer {
     return Buffer.concat(this.#audio);
@@ -329,6 +334,7 @@ describe('RealtimeTranslateStream backpressure: a slow reader', () => {
       await producer.done;
       expect(await closed).toBeNull();
       expected.feed(END_PADDING);
+      expected.end();
 
       const got = Buffer.concat(output);
       const want = expected.bytes;
@@ -443,6 +449,7 @@ describe('RealtimeTranslateStream backpressure: a slow server', () => {
     await producer.done;
     expect(await closed).toBeNull();
     expected.feed(END_PADDING);
+    expected.end();
 
     expect(producer.offered).toBeGreaterThan(OFFERED - APPEND);
     expect(stream.stats.bytesSent).toBe(producer.offered + END_PADDING.length);
@@ -495,7 +502,8 @@ describe('RealtimeTranslateStream backpressure: a slow events() consumer', () =>
     const expected = new ExpectedTranslation();
     expected.feed(input);
     expected.feed(END_PADDING);
-    const utterances = new UtteranceSegmenter().push(Buffer.concat([input, END_PADDING]));
+    expected.end();
+    const utterances = emulatorUtterances(Buffer.concat([input, END_PADDING]));
     const beforeEnd = new UtteranceSegmenter().push(input).length;
     // transcript, 7 text deltas, text done, the audio pieces, audio done, the response's timing; then ended
     const allEvents = utterances.reduce((n, u) => n + 11 + Math.ceil(u.audio.length / OUTPUT_PIECE), 0) + 1;

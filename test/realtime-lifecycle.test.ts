@@ -19,6 +19,7 @@ import { UtteranceSegmenter } from '../lib/emulator/vad.js';
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import { countHandles, expectNoLeakedHandles, handlesAbove, type HandleCounts } from './helpers/handles.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
+import { emulatorUtterances } from './helpers/speech.js';
 
 /* ------------------------------------------------------------------------------------------- */
 /* Audio                                                                                       */
@@ -30,23 +31,26 @@ const MS = 48;
 const END_PADDING = Buffer.alloc(800 * MS);
 
 const FIXTURE = readFileSync(new URL('./fixtures/speech-en-24k.wav', import.meta.url)).subarray(44);
+/** The fixture's voiced regions as the emulator's detector finds them (the json's `emulator`). */
+type Region = { startSample: number; endSample: number };
 const FIXTURE_INFO = JSON.parse(readFileSync(new URL('./fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as {
-  utterances: Array<{ startSample: number; endSample: number }>;
+  utterances: Array<{ emulator: Region }>;
 };
 
 /**
  * What the emulator returns for `sent` (everything the client sent, end padding included):
- * each utterance's voiced region, computed by the same segmenter the emulator runs.
- * With `creditBytes`, only the utterances that ended within the credited input.
+ * each utterance's voiced region, computed by the same segmenter the emulator runs; the last
+ * one ended when the audio stops arriving. With `creditBytes`, only the utterances that ended
+ * within the credited input (the one in progress at the billing stop is dropped).
  */
 function expectedTranslation(sent: Buffer, creditBytes?: number): Buffer {
-  const billed = creditBytes === undefined ? sent : sent.subarray(0, creditBytes);
-  return Buffer.concat(new UtteranceSegmenter().push(billed).map((u) => u.audio));
+  const answered = creditBytes === undefined ? emulatorUtterances(sent) : new UtteranceSegmenter().push(sent.subarray(0, creditBytes));
+  return Buffer.concat(answered.map((u) => u.audio));
 }
 
 /** The fixture's translation from its measured voiced regions (json), independent of the segmenter. */
 function fixtureSlices(): Buffer {
-  return Buffer.concat(FIXTURE_INFO.utterances.map(({ startSample, endSample }) => FIXTURE.subarray(startSample * 2, endSample * 2)));
+  return Buffer.concat(FIXTURE_INFO.utterances.map(({ emulator: { startSample, endSample } }) => FIXTURE.subarray(startSample * 2, endSample * 2)));
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -500,7 +504,7 @@ describe('RealtimeTranslateStream: output received before a fatal server error i
   it('the expectation: two utterances fit in the credit', () => {
     const expected = expectedTranslation(SENT, CREDIT_BYTES);
     const slices = fixtureSlices();
-    const [u1, u2] = FIXTURE_INFO.utterances as [{ startSample: number; endSample: number }, { startSample: number; endSample: number }];
+    const [u1, u2] = FIXTURE_INFO.utterances.map((u) => u.emulator) as [Region, Region];
     const twoSlices = ((u1.endSample - u1.startSample) + (u2.endSample - u2.startSample)) * 2;
     expect(expected.length).toBe(twoSlices);
     expect(expected.equals(slices.subarray(0, twoSlices))).toBe(true);

@@ -77,12 +77,11 @@ describe('RealtimeTranslateStream against the emulator', () => {
     expect(result.audio.length).toBe(expected.length);
     expect(result.audio.equals(expected)).toBe(true);
     expect(result.transcripts).toHaveLength(3);
-    expect(result.transcripts[0]).toMatch(/en-us utterance 1, 2\.30 s/);
-    expect(result.texts).toEqual([
-      '[es-es translation of utterance 1, 2.30 s]',
-      '[es-es translation of utterance 2, 1.22 s]',
-      '[es-es translation of utterance 3, 1.08 s]',
-    ]);
+    // Durations of the emulator's own voiced regions (30 ms frames), not the client's.
+    const seconds = fixture.utterances.map((u) => ((u.emulator.endSample - u.emulator.startSample) / 24_000).toFixed(2));
+    expect(seconds).toEqual(['2.34', '1.23', '1.11']);
+    expect(result.transcripts[0]).toMatch(/en-us utterance 1, 2\.34 s/);
+    expect(result.texts).toEqual(seconds.map((d, i) => `[es-es translation of utterance ${i + 1}, ${d} s]`));
     // Text deltas are additive: their concatenation is the final text of each response.
     expect(result.deltas.join('')).toBe(result.texts.join(''));
     expect(result.audioDone).toBe(3);

@@ -1,11 +1,13 @@
 /**
  * `rt-translate emulator`: runs the local emulator of the service until SIGINT or SIGTERM.
  * Prints exactly one JSON line, `{"baseUrl":...,"realtimeUrl":...}`, once it listens.
+ * Flags map one to one onto `startEmulator` options; each is checked here with a usage error
+ * naming the flag, and the emulator checks the options again.
  */
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
-import type { RealtimeFaults } from '../../lib/emulator/realtime.js';
+import type { LastAnswer, RealtimeEmulatorOptions, RealtimeFaults, Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
 
@@ -28,6 +30,22 @@ export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run t
                           and delete-voice can be tried offline; repeat for several. Voices made
                           with POST /create-custom-voice are owned by the key that made them.
 
+How the realtime service cuts the audio and when it answers (each applies to every session):
+  --segmentation MODE       utterance (default): answer each utterance when it ends;
+                            idle: answer everything heard as one response once the
+                            appends pause for the idle time; split: answer an utterance
+                            whose voiced span reaches --split-ms at once, the rest when it
+                            ends (two responses)
+  --split-ms MS             with --segmentation split (default 700)
+  --vad-silence-ms MS       unvoiced time that ends an utterance (default 900)
+  --vad-threshold-dbfs=DB   RMS level at or above which a 30 ms frame is voice, at most 0
+                            (default -45; give a negative value with =)
+  --idle-ms MS              appends paused this long while the emulator reads mean the
+                            audio stopped: the utterance in progress is answered (default 300)
+  --never-answer-last       hold each answer until speech is heard again; the one still
+                            held when the appends pause is never sent
+  --late-last MS            the same, but the last answer is sent MS after the pause
+
 Realtime fault switches (each applies to every session, so a reconnected one fails again):
   --drop-after-ms MS        drop each session MS after session.created
   --drop-after-responses N  drop each session once it has sent N responses
@@ -47,7 +65,8 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
                             session, as a refused key is never retried)
   --stall-after-drop N      after each drop, leave the next N handshakes unanswered (the
                             client waits out its ready timeout); refusals come after them
-  --merge-utterances N      answer every N utterances with one response
+  --merge-utterances N      answer every N utterances with one response (fewer once the
+                            appends pause)
   --late-utterance N:MS     answer utterance N of each session MS late (repeatable)
   --echo-key                echo the caller's key in session.created and error messages
   -h, --help
@@ -84,6 +103,13 @@ const OPTIONS = {
   'merge-utterances': { type: 'string' },
   'late-utterance': { type: 'string', multiple: true },
   'echo-key': { type: 'boolean' },
+  segmentation: { type: 'string' },
+  'split-ms': { type: 'string' },
+  'vad-silence-ms': { type: 'string' },
+  'vad-threshold-dbfs': { type: 'string' },
+  'idle-ms': { type: 'string' },
+  'never-answer-last': { type: 'boolean' },
+  'late-last': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -155,6 +181,50 @@ function parseFaults(values: {
   return faults;
 }
 
+const SEGMENTATIONS: readonly Segmentation[] = ['utterance', 'idle', 'split'];
+
+/** The segmentation flags as emulator options (only those given). */
+function parseSegmentation(values: {
+  segmentation?: string;
+  'split-ms'?: string;
+  'vad-silence-ms'?: string;
+  'vad-threshold-dbfs'?: string;
+  'idle-ms'?: string;
+  'never-answer-last'?: boolean;
+  'late-last'?: string;
+}): RealtimeEmulatorOptions {
+  const options: RealtimeEmulatorOptions = {};
+  const mode = values.segmentation;
+  if (mode !== undefined) {
+    if (!(SEGMENTATIONS as readonly string[]).includes(mode)) throw new UsageError(`--segmentation expects utterance, idle or split (got "${mode}").`);
+    options.segmentation = mode as Segmentation;
+  }
+  const splitMs = intFlag(values['split-ms'], '--split-ms', 1);
+  if (splitMs !== undefined) {
+    if (options.segmentation !== 'split') throw new UsageError('--split-ms applies to --segmentation split only: give both, or neither.');
+    options.splitMs = splitMs;
+  }
+  const silenceMs = intFlag(values['vad-silence-ms'], '--vad-silence-ms', 1);
+  if (silenceMs !== undefined) options.vadSilenceMs = silenceMs;
+  const threshold = values['vad-threshold-dbfs'];
+  if (threshold !== undefined) {
+    const dbfs = Number(threshold);
+    if (threshold.trim() === '' || !Number.isFinite(dbfs) || dbfs > 0) {
+      throw new UsageError(`--vad-threshold-dbfs expects a number of dBFS, at most 0, e.g. --vad-threshold-dbfs=-50 (got "${threshold}").`);
+    }
+    options.vadThresholdDbfs = dbfs;
+  }
+  const idleMs = intFlag(values['idle-ms'], '--idle-ms', 1);
+  if (idleMs !== undefined) options.idleMs = idleMs;
+  const lateMs = intFlag(values['late-last'], '--late-last', 0);
+  if (lateMs !== undefined && values['never-answer-last'] === true) {
+    throw new UsageError('--never-answer-last and --late-last say opposite things of the last answer: give one.');
+  }
+  const lastAnswer: LastAnswer | undefined = lateMs !== undefined ? { lateMs } : values['never-answer-last'] === true ? 'never' : undefined;
+  if (lastAnswer !== undefined) options.lastAnswer = lastAnswer;
+  return options;
+}
+
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
   const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate emulator --help');
   if (values.help) {
@@ -179,6 +249,7 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
   });
   const keys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];
   const faults = parseFaults(values);
+  const segmentation = parseSegmentation(values);
 
   const emulator = await startEmulator({
     ...(values.host !== undefined ? { host: values.host } : {}),
@@ -192,6 +263,7 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     ...(urlTtlS !== undefined ? { urlTtlS } : {}),
     ...(rateLimit !== undefined ? { rateLimit } : {}),
     ...(voiceIds.length > 0 ? { clonedVoices: Object.fromEntries(keys.map((key) => [key, voiceIds])) } : {}),
+    ...segmentation,
     faults,
   });
   const apiKeys = values['api-key'] ?? [EMULATOR_DEFAULT_API_KEY];

@@ -31,7 +31,7 @@ import {
   type LiveTranscriptionParams,
 } from '../realtime/transcription-codec.js';
 import type { EmulatorContext } from './server.js';
-import { knownUtteranceText, wordTimings } from './transcripts.js';
+import { TRANSCRIPTION_SEGMENTER, knownUtteranceText, wordTimings } from './transcripts.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
 
 export interface LiveTranscriptionEmulatorOptions {
@@ -74,7 +74,7 @@ function converterFor(params: LiveTranscriptionParams): AudioProcessor | string 
 
 class LiveSession {
   readonly #requestId = randomUUID();
-  readonly #segmenter = new UtteranceSegmenter({ paddingMs: 0 });
+  readonly #segmenter = new UtteranceSegmenter(TRANSCRIPTION_SEGMENTER);
   #idle: NodeJS.Timeout | undefined;
   #ended = false;
 

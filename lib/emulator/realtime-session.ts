@@ -3,6 +3,12 @@
  * `session.update` to the close. It follows the realtime section of the service interface
  * (message order, limits, error events) and `facts.md` where the interface is silent.
  *
+ * When it answers: the input is cut into utterances by the emulator's own detector (`vad.ts`);
+ * answers are grouped (`segmentation: 'idle'`, `mergeUtterances`), and, with `lastAnswer`, held
+ * until speech is heard again. When the emulator has processed no append for `idleMs` while
+ * reading, the audio has stopped arriving: the utterance in progress ends, a partial group is
+ * answered and held answers are the last ones (sent late, or never).
+ *
  * Error events carry a numeric `code`: 400 malformed or unsupported event, 401 credentials,
  * 403 rejected voice, 402 billing stop, 408 no `session.update` in time, 413 over a size limit.
  * Errors that end the session are followed by a close with code 1008 (policy violation).
@@ -45,7 +51,11 @@ export interface RealtimeSessionSettings {
   sessionUpdateTimeoutMs: number;
   creditBytes: number | undefined;
   creditSeconds: number | undefined;
+  /** The detector's settings; `splitMs` set when the segmentation is 'split'. */
   segmenter: UtteranceSegmenterOptions;
+  segmentation: Segmentation;
+  idleMs: number;
+  lastAnswer: LastAnswer;
   latencyMs: number;
   audioFrames: 'json' | 'binary';
   coldStartMs: number;
@@ -67,6 +77,18 @@ export interface ResolvedRealtimeFaults {
   echoKey: boolean;
 }
 
+/**
+ * When the service answers: each utterance when it ends ('utterance'), everything heard once the
+ * appends pause ('idle'), or long utterances in two parts ('split').
+ */
+export type Segmentation = 'utterance' | 'idle' | 'split';
+
+/**
+ * When a finished answer is sent: at once ('prompt'), or held until speech is heard again; an
+ * answer still held when the appends pause is the last one: sent `lateMs` later, or never.
+ */
+export type LastAnswer = 'prompt' | 'never' | { readonly lateMs: number };
+
 /** How a session is ended on purpose: cut without a close frame, or closed with `code`. */
 export interface DropOptions {
   /** Close with this code instead of cutting the connection (the client then sees 1006). */
@@ -74,9 +96,6 @@ export interface DropOptions {
   /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
   reset?: boolean;
 }
-
-/** Utterances waiting to be answered together (`mergeUtterances`), flushed after this quiet time. */
-const MERGE_WINDOW_MS = 2_000;
 
 /** What the handshake established. */
 export interface RealtimeHandshake {
@@ -179,9 +198,16 @@ export class RealtimeSession {
   private resolveClosed!: () => void;
   /** Responses sent so far (for `dropAfterResponses`). */
   private responsesSent = 0;
-  /** Utterances held to be answered as one (`mergeUtterances`). */
-  private merging: SegmentedUtterance[] = [];
-  private mergeTimer: NodeJS.Timeout | undefined;
+  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
+  private grouped: SegmentedUtterance[] = [];
+  /** How many utterances make one answer. */
+  private readonly groupSize: number;
+  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
+  private held: SegmentedUtterance[][] = [];
+  /** Armed after each append while something waits for the audio to stop (see `armIdle`). */
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** The idle decision, once the input already received has been read. */
+  private idleCheck: NodeJS.Immediate | undefined;
   /** Frames given to the socket and not yet written, and who waits for them. */
   private unflushed = 0;
   private readonly flushWaiters: Array<() => void> = [];
@@ -198,6 +224,8 @@ export class RealtimeSession {
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
+    const { mergeUtterances } = settings.faults;
+    this.groupSize = mergeUtterances > 1 ? mergeUtterances : settings.segmentation === 'idle' ? Infinity : 1;
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     // Pings are answered while the session lives. After a drop the socket is ended, and a pong
     // written after that would be an error that resets the connection, discarding what the
@@ -425,40 +453,90 @@ export class RealtimeSession {
     }
     this.processedBytes += pcm.length;
     for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
+    this.releaseHeld();
     if (exhausted) this.stopBilling();
+    else this.armIdle();
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
-  /** An utterance ended: answer it, or hold it to answer several as one (`mergeUtterances`). */
+  /** An utterance (or part) ended: answer it, or group it with the next ones. */
   private answer(utterance: SegmentedUtterance): void {
-    const group = this.settings.faults.mergeUtterances;
-    if (group <= 1) {
-      this.schedule([utterance]);
+    this.grouped.push(utterance);
+    if (this.grouped.length >= this.groupSize) this.respond();
+  }
+
+  /** The group is one answer: send it, or hold it until speech is heard again (`lastAnswer`). */
+  private respond(): void {
+    const group = this.grouped;
+    if (group.length === 0) return;
+    this.grouped = [];
+    if (this.settings.lastAnswer === 'prompt') {
+      this.schedule(group);
       return;
     }
-    this.merging.push(utterance);
-    this.clearTimer(this.mergeTimer);
-    this.mergeTimer = undefined;
-    if (this.merging.length >= group) this.flushMerged();
-    else this.mergeTimer = this.setTimer(() => this.flushMerged(), MERGE_WINDOW_MS);
+    this.held.push(group);
+    this.releaseHeld();
   }
 
-  private flushMerged(): void {
-    this.mergeTimer = undefined;
-    const group = this.merging;
-    this.merging = [];
-    if (group.length > 0) this.schedule(group);
+  /** Sends the held answers after which a voiced frame has been heard. */
+  private releaseHeld(): void {
+    const heard = this.segmenter?.lastVoicedEnd ?? 0;
+    while (this.held.length > 0 && this.held[0]!.at(-1)!.endedAt < heard) this.schedule(this.held.shift()!);
   }
 
-  /** Queues one response answering `utterances` (one, or several merged). */
-  private schedule(utterances: SegmentedUtterance[]): void {
+  /**
+   * The audio stopped arriving (appends paused for `idleMs` while reading, or the credit ran
+   * out): what has been heard is answered, and answers still held are the last ones.
+   */
+  private onAudioStopped(): void {
+    this.stopIdle();
+    for (const utterance of this.segmenter?.end() ?? []) this.answer(utterance);
+    this.respond();
+    const last = this.held;
+    this.held = [];
+    const rule = this.settings.lastAnswer;
+    if (typeof rule === 'object') for (const group of last) this.schedule(group, rule.lateMs);
+  }
+
+  /**
+   * Restarts the idle timer: armed while reading, in the active state, when something waits for
+   * the audio to stop (an utterance in progress, a partial group, a held answer). When it fires,
+   * the decision waits for the input already received to be read (`setImmediate` runs after
+   * the event loop's I/O): appends that arrived while this process was busy re-arm it, so only
+   * input that is not there is idle.
+   */
+  private armIdle(): void {
+    this.stopIdle();
+    if (this.state !== 'active' || this.pauses.size > 0) return;
+    if (!this.segmenter?.speaking && this.grouped.length === 0 && this.held.length === 0) return;
+    this.idleTimer = this.setTimer(() => {
+      this.idleTimer = undefined;
+      this.idleCheck = setImmediate(() => this.onAudioStopped());
+    }, this.settings.idleMs);
+  }
+
+  private stopIdle(): void {
+    this.clearTimer(this.idleTimer);
+    this.idleTimer = undefined;
+    if (this.idleCheck !== undefined) clearImmediate(this.idleCheck);
+    this.idleCheck = undefined;
+  }
+
+  /** Queues one response answering `utterances` (one, several merged, or a part of one), `extraMs` later than usual. */
+  private schedule(utterances: SegmentedUtterance[], extraMs = 0): void {
+    if (this.state === 'closed') return;
     const config = this.config!;
     const first = utterances[0]!;
     const last = utterances[utterances.length - 1]!;
     const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);
-    const which = utterances.length === 1 ? `utterance ${first.index}` : `utterances ${first.index}-${last.index}`;
+    const which =
+      first.index !== last.index
+        ? `utterances ${first.index}-${last.index}`
+        : utterances.length === 1 && first.part !== 'whole'
+          ? `utterance ${first.index} part ${first.part === 'first' ? 1 : 2}`
+          : `utterance ${first.index}`;
     const transcript = `[${config.source_language} ${which}, ${seconds} s]`;
     const translation = `[${config.target_language} translation of ${which}, ${seconds} s]`;
     const frames: Array<string | Buffer> = [encodeServerEvent.transcriptCompleted(transcript)];
@@ -475,7 +553,7 @@ export class RealtimeSession {
       frames.push(encodeServerEvent.audioDone());
     }
     const late = this.settings.faults.lateUtterances.get(last.index) ?? 0;
-    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late, frames });
+    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late + extraMs, frames });
     this.pump();
   }
 
@@ -516,10 +594,14 @@ export class RealtimeSession {
     }
   }
 
-  /** Credits are used up: the utterance in progress is dropped, scheduled responses still go out. */
+  /**
+   * Credits are used up: the utterance in progress is dropped, the utterances already heard are
+   * answered as when the audio stops, and scheduled responses still go out.
+   */
   private stopBilling(): void {
     this.state = 'stopping';
     this.segmenter?.dropCurrent();
+    this.onAudioStopped();
     this.segmenter = undefined;
     this.pump();
   }
@@ -551,15 +633,18 @@ export class RealtimeSession {
     }
   }
 
+  /** Stops reading; the idle time counts only while reading. */
   private pauseFor(reason: PauseReason): void {
     if (this.state === 'closed') return;
     this.pauses.add(reason);
     this.ws.pause();
+    this.stopIdle();
   }
 
   private unpause(reason: PauseReason): void {
     if (!this.pauses.delete(reason) || this.pauses.size > 0 || this.state === 'closed') return;
     this.ws.resume();
+    this.armIdle();
   }
 
   /** After each write completes: resume reading once the send buffer is back under its bound. */
@@ -599,8 +684,7 @@ export class RealtimeSession {
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.onDrop?.();
     if (options.code !== undefined) {
       this.ws.close(options.code, 'dropped by the emulator');
@@ -642,8 +726,7 @@ export class RealtimeSession {
     if (this.state === 'closed' || this.state === 'half-open') return;
     this.state = 'half-open';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.pauseFor('half-open');
     this.socket?.pause();
     this.setTimer(() => this.ws.terminate(), HALF_OPEN_HOLD_MS);
@@ -655,8 +738,7 @@ export class RealtimeSession {
     this.sendError(message, code);
     this.state = 'closed';
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
     // Reading must go on so the client's close frame is seen and the socket can close.
     if (this.pauses.size > 0) {
@@ -669,9 +751,16 @@ export class RealtimeSession {
     this.state = 'closed';
     this.flushWaiters.length = 0;
     this.clearTimers();
-    this.queue.length = 0;
-    this.segmenter = undefined;
+    this.forget();
     this.resolveClosed();
+  }
+
+  /** Forgets every response not yet sent (the session is over). */
+  private forget(): void {
+    this.queue.length = 0;
+    this.grouped = [];
+    this.held = [];
+    this.segmenter = undefined;
   }
 
   private setTimer(fn: () => void, ms: number): NodeJS.Timeout {
@@ -692,9 +781,9 @@ export class RealtimeSession {
   private clearTimers(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    this.stopIdle();
     this.updateTimer = undefined;
     this.queueTimer = undefined;
     this.throttleTimer = undefined;
-    this.mergeTimer = undefined;
   }
 }

@@ -2,31 +2,36 @@
  * The emulator's realtime side: WebSocket upgrades on `/v1/realtime`, one `RealtimeSession`
  * per connection. Authentication by the `x-api-key` handshake header happens here (a bad key is
  * answered with HTTP 401 before any WebSocket exists); everything after the handshake is in
- * `realtime-session.ts`, the voice-activity detector in `vad.ts`.
+ * `realtime-session.ts`, the emulator's own utterance detector in `vad.ts`. The options (the
+ * detector, when answers are given, fault switches) are checked once, here, into the settings
+ * every session shares.
  */
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ValidationError } from '../errors.js';
-import { intOption } from '../options.js';
+import { describeReceived, intOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import type { EmulatorContext, RealtimePart } from './server.js';
 import {
   RealtimeSession,
   type DropOptions,
+  type LastAnswer,
   type ResolvedRealtimeFaults,
+  type Segmentation,
   type RealtimeSessionSettings,
   type RealtimeSessionStats,
 } from './realtime-session.js';
 import { isCount } from './http/faults.js';
-import { UtteranceSegmenter } from './vad.js';
+import { UtteranceSegmenter, type UtteranceSegmenterOptions } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
 export { OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
-export type { DropOptions, RealtimeSessionState, RealtimeSessionStats } from './realtime-session.js';
+export type { DropOptions, LastAnswer, RealtimeSessionState, RealtimeSessionStats, Segmentation } from './realtime-session.js';
 export {
   DEFAULT_MAX_UTTERANCE_MS,
   DEFAULT_PADDING_MS,
+  DEFAULT_VAD_FRAME_MS,
   DEFAULT_VAD_SILENCE_MS,
   DEFAULT_VAD_THRESHOLD_DBFS,
   MAX_PADDING_MS,
@@ -34,6 +39,10 @@ export {
 
 /** How long a new connection may take to send its first `session.update`, in milliseconds. */
 export const DEFAULT_SESSION_UPDATE_TIMEOUT_MS = 10_000;
+/** Appends paused this long (while the emulator reads) mean the audio stopped arriving, in ms. */
+export const DEFAULT_IDLE_MS = 300;
+/** With `segmentation: 'split'`: voiced span after which an utterance's first part is answered, in ms. */
+export const DEFAULT_SPLIT_MS = 700;
 /** Send-buffer bound per session above which the emulator stops reading that client's input. */
 export const DEFAULT_SEND_BUFFER_LIMIT_BYTES = 1024 * 1024;
 /**
@@ -70,7 +79,7 @@ export interface RealtimeFaults {
   refuseAfterDrop?: number;
   /** After each drop, leave this many handshakes unanswered (after them, `refuseAfterDrop` applies). */
   stallAfterDrop?: number;
-  /** Answer every N utterances with one response (a flushed remainder after 2 s without a new one). */
+  /** Answer every N utterances with one response (a partial group once the appends pause for `idleMs`). */
   mergeUtterances?: number;
   /** Answer utterance N (1-based, per session) this many ms late: `{ 3: 8000 }`. */
   lateUtterances?: Readonly<Record<number, number>>;
@@ -95,14 +104,35 @@ export interface RealtimeEmulatorOptions {
   sessionUpdateTimeoutMs?: number;
   /**
    * Seconds of input audio each session may use (bytes / 48000). Past it, the utterance in
-   * progress is dropped, responses already scheduled are sent, then `error` (code 402) and the
-   * session closes (1008). Default: unlimited.
+   * progress is dropped, the utterances already heard are answered as when the audio stops
+   * (`idleMs`), responses already scheduled are sent, then `error` (code 402) and the session
+   * closes (1008). Default: unlimited.
    */
   creditSeconds?: number;
-  /** RMS level above which a 20 ms frame counts as voice, in dBFS. Default -40. */
+  /** RMS level at or above which a 30 ms frame counts as voice, in dBFS (at most 0). Default -45. */
   vadThresholdDbfs?: number;
-  /** Unvoiced milliseconds that end an utterance. Default 600. */
+  /** Unvoiced milliseconds that end an utterance. Default 900. */
   vadSilenceMs?: number;
+  /**
+   * Appends paused this long while the emulator reads (not while it holds back on purpose:
+   * `inputBytesPerSecond`, a full send buffer) mean the audio stopped: the utterance in progress
+   * is ended and answered. Default 300.
+   */
+  idleMs?: number;
+  /**
+   * When answers are given: each utterance when it ends (`'utterance'`, the default); everything
+   * heard, as one answer, once the appends pause for `idleMs` (`'idle'`); or an utterance whose
+   * voiced span reaches `splitMs` in two answers, the first at once (`'split'`).
+   */
+  segmentation?: Segmentation;
+  /** With `segmentation: 'split'`, in ms. Default 700. */
+  splitMs?: number;
+  /**
+   * `'prompt'` (default): each answer as soon as it is ready. `'never'` or `{ lateMs }`: each
+   * answer is held until speech is heard again; the one still held when the appends pause for
+   * `idleMs` is the last, never sent or sent `lateMs` later.
+   */
+  lastAnswer?: LastAnswer;
   /** Milliseconds after which an utterance is ended even if speech goes on. Default 15000. */
   maxUtteranceMs?: number;
   /** Input audio returned around each utterance's voiced region, 0 to 300 ms. Default 0 (as long as the speech). */
@@ -160,6 +190,42 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
   };
 }
 
+const SEGMENTATIONS: readonly Segmentation[] = ['utterance', 'idle', 'split'];
+
+/** The detector's settings, each named after its emulator option in errors. */
+function resolveSegmenter(options: RealtimeEmulatorOptions, segmentation: Segmentation): UtteranceSegmenterOptions {
+  if (options.splitMs !== undefined && segmentation !== 'split') {
+    throw new ValidationError('splitMs', "to be given with segmentation 'split' only", String(options.splitMs));
+  }
+  const segmenter: UtteranceSegmenterOptions = {
+    thresholdDbfs: options.vadThresholdDbfs,
+    silenceMs: options.vadSilenceMs,
+    maxUtteranceMs: options.maxUtteranceMs,
+    paddingMs: options.paddingMs,
+    ...(segmentation === 'split' ? { splitMs: options.splitMs ?? DEFAULT_SPLIT_MS } : {}),
+  };
+  const names = { thresholdDbfs: 'vadThresholdDbfs', silenceMs: 'vadSilenceMs', maxUtteranceMs: 'maxUtteranceMs', paddingMs: 'paddingMs', splitMs: 'splitMs' } as const;
+  try {
+    new UtteranceSegmenter(segmenter);
+  } catch (error) {
+    if (!(error instanceof ValidationError) || !(error.field in names)) throw error;
+    const field = error.field as keyof typeof names;
+    throw new ValidationError(names[field], error.accepted, String(segmenter[field]));
+  }
+  return segmenter;
+}
+
+function resolveLastAnswer(value: LastAnswer | undefined): LastAnswer {
+  if (value === undefined || value === 'prompt' || value === 'never') return value ?? 'prompt';
+  const accepted = "'prompt', 'never' or { lateMs } with lateMs a finite number, 0 or more";
+  if (value === null || typeof value !== 'object' || Object.keys(value).some((k) => k !== 'lateMs')) {
+    throw new ValidationError('lastAnswer', accepted, describeReceived(value));
+  }
+  const { lateMs } = value;
+  if (typeof lateMs !== 'number' || !Number.isFinite(lateMs) || lateMs < 0) throw new ValidationError('lastAnswer.lateMs', 'a finite number, 0 or more', String(lateMs));
+  return { lateMs };
+}
+
 /**
  * Checks the options once, so a bad value fails `startEmulator` rather than a session. A
  * `cloned` voice is accepted when `voices` says the session's key owns it.
@@ -170,23 +236,9 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
     throw new ValidationError('audioFrames', '"json" or "binary"', JSON.stringify(audioFrames));
   }
   const creditSeconds = nonNegative('creditSeconds', options.creditSeconds, Number.POSITIVE_INFINITY);
-  const segmenter = {
-    thresholdDbfs: options.vadThresholdDbfs,
-    silenceMs: options.vadSilenceMs,
-    maxUtteranceMs: options.maxUtteranceMs,
-    paddingMs: options.paddingMs,
-  };
-  try {
-    new UtteranceSegmenter(segmenter);
-  } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    const names: Record<string, string> = {
-      thresholdDbfs: 'vadThresholdDbfs',
-      silenceMs: 'vadSilenceMs',
-      maxUtteranceMs: 'maxUtteranceMs',
-      paddingMs: 'paddingMs',
-    };
-    throw new ValidationError(names[error.field] ?? error.field, error.accepted);
+  const segmentation = options.segmentation ?? 'utterance';
+  if (!SEGMENTATIONS.includes(segmentation)) {
+    throw new ValidationError('segmentation', `one of ${SEGMENTATIONS.map((m) => `'${m}'`).join(', ')}`, describeReceived(segmentation));
   }
   return {
     apiKeys,
@@ -194,7 +246,10 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
     sessionUpdateTimeoutMs: nonNegative('sessionUpdateTimeoutMs', options.sessionUpdateTimeoutMs, DEFAULT_SESSION_UPDATE_TIMEOUT_MS),
     creditSeconds: options.creditSeconds === undefined ? undefined : creditSeconds,
     creditBytes: options.creditSeconds === undefined ? undefined : Math.floor(creditSeconds * 24_000) * 2,
-    segmenter,
+    segmenter: resolveSegmenter(options, segmentation),
+    segmentation,
+    idleMs: positive('idleMs', options.idleMs) ?? DEFAULT_IDLE_MS,
+    lastAnswer: resolveLastAnswer(options.lastAnswer),
     latencyMs: nonNegative('latencyMs', options.latencyMs, 0),
     audioFrames,
     coldStartMs: nonNegative('coldStartMs', options.coldStartMs, 0),

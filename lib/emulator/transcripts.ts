@@ -11,7 +11,7 @@
  * milliseconds (the service's documentation shows them so).
  */
 import { createHash } from 'node:crypto';
-import { VoiceActivityDetector } from '../audio/vad.js';
+import { UtteranceSegmenter } from './vad.js';
 import { speechDurationMs } from './synth.js';
 
 export interface EmulatedWord {
@@ -62,6 +62,13 @@ const KNOWN: readonly KnownRecording[] = [
 ];
 
 const SPEAKER = 'SPEAKER_0';
+
+/**
+ * How transcription (HTTP and live) cuts speech into segments: 20 ms frames, -40 dBFS, 600 ms of
+ * silence, 15 s at most, no padding (the regions its known recordings were measured with), with
+ * the emulator's own detector and independent of the realtime side's settings.
+ */
+export const TRANSCRIPTION_SEGMENTER = { frameMs: 20, thresholdDbfs: -40, silenceMs: 600, maxUtteranceMs: 15_000, paddingMs: 0 } as const;
 
 const BY_UTTERANCE = new Map(KNOWN.flatMap((k) => k.utterances.map(([, , text, hash]) => [hash, text] as const)));
 
@@ -116,14 +123,11 @@ function wavPcm24kMono(file: Buffer): Buffer | undefined {
 }
 
 function fromVoiceActivity(pcm: Buffer): EmulatedSegment[] {
-  const detector = new VoiceActivityDetector({ thresholdDbfs: -40, silenceMs: 600, maxSegmentMs: 15_000 });
-  const found: EmulatedSegment[] = [];
-  const onEnd = ({ voicedStart, voicedEnd }: { voicedStart: number; voicedEnd: number }): void => {
-    found.push(segment(Math.round(voicedStart / 48), Math.round(voicedEnd / 48), `Speech segment ${found.length + 1}.`));
-  };
-  detector.push(pcm, onEnd);
-  detector.push(Buffer.alloc(48 * 700), onEnd); // trailing silence closes an utterance still open
-  return found;
+  const segmenter = new UtteranceSegmenter(TRANSCRIPTION_SEGMENTER);
+  // The end of the file closes an utterance still open.
+  return [...segmenter.push(pcm), ...segmenter.end()].map(({ voicedStart, voicedEnd }, i) =>
+    segment(Math.round(voicedStart / 48), Math.round(voicedEnd / 48), `Speech segment ${i + 1}.`),
+  );
 }
 
 /** What the emulator knows of an uploaded file or a media URL. */
