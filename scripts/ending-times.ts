@@ -84,7 +84,14 @@ const ROWS: Row[] = [
   { scenario: 'f. spoken, the last never answered', spoken: true, reference: { last: 'never' } },
   { scenario: 'text only, one response', args: ['--text-only'], reference: { answer: 'idle' } },
   { scenario: 'cold start 2 s, one response', reference: { answer: 'idle', coldStartMs: 2000 } },
-  { scenario: 'emulator, default segmentation', emulator: {} },
+  { scenario: 'emulator: a. file, segmentation idle', emulator: { segmentation: 'idle' } },
+  { scenario: 'emulator: b. file, one answer per utterance (the default)', emulator: {} },
+  { scenario: 'emulator: c. spoken, the last answered 8 s late', spoken: true, emulator: { lastAnswer: { lateMs: 8000 } } },
+  { scenario: 'emulator: d. spoken, each answered promptly', spoken: true, emulator: {} },
+  { scenario: 'emulator: e. file, segmentation split', emulator: { segmentation: 'split' } },
+  { scenario: 'emulator: e. file, two of three merged', emulator: { faults: { mergeUtterances: 2 } } },
+  { scenario: 'emulator: f. spoken, the last never answered', spoken: true, emulator: { lastAnswer: 'never' } },
+  { scenario: 'emulator: a. file, segmentation idle, a drop after 4 s of input', emulator: { segmentation: 'idle', faults: { dropAfterInputMs: 4000 } } },
 ];
 
 async function measure(row: Row): Promise<string> {

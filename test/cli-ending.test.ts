@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, it, type TestContext } from 'vitest';
 import { encodeMulaw } from '../lib/audio/g711.js';
-import { runInProcess, runSpoken, type CliResult } from './helpers/cli.js';
+import { runInProcess, runSpoken, startInProcessEmulator, type CliResult } from './helpers/cli.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { spokenFixture } from './helpers/spoken.js';
 import { startReferenceServer, type ReferenceServer, type ReferenceServerOptions } from './reference-server/index.js';
@@ -205,6 +205,45 @@ describe.concurrent('g. no speech', () => {
     ctx.expect(result.code).toBe(2);
     ctx.expect(result.stderr).toMatch(/No audio/);
     ctx.expect(server.sessions).toBe(0);
+  });
+});
+
+describe.concurrent('against `rt-translate emulator` in its segmentation modes', () => {
+  /** The emulator command with `flags`, stopped when the test ends. */
+  async function emulatorWith(ctx: TestContext, flags: string[]) {
+    const emulator = await startInProcessEmulator(['--api-key', 'cli-ending-key', ...flags]);
+    ctx.onTestFinished(async () => void (await emulator.stop()));
+    return ['--realtime-url', emulator.realtimeUrl, '--api-key', 'cli-ending-key'];
+  }
+
+  /** The time from the last translation line to the command's return. */
+  async function afterLastLine(run: (onStderr: (text: string) => void) => Promise<CliResult>): Promise<CliResult & { afterMs: number }> {
+    let lastAt = 0;
+    const result = await run((text) => {
+      if (/^translation \(/m.test(text)) lastAt = Date.now();
+    });
+    return { ...result, afterMs: Date.now() - lastAt };
+  }
+
+  it('a. --segmentation idle, through a drop in the middle (--drop-after-input-ms 4000): exit 0 one quiet period after the answer', async (ctx) => {
+    const { expect } = ctx;
+    const access = await emulatorWith(ctx, ['--segmentation', 'idle', '--drop-after-input-ms', '4000']);
+    const result = await afterLastLine((onStderr) => runInProcess([...FROM_TO, ...access], { stdin: fixture.pcm, onStderr }));
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^rt-translate: reconnected after /m);
+    expect(result.stderr).toMatch(/^translation \(es-es\): \[es-es translation of utterances 1-3/m);
+    expect(result.stderr).not.toMatch(/warning|incomplete/);
+    expect(result.afterMs).toBeGreaterThanOrEqual(QUIET_MS - 10);
+    expect(result.afterMs).toBeLessThan(QUIET_MS + SLACK_MS);
+  });
+
+  it('f. --never-answer-last, spoken: exit 3 after --stall-ms, saying how much speech went unanswered', async (ctx) => {
+    const { expect } = ctx;
+    const access = await emulatorWith(ctx, ['--never-answer-last']);
+    const result = await runSpoken([...FROM_TO, ...access, '--stall-ms', '2000'], parts());
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/^rt-translate: warning: The service did not answer \d\.\d s of speech sent after its last response began within 2000 ms/m);
+    expect(result.stderr).toMatch(/^rt-translate: sent 8\.3 s of audio, received [\d.]+ s in 2 responses\.$/m);
   });
 });
 

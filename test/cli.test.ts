@@ -744,6 +744,8 @@ describe.concurrent('rt-translate emulator: how the service cuts the audio and w
       [['--idle-ms', '1.5'], '--idle-ms expects an integer >= 1 (got "1.5").'],
       [['--late-last=-1'], '--late-last expects an integer >= 0 (got "-1").'],
       [['--never-answer-last', '--late-last', '100'], '--never-answer-last and --late-last say opposite things of the last answer: give one.'],
+      [['--drop-after-input-ms', 'soon'], '--drop-after-input-ms expects MS[:N] (N at least 1) (got "soon").'],
+      [['--drop-after-input-ms', '4000:0'], '--drop-after-input-ms expects MS[:N] (N at least 1) (got "4000:0").'],
     ];
     const results = await Promise.all(cases.map(([args]) => runInProcess(['emulator', ...args])));
     expect(results.map((r) => [r.code, r.stdout.length, r.stderr])).toEqual(cases.map(([, message]) => [2, 0, `rt-translate: ${message}\n`]));

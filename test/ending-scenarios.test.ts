@@ -21,11 +21,13 @@ import { once } from 'node:events';
 import { describe, it, type TestContext } from 'vitest';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 import { recordEvents, runSession, type SessionOutcome } from './helpers/realtime-session.js';
-import { chunked, loadSpeechFixture } from './helpers/speech.js';
+import { startEmulator, type EmulatorOptions } from '../lib/emulator/server.js';
+import { answerVariants, answersIn, chunked, loadSpeechFixture } from './helpers/speech.js';
 import { speak, spokenFixture } from './helpers/spoken.js';
 import { startReferenceServer, type ReferenceServer, type ReferenceServerOptions } from './reference-server/index.js';
 
 const fixture = loadSpeechFixture();
+const KEY = 'ending-scenarios-key';
 /** Short bounds so the suite is quick; the rule is the same at the defaults (see the CLI tests). */
 const QUIET_MS = 500;
 const STALL_MS = 3000;
@@ -66,11 +68,15 @@ async function drive(stream: RealtimeTranslateStream, script: Script): Promise<T
 }
 
 function open(ctx: TestContext, server: ReferenceServer, reconnect = false): RealtimeTranslateStream {
+  return openAt(ctx, server.realtimeUrl, server.apiKey, reconnect);
+}
+
+function openAt(ctx: TestContext, realtimeUrl: string, apiKey: string, reconnect: boolean): RealtimeTranslateStream {
   const stream = new RealtimeTranslateStream({
     from: 'en-us',
     to: 'es-es',
-    apiKey: server.apiKey,
-    realtimeUrl: server.realtimeUrl,
+    apiKey,
+    realtimeUrl,
     quietPeriodMs: QUIET_MS,
     responseStallTimeoutMs: STALL_MS,
     reconnect: reconnect ? { initialDelayMs: 10, maxDelayMs: 40 } : false,
@@ -85,12 +91,10 @@ async function reference(ctx: TestContext, options: ReferenceServerOptions): Pro
   return server;
 }
 
-/** A complete session: every byte delivered, no warning, ended one quiet period after the last answer. */
-function expectComplete({ expect }: TestContext, run: Timed, sent: Buffer): void {
+/** A complete session: no warning, ended one quiet period after the last answer. */
+function expectComplete({ expect }: TestContext, run: Timed): void {
   expect(run.error).toBeUndefined();
   expect(run.warnings).toEqual([]);
-  expect(run.output.length).toBe(sent.length);
-  expect(run.output.equals(sent)).toBe(true);
   expect(run.stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
   const after = run.endedAt - (run.lastDoneAt ?? run.inputEndAt);
   expect(after).toBeGreaterThanOrEqual(QUIET_MS - 10);
@@ -101,23 +105,26 @@ interface Scenario {
   id: string;
   name: string;
   script: Script;
-  server: ReferenceServerOptions;
+  /** How the reference server answers, and how the emulator does (the same behaviour, its own options). */
+  reference: ReferenceServerOptions;
+  emulator: EmulatorOptions;
   /** Also run through a drop in the middle of the input. */
   reconnect: boolean;
+  /** The last sentence is never answered. */
   unanswered?: boolean;
 }
 
 const SCENARIOS: Scenario[] = [
-  { id: 'a', name: 'a file, answered in one response once the appends stop', script: 'file', server: { answer: 'idle' }, reconnect: true },
-  { id: 'b', name: 'a file, answered utterance by utterance after the input ended', script: 'file', server: { answer: 'utterance' }, reconnect: false },
-  { id: 'c', name: 'spoken, the last sentence answered late', script: 'spoken', server: { last: { lateMs: LATE_MS } }, reconnect: true },
-  { id: 'd', name: 'spoken, each sentence answered promptly', script: 'spoken', server: { answer: 'utterance' }, reconnect: false },
-  { id: 'e', name: 'a file, each long sentence split into two responses', script: 'file', server: { answer: 'split' }, reconnect: false },
-  { id: 'e', name: 'spoken, each long sentence split into two responses', script: 'spoken', server: { answer: 'split' }, reconnect: false },
-  { id: 'e', name: 'a file, two of three sentences merged into one response', script: 'file', server: { answer: 'merge', mergeCount: 2 }, reconnect: false },
-  { id: 'e', name: 'spoken, two of three sentences merged into one response', script: 'spoken', server: { answer: 'merge', mergeCount: 2 }, reconnect: false },
-  { id: 'f', name: 'spoken, the last sentence never answered', script: 'spoken', server: { last: 'never' }, reconnect: true, unanswered: true },
-  { id: 'g', name: 'silence only', script: 'silence', server: {}, reconnect: false },
+  { id: 'a', name: 'a file, answered in one response once the appends stop', script: 'file', reference: { answer: 'idle' }, emulator: { segmentation: 'idle' }, reconnect: true },
+  { id: 'b', name: 'a file, answered utterance by utterance after the input ended', script: 'file', reference: { answer: 'utterance' }, emulator: {}, reconnect: false },
+  { id: 'c', name: 'spoken, the last sentence answered late', script: 'spoken', reference: { last: { lateMs: LATE_MS } }, emulator: { lastAnswer: { lateMs: LATE_MS } }, reconnect: true },
+  { id: 'd', name: 'spoken, each sentence answered promptly', script: 'spoken', reference: { answer: 'utterance' }, emulator: {}, reconnect: false },
+  { id: 'e', name: 'a file, each long sentence split into two responses', script: 'file', reference: { answer: 'split' }, emulator: { segmentation: 'split' }, reconnect: false },
+  { id: 'e', name: 'spoken, each long sentence split into two responses', script: 'spoken', reference: { answer: 'split' }, emulator: { segmentation: 'split' }, reconnect: false },
+  { id: 'e', name: 'a file, two of three sentences merged into one response', script: 'file', reference: { answer: 'merge', mergeCount: 2 }, emulator: { faults: { mergeUtterances: 2 } }, reconnect: false },
+  { id: 'e', name: 'spoken, two of three sentences merged into one response', script: 'spoken', reference: { answer: 'merge', mergeCount: 2 }, emulator: { faults: { mergeUtterances: 2 } }, reconnect: false },
+  { id: 'f', name: 'spoken, the last sentence never answered', script: 'spoken', reference: { last: 'never' }, emulator: { lastAnswer: 'never' }, reconnect: true, unanswered: true },
+  { id: 'g', name: 'silence only', script: 'silence', reference: {}, emulator: {}, reconnect: false },
 ];
 
 const CASES = SCENARIOS.flatMap((s) =>
@@ -127,39 +134,77 @@ const CASES = SCENARIOS.flatMap((s) =>
   ]),
 );
 
+/** A drop after 4 s of input: in the middle of the second sentence, before any answer to a file. */
+const DROP_AFTER_INPUT_MS = 4000;
+
+/** The last sentence was heard after the service's last answer began, and never answered. */
+function expectUnanswered({ expect }: TestContext, run: Timed): void {
+  expect(run.error).toBeUndefined();
+  const ending = run.stream.stats.ending!;
+  expect(ending).toMatchObject({ complete: false, reason: 'speech-unanswered' });
+  // Most of the third sentence (1.08 s, the first 200 ms of it sent before that answer began).
+  expect(ending.unansweredSpeechMs).toBeGreaterThan(700);
+  expect(ending.unansweredSpeechMs).toBeLessThan(1100);
+  expect(run.warnings.map((w) => w.message)).toEqual([
+    `The service did not answer ${(ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech sent after its last response began within ${STALL_MS} ms after end(); closing without it.`,
+  ]);
+  expect(run.events.at(-1)).toMatchObject({ type: 'ended', complete: false, reason: 'speech-unanswered' });
+  expect(run.endedAt - run.lastDoneAt!).toBeGreaterThanOrEqual(STALL_MS - 10);
+}
+
 // Each case mostly waits (quiet periods, late answers, stall bounds): they run side by side.
 describe.concurrent('against the reference server', () => {
-  it.for(CASES.map((c) => [c.title, c] as const))('%s', async ([, { script, server: options, audio, drop, unanswered }], ctx) => {
+  it.for(CASES.map((c) => [c.title, c] as const))('%s', async ([, { script, reference: options, audio, drop, unanswered }], ctx) => {
     const { expect } = ctx;
-    // A drop after 4 s of input: in the middle of the second sentence, before any answer to a file.
-    const server = await reference(ctx, { ...options, audio, ...(drop ? { dropAfterInputMs: 4000 } : {}) });
+    const server = await reference(ctx, { ...options, audio, ...(drop ? { dropAfterInputMs: DROP_AFTER_INPUT_MS } : {}) });
     const run = await drive(open(ctx, server, drop), script);
     if (drop) {
       expect(server.sessions).toBe(2);
       expect(run.stream.stats.reconnects).toBe(1);
     }
-    if (!unanswered) {
-      if (script === 'silence') expect(server.responses).toHaveLength(0);
-      else expect(server.responses.length).toBeGreaterThan(0);
-      expectComplete(ctx, run, server.sentAudio());
-      if (options.last !== undefined && options.last !== 'prompt' && options.last !== 'never') {
-        // The late answer came well after the input ended, and the stream waited for it.
-        expect(run.lastDoneAt! - run.inputEndAt).toBeGreaterThanOrEqual(LATE_MS);
-      }
+    if (unanswered) {
+      expect(run.output.equals(server.sentAudio())).toBe(true);
+      expectUnanswered(ctx, run);
       return;
     }
-    // The last sentence was heard after the service's last answer began, and never answered.
-    expect(run.error).toBeUndefined();
+    if (script === 'silence') expect(server.responses).toHaveLength(0);
+    else expect(server.responses.length).toBeGreaterThan(0);
+    // Every byte the server sent, delivered once, in order.
     expect(run.output.equals(server.sentAudio())).toBe(true);
-    const ending = run.stream.stats.ending!;
-    expect(ending).toMatchObject({ complete: false, reason: 'speech-unanswered' });
-    // Most of the third sentence (1.08 s, the first 200 ms of it sent before that answer began).
-    expect(ending.unansweredSpeechMs).toBeGreaterThan(700);
-    expect(ending.unansweredSpeechMs).toBeLessThan(1100);
-    expect(run.warnings.map((w) => w.message)).toEqual([
-      `The service did not answer ${(ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech sent after its last response began within ${STALL_MS} ms after end(); closing without it.`,
-    ]);
-    expect(run.events.at(-1)).toMatchObject({ type: 'ended', complete: false, reason: 'speech-unanswered' });
-    expect(run.endedAt - run.lastDoneAt!).toBeGreaterThanOrEqual(STALL_MS - 10);
+    expectComplete(ctx, run);
+    if (options.last !== undefined && options.last !== 'prompt' && options.last !== 'never') {
+      // The late answer came well after the input ended, and the stream waited for it.
+      expect(run.lastDoneAt! - run.inputEndAt).toBeGreaterThanOrEqual(LATE_MS);
+    }
+  });
+});
+
+describe.concurrent('against the emulator in each of its segmentation modes', () => {
+  // What the emulator answers is the input's own voiced audio: the three sentences by its
+  // measurement (after a reconnect, each as the session that heard it found it).
+  const VARIANTS = answerVariants(fixture.pcm);
+
+  it.for(CASES.map((c) => [c.title, c] as const))('%s', async ([, { script, emulator: options, audio, drop, unanswered }], ctx) => {
+    const { expect } = ctx;
+    const emulator = await startEmulator({
+      apiKeys: [KEY],
+      ...options,
+      audioFrames: audio,
+      faults: { ...options.faults, ...(drop ? { dropAfterInputMs: DROP_AFTER_INPUT_MS } : {}) },
+    });
+    ctx.onTestFinished(() => emulator.close());
+    const run = await drive(openAt(ctx, emulator.realtimeUrl, KEY, drop), script);
+    if (drop) expect(run.stream.stats.reconnects).toBe(1);
+    // Every sentence answered (the last one not, when it never is), once, in order, byte for byte.
+    const answered = script === 'silence' ? [] : unanswered ? VARIANTS.slice(0, 2) : VARIANTS;
+    expect(answersIn(run.output, answered)).toEqual(answered.map(() => expect.any(Number)));
+    if (unanswered) {
+      expectUnanswered(ctx, run);
+      return;
+    }
+    expectComplete(ctx, run);
+    if (options.lastAnswer !== undefined && options.lastAnswer !== 'prompt' && options.lastAnswer !== 'never') {
+      expect(run.lastDoneAt! - run.inputEndAt).toBeGreaterThanOrEqual(LATE_MS);
+    }
   });
 });

@@ -49,6 +49,9 @@ How the realtime service cuts the audio and when it answers (each applies to eve
 Realtime fault switches (each applies to every session, so a reconnected one fails again):
   --drop-after-ms MS        drop each session MS after session.created
   --drop-after-responses N  drop each session once it has sent N responses
+  --drop-after-input-ms MS[:N]
+                            drop a session once it has heard MS of input audio, the first N
+                            sessions only (default 1): a drop in the middle of a file
   --drop-mid-response       with --drop-after-responses: cut in the middle of the next
                             response's audio instead
   --drop-code CODE          drop with this close code (1001 1011 1012 1013 ...) instead of
@@ -93,6 +96,7 @@ const OPTIONS = {
   'cloned-voice': { type: 'string', multiple: true },
   'drop-after-ms': { type: 'string' },
   'drop-after-responses': { type: 'string' },
+  'drop-after-input-ms': { type: 'string' },
   'drop-mid-response': { type: 'boolean' },
   'drop-code': { type: 'string' },
   'drop-reset': { type: 'boolean' },
@@ -125,6 +129,7 @@ function intList(value: string, flag: string, shape: string, min: number, max: n
 function parseFaults(values: {
   'drop-after-ms'?: string;
   'drop-after-responses'?: string;
+  'drop-after-input-ms'?: string;
   'drop-mid-response'?: boolean;
   'drop-code'?: string;
   'drop-reset'?: boolean;
@@ -141,6 +146,12 @@ function parseFaults(values: {
   if (dropAfterMs !== undefined) faults.dropAfterMs = dropAfterMs;
   const dropAfterResponses = intFlag(values['drop-after-responses'], '--drop-after-responses', 0);
   if (dropAfterResponses !== undefined) faults.dropAfterResponses = dropAfterResponses;
+  if (values['drop-after-input-ms'] !== undefined) {
+    const [ms, drops] = intList(values['drop-after-input-ms'], '--drop-after-input-ms', 'MS[:N] (N at least 1)', 1, 2);
+    if (drops === 0) throw new UsageError(`--drop-after-input-ms expects MS[:N] (N at least 1) (got "${values['drop-after-input-ms']}").`);
+    faults.dropAfterInputMs = ms!;
+    if (drops !== undefined) faults.dropsAfterInput = drops;
+  }
   if (values['drop-mid-response'] === true) faults.dropMidResponse = true;
   const dropCode = intFlag(values['drop-code'], '--drop-code', 1000);
   if (dropCode !== undefined) faults.dropCode = dropCode;

@@ -69,6 +69,9 @@ export interface ResolvedRealtimeFaults {
   dropAfterMs: number | undefined;
   dropAfterResponses: number | undefined;
   dropMidResponse: boolean;
+  /** Drop once this much input was heard, while `inputDrops.left` (shared by the sessions) lasts. */
+  dropAfterInputBytes: number | undefined;
+  inputDrops: { left: number };
   dropCode: number | undefined;
   dropReset: boolean;
   halfOpenAfterMs: number | undefined;
@@ -455,7 +458,16 @@ export class RealtimeSession {
     for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
     this.releaseHeld();
     if (exhausted) this.stopBilling();
-    else this.armIdle();
+    else if (!this.dropAfterInput()) this.armIdle();
+  }
+
+  /** The `dropAfterInputMs` fault: drops this session once it has heard that much (a drop budget permitting). */
+  private dropAfterInput(): boolean {
+    const { dropAfterInputBytes, inputDrops } = this.settings.faults;
+    if (dropAfterInputBytes === undefined || this.processedBytes < dropAfterInputBytes || inputDrops.left === 0) return false;
+    inputDrops.left -= 1;
+    this.drop(this.dropOptions());
+    return true;
   }
 
   /* ------------------------------------------------------------------------------------- */

@@ -63,6 +63,14 @@ export interface RealtimeFaults {
   dropAfterResponses?: number;
   /** With `dropAfterResponses`: drop in the middle of the next response's audio instead of before it. */
   dropMidResponse?: boolean;
+  /**
+   * Drop a session once it has heard this many ms of input audio (a drop in the middle of a
+   * file), between two responses; only the first `dropsAfterInput` sessions (default 1), so the
+   * session after the reconnect goes on.
+   */
+  dropAfterInputMs?: number;
+  /** How many sessions `dropAfterInputMs` drops, in all. Default 1. */
+  dropsAfterInput?: number;
   /** Drop with this close code (1001, 1011, 1012, 1013, ...) instead of cutting the connection (1006). */
   dropCode?: number;
   /** Drop with a TCP reset: what was in flight is lost, as on a real network (default: ended after a flush). */
@@ -181,6 +189,8 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
     dropAfterMs: optionalInt('faults.dropAfterMs', faults.dropAfterMs, 0),
     dropAfterResponses: optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0),
     dropMidResponse: faults.dropMidResponse === true,
+    dropAfterInputBytes: faults.dropAfterInputMs === undefined ? undefined : optionalInt('faults.dropAfterInputMs', faults.dropAfterInputMs, 0)! * 48,
+    inputDrops: { left: intOption(faults.dropsAfterInput, 'faults.dropsAfterInput', { min: 1, fallback: 1 }) },
     dropCode: optionalInt('faults.dropCode', faults.dropCode, 1000),
     dropReset: faults.dropReset === true,
     halfOpenAfterMs: optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0),
