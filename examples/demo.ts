@@ -43,7 +43,8 @@ try {
     new WavFileWriter(output, SERVICE_FORMAT),
   );
   const seconds = translator.stats.bytesReceived / 48_000;
-  console.log(`wrote ${output} (${seconds.toFixed(2)} s of translated audio, ${translator.stats.responses} responses)`);
+  const responses = translator.stats.responses;
+  console.log(`wrote ${output} (${seconds.toFixed(2)} s of translated audio, ${responses} ${responses === 1 ? 'response' : 'responses'})`);
 } finally {
   await emulator.close();
 }
