@@ -1,0 +1,38 @@
+/**
+ * The pieces the Twilio bridge's limits are made of, in process: the media timeline bound by the
+ * clock, as a table of steps.
+ */
+import { describe, expect, it } from 'vitest';
+import { MediaTimeline } from '../lib/integrations/twilio.js';
+
+const KEY = 'twilio-limits-test-key-0123456789abcdef';
+
+describe('MediaTimeline bound by the clock', () => {
+  it('hands out at most maxAheadMs beyond the elapsed time, gap fill included, and says how long to wait', () => {
+    const t = new MediaTimeline({ sampleRate: 8000 }); // maxFillMs 1000, maxAheadMs 1000
+    // [elapsed ms, timestamp ms, expected step]: 160-sample (20 ms) frames.
+    const steps: Array<[number, number | undefined, { fillSamples: number; cutSamples: number; waitMs: number }]> = [
+      [0, 0, { fillSamples: 0, cutSamples: 0, waitMs: 0 }],
+      ...Array.from({ length: 49 }, (_, k): [number, number, { fillSamples: number; cutSamples: number; waitMs: number }] => [0, (k + 1) * 20, { fillSamples: 0, cutSamples: 0, waitMs: 0 }]),
+      // 1 s handed out at elapsed 0: the 51st frame waits 20 ms, the 52nd (at 5 ms) 35 ms.
+      [0, 1000, { fillSamples: 0, cutSamples: 0, waitMs: 20 }],
+      [5, 1020, { fillSamples: 0, cutSamples: 0, waitMs: 35 }],
+      // Unstamped frames count the same.
+      [200, undefined, { fillSamples: 0, cutSamples: 0, waitMs: 0 }],
+      // A 3 s hole in the stamps: 1 s filled (maxFillMs), and it all waits for the clock.
+      [200, 4060, { fillSamples: 8000, cutSamples: 16000, waitMs: 880 }],
+      // Much later, on time: nothing to wait for.
+      [5000, 4080, { fillSamples: 0, cutSamples: 0, waitMs: 0 }],
+    ];
+    for (const [i, [elapsedMs, timestamp, expected]] of steps.entries()) {
+      expect(t.next(timestamp, 160, elapsedMs), `step ${i}`).toEqual(expected);
+    }
+    expect(t.handedOut).toBe(55 * 160 + 8000);
+  });
+
+  it('maxAheadMs 0: nothing ahead of the clock', () => {
+    const t = new MediaTimeline({ sampleRate: 8000, maxAheadMs: 0 });
+    expect(t.next(0, 160, 0)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 20 });
+    expect(t.next(20, 160, 40)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 0 });
+  });
+});
