@@ -1,9 +1,13 @@
 /**
  * The pieces the Twilio bridge's limits are made of, in process: the media timeline bound by the
- * clock, as a table of steps.
+ * clock (a table of steps), and the deferred translator, which connects only when told (a TCP
+ * server on loopback counts its connections, so "no session" means no connection at all).
  */
-import { describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
 import { MediaTimeline } from '../lib/integrations/twilio.js';
+import { DeferredTranslateStream } from '../lib/integrations/twilio-session.js';
 
 const KEY = 'twilio-limits-test-key-0123456789abcdef';
 
@@ -34,5 +38,50 @@ describe('MediaTimeline bound by the clock', () => {
     const t = new MediaTimeline({ sampleRate: 8000, maxAheadMs: 0 });
     expect(t.next(0, 160, 0)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 20 });
     expect(t.next(20, 160, 40)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 0 });
+  });
+});
+
+describe('the deferred translator', () => {
+  let server: Server;
+  const sockets = new Set<Socket>();
+  afterEach(async () => {
+    for (const socket of sockets) socket.destroy();
+    sockets.clear();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  /** A TCP server standing for the service: it counts connections and answers nothing. */
+  async function service(): Promise<string> {
+    server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.resume();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+  const connections = () => sockets.size;
+
+  it('destroyed before open(): closes without ever connecting', async () => {
+    const realtimeUrl = await service();
+    const stream = new DeferredTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false });
+    stream.destroy();
+    await once(stream, 'close');
+    expect(connections()).toBe(0);
+    expect(stream.opened).toBe(false);
+  });
+
+  it('open() connects, once', async () => {
+    const realtimeUrl = await service();
+    const stream = new DeferredTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false });
+    stream.on('error', () => undefined);
+    const connected = once(server, 'connection');
+    stream.open();
+    stream.open();
+    await connected;
+    stream.destroy();
+    await once(stream, 'close');
+    expect(connections()).toBe(1);
   });
 });
