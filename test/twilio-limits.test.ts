@@ -1,12 +1,14 @@
 /**
  * The pieces the Twilio bridge's limits are made of, in process: the media timeline bound by the
- * clock (a table of steps), and the deferred translator, which connects only when told (a TCP
- * server on loopback counts its connections, so "no session" means no connection at all).
+ * clock (a table of steps), every new option refused with a `ValidationError` naming it, and the
+ * deferred translator, which connects only when told (a TCP server on loopback counts its
+ * connections, so "no session" means no connection at all).
  */
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MediaTimeline } from '../lib/integrations/twilio.js';
+import { TimeoutError, ValidationError } from '../lib/errors.js';
+import { MediaTimeline, TwilioMediaBridge, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
 import { DeferredTranslateStream } from '../lib/integrations/twilio-session.js';
 
 const KEY = 'twilio-limits-test-key-0123456789abcdef';
@@ -38,6 +40,36 @@ describe('MediaTimeline bound by the clock', () => {
     const t = new MediaTimeline({ sampleRate: 8000, maxAheadMs: 0 });
     expect(t.next(0, 160, 0)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 20 });
     expect(t.next(20, 160, 40)).toEqual({ fillSamples: 0, cutSamples: 0, waitMs: 0 });
+  });
+});
+
+describe('options of the limits', () => {
+  const base = { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: 'ws://127.0.0.1:9' };
+
+  function refusal(make: () => unknown): ValidationError {
+    let error: unknown;
+    try {
+      make();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    return error as ValidationError;
+  }
+
+  it.each([
+    ['openSession', 'later', /^Invalid openSession: expected one of construct, start \(got "later"\)/],
+    ['startTimeoutMs', 0, /^Invalid startTimeoutMs: expected an integer >= 1 \(got 0\)/],
+    ['mediaTimeoutMs', 1.5, /^Invalid mediaTimeoutMs: expected an integer >= 1 \(got 1\.5\)/],
+    ['maxAheadMs', -1, /^Invalid maxAheadMs: expected an integer >= 0 \(got -1\)/],
+    ['maxTimestampLeadMs', KEY, /^Invalid maxTimestampLeadMs: expected an integer >= 0 \(got a string of 39 characters\)/],
+    ['maxTimestampRewinds', -1, /^Invalid maxTimestampRewinds: expected an integer >= 0 \(got -1\)/],
+    ['maxWarningsPerKind', Number.NaN, /^Invalid maxWarningsPerKind: expected an integer >= 0 \(got NaN\)/],
+  ])('TwilioMediaBridge %s = %s', (field, value, message) => {
+    const error = refusal(() => new TwilioMediaBridge({ ...base, [field]: value } as TwilioMediaBridgeOptions));
+    expect(error.field).toBe(field);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toContain(KEY);
   });
 });
 
@@ -82,6 +114,41 @@ describe('the deferred translator', () => {
     await connected;
     stream.destroy();
     await once(stream, 'close');
+    expect(connections()).toBe(1);
+  });
+
+  it('a bridge with openSession "start" whose input ends before start: ends cleanly, no connection', async () => {
+    const realtimeUrl = await service();
+    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, openSession: 'start' });
+    const errors: unknown[] = [];
+    bridge.on('error', (error) => errors.push(error));
+    bridge.resume();
+    bridge.end('{"event":"connected","protocol":"Call","version":"1.0.0"}');
+    await once(bridge, 'close');
+    expect(errors).toEqual([]);
+    expect(bridge.readableEnded).toBe(true);
+    expect(bridge.translator.destroyed).toBe(true);
+    expect(connections()).toBe(0);
+  });
+
+  it('a bridge with openSession "start" connects at start; without start it fails after startTimeoutMs', async () => {
+    const realtimeUrl = await service();
+    const started = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, openSession: 'start' });
+    started.on('error', () => undefined);
+    const connected = once(server, 'connection');
+    started.write('{"event":"start","start":{"streamSid":"MZ1","tracks":["inbound"]}}');
+    await connected;
+    started.destroy();
+    await once(started, 'close');
+
+    const silent = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, openSession: 'start', startTimeoutMs: 20 });
+    const failed = new Promise<Error>((resolve) => silent.once('error', resolve));
+    const closed = new Promise((resolve) => silent.once('close', resolve));
+    const error = await failed;
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error.message).toBe('No "start" message within 20 ms (startTimeoutMs); the call was closed.');
+    expect(silent.closeReason).toBe('no start within 20 ms');
+    await closed;
     expect(connections()).toBe(1);
   });
 });
