@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TimeoutError, ValidationError } from '../lib/errors.js';
-import { MediaTimeline, TwilioMediaBridge, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
+import { MediaTimeline, TwilioMediaBridge, bridgeTwilioSocket, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
 import { DeferredTranslateStream } from '../lib/integrations/twilio-session.js';
 
 const KEY = 'twilio-limits-test-key-0123456789abcdef';
@@ -70,6 +70,14 @@ describe('options of the limits', () => {
     expect(error.field).toBe(field);
     expect(error.message).toMatch(message);
     expect(error.message).not.toContain(KEY);
+  });
+
+  it.each([
+    ['pingIntervalMs', 0],
+    ['maxSocketBufferBytes', 0.5],
+  ])('bridgeTwilioSocket %s = %s, before anything is wired', (field, value) => {
+    const error = refusal(() => bridgeTwilioSocket({} as never, {} as never, { [field]: value }));
+    expect(error.field).toBe(field);
   });
 });
 

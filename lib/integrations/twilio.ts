@@ -63,10 +63,8 @@
  * Memory: bounded by the stream buffers (the readable side holds `maxQueuedMessages` messages,
  * the translator its own bounds), one inbound message (`maxMessageBytes`) and one gap fill.
  */
-import type { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RawData, WebSocket } from 'ws';
 import { ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
 import { intOption } from '../options.js';
 import { FrameCutter } from '../audio/frames.js';
@@ -94,6 +92,7 @@ export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
 export { SpeechOnsetDetector, type SpeechOnsetOptions } from './speech-onset.js';
 export type { TwilioPacing, TwilioResponseInfo } from './twilio-outbound.js';
+export { bridgeTwilioSocket, type TwilioSocketOptions } from './twilio-socket.js';
 
 /** Barge-in detection on the caller's audio; see the module comment. */
 export interface TwilioBargeInOptions {
@@ -840,118 +839,4 @@ export interface TwilioMediaBridge {
   off(event: string | symbol, listener: (...args: any[]) => void): this;
   emit<E extends keyof TwilioMediaBridgeEvents>(event: E, ...args: TwilioMediaBridgeEvents[E]): boolean;
   emit(event: string | symbol, ...args: any[]): boolean;
-}
-
-/* -------------------------------------------------------------------------------------------- */
-/* WebSocket wiring                                                                             */
-
-export interface TwilioSocketOptions {
-  /** Bytes the socket may buffer unsent before the bridge's output is paused. Default 256 KiB. */
-  maxSocketBufferBytes?: number;
-}
-
-function rawToBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
-
-/**
- * Runs `bridge` over a Twilio Media Streams WebSocket (a `ws` server-side socket): each message
- * in is written to the bridge (the socket is paused while the bridge is behind), each message
- * out is sent as a text frame (the bridge is paused while the socket buffers more than
- * `maxSocketBufferBytes`). When the socket closes, outbound audio is discarded and the bridge's
- * input ends, so the session finishes cleanly; when the bridge is done, the socket is closed
- * (code 1000; 1011 when the bridge failed). Resolves when the bridge has finished and closed;
- * rejects with its error. Every listener it added is removed by then, except the socket's
- * `error` listener, which stays until the socket has closed.
- */
-export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, options: TwilioSocketOptions = {}): Promise<void> {
-  const bound = positiveInteger('maxSocketBufferBytes', options.maxSocketBufferBytes, 256 * 1024);
-  return new Promise<void>((resolve, reject) => {
-    const open = () => ws.readyState === ws.OPEN;
-    let sendPaused = false;
-    // A translated piece of audio comes out as a burst of 20 ms messages: they are written to the
-    // connection together (one system call instead of one per message) by corking its socket
-    // until the burst is over. `ws` keeps the socket as `_socket`; without one, no corking.
-    const socket = (ws as unknown as { _socket?: { cork?: unknown; uncork?: unknown } })._socket;
-    const corkable = typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as { cork(): void; uncork(): void }) : undefined;
-    let corked = false;
-    const uncork = () => {
-      corked = false;
-      corkable?.uncork();
-    };
-
-    const onMessage = (data: RawData) => {
-      if (bridge.destroyed || bridge.writableEnded) return;
-      if (!bridge.write(rawToBuffer(data))) ws.pause();
-    };
-    const onDrain = () => ws.resume();
-    const onSent = () => {
-      if (sendPaused && ws.bufferedAmount <= bound) {
-        sendPaused = false;
-        bridge.resume();
-      }
-    };
-    const onData = (message: TwilioOutboundMessage | string) => {
-      if (!open()) return; // the call is gone: nothing to send to
-      if (corkable && !corked) {
-        corked = true;
-        corkable.cork();
-        process.nextTick(uncork);
-      }
-      ws.send(typeof message === 'string' ? message : JSON.stringify(message), onSent);
-      if (ws.bufferedAmount > bound) {
-        sendPaused = true;
-        bridge.pause();
-      }
-    };
-    const onEnd = () => {
-      if (open()) ws.close(1000, 'stream done');
-    };
-    const onSocketClose = () => {
-      bridge.discardOutbound();
-      if (sendPaused) {
-        sendPaused = false;
-        bridge.resume();
-      }
-      if (!bridge.destroyed && !bridge.writableEnded) bridge.end();
-    };
-    const onSocketError = () => {
-      // `ws` closes the socket after an error; the close handler ends the bridge.
-    };
-    const onBridgeError = () => {
-      // Reported through the promise (bridge.errored).
-    };
-    // Every listener added for the call, in one list, so removing them cannot miss one. The
-    // socket's error listener is separate: it stays until the socket has closed (an error may
-    // come while it closes).
-    const listeners: Array<[EventEmitter, string, (...args: any[]) => void]> = [
-      [ws, 'message', onMessage],
-      [ws, 'close', onSocketClose],
-      [bridge, 'drain', onDrain],
-      [bridge, 'data', onData],
-      [bridge, 'end', onEnd],
-      [bridge, 'error', onBridgeError],
-    ];
-    const releaseSocketError = () => ws.off('error', onSocketError);
-    const onClose = () => {
-      for (const [emitter, event, listener] of listeners) emitter.off(event, listener);
-      ws.resume();
-      const error = bridge.errored;
-      if (open()) {
-        if (error) ws.close(1011, 'bridge failed');
-        else ws.close(1000, 'stream done');
-      }
-      if (ws.readyState === ws.CLOSED) releaseSocketError();
-      else ws.once('close', releaseSocketError);
-      if (error) reject(error);
-      else resolve();
-    };
-
-    for (const [emitter, event, listener] of listeners) emitter.on(event, listener);
-    ws.on('error', onSocketError);
-    bridge.once('close', onClose);
-    if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
-  });
 }
