@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TimeoutError, ValidationError } from '../lib/errors.js';
 import { MediaTimeline, TwilioMediaBridge, bridgeTwilioSocket, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
 import { DeferredTranslateStream } from '../lib/integrations/twilio-session.js';
+import { startTwilioBridgeServer } from '../examples/twilio-bridge.js';
 
 const KEY = 'twilio-limits-test-key-0123456789abcdef';
 
@@ -78,6 +79,18 @@ describe('options of the limits', () => {
   ])('bridgeTwilioSocket %s = %s, before anything is wired', (field, value) => {
     const error = refusal(() => bridgeTwilioSocket({} as never, {} as never, { [field]: value }));
     expect(error.field).toBe(field);
+  });
+
+  it.each([
+    ['maxCalls', 0],
+    ['maxCallsPerAddress', 2.5],
+  ])('the example server %s = %s', async (field, value) => {
+    const error = await startTwilioBridgeServer({ bridge: base, [field]: value }).then(
+      (server) => server.close(),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe(field);
   });
 });
 
