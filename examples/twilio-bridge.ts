@@ -30,12 +30,21 @@
  *   `wss://PUBLIC_HOST/twilio/media...` (no parameters) for the Media Stream's WebSocket
  *   handshake. A request without a valid signature gets 403 and no session. Without the token
  *   nothing is checked (a warning says so when the server listens beyond loopback).
+ * - A handshake signature is the same for every connection to the URL, so one captured signature
+ *   opens as many connections as its holder likes: each call is bounded as well. Its realtime
+ *   session opens only at Twilio's `start`; a connection without `start` within 10 s, a call that
+ *   sends no media for 10 s, stops reading (a ping unanswered) or sends what no call sends (see
+ *   `TwilioMediaBridge`) is closed; at most `MAX_CALLS` connections (50) at once, and
+ *   `MAX_CALLS_PER_ADDRESS` (10) from one address, else the handshake gets 503 or 429.
+ * - The log cannot be flooded: a few warnings of each kind per call, then one line as each call
+ *   ends with its figures (duration, audio sent, frames received and refused, warnings not shown).
  *
  * Environment:
  * - `PORT` (default 8080), `HOST` (default 127.0.0.1; see above), `STREAM_PATH` (default
  *   `/twilio/media`), `PUBLIC_HOST` (host name Twilio uses: the TwiML's `wss://` URL and the
  *   signed URLs; default: the request's Host header).
  * - `TWILIO_AUTH_TOKEN`: the account's auth token, to verify `X-Twilio-Signature`.
+ * - `MAX_CALLS` (default 50), `MAX_CALLS_PER_ADDRESS` (default 10): concurrent connections.
  * - `TRANSLATE_FROM` (default `en-us`), `TRANSLATE_TO` (default `es-es`).
  * - `PACING`: `burst` (default, Twilio buffers the audio) or `realtime` (20 ms pacing here).
  * - `GREETING_FILE`: an audio file (any format `openAudioSource` reads) played to each caller
@@ -51,7 +60,16 @@ import { Writable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { PcmChunker, TwilioMediaBridge, bridgeTwilioSocket, fromServiceFormat, openAudioSource, type TwilioMediaBridgeOptions } from '../lib/index.js';
+import {
+  PcmChunker,
+  TwilioMediaBridge,
+  bridgeTwilioSocket,
+  fromServiceFormat,
+  openAudioSource,
+  type TwilioMediaBridgeOptions,
+  type TwilioSocketOptions,
+} from '../lib/index.js';
+import { intOption } from '../lib/options.js';
 import { TWILIO_FRAME_BYTES, TWILIO_SAMPLE_RATE, twilioMarkMessage, twilioMediaMessage } from '../lib/protocol.js';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from '../lib/emulator/index.js';
 
@@ -76,12 +94,33 @@ export interface TwilioBridgeServerOptions {
    * (see `twilioSignature`), else it is answered 403. Default: none, nothing is checked.
    */
   authToken?: string;
-  /** Each call's bridge options (translation and realtime service), or a function of the request. */
+  /**
+   * Each call's bridge options (translation and realtime service, the call's limits), or a
+   * function of the request. `openSession` is `start` unless given: no session before `start`.
+   */
   bridge: TwilioMediaBridgeOptions | ((request: IncomingMessage) => TwilioMediaBridgeOptions);
-  /** Called for each call as it starts (logs, events, tests). */
+  /** Called for each call as it connects (logs, events, tests); its session opens at its `start`. */
   onCall?: (call: TwilioCall) => void;
   /** An audio file played to each caller as the call starts (`playAudioFile`), before any translation. */
   greetingFile?: string;
+  /** Connections at once (started or not); the handshake of one more gets 503. Default 50. */
+  maxCalls?: number;
+  /** Connections at once from one address (`clientAddress`); the handshake of one more gets 429. Default 10. */
+  maxCallsPerAddress?: number;
+  /**
+   * The address a connection counts under. Default: the socket's remote address; behind a proxy
+   * that is the proxy's, so return the client's address from the header the proxy sets, if the
+   * proxy is yours (a header from anyone else proves nothing).
+   */
+  clientAddress?: (request: IncomingMessage) => string;
+  /** Each call's socket bounds (`pingIntervalMs`, `maxSocketBufferBytes`): `TwilioSocketOptions`. */
+  socket?: TwilioSocketOptions;
+  /**
+   * Where the server's log lines go: each call's start, its warnings (at most a few of each kind),
+   * its transcripts and one line at its end with its figures; refused handshakes, at most one
+   * line per 10 s. Default: nowhere.
+   */
+  log?: (level: 'info' | 'warn', line: string) => void;
 }
 
 /**
@@ -156,11 +195,71 @@ function twiml(streamUrl: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Connect><Stream url="${escaped}" /></Connect></Response>\n`;
 }
 
+/** Counts connections in all and by address, against the caps. */
+class ConnectionCaps {
+  readonly #byAddress = new Map<string, number>();
+  #total = 0;
+  constructor(
+    readonly maxCalls: number,
+    readonly maxPerAddress: number,
+  ) {}
+
+  /** Counts a connection from `address`, or says which cap refuses it. */
+  admit(address: string): 'maxCalls' | 'maxCallsPerAddress' | undefined {
+    const fromAddress = this.#byAddress.get(address) ?? 0;
+    if (this.#total >= this.maxCalls) return 'maxCalls';
+    if (fromAddress >= this.maxPerAddress) return 'maxCallsPerAddress';
+    this.#total += 1;
+    this.#byAddress.set(address, fromAddress + 1);
+    return undefined;
+  }
+
+  release(address: string): void {
+    this.#total -= 1;
+    const left = (this.#byAddress.get(address) ?? 1) - 1;
+    if (left > 0) this.#byAddress.set(address, left);
+    else this.#byAddress.delete(address);
+  }
+}
+
+const REFUSALS = {
+  maxCalls: { status: '503 Service Unavailable', text: 'Too many calls at once; try again later.\n' },
+  maxCallsPerAddress: { status: '429 Too Many Requests', text: 'Too many calls at once from this address.\n' },
+} as const;
+
+/** A refused handshake is logged at most once per this many ms, with the count since the last line. */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+/** Numbers in log lines: `1,203`. */
+const count = (n: number) => n.toLocaleString('en-US');
+
+/** A call's last line: how it ended and its figures. */
+function twilioCallSummary(call: { bridge: TwilioMediaBridge; durationMs: number; error: Error | undefined; name: string }): string {
+  const { bridge, error } = call;
+  const outcome = error === undefined ? 'ended' : bridge.closeReason !== undefined ? `closed (${bridge.closeReason})` : `failed (${error.message})`;
+  const seconds = (ms: number) => (ms / 1000).toFixed(1);
+  const s = bridge.stats;
+  const suppressed = Object.entries(s.suppressedWarnings);
+  const notShown = suppressed.reduce((n, [, k]) => n + k, 0);
+  return (
+    `${call.name}: ${outcome} after ${seconds(call.durationMs)} s; ${seconds(s.receivedMs + s.insertedSilenceMs)} s of audio sent, ${count(s.mediaMessages)} frames received, ` +
+    `${count(s.refusedFrames)} refused, ${count(s.warnings)} warnings` +
+    (notShown === 0 ? '' : `, ${count(notShown)} more not shown (${suppressed.map(([kind, n]) => `${count(n)} ${kind}`).join(', ')})`)
+  );
+}
+
 /** Starts an HTTP server that bridges each Media Stream connecting at `path`. */
 export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions): Promise<RunningTwilioBridgeServer> {
   const host = options.host ?? '127.0.0.1';
   const path = options.path ?? '/twilio/media';
+  const caps = new ConnectionCaps(
+    intOption(options.maxCalls, 'maxCalls', { min: 1, fallback: 50 }),
+    intOption(options.maxCallsPerAddress, 'maxCallsPerAddress', { min: 1, fallback: 10 }),
+  );
+  const clientAddress = options.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown');
+  const log = options.log ?? (() => undefined);
   const calls = new Set<TwilioCall>();
+  const refusals = { unlogged: 0, loggedAt: -Infinity };
   // Twilio's messages are small (a 20 ms media message is about 400 bytes).
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
 
@@ -205,30 +304,77 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    const address = clientAddress(req);
+    const refused = caps.admit(address);
+    if (refused !== undefined) {
+      const { status, text } = REFUSALS[refused];
+      socket.end(`HTTP/1.1 ${status}\r\nRetry-After: 10\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\n\r\n${text}`);
+      refusals.unlogged += 1;
+      const now = performance.now();
+      if (now - refusals.loggedAt >= REFUSAL_LOG_INTERVAL_MS) {
+        log('warn', `refused ${count(refusals.unlogged)} connection(s) since the last such line, the last from ${address} (${refused} reached)`);
+        refusals.unlogged = 0;
+        refusals.loggedAt = now;
+      }
+      return;
+    }
+    // The slot is freed once, when the call is over or the socket closed (a handshake that failed).
+    let counted = true;
+    const release = () => {
+      if (counted) caps.release(address);
+      counted = false;
+    };
+    socket.once('close', release);
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      const connectedAt = performance.now();
       let bridge: TwilioMediaBridge;
       try {
-        bridge = new TwilioMediaBridge(typeof options.bridge === 'function' ? options.bridge(req) : options.bridge);
+        // The realtime session opens only once Twilio's `start` has come (unless told otherwise).
+        bridge = new TwilioMediaBridge({ openSession: 'start', ...(typeof options.bridge === 'function' ? options.bridge(req) : options.bridge) });
       } catch (error) {
         ws.close(1011, 'bridge configuration');
-        console.error(`twilio bridge: ${(error as Error).message}`);
+        log('warn', `connection from ${address}: ${(error as Error).message}`);
         return;
       }
-      const greeting = options.greetingFile;
-      if (greeting !== undefined) {
-        bridge.once('start', (info) =>
-          playAudioFile(ws, greeting, info.streamSid, 'greeting').catch((error: Error) => console.error(`twilio bridge: greeting: ${error.message}`)),
-        );
-      }
-      const call: TwilioCall = { bridge, request: req, done: bridgeTwilioSocket(ws, bridge) };
+      watchCall(ws, bridge);
+      const call: TwilioCall = { bridge, request: req, done: bridgeTwilioSocket(ws, bridge, options.socket) };
       calls.add(call);
-      call.done.then(
-        () => calls.delete(call),
-        () => calls.delete(call),
-      );
+      call.done
+        .then(
+          (): Error | undefined => {
+            release();
+            return undefined;
+          },
+          (error: Error) => {
+            release();
+            return error;
+          },
+        )
+        .then((error) => {
+          calls.delete(call);
+          const info = bridge.stream;
+          const name = info ? `call ${info.callSid ?? info.streamSid}` : `connection from ${address}`;
+          log(error === undefined ? 'info' : 'warn', twilioCallSummary({ bridge, durationMs: performance.now() - connectedAt, error, name }));
+        });
       options.onCall?.(call);
     });
   });
+
+  /** A call's greeting and its log lines (its warnings are already limited by the bridge). */
+  const watchCall = (ws: WebSocket, bridge: TwilioMediaBridge) => {
+    const greeting = options.greetingFile;
+    if (greeting !== undefined) {
+      bridge.once('start', (info) =>
+        playAudioFile(ws, greeting, info.streamSid, 'greeting').catch((error: Error) => log('warn', `greeting: ${error.message}`)),
+      );
+    }
+    if (options.log === undefined) return;
+    bridge.on('start', (info) => log('info', `call ${info.callSid ?? '?'}: stream ${info.streamSid} started`));
+    bridge.on('transcript.done', (text) => log('info', `  caller:      ${text}`));
+    bridge.on('text.done', (text) => log('info', `  translation: ${text}`));
+    bridge.on('clear', () => log('info', '  (caller barged in: playback cleared)'));
+    bridge.on('warning', (warning) => log('warn', `  warning: ${warning.message}`));
+  };
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -247,6 +393,7 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        if (refusals.unlogged > 0) log('warn', `refused ${count(refusals.unlogged)} connection(s) since the last such line`);
         const pending = [...calls].map((call) => call.done.catch(() => undefined));
         for (const call of calls) call.bridge.destroy();
         for (const ws of wss.clients) ws.terminate();
@@ -284,18 +431,10 @@ async function main(): Promise<void> {
     path: env.STREAM_PATH ?? '/twilio/media',
     ...(env.PUBLIC_HOST ? { publicHost: env.PUBLIC_HOST } : {}),
     ...(env.GREETING_FILE ? { greetingFile: env.GREETING_FILE } : {}),
+    ...(env.MAX_CALLS ? { maxCalls: Number(env.MAX_CALLS) } : {}),
+    ...(env.MAX_CALLS_PER_ADDRESS ? { maxCallsPerAddress: Number(env.MAX_CALLS_PER_ADDRESS) } : {}),
     bridge: { from: env.TRANSLATE_FROM ?? 'en-us', to: env.TRANSLATE_TO ?? 'es-es', pacing, ...service },
-    onCall: ({ bridge, done }) => {
-      bridge.on('start', (info) => console.log(`call ${info.callSid ?? '?'}: stream ${info.streamSid} started`));
-      bridge.on('transcript.done', (text) => console.log(`  caller:      ${text}`));
-      bridge.on('text.done', (text) => console.log(`  translation: ${text}`));
-      bridge.on('clear', () => console.log('  (caller barged in: playback cleared)'));
-      bridge.on('warning', (warning) => console.warn(`  warning: ${warning.message}`));
-      done.then(
-        () => console.log(`call ended: ${bridge.stats.responses} responses, ${bridge.stats.receivedMs / 1000} s of caller audio`),
-        (error: Error) => console.error(`call failed: ${error.message}`),
-      );
-    },
+    log: (level, line) => (level === 'info' ? console.log(line) : console.warn(line)),
   });
   console.log(`Twilio Media Streams bridge listening at ${server.url} (TwiML at /twiml)`);
 

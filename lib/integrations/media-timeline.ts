@@ -17,6 +17,12 @@
  * - differences under `toleranceMs` are jitter and ignored; a frame stamped earlier than the
  *   position (a late or repeated timestamp) is taken as is: audio is never dropped or reordered;
  * - a frame with no timestamp follows the previous one.
+ *
+ * Bound by the clock: given the source's elapsed wall time (`next(t, n, elapsedMs)`), the audio
+ * handed out (frames fed plus silence inserted) may run at most `maxAheadMs` ahead of it. A step
+ * that would go further says how long to wait (`waitMs`) before feeding it: the caller holds the
+ * frame until then, so a source faster than real time (a burst, or a timestamp far ahead) is
+ * slowed to the clock and can never make the bridge send more audio than the call has lasted.
  */
 import { ValidationError } from '../errors.js';
 
@@ -27,6 +33,8 @@ export interface MediaTimelineOptions {
   maxFillMs?: number;
   /** Timestamp differences below this are jitter, not gaps, in ms. Default 10. */
   toleranceMs?: number;
+  /** With `elapsedMs`: how far the audio handed out may run ahead of the clock, in ms. Default 1000. */
+  maxAheadMs?: number;
 }
 
 /** What to do before feeding one frame. */
@@ -35,10 +43,16 @@ export interface TimelineStep {
   fillSamples: number;
   /** Samples of the gap that were not filled because of `maxFillMs`. */
   cutSamples: number;
+  /**
+   * Present when `elapsedMs` was given: ms to wait before feeding the step (silence and frame),
+   * so that the audio handed out stays within `maxAheadMs` of the clock; 0 when it may go now.
+   */
+  waitMs?: number;
 }
 
 export const DEFAULT_MAX_FILL_MS = 1000;
 export const DEFAULT_GAP_TOLERANCE_MS = 10;
+export const DEFAULT_MAX_AHEAD_MS = 1000;
 
 function nonNegative(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
@@ -53,7 +67,10 @@ export class MediaTimeline {
   readonly sampleRate: number;
   readonly maxFillSamples: number;
   readonly toleranceSamples: number;
+  readonly maxAheadMs: number;
   #position = 0;
+  /** Samples handed out: frames fed and silence inserted. */
+  #handedOut = 0;
 
   constructor(options: MediaTimelineOptions) {
     const rate = options?.sampleRate;
@@ -63,6 +80,7 @@ export class MediaTimeline {
     this.sampleRate = rate;
     this.maxFillSamples = Math.round((nonNegative('maxFillMs', options.maxFillMs, DEFAULT_MAX_FILL_MS) * rate) / 1000);
     this.toleranceSamples = Math.max(1, Math.round((nonNegative('toleranceMs', options.toleranceMs, DEFAULT_GAP_TOLERANCE_MS) * rate) / 1000));
+    this.maxAheadMs = nonNegative('maxAheadMs', options.maxAheadMs, DEFAULT_MAX_AHEAD_MS);
   }
 
   /** The timeline's position, in samples: fed, inserted, and skipped by cut gaps. */
@@ -70,11 +88,17 @@ export class MediaTimeline {
     return this.#position;
   }
 
+  /** Samples handed out so far: frames fed and silence inserted (what the service is sent). */
+  get handedOut(): number {
+    return this.#handedOut;
+  }
+
   /**
    * Accounts for a frame of `samples` samples stamped `timestampMs` (or unstamped), and says how
-   * much silence goes before it. The caller inserts `fillSamples` of silence, then the frame.
+   * much silence goes before it. The caller inserts `fillSamples` of silence, then the frame;
+   * with `elapsedMs` (the source's wall time so far), after waiting `waitMs`.
    */
-  next(timestampMs: number | undefined, samples: number): TimelineStep {
+  next(timestampMs: number | undefined, samples: number, elapsedMs?: number): TimelineStep {
     let fill = 0;
     let cut = 0;
     let start = this.#position;
@@ -91,6 +115,10 @@ export class MediaTimeline {
       }
     }
     this.#position = start + samples;
-    return { fillSamples: fill, cutSamples: cut };
+    this.#handedOut += fill + samples;
+    if (elapsedMs === undefined) return { fillSamples: fill, cutSamples: cut };
+    const allowed = ((elapsedMs + this.maxAheadMs) * this.sampleRate) / 1000;
+    const over = this.#handedOut - allowed;
+    return { fillSamples: fill, cutSamples: cut, waitMs: over > 0 ? Math.ceil((over * 1000) / this.sampleRate) : 0 };
   }
 }

@@ -11,7 +11,7 @@
  *
  * ```ts
  * wss.on('connection', (ws) => {
- *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es' });
+ *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', openSession: 'start' });
  *   bridgeTwilioSocket(ws, bridge).catch((err) => console.error(err));
  * });
  * ```
@@ -48,23 +48,36 @@
  * socket closes) drops outbound audio meanwhile. `destroy()` tears everything down and calls back
  * once the translator's socket has closed. A fatal translator error destroys the bridge with it.
  *
+ * What a call can be (the service bills by audio, and each session is paid for): with
+ * `openSession: 'start'` the realtime session opens only when `start` arrives. No `start` within
+ * `startTimeoutMs` (10 s) or no `media` for `mediaTimeoutMs` (10 s; not while the bridge itself
+ * waits on the service or the clock) fails the bridge with a `TimeoutError`. A `media` payload
+ * over 160 bytes (20 ms) is refused, with one warning per call. The audio handed to the service
+ * (frames and gap fill) runs at most `maxAheadMs` (1 s) ahead of the wall time since `start`: a
+ * faster source waits (the write's callback is held, so the socket is paused). A timestamp more
+ * than `maxTimestampLeadMs` (5 s) ahead of that time, or timestamps going backwards more than
+ * `maxTimestampRewinds` (3) times, fail it with a `ProtocolError`. Each such failure says why in
+ * `closeReason`. At most `maxWarningsPerKind` (5) warnings of each kind are emitted; the rest are
+ * counted (`stats.suppressedWarnings`) for the call's summary.
+ *
  * Memory: bounded by the stream buffers (the readable side holds `maxQueuedMessages` messages,
  * the translator its own bounds), one inbound message (`maxMessageBytes`) and one gap fill.
  */
-import type { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RawData, WebSocket } from 'ws';
-import { ProtocolError, RtTranslateError, ValidationError } from '../errors.js';
+import { ProtocolError, RtTranslateError, TimeoutError, ValidationError } from '../errors.js';
+import { intOption } from '../options.js';
 import { FrameCutter } from '../audio/frames.js';
 import { createResampleProcessor } from '../audio/resampler.js';
 import type { AudioProcessor } from '../audio/processor.js';
-import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../realtime/realtime-translate-stream.js';
+import type { RealtimeTranslateOptions, RealtimeTranslateStream } from '../realtime/realtime-translate-stream.js';
 import { MediaTimeline } from './media-timeline.js';
+import { DeferredTranslateStream } from './twilio-session.js';
 import { SpeechOnsetDetector } from './speech-onset.js';
 import { TwilioOutbound, type TwilioPacing, type TwilioResponseInfo } from './twilio-outbound.js';
 import {
   DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
+  TWILIO_FRAME_BYTES,
   TWILIO_FRAME_MS,
   TWILIO_SAMPLE_RATE,
   checkTwilioMediaFormat,
@@ -79,6 +92,7 @@ export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
 export { SpeechOnsetDetector, type SpeechOnsetOptions } from './speech-onset.js';
 export type { TwilioPacing, TwilioResponseInfo } from './twilio-outbound.js';
+export { bridgeTwilioSocket, type TwilioSocketOptions } from './twilio-socket.js';
 
 /** Barge-in detection on the caller's audio; see the module comment. */
 export interface TwilioBargeInOptions {
@@ -113,7 +127,46 @@ export interface TwilioMediaBridgeOptions extends Omit<RealtimeTranslateOptions,
    * message, and the service hears the speech at most this much later. Default 100.
    */
   appendMs?: number;
+  /**
+   * When the realtime session opens: `construct` (default), at once, so that the service's cold
+   * start overlaps the call's setup; `start`, when Twilio's `start` arrives, so that a connection
+   * that never starts costs no session (what a server open to the network wants; the example
+   * server uses it). With `start`, a call whose input ends before `start` opens none.
+   */
+  openSession?: 'construct' | 'start';
+  /** No `start` within this many ms of construction fails the bridge with a `TimeoutError`. Default 10000. */
+  startTimeoutMs?: number;
+  /**
+   * No `media` of the translated track for this long, in ms, fails the bridge with a
+   * `TimeoutError` (a call sends 20 ms of media every 20 ms, silence included). Counted from
+   * `start`, restarted by each frame accepted; paused while the bridge itself waits (on the
+   * service or the clock); off once the input has ended. Default 10000.
+   */
+  mediaTimeoutMs?: number;
+  /**
+   * How far the audio sent to the service (frames and gap fill) may run ahead of the wall time
+   * since `start`, in ms; a faster source is held back (see `MediaTimeline`). Default 1000.
+   */
+  maxAheadMs?: number;
+  /** A `media` timestamp further than this ahead of the wall time since `start` fails the bridge, in ms. Default 5000. */
+  maxTimestampLeadMs?: number;
+  /** `media` timestamps going backwards this many times are tolerated; one more fails the bridge. Default 3. */
+  maxTimestampRewinds?: number;
+  /**
+   * Warnings emitted per kind (`TwilioWarningKind`) and call; later ones are only counted in
+   * `stats.suppressedWarnings`. A payload of the wrong size is warned about once whatever this
+   * says. Default 5.
+   */
+  maxWarningsPerKind?: number;
 }
+
+/**
+ * What a warning was about, for the per-kind limit: a message that does not parse
+ * (`malformed`), an event Twilio does not send (`unknown-event`), a message out of place
+ * (`out-of-order`: media before `start`, after `stop` or of another stream, a second `start`),
+ * a `media` payload over 160 bytes (`media-size`), the translator's own warnings (`service`).
+ */
+export type TwilioWarningKind = 'malformed' | 'unknown-event' | 'out-of-order' | 'media-size' | 'service';
 
 /** Counters, for logs and tests. */
 export interface TwilioBridgeStats {
@@ -135,6 +188,10 @@ export interface TwilioBridgeStats {
   clears: number;
   /** Warnings emitted. */
   warnings: number;
+  /** `media` payloads refused: over 160 bytes (20 ms of mu-law). */
+  refusedFrames: number;
+  /** Warnings counted but not emitted (over `maxWarningsPerKind`), by kind. */
+  suppressedWarnings: Partial<Record<TwilioWarningKind, number>>;
 }
 
 export interface TwilioClearInfo {
@@ -182,7 +239,41 @@ const OWN_DEFAULTS = {
   maxMessageBytes: DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
   maxQueuedMessages: 50,
   appendMs: 100,
+  openSession: 'construct' as 'construct' | 'start',
+  startTimeoutMs: 10_000,
+  mediaTimeoutMs: 10_000,
+  maxAheadMs: 1000,
+  maxTimestampLeadMs: 5000,
+  maxTimestampRewinds: 3,
+  maxWarningsPerKind: 5,
 };
+
+/** Twilio's `media` payloads are 20 ms; a larger one is not a call's and is refused. */
+const MAX_FRAME_BYTES = TWILIO_FRAME_BYTES;
+
+/**
+ * Where the call's input is. `timer` is the start timeout (`startTimeoutMs`); `idle` the media
+ * timeout (`mediaTimeoutMs`), restarted by each accepted frame; `hold` a frame waiting for the
+ * clock (`maxAheadMs`), its write's callback held meanwhile. Changed only through `#set`, which
+ * clears the timers the new state does not keep.
+ */
+type InboundState =
+  | { status: 'awaiting-start'; timer: NodeJS.Timeout }
+  | { status: 'live'; idle: NodeJS.Timeout; startedAt: number; hold: NodeJS.Timeout | undefined }
+  /** `stop`, or the end of the writable side: no more input, no timers. */
+  | { status: 'ended' }
+  | { status: 'closed' };
+
+function timersOf(state: InboundState): Array<NodeJS.Timeout | undefined> {
+  switch (state.status) {
+    case 'awaiting-start':
+      return [state.timer];
+    case 'live':
+      return [state.idle, state.hold];
+    default:
+      return [];
+  }
+}
 
 const MULAW_SILENCE = 0xff;
 /** Bytes of service-format audio (PCM16 mono 24 kHz) per millisecond. */
@@ -211,12 +302,16 @@ function nonEmptyString(field: string, value: unknown, fallback: string): string
 /**
  * Translates a Twilio Media Stream; see the module comment. The realtime session is opened when
  * the bridge is constructed (Twilio sends `start` right after connecting, so a cold start of the
- * service overlaps the call's setup); options are validated first, and a bad one throws a
- * `ValidationError` (or the translator's `ConfigError`) before anything connects.
+ * service overlaps the call's setup), or with `openSession: 'start'` when `start` arrives;
+ * options are validated first, and a bad one throws a `ValidationError` (or the translator's
+ * `ConfigError`) before anything connects.
  */
 export class TwilioMediaBridge extends Duplex {
-  /** The realtime session this call's audio goes through (created with the bridge). */
+  /** The realtime session this call's audio goes through (created with the bridge; see `openSession`). */
   readonly translator: RealtimeTranslateStream;
+  readonly #session: DeferredTranslateStream;
+  /** The input ended before `start` with `openSession: 'start'`: no session was opened, none is ended. */
+  #sessionSkipped = false;
   readonly pacing: TwilioPacing;
 
   readonly #track: string;
@@ -231,9 +326,15 @@ export class TwilioMediaBridge extends Duplex {
   readonly #outbound: TwilioOutbound;
   readonly #outstandingMarks = new Set<string>();
   #stream: TwilioStreamInfo | undefined;
-  #inputEnded = false;
+  #state: InboundState;
+  readonly #limits: { startTimeoutMs: number; mediaTimeoutMs: number; maxTimestampLeadMs: number; maxTimestampRewinds: number; maxWarningsPerKind: number };
+  #lastTimestamp: number | undefined;
+  #timestampRewinds = 0;
+  #closeReason: string | undefined;
   /** Set by `#writeAppends` when the translator asked for a pause. */
   #translatorFull = false;
+  /** A write's callback waits for the translator's `drain`. */
+  #waitingForService = false;
   #discarding = false;
   #pipelineDone = false;
   #finalCallback: ((error?: Error | null) => void) | undefined;
@@ -246,7 +347,10 @@ export class TwilioMediaBridge extends Duplex {
     marksPlayed: 0,
     clears: 0,
     warnings: 0,
+    refusedFrames: 0,
   };
+  /** Warnings of each kind so far, emitted or not. */
+  readonly #warningCounts: Partial<Record<TwilioWarningKind, number>> = {};
 
   constructor(options: TwilioMediaBridgeOptions) {
     if (options === null || typeof options !== 'object') {
@@ -263,10 +367,18 @@ export class TwilioMediaBridge extends Duplex {
       maxMessageBytes: maxMessageBytesOption,
       maxQueuedMessages: maxQueuedOption,
       appendMs: appendMsOption,
+      openSession: openSessionOption,
+      startTimeoutMs,
+      mediaTimeoutMs,
+      maxAheadMs,
+      maxTimestampLeadMs,
+      maxTimestampRewinds,
+      maxWarningsPerKind,
       ...realtime
     } = options;
     const pacing = oneOf('pacing', pacingOption, ['burst', 'realtime'], OWN_DEFAULTS.pacing);
     const output = oneOf('output', outputOption, ['object', 'json'], OWN_DEFAULTS.output);
+    const openSession = oneOf('openSession', openSessionOption, ['construct', 'start'], OWN_DEFAULTS.openSession);
     const track = nonEmptyString('track', trackOption, OWN_DEFAULTS.track);
     const markPrefix = nonEmptyString('markPrefix', markPrefixOption, OWN_DEFAULTS.markPrefix);
     const maxMessageBytes = positiveInteger('maxMessageBytes', maxMessageBytesOption, OWN_DEFAULTS.maxMessageBytes);
@@ -278,10 +390,23 @@ export class TwilioMediaBridge extends Duplex {
     if (bargeIn !== undefined && bargeIn !== false && (bargeIn === null || typeof bargeIn !== 'object')) {
       throw new ValidationError('bargeIn', 'false or an object { thresholdDbfs?, minSpeechMs? }', String(bargeIn));
     }
-    const timeline = new MediaTimeline({ sampleRate: TWILIO_SAMPLE_RATE, maxFillMs: maxGapFillMs, toleranceMs: gapToleranceMs });
+    const limits = {
+      startTimeoutMs: intOption(startTimeoutMs, 'startTimeoutMs', { min: 1, fallback: OWN_DEFAULTS.startTimeoutMs }),
+      mediaTimeoutMs: intOption(mediaTimeoutMs, 'mediaTimeoutMs', { min: 1, fallback: OWN_DEFAULTS.mediaTimeoutMs }),
+      maxTimestampLeadMs: intOption(maxTimestampLeadMs, 'maxTimestampLeadMs', { min: 0, fallback: OWN_DEFAULTS.maxTimestampLeadMs }),
+      maxTimestampRewinds: intOption(maxTimestampRewinds, 'maxTimestampRewinds', { min: 0, fallback: OWN_DEFAULTS.maxTimestampRewinds }),
+      maxWarningsPerKind: intOption(maxWarningsPerKind, 'maxWarningsPerKind', { min: 0, fallback: OWN_DEFAULTS.maxWarningsPerKind }),
+    };
+    const timeline = new MediaTimeline({
+      sampleRate: TWILIO_SAMPLE_RATE,
+      maxFillMs: maxGapFillMs,
+      toleranceMs: gapToleranceMs,
+      maxAheadMs: intOption(maxAheadMs, 'maxAheadMs', { min: 0, fallback: OWN_DEFAULTS.maxAheadMs }),
+    });
     const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn, encoding: 'mulaw' });
-    // Last, once every option of ours is valid: the translator starts connecting at once.
-    const translator = new RealtimeTranslateStream({ ...realtime, outputModalities: ['text', 'audio'] });
+    // Last, once every option of ours is valid: the translator connects when `open()` is called.
+    const translator = new DeferredTranslateStream({ ...realtime, outputModalities: ['text', 'audio'] });
+    if (openSession === 'construct') translator.open();
 
     super({
       readableObjectMode: true,
@@ -291,10 +416,13 @@ export class TwilioMediaBridge extends Duplex {
       allowHalfOpen: true,
     });
     this.translator = translator;
+    this.#session = translator;
     this.pacing = pacing;
     this.#track = track;
     this.#output = output;
     this.#maxMessageBytes = maxMessageBytes;
+    this.#limits = limits;
+    this.#state = { status: 'awaiting-start', timer: setTimeout(this.#startExpired, limits.startTimeoutMs) };
     this.#timeline = timeline;
     this.#onset = onset;
     this.#appends = new FrameCutter(appendMs * SERVICE_BYTES_PER_MS);
@@ -311,7 +439,7 @@ export class TwilioMediaBridge extends Duplex {
     translator.on('audio.done', () => this.#outbound.responseEnded(translator.bytesReceived));
     translator.on('transcript.done', (text) => this.emit('transcript.done', text));
     translator.on('text.done', (text) => this.emit('text.done', text));
-    translator.on('warning', (warning) => this.#warn(warning));
+    translator.on('warning', (warning) => this.#warn('service', warning));
 
     pipeline(translator, this.#outbound).then(
       () => {
@@ -321,7 +449,9 @@ export class TwilioMediaBridge extends Duplex {
         this.#finalCallback = undefined;
         callback?.();
       },
-      (error: Error) => this.destroy(error),
+      (error: Error) => {
+        if (!this.#sessionSkipped) this.destroy(error);
+      },
     );
   }
 
@@ -342,7 +472,18 @@ export class TwilioMediaBridge extends Duplex {
       marksPlayed: s.marksPlayed,
       clears: s.clears,
       warnings: s.warnings,
+      refusedFrames: s.refusedFrames,
+      suppressedWarnings: this.#suppressedWarnings(),
     };
+  }
+
+  /**
+   * Why the bridge ended the call because of what the caller did (or did not do), in a few
+   * words for a WebSocket close reason and logs: `no media for 10000 ms`, `media timestamps
+   * ahead of the call's clock`, `media timestamps going backwards`. Undefined otherwise.
+   */
+  get closeReason(): string | undefined {
+    return this.#closeReason;
   }
 
   /**
@@ -362,7 +503,7 @@ export class TwilioMediaBridge extends Duplex {
     try {
       message = parseTwilioMessage(data, this.#maxMessageBytes);
     } catch (error) {
-      this.#warn(error instanceof RtTranslateError ? error : new ProtocolError(String(error)));
+      this.#warn('malformed', error instanceof RtTranslateError ? error : new ProtocolError(String(error)));
       callback();
       return;
     }
@@ -395,15 +536,32 @@ export class TwilioMediaBridge extends Duplex {
         callback();
         return;
       case 'unknown':
-        this.#warn(new ProtocolError(`Unknown Twilio event ${JSON.stringify(message.wireEvent)}; it was ignored.`));
+        this.#warn('unknown-event', new ProtocolError(`Unknown Twilio event ${JSON.stringify(message.wireEvent)}; it was ignored.`));
         callback();
         return;
     }
   }
 
+  /** The input has ended (`stop` or the end of the writable side), or the bridge is closed. */
+  get #inputEnded(): boolean {
+    return this.#state.status === 'ended' || this.#state.status === 'closed';
+  }
+
+  /** The one way the state changes: timers the new state does not keep are cleared. */
+  #set(next: InboundState): void {
+    const kept = timersOf(next);
+    for (const timer of timersOf(this.#state)) if (timer !== undefined && !kept.includes(timer)) clearTimeout(timer);
+    this.#state = next;
+  }
+
   #onStart(info: TwilioStreamInfo, callback: (error?: Error | null) => void): void {
-    if (this.#stream !== undefined) {
-      this.#warn(new ProtocolError(`A second "start" message was ignored (the stream ${this.#stream.streamSid} already started).`));
+    const state = this.#state;
+    if (state.status !== 'awaiting-start') {
+      const message =
+        this.#stream !== undefined
+          ? `A second "start" message was ignored (the stream ${this.#stream.streamSid} already started).`
+          : 'A "start" message after the end of the input was ignored.';
+      this.#warn('out-of-order', new ProtocolError(message));
       callback();
       return;
     }
@@ -414,14 +572,69 @@ export class TwilioMediaBridge extends Duplex {
       return;
     }
     this.#stream = info;
+    // The call's clock starts now: the media timeout and the audio allowed are counted from here.
+    this.#set({ status: 'live', idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs), startedAt: performance.now(), hold: undefined });
+    this.#session.open();
     this.emit('start', info);
     callback();
   }
 
+  readonly #startExpired = (): void => {
+    if (this.#state.status !== 'awaiting-start') return;
+    const ms = this.#limits.startTimeoutMs;
+    this.#fail(new TimeoutError(`No "start" message within ${ms} ms (startTimeoutMs); the call was closed.`, ms), `no start within ${ms} ms`);
+  };
+
+  /** No media for `mediaTimeoutMs`: the caller's silence ends the call, unless the bridge is the one waiting. */
+  readonly #idleExpired = (): void => {
+    const state = this.#state;
+    if (state.status !== 'live') return;
+    if (this.#waitingForService || state.hold !== undefined) {
+      state.idle.refresh();
+      return;
+    }
+    const ms = this.#limits.mediaTimeoutMs;
+    this.#fail(new TimeoutError(`No media from the call for ${ms} ms (mediaTimeoutMs); the call was closed.`, ms), `no media for ${ms} ms`);
+  };
+
+  #fail(error: RtTranslateError, closeReason: string): void {
+    this.#closeReason ??= closeReason;
+    this.destroy(error);
+  }
+
+  /**
+   * A timestamp that no call sends: far ahead of the wall time since `start`, or going backwards
+   * once too often. Returns the error that ends the call, if any.
+   */
+  #checkTimestamp(timestamp: number | undefined, elapsedMs: number): RtTranslateError | undefined {
+    if (timestamp === undefined) return undefined;
+    const { maxTimestampLeadMs, maxTimestampRewinds } = this.#limits;
+    const lead = Math.round(timestamp - elapsedMs);
+    if (lead > maxTimestampLeadMs) {
+      this.#closeReason ??= "media timestamps ahead of the call's clock";
+      return new ProtocolError(
+        `A "media" timestamp of ${timestamp} ms came ${Math.round(elapsedMs)} ms after "start": ${lead} ms ahead of the call's clock, ` +
+          `more than maxTimestampLeadMs (${maxTimestampLeadMs} ms); the call was closed.`,
+      );
+    }
+    if (this.#lastTimestamp !== undefined && timestamp < this.#lastTimestamp) {
+      this.#timestampRewinds += 1;
+      if (this.#timestampRewinds > maxTimestampRewinds) {
+        this.#closeReason ??= 'media timestamps going backwards';
+        return new ProtocolError(
+          `"media" timestamps went backwards ${this.#timestampRewinds} times (maxTimestampRewinds is ${maxTimestampRewinds}); the call was closed.`,
+        );
+      }
+    }
+    this.#lastTimestamp = timestamp;
+    return undefined;
+  }
+
   #onMedia(message: Extract<TwilioInboundMessage, { event: 'media' }>, callback: (error?: Error | null) => void): void {
-    if (this.#stream === undefined || this.#inputEnded) {
-      const when = this.#stream === undefined ? 'before "start"' : 'after "stop"';
-      this.#warn(new ProtocolError(`A "media" message ${when} was ignored.`));
+    const state = this.#state;
+    if (state.status !== 'live' || this.#stream === undefined) {
+      const when = state.status === 'awaiting-start' ? 'before "start"' : 'after "stop"';
+      this.#warn('out-of-order', new ProtocolError(`A "media" message ${when} was ignored.`));
       callback();
       return;
     }
@@ -430,17 +643,53 @@ export class TwilioMediaBridge extends Duplex {
       return;
     }
     if (message.streamSid !== undefined && message.streamSid !== this.#stream.streamSid) {
-      this.#warn(new ProtocolError(`A "media" message of another stream (${message.streamSid}) was ignored.`));
+      this.#warn('out-of-order', new ProtocolError(`A "media" message of another stream (${message.streamSid}) was ignored.`));
       callback();
       return;
     }
-    const step = this.#timeline.next(message.timestamp, message.audio.length);
+    if (message.audio.length > MAX_FRAME_BYTES) {
+      this.#stats.refusedFrames += 1;
+      this.#warn(
+        'media-size',
+        new ProtocolError(
+          `A "media" payload of ${message.audio.length} bytes was refused: Twilio sends ${MAX_FRAME_BYTES} bytes (20 ms of 8 kHz mu-law) at most. ` +
+            'Further ones are refused without a warning (stats.refusedFrames).',
+        ),
+      );
+      callback();
+      return;
+    }
+    const elapsedMs = performance.now() - state.startedAt;
+    const lie = this.#checkTimestamp(message.timestamp, elapsedMs);
+    if (lie !== undefined) {
+      callback(lie);
+      return;
+    }
+    state.idle.refresh();
+    const step = this.#timeline.next(message.timestamp, message.audio.length, elapsedMs);
     const s = this.#stats;
     s.mediaMessages += 1;
     s.receivedSamples += message.audio.length;
     s.insertedSamples += step.fillSamples;
     s.cutSamples += step.cutSamples;
-    const mulaw = step.fillSamples > 0 ? Buffer.concat([Buffer.alloc(step.fillSamples, MULAW_SILENCE), message.audio]) : message.audio;
+    const waitMs = step.waitMs ?? 0;
+    if (waitMs === 0) {
+      this.#feed(step.fillSamples, message.audio, callback);
+      return;
+    }
+    // Ahead of the clock: the frame (and its gap fill) waits, and so does the caller's socket.
+    const hold = setTimeout(() => {
+      const now = this.#state;
+      if (now.status !== 'live' || now.hold !== hold) return;
+      this.#set({ ...now, hold: undefined });
+      this.#feed(step.fillSamples, message.audio, callback);
+    }, waitMs);
+    this.#set({ ...state, hold });
+  }
+
+  /** Hands a frame, after `fillSamples` of silence, to barge-in detection and the translator. */
+  #feed(fillSamples: number, audio: Buffer, callback: () => void): void {
+    const mulaw = fillSamples > 0 ? Buffer.concat([Buffer.alloc(fillSamples, MULAW_SILENCE), audio]) : audio;
     if (this.#onset !== undefined && this.#onset.push(mulaw) > 0) this.#speechStarted();
     this.#toTranslator(this.#resampler.process(mulaw), callback);
   }
@@ -457,8 +706,15 @@ export class TwilioMediaBridge extends Duplex {
     }
     this.#translatorFull = false;
     this.#appends.cut(pcm, this.#writeAppends);
-    if (!this.#translatorFull) callback();
-    else translator.once('drain', callback);
+    if (!this.#translatorFull) {
+      callback();
+      return;
+    }
+    this.#waitingForService = true;
+    translator.once('drain', () => {
+      this.#waitingForService = false;
+      callback();
+    });
   }
 
   readonly #writeAppends = (buf: Buffer, offset: number, appends: number): void => {
@@ -470,13 +726,29 @@ export class TwilioMediaBridge extends Duplex {
 
   #endInput(): void {
     if (this.#inputEnded) return;
-    this.#inputEnded = true;
+    this.#set({ status: 'ended' });
+    if (!this.#session.opened) {
+      this.#skipSession();
+      return;
+    }
     const tail = this.#resampler.flush();
     const translator = this.translator;
     if (translator.destroyed || translator.writableEnded) return;
     this.#appends.cut(tail, (buf, offset, appends) => translator.write(buf.subarray(offset, offset + appends * this.#appends.frameBytes)));
     if (this.#appends.pendingBytes > 0) translator.write(this.#appends.takePending());
     translator.end();
+  }
+
+  /** The input ended before `start` (`openSession: 'start'`): no session to end; the bridge ends now. */
+  #skipSession(): void {
+    this.#sessionSkipped = true;
+    this.#pipelineDone = true;
+    this.#outbound.destroy();
+    this.#session.destroy();
+    if (!this.destroyed) this.push(null);
+    const callback = this.#finalCallback;
+    this.#finalCallback = undefined;
+    callback?.();
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -520,12 +792,31 @@ export class TwilioMediaBridge extends Duplex {
 
   /* ------------------------------------------------------------------ teardown */
 
-  #warn(warning: RtTranslateError): void {
+  /** Emits a warning, unless its kind has had its share (`maxWarningsPerKind`; one for `media-size`). */
+  #warn(kind: TwilioWarningKind, warning: RtTranslateError): void {
+    const count = (this.#warningCounts[kind] ?? 0) + 1;
+    this.#warningCounts[kind] = count;
+    if (count > this.#warningLimit(kind)) return;
     this.#stats.warnings += 1;
     this.emit('warning', warning);
   }
 
+  #warningLimit(kind: TwilioWarningKind): number {
+    const limit = this.#limits.maxWarningsPerKind;
+    return kind === 'media-size' ? Math.min(1, limit) : limit;
+  }
+
+  #suppressedWarnings(): Partial<Record<TwilioWarningKind, number>> {
+    const out: Partial<Record<TwilioWarningKind, number>> = {};
+    for (const [kind, count] of Object.entries(this.#warningCounts) as Array<[TwilioWarningKind, number]>) {
+      const over = count - this.#warningLimit(kind);
+      if (over > 0) out[kind] = over;
+    }
+    return out;
+  }
+
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#set({ status: 'closed' });
     this.#finalCallback = undefined;
     this.#outbound.destroy();
     const translator = this.translator;
@@ -548,118 +839,4 @@ export interface TwilioMediaBridge {
   off(event: string | symbol, listener: (...args: any[]) => void): this;
   emit<E extends keyof TwilioMediaBridgeEvents>(event: E, ...args: TwilioMediaBridgeEvents[E]): boolean;
   emit(event: string | symbol, ...args: any[]): boolean;
-}
-
-/* -------------------------------------------------------------------------------------------- */
-/* WebSocket wiring                                                                             */
-
-export interface TwilioSocketOptions {
-  /** Bytes the socket may buffer unsent before the bridge's output is paused. Default 256 KiB. */
-  maxSocketBufferBytes?: number;
-}
-
-function rawToBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
-
-/**
- * Runs `bridge` over a Twilio Media Streams WebSocket (a `ws` server-side socket): each message
- * in is written to the bridge (the socket is paused while the bridge is behind), each message
- * out is sent as a text frame (the bridge is paused while the socket buffers more than
- * `maxSocketBufferBytes`). When the socket closes, outbound audio is discarded and the bridge's
- * input ends, so the session finishes cleanly; when the bridge is done, the socket is closed
- * (code 1000; 1011 when the bridge failed). Resolves when the bridge has finished and closed;
- * rejects with its error. Every listener it added is removed by then, except the socket's
- * `error` listener, which stays until the socket has closed.
- */
-export function bridgeTwilioSocket(ws: WebSocket, bridge: TwilioMediaBridge, options: TwilioSocketOptions = {}): Promise<void> {
-  const bound = positiveInteger('maxSocketBufferBytes', options.maxSocketBufferBytes, 256 * 1024);
-  return new Promise<void>((resolve, reject) => {
-    const open = () => ws.readyState === ws.OPEN;
-    let sendPaused = false;
-    // A translated piece of audio comes out as a burst of 20 ms messages: they are written to the
-    // connection together (one system call instead of one per message) by corking its socket
-    // until the burst is over. `ws` keeps the socket as `_socket`; without one, no corking.
-    const socket = (ws as unknown as { _socket?: { cork?: unknown; uncork?: unknown } })._socket;
-    const corkable = typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as { cork(): void; uncork(): void }) : undefined;
-    let corked = false;
-    const uncork = () => {
-      corked = false;
-      corkable?.uncork();
-    };
-
-    const onMessage = (data: RawData) => {
-      if (bridge.destroyed || bridge.writableEnded) return;
-      if (!bridge.write(rawToBuffer(data))) ws.pause();
-    };
-    const onDrain = () => ws.resume();
-    const onSent = () => {
-      if (sendPaused && ws.bufferedAmount <= bound) {
-        sendPaused = false;
-        bridge.resume();
-      }
-    };
-    const onData = (message: TwilioOutboundMessage | string) => {
-      if (!open()) return; // the call is gone: nothing to send to
-      if (corkable && !corked) {
-        corked = true;
-        corkable.cork();
-        process.nextTick(uncork);
-      }
-      ws.send(typeof message === 'string' ? message : JSON.stringify(message), onSent);
-      if (ws.bufferedAmount > bound) {
-        sendPaused = true;
-        bridge.pause();
-      }
-    };
-    const onEnd = () => {
-      if (open()) ws.close(1000, 'stream done');
-    };
-    const onSocketClose = () => {
-      bridge.discardOutbound();
-      if (sendPaused) {
-        sendPaused = false;
-        bridge.resume();
-      }
-      if (!bridge.destroyed && !bridge.writableEnded) bridge.end();
-    };
-    const onSocketError = () => {
-      // `ws` closes the socket after an error; the close handler ends the bridge.
-    };
-    const onBridgeError = () => {
-      // Reported through the promise (bridge.errored).
-    };
-    // Every listener added for the call, in one list, so removing them cannot miss one. The
-    // socket's error listener is separate: it stays until the socket has closed (an error may
-    // come while it closes).
-    const listeners: Array<[EventEmitter, string, (...args: any[]) => void]> = [
-      [ws, 'message', onMessage],
-      [ws, 'close', onSocketClose],
-      [bridge, 'drain', onDrain],
-      [bridge, 'data', onData],
-      [bridge, 'end', onEnd],
-      [bridge, 'error', onBridgeError],
-    ];
-    const releaseSocketError = () => ws.off('error', onSocketError);
-    const onClose = () => {
-      for (const [emitter, event, listener] of listeners) emitter.off(event, listener);
-      ws.resume();
-      const error = bridge.errored;
-      if (open()) {
-        if (error) ws.close(1011, 'bridge failed');
-        else ws.close(1000, 'stream done');
-      }
-      if (ws.readyState === ws.CLOSED) releaseSocketError();
-      else ws.once('close', releaseSocketError);
-      if (error) reject(error);
-      else resolve();
-    };
-
-    for (const [emitter, event, listener] of listeners) emitter.on(event, listener);
-    ws.on('error', onSocketError);
-    bridge.once('close', onClose);
-    if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
-  });
 }
