@@ -96,7 +96,7 @@ export interface TwilioBridgeServerOptions {
   authToken?: string;
   /**
    * Each call's bridge options (translation and realtime service, the call's limits), or a
-   * function of the request. `openSession` is `start` unless given: no session before `start`.
+   * function of the request. Like the bridge's, `openSession` is `start` unless given: no session before `start`.
    */
   bridge: TwilioMediaBridgeOptions | ((request: IncomingMessage) => TwilioMediaBridgeOptions);
   /** Called for each call as it connects (logs, events, tests); its session opens at its `start`. */
@@ -330,7 +330,7 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
       let bridge: TwilioMediaBridge;
       try {
         // The realtime session opens only once Twilio's `start` has come (unless told otherwise).
-        bridge = new TwilioMediaBridge({ openSession: 'start', ...(typeof options.bridge === 'function' ? options.bridge(req) : options.bridge) });
+        bridge = new TwilioMediaBridge(typeof options.bridge === 'function' ? options.bridge(req) : options.bridge);
       } catch (error) {
         ws.close(1011, 'bridge configuration');
         log('warn', `connection from ${address}: ${(error as Error).message}`);

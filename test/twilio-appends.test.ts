@@ -32,10 +32,11 @@ async function startCall(appendMs: number | undefined) {
   });
   bridge.on('error', () => {});
   bridge.resume();
+  // The call starts; its session opens then.
+  bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
   const peer = await server.nextPeer();
   await peer.waitForEvent('session.update');
   peer.sendSessionCreated();
-  bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
   return { bridge, peer };
 }
 

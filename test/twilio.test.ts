@@ -52,6 +52,13 @@ import { answerVariants, emulatorUtterances, loadSpeechFixture } from './helpers
 /* Audio                                                                                       */
 
 const KEY = 'twilio-test-key';
+/**
+ * These tests send a call's audio as fast as they can: the bridge may run, and the call's
+ * timestamps lead, a minute ahead of the clock here, so each test takes the time its work takes.
+ * That a real call is held to the clock (`maxAheadMs`, `maxTimestampLeadMs`) is tested in
+ * twilio-abuse.test.ts.
+ */
+const AHEAD_MS = 60_000;
 /** The translator's end padding: 800 ms of PCM16 24 kHz zeros. */
 const END_PADDING_BYTES = 800 * 48;
 const FIXTURE = loadSpeechFixture();
@@ -159,7 +166,7 @@ async function setup(options: Partial<TwilioMediaBridgeOptions> = {}, emulatorOp
   const warnings: RtTranslateError[] = [];
   const emitted: Setup['emitted'] = [];
   const server = await startTwilioBridgeServer({
-    bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, ...options },
+    bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS, ...options },
     onCall: (call) => {
       const events: Setup['emitted'][number] = [];
       const emit = call.bridge.emit.bind(call.bridge);
@@ -353,7 +360,7 @@ describe('TwilioMediaBridge as a Duplex', () => {
     await once(wss, 'listening');
     const done: Array<Promise<void>> = [];
     wss.on('connection', (ws) => {
-      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, output: 'json' });
+      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS, output: 'json' });
       const socket = createWebSocketStream(ws, { readableObjectMode: true, decodeStrings: false });
       done.push(pipeline(socket, bridge, socket));
     });
@@ -382,7 +389,7 @@ describe('TwilioMediaBridge as a Duplex', () => {
     const calls: Array<{ ws: WebSocket; bridge: TwilioMediaBridge; before: number[]; done: Promise<void> }> = [];
     wss.on('connection', (ws) => {
       const before = events.map((e) => ws.listenerCount(e));
-      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200 });
+      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS });
       const done = bridgeTwilioSocket(ws, bridge);
       done.catch(() => undefined);
       calls.push({ ws, bridge, before, done });
@@ -653,7 +660,7 @@ describe('the example bridge server checks X-Twilio-Signature when it has the au
     const server = await startTwilioBridgeServer({
       authToken: TOKEN,
       publicHost: 'bridge.example',
-      bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200 },
+      bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS },
       onCall: (call) => calls.push(call),
     });
     servers.push(server);

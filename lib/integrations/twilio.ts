@@ -11,7 +11,7 @@
  *
  * ```ts
  * wss.on('connection', (ws) => {
- *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', openSession: 'start' });
+ *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es' });
  *   bridgeTwilioSocket(ws, bridge).catch((err) => console.error(err));
  * });
  * ```
@@ -48,8 +48,8 @@
  * socket closes) drops outbound audio meanwhile. `destroy()` tears everything down and calls back
  * once the translator's socket has closed. A fatal translator error destroys the bridge with it.
  *
- * What a call can be (the service bills by audio, and each session is paid for): with
- * `openSession: 'start'` the realtime session opens only when `start` arrives. No `start` within
+ * What a call can be (the service bills by audio, and each session is paid for): the realtime
+ * session opens only when `start` arrives (`openSession`). No `start` within
  * `startTimeoutMs` (10 s) or no `media` for `mediaTimeoutMs` (10 s; not while the bridge itself
  * waits on the service or the clock) fails the bridge with a `TimeoutError`. A `media` payload
  * over 160 bytes (20 ms) is refused, with one warning per call. The audio handed to the service
@@ -128,10 +128,11 @@ export interface TwilioMediaBridgeOptions extends Omit<RealtimeTranslateOptions,
    */
   appendMs?: number;
   /**
-   * When the realtime session opens: `construct` (default), at once, so that the service's cold
-   * start overlaps the call's setup; `start`, when Twilio's `start` arrives, so that a connection
-   * that never starts costs no session (what a server open to the network wants; the example
-   * server uses it). With `start`, a call whose input ends before `start` opens none.
+   * When the realtime session opens: `start` (default), when Twilio's `start` arrives, so that a
+   * connection that never starts costs no session (what a server open to the network needs);
+   * `construct`, at once, so that the service's cold start overlaps the call's setup, for a
+   * bridge that only trusted callers reach. With `start`, a call whose input ends before `start`
+   * opens none.
    */
   openSession?: 'construct' | 'start';
   /** No `start` within this many ms of construction fails the bridge with a `TimeoutError`. Default 10000. */
@@ -239,7 +240,7 @@ const OWN_DEFAULTS = {
   maxMessageBytes: DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
   maxQueuedMessages: 50,
   appendMs: 100,
-  openSession: 'construct' as 'construct' | 'start',
+  openSession: 'start' as 'construct' | 'start',
   startTimeoutMs: 10_000,
   mediaTimeoutMs: 10_000,
   maxAheadMs: 1000,
@@ -301,9 +302,8 @@ function nonEmptyString(field: string, value: unknown, fallback: string): string
 
 /**
  * Translates a Twilio Media Stream; see the module comment. The realtime session is opened when
- * the bridge is constructed (Twilio sends `start` right after connecting, so a cold start of the
- * service overlaps the call's setup), or with `openSession: 'start'` when `start` arrives;
- * options are validated first, and a bad one throws a `ValidationError` (or the translator's
+ * `start` arrives, or with `openSession: 'construct'` when the bridge is constructed (a cold
+ * start of the service then overlaps the call's setup); options are validated first, and a bad one throws a `ValidationError` (or the translator's
  * `ConfigError`) before anything connects.
  */
 export class TwilioMediaBridge extends Duplex {
