@@ -699,7 +699,7 @@ describe('progress line of a task wait', () => {
   it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
     const { io, written } = fakeIo(true);
     const progress = taskProgress(io, 'task t-1');
-    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
     progress.stop();
     const parts = written().split('\r\x1b[K');
     expect(parts[0]).toBe('');
@@ -712,7 +712,7 @@ describe('progress line of a task wait', () => {
   it('is cut to the terminal width, so a narrow window does not fill with wrapped copies', () => {
     const { io, written } = fakeIo(true, 24);
     const progress = taskProgress(io, 'translated-tts task 0123456789abcdef');
-    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
     progress.stop();
     const parts = written().split('\r\x1b[K').filter((part) => part !== '');
     expect(parts.length).toBeGreaterThanOrEqual(2);
@@ -734,7 +734,7 @@ describe('progress line of a task wait', () => {
   it('writes nothing when stderr is not a terminal', () => {
     const { io, written } = fakeIo(false);
     const progress = taskProgress(io, 'task t-2');
-    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, response });
+    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, failedReads: 0, response });
     progress.stop();
     expect(written()).toBe('');
   });
