@@ -10,12 +10,12 @@ import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
-import type { TaskProgress } from '../../lib/http/tasks.js';
+import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
 import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
-import { ServiceValidationError } from '../../lib/http/errors.js';
+import { PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
@@ -338,15 +338,60 @@ export async function taskRun(
     return undefined;
   }
   io.stderr.write(`rt-translate: task ${task.taskId} (${kind}) created\n`);
-  const progress = taskProgress(io, `task ${task.taskId}`);
-  let run;
+  const run = await waitForRun(io, service, kind, task.taskId);
+  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
+  return run.runId;
+}
+
+/** The task's own final statuses: nothing is left to resume after them. */
+function taskEnded(error: unknown): boolean {
+  return error instanceof TaskFailedError || error instanceof TaskTimeoutError || error instanceof PaymentRequiredError;
+}
+
+/**
+ * Waits for task `taskId` of `kind`, with a progress line on a terminal. A status read that fails
+ * is said on stderr when a run of failures starts and when it ends (the wait goes on until its
+ * limit). When the wait ends without the task's final status (its limit passed, a failure no
+ * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
+ * `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded emulator, whose tasks
+ * end with the command). `seen` gets each status read.
+ */
+export async function waitForRun(
+  io: CliIo,
+  service: Service,
+  kind: TaskKind,
+  taskId: string,
+  seen?: (progress: TaskProgress) => void,
+): Promise<CompletedTask> {
+  const progress = taskProgress(io, `task ${taskId}`);
+  let failing = 0;
+  const onReadFailure = (failure: TaskReadFailure): void => {
+    progress.onReadFailure(failure);
+    if (failing++ > 0) return;
+    progress.line(
+      `rt-translate: task ${taskId}: reading its status failed (${failure.error.message.replace(/\.$/, '')} [${failure.error.code}]); ` +
+        `trying again in ${(failure.retryInMs / 1000).toFixed(1)} s, until the wait's limit`,
+    );
+  };
+  const onProgress = (p: TaskProgress): void => {
+    if (failing > 0) progress.line(`rt-translate: task ${taskId}: status read again after ${failing} failed ${failing === 1 ? 'read' : 'reads'}`);
+    failing = 0;
+    progress.onProgress(p);
+    seen?.(p);
+  };
   try {
-    run = await service.client.waitForTask(kind, task.taskId, { signal: service.signal, onProgress: progress.onProgress });
+    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
+  } catch (error) {
+    if (!taskEnded(error) && service.emulator === undefined) {
+      progress.line(
+        `rt-translate: task ${taskId} (${kind}) may still be running, and the service bills it: wait for it again with ` +
+          `\`rt-translate task-status ${kind} ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
+      );
+    }
+    throw error;
   } finally {
     progress.stop();
   }
-  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
-  return run.runId;
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -562,17 +607,30 @@ export function progressLine(io: CliIo): ProgressLine {
   };
 }
 
+/** A task wait's progress line: `onProgress` and `onReadFailure` go to the wait. */
+export interface TaskProgressLine {
+  onProgress(progress: TaskProgress): void;
+  onReadFailure(failure: TaskReadFailure): void;
+  /** Prints a permanent line on stderr (the live line is redrawn after it). */
+  line(text: string): void;
+  /** Ends the ticker and clears the line. */
+  stop(): void;
+  last(): TaskProgress | undefined;
+}
+
 /**
- * Shows a task's status and the time waited on the progress line, refreshed every 250 ms
- * between polls. `onProgress` goes to the wait; `stop` ends the ticker and clears the line.
+ * Shows a task's status, the time waited and the status reads that failed on the progress line,
+ * refreshed every 250 ms between polls.
  */
-export function taskProgress(io: CliIo, what: string): { onProgress: (progress: TaskProgress) => void; stop: () => void; last(): TaskProgress | undefined } {
+export function taskProgress(io: CliIo, what: string): TaskProgressLine {
   const progress = progressLine(io);
   const start = Date.now();
   let last: TaskProgress | undefined;
+  let failedReads = 0;
   const render = (): void => {
     const status = last?.status ?? 'submitted';
-    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s`);
+    const failed = failedReads > 0 ? `, ${failedReads} status ${failedReads === 1 ? 'read' : 'reads'} failed` : '';
+    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s${failed}`);
   };
   const ticker = io.stderr.isTTY === true ? setInterval(render, 250) : undefined;
   ticker?.unref();
@@ -580,6 +638,15 @@ export function taskProgress(io: CliIo, what: string): { onProgress: (progress: 
   return {
     onProgress(p) {
       last = p;
+      failedReads = p.failedReads;
+      render();
+    },
+    onReadFailure(failure) {
+      failedReads = failure.failedReads;
+      render();
+    },
+    line(text) {
+      progress.line(text);
       render();
     },
     stop() {
