@@ -6,13 +6,10 @@
  * that resumes it, and that command does. In-process against an emulator on loopback, whose
  * fault switches fail the status reads.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { request } from 'undici';
-import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { synthesizeFlac } from '../lib/emulator/synth.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { HttpStatusError, TaskWaitTimeoutError } from '../lib/http/errors.js';
@@ -22,43 +19,19 @@ import { runDub } from '../bin/commands/dub.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runCommand, type CommandEntry, type CommandResult } from './helpers/cli-io.js';
+import { sharedCliEmulator } from './http-test-helpers.js';
 
 const KEY = 'sk-cli-task-waits-2b7e90c1d4';
 const MEDIA = 'https://media.example.com/speech-en-24k.wav';
 const ENTRIES: Record<string, CommandEntry> = { dub: runDub, 'translated-tts': runTranslatedTts, 'task-status': runTaskStatus };
 
-let emu: RunningEmulator;
-let dir: string;
-
-beforeAll(async () => {
-  emu = await startEmulator({ port: 0, apiKeys: [KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0 });
-  dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-waits-'));
-});
-
-afterEach(async () => {
-  await control('DELETE', 'faults');
-});
-
-afterAll(async () => {
-  await emu.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const shared = sharedCliEmulator(KEY);
+const control = shared.control;
 
 /** `rt-translate ARGS --poll-ms 10` in-process, against the emulator (base URL and key from the environment). */
 function cli(args: string[]): Promise<CommandResult> {
   const [name, ...rest] = args;
-  return runCommand(ENTRIES[name!]!, [...rest, '--poll-ms', '10'], { env: { RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY } });
-}
-
-async function control(method: 'GET' | 'POST' | 'DELETE', name: string, body?: unknown): Promise<any> {
-  const response = await request(`${emu.baseUrl}/_emulator/${name}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.body.text();
-  if (response.statusCode !== 200) throw new Error(`control ${name}: ${response.statusCode} ${text}`);
-  return JSON.parse(text);
+  return runCommand(ENTRIES[name!]!, [...rest, '--poll-ms', '10'], { env: shared.env });
 }
 
 /** The status reads the emulator saw for `prefix` (`/dub/ID`). */
@@ -98,7 +71,7 @@ function survivedLines(kind: string, failed: number): unknown[] {
 describe('a wait survives failed status reads', () => {
   it('dub -o DIR: 429s (Retry-After 0 and 1), 500s and resets on consecutive reads; exit 0, the dubbed file written', async () => {
     await control('POST', 'faults', flakyReads('/dub/'));
-    const out = join(dir, 'dubbed');
+    const out = join(shared.dir, 'dubbed');
     await mkdir(out);
     const started = Date.now();
     const result = await cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', out]);
@@ -116,7 +89,7 @@ describe('a wait survives failed status reads', () => {
 
   it('translated-tts: the same burst; exit 0, the translation printed and the FLAC written', async () => {
     await control('POST', 'faults', flakyReads('/translated-tts/'));
-    const out = join(dir, 'flaky.flac');
+    const out = join(shared.dir, 'flaky.flac');
     const result = await cli(['translated-tts', '--text', 'Good morning, dear listeners', '--from', 'en-us', '--to', 'es-es', '-o', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(lines(result.stderr)).toEqual(survivedLines('translated-tts', 9));
@@ -136,12 +109,12 @@ describe('a wait survives failed status reads', () => {
 });
 
 describe('a wait that ends without the final status names the task and how to resume it', () => {
-  it('a 403 during the wait: exit 1, the command to resume on stderr; resuming fetches the result', async () => {
+  it('a 403 during the wait: exit 1, the command to resume on stderr, no output file; resuming fetches the result', async () => {
     await control('POST', 'faults', [
       { status: 500, count: 2, path: '/translated-tts/', method: 'GET' },
       { status: 403, count: 1, path: '/translated-tts/', method: 'GET' },
     ]);
-    const out = join(dir, 'resumed.flac');
+    const out = join(shared.dir, 'resumed.flac');
     const text = 'See you tomorrow, dear listeners';
     const failed = await cli(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'fr-fr', '-o', out]);
     expect(failed.code).toBe(1);
@@ -154,6 +127,8 @@ describe('a wait that ends without the final status names the task and how to re
       expect.stringMatching(new RegExp(`^rt-translate: GET /translated-tts/${escape(taskId)} was refused with 403: .*\\[RTT_FORBIDDEN\\]$`)),
     ]);
     expect(failed.stdout.length).toBe(0);
+    expect(await readdir(shared.dir)).not.toContain('resumed.flac');
+    expect(await readdir(shared.dir)).not.toContain('resumed.flac.partial');
 
     // What the message says to do works.
     const waited = await cli(['task-status', 'translated-tts', taskId, '--wait']);
@@ -168,7 +143,7 @@ describe('a wait that ends without the final status names the task and how to re
     const { task_id: taskId } = (await control('POST', 'tasks', { kind: 'dub', polls: 1000 })) as { task_id: string };
     await control('POST', 'faults', [{ status: 503, retryAfter: null, count: 100_000, path: '/dub/', method: 'GET' }]);
     const fast = { initialIntervalMs: 10, maxIntervalMs: 10, maxWaitMs: 300 };
-    const client = new LocalizationClient({ baseUrl: emu.baseUrl, apiKey: KEY, polling: { speech: fast, longMedia: fast } });
+    const client = new LocalizationClient({ baseUrl: shared.emu.baseUrl, apiKey: KEY, polling: { speech: fast, longMedia: fast } });
     let stderr = '';
     const io: CliIo = {
       stdin: Readable.from([]),

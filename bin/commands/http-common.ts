@@ -1,18 +1,26 @@
 /**
- * What the HTTP subcommands (`tts`, `translated-tts`, `separate-results`, `delete-voice`,
- * `task-status`) share: the service flags and their checks, the client (on the configured base
- * URL or the embedded emulator), output files in the ffmpeg habit, a progress line on a
- * terminal, and Ctrl-C. Composition only; the protocol is in lib/http.
+ * What the HTTP subcommands (`tts`, `translated-tts`, `transcribe`, `dub`, `subtitles`,
+ * `separate-results`, `voices`, `delete-voice`, `task-status`, ...) share: the service flags and
+ * their checks, the client (on the configured base URL or the embedded emulator), Ctrl-C, and:
+ *
+ * - task waits (`taskRun`, `waitForRun`): the task and its run named on stderr, a progress line
+ *   on a terminal, failed status reads said when they start and stop failing, and after a wait
+ *   that ended without the task's final status, the command that resumes it;
+ * - outputs in the ffmpeg habit (`-o PATH`, `-` or absent for standard output), files written
+ *   whole or not at all (`../output-file.ts`): audio and downloads keep what arrived before a
+ *   failure in `NAME.partial`, said on stderr; text is written at once or not at all.
+ *
+ * Composition only; the protocol is in lib/http.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { open, stat, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
-import { WavFileWriter } from '../../lib/audio/wav.js';
+import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
 import { PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
@@ -23,6 +31,7 @@ import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
+import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
@@ -87,8 +96,9 @@ export const TASK_USAGE = `  --no-wait             create the task, print {"task
                         --no-wait, then task-status --wait)
 ${POLL_USAGE}`;
 
-export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (after writing what was received; the
-message names the cause); 2 usage or configuration error, before any request.`;
+export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (the message names the cause; an output
+file is written whole or not at all: audio received before a failure is kept in OUT.partial,
+said on stderr); 2 usage or configuration error, before any request.`;
 
 /** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
 const EMBEDDED_TASK_MS = 500;
@@ -418,7 +428,8 @@ export function isStdout(path: string | undefined): boolean {
 
 /**
  * Checks that audio can go to `path` (absent or `-`: standard output, which must not be a
- * terminal) before any request: a problem is a usage error. Files are created (truncated) now.
+ * terminal) before any request: a problem is a usage error. Nothing is created: the file is
+ * written as `PATH.partial` and renamed once complete (`../output-file.ts`).
  */
 export async function checkOutput(path: string | undefined, io: CliIo): Promise<void> {
   if (isStdout(path)) {
@@ -427,12 +438,7 @@ export async function checkOutput(path: string | undefined, io: CliIo): Promise<
     }
     return;
   }
-  try {
-    const handle = await open(path!, 'w');
-    await handle.close();
-  } catch (error) {
-    throw new UsageError(`cannot write output ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
+  await openOutputFile(path!);
 }
 
 async function writeTo(stream: Writable, chunk: Buffer): Promise<void> {
@@ -480,6 +486,43 @@ export function openWavSink(path: string, rate: number, channels: number): Audio
     write: (chunk) => Promise.race([writeTo(file, chunk), failed]),
     close: () => Promise.race([endFile(file), failed]),
   };
+}
+
+/** The PCM16 LE layout of a WAV output. */
+export interface WavLayout {
+  rate: number;
+  channels: number;
+}
+
+/**
+ * Where a command's audio goes, checked (a usage error otherwise) before the audio is asked for:
+ * the function returned copies a source there as it arrives. Standard output for `-` or no
+ * `output`; else a file written as `OUTPUT.partial` and renamed once complete (with `wav`, a
+ * WAV file with exact sizes). After a failure the audio received so far stays in
+ * `OUTPUT.partial`, as a stderr line says (an empty file is removed); `OUTPUT` is never written
+ * half. The copy starts at once, so a source that fails early is never left unwatched.
+ */
+export async function audioOutput(output: string | undefined, io: CliIo): Promise<(source: Readable, wav?: WavLayout) => Promise<number>> {
+  if (isStdout(output)) return (source) => copyToSink(source, openRawSink(undefined, io));
+  const file = await openOutputFile(output!);
+  return (source, wav) =>
+    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io)), {
+      minBytes: wav ? WAV_HEADER_BYTES : 0,
+      report: (partial) =>
+        io.stderr.write(
+          `rt-translate: ${output} was not written: the ${partial.bytes} bytes received are kept in ${partial.path}` +
+            `${wav ? ' (a WAV file whose header has the exact sizes of what it holds)' : ''}\n`,
+        ),
+    });
+}
+
+/** `text` to `output`: standard output, or a file written whole (as `writeAudioOutput`, nothing kept after a failure). */
+export async function writeTextOutput(output: string | undefined, io: CliIo, text: string): Promise<void> {
+  if (isStdout(output)) {
+    await openRawSink(undefined, io).write(Buffer.from(text));
+    return;
+  }
+  await writeOutputFile(await openOutputFile(output!), (path) => writeFile(path, text));
 }
 
 /**
@@ -543,32 +586,26 @@ export class DownloadError extends Error {
   }
 }
 
-/** Size of the file at `path`, or undefined when there is none. */
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * Downloads the file `open` opens to `path` (through `path.part`, renamed once complete), saying
- * on stderr when it resumes (`label` names it). On failure the partial file is kept (an empty
- * one is removed) and named by the `DownloadError`.
+ * Downloads the file `open` opens to `path` (written as `path.partial`, renamed once complete),
+ * saying on stderr when it resumes (`label` names it). On failure the bytes received stay in
+ * `path.partial` (an empty one is removed), named by the `DownloadError`.
  */
 export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string): Promise<number> {
-  const partial = `${path}.part`;
+  let kept: PartialFile | undefined;
   try {
-    const download = await open();
-    download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
-    const bytes = await copyToSink(download, openRawSink(partial, io));
-    await rename(partial, path);
-    return bytes;
+    const file = await openOutputFile(path);
+    return await writeOutputFile(
+      file,
+      async (partial) => {
+        const download = await open();
+        download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
+        return copyToSink(download, openRawSink(partial, io));
+      },
+      { report: (partial) => (kept = partial) },
+    );
   } catch (error) {
-    const bytes = await sizeOf(partial);
-    if (bytes === 0) await rm(partial, { force: true });
-    throw new DownloadError(error, bytes ? { path: partial, bytes } : undefined);
+    throw new DownloadError(error, kept);
   }
 }
 
