@@ -3,11 +3,15 @@
  * name it was given. A failure before the answer (a 500, a reset, a failed create or result
  * read) leaves no file at all; one midway keeps what arrived in `OUT.partial`, said on stderr
  * (a WAV there with exact sizes); a file that was there before is left as it was. The HTTP
- * commands, in-process against an emulator on loopback whose fault switches fail them.
+ * commands against an emulator on loopback whose fault switches fail them, the realtime command
+ * and `listen` against the emulator and the reference server; all in-process.
  */
 import { describe, expect, it } from 'vitest';
+import { EventEmitter, once } from 'node:events';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { startEmulator } from '../lib/emulator/server.js';
 import { synthesizeFlac, synthesizeSpeechPcm } from '../lib/emulator/synth.js';
 import { runDub } from '../bin/commands/dub.js';
 import { runSubtitles } from '../bin/commands/subtitles.js';
@@ -15,6 +19,10 @@ import { runTranscribe } from '../bin/commands/transcribe.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runCommand, type CommandEntry, type CommandResult } from './helpers/cli-io.js';
+import { runInProcess, runSpoken, startInProcess } from './helpers/cli.js';
+import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
+import { spokenFixture } from './helpers/spoken.js';
+import { startReferenceServer } from './reference-server/index.js';
 import { sharedCliEmulator } from './http-test-helpers.js';
 
 const KEY = 'sk-cli-output-files-71d3a0c58e';
@@ -27,6 +35,7 @@ const ENTRIES: Record<string, CommandEntry> = {
   subtitles: runSubtitles,
   dub: runDub,
 };
+const fixture = loadSpeechFixture();
 
 const shared = sharedCliEmulator(KEY);
 const control = shared.control;
@@ -57,6 +66,15 @@ function wavData(wav: Buffer): Buffer {
   expect(wav.toString('latin1', 36, 40)).toBe('data');
   expect(wav.readUInt32LE(40)).toBe(wav.length - 44);
   return wav.subarray(44);
+}
+
+/** A port on 127.0.0.1 that nothing listens on: one a server just gave back. */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await once(server.close(), 'close');
+  return port;
 }
 
 describe('a failure before the answer leaves no file', () => {
@@ -155,5 +173,95 @@ describe('a failure midway keeps what arrived in OUT.partial, never in OUT', () 
     expect((await readdir(out)).sort()).toEqual([`dub-${runId}-es-es.flac.partial`, `dub-${runId}-es-es.srt`]);
     expect((await readFile(partial)).length).toBe(2000);
     expect(lines(result.stdout)).toEqual([join(out, `dub-${runId}-es-es.srt`)]);
+  });
+});
+
+describe('the realtime command and listen', () => {
+  const firstUtteranceOnly = expectedTranslation(fixture.pcm, fixture.utterances.slice(0, 1));
+
+  it('a session that fails (exit 1) after part of the translation arrived: out.wav.partial with exact WAV sizes, no out.wav', async () => {
+    const out = await caseDir();
+    const billing = await startEmulator({ apiKeys: [KEY], creditSeconds: 4 });
+    try {
+      const target = join(out, 'out.wav');
+      const result = await runInProcess(
+        ['--from', 'en-us', '--to', 'es-es', '--realtime-url', billing.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500', '-o', target],
+        { stdin: fixture.pcm },
+      );
+      expect(result.code).toBe(1);
+      expect(await readdir(out)).toEqual(['out.wav.partial']);
+      expect(wavData(await readFile(`${target}.partial`)).equals(firstUtteranceOnly)).toBe(true);
+      const stderr = lines(result.stderr);
+      expect(stderr.at(-2)).toMatch(/\[RTT_BILLING\]$/);
+      expect(stderr.at(-1)).toBe(
+        `rt-translate: ${target} was not written: the ${(firstUtteranceOnly.length / 48_000).toFixed(1)} s of translated audio received ` +
+          `are kept in ${target}.partial (a WAV file with the exact sizes of what it holds)`,
+      );
+      expect(result.stderr).not.toContain(KEY);
+    } finally {
+      await billing.close();
+    }
+  });
+
+  it('a session that never connects (exit 1): no file at all', async () => {
+    const out = await caseDir();
+    const port = await closedPort();
+    const result = await runInProcess(
+      ['--from', 'en-us', '--to', 'es-es', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--no-reconnect', '-o', join(out, 'out.wav')],
+      { stdin: fixture.pcm },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/ECONNREFUSED/);
+    expect(await readdir(out)).toEqual([]);
+  });
+
+  it('stopped with Ctrl-C (exit 0): out.wav with the translation of what was sent', async () => {
+    const out = await caseDir();
+    const target = join(out, 'out.wav');
+    // The first utterance and the silence after it; Ctrl-C once its translation was said.
+    const sent = fixture.pcm.subarray(0, 84_480 * 2);
+    const stderr = new EventEmitter();
+    const translated = once(stderr, 'translation');
+    const run = startInProcess(['--from', 'en-us', '--to', 'es-es', '--quiet-ms', '500', '-o', target], {
+      onStderr: (text) => void (text.includes('translation (es-es)') && stderr.emit('translation')),
+    });
+    run.stdin.write(sent);
+    await translated;
+    run.signal('SIGINT');
+    const result = await run.result;
+    expect(result.code).toBe(0);
+    expect(await readdir(out)).toEqual(['out.wav']);
+    expect(wavData(await readFile(target)).equals(expectedTranslation(sent, fixture.utterances.slice(0, 1)))).toBe(true);
+  });
+
+  it('a session that ends incomplete (exit 3): out.wav with what was answered', async () => {
+    const out = await caseDir();
+    const target = join(out, 'out.wav');
+    const server = await startReferenceServer({ last: 'never' });
+    try {
+      const parts = spokenFixture().map((part) => ({
+        audio: part.audio,
+        when: (stderr: string) => (stderr.match(/^transcript \(/gm) ?? []).length >= part.afterTranscripts,
+      }));
+      const result = await runSpoken(
+        ['--from', 'en-us', '--to', 'es-es', '--realtime-url', server.realtimeUrl, '--api-key', server.apiKey, '--stall-ms', '2000', '-o', target],
+        parts,
+      );
+      expect(result.code, result.stderr).toBe(3);
+      expect(await readdir(out)).toEqual(['out.wav']);
+      expect(wavData(await readFile(target)).equals(server.sentAudio())).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('listen -o that never connects (exit 1): no file at all', async () => {
+    const out = await caseDir();
+    const port = await closedPort();
+    const result = await runInProcess(['listen', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--no-reconnect', '-o', join(out, 'lines.txt')], {
+      stdin: fixture.pcm,
+    });
+    expect(result.code).toBe(1);
+    expect(await readdir(out)).toEqual([]);
   });
 });
