@@ -4,13 +4,14 @@
  * - input: `-f`/`--ar`/`--ac` as an `AudioSourceDescription` for `openAudioSource` (lib/audio),
  *   which does the reading and decoding;
  * - output: the service format converted to the layout asked for (`--out-format`, `--out-ar`,
- *   `--out-ac`), raw or in a WAV container, on a file or standard output.
+ *   `--out-ac`), raw or in a WAV container, on a file or standard output. A file is written as
+ *   `OUT.partial` (`./output-file.ts`) and `settle` names it: `OUT` once the session ended
+ *   (completely or not), or it stays `OUT.partial` after a failure when audio arrived.
  *
  * Every problem with the flags is a `UsageError` or a `ValidationError` naming the flag, found
  * before the command connects anywhere.
  */
 import { createWriteStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { pipeline, finished } from 'node:stream/promises';
 import type { Duplex, Writable } from 'node:stream';
 import { ValidationError } from '../lib/errors.js';
@@ -18,6 +19,7 @@ import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type Re
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
 import { UsageError, checkOutputName, resolvePath, type CliIo } from './cli.js';
+import { openOutputFile, type OutputFile } from './output-file.js';
 
 /** How the source's messages name its description: by the flags. */
 export const INPUT_FLAGS = { format: '-f', rate: '--ar', channels: '--ac' } as const;
@@ -97,6 +99,12 @@ export interface AudioSink {
   write(chunk: Buffer): Promise<void>;
   /** Ends the sink and waits until everything is written (a WAV file's sizes included). */
   close(): Promise<void>;
+  /**
+   * Closes the sink, then names a file output: `complete` renames `OUT.partial` to `OUT`;
+   * otherwise the file is kept as `OUT.partial` when audio was written (removed when none was).
+   * Returns the stderr line that says what was kept, if anything was.
+   */
+  settle(complete: boolean): Promise<string | undefined>;
 }
 
 /** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
@@ -124,27 +132,51 @@ export async function writeAll(stream: Writable, chunk: Buffer | string): Promis
  * A sink on `head` (a file, standard output, or the first of a chain of stages), whose end is
  * `end()`: writes wait for drain, and the destination's first failure is kept (so an error that
  * arrives while nobody is waiting, such as `EPIPE` on standard output, is never unhandled) and
- * reported by every later call.
+ * reported by every later call. `file` is the output file when there is one (see `settle`).
  */
-function sinkOn(head: Writable, watch: Writable[], end: () => Promise<void>): AudioSink {
+function sinkOn(head: Writable, watch: Writable[], end: () => Promise<void>, file?: { output: OutputFile; label: string; wav: boolean }): AudioSink {
   let failure: Error | undefined;
+  let written = 0;
+  let closed: Promise<void> | undefined;
   for (const stream of watch) stream.on('error', (error: Error) => (failure ??= error));
-  return {
-    async write(chunk) {
-      if (failure) throw failure;
-      await writeAll(head, chunk);
-    },
-    async close() {
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
       if (failure) throw failure;
       await end();
       if (failure) throw failure;
+    })());
+  return {
+    async write(chunk) {
+      if (failure) throw failure;
+      // Counted once handed over: a chunk the stream took is written, even after a failure.
+      if (!head.destroyed) written += chunk.length;
+      await writeAll(head, chunk);
+    },
+    close,
+    async settle(complete) {
+      const ended = await close().then(
+        () => true,
+        () => false,
+      );
+      if (!file) return undefined;
+      if (complete && ended) {
+        await file.output.commit();
+        return undefined;
+      }
+      const kept = await file.output.abandon(written > 0);
+      if (!kept) return undefined;
+      const seconds = (written / (SERVICE_FORMAT.rate * SERVICE_FORMAT.channels * 2)).toFixed(1);
+      return (
+        `rt-translate: ${file.label} was not written: the ${seconds} s of translated audio received are kept in ${kept.path}` +
+        `${file.wav ? ' (a WAV file with the exact sizes of what it holds)' : ''}\n`
+      );
     },
   };
 }
 
 /** A sink that drops everything (`--text-only`). */
 export function discardSink(): AudioSink {
-  return { write: async () => undefined, close: async () => undefined };
+  return { write: async () => undefined, close: async () => undefined, settle: async () => undefined };
 }
 
 async function openFile(path: string, label: string): Promise<Writable> {
@@ -156,40 +188,34 @@ async function openFile(path: string, label: string): Promise<Writable> {
   return file;
 }
 
-/** True for a path that is a regular file or does not exist yet (a WAV header can be rewritten). */
-async function seekablePath(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isFile();
-  } catch {
-    return true;
-  }
-}
-
 /**
  * Opens the output: the service format converted to `spec.desc` (`fromServiceFormat`), then
  * raw, or WAV (`WavFileWriter` with exact sizes for a file; `WavWriter` with placeholder sizes
- * on a pipe or stdout). `path` is absolute or undefined (standard output); `label` names it.
- * Standard output is never ended: the command's other text may still follow on it.
+ * on a pipe, a device or stdout). `path` is absolute or undefined (standard output); `label`
+ * names it. A regular file is written as `PATH.partial` until `settle` names it. Standard
+ * output is never ended: the command's other text may still follow on it.
  */
 export async function openAudioOutput(path: string | undefined, label: string, spec: OutputSpec, stdout: Writable): Promise<AudioSink> {
   const stages: Duplex[] = [];
   const converter = fromServiceFormat(spec.desc);
   if (converter.stages.length > 0) stages.push(converter);
   const toStdout = path === undefined;
+  const output = toStdout ? undefined : await openOutputFile(path, label);
   let dest: Writable;
-  if (toStdout) {
+  if (output === undefined) {
     if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
     dest = stdout;
-  } else if (spec.container === 'wav' && (await seekablePath(path))) {
+  } else if (spec.container === 'wav' && !output.direct) {
     // Fails here, before any connection, when the file cannot be created.
-    const probe = await openFile(path, label);
+    const probe = await openFile(output.path, label);
     probe.end();
     await finished(probe);
-    dest = new (await import('../lib/audio/wav.js')).WavFileWriter(path, spec.desc);
+    dest = new (await import('../lib/audio/wav.js')).WavFileWriter(output.path, spec.desc);
   } else {
     if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
-    dest = await openFile(path, label);
+    dest = await openFile(output.path, label);
   }
+  const file = output === undefined ? undefined : { output, label, wav: spec.container === 'wav' && !output.direct };
 
   // Standard output is not ended, but what was written to it must be out: an empty write
   // returns once it has drained.
@@ -197,20 +223,30 @@ export async function openAudioOutput(path: string | undefined, label: string, s
     if (toStdout && dest.writableNeedDrain && !dest.destroyed) await writeAll(dest, '');
   };
   if (stages.length === 0) {
-    return sinkOn(dest, [dest], async () => {
-      if (toStdout) return settled();
-      dest.end();
-      await finished(dest);
-    });
+    return sinkOn(
+      dest,
+      [dest],
+      async () => {
+        if (toStdout) return settled();
+        dest.end();
+        await finished(dest);
+      },
+      file,
+    );
   }
   const done = pipeline([...stages, dest], { end: !toStdout });
   done.catch(() => undefined);
   const first = stages[0]!;
-  return sinkOn(first, [first, dest], async () => {
-    first.end();
-    await done;
-    await settled();
-  });
+  return sinkOn(
+    first,
+    [first, dest],
+    async () => {
+      first.end();
+      await done;
+      await settled();
+    },
+    file,
+  );
 }
 
 /** Writes every chunk of `chunks` into `sink` with its backpressure, then closes it, also after a failure. */

@@ -217,14 +217,18 @@ describe('rt-translate tts', () => {
     expect(flac.length).toBeGreaterThan(1000);
   });
 
-  it('a stream cut by the service exits 1 naming the cause, after writing the bytes received', async () => {
+  it('a stream cut by the service exits 1 naming the cause; the bytes received are kept in OUT.partial, OUT is not written', async () => {
     await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 5000, path: '/tts-stream' });
     const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
       env: serviceEnv(),
     });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^rt-translate: POST \/tts-stream lost its connection \(.+\)\..* \[RTT_CONNECTION\]\n$/);
-    const written = await readFile(path('cut.pcm'));
+    expect(lines(result.stderr)).toEqual([
+      `rt-translate: ${path('cut.pcm')} was not written: the 5000 bytes received are kept in ${path('cut.pcm.partial')}`,
+      expect.stringMatching(/^rt-translate: POST \/tts-stream lost its connection \(.+\)\..* \[RTT_CONNECTION\]$/),
+    ]);
+    await expect(readFile(path('cut.pcm'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const written = await readFile(path('cut.pcm.partial'));
     expect(written.length).toBe(5000);
     expect(written.equals(pcm.subarray(0, 5000))).toBe(true);
     expectKeyNotLeaked(result);
@@ -403,7 +407,7 @@ describe('rt-translate separate-results', () => {
     expect((await readdir(out)).sort()).toEqual(written.map((p) => p.slice(out.length + 1)).sort());
   });
 
-  it('a track whose download fails keeps what was received in NAME.part and names it; the other tracks are written', async () => {
+  it('a track whose download fails keeps what was received in NAME.partial and names it; the other tracks are written', async () => {
     const out = path('partial');
     await mkdir(out);
     const [a, b] = [await seeded(), await seeded()];
@@ -415,7 +419,7 @@ describe('rt-translate separate-results', () => {
     try {
       const result = await cli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
       expect(result.code).toBe(1);
-      const part = join(out, `foreground-${a.runId}.flac.part`);
+      const part = join(out, `foreground-${a.runId}.flac.partial`);
       const kept = await readFile(part);
       expect(kept.length).toBe(800);
       expect(kept.equals(a.tracks.foreground.subarray(0, 800))).toBe(true);
@@ -424,7 +428,7 @@ describe('rt-translate separate-results', () => {
       expect(errors[1]).toMatch(new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; the 800 bytes received are kept in ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
       expect(errors.slice(2)).toEqual(['rt-translate: 1 of 2 run(s) failed']);
       expect((await readdir(out)).sort()).toEqual(
-        [`background-${a.runId}.flac`, `background-${b.runId}.flac`, `foreground-${a.runId}.flac.part`, `foreground-${b.runId}.flac`].sort(),
+        [`background-${a.runId}.flac`, `background-${b.runId}.flac`, `foreground-${a.runId}.flac.partial`, `foreground-${b.runId}.flac`].sort(),
       );
       expect((await readFile(join(out, `background-${a.runId}.flac`))).equals(a.tracks.background)).toBe(true);
       expectKeyNotLeaked(result);
@@ -699,7 +703,7 @@ describe('progress line of a task wait', () => {
   it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
     const { io, written } = fakeIo(true);
     const progress = taskProgress(io, 'task t-1');
-    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
     progress.stop();
     const parts = written().split('\r\x1b[K');
     expect(parts[0]).toBe('');
@@ -712,7 +716,7 @@ describe('progress line of a task wait', () => {
   it('is cut to the terminal width, so a narrow window does not fill with wrapped copies', () => {
     const { io, written } = fakeIo(true, 24);
     const progress = taskProgress(io, 'translated-tts task 0123456789abcdef');
-    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, response });
+    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
     progress.stop();
     const parts = written().split('\r\x1b[K').filter((part) => part !== '');
     expect(parts.length).toBeGreaterThanOrEqual(2);
@@ -734,7 +738,7 @@ describe('progress line of a task wait', () => {
   it('writes nothing when stderr is not a terminal', () => {
     const { io, written } = fakeIo(false);
     const progress = taskProgress(io, 'task t-2');
-    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, response });
+    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, failedReads: 0, response });
     progress.stop();
     expect(written()).toBe('');
   });

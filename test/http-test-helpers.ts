@@ -1,13 +1,17 @@
 /**
- * Shared set-up of the HTTP tests: an emulator on 127.0.0.1:0, clients pointed at it, the
- * emulator's control endpoint, and a check that no socket is left open.
+ * Shared set-up of the HTTP tests: an emulator on 127.0.0.1:0, clients pointed at it (or, for CLI
+ * tests, its environment and a scratch directory), the emulator's control endpoint, and a check
+ * that no socket is left open.
  */
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient, type LocalizationClientOptions } from '../lib/http/client.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../lib/http/flac-download-stream.js';
@@ -53,6 +57,40 @@ export function sharedEmulator(options: EmulatorOptions = {}): SharedEmulator {
   afterAll(async () => {
     await shared.client?.close();
     await shared.emu?.close();
+  });
+  return shared;
+}
+
+/** What a file of CLI tests against a live emulator shares (`sharedCliEmulator`). */
+export interface SharedCliEmulator {
+  emu: RunningEmulator;
+  /** A scratch directory, removed after the file's tests. */
+  dir: string;
+  /** The environment that points a command at the emulator with `key`. */
+  env: Record<string, string>;
+  /** The emulator's control endpoint (`control`). */
+  control(method: 'GET' | 'POST' | 'DELETE', name: string, body?: unknown): Promise<any>;
+}
+
+/**
+ * An emulator whose only key is `key` and a scratch directory for a file's CLI tests: started
+ * before them, closed and removed after them; fault switches cleared after each test.
+ */
+export function sharedCliEmulator(key: string): SharedCliEmulator {
+  const shared = {
+    control: (method: 'GET' | 'POST' | 'DELETE', name: string, body?: unknown) => control(shared.emu, method, name, body),
+  } as SharedCliEmulator;
+  beforeAll(async () => {
+    shared.emu = await emulator({ apiKeys: [key] });
+    shared.dir = await mkdtemp(join(tmpdir(), 'rt-translate-cli-'));
+    shared.env = { RT_TRANSLATE_BASE_URL: shared.emu.baseUrl, RT_TRANSLATE_API_KEY: key };
+  });
+  afterEach(async () => {
+    await shared.control('DELETE', 'faults');
+  });
+  afterAll(async () => {
+    await shared.emu?.close();
+    if (shared.dir) await rm(shared.dir, { recursive: true, force: true });
   });
   return shared;
 }

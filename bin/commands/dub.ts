@@ -4,7 +4,6 @@
  * dubbed files (resuming, their URLs looked up again when they expire) and, with
  * `--transcript`, each language's transcript.
  */
-import { writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { DubbingRequest, DubbedOutput } from '../../lib/http/dubbing.js';
 import { TRANSCRIPT_FORMATS, dubSchema, type TranscriptFormat } from '../../lib/http/schemas.js';
@@ -24,6 +23,7 @@ import {
   taskRun,
   taskSettings,
   withService,
+  writeTextOutput,
 } from './http-common.js';
 
 export const DUB_USAGE = `Usage: rt-translate dub --url URL --from TAG --to TAG[,TAG...] [options]      dub a video or recording
@@ -41,7 +41,8 @@ Without -o, prints one JSON line per language: {"language","audioUrl","videoUrl"
 polled as long media (15 s growing to 60 s); --poll-ms changes that. Says on stderr which task
 it created and, once done, its run.
 
-${EXIT_USAGE_TEXT} Status 1 also when a download failed (what it received is kept in NAME.part).`;
+${EXIT_USAGE_TEXT} Status 1 also when a download failed (what it received is kept in
+NAME.partial; NAME itself is only ever written complete).`;
 
 const OPTIONS = {
   ...SERVICE_OPTIONS,
@@ -129,7 +130,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
         if (language === undefined) throw new UsageError('give --to with --run to name the language of the transcript.');
         const text = await client.getRunTranscript(run, languageValue(language), { signal, format: transcript });
         const path = join(dir, `${stem}.${transcript}`);
-        await writeFile(path, text.text ?? '');
+        await writeTextOutput(path, io, text.text ?? '');
         io.stdout.write(`${path}\n`);
       }
     }

@@ -1,21 +1,29 @@
 /**
- * What the HTTP subcommands (`tts`, `translated-tts`, `separate-results`, `delete-voice`,
- * `task-status`) share: the service flags and their checks, the client (on the configured base
- * URL or the embedded emulator), output files in the ffmpeg habit, a progress line on a
- * terminal, and Ctrl-C. Composition only; the protocol is in lib/http.
+ * What the HTTP subcommands (`tts`, `translated-tts`, `transcribe`, `dub`, `subtitles`,
+ * `separate-results`, `voices`, `delete-voice`, `task-status`, ...) share: the service flags and
+ * their checks, the client (on the configured base URL or the embedded emulator), Ctrl-C, and:
+ *
+ * - task waits (`taskRun`, `waitForRun`): the task and its run named on stderr, a progress line
+ *   on a terminal, failed status reads said when they start and stop failing, and after a wait
+ *   that ended without the task's final status, the command that resumes it;
+ * - outputs in the ffmpeg habit (`-o PATH`, `-` or absent for standard output), files written
+ *   whole or not at all (`../output-file.ts`): audio and downloads keep what arrived before a
+ *   failure in `NAME.partial`, said on stderr; text is written at once or not at all.
+ *
+ * Composition only; the protocol is in lib/http.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { open, stat, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
-import type { TaskProgress } from '../../lib/http/tasks.js';
+import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
-import { WavFileWriter } from '../../lib/audio/wav.js';
+import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
-import { ServiceValidationError } from '../../lib/http/errors.js';
+import { PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
@@ -23,6 +31,7 @@ import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
+import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
@@ -87,8 +96,9 @@ export const TASK_USAGE = `  --no-wait             create the task, print {"task
                         --no-wait, then task-status --wait)
 ${POLL_USAGE}`;
 
-export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (after writing what was received; the
-message names the cause); 2 usage or configuration error, before any request.`;
+export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failure (the message names the cause; an output
+file is written whole or not at all: audio received before a failure is kept in OUT.partial,
+said on stderr); 2 usage or configuration error, before any request.`;
 
 /** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
 const EMBEDDED_TASK_MS = 500;
@@ -338,15 +348,60 @@ export async function taskRun(
     return undefined;
   }
   io.stderr.write(`rt-translate: task ${task.taskId} (${kind}) created\n`);
-  const progress = taskProgress(io, `task ${task.taskId}`);
-  let run;
+  const run = await waitForRun(io, service, kind, task.taskId);
+  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
+  return run.runId;
+}
+
+/** The task's own final statuses: nothing is left to resume after them. */
+function taskEnded(error: unknown): boolean {
+  return error instanceof TaskFailedError || error instanceof TaskTimeoutError || error instanceof PaymentRequiredError;
+}
+
+/**
+ * Waits for task `taskId` of `kind`, with a progress line on a terminal. A status read that fails
+ * is said on stderr when a run of failures starts and when it ends (the wait goes on until its
+ * limit). When the wait ends without the task's final status (its limit passed, a failure no
+ * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
+ * `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded emulator, whose tasks
+ * end with the command). `seen` gets each status read.
+ */
+export async function waitForRun(
+  io: CliIo,
+  service: Service,
+  kind: TaskKind,
+  taskId: string,
+  seen?: (progress: TaskProgress) => void,
+): Promise<CompletedTask> {
+  const progress = taskProgress(io, `task ${taskId}`);
+  let failing = 0;
+  const onReadFailure = (failure: TaskReadFailure): void => {
+    progress.onReadFailure(failure);
+    if (failing++ > 0) return;
+    progress.line(
+      `rt-translate: task ${taskId}: reading its status failed (${failure.error.message.replace(/\.$/, '')} [${failure.error.code}]); ` +
+        `trying again in ${(failure.retryInMs / 1000).toFixed(1)} s, until the wait's limit`,
+    );
+  };
+  const onProgress = (p: TaskProgress): void => {
+    if (failing > 0) progress.line(`rt-translate: task ${taskId}: status read again after ${failing} failed ${failing === 1 ? 'read' : 'reads'}`);
+    failing = 0;
+    progress.onProgress(p);
+    seen?.(p);
+  };
   try {
-    run = await service.client.waitForTask(kind, task.taskId, { signal: service.signal, onProgress: progress.onProgress });
+    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
+  } catch (error) {
+    if (!taskEnded(error) && service.emulator === undefined) {
+      progress.line(
+        `rt-translate: task ${taskId} (${kind}) may still be running, and the service bills it: wait for it again with ` +
+          `\`rt-translate task-status ${kind} ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
+      );
+    }
+    throw error;
   } finally {
     progress.stop();
   }
-  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
-  return run.runId;
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -373,7 +428,8 @@ export function isStdout(path: string | undefined): boolean {
 
 /**
  * Checks that audio can go to `path` (absent or `-`: standard output, which must not be a
- * terminal) before any request: a problem is a usage error. Files are created (truncated) now.
+ * terminal) before any request: a problem is a usage error. Nothing is created: the file is
+ * written as `PATH.partial` and renamed once complete (`../output-file.ts`).
  */
 export async function checkOutput(path: string | undefined, io: CliIo): Promise<void> {
   if (isStdout(path)) {
@@ -382,12 +438,7 @@ export async function checkOutput(path: string | undefined, io: CliIo): Promise<
     }
     return;
   }
-  try {
-    const handle = await open(path!, 'w');
-    await handle.close();
-  } catch (error) {
-    throw new UsageError(`cannot write output ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
+  await openOutputFile(path!);
 }
 
 async function writeTo(stream: Writable, chunk: Buffer): Promise<void> {
@@ -435,6 +486,43 @@ export function openWavSink(path: string, rate: number, channels: number): Audio
     write: (chunk) => Promise.race([writeTo(file, chunk), failed]),
     close: () => Promise.race([endFile(file), failed]),
   };
+}
+
+/** The PCM16 LE layout of a WAV output. */
+export interface WavLayout {
+  rate: number;
+  channels: number;
+}
+
+/**
+ * Where a command's audio goes, checked (a usage error otherwise) before the audio is asked for:
+ * the function returned copies a source there as it arrives. Standard output for `-` or no
+ * `output`; else a file written as `OUTPUT.partial` and renamed once complete (with `wav`, a
+ * WAV file with exact sizes). After a failure the audio received so far stays in
+ * `OUTPUT.partial`, as a stderr line says (an empty file is removed); `OUTPUT` is never written
+ * half. The copy starts at once, so a source that fails early is never left unwatched.
+ */
+export async function audioOutput(output: string | undefined, io: CliIo): Promise<(source: Readable, wav?: WavLayout) => Promise<number>> {
+  if (isStdout(output)) return (source) => copyToSink(source, openRawSink(undefined, io));
+  const file = await openOutputFile(output!);
+  return (source, wav) =>
+    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io)), {
+      minBytes: wav ? WAV_HEADER_BYTES : 0,
+      report: (partial) =>
+        io.stderr.write(
+          `rt-translate: ${output} was not written: the ${partial.bytes} bytes received are kept in ${partial.path}` +
+            `${wav ? ' (a WAV file whose header has the exact sizes of what it holds)' : ''}\n`,
+        ),
+    });
+}
+
+/** `text` to `output`: standard output, or a file written whole (as `writeAudioOutput`, nothing kept after a failure). */
+export async function writeTextOutput(output: string | undefined, io: CliIo, text: string): Promise<void> {
+  if (isStdout(output)) {
+    await openRawSink(undefined, io).write(Buffer.from(text));
+    return;
+  }
+  await writeOutputFile(await openOutputFile(output!), (path) => writeFile(path, text));
 }
 
 /**
@@ -498,32 +586,26 @@ export class DownloadError extends Error {
   }
 }
 
-/** Size of the file at `path`, or undefined when there is none. */
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * Downloads the file `open` opens to `path` (through `path.part`, renamed once complete), saying
- * on stderr when it resumes (`label` names it). On failure the partial file is kept (an empty
- * one is removed) and named by the `DownloadError`.
+ * Downloads the file `open` opens to `path` (written as `path.partial`, renamed once complete),
+ * saying on stderr when it resumes (`label` names it). On failure the bytes received stay in
+ * `path.partial` (an empty one is removed), named by the `DownloadError`.
  */
 export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string): Promise<number> {
-  const partial = `${path}.part`;
+  let kept: PartialFile | undefined;
   try {
-    const download = await open();
-    download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
-    const bytes = await copyToSink(download, openRawSink(partial, io));
-    await rename(partial, path);
-    return bytes;
+    const file = await openOutputFile(path);
+    return await writeOutputFile(
+      file,
+      async (partial) => {
+        const download = await open();
+        download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
+        return copyToSink(download, openRawSink(partial, io));
+      },
+      { report: (partial) => (kept = partial) },
+    );
   } catch (error) {
-    const bytes = await sizeOf(partial);
-    if (bytes === 0) await rm(partial, { force: true });
-    throw new DownloadError(error, bytes ? { path: partial, bytes } : undefined);
+    throw new DownloadError(error, kept);
   }
 }
 
@@ -562,17 +644,30 @@ export function progressLine(io: CliIo): ProgressLine {
   };
 }
 
+/** A task wait's progress line: `onProgress` and `onReadFailure` go to the wait. */
+export interface TaskProgressLine {
+  onProgress(progress: TaskProgress): void;
+  onReadFailure(failure: TaskReadFailure): void;
+  /** Prints a permanent line on stderr (the live line is redrawn after it). */
+  line(text: string): void;
+  /** Ends the ticker and clears the line. */
+  stop(): void;
+  last(): TaskProgress | undefined;
+}
+
 /**
- * Shows a task's status and the time waited on the progress line, refreshed every 250 ms
- * between polls. `onProgress` goes to the wait; `stop` ends the ticker and clears the line.
+ * Shows a task's status, the time waited and the status reads that failed on the progress line,
+ * refreshed every 250 ms between polls.
  */
-export function taskProgress(io: CliIo, what: string): { onProgress: (progress: TaskProgress) => void; stop: () => void; last(): TaskProgress | undefined } {
+export function taskProgress(io: CliIo, what: string): TaskProgressLine {
   const progress = progressLine(io);
   const start = Date.now();
   let last: TaskProgress | undefined;
+  let failedReads = 0;
   const render = (): void => {
     const status = last?.status ?? 'submitted';
-    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s`);
+    const failed = failedReads > 0 ? `, ${failedReads} status ${failedReads === 1 ? 'read' : 'reads'} failed` : '';
+    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s${failed}`);
   };
   const ticker = io.stderr.isTTY === true ? setInterval(render, 250) : undefined;
   ticker?.unref();
@@ -580,6 +675,15 @@ export function taskProgress(io: CliIo, what: string): { onProgress: (progress: 
   return {
     onProgress(p) {
       last = p;
+      failedReads = p.failedReads;
+      render();
+    },
+    onReadFailure(failure) {
+      failedReads = failure.failedReads;
+      render();
+    },
+    line(text) {
+      progress.line(text);
       render();
     },
     stop() {

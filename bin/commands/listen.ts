@@ -15,6 +15,7 @@ import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, parseCommandLine, resolvePath, signalsOf, type CliIo } from '../cli.js';
 import { openCommandInput } from '../audio-io.js';
+import { openOutputFile, type PartialFile } from '../output-file.js';
 import { apiKeyUsage } from '../api-key.js';
 import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
@@ -30,7 +31,8 @@ export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live tran
   --json                one JSON object per final result: start, end, transcript,
                         confidence, words (times in seconds from the start of the input)
   --interim             also print interim results, to stderr
-  -o, --output PATH     the lines; '-' or absent: stdout
+  -o, --output PATH     the lines; '-' or absent: stdout. A file is written as PATH.partial and
+                        renamed once the session ended (a failure keeps what came in .partial)
   --events PATH         every event as one JSON object per line ('-': stdout, with -o PATH)
   --no-reconnect        fail at the first dropped connection (default: reconnect and send the
                         audio after the last final result again)
@@ -85,12 +87,12 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
   const access = await resolveAccess(values, io);
+  // Checked now; written as OUT.partial once the session runs, and named OUT when it ended.
+  const file = linesToStdout ? undefined : await openOutputFile(resolvePath(io, values.output!), values.output);
   const source = await openCommandInput(values, io);
   let target: Awaited<ReturnType<typeof connect>>;
-  let output: Writable;
   let events: Writable | undefined;
   try {
-    output = linesToStdout ? io.stdout : createWriteStream(resolvePath(io, values.output!));
     events = await openEventsOutput(values.events, io);
     target = await connect(access, values.emulator === true, io);
   } catch (error) {
@@ -129,15 +131,27 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   const signals = signalsOf(io);
   const onSignal = () => source.stop();
   signals.on('SIGINT', onSignal);
+  const output = file ? createWriteStream(file.path) : io.stdout;
+  let lines = 0;
   let failure: unknown;
   try {
     await pipeline(source, listener, async function* (results: AsyncIterable<LiveTranscript>) {
-      for await (const result of results) yield lineOf(result, values.json === true);
+      for await (const result of results) {
+        lines++;
+        yield lineOf(result, values.json === true);
+      }
     }, output, { end: !linesToStdout });
   } catch (error) {
     failure = error;
   }
   signals.off('SIGINT', onSignal);
+  // The session ended: OUT holds every final result. A failure keeps those that came in OUT.partial.
+  let kept: PartialFile | undefined;
+  if (file) {
+    if (!output.closed) await new Promise<void>((resolve) => output.once('close', () => resolve()));
+    if (failure === undefined) await file.commit().catch((error: unknown) => (failure = error));
+    else kept = await file.abandon(lines > 0);
+  }
   failure ??= await logging;
   await emulator?.close();
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
@@ -145,6 +159,7 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   if (inputFailure !== undefined) io.stderr.write(`rt-translate: input error: ${inputFailure.message}\n`);
   if (failure !== undefined) {
     io.stderr.write(`${describeFailure(failure)}\n`);
+    if (kept) io.stderr.write(`rt-translate: ${values.output} was not written: the ${lines} lines received are kept in ${kept.path}\n`);
     return EXIT_FAILURE;
   }
   if (inputFailure !== undefined) return EXIT_USAGE;

@@ -4,8 +4,8 @@
  * /audio-separation-results`, then each presigned URL) into a directory, as
  * `foreground-RUN.flac` and `background-RUN.flac`. Downloads resume after a lost connection and
  * refresh an expired URL by looking the runs up again. Each run's failure is reported on its
- * own; the exit status is 1 when any run failed. A track is written to `NAME.part` and renamed
- * once complete; after a failure the bytes received stay in `NAME.part` and the message names it.
+ * own; the exit status is 1 when any run failed. A track is written to `NAME.partial` and renamed
+ * once complete; after a failure the bytes received stay in `NAME.partial` and the message names it.
  */
 import { join } from 'node:path';
 import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
@@ -34,7 +34,7 @@ ${SERVICE_USAGE}
 
 Prints the path of each file written on stdout. A run that is unknown, unfinished or failed,
 or whose download fails, is reported on stderr and the others go on; what a failed download
-received is kept in NAME.flac.part, named in the message.
+received is kept in NAME.flac.partial, named in the message.
 
 ${EXIT_USAGE_TEXT} Status 1 also when any run failed.`;
 

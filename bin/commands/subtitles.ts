@@ -3,7 +3,7 @@
  * long media), written as SRT, WebVTT or text: one language to a file or stdout, or every
  * language into a directory.
  */
-import { stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SubtitlesRequest } from '../../lib/http/dubbing.js';
 import { subtitlesSchema } from '../../lib/http/schemas.js';
@@ -18,11 +18,11 @@ import {
   checkOutput,
   checkRequest,
   listFlag,
-  openRawSink,
   parseCommand,
   taskRun,
   taskSettings,
   withService,
+  writeTextOutput,
 } from './http-common.js';
 import { transcriptFormat } from './transcribe.js';
 
@@ -89,15 +89,9 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
     if (run === undefined) return EXIT_OK;
     for (const language of languages as string[]) {
       const { text } = await client.getRunTranscript(run, languageValue(language), { signal, format });
-      if (toDirectory) {
-        const path = join(values.output!, `sub-${run}-${language}.${format}`);
-        await writeFile(path, text ?? '');
-        io.stdout.write(`${path}\n`);
-      } else {
-        const sink = openRawSink(values.output, io);
-        await sink.write(Buffer.from(text ?? ''));
-        await sink.close();
-      }
+      const path = toDirectory ? join(values.output!, `sub-${run}-${language}.${format}`) : values.output;
+      await writeTextOutput(path, io, text ?? '');
+      if (toDirectory) io.stdout.write(`${path}\n`);
     }
     return EXIT_OK;
   });

@@ -3,6 +3,7 @@
  * JSON on stdout; with `--wait`, polled as its kind advises until final (a progress line on a
  * terminal), then the final status is printed and the exit status says how the task ended.
  */
+import type { TaskProgress } from '../../lib/http/tasks.js';
 import { TASK_KINDS, TASK_KIND_SPECS, isTaskKind } from '../../lib/http/task-kinds.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
 import {
@@ -14,7 +15,7 @@ import {
   parseCommand,
   requirePersistentService,
   serviceSettings,
-  taskProgress,
+  waitForRun,
   withService,
 } from './http-common.js';
 
@@ -53,22 +54,19 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
   const settings = await serviceSettings(values, io);
   requirePersistentService(settings, `task ${taskId} needs the service that made it`);
 
-  return withService(settings, io, async ({ client, signal }) => {
+  return withService(settings, io, async (service) => {
     if (values.wait !== true) {
-      const status = await client.getTaskStatus(kind, taskId, { signal });
+      const status = await service.client.getTaskStatus(kind, taskId, { signal: service.signal });
       io.stdout.write(`${JSON.stringify(status.raw)}\n`);
       return EXIT_OK;
     }
-    const progress = taskProgress(io, `task ${taskId}`);
+    let last: TaskProgress | undefined;
     try {
-      const done = await client.waitForTask(kind, taskId, { signal, onProgress: progress.onProgress });
-      progress.stop();
+      const done = await waitForRun(io, service, kind, taskId, (p) => (last = p));
       io.stdout.write(`${JSON.stringify(done.response.raw)}\n`);
       return EXIT_OK;
     } catch (error) {
-      progress.stop();
       // A task that ended badly: its final status first, then the cause (exit 1).
-      const last = progress.last();
       if (last && last.status !== 'PENDING') io.stdout.write(`${JSON.stringify(last.response.raw)}\n`);
       throw error;
     }

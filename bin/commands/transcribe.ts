@@ -16,11 +16,11 @@ import {
   checkInputFile,
   checkOutput,
   checkRequest,
-  openRawSink,
   parseCommand,
   taskRun,
   taskSettings,
   withService,
+  writeTextOutput,
 } from './http-common.js';
 
 export const TRANSCRIPT_OUTPUTS = ['json', 'srt', 'vtt', 'txt'] as const;
@@ -99,9 +99,7 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
     const run = await taskRun(io, service, 'transcription', values, (s) => client.createTranscription(request!, { signal: s }));
     if (run === undefined) return EXIT_OK;
     const result = await client.getTranscriptionResult(run, { signal, wordLevelTimestamps: values.words === true ? true : undefined });
-    const sink = openRawSink(values.output, io);
-    await sink.write(Buffer.from(transcriptText(result.segments, format, values.speakers === true)));
-    await sink.close();
+    await writeTextOutput(values.output, io, transcriptText(result.segments, format, values.speakers === true));
     return EXIT_OK;
   });
 }

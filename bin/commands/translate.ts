@@ -201,7 +201,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // process) and the output.
   const release = async () => {
     source.destroy();
-    await sink.close().catch(() => undefined);
+    await sink.settle(false).catch(() => undefined);
   };
   let events: Writable | undefined;
   let target: Awaited<ReturnType<typeof connect>>;
@@ -269,6 +269,9 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     failure = error;
   }
   signals.off('SIGINT', onSignal);
+  // The session ended (whatever ended its input): the output file is complete for what it
+  // answered. A failure or an abort leaves what arrived in OUT.partial.
+  const kept = await sink.settle(failure === undefined && !controller.signal.aborted).catch((error: unknown) => void (failure ??= error));
   const summary = report.close();
   if (values.stats === true) for (const text of statsLines(rt.stats)) io.stderr.write(`rt-translate: ${text}\n`);
   failure ??= await logging;
@@ -276,7 +279,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // An input failure after a Ctrl-C is not reported: the input was not wanted any more.
   const inputFailure = stopping ? undefined : source.failure;
   if (controller.signal.aborted) {
-    io.stderr.write('rt-translate: interrupted\n');
+    io.stderr.write(`rt-translate: interrupted\n${kept ?? ''}`);
     return 130;
   }
   // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
@@ -291,7 +294,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
   }
   if (failure !== undefined) {
-    io.stderr.write(`${describeFailure(failure)}\n`);
+    io.stderr.write(`${describeFailure(failure)}\n${kept ?? ''}`);
     return EXIT_FAILURE;
   }
   if (inputFailure !== undefined) return EXIT_USAGE;

@@ -13,13 +13,11 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
+  audioOutput,
   checkOutput,
   checkRequest,
-  copyToSink,
   describeRetry,
   isStdout,
-  openRawSink,
-  openWavSink,
   parseCommand,
   runFlag,
   taskRun,
@@ -92,11 +90,11 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     const textOut = isStdout(output) ? io.stderr : io.stdout;
     textOut.write(`${translatedText}\n`);
 
+    const write = await audioOutput(output, io);
     const result = await client.getTtsResultAudio(run, { signal, decode });
     result.audio.on('retry', (info) => io.stderr.write(`${describeRetry(`audio of run ${run}`, info)}\n`));
     const format = result.audio.format!;
-    const sink = wav ? openWavSink(output!, format.sampleRate, format.channels) : openRawSink(output, io);
-    await copyToSink(result.audio, sink);
+    await write(result.audio, wav ? { rate: format.sampleRate, channels: format.channels } : undefined);
     return EXIT_OK;
   });
 }

@@ -1,6 +1,7 @@
 /**
  * `rt-translate tts`: streaming text to speech (`POST /tts-stream`), the audio written to a file
- * or standard output as it arrives.
+ * or standard output as it arrives. A file is written as `OUT.partial` and renamed once the
+ * stream ended; a failure keeps what arrived there (none, for a failure before the headers).
  */
 import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
@@ -9,10 +10,9 @@ import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
+  audioOutput,
   checkOutput,
   checkRequest,
-  copyToSink,
-  openRawSink,
   parseCommand,
   serviceSettings,
   withService,
@@ -88,9 +88,10 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   await checkOutput(values.output, io);
 
   return withService(settings, io, async ({ client, signal }) => {
+    const write = await audioOutput(values.output, io);
     const audio = client.ttsStream(request, { signal });
     audio.on('warning', (warning: Error) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
-    await copyToSink(audio, openRawSink(values.output, io));
+    await write(audio);
     return EXIT_OK;
   });
 }

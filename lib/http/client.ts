@@ -176,6 +176,11 @@ export interface HttpRequester {
   requestStream(spec: RequestSpec): Promise<StreamResponse>;
   /** The polling options of a profile with the client's overrides. */
   pollingFor(profile: PollingProfile): PollingOptions;
+  /**
+   * The retry setting of requests whose call gives none (the client's `retry` option; undefined:
+   * the library's default). Optional: task waits then use the default back-off.
+   */
+  retrySetting?(): RetrySetting | undefined;
   /** Replaces the key in text that came from elsewhere. */
   redact(text: string): string;
   /** The full URL of an interface path. */
@@ -306,6 +311,10 @@ export class LocalizationClient implements HttpRequester {
 
   pollingFor(profile: PollingProfile): PollingOptions {
     return resolvePolling({ profile, ...this.#polling?.[profile] });
+  }
+
+  retrySetting(): RetrySetting | undefined {
+    return this.#retry === false || this.#retry === undefined ? this.#retry : { ...this.#retry };
   }
 
   /** The full URL of an interface path: the base URL's path, then `path`. */

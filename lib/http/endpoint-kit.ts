@@ -108,7 +108,10 @@ export async function getTaskStatus(client: HttpRequester, kind: TaskKind, taskI
   return parseTaskStatus(taskId, await call(client, 'GET', taskPath(spec.path, taskId), 'read', options));
 }
 
-/** The wait of a task: the client's polling for `profile`, with the call's overrides. */
+/**
+ * The wait of a task: the client's polling for `profile`, with the call's overrides, and the
+ * call's retry setting (else the client's) spacing status reads after a failure.
+ */
 export function waitSettings(client: HttpRequester, options: TaskCallOptions, profile: 'speech' | 'longMedia'): WaitOptions {
   const base = client.pollingFor(options.profile ?? profile);
   return {
@@ -119,10 +122,16 @@ export function waitSettings(client: HttpRequester, options: TaskCallOptions, pr
     maxWaitMs: options.maxWaitMs ?? base.maxWaitMs,
     signal: options.signal,
     onProgress: options.onProgress,
+    onReadFailure: options.onReadFailure,
+    retry: options.retry !== undefined ? options.retry : client.retrySetting?.(),
   };
 }
 
-/** Waits for a task whose status is read with `getStatus` (any feature), with the client's polling. */
+/**
+ * Waits for a task whose status is read with `getStatus` (any feature), with the client's
+ * polling. Each status request is one attempt (`retry: false`): the wait itself repeats a failed
+ * read, until its deadline rather than a count (see `tasks.ts`).
+ */
 export function waitFor(
   client: HttpRequester,
   taskId: string,
@@ -131,7 +140,7 @@ export function waitFor(
   profile: 'speech' | 'longMedia' = 'speech',
 ): Promise<CompletedTask> {
   const req = callOptions(options);
-  return waitForTask(taskId, (id, signal) => getStatus(id, { ...req, signal }), waitSettings(client, options, profile));
+  return waitForTask(taskId, (id, signal) => getStatus(id, { ...req, retry: false, signal }), waitSettings(client, options, profile));
 }
 
 /** Waits for a task of `kind`, polled with its profile (unless `options.profile` says otherwise). */

@@ -286,21 +286,55 @@ export class PaymentRequiredError extends BillingError {
   }
 }
 
+/** What a wait that ran out of time did: how long it lasted, its status reads, the last failure. */
+export interface TaskWaitTimeoutOptions extends RtTranslateErrorOptions {
+  /** How long the wait lasted, ms. Default `timeoutMs`. */
+  waitedMs?: number;
+  /** Status reads made (failed ones included). */
+  reads?: number;
+  /** Status reads that failed (and were retried: the wait went on after each). */
+  failedReads?: number;
+  /** The error of the last failed read. */
+  lastFailure?: unknown;
+}
+
+function secondsText(ms: number): string {
+  return ms < 10_000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
 /**
- * The client stopped waiting for a task (`maxWaitMs` passed). The task may still finish: poll
- * it later with `taskId`.
+ * The client stopped waiting for a task (`maxWaitMs` passed). The task may still finish (and the
+ * service bills it): poll it later with `taskId`. The message says how long the wait lasted,
+ * how many status reads failed and the last failure, also in `waitedMs`, `reads`,
+ * `failedReads` and `lastFailure` (the `cause` as well).
  */
 export class TaskWaitTimeoutError extends TimeoutError {
   readonly taskId: string;
+  /** The status the task last answered (a new task is PENDING). */
   readonly lastStatus: string;
-  constructor(taskId: string, lastStatus: string, timeoutMs: number, options: RtTranslateErrorOptions = {}) {
-    super(
-      `Task ${taskId} was still ${lastStatus} after waiting ${timeoutMs} ms (maxWaitMs). ` +
-        `It may still finish: poll it again later with its task id, or raise maxWaitMs.`,
-      timeoutMs,
-      { ...options, retryable: true },
-    );
+  readonly waitedMs: number;
+  readonly reads: number;
+  readonly failedReads: number;
+  readonly lastFailure: unknown;
+  constructor(taskId: string, lastStatus: string, timeoutMs: number, options: TaskWaitTimeoutOptions = {}) {
+    const { waitedMs = timeoutMs, reads = 0, failedReads = 0, lastFailure, ...rest } = options;
+    const last = lastFailure instanceof Error ? lastFailure.message.replace(/\.+$/, '') : lastFailure === undefined ? undefined : String(lastFailure);
+    const waited = `${secondsText(waitedMs)} (maxWaitMs ${timeoutMs})`;
+    const lead =
+      reads > 0 && failedReads === reads
+        ? `Task ${taskId}: none of its ${reads} status reads succeeded in ${waited}; the last failed with: ${last}.`
+        : `Task ${taskId} was still ${lastStatus} after waiting ${waited}` +
+          (failedReads > 0 ? `; ${failedReads} of ${reads} status reads failed, the last with: ${last}.` : '.');
+    super(`${lead} It may still finish: poll it again later with its task id, or raise maxWaitMs.`, timeoutMs, {
+      cause: lastFailure,
+      ...rest,
+      retryable: true,
+    });
     this.taskId = taskId;
     this.lastStatus = lastStatus;
+    this.waitedMs = waitedMs;
+    this.reads = reads;
+    this.failedReads = failedReads;
+    this.lastFailure = lastFailure;
   }
 }

@@ -7,6 +7,7 @@ export {
   isRetryable,
   parseRetryAfter,
   serviceDidNotAct,
+  statusReadDelay,
   type RequestKind,
   type RetryInfo,
   type RetryOptions,

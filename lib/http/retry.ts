@@ -27,6 +27,13 @@
  * `retryAfterMs`) is thrown. Otherwise the delay is exponential, `minDelayMs * factor^(n-1)`
  * capped at `maxDelayMs`, with "equal jitter": a random point in the upper half of that delay.
  * Caller aborts end the wait at once.
+ *
+ * A **status read of a task wait** is a read whose budget is the wait's deadline, not a count
+ * (`statusReadDelay`): a wait of hours must not end on a minute of 429s. It is read again after
+ * the failures a read is retried after, however many, for as long as `maxWaitMs` leaves time;
+ * the service's wait is honoured as given (the deadline bounds it), otherwise the back-off
+ * above grows to the polling interval at most. `retry: false` (or `retries: 0`) ends the wait
+ * at the first failed read.
  */
 import pRetry from 'p-retry';
 import { AbortError, RateLimitError, RtTranslateError } from '../errors.js';
@@ -98,6 +105,30 @@ export function isRetryable(error: unknown, kind: RequestKind): boolean {
   if (error instanceof HttpStatusError) return error.retryable;
   if (error instanceof HttpConnectionError || error instanceof HttpTimeoutError) return true;
   return false;
+}
+
+/** The wait the service asked for with this failure (`Retry-After`, `X-RateLimit-Reset`), ms. */
+export function askedDelay(error: unknown): number | undefined {
+  return error instanceof RateLimitError || error instanceof HttpStatusError ? error.retryAfterMs : undefined;
+}
+
+/**
+ * A status read of a task wait failed with `error`, the `failuresInARow`-th failure in a row:
+ * the delay before the wait reads the status again, or undefined when the failure ends the wait
+ * (a failure a read is not retried after, such as 401, 403, 404 or 422; or retries turned
+ * off). No count bounds these retries: the wait's deadline does (see the module doc). The
+ * service's wait is used as given; otherwise the back-off, capped at `capMs` (the wait's polling
+ * interval) and `maxDelayMs`.
+ */
+export function statusReadDelay(
+  error: unknown,
+  failuresInARow: number,
+  policy: Required<RetryOptions> | false,
+  capMs: number,
+  random: number = Math.random(),
+): number | undefined {
+  if (policy === false || policy.retries === 0 || !isRetryable(error, 'read')) return undefined;
+  return askedDelay(error) ?? backoffDelay(failuresInARow, { ...policy, maxDelayMs: Math.min(policy.maxDelayMs, capMs) }, random);
 }
 
 /** Back-off before retry number `retry` (1-based), with equal jitter; `random` in [0, 1). */
@@ -176,7 +207,7 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
       shouldRetry: async ({ error, retriesConsumed }) => {
         if (!isRetryable(error, options.kind)) return false;
         if (options.canRetry && !options.canRetry()) return false;
-        const asked = error instanceof RateLimitError || error instanceof HttpStatusError ? error.retryAfterMs : undefined;
+        const asked = askedDelay(error);
         if (asked !== undefined && asked > policy.maxDelayMs) return false;
         const delayMs = asked ?? backoffDelay(retriesConsumed + 1, policy, random());
         options.onRetry?.({ error: error as RtTranslateError, retry: retriesConsumed + 1, delayMs });

@@ -4,31 +4,27 @@
  *
  * Polling follows the interface's guidance: the `speech` profile polls every 2 s growing to
  * 5 s; the `longMedia` profile (subtitles, dubbing, separation of long files) starts at 15 s
- * and grows to 60 s. The interval grows by `factor` after each PENDING answer (exponential
- * back-off) and the wait ends with `TaskWaitTimeoutError` after `maxWaitMs`. Each poll calls
- * `onProgress`. The five statuses:
+ * and grows to 60 s. The interval grows by `factor` after each PENDING answer and each poll
+ * calls `onProgress`. SUCCESS resolves with the `run_id`; ERROR, TIMEOUT and PAYMENT_REQUIRED
+ * reject with `TaskFailedError`, `TaskTimeoutError`, `PaymentRequiredError`; any other status
+ * is a `ProtocolError` that names it (statuses are compared case-insensitively).
  *
- * | status           | outcome                                        |
- * |------------------|------------------------------------------------|
- * | PENDING          | poll again                                     |
- * | SUCCESS          | resolve with `run_id` (missing: ProtocolError) |
- * | ERROR            | `TaskFailedError` with `message`/`exceptionReason` |
- * | TIMEOUT          | `TaskTimeoutError`                             |
- * | PAYMENT_REQUIRED | `PaymentRequiredError`                         |
- *
- * Any other status is a `ProtocolError` that names it (statuses are compared case-insensitively).
- * Each status request goes through the client's retry policy, so one failed poll does not end
- * the wait.
- *
- * `maxWaitMs` is a hard limit: polls are made only while time is left, and each status request
- * (with its retries and their waits) gets the time left as its budget. When the budget runs out
- * the request is aborted and the wait ends with `TaskWaitTimeoutError`, never later.
+ * The wait is bounded by its deadline, not by a count of failed reads: a status read that fails
+ * the way a read is retried after (429, 5xx, a reset, a timeout: `statusReadDelay` of
+ * `retry.ts`) is made again after the service's `Retry-After` or a jittered back-off that grows
+ * to the polling interval, for as long as `maxWaitMs` leaves time. Failures are counted only to
+ * be reported (`onReadFailure`, `failedReads` of each progress, the final error); one that no
+ * retry can fix (401, 403, 404, 422) ends the wait at once, with its own error. `maxWaitMs` is
+ * a hard limit: a status request still running when it passes is aborted, and the wait ends
+ * with `TaskWaitTimeoutError` (its task id, the time waited, the reads that failed, the last
+ * failure), never later.
  *
  * Server text (a task's `message`, an unknown status) goes into errors as the requester hands it
  * over: `LocalizationClient` redacts the API key from every JSON answer before anything reads it.
  */
 import { AbortError, ProtocolError, RtTranslateError } from '../errors.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
+import { resolveRetry, statusReadDelay, type RetrySetting } from './retry.js';
 
 export const TASK_STATUSES = ['SUCCESS', 'PENDING', 'TIMEOUT', 'ERROR', 'PAYMENT_REQUIRED'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -74,12 +70,14 @@ export const LONG_MEDIA_POLLING: Readonly<PollingOptions> = Object.freeze({
 
 export type PollingProfile = 'speech' | 'longMedia';
 
-/** What `onProgress` receives after each poll. */
+/** What `onProgress` receives after each poll that read a status. */
 export interface TaskProgress {
   taskId: string;
   status: TaskStatus;
-  /** 1 for the first poll. */
+  /** The number of this status read, 1 for the first (failed reads count too). */
   poll: number;
+  /** Status reads of this wait that failed so far (each was made again). */
+  failedReads: number;
   /** Since polling started, ms. */
   elapsedMs: number;
   /** Wait before the next poll, ms; undefined when this answer was final. */
@@ -87,11 +85,36 @@ export interface TaskProgress {
   response: TaskStatusResponse;
 }
 
+/** What `onReadFailure` receives after a status read failed; the wait goes on. */
+export interface TaskReadFailure {
+  taskId: string;
+  /** The number of the failed read among the wait's status reads, 1 for the first. */
+  poll: number;
+  /** Status reads of this wait that failed so far, this one included. */
+  failedReads: number;
+  /** Failed reads in a row, this one included. */
+  failuresInARow: number;
+  /** Why it failed (a retryable `RtTranslateError`: 429, 5xx, a lost connection, a timeout). */
+  error: RtTranslateError;
+  /** Since polling started, ms. */
+  elapsedMs: number;
+  /** Wait before the next read, ms: the service's `Retry-After`, or the back-off. */
+  retryInMs: number;
+}
+
 export interface WaitOptions extends Partial<PollingOptions> {
   /** Which guidance to start from. Default `speech`. */
   profile?: PollingProfile;
   signal?: AbortSignal;
   onProgress?: (progress: TaskProgress) => void;
+  /** Called after each status read that failed and will be made again (see the module doc). */
+  onReadFailure?: (failure: TaskReadFailure) => void;
+  /**
+   * The retry setting whose back-off (`minDelayMs`, `factor`, `maxDelayMs`) spaces status reads
+   * after a failure; `retries` does not bound them, the deadline does. `false` (or `retries: 0`)
+   * ends the wait at the first failed read. Default: the library's default setting.
+   */
+  retry?: RetrySetting;
 }
 
 /** A finished, successful task. */
@@ -255,9 +278,11 @@ async function statusWithin(
 
 /**
  * Polls `getStatus` until the task is final. Resolves with its `run_id` on SUCCESS; rejects with
- * the typed error of any other outcome, `TaskWaitTimeoutError` once `maxWaitMs` has passed (a
- * status request still running then is aborted), or `AbortError` when `signal` aborts (the wait
- * between polls ends at once).
+ * the typed error of any other outcome, with the error of a status read that no retry can fix,
+ * with `TaskWaitTimeoutError` once `maxWaitMs` has passed (a status request still running then
+ * is aborted), or with `AbortError` when `signal` aborts (the wait between polls ends at once).
+ * A status read that fails as reads are retried after is made again until the deadline (see
+ * the module doc).
  */
 export async function waitForTask(
   taskId: string,
@@ -265,27 +290,55 @@ export async function waitForTask(
   options: WaitOptions = {},
 ): Promise<CompletedTask> {
   const polling = resolvePolling(options);
-  const { signal, onProgress } = options;
+  const policy = resolveRetry(options.retry);
+  const { signal, onProgress, onReadFailure } = options;
   const start = Date.now();
   let interval = polling.initialIntervalMs;
+  let delay = interval;
   let lastStatus = 'PENDING';
+  let reads = 0;
+  let failedReads = 0;
+  let failuresInARow = 0;
+  let lastFailure: RtTranslateError | undefined;
   const timedOut = (cause?: unknown): TaskWaitTimeoutError =>
-    new TaskWaitTimeoutError(taskId, lastStatus, polling.maxWaitMs, cause === undefined ? {} : { cause });
-  for (let poll = 1; ; poll++) {
+    new TaskWaitTimeoutError(taskId, lastStatus, polling.maxWaitMs, {
+      waitedMs: Date.now() - start,
+      reads,
+      failedReads,
+      ...(lastFailure !== undefined ? { lastFailure } : cause !== undefined ? { cause } : {}),
+    });
+  for (;;) {
     const remaining = polling.maxWaitMs - (Date.now() - start);
     if (remaining <= 0) throw timedOut();
-    await sleep(Math.min(interval, remaining), signal);
+    await sleep(Math.min(delay, remaining), signal);
     const left = polling.maxWaitMs - (Date.now() - start);
     // A poll with no time left could not finish within maxWaitMs.
     if (left <= 0) throw timedOut();
-    const response = parseTaskStatus(taskId, await statusWithin(taskId, getStatus, left, signal, timedOut));
+    reads++;
+    let answer: unknown;
+    try {
+      answer = await statusWithin(taskId, getStatus, left, signal, timedOut);
+    } catch (error) {
+      if (error instanceof TaskWaitTimeoutError || signal?.aborted) throw error;
+      const retryInMs = statusReadDelay(error, failuresInARow + 1, policy, interval);
+      if (retryInMs === undefined) throw error;
+      failedReads++;
+      failuresInARow++;
+      lastFailure = error as RtTranslateError;
+      onReadFailure?.({ taskId, poll: reads, failedReads, failuresInARow, error: lastFailure, elapsedMs: Date.now() - start, retryInMs });
+      delay = retryInMs;
+      continue;
+    }
+    failuresInARow = 0;
+    const response = parseTaskStatus(taskId, answer);
     lastStatus = response.status;
     const final = response.status !== 'PENDING';
     const next = Math.min(polling.maxIntervalMs, Math.round(interval * polling.factor));
     onProgress?.({
       taskId,
       status: response.status,
-      poll,
+      poll: reads,
+      failedReads,
       elapsedMs: Date.now() - start,
       nextPollInMs: final ? undefined : next,
       response,
@@ -298,6 +351,7 @@ export async function waitForTask(
       return { taskId, runId: response.runId, response };
     }
     interval = next;
+    delay = next;
   }
 }
 
