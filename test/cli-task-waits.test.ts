@@ -61,7 +61,7 @@ function survivedLines(kind: string, failed: number): unknown[] {
   return [
     expect.stringMatching(new RegExp(`^rt-translate: task ([0-9a-f-]{36}) \\(${kind}\\) created$`)),
     expect.stringMatching(
-      /^rt-translate: task [0-9a-f-]{36}: reading its status failed \(GET \/[a-z-]+\/[0-9a-f-]{36} was rate limited \(429\)\. It asked to wait 0 ms\. Slow down or retry later \[RTT_RATE_LIMIT\]\); trying again in 0\.0 s, until the wait's limit$/,
+      /^rt-translate: task [0-9a-f-]{36}: reading its status failed \(GET \/[a-z-]+\/[0-9a-f-]{36} was rate limited \(429\)\. It asked to wait 0 ms\. Slow down or retry later \[RTT_RATE_LIMIT\]\); trying again in 1\.0 s, until the wait's limit$/,
     ),
     expect.stringMatching(new RegExp(`^rt-translate: task [0-9a-f-]{36}: status read again after ${failed} failed reads$`)),
     expect.stringMatching(/^rt-translate: task [0-9a-f-]{36}: run \d+$/),

@@ -35,6 +35,7 @@ describe('statusReadDelay: a failed status read of a wait is read again, whateve
     ['429 with Retry-After: as asked, even beyond maxDelayMs', new HttpRateLimitError({ ...info, retryAfterMs: 120_000 }), 1, 120_000],
     ['429 without one: the back-off', new HttpRateLimitError(info), 1, 750],
     ['503 with Retry-After', new HttpStatusError(503, { ...info, retryAfterMs: 1000 }), 40, 1000],
+    ['429 with Retry-After: 0 (or a reset already past): minDelayMs, never a busy loop', new HttpRateLimitError({ ...info, retryAfterMs: 0 }), 5, 1000],
     ['500, first failure: minDelayMs with jitter', new HttpStatusError(500, info), 1, 750],
     ['500, third failure in a row: grown', new HttpStatusError(500, info), 3, 3000],
     ['500, 100th failure in a row: capped at the polling interval', new HttpStatusError(500, info), 100, 11_250],

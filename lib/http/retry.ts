@@ -117,8 +117,8 @@ export function askedDelay(error: unknown): number | undefined {
  * the delay before the wait reads the status again, or undefined when the failure ends the wait
  * (a failure a read is not retried after, such as 401, 403, 404 or 422; or retries turned
  * off). No count bounds these retries: the wait's deadline does (see the module doc). The
- * service's wait is used as given; otherwise the back-off, capped at `capMs` (the wait's polling
- * interval) and `maxDelayMs`.
+ * service's wait is used, but never less than `minDelayMs`; otherwise the back-off, capped at
+ * `capMs` (the wait's polling interval) and `maxDelayMs`.
  */
 export function statusReadDelay(
   error: unknown,
@@ -128,7 +128,11 @@ export function statusReadDelay(
   random: number = Math.random(),
 ): number | undefined {
   if (policy === false || policy.retries === 0 || !isRetryable(error, 'read')) return undefined;
-  return askedDelay(error) ?? backoffDelay(failuresInARow, { ...policy, maxDelayMs: Math.min(policy.maxDelayMs, capMs) }, random);
+  const asked = askedDelay(error);
+  // The service's wait, but never less than `minDelayMs`: nothing bounds the count of these
+  // reads, so a `Retry-After: 0` (or a reset time already past) must not make them a busy loop.
+  if (asked !== undefined) return Math.max(asked, policy.minDelayMs);
+  return backoffDelay(failuresInARow, { ...policy, maxDelayMs: Math.min(policy.maxDelayMs, capMs) }, random);
 }
 
 /** Back-off before retry number `retry` (1-based), with equal jitter; `random` in [0, 1). */
