@@ -64,6 +64,7 @@ import {
   PcmChunker,
   TwilioMediaBridge,
   bridgeTwilioSocket,
+  describeTwilioValue,
   fromServiceFormat,
   openAudioSource,
   type TwilioMediaBridgeOptions,
@@ -227,8 +228,37 @@ const REFUSALS = {
   maxCallsPerAddress: { status: '429 Too Many Requests', text: 'Too many calls at once from this address.\n' },
 } as const;
 
-/** A refused handshake is logged at most once per this many ms, with the count since the last line. */
-const REFUSAL_LOG_INTERVAL_MS = 10_000;
+/** Lines that a caller can make many of are said at most once per this many ms, with a count. */
+const COUNTED_LINE_INTERVAL_MS = 10_000;
+
+/**
+ * A log line of one kind that a caller could repeat at will (a refused handshake, a connection
+ * that never began a call): said at most once per `COUNTED_LINE_INTERVAL_MS`, with how many came
+ * since the last one; `flush()` says what is left.
+ */
+class CountedLine {
+  #unsaid = 0;
+  #saidAt = -Infinity;
+  readonly #say: (count: number, last: string | undefined) => void;
+
+  constructor(say: (count: number, last: string | undefined) => void) {
+    this.#say = say;
+  }
+
+  note(last: string): void {
+    this.#unsaid += 1;
+    const now = performance.now();
+    if (now - this.#saidAt < COUNTED_LINE_INTERVAL_MS) return;
+    this.#say(this.#unsaid, last);
+    this.#unsaid = 0;
+    this.#saidAt = now;
+  }
+
+  flush(): void {
+    if (this.#unsaid > 0) this.#say(this.#unsaid, undefined);
+    this.#unsaid = 0;
+  }
+}
 
 /** Numbers in log lines: `1,203`. */
 const count = (n: number) => n.toLocaleString('en-US');
@@ -259,7 +289,9 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
   const clientAddress = options.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown');
   const log = options.log ?? (() => undefined);
   const calls = new Set<TwilioCall>();
-  const refusals = { unlogged: 0, loggedAt: -Infinity };
+  const refusals = new CountedLine((n, last) => log('warn', `refused ${count(n)} connection(s) since the last such line${last ? `, the last from ${last}` : ''}`));
+  const noCalls = new CountedLine((n, last) => log('info', `${count(n)} connection(s) closed without a call since the last such line${last ? `, the last from ${last}` : ''}`));
+  const noteNoCall = (address: string, why: string | undefined) => noCalls.note(why === undefined ? address : `${address} (${why})`);
   // Twilio's messages are small (a 20 ms media message is about 400 bytes).
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
 
@@ -309,16 +341,11 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
     if (refused !== undefined) {
       const { status, text } = REFUSALS[refused];
       socket.end(`HTTP/1.1 ${status}\r\nRetry-After: 10\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\n\r\n${text}`);
-      refusals.unlogged += 1;
-      const now = performance.now();
-      if (now - refusals.loggedAt >= REFUSAL_LOG_INTERVAL_MS) {
-        log('warn', `refused ${count(refusals.unlogged)} connection(s) since the last such line, the last from ${address} (${refused} reached)`);
-        refusals.unlogged = 0;
-        refusals.loggedAt = now;
-      }
+      refusals.note(`${address} (${refused} reached)`);
       return;
     }
-    // The slot is freed once, when the call is over or the socket closed (a handshake that failed).
+    // The slot is freed once: when the call is over (its session ended, which after a hang-up
+    // may take the quiet period or longer), or when the socket closed before a call began.
     let counted = true;
     const release = () => {
       if (counted) caps.release(address);
@@ -339,6 +366,8 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
       watchCall(ws, bridge);
       const call: TwilioCall = { bridge, request: req, done: bridgeTwilioSocket(ws, bridge, options.socket) };
       calls.add(call);
+      // From here the call holds the slot until it is done, not just until the caller hangs up.
+      socket.off('close', release);
       call.done
         .then(
           (): Error | undefined => {
@@ -353,7 +382,12 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
         .then((error) => {
           calls.delete(call);
           const info = bridge.stream;
-          const name = info ? `call ${info.callSid ?? info.streamSid}` : `connection from ${address}`;
+          if (info === undefined) {
+            // No call began: such connections are counted, and said at most every 10 s.
+            noteNoCall(address, bridge.closeReason ?? error?.message);
+            return;
+          }
+          const name = `call ${describeTwilioValue(info.callSid ?? info.streamSid)}`;
           log(error === undefined ? 'info' : 'warn', twilioCallSummary({ bridge, durationMs: performance.now() - connectedAt, error, name }));
         });
       options.onCall?.(call);
@@ -369,7 +403,7 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
       );
     }
     if (options.log === undefined) return;
-    bridge.on('start', (info) => log('info', `call ${info.callSid ?? '?'}: stream ${info.streamSid} started`));
+    bridge.on('start', (info) => log('info', `call ${describeTwilioValue(info.callSid ?? '?')}: stream ${describeTwilioValue(info.streamSid)} started`));
     bridge.on('transcript.done', (text) => log('info', `  caller:      ${text}`));
     bridge.on('text.done', (text) => log('info', `  translation: ${text}`));
     bridge.on('clear', () => log('info', '  (caller barged in: playback cleared)'));
@@ -393,7 +427,8 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        if (refusals.unlogged > 0) log('warn', `refused ${count(refusals.unlogged)} connection(s) since the last such line`);
+        refusals.flush();
+        noCalls.flush();
         const pending = [...calls].map((call) => call.done.catch(() => undefined));
         for (const call of calls) call.bridge.destroy();
         for (const ws of wss.clients) ws.terminate();

@@ -167,6 +167,7 @@ export {
 export {
   TwilioMediaBridge,
   bridgeTwilioSocket,
+  describeTwilioValue,
   type TwilioBargeInOptions,
   type TwilioBridgeStats,
   type TwilioClearInfo,

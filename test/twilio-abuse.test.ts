@@ -125,7 +125,7 @@ function media(frame: Buffer, timestamp?: number): unknown {
 /* ------------------------------------------------------------------------------------------- */
 
 describe('a caller who does nothing holds nothing', () => {
-  it('20 connections that never send "start": no session ever opened; all closed at 10 s (1008), one line each', async () => {
+  it('20 connections that never send "start": no session ever opened; all closed at 10 s (1008), said in two lines', async () => {
     fakeClock();
     const s = await setup({}, { maxCallsPerAddress: 20 });
     const callers = [];
@@ -145,11 +145,10 @@ describe('a caller who does nothing holds nothing', () => {
     await vi.advanceTimersByTimeAsync(1);
     const ends = await Promise.all(callers.map((caller) => caller.ended));
     expect(ends).toEqual(Array.from({ length: 20 }, () => ({ code: 1008, reason: 'no start within 10000 ms' })));
-    await linesLogged(s, 20);
-    expect(s.lines).toHaveLength(20);
-    expect(new Set(s.lines)).toEqual(
-      new Set(['connection from 127.0.0.1: closed (no start within 10000 ms) after 10.0 s; 0.0 s of audio sent, 0 frames received, 0 refused, 0 warnings']),
-    );
+    // The first is said at once; the other 19 come within 10 s of it, so they are counted, and
+    // said when the next such line is due (here, when the server closes).
+    await linesLogged(s, 1);
+    expect(s.lines).toEqual(['1 connection(s) closed without a call since the last such line, the last from 127.0.0.1 (no start within 10000 ms)']);
     for (const { bridge, done } of s.calls) {
       await expect(done).rejects.toBeInstanceOf(TimeoutError);
       // The translator was made, never connected.
@@ -158,6 +157,11 @@ describe('a caller who does nothing holds nothing', () => {
       expect(bridge.translator.destroyed).toBe(true);
     }
     expect(s.emulator.realtimeSessions()).toEqual([]);
+    await s.server.close();
+    expect(s.lines).toEqual([
+      '1 connection(s) closed without a call since the last such line, the last from 127.0.0.1 (no start within 10000 ms)',
+      '19 connection(s) closed without a call since the last such line',
+    ]);
   });
 
   it('"start" and then nothing: its one session is held 10 s, then the call is closed (1008) and the session freed', async () => {
@@ -180,8 +184,8 @@ describe('a caller who does nothing holds nothing', () => {
     await until(() => s.emulator.realtimeSessions().length === 0, 'the session to close');
     await linesLogged(s, 2);
     expect(s.lines).toEqual([
-      `call CA00000000000000000000000000000001: stream ${STREAM_SID} started`,
-      'call CA00000000000000000000000000000001: closed (no media for 10000 ms) after 10.0 s; 0.0 s of audio sent, 0 frames received, 0 refused, 0 warnings',
+      `call "CA00000000000000000000000000000001": stream "${STREAM_SID}" started`,
+      'call "CA00000000000000000000000000000001": closed (no media for 10000 ms) after 10.0 s; 0.0 s of audio sent, 0 frames received, 0 refused, 0 warnings',
     ]);
   });
 
@@ -215,7 +219,7 @@ describe('a caller who does nothing holds nothing', () => {
     expect(deafCall.bridge.stats.mediaMessages).toBe(500);
     await linesLogged(s, 3);
     expect(s.lines.at(-1)).toBe(
-      'call CA00000000000000000000000000000001: failed (The caller did not answer a ping within 5000 ms (pingIntervalMs): it stopped reading; ' +
+      'call "CA00000000000000000000000000000001": failed (The caller did not answer a ping within 5000 ms (pingIntervalMs): it stopped reading; ' +
         'the call was closed.) after 10.0 s; 10.0 s of audio sent, 500 frames received, 0 refused, 0 warnings',
     );
   });
@@ -268,6 +272,22 @@ describe('caps on concurrent calls', () => {
     ]);
   });
 
+  it('a call that hangs up keeps its slot until its session has ended: hanging up and calling again cannot pile up sessions', async () => {
+    // The session goes on after the hang-up: it waits a quiet period (here 2 s) for the last answer.
+    const s = await setup({ quietPeriodMs: 2000 }, { maxCallsPerAddress: 1 });
+    const caller = await s.connect();
+    caller.open();
+    await until(() => s.calls[0]?.bridge.translator.sessionId !== undefined, 'the session');
+    caller.media(0, 100); // 2 s of the caller's speech
+    caller.ws.close();
+    await until(() => s.calls[0]!.bridge.writableEnded, 'the hang-up');
+    expect(s.emulator.realtimeSessions()).toHaveLength(1);
+    expect(await dial(s.server.url, '127.0.0.1')).toBe(429);
+    await s.calls[0]!.done;
+    expect(s.emulator.realtimeSessions()).toHaveLength(0);
+    expect(await dial(s.server.url, '127.0.0.1')).toBeInstanceOf(WebSocket);
+  });
+
   it('maxCalls and maxCallsPerAddress as given', async () => {
     const s = await setup({}, { maxCalls: 3, maxCallsPerAddress: 2 });
     const url = s.server.url;
@@ -277,6 +297,26 @@ describe('caps on concurrent calls', () => {
     expect(await dial(url, '127.0.0.2')).toBeInstanceOf(WebSocket);
     expect(await dial(url, '127.0.0.3')).toBe(503);
     expect(s.calls).toHaveLength(3);
+  });
+});
+
+describe('what a caller sends cannot forge the log', () => {
+  it('a call id with a line break is quoted in every line about the call', async () => {
+    const s = await setup({ bargeIn: false });
+    const caller = await s.connect();
+    caller.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    const forged = 'CA1\nrefused 0 connection(s) forged line';
+    caller.send({
+      event: 'start',
+      streamSid: STREAM_SID,
+      start: { streamSid: STREAM_SID, callSid: forged, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+    });
+    await until(() => s.calls[0]?.bridge.translator.sessionId !== undefined, 'the session');
+    caller.ws.close();
+    await s.calls[0]!.done;
+    await linesLogged(s, 2);
+    expect(s.lines.join('\n').split('\n')).toHaveLength(s.lines.length);
+    expect(s.lines.every((line) => line.startsWith('call "CA1\\nrefused 0 connection(s) forged line": '))).toBe(true);
   });
 });
 
@@ -305,9 +345,9 @@ describe('the audio sent is what a call can be', () => {
     expect(bridge.stats).toMatchObject({ refusedFrames: 200, mediaMessages: 10, receivedMs: 200, warnings: 1, suppressedWarnings: { 'media-size': 199 } });
     await linesLogged(s, 3);
     expect(s.lines).toEqual([
-      `call CA00000000000000000000000000000001: stream ${STREAM_SID} started`,
+      `call "CA00000000000000000000000000000001": stream "${STREAM_SID}" started`,
       '  warning: A "media" payload of 48000 bytes was refused: Twilio sends 160 bytes (20 ms of 8 kHz mu-law) at most. Further ones are refused without a warning (stats.refusedFrames).',
-      expect.stringMatching(/^call CA0+1: ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 200 refused, 1 warnings, 199 more not shown \(199 media-size\)$/),
+      expect.stringMatching(/^call "CA0+1": ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 200 refused, 1 warnings, 199 more not shown \(199 media-size\)$/),
     ]);
   });
 
@@ -351,7 +391,7 @@ describe('the audio sent is what a call can be', () => {
     expect(bridge.translator.stats.inputBytes).toBeLessThanOrEqual(1040 * SERVICE_BYTES_PER_MS);
     await until(() => s.emulator.realtimeSessions().length === 0, 'the session to close');
     await linesLogged(s, 2);
-    expect(s.lines[1]).toMatch(/^call CA0+1: closed \(media timestamps ahead of the call's clock\) after \d+\.\d s; 1\.0 s of audio sent, 2 frames received, 0 refused, 0 warnings$/);
+    expect(s.lines[1]).toMatch(/^call "CA0+1": closed \(media timestamps ahead of the call's clock\) after \d+\.\d s; 1\.0 s of audio sent, 2 frames received, 0 refused, 0 warnings$/);
   });
 
   it('timestamps going backwards a fourth time: closed (1008); the frames before were sent', async () => {
@@ -385,7 +425,7 @@ describe('the log cannot be flooded', () => {
       ...Array.from({ length: 5 }, () => ['  warning: A Twilio message is not JSON (starts with "this is not json"). It was ignored.', '  warning: Unknown Twilio event "transcription"; it was ignored.']),
     ].flat());
     expect(s.lines[11]).toMatch(
-      /^call CA0+1: ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 0 refused, 10 warnings, 5,990 more not shown \(2,995 malformed, 2,995 unknown-event\)$/,
+      /^call "CA0+1": ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 0 refused, 10 warnings, 5,990 more not shown \(2,995 malformed, 2,995 unknown-event\)$/,
     );
     expect(s.calls[0]!.bridge.stats.suppressedWarnings).toEqual({ malformed: 2995, 'unknown-event': 2995 });
     expect(s.lines.join('\n')).not.toContain(KEY);

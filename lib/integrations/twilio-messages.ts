@@ -114,16 +114,20 @@ function optionalCount(event: string, field: string, value: unknown): number | u
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
   if (typeof value === 'string' && isDigits(value)) return Number(value);
-  return fail(event, `${field} must be a non-negative integer (got ${describe(value)})`);
+  return fail(event, `${field} must be a non-negative integer (got ${describeTwilioValue(value)})`);
 }
 
 function optionalString(event: string, field: string, value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value;
-  return fail(event, `${field} must be a string (got ${describe(value)})`);
+  return fail(event, `${field} must be a string (got ${describeTwilioValue(value)})`);
 }
 
-function describe(value: unknown): string {
+/**
+ * A value a caller sent, as it may be shown in a message or a log line: a string quoted (its
+ * control characters escaped, so it cannot forge a line) and cut at 40 characters.
+ */
+export function describeTwilioValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
@@ -131,7 +135,7 @@ function describe(value: unknown): string {
 
 function parseMediaFormat(value: unknown): TwilioMediaFormat | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isObject(value)) return fail('start', `start.mediaFormat must be an object (got ${describe(value)})`);
+  if (!isObject(value)) return fail('start', `start.mediaFormat must be an object (got ${describeTwilioValue(value)})`);
   const encoding = optionalString('start', 'start.mediaFormat.encoding', value.encoding) ?? '';
   const sampleRate = optionalCount('start', 'start.mediaFormat.sampleRate', value.sampleRate) ?? 0;
   const channels = optionalCount('start', 'start.mediaFormat.channels', value.channels) ?? 0;
@@ -145,7 +149,7 @@ function parseStart(msg: Obj): TwilioInboundMessage {
   if (!streamSid) fail('start', 'no streamSid');
   const tracks = start.tracks === undefined ? ['inbound'] : start.tracks;
   if (!Array.isArray(tracks) || !tracks.every((t) => typeof t === 'string')) {
-    fail('start', `start.tracks must be an array of strings (got ${describe(tracks)})`);
+    fail('start', `start.tracks must be an array of strings (got ${describeTwilioValue(tracks)})`);
   }
   const customParameters: Record<string, string> = {};
   if (isObject(start.customParameters)) {
@@ -182,7 +186,7 @@ function parseMedia(msg: Obj): TwilioInboundMessage {
   const media = msg.media;
   if (!isObject(media)) fail('media', 'no "media" object');
   const payload = media.payload;
-  if (typeof payload !== 'string') fail('media', `media.payload must be a base64 string (got ${describe(payload)})`);
+  if (typeof payload !== 'string') fail('media', `media.payload must be a base64 string (got ${describeTwilioValue(payload)})`);
   const audio = decodeStrictBase64(payload);
   if (audio === undefined) fail('media', 'media.payload is not valid base64');
   const out: Extract<TwilioInboundMessage, { event: 'media' }> = {
@@ -228,13 +232,13 @@ export function parseTwilioMessage(data: unknown, maxBytes = DEFAULT_MAX_TWILIO_
     try {
       msg = JSON.parse(text);
     } catch {
-      throw new ProtocolError(`A Twilio message is not JSON (starts with ${describe(text.slice(0, 20))}). It was ignored.`);
+      throw new ProtocolError(`A Twilio message is not JSON (starts with ${describeTwilioValue(text.slice(0, 20))}). It was ignored.`);
     }
   }
-  if (!isObject(msg)) throw new ProtocolError(`A Twilio message must be a JSON object (got ${describe(msg)}). It was ignored.`);
+  if (!isObject(msg)) throw new ProtocolError(`A Twilio message must be a JSON object (got ${describeTwilioValue(msg)}). It was ignored.`);
   const event = msg.event;
   if (typeof event !== 'string') {
-    throw new ProtocolError(`A Twilio message has no "event" name (got ${describe(event)}). It was ignored.`);
+    throw new ProtocolError(`A Twilio message has no "event" name (got ${describeTwilioValue(event)}). It was ignored.`);
   }
   switch (event) {
     case 'connected': {

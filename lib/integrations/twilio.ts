@@ -81,6 +81,7 @@ import {
   TWILIO_FRAME_MS,
   TWILIO_SAMPLE_RATE,
   checkTwilioMediaFormat,
+  describeTwilioValue,
   parseTwilioMessage,
   twilioClearMessage,
   type TwilioInboundMessage,
@@ -643,7 +644,7 @@ export class TwilioMediaBridge extends Duplex {
       return;
     }
     if (message.streamSid !== undefined && message.streamSid !== this.#stream.streamSid) {
-      this.#warn('out-of-order', new ProtocolError(`A "media" message of another stream (${message.streamSid}) was ignored.`));
+      this.#warn('out-of-order', new ProtocolError(`A "media" message of another stream (${describeTwilioValue(message.streamSid)}) was ignored.`));
       callback();
       return;
     }
