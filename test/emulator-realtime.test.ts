@@ -5,6 +5,7 @@ import { WebSocket } from 'ws';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import {
   DEFAULT_SESSION_UPDATE_TIMEOUT_MS,
+  MAX_GROUP_BYTES,
   createRealtimeEmulator,
   type RealtimeEmulator,
   type RealtimeEmulatorOptions,
@@ -873,6 +874,20 @@ describe('realtime emulator: when it answers (idle, segmentation, merged and hel
     await vi.advanceTimersByTimeAsync(300);
     await client.waitType('response.audio.done', 2);
     expect(transcripts(client)).toEqual(['[en-us utterances 1-3, 3.51 s]', '[en-us utterance 4, 0.30 s]']);
+  });
+
+  it("segmentation 'idle' with appends that never pause: what is held is answered once it reaches 60 s of audio", async () => {
+    const server = await emulator({ segmentation: 'idle', paddingMs: 0 });
+    const client = await session(server);
+    // The appends never pause: no idle time passes on this clock.
+    vi.useFakeTimers(FAKE);
+    // 1.2 s of speech, 1.2 s of silence (a pause the detector hears, while appends keep coming):
+    // each utterance's answer is 1.2 s of audio, so the 50th brings the group to 60 s.
+    const stretch = Buffer.concat([tone(1200), zeros(1200)]);
+    for (let i = 0; i < 51; i++) client.sendAudio(stretch);
+    await client.waitType('response.audio.done');
+    expect(transcripts(client)).toEqual(['[en-us utterances 1-50, 60.00 s]']);
+    expect(Buffer.concat(outputAudio(client.frames)).length).toBe(MAX_GROUP_BYTES);
   });
 
   it.each([

@@ -36,6 +36,12 @@ import type { VoiceOwnership } from './voices.js';
 
 /** Bytes of PCM16 mono 24 kHz per second of audio. */
 const BYTES_PER_SECOND = 48_000;
+/**
+ * Speech held to be answered as one (`segmentation: 'idle'`, `mergeUtterances`) is answered once
+ * it reaches this much, pause or not: a source that never pauses (a microphone, a phone call)
+ * cannot make the emulator keep its audio without bound.
+ */
+export const MAX_GROUP_BYTES = 60 * BYTES_PER_SECOND;
 /** Output audio piece: 400 ms, 9600 samples. */
 export const OUTPUT_PIECE_BYTES = 19_200;
 /** WebSocket close code for every session-ending error. */
@@ -203,6 +209,8 @@ export class RealtimeSession {
   private responsesSent = 0;
   /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
   private grouped: SegmentedUtterance[] = [];
+  /** Their audio, in bytes: a group this long is answered even if the appends never pause. */
+  private groupedBytes = 0;
   /** How many utterances make one answer. */
   private readonly groupSize: number;
   /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
@@ -476,7 +484,8 @@ export class RealtimeSession {
   /** An utterance (or part) ended: answer it, or group it with the next ones. */
   private answer(utterance: SegmentedUtterance): void {
     this.grouped.push(utterance);
-    if (this.grouped.length >= this.groupSize) this.respond();
+    this.groupedBytes += utterance.audio.length;
+    if (this.grouped.length >= this.groupSize || this.groupedBytes >= MAX_GROUP_BYTES) this.respond();
   }
 
   /** The group is one answer: send it, or hold it until speech is heard again (`lastAnswer`). */
@@ -484,6 +493,7 @@ export class RealtimeSession {
     const group = this.grouped;
     if (group.length === 0) return;
     this.grouped = [];
+    this.groupedBytes = 0;
     if (this.settings.lastAnswer === 'prompt') {
       this.schedule(group);
       return;
@@ -771,6 +781,7 @@ export class RealtimeSession {
   private forget(): void {
     this.queue.length = 0;
     this.grouped = [];
+    this.groupedBytes = 0;
     this.held = [];
     this.segmenter = undefined;
   }

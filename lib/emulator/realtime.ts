@@ -26,7 +26,7 @@ import { isCount } from './http/faults.js';
 import { UtteranceSegmenter, type UtteranceSegmenterOptions } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
-export { OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
+export { MAX_GROUP_BYTES, OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
 export type { DropOptions, LastAnswer, RealtimeSessionState, RealtimeSessionStats, Segmentation } from './realtime-session.js';
 export {
   DEFAULT_MAX_UTTERANCE_MS,
