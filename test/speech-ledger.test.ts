@@ -138,6 +138,22 @@ describe('SpeechLedger', () => {
     expect(ledger.frontier).toBe(1760 * MS);
   });
 
+  it('clicks are forgotten as they end: a replay starts before the speech after them, not before the click', () => {
+    const ledger = fed(Buffer.concat([zeros(200), tone(60), zeros(1000), tone(500), zeros(1000)]));
+    expect(ledger.replayStart(2760 * MS, 300)).toBe((1260 - 300) * MS);
+  });
+
+  it('speech no answer ever covers is kept for 4096 stretches; older ones count as answered', () => {
+    const ledger = new SpeechLedger();
+    const stretch = Buffer.concat([tone(200), zeros(700)]);
+    for (let i = 0; i < 4096; i++) ledger.accept(stretch);
+    expect(ledger.frontier).toBe(0);
+    ledger.accept(stretch);
+    // The first stretch is now behind the frontier; the speech past it is the 4096 newest.
+    expect(ledger.frontier).toBe(200 * MS);
+    expect(ledger.speechPastFrontier).toBe(4096 * 200 * MS);
+  });
+
   it('replay starts 300 ms before the first unanswered speech, on a 20 ms frame, never before the frontier', () => {
     const ledger = fed(THREE);
     expect(ledger.replayStart(THREE.length, 300)).toBe(0); // 200 ms of silence, then speech: from the start

@@ -21,6 +21,8 @@ import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } fro
 const BYTES_PER_MS = 48;
 /** Send times kept for timing responses (about 10 minutes of 40 ms appends). */
 const MAX_SEND_RECORDS = 16_384;
+/** Stretches of speech kept while no answer covers them (hours of talk). */
+const MAX_SEGMENTS = 4096;
 
 export interface SpeechLedgerOptions extends VoiceActivityOptions {
   /** Voiced length below which a segment is not speech the service owes an answer to, in ms. Default 100. */
@@ -122,12 +124,12 @@ export class SpeechLedger {
     this.#accepted += pcm.length;
     this.#detector.push(pcm, (segment) => {
       const last = this.#segments.at(-1);
-      if (last && !last.ended) {
-        last.voicedEnd = segment.voicedEnd;
-        last.ended = true;
-      } else {
-        this.#segments.push({ voicedStart: segment.voicedStart, voicedEnd: segment.voicedEnd, ended: true });
-      }
+      if (last && !last.ended) this.#segments.pop();
+      // A click is not speech: it would only hold memory and anchor a replay too early.
+      if (segment.voicedEnd - segment.voicedStart < this.#minSpeechBytes) return;
+      this.#segments.push({ voicedStart: segment.voicedStart, voicedEnd: segment.voicedEnd, ended: true });
+      this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, segment.voicedEnd);
+      this.#endedSpeechEnd = Math.max(this.#endedSpeechEnd, segment.voicedEnd);
     });
     if (this.#detector.speaking) {
       const start = this.#detector.segmentStart;
@@ -135,16 +137,11 @@ export class SpeechLedger {
       const last = this.#segments.at(-1);
       if (last && !last.ended) last.voicedEnd = end;
       else this.#segments.push({ voicedStart: start, voicedEnd: end, ended: false });
+      if (end - start >= this.#minSpeechBytes) this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, end);
     }
-    for (let i = this.#segments.length - 1; i >= 0; i--) {
-      const segment = this.#segments[i]!;
-      if (segment.voicedEnd - segment.voicedStart < this.#minSpeechBytes) continue;
-      this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, segment.voicedEnd);
-      if (segment.ended) {
-        this.#endedSpeechEnd = Math.max(this.#endedSpeechEnd, segment.voicedEnd);
-        break;
-      }
-    }
+    // Speech no answer covered stays until one does; past this many stretches, the oldest count
+    // as answered (far beyond any replay), so a service that never answers cannot grow this.
+    if (this.#segments.length > MAX_SEGMENTS) this.#advance(this.#segments[this.#segments.length - MAX_SEGMENTS - 1]!.voicedEnd);
   }
 
   /** Whether a response has begun since this session started. */
