@@ -7,9 +7,10 @@
  * stderr: a failure never leaves an empty or half file under the name the user asked for.
  *
  * A target that is not a regular file (`/dev/null`, a FIFO, a terminal) is written directly:
- * there is nothing to rename there. Standard output never goes through here. Nothing is created
- * before the first write, so a command that fails before it leaves nothing behind; `open`
- * checks that the file can be written without creating it.
+ * there is nothing to rename there. Standard output never goes through here. `open` checks that
+ * the file can be written without creating it, and a command that fails before its first write
+ * leaves nothing behind (the realtime command's WAV output is created before it connects, and
+ * removed again when the session fails).
  */
 import { access, constants, lstat, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';

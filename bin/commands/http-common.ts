@@ -516,7 +516,7 @@ export async function audioOutput(output: string | undefined, io: CliIo): Promis
     });
 }
 
-/** `text` to `output`: standard output, or a file written whole (as `writeAudioOutput`, nothing kept after a failure). */
+/** `text` to `output`: standard output, or a file written whole (as `audioOutput` does; nothing kept after a failure). */
 export async function writeTextOutput(output: string | undefined, io: CliIo, text: string): Promise<void> {
   if (isStdout(output)) {
     await openRawSink(undefined, io).write(Buffer.from(text));

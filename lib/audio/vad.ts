@@ -1,7 +1,8 @@
 /**
- * An energy-based voice-activity detector for PCM16 LE mono 24 kHz, shared by the emulator
- * (which answers each utterance) and the client (which counts the speech it has sent, so it
- * knows which answers it is still owed).
+ * The client's energy-based voice-activity detector for PCM16 LE mono 24 kHz: it finds the speech
+ * the realtime stream has sent (the ending's evidence of what is owed; also public through
+ * `rt-translate/dsp`). The emulator has a detector of its own (`lib/emulator/vad.ts`): a service
+ * segments by its own judgement.
  *
  * Policy, in 20 ms frames of 480 samples (960 bytes), counted from the first byte fed:
  * - a frame is voiced when its RMS level is above `thresholdDbfs` (relative to 32768);
