@@ -109,6 +109,13 @@ describe('a wait survives failed status reads', () => {
 });
 
 describe('a wait that ends without the final status names the task and how to resume it', () => {
+  it('a task the service does not know (404): exit 1, and no line saying to resume it', async () => {
+    const result = await cli(['task-status', 'transcription', '00000000-0000-4000-8000-000000000000', '--wait']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/404/);
+    expect(result.stderr).not.toMatch(/may still be running|wait for it again/);
+  });
+
   it('a 403 during the wait: exit 1, the command to resume on stderr, no output file; resuming fetches the result', async () => {
     await control('POST', 'faults', [
       { status: 500, count: 2, path: '/translated-tts/', method: 'GET' },

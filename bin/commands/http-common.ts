@@ -23,7 +23,7 @@ import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-
 import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
-import { PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
+import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
@@ -353,9 +353,14 @@ export async function taskRun(
   return run.runId;
 }
 
-/** The task's own final statuses: nothing is left to resume after them. */
-function taskEnded(error: unknown): boolean {
-  return error instanceof TaskFailedError || error instanceof TaskTimeoutError || error instanceof PaymentRequiredError;
+/** The task's own final statuses, or a task the service does not know (404): nothing is left to resume. */
+function nothingToResume(error: unknown): boolean {
+  return (
+    error instanceof TaskFailedError ||
+    error instanceof TaskTimeoutError ||
+    error instanceof PaymentRequiredError ||
+    (error instanceof HttpStatusError && error.status === 404)
+  );
 }
 
 /**
@@ -392,7 +397,7 @@ export async function waitForRun(
   try {
     return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
   } catch (error) {
-    if (!taskEnded(error) && service.emulator === undefined) {
+    if (!nothingToResume(error) && service.emulator === undefined) {
       progress.line(
         `rt-translate: task ${taskId} (${kind}) may still be running, and the service bills it: wait for it again with ` +
           `\`rt-translate task-status ${kind} ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
