@@ -66,6 +66,9 @@ describe('options of the limits', () => {
     ['maxTimestampLeadMs', KEY, /^Invalid maxTimestampLeadMs: expected an integer >= 0 \(got a string of 39 characters\)/],
     ['maxTimestampRewinds', -1, /^Invalid maxTimestampRewinds: expected an integer >= 0 \(got -1\)/],
     ['maxWarningsPerKind', Number.NaN, /^Invalid maxWarningsPerKind: expected an integer >= 0 \(got NaN\)/],
+    ['maxGapFillMs', -5, /^Invalid maxGapFillMs: expected an integer >= 0 \(got -5\)/],
+    ['gapToleranceMs', 'soon', /^Invalid gapToleranceMs: expected an integer >= 0 \(got "soon"\)/],
+    ['appendMs', 0, /^Invalid appendMs: expected an integer >= 1 \(got 0\)/],
   ])('TwilioMediaBridge %s = %s', (field, value, message) => {
     const error = refusal(() => new TwilioMediaBridge({ ...base, [field]: value } as TwilioMediaBridgeOptions));
     expect(error.field).toBe(field);

@@ -289,12 +289,6 @@ function oneOf<T extends string>(field: string, value: unknown, accepted: readon
   throw new ValidationError(field, `one of ${accepted.join(', ')}`, typeof value === 'string' ? JSON.stringify(value) : String(value));
 }
 
-function positiveInteger(field: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
-  throw new ValidationError(field, 'a positive integer', String(value));
-}
-
 function nonEmptyString(field: string, value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
   if (typeof value === 'string' && value.length > 0) return value;
@@ -382,9 +376,9 @@ export class TwilioMediaBridge extends Duplex {
     const openSession = oneOf('openSession', openSessionOption, ['construct', 'start'], OWN_DEFAULTS.openSession);
     const track = nonEmptyString('track', trackOption, OWN_DEFAULTS.track);
     const markPrefix = nonEmptyString('markPrefix', markPrefixOption, OWN_DEFAULTS.markPrefix);
-    const maxMessageBytes = positiveInteger('maxMessageBytes', maxMessageBytesOption, OWN_DEFAULTS.maxMessageBytes);
-    const maxQueuedMessages = positiveInteger('maxQueuedMessages', maxQueuedOption, OWN_DEFAULTS.maxQueuedMessages);
-    const appendMs = positiveInteger('appendMs', appendMsOption, OWN_DEFAULTS.appendMs);
+    const maxMessageBytes = intOption(maxMessageBytesOption, 'maxMessageBytes', { min: 1, fallback: OWN_DEFAULTS.maxMessageBytes });
+    const maxQueuedMessages = intOption(maxQueuedOption, 'maxQueuedMessages', { min: 1, fallback: OWN_DEFAULTS.maxQueuedMessages });
+    const appendMs = intOption(appendMsOption, 'appendMs', { min: 1, fallback: OWN_DEFAULTS.appendMs });
     if (appendMs % TWILIO_FRAME_MS !== 0 || appendMs > 1000) {
       throw new ValidationError('appendMs', `a multiple of ${TWILIO_FRAME_MS} ms, at most 1000`, String(appendMs));
     }
@@ -400,8 +394,9 @@ export class TwilioMediaBridge extends Duplex {
     };
     const timeline = new MediaTimeline({
       sampleRate: TWILIO_SAMPLE_RATE,
-      maxFillMs: maxGapFillMs,
-      toleranceMs: gapToleranceMs,
+      // Checked here, so that a bad value is named as the bridge's option.
+      ...(maxGapFillMs === undefined ? {} : { maxFillMs: intOption(maxGapFillMs, 'maxGapFillMs', { min: 0, fallback: 0 }) }),
+      ...(gapToleranceMs === undefined ? {} : { toleranceMs: intOption(gapToleranceMs, 'gapToleranceMs', { min: 0, fallback: 0 }) }),
       maxAheadMs: intOption(maxAheadMs, 'maxAheadMs', { min: 0, fallback: OWN_DEFAULTS.maxAheadMs }),
     });
     const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn, encoding: 'mulaw' });
