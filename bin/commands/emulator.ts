@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
-import type { LastAnswer, RealtimeEmulatorOptions, RealtimeFaults, Segmentation } from '../../lib/emulator/realtime.js';
+import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
 
@@ -192,8 +192,6 @@ function parseFaults(values: {
   return faults;
 }
 
-const SEGMENTATIONS: readonly Segmentation[] = ['utterance', 'idle', 'split'];
-
 /** The segmentation flags as emulator options (only those given). */
 function parseSegmentation(values: {
   segmentation?: string;
@@ -207,7 +205,7 @@ function parseSegmentation(values: {
   const options: RealtimeEmulatorOptions = {};
   const mode = values.segmentation;
   if (mode !== undefined) {
-    if (!(SEGMENTATIONS as readonly string[]).includes(mode)) throw new UsageError(`--segmentation expects utterance, idle or split (got "${mode}").`);
+    if (!(SEGMENTATIONS as readonly string[]).includes(mode)) throw new UsageError(`--segmentation expects ${SEGMENTATIONS.join(', ').replace(/, (\w+)$/, ' or $1')} (got "${mode}").`);
     options.segmentation = mode as Segmentation;
   }
   const splitMs = intFlag(values['split-ms'], '--split-ms', 1);

@@ -200,7 +200,8 @@ function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
   };
 }
 
-const SEGMENTATIONS: readonly Segmentation[] = ['utterance', 'idle', 'split'];
+/** When the emulator answers (see `RealtimeEmulatorOptions.segmentation`). */
+export const SEGMENTATIONS: readonly Segmentation[] = Object.freeze(['utterance', 'idle', 'split']);
 
 /** The detector's settings, each named after its emulator option in errors. */
 function resolveSegmenter(options: RealtimeEmulatorOptions, segmentation: Segmentation): UtteranceSegmenterOptions {
