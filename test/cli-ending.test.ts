@@ -188,6 +188,8 @@ describe.concurrent('g. no speech', () => {
     const result = await runInProcess([...FROM_TO, ...at(server)], { stdin: Buffer.alloc(3 * 48_000) });
     ctx.expect(result.code).toBe(0);
     ctx.expect(result.stdout.length).toBe(0);
+    // It waited one quiet period after the service had read the silence, and no longer.
+    ctx.expect(Date.now() - started).toBeGreaterThanOrEqual(QUIET_MS - 10);
     ctx.expect(Date.now() - started).toBeLessThan(QUIET_MS + SLACK_MS);
   });
 

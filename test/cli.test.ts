@@ -709,7 +709,8 @@ describe.concurrent('rt-translate emulator: how the service cuts the audio and w
     ['--never-answer-last', ['--never-answer-last']],
     ['--late-last 800', ['--late-last', '800']],
   ])('%s: an answer waits until speech is heard again', async (_name, args) => {
-    const emulator = await emulatorWith(args);
+    // An idle time well above a busy machine's pauses between the sends below.
+    const emulator = await emulatorWith([...args, '--idle-ms', '1500']);
     const client = await bareSession(emulator.realtimeUrl);
     // The first sentence and the silence that ends it (more than 900 ms): answered at once by default.
     const secondStarts = fixture.utterances[1]!.emulator.startSample * 2;
@@ -726,8 +727,8 @@ describe.concurrent('rt-translate emulator: how the service cuts the audio and w
     expect(client.transcripts()).toEqual(labels(emulatorUtterances(fixture.pcm)).slice(0, 2));
     if (args[0] === '--late-last') {
       await client.untilTranscripts(3);
-      // At least the idle time (300 ms) and the 800 ms asked for, after the last append.
-      expect(performance.now() - sentAt).toBeGreaterThanOrEqual(1100 - 2);
+      // At least the idle time (1500 ms) and the 800 ms asked for, after the last append.
+      expect(performance.now() - sentAt).toBeGreaterThanOrEqual(2300 - 2);
       expect(client.transcripts()).toEqual(labels(emulatorUtterances(fixture.pcm)));
     }
     client.close();

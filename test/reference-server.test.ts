@@ -261,7 +261,8 @@ describe('reference server: other answering policies', () => {
   });
 
   it("'split' answers a long utterance once while it goes on, then the rest when it ends", async () => {
-    const { s, client } = await startSession({ answer: 'split', splitMs: 400 });
+    // Streamed in real time: an idle time well above a busy machine's pauses between appends.
+    const { s, client } = await startSession({ answer: 'split', splitMs: 400, idleMs: 1500 });
     await client.stream(pcm(silence(100), burst(1200), silence(600)));
     await client.next('response.audio.done', 2);
     expect(s.responses.map((r) => [r.transcript, r.from / MS, r.to / MS])).toEqual([

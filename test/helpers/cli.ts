@@ -131,8 +131,8 @@ export function runInProcess(args: readonly string[], options: InProcessOptions 
   return run.result;
 }
 
-/** A part of a spoken input: `audio`, written once `when` holds for what stderr has said so far. */
-export interface SpokenPart {
+/** A part of a command's standard input: `audio`, written once `when` holds for what stderr has said so far. */
+export interface StdinPart {
   audio: Buffer;
   when?: (stderr: string) => boolean;
 }
@@ -143,7 +143,7 @@ export interface SpokenPart {
  * after the part before it), then the input ends. Waits on what the command says, never on the
  * clock.
  */
-export function runSpoken(args: readonly string[], parts: readonly SpokenPart[], options: InProcessOptions = {}): Promise<CliResult> {
+export function runSpoken(args: readonly string[], parts: readonly StdinPart[], options: InProcessOptions = {}): Promise<CliResult> {
   let said = '';
   let next = 0;
   const feed = (): void => {
