@@ -1,6 +1,7 @@
 /**
- * The emulator's own utterance detector, sharing no code or setting with the client's
- * (`lib/audio/vad.ts`): a service segments by its own judgement. It hands back each utterance's
+ * The emulator's own utterance detector, sharing no judgement (code or setting) with the client's
+ * (`lib/audio/vad.ts`), only the level arithmetic (`audio/level.ts`): a service segments its own
+ * way. It hands back each utterance's
  * input audio (its voiced region, plus `paddingMs` either side), which the emulator returns, byte
  * for byte, as the "translation". In frames of `frameMs` (30 ms) counted from the first byte fed:
  * - a frame is voiced when its RMS is at least `thresholdDbfs` (-45 dBFS, relative to 32768);
@@ -13,6 +14,7 @@
  * length; any byte count per call is accepted (odd counts included).
  */
 import { ValidationError } from '../errors.js';
+import { frameMeanSquares, meanSquare } from '../audio/level.js';
 
 /** PCM16 mono 24 kHz: bytes per millisecond of audio. */
 const BYTES_PER_MS = 48;
@@ -96,6 +98,8 @@ export class UtteranceSegmenter {
 
   /** The frame being assembled, when a chunk ended inside it. */
   readonly #frame: Buffer;
+  /** The mean squares of up to 64 frames, measured together. */
+  readonly #levels = new Float64Array(64);
   #frameFill = 0;
   /** Bytes analysed (whole frames). */
   #analysed = 0;
@@ -184,7 +188,15 @@ export class UtteranceSegmenter {
       this.#frameFill = 0;
       this.#analyse(this.#frame, 0);
     }
-    for (; at + size <= chunk.length; at += size) this.#analyse(chunk, at);
+    // Whole frames measured together (one pass of the level kernel), then classified in order.
+    const frames = Math.floor((chunk.length - at) / size);
+    const levels = this.#levels;
+    for (let first = 0; first < frames; first += levels.length) {
+      const count = Math.min(levels.length, frames - first);
+      frameMeanSquares(chunk, at + first * size, count, size, levels);
+      for (let i = 0; i < count; i++) this.#classify(this.#energyOf(levels[i]!));
+    }
+    at += frames * size;
     this.#frameFill = chunk.copy(this.#frame, 0, at);
     return this.#drain();
   }
@@ -211,11 +223,16 @@ export class UtteranceSegmenter {
 
   /** Classifies the frame at `buf[offset]` and moves the utterance state on. */
   #analyse(buf: Buffer, offset: number): void {
-    let energy = 0;
-    for (let i = offset, end = offset + this.#frameBytes; i < end; i += 2) {
-      const sample = buf.readInt16LE(i);
-      energy += sample * sample;
-    }
+    this.#classify(this.#energyOf(meanSquare(buf, offset, offset + this.#frameBytes)));
+  }
+
+  /** A frame's energy (the sum of its squared samples, an exact integer) from its mean square. */
+  #energyOf(meanSquareValue: number): number {
+    return Math.round(meanSquareValue * (this.#frameBytes / 2));
+  }
+
+  /** The next frame, of `energy`: moves the utterance state on. */
+  #classify(energy: number): void {
     const voiced = energy >= this.#energyThreshold;
     const start = this.#analysed;
     const end = start + this.#frameBytes;
