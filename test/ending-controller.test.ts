@@ -21,6 +21,14 @@ afterEach(() => {
 
 const BYTES_PER_MS = 48;
 
+/**
+ * Lets a verdict whose timer has fired be given: it waits two turns of the event loop for pending
+ * I/O (`verdict-timer.ts`), and fake timers count each immediate set while timers run as 1 ms.
+ */
+function turns(): void {
+  vi.advanceTimersByTime(2);
+}
+
 function controller() {
   const host = new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
   const life = new DuplexLifecycle<EndingWait>(host, { signal: undefined, name: 'test session', shutdown: () => undefined });
@@ -67,6 +75,7 @@ describe('EndingController', () => {
     vi.advanceTimersByTime(299);
     expect(c.closes()).toBe(0);
     vi.advanceTimersByTime(1);
+    turns();
     expect(c.closes()).toBe(1);
     expect(c.life.state).toMatchObject({ status: 'closing', ending: { complete: true, reason: undefined, unansweredSpeechMs: 0 } });
     expect(vi.getTimerCount()).toBe(0);
@@ -104,6 +113,7 @@ describe('EndingController', () => {
     vi.advanceTimersByTime(1999);
     expect(c.closes()).toBe(0);
     vi.advanceTimersByTime(1);
+    turns();
     expect(c.warnings.map((w) => w.message)).toEqual(['The service did not answer 1.0 s of speech within 2000 ms after end(); closing without it.']);
     expect(c.life.ending).toEqual({ complete: false, reason: 'speech-unanswered', unansweredSpeechMs: 1000 });
   });
@@ -117,6 +127,7 @@ describe('EndingController', () => {
     c.begin();
     c.ending.evaluate();
     vi.advanceTimersByTime(2000);
+    turns();
     expect(c.warnings.map((w) => w.message)).toEqual([
       'The service did not answer 1.0 s of speech sent after its last response began within 2000 ms after end(); closing without it.',
     ]);
@@ -138,6 +149,7 @@ describe('EndingController', () => {
     vi.advanceTimersByTime(299);
     expect(c.closes()).toBe(0);
     vi.advanceTimersByTime(1);
+    turns();
     expect(c.closes()).toBe(1);
     expect(c.life.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
     expect(c.warnings).toEqual([]);

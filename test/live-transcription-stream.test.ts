@@ -178,6 +178,31 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     expect(stream.stats.ending).toMatchObject({ complete: false, reason: 'response-stalled' });
   });
 
+  it('a last result that arrived while the process was stalled past finishTimeoutMs is read, not given up on', async () => {
+    const { stream, peer } = await session({ finishTimeoutMs: 300 });
+    const warnings: RtTranslateError[] = [];
+    stream.on('warning', (w) => warnings.push(w));
+    const results: LiveTranscript[] = [];
+    stream.on('final', (r) => results.push(r));
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    stream.end(Buffer.alloc(6400));
+    await peer.waitForEvent('CloseStream');
+    // The service answers 100 ms after CloseStream, from work it defers by a turn of the event
+    // loop, then closes; this process is stalled for 600 ms first, past finishTimeoutMs.
+    setTimeout(() => setImmediate(() => {
+      peer.send(final(0, 0.2, 'last words'));
+      peer.close(1000);
+    }), 100);
+    const stalledUntil = Date.now() + 600;
+    while (Date.now() < stalledUntil) {
+      // A process busy elsewhere.
+    }
+    await closed;
+    expect(results.map((r) => r.transcript)).toEqual(['last words']);
+    expect(warnings).toEqual([]);
+    expect(stream.stats.ending).toMatchObject({ complete: true });
+  });
+
   it('a drop mid-session resumes from the end of the last final result, on one timeline', async () => {
     const { stream, peer, fake } = await session();
     const results: LiveTranscript[] = [];

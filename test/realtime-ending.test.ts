@@ -137,6 +137,36 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     expect(stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
   });
 
+  it('a process busy past the quiet period reads what the service sent meanwhile before it calls the session quiet', async () => {
+    const { stream, peer } = await scripted({ responseStallTimeoutMs: 60_000 });
+    const session = run(stream, chunked(TWO, [4800]));
+    await peer.waitForAudioBytes(TWO.length + 800 * 48);
+    await peer.waitForPingAfter(TWO.length); // the fence behind the speech: its pong goes out before the answer
+    const [answerOne, answerTwo] = [TWO_EXPECTED.subarray(0, ONE_ANSWER_BYTES), TWO_EXPECTED.subarray(ONE_ANSWER_BYTES)];
+    const first = once(stream, 'response');
+    peer.sendResponse(answerOne, 'one');
+    await first;
+    // The quiet period (300 ms) now runs from the first answer: nothing is owed for certain (it
+    // began once all the speech was sent). The service answers again 100 ms later, from a timer
+    // whose work is deferred by a turn of the event loop (as the emulator's own idle rule is),
+    // but this process is stalled for longer than the quiet period before it can read the
+    // answer, so both timers have expired when the event loop turns again.
+    let decidedBeforeTwo: unknown = 'not seen';
+    stream.once('response', () => (decidedBeforeTwo = stream.stats.ending));
+    setTimeout(() => setImmediate(() => peer.sendResponse(answerTwo, 'two')), 100);
+    const stalledUntil = Date.now() + 600;
+    while (Date.now() < stalledUntil) {
+      // A process busy elsewhere (a long collection, a CPU-bound neighbour).
+    }
+    const outcome = await session;
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.transcripts).toEqual(['transcript of one', 'transcript of two']);
+    expect(outcome.audio.equals(TWO_EXPECTED)).toBe(true);
+    // The session was still open when the second answer was read: it was not judged by the stall.
+    expect(decidedBeforeTwo).toBeUndefined();
+    expect(stream.stats.ending).toEqual({ complete: true, reason: undefined, unansweredSpeechMs: 0 });
+  });
+
   it('an answer slower than the quiet period, to speech written before the previous answer arrived, still arrives', async () => {
     const emu = await emulator({ latencyMs: 1200 });
     const stream = open(emu.realtimeUrl);

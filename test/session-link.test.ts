@@ -420,6 +420,24 @@ describe('SessionLink', () => {
     await until(again, /^ready after attempt 2$/);
   });
 
+  it('a session that became ready while the process was stalled past the ready timeout is taken, not timed out', async () => {
+    const fake = await fakeServer();
+    const r = link(fake, { readyTimeoutMs: 300 });
+    r.link.start();
+    const peer = await fake.nextPeer();
+    await until(r, /^open 0$/);
+    // The service says ready 100 ms in, from work it defers by a turn of the event loop; this
+    // process is stalled for 600 ms first, so the ready timer has expired by the time it reads.
+    setTimeout(() => setImmediate(() => peer.send('ready')), 100);
+    const stalledUntil = Date.now() + 600;
+    while (Date.now() < stalledUntil) {
+      // A process busy elsewhere.
+    }
+    await until(r, /^ready$|^failed/);
+    expect(r.log).toEqual(['open 0', 'message ready', 'ready']);
+    expect(r.failures).toEqual([]);
+  });
+
   it('a pause reason set before a connection exists holds its reads until resumed', async () => {
     const fake = await fakeServer();
     const r = link(fake);

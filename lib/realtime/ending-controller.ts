@@ -13,6 +13,7 @@ import type { DuplexLifecycle, StreamCallback } from './duplex-lifecycle.js';
 import { decideEnding, type InputFence } from './ending-policy.js';
 import type { EndedInfo } from './realtime-events.js';
 import type { SpeechLedger } from './speech-ledger.js';
+import { verdictTimer } from './verdict-timer.js';
 
 /** What the `ending` state keeps: when all input was last seen taken by the socket. */
 export interface EndingWait {
@@ -89,7 +90,10 @@ export class EndingController {
       responseStallTimeoutMs: c.responseStallTimeoutMs,
       fenceTimeoutMs: c.fenceTimeoutMs,
     });
-    const timer = decision.kind === 'wait' ? setTimeout(() => this.evaluate(decision.until), decision.until - now) : undefined;
+    const timer =
+      decision.kind === 'wait'
+        ? verdictTimer(decision.until - now, (t) => this.#c.life.state.status === 'ending' && this.#c.life.state.timer === t, () => this.evaluate(decision.until))
+        : undefined;
     c.life.set({ ...state, allSentAt, timer });
     if (decision.kind === 'finish') this.#finish(undefined);
     if (decision.kind !== 'give-up') return;

@@ -27,6 +27,7 @@ import { linkOptions, resolveConnectionOptions, withApiKey, type RealtimeConnect
 import { commonListenerArgs, errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
 import { PendingServerError } from './server-errors.js';
 import { SessionLink } from './session-link.js';
+import { verdictTimer } from './verdict-timer.js';
 import {
   DEFAULT_LIVE_PARAMS,
   LIVE_TRANSCRIPTION_PATH,
@@ -400,7 +401,7 @@ export class LiveTranscriptionStream extends Duplex {
   #setCloseSent(sent: boolean): void {
     const state = this.#life.state;
     if (state.status !== 'ending') return;
-    const timer = sent ? setTimeout(() => this.#finishTimedOut(), this.#o.finishTimeoutMs) : undefined;
+    const timer = sent ? verdictTimer(this.#o.finishTimeoutMs, (t) => 'timer' in this.#life.state && this.#life.state.timer === t, () => this.#finishTimedOut()) : undefined;
     this.#life.set({ ...state, closeSent: sent, timer });
   }
 

@@ -15,6 +15,7 @@ import { ConnectionError, RtTranslateError, describeCause } from '../errors.js';
 import { RealtimeConnection, type ConnectionEnd, type ConnectionOptions } from './connection.js';
 import { reconnectDelay, type ReconnectPolicy } from './reconnect-policy.js';
 import { errorForConnectionEnd } from './server-errors.js';
+import { verdictTimer } from './verdict-timer.js';
 
 export interface SessionLinkOptions {
   /** Where and how to connect (the handshake is bounded by `readyTimeoutMs`). */
@@ -57,6 +58,9 @@ export interface LinkHandlers {
 }
 
 type Timer = NodeJS.Timeout;
+
+/** How much longer than the ready timer the socket's own handshake timeout waits. */
+const HANDSHAKE_BACKSTOP_MS = 1000;
 
 /** Where the link is. Each state owns its timers; `#setState` clears them. */
 type LinkState =
@@ -204,7 +208,9 @@ export class SessionLink {
     let connection: RealtimeConnection;
     try {
       connection = new RealtimeConnection(
-        { ...options, handshakeTimeoutMs: waitMs },
+        // The ready timer bounds the attempt; the socket's own bound on the upgrade is a backstop
+        // behind it (the timer's verdict waits for pending I/O first, see verdict-timer.ts).
+        { ...options, handshakeTimeoutMs: waitMs + HANDSHAKE_BACKSTOP_MS },
         {
           open: () => this.#current(connection) && this.#handlers.open(attempt),
           message: (data, isBinary) => this.#current(connection) && this.#handlers.message(data, isBinary),
@@ -224,11 +230,12 @@ export class SessionLink {
 
   /** The timer that gives up on attempt `attempt` after `waitMs` (`remainingMs` of which are left). */
   #readyTimer(attempt: number, waitMs: number, remainingMs = waitMs): Timer {
-    return setTimeout(() => {
+    const current = (timer: Timer): boolean => this.#state.status === 'connecting' && this.#state.readyTimer === timer;
+    return verdictTimer(Math.max(1, remainingMs), current, () => {
       const error = this.#handlers.readyTimeout(waitMs, attempt > 0);
       if (attempt === 0) this.#fail(error);
       else this.#retry(error, attempt + 1);
-    }, Math.max(1, remainingMs));
+    });
   }
 
   #onEnd(connection: RealtimeConnection, end: ConnectionEnd): void {
