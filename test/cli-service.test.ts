@@ -31,6 +31,7 @@ import { runDeleteVoice } from '../bin/commands/delete-voice.js';
 import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
+import { VOICE_DESCRIPTION } from './http-test-helpers.js';
 
 const KEY = 'sk-cli-service-test-5c1d09e2b7';
 const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
@@ -134,7 +135,7 @@ describe('rt-translate voices', () => {
   });
 
   it('designs a voice from a description: the preview URLs', async () => {
-    const result = await cli(['voices', 'design', '--text', 'Hello from a new voice.', '--description', 'a bright alto']);
+    const result = await cli(['voices', 'design', '--text', 'Hello from a new voice.', '--description', VOICE_DESCRIPTION]);
     expect(result.code).toBe(0);
     expect(lines(result.stderr)).toEqual(taskLines('text-to-voice'));
     expect(lines(result.stdout)).toHaveLength(3);
@@ -142,7 +143,7 @@ describe('rt-translate voices', () => {
   });
 
   it('design --no-wait prints the task; task-status --wait its run; --run RUN the preview URLs', async () => {
-    const { runId } = await createdForLater(['voices', 'design', '--text', 'Hello from later.', '--description', 'a deep bass'], 'text-to-voice');
+    const { runId } = await createdForLater(['voices', 'design', '--text', 'Hello from later.', '--description', VOICE_DESCRIPTION], 'text-to-voice');
     const result = await cli(['voices', 'design', '--run', String(runId)]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
@@ -361,7 +362,7 @@ describe('--no-wait needs a service that outlives the command', () => {
     ['transcribe', ['transcribe', '-i', FIXTURE, '--language', 'en-us']],
     ['dub', ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es']],
     ['subtitles', ['subtitles', '--url', MEDIA, '--from', 'en-us']],
-    ['voices design', ['voices', 'design', '--text', 'Hello.', '--description', 'warm']],
+    ['voices design', ['voices', 'design', '--text', 'Hello.', '--description', VOICE_DESCRIPTION]],
     ['translated-tts', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es']],
     ['translated-tts --emulator', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es', '--emulator']],
   ])('%s --no-wait without a base URL: a usage error (exit 2) before the embedded emulator starts', async (_name, args) => {

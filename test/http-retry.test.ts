@@ -24,7 +24,7 @@ import {
   withRetry,
   type RetryInfo,
 } from '../lib/http/retry.js';
-import { KEY, OTHER_KEY, STREAM_REQUEST, clientFor, control, emulator, logged, sharedEmulator } from './http-test-helpers.js';
+import { KEY, OTHER_KEY, STREAM_REQUEST, VOICE_DESCRIPTION, clientFor, control, emulator, logged, sharedEmulator } from './http-test-helpers.js';
 
 const info = { method: 'POST', path: '/x' };
 const status = (code: number, retryAfterMs?: number): HttpStatusError => new HttpStatusError(code, { ...info, retryAfterMs });
@@ -389,7 +389,7 @@ describe('every creation and deletion beyond the interface, after an ambiguous f
     ['POST /dub-alt-format', 'POST', '/dub-alt-format/', (c, runId) => c.requestDubAltFormat(runId!, 'es-es', 'wav'), dub],
     ['POST /sub', 'POST', '/sub', (c) => c.createSubtitles({ mediaUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us' })],
     ['POST /text-to-sound', 'POST', '/text-to-sound', (c) => c.createTextToSound({ prompt: 'rain' })],
-    ['POST /text-to-voice', 'POST', '/text-to-voice', (c) => c.createTextToVoice({ text: 'hello', voiceDescription: 'warm' })],
+    ['POST /text-to-voice', 'POST', '/text-to-voice', (c) => c.createTextToVoice({ text: 'hello', voiceDescription: VOICE_DESCRIPTION })],
     ['POST /create-custom-voice', 'POST', '/create-custom-voice', (c) => c.createCustomVoice({ file: WAV, voiceName: 'v', gender: 1 })],
     ['POST /story', 'POST', '/story', (c) => c.createStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
     ['POST /story-setup', 'POST', '/story-setup', (c) => c.setupStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],

@@ -21,6 +21,9 @@ export const KEY = 'test-key-0123456789';
 export const OTHER_KEY = 'other-key-9876543210';
 
 /** A live stream dubbing request (`POST /stream`) the emulator accepts: languages as tags and an id. */
+/** A voice description long enough for `POST /text-to-voice` (at least 100 characters). */
+export const VOICE_DESCRIPTION = 'A warm, friendly alto in her forties with a light Irish accent, speaking slowly and clearly, calm and kind.';
+
 export const STREAM_REQUEST: StreamRequest = {
   name: 'Morning show',
   voices: [147_320],

@@ -15,7 +15,7 @@ import type { LocalizationClient } from '../lib/http/client.js';
 import { HttpConnectionError, HttpForbiddenError, ServiceValidationError } from '../lib/http/errors.js';
 import { ValidationError } from '../lib/errors.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { KEY, OTHER_KEY, clientFor, collect, control, sharedEmulator, logged } from './http-test-helpers.js';
+import { KEY, OTHER_KEY, VOICE_DESCRIPTION, clientFor, collect, control, sharedEmulator, logged } from './http-test-helpers.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
 const FIXTURE_PATH = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
@@ -123,7 +123,7 @@ describe('retries of a creation', () => {
 
 describe('text to voice', () => {
   it('creates, waits and returns preview URLs of FLAC speech', async () => {
-    const result = await env.client.textToVoice({ text: 'A voice for the morning news.', voiceDescription: 'a warm baritone' });
+    const result = await env.client.textToVoice({ text: 'A voice for the morning news.', voiceDescription: VOICE_DESCRIPTION });
     expect(result.previews).toHaveLength(3);
     const first = await collect((await fetch(result.previews[0]!)).body as unknown as AsyncIterable<Uint8Array>);
     expect(first.equals(synthesizeFlac('A voice for the morning news.', { sampleRate: 24_000, seed: 1 }))).toBe(true);
@@ -131,10 +131,10 @@ describe('text to voice', () => {
   });
 
   it('step by step: PENDING first; a failed task is TaskFailedError', async () => {
-    const task = await env.client.createTextToVoice({ text: 'hello there', voiceDescription: 'bright' });
+    const task = await env.client.createTextToVoice({ text: 'hello there', voiceDescription: VOICE_DESCRIPTION });
     expect((await env.client.getTextToVoiceStatus(task.taskId)).status).toBe('PENDING');
     expect((await env.client.getTextToVoiceStatus(task.taskId)).status).toBe('SUCCESS');
-    await expect(env.client.textToVoice({ text: 'fail [[ERROR]]', voiceDescription: 'x' })).rejects.toMatchObject({ code: 'RTT_TASK_FAILED' });
+    await expect(env.client.textToVoice({ text: 'fail [[ERROR]]', voiceDescription: VOICE_DESCRIPTION })).rejects.toMatchObject({ code: 'RTT_TASK_FAILED' });
   });
 });
 

@@ -19,7 +19,7 @@ import {
   taskSettings,
   withService,
 } from './http-common.js';
-import { customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
+import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
 import { runDeleteVoice } from './delete-voice.js';
 
 export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices
@@ -34,7 +34,8 @@ export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|desi
   rt-translate voices delete ID
         delete a custom voice of the key's workspace (as delete-voice)
   rt-translate voices design --text TEXT --description TEXT [--no-wait | --run ID]
-        a voice from a description: prints the URLs of its spoken previews
+        a voice from a description (at least ${VOICE_DESCRIPTION_MIN_LENGTH} characters: who speaks, how, in what
+        mood): prints the URLs of its spoken previews
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 

@@ -25,9 +25,11 @@ export {
   RUN_IDS_COUNT,
   SELECTED_AUDIO_TRACKS_COUNT,
   SOUND_TYPES,
+  TEXT_TO_SOUND_MAX_DURATION_S,
   TRANSCRIPTION_MODES,
   TRANSCRIPT_FORMATS,
   TTS_STREAM_TEXT_LENGTH,
+  VOICE_DESCRIPTION_MIN_LENGTH,
   type DubAltFormat,
   type OutputFormat,
   type OutputType,
@@ -35,7 +37,7 @@ export {
   type TranscriptFormat,
   type TranscriptionMode,
 } from './schemas.js';
-export { NUMERIC_LANGUAGE_WARNING } from './validation.js';
+export { NUMERIC_LANGUAGE_WARNING, characterCount } from './validation.js';
 export { fromWireName, toWireName } from './wire.js';
 export * from './tasks.js';
 export { TASK_KINDS, TASK_KIND_SPECS, isTaskKind, type TaskKind, type TaskKindSpec } from './task-kinds.js';

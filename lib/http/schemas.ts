@@ -38,6 +38,12 @@ export { DEFAULT_VOICE_ID };
 export const PROJECT_NAME_LENGTH = { min: 3, max: 255 } as const;
 export const PROJECT_DESCRIPTION_LENGTH = { min: 3, max: 5000 } as const;
 export const TTS_STREAM_TEXT_LENGTH = { min: 3, max: 3000 } as const;
+/**
+ * Shortest voice description `POST /text-to-voice` takes, characters: the service's documentation
+ * asks for at least 18 words (100 or more characters) and does not process shorter ones. Only
+ * the characters are checked (words are not counted alike in every language).
+ */
+export const VOICE_DESCRIPTION_MIN_LENGTH = 100;
 export const FORMALITY_VALUES = [1, 2] as const;
 export const GENDER_VALUES = [0, 1, 2, 9] as const;
 export const SELECTED_AUDIO_TRACKS_COUNT = { min: 1, max: 2 } as const;
@@ -68,8 +74,11 @@ export const DUB_VIDEO_FORMATS = ['mkv', 'mp4', 'mov', 'mxf'] as const;
 export type DubAltFormat = (typeof DUB_AUDIO_FORMATS)[number] | (typeof DUB_VIDEO_FORMATS)[number];
 export const SOUND_TYPES = ['sound', 'music'] as const;
 export type SoundType = (typeof SOUND_TYPES)[number];
-/** Longest text-to-sound clip the emulator makes, seconds (the service's limit is not published). */
-export const TEXT_TO_SOUND_MAX_DURATION_S = 600;
+/**
+ * Longest text-to-sound clip, seconds: the service's documentation limits `duration` to 10 s a
+ * request (music ignores it and returns a clip of its own length).
+ */
+export const TEXT_TO_SOUND_MAX_DURATION_S = 10;
 
 /** A language field of an endpoint that takes numeric ids (tags are converted by the client). */
 export const languageRef = (): Check => language({ deprecatedIds: false });
@@ -208,7 +217,7 @@ export const customVoiceSchema = object({
 
 export const textToVoiceSchema = object({
   text: req(str(1)),
-  voice_description: req(str(1)),
+  voice_description: req(str(VOICE_DESCRIPTION_MIN_LENGTH)),
   ...projectFields,
 });
 

@@ -58,7 +58,7 @@ export interface FieldSpec {
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  if (typeof value === 'string') return value.length > 40 ? `a string of ${characterCount(value)} characters` : JSON.stringify(value);
   if (Array.isArray(value)) return `an array of ${value.length}`;
   if (typeof value === 'object') return 'an object';
   return String(value);
@@ -74,16 +74,37 @@ function formNumber(value: unknown, ctx: ValidationContext): unknown {
   return ctx.form && typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
 }
 
-/** A string of `min` to `max` characters. */
+/**
+ * Characters of `text` as the service counts them: Unicode code points, so an emoji or a CJK
+ * extension character outside the Basic Multilingual Plane is one, not the two UTF-16 units of
+ * `text.length`.
+ */
+export function characterCount(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
+}
+
+/** A string of `min` to `max` characters (code points, see `characterCount`). */
 export function str(min = 1, max = Number.POSITIVE_INFINITY): Check {
   const accepted =
     max === Number.POSITIVE_INFINITY ? `a string of at least ${min} character${min === 1 ? '' : 's'}` : `a string of ${min} to ${max} characters`;
   return (value, loc, ctx) => {
     if (typeof value !== 'string') return issue(ctx, loc, 'string_type', 'Input should be a valid string', accepted, value);
-    if (value.length < min) {
+    // UTF-16 units are never fewer than code points: count only where the length could matter.
+    const length = value.length > max || value.length < 2 * min ? characterCount(value) : value.length;
+    if (length < min) {
       return issue(ctx, loc, 'string_too_short', `String should have at least ${min} character${min === 1 ? '' : 's'}`, accepted, value);
     }
-    if (value.length > max) return issue(ctx, loc, 'string_too_long', `String should have at most ${max} characters`, accepted, value);
+    if (length > max) return issue(ctx, loc, 'string_too_long', `String should have at most ${max} characters`, accepted, value);
     return value;
   };
 }

@@ -69,6 +69,7 @@ export interface CreatedVoice {
 /** `POST /text-to-voice`: a voice made from a description, spoken with `text` in the previews. */
 export interface TextToVoiceRequest extends ProjectFields {
   text: string;
+  /** At least 100 characters (the service does not process shorter descriptions). */
   voiceDescription: string;
 }
 
