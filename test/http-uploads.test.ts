@@ -147,6 +147,46 @@ describe('multipart bodies', () => {
   });
 });
 
+describe('upload progress (onUploadProgress)', () => {
+  it('a file: the bytes handed on grow to the body\'s exact length, which the emulator received', async () => {
+    const path = join(dir, 'progress.wav');
+    await writeFile(path, Buffer.concat([wavHeader(600_000), Buffer.alloc(600_000, 3)]));
+    await control(env.emu, 'DELETE', 'requests');
+    const seen: Array<{ sentBytes: number; totalBytes: number | undefined }> = [];
+    await env.client.createTranscription({ language: 'en-us', mediaFile: path }, { onUploadProgress: (p) => seen.push({ ...p }) });
+    const total = seen[0]!.totalBytes!;
+    expect(total).toBeGreaterThan(600_044);
+    // The file goes in pieces of 64 KiB: several reports, each later one further, the last the whole body.
+    expect(seen.length).toBeGreaterThan(9);
+    for (let i = 1; i < seen.length; i++) expect(seen[i]!.sentBytes).toBeGreaterThan(seen[i - 1]!.sentBytes);
+    expect(seen.every((p) => p.totalBytes === total)).toBe(true);
+    expect(seen.at(-1)!.sentBytes).toBe(total);
+    expect((await logged(env.emu, 'POST', '/transcribe'))[0]!.uploads![0]!.size).toBe(600_044);
+  });
+
+  it('a Readable: no total, and the bytes handed on count the whole body', async () => {
+    const seen: Array<{ sentBytes: number; totalBytes: number | undefined }> = [];
+    const data = Readable.from([wavHeader(140_000), Buffer.alloc(70_000, 1), Buffer.alloc(70_000, 2)]);
+    await env.client.createCustomVoice({ file: { data, filename: 'voice.wav' }, voiceName: 'Progress', gender: 2 }, { onUploadProgress: (p) => seen.push({ ...p }) });
+    expect(seen.every((p) => p.totalBytes === undefined)).toBe(true);
+    expect(seen.at(-1)!.sentBytes).toBeGreaterThan(140_000);
+  });
+
+  it('a retried upload counts again from the start', async () => {
+    await control(env.emu, 'DELETE', 'requests');
+    await control(env.emu, 'POST', 'faults', { status: 429, retryAfter: 0, afterBody: true, count: 1, path: '/transcribe' });
+    const seen: number[] = [];
+    await env.client.createTranscription(
+      { language: 'en-us', mediaFile: Buffer.concat([wavHeader(48_000), Buffer.alloc(48_000)]) },
+      { onUploadProgress: (p) => seen.push(p.sentBytes) },
+    );
+    expect((await logged(env.emu, 'POST', '/transcribe')).map((e) => e.status)).toEqual([429, 200]);
+    const restart = seen.findIndex((bytes, i) => i > 0 && bytes < seen[i - 1]!);
+    expect(restart).toBeGreaterThan(0);
+    expect(seen[restart - 1]).toBe(seen.at(-1));
+  });
+});
+
 describe('the emulator\'s streaming parser', () => {
   const boundary = 'b0undary';
   const data = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 31) % 256));

@@ -45,7 +45,7 @@ import * as streams from './streams.js';
 import type { TaskKind } from './task-kinds.js';
 import type { DubAltFormat } from './schemas.js';
 import type { ParseTranscriptOptions } from './transcript.js';
-import type { MultipartBody } from './multipart.js';
+import type { MultipartBody, UploadProgress } from './multipart.js';
 import { LanguageCatalog, type Language, type LanguageSide } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
 
@@ -81,6 +81,11 @@ export interface RequestOptions {
   bodyTimeoutMs?: number;
   /** This call's retry policy, replacing the client's. */
   retry?: RetrySetting;
+  /**
+   * Told how much of an upload's body (the multipart calls: transcription, cloning, separation,
+   * stories, dictionaries) was handed to the connection, as it goes; a retry starts again at 0.
+   */
+  onUploadProgress?: (progress: UploadProgress) => void;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -427,7 +432,7 @@ export class LocalizationClient implements HttpRequester {
     } else if (spec.multipart !== undefined) {
       headers['content-type'] = spec.multipart.contentType;
       if (spec.multipart.length !== undefined) headers['content-length'] = String(spec.multipart.length);
-      body = spec.multipart.open();
+      body = spec.multipart.open(spec.onUploadProgress);
     }
     let response: Dispatcher.ResponseData;
     try {

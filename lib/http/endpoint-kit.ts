@@ -31,8 +31,8 @@ export interface CreatedTask {
 
 /** The request options of `options` (and nothing else), to pass on to a request. */
 export function callOptions(options: RequestOptions = {}): RequestOptions {
-  const { signal, headersTimeoutMs, bodyTimeoutMs, retry } = options;
-  return { signal, headersTimeoutMs, bodyTimeoutMs, retry };
+  const { signal, headersTimeoutMs, bodyTimeoutMs, retry, onUploadProgress } = options;
+  return { signal, headersTimeoutMs, bodyTimeoutMs, retry, onUploadProgress };
 }
 
 export function asObject(value: unknown, what: string): Record<string, unknown> {

@@ -90,6 +90,6 @@ export * from './dubbing.js';
 export * from './projects.js';
 export * from './library.js';
 export * from './streams.js';
-export { contentTypeFor, type Upload, type UploadData, type UploadFile } from './multipart.js';
+export { contentTypeFor, type Upload, type UploadData, type UploadFile, type UploadProgress } from './multipart.js';
 export * from './client.js';
 export * from './tts-stream-readable.js';

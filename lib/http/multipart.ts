@@ -139,13 +139,23 @@ async function prepareFile({ name, upload, field = name }: FileField): Promise<F
 /** A form field's value: strings, numbers and booleans as text; arrays as repeated fields. */
 export type FieldValue = string | number | boolean | null | undefined | ReadonlyArray<string | number | boolean>;
 
+/** How much of a body was handed on so far. */
+export interface UploadProgress {
+  sentBytes: number;
+  /** The body's exact length, when every part's size is known. */
+  totalBytes: number | undefined;
+}
+
 /** A body ready to send. */
 export interface MultipartBody {
   contentType: string;
   /** Exact byte length when every part's size is known. */
   length: number | undefined;
-  /** A fresh stream of the body (for a one-shot source, the same source continued). */
-  open(): Readable;
+  /**
+   * A fresh stream of the body (for a one-shot source, the same source continued); `onProgress`
+   * is told the bytes handed on after each piece.
+   */
+  open(onProgress?: (progress: UploadProgress) => void): Readable;
   /** Whether `open()` can give the whole body again (false once a one-shot source was read). */
   canReopen(): boolean;
 }
@@ -182,7 +192,7 @@ export async function multipartBody(fields: Record<string, FieldValue>, files: F
   const length = parts.every((p) => p.size !== undefined) ? fixed + parts.reduce((n, p) => n + p.size!, 0) : undefined;
   let started = false;
 
-  async function* body(): AsyncGenerator<Uint8Array> {
+  async function* pieces(): AsyncGenerator<Uint8Array> {
     started = true;
     for (const buffer of head) yield buffer;
     for (let i = 0; i < parts.length; i++) {
@@ -201,10 +211,20 @@ export async function multipartBody(fields: Record<string, FieldValue>, files: F
     yield tail;
   }
 
+  async function* body(onProgress: ((progress: UploadProgress) => void) | undefined): AsyncGenerator<Uint8Array> {
+    let sentBytes = 0;
+    for await (const piece of pieces()) {
+      yield piece;
+      // Counted once taken: the next piece is asked for when this one was handed on.
+      sentBytes += piece.byteLength;
+      onProgress?.({ sentBytes, totalBytes: length });
+    }
+  }
+
   return {
     contentType: `multipart/form-data; boundary=${boundary}`,
     length,
-    open: () => Readable.from(body(), { objectMode: false }),
+    open: (onProgress) => Readable.from(body(onProgress), { objectMode: false }),
     canReopen: () => !started || parts.every((p) => p.reopenable),
   };
 }
