@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toServiceFormat } from '../lib/audio/convert.js';
 import { encodeMulaw } from '../lib/audio/g711.js';
-import { WavFileWriter, WavFormatError, WavReader, WavWriter, type WavFormat } from '../lib/audio/wav.js';
+import { WavFileWriter, WavFormatError, WavReader, WavWriter, wavDataLayout, type WavFormat } from '../lib/audio/wav.js';
 import { UnsupportedError, ValidationError } from '../lib/errors.js';
 import { collector, runChunked } from './helpers/streams.js';
 
@@ -347,5 +347,30 @@ describe('WavReader: format reporting and conversion', () => {
     reader.end();
     await done;
     expect(Buffer.concat(chunks).equals(pcm)).toBe(true);
+  });
+});
+
+describe('wavDataLayout: where the audio starts and its bytes per second', () => {
+  /** A WAV of `rate` Hz, `channels` channels, s16le, written by ffmpeg (a LIST chunk before `data`). */
+  async function ffmpegWav(rate: number, channels: number): Promise<Buffer> {
+    return ffmpeg(['-f', 's16le', '-ar', String(rate), '-ac', String(channels), '-i', 'pipe:0', '-f', 'wav', 'pipe:1'], Buffer.alloc(rate * channels * 2));
+  }
+
+  it('reads the header our writer makes and the one ffmpeg makes, the latter with more chunks before data', async () => {
+    const ours = await run(new WavWriter({ format: 's16le', rate: 24_000, channels: 1 }), Buffer.alloc(480), 7);
+    expect(wavDataLayout(ours)).toEqual({ dataOffset: 44, byteRate: 48_000 });
+    const theirs = await ffmpegWav(22_050, 2);
+    const layout = wavDataLayout(theirs)!;
+    expect(layout.byteRate).toBe(22_050 * 4);
+    expect(theirs.length - layout.dataOffset).toBe(22_050 * 4);
+    expect(theirs.toString('latin1', layout.dataOffset - 8, layout.dataOffset - 4)).toBe('data');
+  });
+
+  it('is undefined until the data chunk is reached, and for what is not a WAV', async () => {
+    const header = await ffmpegWav(8000, 1);
+    const { dataOffset } = wavDataLayout(header)!;
+    for (const cut of [0, 11, 12, 30, dataOffset - 1]) expect(wavDataLayout(header.subarray(0, cut))).toBeUndefined();
+    expect(wavDataLayout(header.subarray(0, dataOffset))).toEqual({ dataOffset, byteRate: 16_000 });
+    expect(wavDataLayout(Buffer.from('fLaC\0\0\0\x22 and more bytes of a FLAC stream'))).toBeUndefined();
   });
 });

@@ -328,6 +328,32 @@ function writerOptions(desc: AudioDescription): WriterOptions {
   return { ...WRITER_FIELDS[format], channels: desc.channels, sampleRate: desc.rate };
 }
 
+/** Where a WAV stream's audio starts and how many bytes make a second of it. */
+export interface WavDataLayout {
+  /** Offset of the first byte of audio (after the `data` chunk header). */
+  dataOffset: number;
+  /** The `fmt ` chunk's average bytes per second. */
+  byteRate: number;
+}
+
+/**
+ * The layout read from the start of a WAV stream (RIFF, the chunks up to `data`), or undefined
+ * when `head` is not a WAV start or does not reach the `data` chunk yet (give more bytes).
+ */
+export function wavDataLayout(head: Uint8Array): WavDataLayout | undefined {
+  const bytes = Buffer.from(head.buffer, head.byteOffset, head.byteLength);
+  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return undefined;
+  let byteRate: number | undefined;
+  for (let at = 12; at + 8 <= bytes.length; ) {
+    const id = bytes.toString('latin1', at, at + 4);
+    const size = bytes.readUInt32LE(at + 4);
+    if (id === 'data') return byteRate ? { dataOffset: at + 8, byteRate } : undefined;
+    if (id === 'fmt ' && at + 20 <= bytes.length) byteRate = bytes.readUInt32LE(at + 16);
+    at += 8 + size + (size % 2);
+  }
+  return undefined;
+}
+
 /** Header size the writer produces: RIFF, `fmt ` (16-byte body) and `data` headers. */
 export const WAV_HEADER_BYTES = 44;
 
