@@ -1,12 +1,15 @@
 /**
- * What the realtime command says about a session while it runs: the progress as text (pure
- * functions of numbers, `progressText` and `summaryText`); `StatusLine`, a line on stderr that
- * is redrawn in place when stderr is a terminal, never wider than it (a wider line would wrap
- * and leave a copy behind at every redraw), around the permanent lines printed meanwhile; and
- * `SessionReport`, which wires a translator's events to both.
+ * Progress on stderr, for every command that runs long: `LiveStatus`, one line kept up to date
+ * while the command waits or transfers, redrawn in place on a terminal and never wider than it
+ * (a wider line would wrap and leave a copy behind at every redraw), printed as plain lines at a
+ * bounded rate elsewhere when asked for (`--progress`), silent with `--no-progress`; permanent
+ * lines printed around it. The realtime command's session (`SessionReport`: its progress as
+ * text, pure functions of numbers, `progressText` and `summaryText`) and the HTTP commands'
+ * waits, uploads and downloads (`progress-text.ts`) both draw through it (the latter's texts are in `commands/http-common.ts`).
  */
 import { Transform, type Writable } from 'node:stream';
 import type { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
+import { UsageError } from './cli.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */
 const SERVICE_BYTES_PER_SECOND = 48_000;
@@ -89,24 +92,62 @@ export function fitToWidth(text: string, columns: number | undefined): string {
 }
 
 /**
- * A status line on `stream`: `show()` replaces it (on a terminal; elsewhere it is not drawn),
- * `print()` writes a permanent line above it, `clear()` removes it.
+ * How progress is shown: `redraw`, one line replaced in place (a terminal); `lines`, plain
+ * lines at a bounded rate (`--progress` where stderr is not a terminal: a log, a pipe); `off`.
+ */
+export type ProgressMode = 'redraw' | 'lines' | 'off';
+
+/** The progress flags (`parseArgs` form), taken by every command that can run long. */
+export const PROGRESS_OPTIONS = {
+  progress: { type: 'boolean' },
+  'no-progress': { type: 'boolean' },
+} as const;
+
+/** How often a plain progress line is printed (`lines` mode), ms. */
+export const PROGRESS_LINE_MS = 5_000;
+
+export const PROGRESS_USAGE = `  --progress            progress on stderr even when it is not a terminal: a plain line when
+                        a step starts and every ${PROGRESS_LINE_MS / 1000} s (on a terminal, one line redrawn in place
+                        is the default)
+  --no-progress         no progress line, not even on a terminal`;
+
+/** The stream progress is written to: stderr, which may be a terminal `columns` wide. */
+export type ProgressStream = Writable & { isTTY?: boolean; columns?: number };
+
+/**
+ * The mode the progress flags ask for on `stream`: on a terminal a redrawn line unless
+ * `--no-progress`; elsewhere nothing unless `--progress`. Both flags at once are a usage error.
+ */
+export function progressMode(values: { progress?: boolean; 'no-progress'?: boolean }, stream: ProgressStream): ProgressMode {
+  if (values.progress === true && values['no-progress'] === true) throw new UsageError('give --progress or --no-progress, not both.');
+  if (values['no-progress'] === true) return 'off';
+  if (stream.isTTY === true) return 'redraw';
+  return values.progress === true ? 'lines' : 'off';
+}
+
+/**
+ * A status line on `stream`: `show()` replaces it (redrawn in place in `redraw` mode, a line of
+ * its own in `lines` mode, nothing when `off`), `print()` writes a permanent line above it,
+ * `clear()` removes it. The mode defaults to a redrawn line on a terminal and nothing elsewhere.
  */
 export class StatusLine {
-  readonly #stream: Writable & { isTTY?: boolean; columns?: number };
+  readonly #stream: ProgressStream;
+  readonly mode: ProgressMode;
   #shown: string | undefined;
 
-  constructor(stream: Writable & { isTTY?: boolean; columns?: number }) {
+  constructor(stream: ProgressStream, mode: ProgressMode = stream.isTTY === true ? 'redraw' : 'off') {
     this.#stream = stream;
+    this.mode = mode;
   }
 
-  /** True when the stream is a terminal, where the line is drawn. */
+  /** True when progress is shown at all. */
   get drawn(): boolean {
-    return this.#stream.isTTY === true;
+    return this.mode !== 'off';
   }
 
   show(text: string): void {
-    if (!this.drawn) return;
+    if (this.mode === 'lines') this.#stream.write(`${text}\n`);
+    if (this.mode !== 'redraw') return;
     this.#shown = fitToWidth(text, this.#stream.columns);
     this.#stream.write(`\r\x1b[K${this.#shown}`);
   }
@@ -128,26 +169,86 @@ export class StatusLine {
   }
 }
 
-/** How often the status line is redrawn between events, ms. */
+/** How often the line is redrawn on a terminal between changes, ms. */
 const REDRAW_MS = 250;
 
 /**
+ * One progress line kept up to date: `show(render)` starts a step (its text drawn at once, in
+ * every mode), and `render()` is asked again every 250 ms on a terminal, every
+ * `PROGRESS_LINE_MS` as plain lines; `refresh()` says something changed (redrawn at once on a
+ * terminal; plain lines wait for their next turn, so their rate stays bounded). `print()` adds a
+ * permanent line; `stop()` ends the step, clears the line and stops the ticker.
+ */
+export class LiveStatus {
+  readonly #line: StatusLine;
+  #render: (() => string) | undefined;
+  #ticker: NodeJS.Timeout | undefined;
+
+  constructor(stream: ProgressStream, mode?: ProgressMode) {
+    this.#line = new StatusLine(stream, mode);
+  }
+
+  get mode(): ProgressMode {
+    return this.#line.mode;
+  }
+
+  /** Starts a step whose line reads `render()`. */
+  show(render: () => string): void {
+    this.#render = render;
+    if (!this.#line.drawn) return;
+    this.#draw();
+    // A new step restarts the clock: a plain line never follows another by less than the interval.
+    if (this.#ticker) clearInterval(this.#ticker);
+    this.#ticker = setInterval(() => this.#draw(), this.mode === 'redraw' ? REDRAW_MS : PROGRESS_LINE_MS);
+    this.#ticker.unref();
+  }
+
+  /** The step's numbers changed. */
+  refresh(): void {
+    if (this.mode === 'redraw') this.#draw();
+  }
+
+  /** A permanent line (the live line is redrawn below it on a terminal). */
+  print(line: string): void {
+    this.#line.print(line);
+  }
+
+  /** Ends the step; `summary`, when given, is printed as a permanent line where progress is shown. */
+  stop(summary?: string): void {
+    if (this.#ticker) clearInterval(this.#ticker);
+    this.#ticker = undefined;
+    this.#render = undefined;
+    this.#line.clear();
+    if (summary !== undefined && this.#line.drawn) this.#line.print(summary);
+  }
+
+  #draw(): void {
+    if (this.#render) this.#line.show(this.#render());
+  }
+}
+
+/**
  * A session told on `stderr`: transcripts and translations, warnings and reconnects as lines; a
- * status line on a terminal; a summary at the end. `counter` goes between the input and the
- * translator: it counts what the command sends, and its end means the input is done.
+ * progress line (`mode`: by default redrawn on a terminal, nothing elsewhere); a summary at the
+ * end. `counter` goes between the input and the translator: it counts what the command sends,
+ * and its end means the input is done.
  */
 export class SessionReport {
   readonly counter: Transform;
-  readonly #status: StatusLine;
+  readonly #status: LiveStatus;
   readonly #rt: RealtimeTranslateStream;
   readonly #progress: SessionProgress;
-  readonly #ticker: NodeJS.Timeout | undefined;
   #phaseStart = performance.now();
   #started = false;
 
-  constructor(rt: RealtimeTranslateStream, stderr: Writable & { isTTY?: boolean; columns?: number }, labels: { from: string; to: string; textOnly: boolean }) {
+  constructor(
+    rt: RealtimeTranslateStream,
+    stderr: ProgressStream,
+    labels: { from: string; to: string; textOnly: boolean },
+    mode?: ProgressMode,
+  ) {
     this.#rt = rt;
-    this.#status = new StatusLine(stderr);
+    this.#status = new LiveStatus(stderr, mode);
     this.#progress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly: labels.textOnly };
     const print = (line: string) => this.#status.print(line);
     rt.on('session.starting', () => {
@@ -184,9 +285,7 @@ export class SessionReport {
         callback();
       },
     });
-    this.#ticker = this.#status.drawn ? setInterval(() => this.#redraw(), REDRAW_MS) : undefined;
-    this.#ticker?.unref();
-    this.#redraw();
+    this.#status.show(() => this.#text());
   }
 
   /** Service-format bytes of input sent so far. */
@@ -207,21 +306,21 @@ export class SessionReport {
 
   /** Ends the status line; returns the summary line once a session had started. */
   close(): string | undefined {
-    if (this.#ticker) clearInterval(this.#ticker);
-    this.#status.clear();
+    this.#status.stop();
     this.#progress.responses = this.#rt.stats.responses;
     return this.#started ? `rt-translate: ${summaryText(this.#progress)}` : undefined;
   }
 
-  #redraw(): void {
+  #text(): string {
     this.#progress.phaseMs = performance.now() - this.#phaseStart;
     this.#progress.responses = this.#rt.stats.responses;
-    this.#status.show(progressText(this.#progress));
+    return progressText(this.#progress);
   }
 
+  /** A new phase: its line is shown at once, in every mode. */
   #enter(phase: SessionPhase): void {
     this.#progress.phase = phase;
     this.#phaseStart = performance.now();
-    this.#redraw();
+    this.#status.show(() => this.#text());
   }
 }

@@ -28,7 +28,7 @@ import {
   signalsOf,
   type CliIo,
 } from '../cli.js';
-import { SessionReport } from '../status-line.js';
+import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
 import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
@@ -71,6 +71,7 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --stats               print a summary at the end: responses, latency from the end of each
                         sentence to its transcript and first translated audio (p50/p95/max),
                         reconnects (also one {"type":"stats"} line in --events)
+${PROGRESS_USAGE}
 ${apiKeyUsage(REALTIME_STDIN_NOTE)}
   --realtime-url URL    or env ${ENV_REALTIME_URL}; the host, /v1/realtime is appended
   --allow-insecure      allow plain-text ws:// to a host that is not loopback
@@ -81,9 +82,10 @@ ${apiKeyUsage(REALTIME_STDIN_NOTE)}
   ffmpeg -i talk.mp4 -f s16le -ar 48000 -ac 2 - | rt-translate --from en-us --to fr-fr \\
     -f s16le --ar 48000 --ac 2 -o talk-fr.wav
 
-Transcripts, translations and a summary are printed to stderr (with a status line on a
-terminal). Ctrl-C stops reading the input at once and lets the last translation finish; a
-second Ctrl-C aborts. A reader of stdout that goes away ends the command quietly. Exit status:
+Transcripts, translations and a summary are printed to stderr, with a progress line (on a
+terminal, or with --progress). Ctrl-C stops reading the input at once and lets the last
+translation finish; a second Ctrl-C aborts. A reader of stdout that goes away ends the
+command quietly. Exit status:
   0    done
   1    service or network failure, or the output could not be written (after everything
        received has been written)
@@ -117,6 +119,7 @@ const OPTIONS = {
   'stall-ms': { type: 'string' },
   'no-reconnect': { type: 'boolean' },
   stats: { type: 'boolean' },
+  ...PROGRESS_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -166,6 +169,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
   const responseStallTimeoutMs = intFlag(values['stall-ms'], '--stall-ms', 1);
   const textOnly = values['text-only'] === true;
+  const progress = progressMode(values, io.stderr);
   const outputSpec = parseOutputSpec({
     output: values.output,
     outFormat: values['out-format'],
@@ -237,7 +241,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     throw error;
   }
 
-  const report = new SessionReport(rt, io.stderr, { from, to, textOnly });
+  const report = new SessionReport(rt, io.stderr, { from, to, textOnly }, progress);
   // Settles with the log's failure (or undefined), reported once the session is over.
   const logging = events
     ? logEvents(rt.events(), eventToRecord, events, values.stats === true ? () => ({ type: 'stats', ...rt.stats }) : undefined)
