@@ -15,9 +15,7 @@ import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { separateTracks, synthesizeFlac, synthesizeSpeechPcm } from '../lib/emulator/synth.js';
 import { Readable, Writable } from 'node:stream';
 import { batchesOf } from '../bin/commands/separate-results.js';
-import { taskProgress } from '../bin/commands/http-common.js';
 import type { CliIo } from '../bin/cli.js';
-import type { TaskStatusResponse } from '../lib/http/tasks.js';
 import { TASK_KINDS } from '../lib/http/task-kinds.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { runInProcess } from './helpers/cli.js';
@@ -683,63 +681,3 @@ describe('rt-translate emulator: HTTP flags', () => {
   });
 });
 
-describe('progress line of a task wait', () => {
-  function fakeIo(isTTY: boolean, columns?: number): { io: CliIo; written: () => string } {
-    let text = '';
-    const stderr = Object.assign(
-      new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          text += chunk.toString();
-          callback();
-        },
-      }),
-      { isTTY, columns },
-    );
-    const io = { stdin: Readable.from([]), stdout: new Writable({ write: (_c, _e, cb) => cb() }), stderr, env: {} } as CliIo;
-    return { io, written: () => text };
-  }
-  const response: TaskStatusResponse = { status: 'PENDING', runId: null, raw: { status: 'PENDING', run_id: null } };
-
-  it('on a terminal shows the status and the time waited on one line, cleared at the end', () => {
-    const { io, written } = fakeIo(true);
-    const progress = taskProgress(io, 'task t-1');
-    progress.onProgress({ taskId: 't-1', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
-    progress.stop();
-    const parts = written().split('\r\x1b[K');
-    expect(parts[0]).toBe('');
-    expect(parts[1]).toMatch(/^task t-1: submitted, \d+\.\d s$/);
-    expect(parts[2]).toMatch(/^task t-1: PENDING, \d+\.\d s$/);
-    expect(parts.at(-1)).toBe('');
-    expect(progress.last()?.status).toBe('PENDING');
-  });
-
-  it('is cut to the terminal width, so a narrow window does not fill with wrapped copies', () => {
-    const { io, written } = fakeIo(true, 24);
-    const progress = taskProgress(io, 'translated-tts task 0123456789abcdef');
-    progress.onProgress({ taskId: 't-3', status: 'PENDING', poll: 1, elapsedMs: 2000, nextPollInMs: 3000, failedReads: 0, response });
-    progress.stop();
-    const parts = written().split('\r\x1b[K').filter((part) => part !== '');
-    expect(parts.length).toBeGreaterThanOrEqual(2);
-    for (const part of parts) expect(part.length).toBeLessThanOrEqual(23);
-    expect(parts[0]).toMatch(/^translated-tts task/);
-  });
-
-  it('a terminal that reports 0 columns gets the line cut to 80, not to "…" (translated-tts)', async () => {
-    const result = await runInProcess(
-      ['translated-tts', '--text', 'Good morning', '--from', 'en-us', '--to', 'es-es', '-o', path('zero-columns.flac'), '--poll-ms', '10'],
-      { env: serviceEnv(), stderrTTY: true, columns: 0 },
-    );
-    expect(result.code).toBe(0);
-    const shown = result.stderr.split('\r\x1b[K').filter((part) => part !== '' && !part.includes('\n'));
-    expect(shown[0]).toMatch(/^task [0-9a-f-]{36}: submitted, \d+\.\d s$/);
-    for (const part of shown) expect(part).not.toBe('…');
-  });
-
-  it('writes nothing when stderr is not a terminal', () => {
-    const { io, written } = fakeIo(false);
-    const progress = taskProgress(io, 'task t-2');
-    progress.onProgress({ taskId: 't-2', status: 'SUCCESS', poll: 1, elapsedMs: 10, nextPollInMs: undefined, failedReads: 0, response });
-    progress.stop();
-    expect(written()).toBe('');
-  });
-});

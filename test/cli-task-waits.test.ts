@@ -14,6 +14,7 @@ import { synthesizeFlac } from '../lib/emulator/synth.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { HttpStatusError, TaskWaitTimeoutError } from '../lib/http/errors.js';
 import { describeFailure, type CliIo } from '../bin/cli.js';
+import { LiveStatus } from '../bin/status-line.js';
 import { waitForRun } from '../bin/commands/http-common.js';
 import { runDub } from '../bin/commands/dub.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
@@ -164,7 +165,8 @@ describe('a wait that ends without the final status names the task and how to re
       env: {},
     };
     try {
-      const error = await waitForRun(io, { client, emulator: undefined, signal: new AbortController().signal }, 'dub', taskId).catch((e: unknown) => e);
+      const progress = new LiveStatus(io.stderr, 'off');
+      const error = await waitForRun(io, { client, emulator: undefined, signal: new AbortController().signal, progress }, 'dub', taskId).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TaskWaitTimeoutError);
       const timeout = error as TaskWaitTimeoutError;
       expect(timeout.taskId).toBe(taskId);

@@ -19,7 +19,17 @@ import { fitToWidth, progressText, summaryText, type SessionPhase, type SessionP
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { answerVariants, answersIn, emulatorUtterances, expectedTranslation, loadSpeechFixture, type FixtureUtterance } from './helpers/speech.js';
-import { runInProcess, runSpoken, startConnectionCounter, startInProcess, startInProcessEmulator, type CliResult, type ConnectionCounter } from './helpers/cli.js';
+import {
+  permanentLines,
+  runInProcess,
+  runSpoken,
+  startConnectionCounter,
+  startInProcess,
+  startInProcessEmulator,
+  statusTexts,
+  type CliResult,
+  type ConnectionCounter,
+} from './helpers/cli.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-test-5f1c2a9e77d04b1c';
@@ -1037,19 +1047,6 @@ describe.concurrent('the status texts (pure)', () => {
 });
 
 describe.concurrent('rt-translate on a terminal', () => {
-  /** The texts drawn on the status line: each is `\r\x1b[K` then a text without a newline. */
-  function statusTexts(stderr: string): string[] {
-    return stderr
-      .split('\r\x1b[K')
-      .slice(1)
-      .filter((part) => part !== '' && !part.includes('\n'));
-  }
-
-  /** The permanent lines: stderr without the status line's texts and control sequences. */
-  function permanentLines(stderr: string): string[] {
-    return lines(stderr.replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '').replaceAll('\r\x1b[K', ''));
-  }
-
   it('refuses to write audio to a terminal without -o, before any connection', async () => {
     const counter = await startConnectionCounter();
     servers.push(counter);

@@ -116,7 +116,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
         if (url === undefined) continue;
         const path = join(dir, `${stem}${kind === 'video' ? '-video' : ''}${extensionOf(url, kind === 'audio' ? '.audio' : '.video')}`);
         try {
-          await downloadToFile(() => client.openDubbedFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, io, `${kind} of run ${run}`);
+          await downloadToFile(() => client.openDubbedFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, io, `${kind} of run ${run}`, service.progress);
           io.stdout.write(`${path}\n`);
         } catch (error) {
           if (signal.aborted) throw error instanceof DownloadError ? error.failure : error;

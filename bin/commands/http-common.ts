@@ -3,9 +3,13 @@
  * `separate-results`, `voices`, `delete-voice`, `task-status`, ...) share: the service flags and
  * their checks, the client (on the configured base URL or the embedded emulator), Ctrl-C, and:
  *
- * - task waits (`taskRun`, `waitForRun`): the task and its run named on stderr, a progress line
- *   on a terminal, failed status reads said when they start and stop failing, and after a wait
- *   that ended without the task's final status, the command that resumes it;
+ * - progress (`Service.progress`, a `LiveStatus`): task waits (what is waited for, its status, the
+ *   next check), uploads, audio streams and downloads (bytes, seconds of audio, time) on one
+ *   line of stderr, redrawn on a terminal, plain lines with `--progress`, none with
+ *   `--no-progress`;
+ * - task waits (`taskRun`, `waitForRun`): the task and its run named on stderr, failed status
+ *   reads said when they start and stop failing, and after a wait that ended without the task's
+ *   final status, the command that resumes it;
  * - outputs in the ffmpeg habit (`-o PATH`, `-` or absent for standard output), files written
  *   whole or not at all (`../output-file.ts`): audio and downloads keep what arrived before a
  *   failure in `NAME.partial`, said on stderr; text is written at once or not at all.
@@ -26,11 +30,12 @@ import { ValidationError } from '../../lib/errors.js';
 import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
+import type { UploadProgress } from '../../lib/http/multipart.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
-import type { TaskKind } from '../../lib/http/task-kinds.js';
+import { TASK_KIND_SPECS, type TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
-import { fitToWidth } from '../status-line.js';
+import { LiveStatus, PROGRESS_OPTIONS, PROGRESS_USAGE, progressMode, type ProgressMode } from '../status-line.js';
 import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
@@ -68,9 +73,10 @@ export const SERVICE_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Flags of the subcommands that wait for a task. */
+/** Flags of the subcommands that wait for a task: its polling, and the progress line. */
 export const POLL_OPTIONS = {
   'poll-ms': { type: 'string' },
+  ...PROGRESS_OPTIONS,
 } as const;
 
 /** Flags of the subcommands that create a task: don't wait, or fetch an earlier run's result. */
@@ -87,8 +93,11 @@ export const SERVICE_USAGE = `${apiKeyUsage()}
                         no base URL is configured)
   -h, --help`;
 
+export { PROGRESS_OPTIONS, PROGRESS_USAGE };
+
 export const POLL_USAGE = `  --poll-ms MS          poll every MS (default: the service's guidance, 2 s growing to 5 s
-                        for speech, 15 s growing to 60 s for subtitles and separation)`;
+                        for speech, 15 s growing to 60 s for subtitles and separation)
+${PROGRESS_USAGE}`;
 
 export const TASK_USAGE = `  --no-wait             create the task, print {"task_id":...,"kind":...} on stdout and exit
                         (needs a base URL: the service, or a running \`rt-translate emulator\`)
@@ -111,6 +120,8 @@ export interface ServiceValues extends ApiKeyFlags {
   'allow-insecure'?: boolean;
   emulator?: boolean;
   'poll-ms'?: string;
+  progress?: boolean;
+  'no-progress'?: boolean;
 }
 
 /** The task flags as `parseArgs` gives them. */
@@ -130,6 +141,8 @@ export interface ServiceSettings {
   announce: boolean;
   /** Fixed polling interval, ms, from `--poll-ms`. */
   pollMs: number | undefined;
+  /** How progress is shown (`--progress`, `--no-progress`, and whether stderr is a terminal). */
+  progress: ProgressMode;
 }
 
 /**
@@ -144,6 +157,7 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   // Messages name what the user typed: the flag or the variable, and --allow-insecure.
   if (!useEmulator) parseServiceUrl(baseOption!, values['base-url'] !== undefined ? '--base-url' : ENV_BASE_URL, 'https:', { allowInsecure, hints: FLAG_HINTS });
   const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
+  const progress = progressMode(values, io.stderr);
   return {
     baseUrl: useEmulator ? undefined : baseOption,
     apiKey,
@@ -151,6 +165,7 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
     useEmulator,
     announce: useEmulator && values.emulator !== true,
     pollMs,
+    progress,
   };
 }
 
@@ -160,6 +175,8 @@ export interface Service {
   emulator: RunningEmulator | undefined;
   /** Aborted by Ctrl-C. */
   signal: AbortSignal;
+  /** The command's progress line on stderr (its steps: `waitForRun`, `withTransfer`). */
+  progress: LiveStatus;
 }
 
 /**
@@ -186,6 +203,7 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
   const controller = new AbortController();
   const onSignal = (): void => controller.abort(new Error('interrupted'));
   process.on('SIGINT', onSignal);
+  const progress = new LiveStatus(io.stderr, settings.progress);
   let client: LocalizationClient | undefined;
   try {
     client = new LocalizationClient({
@@ -195,14 +213,16 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       env: {},
       ...(fixed ? { polling: { speech: fixed, longMedia: fixed } } : {}),
     });
-    return await body({ client, emulator, signal: controller.signal });
+    return await body({ client, emulator, signal: controller.signal, progress });
   } catch (error) {
+    progress.stop();
     if (controller.signal.aborted) {
       io.stderr.write('rt-translate: interrupted\n');
       return EXIT_INTERRUPTED;
     }
     throw withFlagNames(error);
   } finally {
+    progress.stop();
     process.off('SIGINT', onSignal);
     await client?.close();
     await emulator?.close();
@@ -341,15 +361,15 @@ export async function taskRun(
   const task = await create(service.signal);
   if (values['no-wait']) {
     io.stdout.write(`${JSON.stringify({ task_id: task.taskId, kind })}\n`);
-    io.stderr.write(
+    service.progress.print(
       `rt-translate: task ${task.taskId} (${kind}) created; wait for it with \`rt-translate task-status ${kind} ${task.taskId} --wait\`, ` +
-        'then fetch its result with --run RUN_ID\n',
+        'then fetch its result with --run RUN_ID',
     );
     return undefined;
   }
-  io.stderr.write(`rt-translate: task ${task.taskId} (${kind}) created\n`);
+  service.progress.print(`rt-translate: task ${task.taskId} (${kind}) created`);
   const run = await waitForRun(io, service, kind, task.taskId);
-  io.stderr.write(`rt-translate: task ${task.taskId}: run ${run.runId}\n`);
+  service.progress.print(`rt-translate: task ${task.taskId}: run ${run.runId}`);
   return run.runId;
 }
 
@@ -364,12 +384,12 @@ function nothingToResume(error: unknown): boolean {
 }
 
 /**
- * Waits for task `taskId` of `kind`, with a progress line on a terminal. A status read that fails
- * is said on stderr when a run of failures starts and when it ends (the wait goes on until its
- * limit). When the wait ends without the task's final status (its limit passed, a failure no
- * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
- * `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded emulator, whose tasks
- * end with the command). `seen` gets each status read.
+ * Waits for task `taskId` of `kind`, with its progress on the command's line (`waitText`). A
+ * status read that fails is said on stderr when a run of failures starts and when it ends (the
+ * wait goes on until its limit). When the wait ends without the task's final status (its limit
+ * passed, a failure no retry fixes, Ctrl-C), stderr says that the task may still be running and
+ * how to resume: with `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded
+ * emulator, whose tasks end with the command). `seen` gets each status read.
  */
 export async function waitForRun(
   io: CliIo,
@@ -378,27 +398,43 @@ export async function waitForRun(
   taskId: string,
   seen?: (progress: TaskProgress) => void,
 ): Promise<CompletedTask> {
-  const progress = taskProgress(io, `task ${taskId}`);
+  const { progress } = service;
+  const start = Date.now();
+  const wait: WaitProgress = {
+    kind,
+    status: undefined,
+    failedReads: 0,
+    nextCheckAt: start + service.client.pollingFor(TASK_KIND_SPECS[kind].profile).initialIntervalMs,
+    now: start,
+    start,
+  };
+  progress.show(() => waitText({ ...wait, now: Date.now() }));
   let failing = 0;
   const onReadFailure = (failure: TaskReadFailure): void => {
-    progress.onReadFailure(failure);
+    wait.failedReads = failure.failedReads;
+    wait.nextCheckAt = Date.now() + failure.retryInMs;
+    progress.refresh();
     if (failing++ > 0) return;
-    progress.line(
+    progress.print(
       `rt-translate: task ${taskId}: reading its status failed (${failure.error.message.replace(/\.$/, '')} [${failure.error.code}]); ` +
         `trying again in ${(failure.retryInMs / 1000).toFixed(1)} s, until the wait's limit`,
     );
   };
   const onProgress = (p: TaskProgress): void => {
-    if (failing > 0) progress.line(`rt-translate: task ${taskId}: status read again after ${failing} failed ${failing === 1 ? 'read' : 'reads'}`);
+    if (failing > 0) progress.print(`rt-translate: task ${taskId}: status read again after ${failing} failed ${failing === 1 ? 'read' : 'reads'}`);
     failing = 0;
-    progress.onProgress(p);
+    wait.status = p.status;
+    wait.failedReads = p.failedReads;
+    wait.nextCheckAt = p.nextPollInMs === undefined ? undefined : Date.now() + p.nextPollInMs;
+    progress.refresh();
     seen?.(p);
   };
   try {
     return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
   } catch (error) {
+    progress.stop();
     if (!nothingToResume(error) && service.emulator === undefined) {
-      progress.line(
+      progress.print(
         `rt-translate: task ${taskId} (${kind}) may still be running, and the service bills it: wait for it again with ` +
           `\`rt-translate task-status ${kind} ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
       );
@@ -505,13 +541,17 @@ export interface WavLayout {
  * `output`; else a file written as `OUTPUT.partial` and renamed once complete (with `wav`, a
  * WAV file with exact sizes). After a failure the audio received so far stays in
  * `OUTPUT.partial`, as a stderr line says (an empty file is removed); `OUTPUT` is never written
- * half. The copy starts at once, so a source that fails early is never left unwatched.
+ * half. The copy starts at once, so a source that fails early is never left unwatched;
+ * `counted` is shown each piece once written (for progress).
  */
-export async function audioOutput(output: string | undefined, io: CliIo): Promise<(source: Readable, wav?: WavLayout) => Promise<number>> {
-  if (isStdout(output)) return (source) => copyToSink(source, openRawSink(undefined, io));
+export async function audioOutput(
+  output: string | undefined,
+  io: CliIo,
+): Promise<(source: Readable, wav?: WavLayout, counted?: (chunk: Buffer) => void) => Promise<number>> {
+  if (isStdout(output)) return (source, _wav, counted) => copyToSink(source, openRawSink(undefined, io), counted);
   const file = await openOutputFile(output!);
-  return (source, wav) =>
-    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io)), {
+  return (source, wav, counted) =>
+    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io), counted), {
       minBytes: wav ? WAV_HEADER_BYTES : 0,
       report: (partial) =>
         io.stderr.write(
@@ -532,15 +572,17 @@ export async function writeTextOutput(output: string | undefined, io: CliIo, tex
 
 /**
  * Copies `source` into `sink` as it arrives, then closes the sink, also after a failure, so
- * what was received is kept. Rethrows the failure (of the source first). Returns the bytes.
+ * what was received is kept. Rethrows the failure (of the source first). Returns the bytes;
+ * `counted` is shown each piece once written.
  */
-export async function copyToSink(source: Readable, sink: AudioSink): Promise<number> {
+export async function copyToSink(source: Readable, sink: AudioSink, counted?: (chunk: Buffer) => void): Promise<number> {
   let bytes = 0;
   let failure: unknown;
   try {
     for await (const chunk of source as AsyncIterable<Buffer>) {
       await sink.write(chunk);
       bytes += chunk.length;
+      counted?.(chunk);
     }
   } catch (error) {
     failure = error;
@@ -593,21 +635,24 @@ export class DownloadError extends Error {
 
 /**
  * Downloads the file `open` opens to `path` (written as `path.partial`, renamed once complete),
- * saying on stderr when it resumes (`label` names it). On failure the bytes received stay in
- * `path.partial` (an empty one is removed), named by the `DownloadError`.
+ * its progress on the command's line and, when it resumes, a line on stderr (`label` names it).
+ * On failure the bytes received stay in `path.partial` (an empty one is removed), named by the
+ * `DownloadError`.
  */
-export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string): Promise<number> {
+export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string, progress: LiveStatus): Promise<number> {
   let kept: PartialFile | undefined;
   try {
-    const file = await openOutputFile(path);
-    return await writeOutputFile(
-      file,
-      async (partial) => {
-        const download = await open();
-        download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
-        return copyToSink(download, openRawSink(partial, io));
-      },
-      { report: (partial) => (kept = partial) },
+    return await withTransfer(progress, { what: `downloading ${label}`, done: `downloaded ${label}` }, async (transfer) =>
+      writeOutputFile(
+        await openOutputFile(path),
+        async (partial) => {
+          const download = await open();
+          transfer.source(downloadSource(download, false));
+          download.on('retry', (info) => progress.print(describeRetry(label, info)));
+          return copyToSink(download, openRawSink(partial, io), (chunk) => transfer.add(chunk.length));
+        },
+        { report: (partial) => (kept = partial) },
+      ),
     );
   } catch (error) {
     throw new DownloadError(error, kept);
@@ -617,85 +662,195 @@ export async function downloadToFile(open: () => Promise<FlacDownloadStream>, pa
 /* ----------------------------------------------------------------------------------------- */
 /* Progress                                                                                  */
 
-/** A live status line on stderr when it is a terminal; nothing otherwise. */
-export interface ProgressLine {
-  /** Shows `text` (replaced by the next call). */
-  show(text: string): void;
-  /** Prints a permanent line (the live line is cleared first and redrawn by the next `show`). */
-  line(text: string): void;
-  /** Clears the live line. */
-  stop(): void;
+/** A size in decimal units, as file managers show it: `812 B`, `12.3 kB`, `72.7 MB`, `1.20 GB`. */
+export function byteText(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  if (bytes < 1e6) return `${(bytes / 1e3).toFixed(1)} kB`;
+  if (bytes < 1e9) return `${(bytes / 1e6).toFixed(1)} MB`;
+  return `${(bytes / 1e9).toFixed(2)} GB`;
 }
 
-export function progressLine(io: CliIo): ProgressLine {
-  const tty = io.stderr.isTTY === true;
-  let shown = false;
-  const clear = (): void => {
-    if (shown) io.stderr.write('\r\x1b[K');
-    shown = false;
-  };
-  return {
-    show(text) {
-      if (!tty) return;
-      // Cut to the terminal's width: a line that wraps leaves a copy behind at every redraw.
-      io.stderr.write(`\r\x1b[K${fitToWidth(text, io.stderr.columns)}`);
-      shown = true;
-    },
-    line(text) {
-      clear();
-      io.stderr.write(`${text}\n`);
-    },
-    stop: clear,
-  };
+/** A time waited or taken, whole seconds: `12 s`, `3 min 05 s`, `1 h 02 min`. */
+export function elapsedText(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  if (total < 60) return `${total} s`;
+  const minutes = Math.floor(total / 60);
+  if (minutes < 60) return `${minutes} min ${String(total % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
-/** A task wait's progress line: `onProgress` and `onReadFailure` go to the wait. */
-export interface TaskProgressLine {
-  onProgress(progress: TaskProgress): void;
-  onReadFailure(failure: TaskReadFailure): void;
-  /** Prints a permanent line on stderr (the live line is redrawn after it). */
-  line(text: string): void;
-  /** Ends the ticker and clears the line. */
-  stop(): void;
-  last(): TaskProgress | undefined;
+/** A length of audio: tenths of a second under a minute (`45.0 s`), else as `elapsedText`. */
+export function audioText(seconds: number): string {
+  return seconds < 60 ? `${seconds.toFixed(1)} s` : elapsedText(seconds * 1000);
+}
+
+/** Where a task wait is (times in ms since the epoch). */
+export interface WaitProgress {
+  kind: TaskKind;
+  /** The last status read; undefined before the first. */
+  status: string | undefined;
+  failedReads: number;
+  /** When the next status read is due; undefined once the task is final. */
+  nextCheckAt: number | undefined;
+  now: number;
+  start: number;
 }
 
 /**
- * Shows a task's status, the time waited and the status reads that failed on the progress line,
- * refreshed every 250 ms between polls.
+ * The line of a task wait: what is waited for, the last status, failed reads, when the next
+ * check is, and the time waited: `waiting for the dub task (status PENDING, next check in 4 s), 12 s`.
  */
-export function taskProgress(io: CliIo, what: string): TaskProgressLine {
-  const progress = progressLine(io);
+export function waitText(p: WaitProgress): string {
+  const parts = [p.status === undefined ? 'submitted' : `status ${p.status}`];
+  if (p.failedReads > 0) parts.push(`${p.failedReads} status ${p.failedReads === 1 ? 'read' : 'reads'} failed`);
+  if (p.nextCheckAt !== undefined) {
+    const inMs = p.nextCheckAt - p.now;
+    const next = p.status === undefined && p.failedReads === 0 ? 'first check' : 'next check';
+    parts.push(inMs > 0 ? `${next} in ${Math.ceil(inMs / 1000)} s` : 'checking now');
+  }
+  return `waiting for the ${p.kind} task (${parts.join(', ')}), ${elapsedText(p.now - p.start)}`;
+}
+
+/** Where a transfer is. */
+export interface TransferProgress {
+  /** What moves, in words: `uploading talk.wav`, `receiving the audio`. */
+  what: string;
+  /** Bytes moved so far; undefined before the first (the service has not answered yet). */
+  bytes: number | undefined;
+  totalBytes?: number | undefined;
+  /** Seconds of audio moved so far and in all, where the stream says. */
+  audioSeconds?: number | undefined;
+  totalAudioSeconds?: number | undefined;
+  elapsedMs: number;
+}
+
+/**
+ * The line of a transfer: `receiving the audio: 2.1 MB, 45.0 s of audio, 9 s`, or with what the
+ * stream says of its whole, `downloading the audio: 12.3 MB of 72.7 MB, 30 min 00 s of audio in
+ * all, 14 s`; before the first byte, `...: waiting for the service, 3 s`.
+ */
+export function transferText(p: TransferProgress): string {
+  if (p.bytes === undefined) return `${p.what}: waiting for the service, ${elapsedText(p.elapsedMs)}`;
+  const amount = [p.totalBytes !== undefined ? `${byteText(p.bytes)} of ${byteText(p.totalBytes)}` : byteText(p.bytes)];
+  if (p.audioSeconds !== undefined) {
+    amount.push(`${audioText(p.audioSeconds)}${p.totalAudioSeconds !== undefined ? ` of ${audioText(p.totalAudioSeconds)}` : ''} of audio`);
+  } else if (p.totalAudioSeconds !== undefined) {
+    amount.push(`${audioText(p.totalAudioSeconds)} of audio in all`);
+  }
+  return `${p.what}: ${amount.join(', ')}, ${elapsedText(p.elapsedMs)}`;
+}
+
+/** What a transfer's source can tell of itself (a download: its size and audio format). */
+export interface TransferSource {
+  readonly totalBytes?: number | undefined;
+  /** Seconds of audio in `bytes` of the stream, and in all, where known. */
+  audioSeconds?(bytes: number): number | undefined;
+  totalAudioSeconds?(): number | undefined;
+}
+
+/**
+ * What a transfer step (`withTransfer`) is told as it goes. Its summary reads, for example,
+ * `rt-translate: downloaded audio of run 1001 (72.7 MB, 30 min 00 s of audio) in 14 s`.
+ */
+export interface Transfer {
+  /** Counts `bytes` more moved. */
+  add(bytes: number): void;
+  /** Sets the bytes moved so far (an upload that started again counts from 0). */
+  at(bytes: number): void;
+  /** Where the sizes and seconds come from, once known. */
+  source(source: TransferSource): void;
+}
+
+/** A transfer step: what moves (`uploading talk.wav`), what was done once it succeeded (`uploaded talk.wav`). */
+export interface TransferStep {
+  what: string;
+  done: string;
+  /** Bytes moved as the step starts: 0 for an upload, which starts at once; by default none until the service answers. */
+  bytes?: number;
+}
+
+/**
+ * Runs `body`, a transfer, as a step of `progress`: what moves, the bytes `body` counts on the
+ * `Transfer` it is given, the total and the seconds of audio as its `source` knows them, the
+ * time taken; once `body` succeeded, a summary saying what was done where progress is shown.
+ */
+export async function withTransfer<T>(progress: LiveStatus, step: TransferStep, body: (transfer: Transfer) => Promise<T>): Promise<T> {
+  const { what } = step;
   const start = Date.now();
-  let last: TaskProgress | undefined;
-  let failedReads = 0;
-  const render = (): void => {
-    const status = last?.status ?? 'submitted';
-    const failed = failedReads > 0 ? `, ${failedReads} status ${failedReads === 1 ? 'read' : 'reads'} failed` : '';
-    progress.show(`${what}: ${status}, ${((Date.now() - start) / 1000).toFixed(1)} s${failed}`);
+  let bytes = step.bytes;
+  let from: TransferSource | undefined;
+  const state = (): TransferProgress => ({
+    what,
+    bytes,
+    totalBytes: from?.totalBytes,
+    audioSeconds: bytes === undefined ? undefined : from?.audioSeconds?.(bytes),
+    totalAudioSeconds: from?.totalAudioSeconds?.(),
+    elapsedMs: Date.now() - start,
+  });
+  progress.show(() => transferText(state()));
+  const transfer: Transfer = {
+    add: (n) => {
+      bytes = (bytes ?? 0) + n;
+      progress.refresh();
+    },
+    at: (n) => {
+      bytes = n;
+      progress.refresh();
+    },
+    source: (source) => {
+      from = source;
+      progress.refresh();
+    },
   };
-  const ticker = io.stderr.isTTY === true ? setInterval(render, 250) : undefined;
-  ticker?.unref();
-  render();
+  let result: T;
+  try {
+    result = await body(transfer);
+  } catch (error) {
+    progress.stop();
+    throw error;
+  }
+  const p = state();
+  const audio = p.audioSeconds ?? p.totalAudioSeconds;
+  progress.stop(`rt-translate: ${step.done} (${byteText(p.bytes ?? 0)}${audio !== undefined ? `, ${audioText(audio)} of audio` : ''}) in ${elapsedText(p.elapsedMs)}`);
+  return result;
+}
+
+/**
+ * Runs `send`, an upload of `name`, as a step of `progress` (`withTransfer`): `send` passes the
+ * callback it is given as the call's `onUploadProgress`.
+ */
+export function withUploadProgress<T>(progress: LiveStatus, name: string, send: (onUploadProgress: (p: UploadProgress) => void) => Promise<T>): Promise<T> {
+  return withTransfer(progress, { what: `uploading ${name}`, done: `uploaded ${name}`, bytes: 0 }, (transfer) => {
+    let total: number | undefined;
+    transfer.source({
+      get totalBytes() {
+        return total;
+      },
+    });
+    return send((p) => {
+      total = p.totalBytes;
+      transfer.at(p.sentBytes);
+    });
+  });
+}
+
+/**
+ * What a download knows of itself, from its headers and (a FLAC) STREAMINFO: its size (of the
+ * file), the seconds of audio in all, and with `decoded` (the bytes are PCM16) the seconds so far.
+ */
+export function downloadSource(download: FlacDownloadStream, decoded: boolean): TransferSource {
   return {
-    onProgress(p) {
-      last = p;
-      failedReads = p.failedReads;
-      render();
+    get totalBytes() {
+      return decoded ? undefined : download.totalBytes;
     },
-    onReadFailure(failure) {
-      failedReads = failure.failedReads;
-      render();
+    audioSeconds: (bytes) => {
+      const format = download.format;
+      return decoded && format ? bytes / (format.sampleRate * format.channels * 2) : undefined;
     },
-    line(text) {
-      progress.line(text);
-      render();
+    totalAudioSeconds: () => {
+      const format = download.format;
+      return format && format.totalSamples > 0 ? format.totalSamples / format.sampleRate : undefined;
     },
-    stop() {
-      if (ticker) clearInterval(ticker);
-      progress.stop();
-    },
-    last: () => last,
   };
 }
 

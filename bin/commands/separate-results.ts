@@ -14,6 +14,8 @@ import type { SeparationTrack } from '../../lib/http/client.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
+  PROGRESS_OPTIONS,
+  PROGRESS_USAGE,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
   checkDirectory,
@@ -30,9 +32,11 @@ export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_
                         ${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} at a time (more are split into such batches)
   -o, --output DIR      directory for foreground-RUN.flac and background-RUN.flac
                         (default: the current directory)
+${PROGRESS_USAGE}
 ${SERVICE_USAGE}
 
-Prints the path of each file written on stdout. A run that is unknown, unfinished or failed,
+Prints the path of each file written on stdout; the progress line says how much of each
+download came. A run that is unknown, unfinished or failed,
 or whose download fails, is reported on stderr and the others go on; what a failed download
 received is kept in NAME.flac.partial, named in the message.
 
@@ -40,6 +44,7 @@ ${EXIT_USAGE_TEXT} Status 1 also when any run failed.`;
 
 const OPTIONS = {
   ...SERVICE_OPTIONS,
+  ...PROGRESS_OPTIONS,
   output: { type: 'string', short: 'o' },
 } as const;
 
@@ -80,7 +85,7 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
   const settings = await serviceSettings(values, io);
   await checkDirectory(dir);
 
-  return withService(settings, io, async ({ client, signal }) => {
+  return withService(settings, io, async ({ client, signal, progress }) => {
     const failed = new Set<number>();
     const report = (runId: number, text: string): void => {
       failed.add(runId);
@@ -106,7 +111,7 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
           const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
           const path = join(dir, `${track}-${runId}.flac`);
           try {
-            await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`);
+            await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`, progress);
             io.stdout.write(`${path}\n`);
           } catch (error) {
             const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };

@@ -2,7 +2,7 @@
  * `rt-translate transcribe`: a recording (a file or stdin, uploaded as it is read) or a media URL
  * transcribed by the service, written as JSON, SRT, WebVTT or text to a file or stdout.
  */
-import { extname } from 'node:path';
+import { basename, extname } from 'node:path';
 import { TRANSCRIPTION_MODES, transcriptionSchema, type TranscriptionMode } from '../../lib/http/schemas.js';
 import { renderTranscript, type TranscriptSegment } from '../../lib/http/transcript.js';
 import type { TranscriptionRequest } from '../../lib/http/transcription.js';
@@ -20,6 +20,7 @@ import {
   taskRun,
   taskSettings,
   withService,
+  withUploadProgress,
   writeTextOutput,
 } from './http-common.js';
 
@@ -40,7 +41,7 @@ ${TASK_USAGE}
 ${SERVICE_USAGE}
 
 JSON is {"segments":[{"startMs","endMs","text","speaker","words"}]}. Says on stderr which task
-it created and, once done, its run.
+it created and, once done, its run; the progress line follows the upload, then the wait.
 
 ${EXIT_USAGE_TEXT}`;
 
@@ -96,7 +97,13 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;
-    const run = await taskRun(io, service, 'transcription', values, (s) => client.createTranscription(request!, { signal: s }));
+    const run = await taskRun(io, service, 'transcription', values, (s) =>
+      request!.mediaFile === undefined
+        ? client.createTranscription(request!, { signal: s })
+        : withUploadProgress(service.progress, values.input === '-' ? 'standard input' : basename(values.input!), (onUploadProgress) =>
+            client.createTranscription(request!, { signal: s, onUploadProgress }),
+          ),
+    );
     if (run === undefined) return EXIT_OK;
     const result = await client.getTranscriptionResult(run, { signal, wordLevelTimestamps: values.words === true ? true : undefined });
     await writeTextOutput(values.output, io, transcriptText(result.segments, format, values.speakers === true));

@@ -17,12 +17,14 @@ import {
   checkOutput,
   checkRequest,
   describeRetry,
+  downloadSource,
   isStdout,
   parseCommand,
   runFlag,
   taskRun,
   taskSettings,
   withService,
+  withTransfer,
 } from './http-common.js';
 
 export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text TEXT --from TAG --to TAG [options]      translate, then speak
@@ -38,9 +40,10 @@ export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text T
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
-Says on stderr which task it created and, once done, its run; waits for the task (a progress
-line with its status and the time waited when stderr is a terminal), prints the translated
-text on stdout, then writes the audio, resuming the download if the connection drops.
+Says on stderr which task it created and, once done, its run; waits for the task (the progress
+line says its status, when the next check is and the time waited), prints the translated text
+on stdout, then writes the audio (the progress line says how much came, of how much), resuming
+the download if the connection drops.
 --text, --from and --to are not needed with --run.
 
 ${EXIT_USAGE_TEXT}`;
@@ -83,7 +86,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
   if (!values['no-wait']) await checkOutput(output, io);
 
   return withService(settings, io, async (service) => {
-    const { client, signal } = service;
+    const { client, signal, progress } = service;
     const run = await taskRun(io, service, 'translated-tts', values, (s) => client.createTranslatedTts(body!, { signal: s }));
     if (run === undefined) return EXIT_OK;
     const { translatedText } = await client.getTranslationResult(run, { signal });
@@ -91,10 +94,15 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     textOut.write(`${translatedText}\n`);
 
     const write = await audioOutput(output, io);
-    const result = await client.getTtsResultAudio(run, { signal, decode });
-    result.audio.on('retry', (info) => io.stderr.write(`${describeRetry(`audio of run ${run}`, info)}\n`));
-    const format = result.audio.format!;
-    await write(result.audio, wav ? { rate: format.sampleRate, channels: format.channels } : undefined);
+    const label = `audio of run ${run}`;
+    const where = isStdout(output) ? 'standard output' : output;
+    await withTransfer(progress, { what: `receiving the ${label}`, done: `received the ${label} into ${where}` }, async (transfer) => {
+      const result = await client.getTtsResultAudio(run, { signal, decode });
+      transfer.source(downloadSource(result.audio, decode));
+      result.audio.on('retry', (info) => progress.print(describeRetry(label, info)));
+      const format = result.audio.format!;
+      return write(result.audio, wav ? { rate: format.sampleRate, channels: format.channels } : undefined, (chunk) => transfer.add(chunk.length));
+    });
     return EXIT_OK;
   });
 }

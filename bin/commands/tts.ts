@@ -5,9 +5,12 @@
  */
 import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
+import { wavDataLayout, type WavDataLayout } from '../../lib/audio/wav.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
+  PROGRESS_OPTIONS,
+  PROGRESS_USAGE,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
   audioOutput,
@@ -16,6 +19,8 @@ import {
   parseCommand,
   serviceSettings,
   withService,
+  withTransfer,
+  type TransferSource,
 } from './http-common.js';
 
 export const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
@@ -39,12 +44,17 @@ export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --language TAG [op
                         wav for stdout or a name without extension; another extension is refused)
   --sample-rate HZ      ask for this sample rate
   --model M             speech model (auto, mars-pro, mars-flash, mars-instruct, ...)
+${PROGRESS_USAGE}
 ${SERVICE_USAGE}
+
+While the audio arrives, a progress line says how much came (bytes, and seconds of audio for
+WAV) and the time taken; a summary line follows it.
 
 ${EXIT_USAGE_TEXT}`;
 
 const OPTIONS = {
   ...SERVICE_OPTIONS,
+  ...PROGRESS_OPTIONS,
   text: { type: 'string' },
   voice: { type: 'string' },
   language: { type: 'string' },
@@ -87,11 +97,39 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   const settings = await serviceSettings(values, io);
   await checkOutput(values.output, io);
 
-  return withService(settings, io, async ({ client, signal }) => {
+  return withService(settings, io, async ({ client, signal, progress }) => {
     const write = await audioOutput(values.output, io);
     const audio = client.ttsStream(request, { signal });
-    audio.on('warning', (warning: Error) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
-    await write(audio);
+    audio.on('warning', (warning: Error) => progress.print(`rt-translate: warning: ${warning.message}`));
+    const where = values.output === undefined || values.output === '-' ? 'standard output' : values.output;
+    await withTransfer(progress, { what: 'receiving the audio', done: `received the audio into ${where}` }, (transfer) => {
+      const wav = format === 'wav' ? wavSeconds() : undefined;
+      if (wav) transfer.source(wav.source);
+      return write(audio, undefined, (chunk) => {
+        wav?.see(chunk);
+        transfer.add(chunk.length);
+      });
+    });
     return EXIT_OK;
   });
+}
+
+/** Longest WAV header looked at for the audio's layout, bytes. */
+const MAX_WAV_HEAD = 4096;
+
+/** The seconds of audio in a WAV stream, from its header: `see` each piece as it passes. */
+function wavSeconds(): { see(chunk: Buffer): void; source: TransferSource } {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  let layout: WavDataLayout | undefined;
+  return {
+    see(chunk) {
+      if (head === undefined) return;
+      head = Buffer.concat([head, chunk.subarray(0, MAX_WAV_HEAD - head.length)]);
+      layout = wavDataLayout(head);
+      if (layout || head.length >= MAX_WAV_HEAD) head = undefined;
+    },
+    source: {
+      audioSeconds: (bytes) => (layout ? Math.max(0, bytes - layout.dataOffset) / layout.byteRate : undefined),
+    },
+  };
 }

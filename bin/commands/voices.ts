@@ -3,6 +3,7 @@
  * from a recording (uploaded as it is read, from a file or stdin), a custom voice deleted, and a
  * voice made from a description (its preview URLs).
  */
+import { basename } from 'node:path';
 import { GENDER_VALUES } from '../../lib/http/schemas.js';
 import type { Voice } from '../../lib/http/voices.js';
 import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
@@ -18,6 +19,7 @@ import {
   taskRun,
   taskSettings,
   withService,
+  withUploadProgress,
 } from './http-common.js';
 import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
 import { runDeleteVoice } from './delete-voice.js';
@@ -91,8 +93,11 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
     checkRequest(customVoiceSchema, request);
     if (values.file !== '-') await checkInputFile(values.file, '--file');
     const file = values.file === '-' ? { data: io.stdin, filename: 'stdin' } : values.file;
-    return withService(settings, io, async ({ client, signal }) => {
-      const created = await client.createCustomVoice({ ...request, file }, { signal });
+    const shown = values.file === '-' ? 'standard input' : basename(values.file);
+    return withService(settings, io, async ({ client, signal, progress }) => {
+      const created = await withUploadProgress(progress, shown, (onUploadProgress) =>
+        client.createCustomVoice({ ...request, file }, { signal, onUploadProgress }),
+      );
       io.stdout.write(`created voice ${created.voiceId}\n`);
       return EXIT_OK;
     });

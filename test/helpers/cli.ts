@@ -124,6 +124,23 @@ export function startInProcess(args: readonly string[], options: InProcessOption
   return { stdin, signal: (name) => signals.emit(name), result };
 }
 
+/** The texts a terminal's status line showed: each is `\r\x1b[K` then a text without a newline. */
+export function statusTexts(stderr: string): string[] {
+  return stderr
+    .split('\r\x1b[K')
+    .slice(1)
+    .filter((part) => part !== '' && !part.includes('\n'));
+}
+
+/** The permanent lines of a terminal's stderr: without the status line's texts and control sequences. */
+export function permanentLines(stderr: string): string[] {
+  return stderr
+    .replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '')
+    .replaceAll('\r\x1b[K', '')
+    .split('\n')
+    .filter((line) => line !== '');
+}
+
 /** Runs `rt-translate ARGS` in this process to completion. */
 export function runInProcess(args: readonly string[], options: InProcessOptions = {}): Promise<CliResult> {
   const run = startInProcess(args, options);
