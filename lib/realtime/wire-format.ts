@@ -226,6 +226,26 @@ export type ServerEventOf<Audio> =
   | { type: 'server.error'; message: string; code: number | string | undefined; wireType: string; raw: Record<string, unknown> }
   | { type: 'unknown'; wireType: string; raw: Record<string, unknown> };
 
+/** The session once the service has created it: its `id` is known. */
+export type SessionStartedInfo = SessionInfo & { id: string };
+
+/**
+ * Listener arguments of the service's events, under the library's names, for the emitters of
+ * the Node stream (audio a Buffer) and of the browser module (audio an Int16Array).
+ */
+export interface ServerEventListenerArgs<Audio> {
+  'session.starting': [];
+  'session.created': [info: SessionStartedInfo];
+  'session.updated': [info: SessionInfo];
+  'transcript.delta': [delta: string];
+  'transcript.done': [text: string];
+  'text.delta': [delta: string];
+  'text.done': [text: string];
+  'audio.delta': [audio: Audio];
+  'audio.done': [];
+  'server.error': [message: string, code: number | string | undefined];
+}
+
 /** Wire names of the server events this module understands. */
 export const SERVER_EVENT_TYPES = {
   sessionStarting: 'session.starting',
