@@ -125,6 +125,41 @@ describe.concurrent('the package surface', () => {
     }
   });
 
+  it('a web page compiles against rt-translate/browser with the DOM library and no Node types', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rt-translate-browser-consumer-'));
+    try {
+      const modules = join(dir, 'node_modules');
+      await mkdir(join(modules, 'rt-translate'), { recursive: true });
+      await copyFile(join(root, 'package.json'), join(modules, 'rt-translate', 'package.json'));
+      await symlink(join(root, 'dist'), join(modules, 'rt-translate', 'dist'), 'dir');
+      await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'page', private: true, type: 'module' }));
+      // The declarations are checked too (no skipLibCheck): a Buffer or a node: import in them fails.
+      const compilerOptions = { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2023', 'DOM'], types: [], strict: true, noEmit: true, preserveSymlinks: true };
+      await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['page.ts'] }));
+      await writeFile(
+        join(dir, 'page.ts'),
+        [
+          "import { RealtimeTranslator, PcmPlayer, StreamResampler, type ResponseTiming } from 'rt-translate/browser';",
+          "const translator = new RealtimeTranslator({ url: '/v1/realtime', token: 'token', from: 'en-us', to: 'es-es', whilePlaying: 'duck' });",
+          'translator.on(\'response\', (timing: ResponseTiming) => timing.firstAudioMs);',
+          "translator.on('audio.delta', (pcm: Int16Array) => pcm.length);",
+          '// @ts-expect-error the audio of an event is an Int16Array here',
+          "translator.on('audio.delta', (pcm: string) => pcm);",
+          'export const parts = [PcmPlayer, new StreamResampler(48000, 24000).read(new Int16Array(1))];',
+        ].join('\n'),
+      );
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      const result = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
+        ({ stdout }) => ({ ok: true, stdout }),
+        (error: { stdout: string }) => ({ ok: false, stdout: error.stdout }),
+      );
+      expect(result.stdout).toBe('');
+      expect(result.ok).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the root is grouped by use: what a program needs, no building blocks', async () => {
     const rootModule = (await import('../lib/index.js')) as Record<string, unknown>;
     const names = Object.keys(rootModule);
