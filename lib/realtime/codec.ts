@@ -118,6 +118,24 @@ function checkEventSize(text: string, type: string): string {
   return text;
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Whether `text` is base64 as an append carries it: the standard alphabet, padded to a multiple of 4. */
+export function isBase64(text: string): boolean {
+  return text.length % 4 === 0 && BASE64.test(text);
+}
+
+/**
+ * Decoded size of base64 text, from its length alone (no decoding): what the 256 KiB limit of an
+ * append is measured on, so an oversized one is refused before its audio is decoded.
+ */
+export function base64DecodedLength(text: string): number {
+  let padding = 0;
+  if (text.endsWith('==')) padding = 2;
+  else if (text.endsWith('=')) padding = 1;
+  return Math.floor((text.length * 3) / 4) - padding;
+}
+
 /* ----------------------------------------------------------------------------------------- */
 /* Client events                                                                            */
 
