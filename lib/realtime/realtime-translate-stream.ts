@@ -16,7 +16,7 @@
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
-import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
+import { ValidationError, type RtTranslateError } from '../errors.js';
 import { encodeAudioAppendFrame, releaseAppendFrame } from './append-frame.js';
 import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
@@ -24,13 +24,13 @@ import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventOutlet } from './event-outlet.js';
 import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
-import { linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
+import { MAX_SERVER_MESSAGE_BYTES, linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { AudioOutbox } from './audio-outbox.js';
-import { OutageReplay } from './outage-replay.js';
+import { OutageReplay, REPLAY_PREROLL_MS } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
 import { ReceiptFences } from './receipt-fences.js';
 import type { InputFence } from './ending-policy.js';
-import { PendingServerError } from './server-errors.js';
+import { PendingServerError, sessionReadyTimeout } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import { SpeechLedger } from './speech-ledger.js';
 
@@ -40,10 +40,6 @@ export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from 
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
 const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
-/** Input replayed before the first unanswered speech, so the service hears it begin. */
-const REPLAY_PREROLL_MS = 300;
-/** Largest message accepted from the service. */
-const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
@@ -100,7 +96,7 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.close();
       },
     });
-    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, true), {
+    this.#link = new SessionLink(linkOptions(o, MAX_SERVER_MESSAGE_BYTES, true), {
       open: () => {
         this.#responses.newConnection();
         this.#fences.reset();
@@ -110,12 +106,7 @@ export class RealtimeTranslateStream extends Duplex {
       pong: (id) => {
         if (this.#fences.answered(id, Date.now())) this.#ending.evaluate();
       },
-      readyTimeout: (waitedMs, reconnecting) => {
-        if (this.#responses.sawStarting) {
-          return new TimeoutError(`No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`, waitedMs);
-        }
-        return new TimeoutError(`No session.created within ${waitedMs} ms${reconnecting ? ' of a reconnect attempt (reconnect.attemptTimeoutMs)' : ''}.`, waitedMs);
-      },
+      readyTimeout: (waitedMs, reconnecting) => sessionReadyTimeout(waitedMs, reconnecting, this.#responses.sawStarting),
       dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
       reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
       failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
