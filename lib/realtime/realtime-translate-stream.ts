@@ -7,8 +7,9 @@
  * options (`realtime-options.ts`); its events and stats (`realtime-events.ts`) and their way to
  * the caller (`event-outlet.ts`); what the service's messages mean (`response-assembler.ts`);
  * the connections and reconnects (`session-link.ts` over `connection.ts`); what a failure means
- * (`server-errors.ts`); sending and keeping input (`audio-outbox.ts`, `replay-buffer.ts`); what
- * a drop sends again (`outage-replay.ts`); what the service owes (`speech-ledger.ts`); the
+ * (`server-errors.ts`); sending, keeping and replaying input (`translation-input.ts`, over
+ * `audio-outbox.ts`, `replay-buffer.ts` and `outage-replay.ts`, shared with the browser relay);
+ * what the service owes (`speech-ledger.ts`); the
  * ending (`ending-controller.ts` over the pure `ending-policy.ts`); the stream's own state with
  * its pending callbacks (`duplex-lifecycle.ts`). The outlet and the lifecycle are shared with
  * live transcription. The README explains the rules.
@@ -17,16 +18,16 @@ import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
 import { ValidationError, type RtTranslateError } from '../errors.js';
-import { encodeAudioAppendFrame, releaseAppendFrame } from './append-frame.js';
-import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, type SessionInfo } from './codec.js';
+import { REALTIME_BYTES_PER_FRAME, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventOutlet } from './event-outlet.js';
 import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
 import { MAX_SERVER_MESSAGE_BYTES, linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
-import { AudioOutbox } from './audio-outbox.js';
-import { OutageReplay, REPLAY_PREROLL_MS } from './outage-replay.js';
+import type { AudioOutbox } from './audio-outbox.js';
+import { BYTES_PER_MS, TranslationInput } from './translation-input.js';
+import type { OutageReplay } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
 import { ReceiptFences } from './receipt-fences.js';
 import type { InputFence } from './ending-policy.js';
@@ -38,15 +39,14 @@ export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-opti
 
 export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
-/** Bytes of PCM16 mono 24 kHz per millisecond. */
-const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
-
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
   readonly #link: SessionLink;
   /** Events to listeners and iterators, audio to the reader; either one behind pauses the socket. */
   readonly #outlet: EventOutlet<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
+  /** The input's way to the service: heard, kept, sent, replayed after a drop. */
+  readonly #uplink: TranslationInput;
   readonly #outbox: AudioOutbox;
   /** The service's messages, turned into events, audio and answers. */
   readonly #responses: ResponseAssembler;
@@ -117,33 +117,24 @@ export class RealtimeTranslateStream extends Duplex {
       listenerArgs,
       resumed: () => this.#ending.activity(Date.now()),
     });
-    this.#outbox = new AudioOutbox(this.#link, {
+    const input = new TranslationInput(this.#link, this.#ledger, {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
-      maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
-      encode: encodeAudioAppendFrame,
-      binary: false, // a Buffer is the bytes of a text frame
-      encodeCopies: true, // base64 text
-      release: releaseAppendFrame,
-      handed: (end) => {
-        this.#ledger.recordSent(end, Date.now());
-        this.#outage.forgetAnswered(end);
-        this.#fenceInput(end);
-      },
+      maxReplayMs: o.reconnect?.maxReplayMs,
+      handed: (end) => this.#fenceInput(end),
       sent: (length) => {
         this.#stats.bytesSent += length;
         this.#ending.evaluate();
       },
     });
-    this.#outage = new OutageReplay(this.#ledger, this.#outbox, { prerollMs: REPLAY_PREROLL_MS, bytesPerMs: BYTES_PER_MS });
+    this.#uplink = input;
+    this.#outbox = input.outbox;
+    this.#outage = input.outage;
     this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
       publish: (event) => this.#outlet.publish(event),
       audio: (audio) => audio.length > 0 && this.#outlet.deliver(audio),
       activity: (now) => this.#ending.activity(now),
-      answered: () => {
-        this.#link.progress();
-        this.#outage.forgetAnswered(this.#outbox.sent);
-      },
+      answered: () => input.answered(),
       starting: () => this.#link.starting(),
       sessionCreated: (info) => this.#onSessionCreated(info),
       serverError: (message, code) => this.#onServerError(message, code),
@@ -257,9 +248,7 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   #accept(pcm: Buffer): void {
-    if (pcm.length === 0) return;
-    this.#ledger.accept(pcm);
-    this.#outbox.accept(pcm);
+    this.#uplink.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
