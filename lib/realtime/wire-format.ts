@@ -174,6 +174,24 @@ export function checkAppendAudio(byteLength: number): void {
   }
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Whether `text` is base64 as an append carries it: the standard alphabet, padded to a multiple of 4. */
+export function isBase64(text: string): boolean {
+  return text.length % 4 === 0 && BASE64.test(text);
+}
+
+/**
+ * Decoded size of base64 text, from its length alone (no decoding): what the 256 KiB limit of an
+ * append is measured on, so an oversized one is refused before its audio is decoded.
+ */
+export function base64DecodedLength(text: string): number {
+  let padding = 0;
+  if (text.endsWith('==')) padding = 2;
+  else if (text.endsWith('=')) padding = 1;
+  return Math.floor((text.length * 3) / 4) - padding;
+}
+
 /** `input_audio_buffer.append` as JSON text, around audio already checked and base64-encoded. */
 export function audioAppendText(base64: string): string {
   return APPEND_PREFIX + base64 + APPEND_SUFFIX;
