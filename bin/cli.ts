@@ -4,6 +4,7 @@
  * streams, environment, signals, working directory) as one injectable `CliIo`, so a command runs
  * in a test process exactly as it runs from a shell.
  */
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
@@ -40,6 +41,23 @@ export function processIo(): CliIo {
 /** Where signals arrive for `io`. */
 export function signalsOf(io: CliIo): SignalSource {
   return io.signals ?? process;
+}
+
+/** Resolves at the first SIGINT or SIGTERM of `io` (or when `signal` aborts): a server command's run. */
+export async function untilStopped(io: CliIo, signal?: AbortSignal): Promise<void> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  const signals = signalsOf(io);
+  signals.once('SIGINT', onSignal);
+  signals.once('SIGTERM', onSignal);
+  signal?.addEventListener('abort', onSignal, { once: true });
+  try {
+    await once(stop.signal, 'abort');
+  } finally {
+    signals.off('SIGINT', onSignal);
+    signals.off('SIGTERM', onSignal);
+    signal?.removeEventListener('abort', onSignal);
+  }
 }
 
 /** `path` (as given on the command line) resolved against the command's working directory. */

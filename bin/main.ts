@@ -25,6 +25,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   transcribe: async () => (await import('./commands/transcribe.js')).runTranscribe,
   dub: async () => (await import('./commands/dub.js')).runDub,
   subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
+  serve: async () => (await import('./commands/serve.js')).runServe,
 };
 
 /** The top-level usage: the realtime command's, then the other commands. */
@@ -34,6 +35,7 @@ async function usage(): Promise<string> {
 
 Live transcription:
   rt-translate listen [-i FILE] [--language TAG] [--json]            one line per sentence
+  rt-translate serve [--port N] [--host H] [--origin O ...]          translation in a web page
 
 HTTP interface (each command has --help):
   rt-translate tts --text TEXT --language TAG -o OUT                 streaming text to speech

@@ -70,6 +70,7 @@ import {
   type TwilioMediaBridgeOptions,
   type TwilioSocketOptions,
 } from '../lib/index.js';
+import { SlotCounter, type SlotClaim } from '../lib/integrations/slot-counter.js';
 import { intOption } from '../lib/options.js';
 import { TWILIO_FRAME_BYTES, TWILIO_SAMPLE_RATE, twilioMarkMessage, twilioMediaMessage } from '../lib/protocol.js';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from '../lib/emulator/index.js';
@@ -198,28 +199,27 @@ function twiml(streamUrl: string): string {
 
 /** Counts connections in all and by address, against the caps. */
 class ConnectionCaps {
-  readonly #byAddress = new Map<string, number>();
-  #total = 0;
+  readonly #slots = new SlotCounter();
   constructor(
     readonly maxCalls: number,
     readonly maxPerAddress: number,
   ) {}
 
+  #claims(address: string): SlotClaim[] {
+    return [
+      ['maxCalls', this.maxCalls],
+      [`address ${address}`, this.maxPerAddress],
+    ];
+  }
+
   /** Counts a connection from `address`, or says which cap refuses it. */
   admit(address: string): 'maxCalls' | 'maxCallsPerAddress' | undefined {
-    const fromAddress = this.#byAddress.get(address) ?? 0;
-    if (this.#total >= this.maxCalls) return 'maxCalls';
-    if (fromAddress >= this.maxPerAddress) return 'maxCallsPerAddress';
-    this.#total += 1;
-    this.#byAddress.set(address, fromAddress + 1);
-    return undefined;
+    const full = this.#slots.take(this.#claims(address));
+    return full === undefined ? undefined : full === 'maxCalls' ? 'maxCalls' : 'maxCallsPerAddress';
   }
 
   release(address: string): void {
-    this.#total -= 1;
-    const left = (this.#byAddress.get(address) ?? 1) - 1;
-    if (left > 0) this.#byAddress.set(address, left);
-    else this.#byAddress.delete(address);
+    this.#slots.release(this.#claims(address));
   }
 }
 

@@ -3,7 +3,8 @@
  *
  * The root surface, grouped by use (listed in the README's "API" section): errors and
  * configuration; realtime speech-to-speech; live transcription; the HTTP interface; audio
- * (opening any input, conversion, files, pacing); integrations (Discord voice, Twilio).
+ * (opening any input, conversion, files, pacing); integrations (Discord voice, Twilio); the
+ * relay that brings realtime sessions to browsers.
  *
  * Subpaths: `rt-translate/emulator` (the local service), `rt-translate/http` (each HTTP
  * operation as a function over any requester, task helpers, retry policy, validation limits),
@@ -177,3 +178,10 @@ export {
   type TwilioResponseInfo,
   type TwilioSocketOptions,
 } from './integrations/twilio.js';
+
+// Realtime in the browser: the relay
+export { createRealtimeRelay, RealtimeRelay, MAX_CLIENT_FRAME_BYTES, type RelayStats } from './relay/relay.js';
+export type { RealtimeRelayOptions, RelayAuthorize, RelayConnectionOptions, RelayGrant } from './relay/relay-options.js';
+export type { RelayRefusal } from './relay/relay-session.js';
+export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './relay/relay-admission.js';
+export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS, type MintTokenOptions } from './relay/relay-tokens.js';

@@ -81,6 +81,26 @@ describe.concurrent('installing rt-translate', () => {
   });
 });
 
+/** `dir/node_modules/rt-translate` as npm would install it: the package.json and this checkout's build. */
+async function installBuild(dir: string): Promise<string> {
+  const modules = join(dir, 'node_modules');
+  await mkdir(join(modules, 'rt-translate'), { recursive: true });
+  await copyFile(join(root, 'package.json'), join(modules, 'rt-translate', 'package.json'));
+  await symlink(join(root, 'dist'), join(modules, 'rt-translate', 'dist'), 'dir');
+  return modules;
+}
+
+/** Compiles the program of `dir/tsconfig.json`: no error, no output. */
+async function expectCompiles(dir: string): Promise<void> {
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const result = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
+    ({ stdout }) => ({ ok: true, stdout }),
+    (error: { stdout: string }) => ({ ok: false, stdout: error.stdout }),
+  );
+  expect(result.stdout).toBe('');
+  expect(result.ok).toBe(true);
+}
+
 describe.concurrent('the package surface', () => {
   it('a consumer program compiles against the built declarations, and the building blocks are off the root', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'rt-translate-consumer-'));
@@ -88,10 +108,7 @@ describe.concurrent('the package surface', () => {
       // An application with rt-translate installed as npm would: the package (its package.json
       // and the build of this checkout) and its dependencies beside it, none of its
       // devDependencies; the application's own @types/node.
-      const modules = join(dir, 'node_modules');
-      await mkdir(join(modules, 'rt-translate'), { recursive: true });
-      await copyFile(join(root, 'package.json'), join(modules, 'rt-translate', 'package.json'));
-      await symlink(join(root, 'dist'), join(modules, 'rt-translate', 'dist'), 'dir');
+      const modules = await installBuild(dir);
       const typesNode = JSON.parse(readFileSync(join(root, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
       for (const name of [...Object.keys(pkg.dependencies ?? {}), '@types/node', ...Object.keys(typesNode.dependencies ?? {})]) {
         await mkdir(dirname(join(modules, name)), { recursive: true });
@@ -113,13 +130,33 @@ describe.concurrent('the package surface', () => {
         expect({ name, typed }).toEqual({ name, typed: true });
       }
       for (const name of ['consumer.ts', 'tsconfig.json', 'package.json']) await copyFile(join(root, 'test', 'consumer', name), join(dir, name));
-      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-      const result = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
-        ({ stdout }) => ({ ok: true, stdout }),
-        (error: { stdout: string }) => ({ ok: false, stdout: error.stdout }),
+      await expectCompiles(dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a web page compiles against rt-translate/browser with the DOM library and no Node types', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rt-translate-browser-consumer-'));
+    try {
+      await installBuild(dir);
+      await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'page', private: true, type: 'module' }));
+      // The declarations are checked too (no skipLibCheck): a Buffer or a node: import in them fails.
+      const compilerOptions = { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2023', 'DOM'], types: [], strict: true, noEmit: true, preserveSymlinks: true };
+      await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['page.ts'] }));
+      await writeFile(
+        join(dir, 'page.ts'),
+        [
+          "import { RealtimeTranslator, PcmPlayer, StreamResampler, type ResponseTiming } from 'rt-translate/browser';",
+          "const translator = new RealtimeTranslator({ url: '/v1/realtime', token: 'token', from: 'en-us', to: 'es-es', whilePlaying: 'duck' });",
+          'translator.on(\'response\', (timing: ResponseTiming) => timing.firstAudioMs);',
+          "translator.on('audio.delta', (pcm: Int16Array) => pcm.length);",
+          '// @ts-expect-error the audio of an event is an Int16Array here',
+          "translator.on('audio.delta', (pcm: string) => pcm);",
+          'export const parts = [PcmPlayer, new StreamResampler(48000, 24000).read(new Int16Array(1))];',
+        ].join('\n'),
       );
-      expect(result.stdout).toBe('');
-      expect(result.ok).toBe(true);
+      await expectCompiles(dir);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -4,12 +4,11 @@
  * Flags map one to one onto `startEmulator` options; each is checked here with a usage error
  * naming the flag, and the emulator checks the options again.
  */
-import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
 import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
-import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
 
@@ -284,17 +283,9 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
       `  export ${ENV_REALTIME_URL}=${emulator.realtimeUrl} ${ENV_BASE_URL}=${emulator.baseUrl} ${ENV_API_KEY}=${apiKeys[0]}\n`,
   );
 
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  const signals = signalsOf(io);
-  signals.once('SIGINT', onSignal);
-  signals.once('SIGTERM', onSignal);
-  signal?.addEventListener('abort', onSignal, { once: true });
   try {
-    await once(stop.signal, 'abort');
+    await untilStopped(io, signal);
   } finally {
-    signals.off('SIGINT', onSignal);
-    signals.off('SIGTERM', onSignal);
     await emulator.close();
   }
   return EXIT_OK;

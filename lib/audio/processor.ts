@@ -154,14 +154,4 @@ export class AudioTransform extends Transform {
   }
 }
 
-/**
- * Rounds to the nearest integer (halves away from zero, so the mapping is symmetric about 0)
- * and clips to the int16 range [-32768, 32767]. NaN becomes 0.
- */
-export function toInt16(x: number): number {
-  if (x >= 32767) return 32767;
-  if (x <= -32768) return -32768;
-  if (x >= 0) return Math.floor(x + 0.5);
-  if (x < 0) return -Math.floor(0.5 - x);
-  return 0;
-}
+export { toInt16 } from './resampler-design.js';

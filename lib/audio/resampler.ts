@@ -31,143 +31,21 @@ import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-forma
 import { averageInt16 } from './channels.js';
 import { FrameCutter } from './frames.js';
 import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G711Law } from './g711.js';
-import { AudioTransform, EMPTY, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+import { AudioTransform, EMPTY, PassThroughProcessor, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+import { TAP_SCALE, designPolyphase, toInt16, type ResamplerDesign } from './resampler-design.js';
 import { alignKernel, firKernel, type FirKernel } from './wasm/fir.js';
-
-/** Lower edge of the transition band, as a fraction of the lower rate's Nyquist frequency. */
-export const PASSBAND_EDGE = 0.8;
-/** Start of the stopband, as a fraction of the lower rate's Nyquist frequency. */
-export const STOPBAND_EDGE = 1.0;
-/** Stopband attenuation the filters are designed for, in dB. */
-export const DESIGN_ATTENUATION_DB = 105;
 
 /** Input frames converted per inner pass; bounds the working buffer. */
 const PIECE_FRAMES = 4096;
-/** Taps are integers times 2^-TAP_BITS. */
-const TAP_BITS = 22;
-const TAP_SCALE = 2 ** TAP_BITS;
 /** The kernel splits each tap q into hi * 2^LO_BITS + lo, both int16 (see wasm/resample.c). */
 const LO_BITS = 8;
 
-/** A polyphase filter for one rate pair. Immutable and shared. */
-export interface ResamplerDesign {
-  readonly inputRate: number;
-  readonly outputRate: number;
-  /** Interpolation factor L = outputRate / gcd. */
-  readonly up: number;
-  /** Decimation factor M = inputRate / gcd. */
-  readonly down: number;
-  /** Taps per polyphase row (K); the prototype filter has at most `up * K` taps. */
-  readonly tapsPerPhase: number;
-  /** Length of the prototype filter (odd, so its centre falls on a sample). */
-  readonly prototypeLength: number;
-  /** Filter delay in samples at `up * inputRate`: `(prototypeLength - 1) / 2`. */
-  readonly delay: number;
-  /** Kaiser window shape parameter. */
-  readonly beta: number;
-  /** -6 dB cut-off in Hz. */
-  readonly cutoffHz: number;
-  /**
-   * The polyphase table: row `p` (0 <= p < up) holds K taps `h[p + j * up]` in reverse order
-   * (j = K-1 .. 0), so it multiplies the K most recent input frames oldest first. Every tap is
-   * an integer times 2^-22 and each row sums to exactly 1 (a DC gain of exactly 1).
-   */
-  readonly table: Float64Array;
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
-
-/** Modified Bessel function of the first kind, order 0, by its power series. */
-function besselI0(x: number): number {
-  const q = (x * x) / 4;
-  let term = 1;
-  let sum = 1;
-  for (let k = 1; k < 500; k++) {
-    term *= q / (k * k);
-    sum += term;
-    if (term < sum * 1e-17) break;
-  }
-  return sum;
-}
-
-const designs = new Map<string, ResamplerDesign>();
-
 /**
- * The polyphase filter converting `inputRate` to `outputRate` (cached per pair). Exposed so
- * its response can be inspected; the tables must not be modified.
+ * The polyphase filter converting `inputRate` to `outputRate`, two of `SUPPORTED_RATES`
+ * (cached per pair). Exposed so its response can be inspected; the tables must not be modified.
  */
 export function designResampler(inputRate: number, outputRate: number): ResamplerDesign {
-  validateRate(inputRate, 'inputRate');
-  validateRate(outputRate, 'outputRate');
-  const key = `${inputRate}:${outputRate}`;
-  const cached = designs.get(key);
-  if (cached) return cached;
-
-  const g = gcd(inputRate, outputRate);
-  const up = outputRate / g;
-  const down = inputRate / g;
-  const highRate = inputRate * up; // the rate the prototype filter runs at
-  const nyquist = Math.min(inputRate, outputRate) / 2;
-  const transition = ((STOPBAND_EDGE - PASSBAND_EDGE) * nyquist) / highRate; // cycles per sample
-  const cutoff = (((PASSBAND_EDGE + STOPBAND_EDGE) / 2) * nyquist) / highRate;
-  const a = DESIGN_ATTENUATION_DB;
-  const beta = 0.1102 * (a - 8.7);
-  // Kaiser's estimate of the length for attenuation `a` over this transition width.
-  const needed = Math.ceil((a - 7.95) / (2.285 * 2 * Math.PI * transition)) + 1;
-  let taps = Math.ceil(needed / up);
-  if (taps * up - ((taps * up) % 2 === 0 ? 1 : 0) < needed) taps++;
-  const length = (taps * up) % 2 === 0 ? taps * up - 1 : taps * up;
-  const centre = (length - 1) / 2;
-
-  const proto = new Float64Array(taps * up);
-  const i0Beta = besselI0(beta);
-  for (let n = 0; n < length; n++) {
-    const x = n - centre;
-    const arg = 2 * cutoff * x;
-    const sinc = x === 0 ? 1 : Math.sin(Math.PI * arg) / (Math.PI * arg);
-    const r = x / centre;
-    const window = besselI0(beta * Math.sqrt(Math.max(0, 1 - r * r))) / i0Beta;
-    proto[n] = 2 * cutoff * sinc * window;
-  }
-
-  const table = new Float64Array(up * taps);
-  const middle = (taps - 1) >> 1;
-  for (let p = 0; p < up; p++) {
-    let sum = 0;
-    for (let j = 0; j < taps; j++) sum += proto[p + j * up]!;
-    // Quantise to integers scaled by 2^-22 and put the rounding residue on the largest tap, so
-    // the row sums to exactly 1 (the centre tap when the row is symmetric, which keeps it so).
-    const row = p * taps;
-    let total = 0;
-    let largest = 0;
-    for (let j = 0; j < taps; j++) {
-      const q = Math.round((proto[p + j * up]! / sum) * TAP_SCALE);
-      table[row + (taps - 1 - j)] = q;
-      total += q;
-      if (Math.abs(q) > Math.abs(table[row + largest]!)) largest = taps - 1 - j;
-    }
-    if (up === 1 && taps % 2 === 1) largest = middle;
-    table[row + largest] = table[row + largest]! + (TAP_SCALE - total);
-    for (let j = 0; j < taps; j++) table[row + j] = table[row + j]! / TAP_SCALE;
-  }
-
-  const design: ResamplerDesign = Object.freeze({
-    inputRate,
-    outputRate,
-    up,
-    down,
-    tapsPerPhase: taps,
-    prototypeLength: length,
-    delay: centre,
-    beta,
-    cutoffHz: cutoff * highRate,
-    table,
-  });
-  designs.set(key, design);
-  return design;
+  return designPolyphase(validateRate(inputRate, 'inputRate'), validateRate(outputRate, 'outputRate'));
 }
 
 /**
@@ -631,3 +509,4 @@ export class Resampler extends AudioTransform {
 }
 
 export { SUPPORTED_RATES };
+export { PASSBAND_EDGE, STOPBAND_EDGE, DESIGN_ATTENUATION_DB, type ResamplerDesign } from './resampler-design.js';

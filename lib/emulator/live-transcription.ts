@@ -30,6 +30,7 @@ import {
   parseLiveQuery,
   type LiveTranscriptionParams,
 } from '../realtime/transcription-codec.js';
+import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import type { EmulatorContext } from './server.js';
 import { TRANSCRIPTION_SEGMENTER, knownUtteranceText, wordTimings } from './transcripts.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
@@ -165,15 +166,6 @@ export interface LiveTranscriptionPart {
   close(): Promise<void>;
 }
 
-function rejectHandshake(socket: Duplex, status: 401 | 503, error: string): void {
-  const body = JSON.stringify({ error, status });
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : 'Service Unavailable'}\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
-
 /** The live transcription part of the emulator; `handleUpgrade` takes upgrades already routed to its path. */
 export function createLiveTranscriptionEmulator(options: LiveTranscriptionEmulatorOptions, context: EmulatorContext): LiveTranscriptionPart {
   const idleMs = options.liveIdleTimeoutMs ?? 10_000;
@@ -185,11 +177,11 @@ export function createLiveTranscriptionEmulator(options: LiveTranscriptionEmulat
   let closing = false;
   return {
     handleUpgrade(req, socket, head) {
-      if (closing) return rejectHandshake(socket, 503, 'The emulator is shutting down.');
+      if (closing) return refuseUpgrade(socket, 503, 'The emulator is shutting down.');
       const header = req.headers['x-api-key'];
       const key = Array.isArray(header) ? header[0] : header;
       if (key === undefined || !context.apiKeys.has(key)) {
-        return rejectHandshake(socket, 401, key === undefined ? 'Missing API key: send it in the x-api-key header.' : 'Invalid API key in the x-api-key header.');
+        return refuseUpgrade(socket, 401, key === undefined ? 'Missing API key: send it in the x-api-key header.' : 'Invalid API key in the x-api-key header.');
       }
       const query = parseLiveQuery(new URL(req.url ?? '/', 'http://emulator').searchParams);
       wss.handleUpgrade(req, socket, head, (ws) => {

@@ -20,8 +20,10 @@ import {
   DEFAULT_VOICE_ID,
   MAX_APPEND_AUDIO_BYTES,
   MAX_CLIENT_EVENT_BYTES,
+  base64DecodedLength,
   decodeClientEvent,
   encodeServerEvent,
+  isBase64,
   normalizeSessionConfig,
   type ClientEvent,
   type OutputModality,
@@ -151,16 +153,6 @@ interface ActiveConfig {
 interface PendingResponse {
   dueAt: number;
   frames: Array<string | Buffer>;
-}
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/** Decoded size of a base64 string, computed from its length (no decoding). */
-function base64DecodedLength(text: string): number {
-  let padding = 0;
-  if (text.endsWith('==')) padding = 2;
-  else if (text.endsWith('=')) padding = 1;
-  return Math.floor((text.length * 3) / 4) - padding;
 }
 
 function rawLength(data: RawData): number {
@@ -444,7 +436,7 @@ export class RealtimeSession {
       );
       return;
     }
-    if (audio.length % 4 !== 0 || !BASE64.test(audio)) {
+    if (!isBase64(audio)) {
       this.sendError('input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', 400);
       return;
     }

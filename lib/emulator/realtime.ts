@@ -6,12 +6,13 @@
  * detector, when answers are given, fault switches) are checked once, here, into the settings
  * every session shares.
  */
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ValidationError } from '../errors.js';
 import { describeReceived, intOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
+import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import type { EmulatorContext, RealtimePart } from './server.js';
 import {
   RealtimeSession,
@@ -305,17 +306,6 @@ export function triggerRealtimeFault(control: RealtimeFaultControl, value: unkno
   return undefined;
 }
 
-function rejectHandshake(socket: Duplex, status: number, error: string, retryAfterS?: number): void {
-  const body = JSON.stringify({ error, status });
-  const reason = STATUS_CODES[status] ?? 'Refused';
-  const retry = retryAfterS === undefined ? '' : `Retry-After: ${retryAfterS}\r\n`;
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n${retry}` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
-
 /** The realtime part, with a view of its sessions for tests and diagnostics. */
 export interface RealtimeEmulator extends RealtimePart {
   /** A snapshot of every open session, oldest first. */
@@ -359,7 +349,7 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
   return {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       if (closing) {
-        rejectHandshake(socket, 503, 'The emulator is shutting down.');
+        refuseUpgrade(socket, 503, 'The emulator is shutting down.');
         return;
       }
       if (stalls > 0) {
@@ -374,13 +364,13 @@ export function createRealtimeEmulator(options: RealtimeEmulatorOptions, context
       }
       if (refusal.remaining > 0) {
         refusal.remaining -= 1;
-        rejectHandshake(socket, refusal.status, `Handshake refused by a fault switch (HTTP ${refusal.status}).`, refusal.retryAfterS);
+        refuseUpgrade(socket, refusal.status, `Handshake refused by a fault switch (HTTP ${refusal.status}).`, refusal.retryAfterS);
         return;
       }
       const header = req.headers['x-api-key'];
       const headerKey = Array.isArray(header) ? header.join(', ') : header;
       if (headerKey !== undefined && !context.apiKeys.has(headerKey)) {
-        rejectHandshake(socket, 401, 'Invalid API key in the x-api-key header.');
+        refuseUpgrade(socket, 401, 'Invalid API key in the x-api-key header.');
         return;
       }
       const query = new URL(req.url ?? '/', 'http://emulator').searchParams;

@@ -17,6 +17,7 @@ import type { EventEmitter } from 'node:events';
 import type { RawData, WebSocket } from 'ws';
 import { TimeoutError } from '../errors.js';
 import { intOption } from '../options.js';
+import { PeerPings } from './peer-pings.js';
 import type { TwilioMediaBridge } from './twilio.js';
 import type { TwilioOutboundMessage } from './twilio-messages.js';
 
@@ -33,14 +34,10 @@ const POLICY_CLOSE = 1008;
 const CLOSE_GRACE_MS = 2000;
 
 type SocketState =
-  /** `pausedSincePing`: the socket was paused by backpressure since the last ping (its pong may wait behind audio). */
-  | { status: 'bridged'; ping: NodeJS.Timeout; awaitingPong: boolean; pausedSincePing: boolean }
+  /** `pings` watches that the caller still reads. */
+  | { status: 'bridged'; pings: PeerPings }
   /** The bridge has closed; `grace` cuts a socket whose caller does not answer our close frame. */
   | { status: 'done'; grace: NodeJS.Timeout | undefined };
-
-function timerOf(state: SocketState): NodeJS.Timeout | undefined {
-  return state.status === 'bridged' ? state.ping : state.grace;
-}
 
 function rawToBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
@@ -92,10 +89,11 @@ class TwilioSocketCall {
     this.#state = this.#wire();
   }
 
-  /** The one way the state changes: the old state's timer is cleared unless the new one keeps it. */
+  /** The one way the state changes: the old state's pings or timer stop unless the new one keeps them. */
   #set(next: SocketState): void {
-    const timer = timerOf(this.#state);
-    if (timer !== undefined && timer !== timerOf(next)) clearTimeout(timer);
+    const previous = this.#state;
+    if (previous.status === 'bridged' && (next.status !== 'bridged' || next.pings !== previous.pings)) previous.pings.stop();
+    if (previous.status === 'done' && (next.status !== 'done' || next.grace !== previous.grace)) clearTimeout(previous.grace);
     this.#state = next;
   }
 
@@ -127,7 +125,7 @@ class TwilioSocketCall {
       if (bridge.destroyed || bridge.writableEnded) return;
       if (!bridge.write(rawToBuffer(data))) {
         ws.pause();
-        if (this.#state.status === 'bridged') this.#state.pausedSincePing = true;
+        if (this.#state.status === 'bridged') this.#state.pings.paused();
       }
     };
     const onDrain = () => ws.resume();
@@ -161,16 +159,12 @@ class TwilioSocketCall {
       }
       if (!bridge.destroyed && !bridge.writableEnded) bridge.end();
     };
-    const onPong = () => {
-      if (this.#state.status === 'bridged') this.#state.awaitingPong = false;
-    };
     const onBridgeError = () => {
       // Reported through the promise (bridge.errored).
     };
     this.#listeners = [
       [ws, 'message', onMessage],
       [ws, 'close', onSocketClose],
-      [ws, 'pong', onPong],
       [bridge, 'drain', onDrain],
       [bridge, 'data', onData],
       [bridge, 'end', onEnd],
@@ -179,27 +173,14 @@ class TwilioSocketCall {
     for (const [emitter, event, listener] of this.#listeners) emitter.on(event, listener);
     bridge.once('close', this.#bridgeClosed);
     if (ws.readyState === ws.CLOSED || ws.readyState === ws.CLOSING) onSocketClose();
-    return { status: 'bridged', ping: setInterval(this.#ping, this.#pingIntervalMs), awaitingPong: false, pausedSincePing: false };
+    return { status: 'bridged', pings: new PeerPings(ws, this.#pingIntervalMs, this.#stoppedReading) };
   }
 
-  /**
-   * Every `pingIntervalMs`: the last ping must have been answered, unless the socket was paused
-   * meanwhile (the bridge holding the caller's audio back; the pong waits behind it).
-   */
-  readonly #ping = (): void => {
-    const state = this.#state;
-    const ws = this.#ws;
-    if (state.status !== 'bridged' || !this.#open()) return;
-    const excused = state.pausedSincePing || ws.isPaused;
-    if (state.awaitingPong && !excused) {
-      const ms = this.#pingIntervalMs;
-      ws.terminate();
-      this.#bridge.destroy(new TimeoutError(`The caller did not answer a ping within ${ms} ms (pingIntervalMs): it stopped reading; the call was closed.`, ms));
-      return;
-    }
-    state.awaitingPong = true;
-    state.pausedSincePing = ws.isPaused;
-    ws.ping();
+  /** A ping went unanswered while the socket was not paused: the caller stopped reading. */
+  readonly #stoppedReading = (): void => {
+    const ms = this.#pingIntervalMs;
+    this.#ws.terminate();
+    this.#bridge.destroy(new TimeoutError(`The caller did not answer a ping within ${ms} ms (pingIntervalMs): it stopped reading; the call was closed.`, ms));
   };
 
   readonly #bridgeClosed = (): void => {

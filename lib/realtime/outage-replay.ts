@@ -12,6 +12,9 @@ import type { ReconnectedInfo } from './realtime-events.js';
 import type { Recovery } from './session-link.js';
 import type { SpeechLedger } from './speech-ledger.js';
 
+/** Input replayed before the first unanswered speech, so the service hears it begin, in ms. */
+export const REPLAY_PREROLL_MS = 300;
+
 export interface OutageStats {
   /** Sessions re-established after a drop. */
   reconnects: number;

@@ -5,7 +5,9 @@
  * own (`reconnecting`, `reconnected`, `response`, `warning`, `ended`).
  */
 import type { RtTranslateError } from '../errors.js';
-import { SERVER_EVENT_TYPES, type ServerEvent, type SessionInfo } from './codec.js';
+import { SERVER_EVENT_TYPES, type ServerEvent, type ServerEventListenerArgs } from './codec.js';
+
+export type { SessionStartedInfo } from './codec.js';
 import type { LatencySummary, ResponseTiming } from './speech-ledger.js';
 
 /** `reconnecting`: the connection dropped and attempt `attempt` starts after `delayMs`. */
@@ -45,8 +47,6 @@ export interface EndedInfo {
   unansweredSpeechMs: number;
 }
 
-export type SessionStartedInfo = SessionInfo & { id: string };
-
 /** Counters and gauges, for progress lines, summaries and tests. */
 export interface RealtimeStats {
   /** Input audio accepted from the writer, in bytes (end padding not included). */
@@ -81,17 +81,7 @@ export interface RealtimeStats {
 }
 
 /** Listener arguments of each event (the same names as the `type` of what `events()` yields). */
-export interface RealtimeTranslateEvents {
-  'session.starting': [];
-  'session.created': [info: SessionStartedInfo];
-  'session.updated': [info: SessionInfo];
-  'transcript.delta': [delta: string];
-  'transcript.done': [text: string];
-  'text.delta': [delta: string];
-  'text.done': [text: string];
-  'audio.delta': [audio: Buffer];
-  'audio.done': [];
-  'server.error': [message: string, code: number | string | undefined];
+export interface RealtimeTranslateEvents extends ServerEventListenerArgs<Buffer> {
   unknown: [event: Extract<ServerEvent, { type: 'unknown' }>];
   reconnecting: [info: ReconnectingInfo];
   reconnected: [info: ReconnectedInfo];

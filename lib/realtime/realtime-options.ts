@@ -20,6 +20,9 @@ import { normalizeRealtimeLanguage } from './languages.js';
 import type { ReconnectPolicy } from './reconnect-policy.js';
 import type { SessionLinkOptions } from './session-link.js';
 
+/** Largest message accepted from the realtime translation service, in bytes. */
+export const MAX_SERVER_MESSAGE_BYTES = 16 * 1024 * 1024;
+
 /** What to do when the connection drops mid-session. */
 export interface ReconnectOptions {
   /** Attempts after one drop before giving up. Default 8. */

@@ -7,8 +7,9 @@
  * options (`realtime-options.ts`); its events and stats (`realtime-events.ts`) and their way to
  * the caller (`event-outlet.ts`); what the service's messages mean (`response-assembler.ts`);
  * the connections and reconnects (`session-link.ts` over `connection.ts`); what a failure means
- * (`server-errors.ts`); sending and keeping input (`audio-outbox.ts`, `replay-buffer.ts`); what
- * a drop sends again (`outage-replay.ts`); what the service owes (`speech-ledger.ts`); the
+ * (`server-errors.ts`); sending, keeping and replaying input (`translation-input.ts`, over
+ * `audio-outbox.ts`, `replay-buffer.ts` and `outage-replay.ts`, shared with the browser relay);
+ * what the service owes (`speech-ledger.ts`); the
  * ending (`ending-controller.ts` over the pure `ending-policy.ts`); the stream's own state with
  * its pending callbacks (`duplex-lifecycle.ts`). The outlet and the lifecycle are shared with
  * live transcription. The README explains the rules.
@@ -16,21 +17,21 @@
 import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
-import { TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
-import { encodeAudioAppendFrame, releaseAppendFrame } from './append-frame.js';
-import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE, type SessionInfo } from './codec.js';
+import { ValidationError, type RtTranslateError } from '../errors.js';
+import { REALTIME_BYTES_PER_FRAME, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import { EventOutlet } from './event-outlet.js';
 import { eventWeight, listenerArgs, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
-import { linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
-import { AudioOutbox } from './audio-outbox.js';
-import { OutageReplay } from './outage-replay.js';
+import { MAX_SERVER_MESSAGE_BYTES, linkOptions, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
+import type { AudioOutbox } from './audio-outbox.js';
+import { BYTES_PER_MS, TranslationInput } from './translation-input.js';
+import type { OutageReplay } from './outage-replay.js';
 import { ResponseAssembler } from './response-assembler.js';
 import { ReceiptFences } from './receipt-fences.js';
 import type { InputFence } from './ending-policy.js';
-import { PendingServerError } from './server-errors.js';
+import { PendingServerError, sessionReadyTimeout } from './server-errors.js';
 import { SessionLink } from './session-link.js';
 import { SpeechLedger } from './speech-ledger.js';
 
@@ -38,19 +39,14 @@ export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-opti
 
 export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
-/** Bytes of PCM16 mono 24 kHz per millisecond. */
-const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
-/** Input replayed before the first unanswered speech, so the service hears it begin. */
-const REPLAY_PREROLL_MS = 300;
-/** Largest message accepted from the service. */
-const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
-
 export class RealtimeTranslateStream extends Duplex {
   readonly #o: ResolvedRealtimeOptions;
   readonly #link: SessionLink;
   /** Events to listeners and iterators, audio to the reader; either one behind pauses the socket. */
   readonly #outlet: EventOutlet<RealtimeEvent>;
   readonly #ledger: SpeechLedger;
+  /** The input's way to the service: heard, kept, sent, replayed after a drop. */
+  readonly #uplink: TranslationInput;
   readonly #outbox: AudioOutbox;
   /** The service's messages, turned into events, audio and answers. */
   readonly #responses: ResponseAssembler;
@@ -100,7 +96,7 @@ export class RealtimeTranslateStream extends Duplex {
         this.#link.close();
       },
     });
-    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, true), {
+    this.#link = new SessionLink(linkOptions(o, MAX_SERVER_MESSAGE_BYTES, true), {
       open: () => {
         this.#responses.newConnection();
         this.#fences.reset();
@@ -110,12 +106,7 @@ export class RealtimeTranslateStream extends Duplex {
       pong: (id) => {
         if (this.#fences.answered(id, Date.now())) this.#ending.evaluate();
       },
-      readyTimeout: (waitedMs, reconnecting) => {
-        if (this.#responses.sawStarting) {
-          return new TimeoutError(`No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`, waitedMs);
-        }
-        return new TimeoutError(`No session.created within ${waitedMs} ms${reconnecting ? ' of a reconnect attempt (reconnect.attemptTimeoutMs)' : ''}.`, waitedMs);
-      },
+      readyTimeout: (waitedMs, reconnecting) => sessionReadyTimeout(waitedMs, reconnecting, this.#responses.sawStarting),
       dropped: (end, cause, wasReady) => this.#onDropped(end, cause, wasReady),
       reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
       failed: (error, whileReconnecting) => this.#fail(this.#withUnprocessed(error, whileReconnecting ? ' while reconnecting' : '')),
@@ -126,33 +117,24 @@ export class RealtimeTranslateStream extends Duplex {
       listenerArgs,
       resumed: () => this.#ending.activity(Date.now()),
     });
-    this.#outbox = new AudioOutbox(this.#link, {
+    const input = new TranslationInput(this.#link, this.#ledger, {
       maxPieceBytes: o.maxAppendBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
-      maxReplayBytes: o.reconnect ? o.reconnect.maxReplayMs * BYTES_PER_MS : undefined,
-      encode: encodeAudioAppendFrame,
-      binary: false, // a Buffer is the bytes of a text frame
-      encodeCopies: true, // base64 text
-      release: releaseAppendFrame,
-      handed: (end) => {
-        this.#ledger.recordSent(end, Date.now());
-        this.#outage.forgetAnswered(end);
-        this.#fenceInput(end);
-      },
+      maxReplayMs: o.reconnect?.maxReplayMs,
+      handed: (end) => this.#fenceInput(end),
       sent: (length) => {
         this.#stats.bytesSent += length;
         this.#ending.evaluate();
       },
     });
-    this.#outage = new OutageReplay(this.#ledger, this.#outbox, { prerollMs: REPLAY_PREROLL_MS, bytesPerMs: BYTES_PER_MS });
+    this.#uplink = input;
+    this.#outbox = input.outbox;
+    this.#outage = input.outage;
     this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.#outbox.sent }, {
       publish: (event) => this.#outlet.publish(event),
       audio: (audio) => audio.length > 0 && this.#outlet.deliver(audio),
       activity: (now) => this.#ending.activity(now),
-      answered: () => {
-        this.#link.progress();
-        this.#outage.forgetAnswered(this.#outbox.sent);
-      },
+      answered: () => input.answered(),
       starting: () => this.#link.starting(),
       sessionCreated: (info) => this.#onSessionCreated(info),
       serverError: (message, code) => this.#onServerError(message, code),
@@ -266,9 +248,7 @@ export class RealtimeTranslateStream extends Duplex {
   }
 
   #accept(pcm: Buffer): void {
-    if (pcm.length === 0) return;
-    this.#ledger.accept(pcm);
-    this.#outbox.accept(pcm);
+    this.#uplink.accept(pcm);
   }
 
   override _final(callback: (error?: Error | null) => void): void {

@@ -12,6 +12,7 @@ import {
   RateLimitError,
   RtTranslateError,
   ServerError,
+  TimeoutError,
   VoiceRejectedError,
   describeCause,
   redactSecret,
@@ -122,6 +123,17 @@ export function errorForConnectionEnd(end: ConnectionEnd, secret: string | undef
       );
     }
   }
+}
+
+/**
+ * The error for a translation session with no `session.created` within `waitedMs`
+ * (`reconnecting`: of a reconnect attempt; `sawStarting`: the service said it was booting).
+ */
+export function sessionReadyTimeout(waitedMs: number, reconnecting: boolean, sawStarting: boolean): TimeoutError {
+  if (sawStarting) {
+    return new TimeoutError(`No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`, waitedMs);
+  }
+  return new TimeoutError(`No session.created within ${waitedMs} ms${reconnecting ? ' of a reconnect attempt (reconnect.attemptTimeoutMs)' : ''}.`, waitedMs);
 }
 
 /** A server error followed by a close within this time is the cause of the close (else a warning). */

@@ -191,19 +191,22 @@ export interface CliEmulator {
   stop(signal?: 'SIGINT' | 'SIGTERM'): Promise<CliResult>;
 }
 
-/** Resolves with the first complete line of `text()` that starts with `{"baseUrl"`; `wake` re-checks. */
-function listeningLine(text: () => string, subscribe: (wake: () => void) => void, ended: Promise<CliResult>): Promise<string> {
+/**
+ * Resolves with the first complete line of `text()` that starts with `prefix` (the line a
+ * command prints once it listens); `wake` re-checks.
+ */
+function listeningLine(text: () => string, subscribe: (wake: () => void) => void, ended: Promise<CliResult>, prefix = '{"baseUrl"', command = 'emulator'): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const check = () => {
       const found = text()
         .split('\n')
-        .find((candidate, i, all) => i < all.length - 1 && candidate.startsWith('{"baseUrl"'));
+        .find((candidate, i, all) => i < all.length - 1 && candidate.startsWith(prefix));
       if (found !== undefined) resolve(found);
     };
     subscribe(check);
     check();
     void ended.then(
-      (result) => reject(new Error(`rt-translate emulator ended (${result.code ?? result.signal}) before listening:\n${result.stderr}`)),
+      (result) => reject(new Error(`rt-translate ${command} ended (${result.code ?? result.signal}) before listening:\n${result.stderr}`)),
       reject,
     );
   });
@@ -284,14 +287,27 @@ export function runCli(args: readonly string[], options: CliRunOptions = {}): Pr
   return result;
 }
 
+/** A spawned command that listens until stopped (`rt-translate emulator`, `rt-translate serve`). */
+export interface SpawnedListener {
+  child: ChildProcess;
+  /** The JSON line it printed once listening, without its newline. */
+  line: string;
+  /** Everything printed on stdout and stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Sends `signal` and waits for the command to end. */
+  stop(signal?: 'SIGINT' | 'SIGTERM'): Promise<CliResult>;
+}
+
 /**
- * Starts `rt-translate emulator ARGS` as a child process and waits for the line that says where
- * it listens. It runs until `stop()` or `killAllChildren()`.
+ * Spawns `rt-translate ARGS` and waits for its listening line (the first stdout line starting
+ * with `prefix`). It runs until `stop()` or `killAllChildren()`.
  */
-export async function startCliEmulator(args: readonly string[]): Promise<CliEmulator & { child: ChildProcess }> {
-  const child = spawnCli(['emulator', ...args]);
+export async function startSpawnedListener(args: readonly string[], prefix: string, env?: Record<string, string>): Promise<SpawnedListener> {
+  const child = spawnCli(args, env);
   let out = '';
-  const ended = collect(child);
+  let err = '';
+  const ended = collect(child, (text) => (err += text));
   ended.catch(() => undefined);
   const line = await listeningLine(
     () => out,
@@ -301,20 +317,30 @@ export async function startCliEmulator(args: readonly string[]): Promise<CliEmul
         check();
       }),
     ended,
+    prefix,
+    args[0],
   );
-  const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
   return {
     child,
     line,
-    baseUrl: parsed.baseUrl,
-    realtimeUrl: parsed.realtimeUrl,
     stdout: () => out,
+    stderr: () => err,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const result = await ended;
       return { ...result, stdout: Buffer.from(out) };
     },
   };
+}
+
+/**
+ * Starts `rt-translate emulator ARGS` as a child process and waits for the line that says where
+ * it listens. It runs until `stop()` or `killAllChildren()`.
+ */
+export async function startCliEmulator(args: readonly string[]): Promise<CliEmulator & { child: ChildProcess }> {
+  const listener = await startSpawnedListener(['emulator', ...args], '{"baseUrl"');
+  const parsed = JSON.parse(listener.line) as { baseUrl: string; realtimeUrl: string };
+  return { ...listener, baseUrl: parsed.baseUrl, realtimeUrl: parsed.realtimeUrl };
 }
 
 /** Kills every child still running (SIGKILL) and waits for them to exit. */

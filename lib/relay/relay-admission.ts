@@ -1,0 +1,74 @@
+/**
+ * What the relay reads from a handshake before it upgrades, as pure functions of the request:
+ * whether the page's origin may connect, the token it carries (a subprotocol, a header, the query),
+ * the subprotocol to answer with, and the upstream URL (the service's, with the beta selectors
+ * the browser asked for and nothing else of its query).
+ */
+import type { IncomingMessage } from 'node:http';
+import { isLoopbackHost } from '../config.js';
+
+/** The subprotocol a browser offers beside its token, and the relay answers with. */
+export const RELAY_SUBPROTOCOL = 'rt-translate';
+/** A subprotocol carrying a token: `rt-translate.token.<token>`. */
+export const TOKEN_SUBPROTOCOL_PREFIX = 'rt-translate.token.';
+/** Query parameters passed on to the service (its beta model and mode selectors). */
+const PASSED_QUERY = ['model', 'mode'] as const;
+
+/** The subprotocols a handshake offers, in order. */
+export function offeredSubprotocols(request: IncomingMessage): string[] {
+  const header = request.headers['sec-websocket-protocol'];
+  if (typeof header !== 'string') return [];
+  return header.split(',').map((p) => p.trim()).filter((p) => p !== '');
+}
+
+/**
+ * The token a handshake carries: in a token subprotocol, in the `x-api-key` header (where a
+ * server-side client of the service puts its key), or as `?token=`, in that order.
+ */
+export function handshakeToken(request: IncomingMessage, url: URL): string | undefined {
+  const offered = offeredSubprotocols(request).find((p) => p.startsWith(TOKEN_SUBPROTOCOL_PREFIX));
+  if (offered !== undefined) return offered.slice(TOKEN_SUBPROTOCOL_PREFIX.length);
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string') return header;
+  return url.searchParams.get('token') ?? undefined;
+}
+
+/**
+ * The subprotocol to answer with: `rt-translate` when offered, else the token's own (a browser
+ * that offers subprotocols fails a handshake answered with none of them); none when neither was
+ * offered.
+ */
+export function chooseSubprotocol(offered: ReadonlySet<string>): string | false {
+  if (offered.has(RELAY_SUBPROTOCOL)) return RELAY_SUBPROTOCOL;
+  for (const protocol of offered) if (protocol.startsWith(TOKEN_SUBPROTOCOL_PREFIX)) return protocol;
+  return false;
+}
+
+/**
+ * Whether a page from `origin` may connect. No `Origin` header: not a browser (browsers always
+ * send it on a WebSocket handshake), so nothing for this check to protect; the credential
+ * decides. `'*'`: any. A list: its origins only. By default: a page served by the same host
+ * (`Host` header), or from a loopback host (development).
+ */
+export function originAllowed(origin: string | undefined, host: string | undefined, allowed: '*' | ReadonlySet<string> | undefined): boolean {
+  if (origin === undefined || allowed === '*') return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false; // `null` (a sandboxed frame, a file) and anything else that is not an origin
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return false;
+  if (allowed !== undefined) return allowed.has(url.origin);
+  return (host !== undefined && url.host === host.toLowerCase()) || isLoopbackHost(url.hostname);
+}
+
+/** The service's endpoint with the browser's `model` and `mode` (nothing else of its query: the token stays here). */
+export function upstreamUrl(base: URL, requested: URL): URL {
+  const url = new URL(base);
+  for (const name of PASSED_QUERY) {
+    const value = requested.searchParams.get(name);
+    if (value !== null) url.searchParams.set(name, value);
+  }
+  return url;
+}

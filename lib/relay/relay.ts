@@ -1,0 +1,318 @@
+/**
+ * `createRealtimeRelay`: the realtime service for browsers, through the application's own
+ * server. A page cannot hold the service key, so it connects to the relay instead, with a
+ * short-lived token the application minted for it (`relay.mintToken()`), or with the
+ * application's own authorization (`authorize`); the relay opens the session upstream with the
+ * key and passes the protocol through both ways, unchanged but for the credential.
+ *
+ * The handshake is judged before the upgrade, in this order: the path (other paths are left to
+ * the server's other listeners), the page's origin (403), the token in a subprotocol or the
+ * query (401 when it is not valid or has expired), `authorize` (401 when it says no, 503 when it
+ * fails), then the caps (429). A connection without a credential is upgraded only when tokens
+ * may come in the first `session.update`, and counts against `maxPendingConnections` until then.
+ * Nothing is connected upstream for a connection that is refused. The rest is `RelaySession`.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { SlotCounter, type SlotClaim } from '../integrations/slot-counter.js';
+import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
+import { refuseUpgrade } from '../realtime/handshake-refusal.js';
+import { chooseSubprotocol, handshakeToken, originAllowed, upstreamUrl } from './relay-admission.js';
+import { resolveRelayOptions, type RealtimeRelayOptions, type RelayGrant, type ResolvedRelayOptions } from './relay-options.js';
+import { RelaySession, type RelayRefusal, type RelaySessionContext } from './relay-session.js';
+import { mintToken, verifyToken, type MintTokenOptions, type TokenClaims } from './relay-tokens.js';
+
+/**
+ * Largest frame read from a browser. Events over the service's 1 MiB limit are read up to this
+ * size and answered with an `error` event (what the service itself would answer); a larger
+ * frame closes the connection (1009) without being read.
+ */
+export const MAX_CLIENT_FRAME_BYTES = 2 * MAX_CLIENT_EVENT_BYTES;
+
+export interface RelayStats {
+  /** Browser connections holding a session slot (admitted by a token or `authorize`), before their first message or relayed. */
+  sessions: number;
+  /** Connections waiting for a token in their first `session.update`. */
+  pending: number;
+  /** Sessions with an upstream connection open or opening. */
+  upstream: number;
+  /** Upstream sessions re-established after a drop, in all. */
+  reconnects: number;
+  /** Client events refused with an `error` event (over a limit, not JSON), in all. */
+  refusedEvents: number;
+  /** Connections refused at the handshake or closed by the relay, by reason, in all. */
+  refused: Record<RelayRefusal, number>;
+}
+
+const REFUSALS: readonly RelayRefusal[] = [
+  'origin',
+  'unauthorized',
+  'expired',
+  'authorize',
+  'maxSessions',
+  'maxSessionsPerToken',
+  'maxSessionsPerKey',
+  'maxPendingConnections',
+  'firstMessage',
+  'protocol',
+  'unresponsive',
+  'closing',
+];
+
+/** The slot keys of the caps: all sessions, connections waiting for a token. */
+const SESSIONS = 'sessions';
+const PENDING = 'pending';
+
+/** An `authorize` that has not answered by then refuses the handshake (503). */
+type AuthorizeOutcome = { grant: RelayGrant | false } | { failed: true };
+
+function isGrant(value: unknown): value is RelayGrant {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const { maxSessions, key } = value as RelayGrant;
+  return (maxSessions === undefined || (Number.isSafeInteger(maxSessions) && maxSessions >= 1)) && (key === undefined || (typeof key === 'string' && key.length <= 256));
+}
+
+/** A token's verdict as a refusal: what the browser is told, and under which reason it counts. */
+function tokenRefusal(reason: 'malformed' | 'signature' | 'expired'): { refusal: RelayRefusal; message: string; code: number } {
+  return reason === 'expired'
+    ? { refusal: 'expired', message: 'The relay token has expired: get a new one.', code: 401 }
+    : { refusal: 'unauthorized', message: 'The relay token is not valid.', code: 401 };
+}
+
+export class RealtimeRelay {
+  readonly #o: ResolvedRelayOptions;
+  readonly #wss: WebSocketServer;
+  readonly #slots = new SlotCounter();
+  readonly #sessions = new Set<RelaySession>();
+  /** Sockets whose handshake waits on `authorize`. */
+  readonly #handshaking = new Set<Duplex>();
+  readonly #refused = Object.fromEntries(REFUSALS.map((reason) => [reason, 0])) as Record<RelayRefusal, number>;
+  #refusedEvents = 0;
+  /** Reconnects of sessions that have ended. */
+  #pastReconnects = 0;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: RealtimeRelayOptions) {
+    this.#o = resolveRelayOptions(options);
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      maxPayload: MAX_CLIENT_FRAME_BYTES,
+      handleProtocols: (protocols) => chooseSubprotocol(protocols),
+    });
+    this.#o.server.on('upgrade', this.#onUpgrade);
+  }
+
+  /** The path the relay answers on. */
+  get path(): string {
+    return this.#o.path;
+  }
+
+  get stats(): RelayStats {
+    let upstream = 0;
+    let reconnects = this.#pastReconnects;
+    for (const session of this.#sessions) {
+      if (session.relaying) upstream += 1;
+      reconnects += session.reconnects;
+    }
+    return {
+      sessions: this.#slots.count(SESSIONS),
+      pending: this.#slots.count(PENDING),
+      upstream,
+      reconnects,
+      refusedEvents: this.#refusedEvents,
+      refused: { ...this.#refused },
+    };
+  }
+
+  /**
+   * A token for one browser: it opens sessions through this relay (or any relay with the same
+   * `secret`) until `ttlMs` has passed, at most `maxSessions` at once. Mint one per signed-in
+   * user and page load, behind the application's own login.
+   *
+   * @throws ValidationError for a `ttlMs` or `maxSessions` out of bounds.
+   */
+  mintToken(options: MintTokenOptions = {}): string {
+    return mintToken(this.#o.secret, options, this.#o.maxSessions);
+  }
+
+  /** Closes every session (browsers get 1001) and detaches from the server. Resolves once all are closed. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#o.server.off('upgrade', this.#onUpgrade);
+      for (const socket of this.#handshaking) socket.destroy();
+      await Promise.all([...this.#sessions].map((session) => session.shutdown()));
+      await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+    })();
+    return this.#closing;
+  }
+
+  readonly #onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const url = new URL(request.url ?? '/', 'http://relay');
+    const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    if (path !== this.#o.path) {
+      // Another listener's path; when there is none, nobody else would ever answer.
+      if (this.#o.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, 'No WebSocket endpoint at this path.');
+      return;
+    }
+    this.#admit(request, socket, head, url).catch(() => socket.destroy());
+  };
+
+  #refuse(socket: Duplex, reason: RelayRefusal, status: number, message: string): void {
+    this.#refused[reason] += 1;
+    refuseUpgrade(socket, status, message);
+  }
+
+  async #admit(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    const o = this.#o;
+    if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+    if (!originAllowed(request.headers.origin, request.headers.host, o.allowedOrigins)) {
+      return this.#refuse(socket, 'origin', 403, "This page's origin may not connect to the relay.");
+    }
+    let token: TokenClaims | undefined;
+    const presented = handshakeToken(request, url);
+    if (presented !== undefined) {
+      const verdict = verifyToken(o.secret, presented);
+      if (!verdict.valid) {
+        const { refusal, message, code } = tokenRefusal(verdict.reason);
+        return this.#refuse(socket, refusal, code, message);
+      }
+      token = verdict.claims;
+    }
+    let grant: RelayGrant | undefined;
+    if (o.authorize) {
+      const outcome = await this.#authorize(request, socket);
+      if (socket.destroyed) return undefined;
+      if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+      if ('failed' in outcome) return this.#refuse(socket, 'authorize', 503, 'Authorization is unavailable; try again later.');
+      if (outcome.grant === false) return this.#refuse(socket, 'unauthorized', 401, 'Not authorized to use the relay.');
+      grant = outcome.grant;
+    }
+    const pending = token === undefined && grant === undefined;
+    if (pending && !o.tokenInSessionUpdate) {
+      return this.#refuse(socket, 'unauthorized', 401, 'No relay token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.');
+    }
+    const holder = { claims: pending ? [[PENDING, o.maxPendingConnections] as const] : this.#claims(token, grant, request.socket.remoteAddress ?? '') };
+    const full = this.#slots.take(holder.claims);
+    if (full !== undefined) {
+      const reason = this.#capReason(full);
+      return this.#refuse(socket, reason, 429, this.#capMessage(reason));
+    }
+    let released = false;
+    const release = (): void => {
+      if (!released) this.#slots.release(holder.claims);
+      released = true;
+    };
+    // Until the upgrade completes, the slots go with the socket (`ws` may refuse a bad handshake itself).
+    socket.once('close', release);
+    this.#wss.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+      socket.off('close', release);
+      if (this.#closing) {
+        ws.terminate();
+        release();
+        return;
+      }
+      const context: RelaySessionContext = {
+        options: o,
+        upstreamUrl: upstreamUrl(o.connection.url, url),
+        admitLate: (late) => {
+          const admitted = this.#admitLate(late, holder.claims);
+          if ('claims' in admitted) holder.claims = admitted.claims;
+          return 'claims' in admitted ? undefined : admitted;
+        },
+        refused: (reason) => (this.#refused[reason] += 1),
+        refusedEvent: () => (this.#refusedEvents += 1),
+      };
+      const session = new RelaySession(ws, context, pending);
+      this.#sessions.add(session);
+      void session.closed.then(() => {
+        this.#sessions.delete(session);
+        this.#pastReconnects += session.reconnects;
+        release();
+      });
+    });
+    return undefined;
+  }
+
+  /** `authorize`'s answer, bounded by `firstMessageTimeoutMs`; a throw, a wrong value or no answer in time is a failure. */
+  async #authorize(request: IncomingMessage, socket: Duplex): Promise<AuthorizeOutcome> {
+    this.#handshaking.add(socket);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const answer = await Promise.race([
+        Promise.resolve().then(() => this.#o.authorize!(request)),
+        new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.#o.firstMessageTimeoutMs))),
+      ]);
+      if (answer === true) return { grant: {} };
+      if (answer === false) return { grant: false };
+      return isGrant(answer) ? { grant: answer } : { failed: true };
+    } catch {
+      return { failed: true };
+    } finally {
+      clearTimeout(timer);
+      this.#handshaking.delete(socket);
+    }
+  }
+
+  /** The slots a session takes: one of all sessions, one of its token's, one of its grant's key (or address). */
+  #claims(token: TokenClaims | undefined, grant: RelayGrant | undefined, address: string): SlotClaim[] {
+    const o = this.#o;
+    const claims: SlotClaim[] = [[SESSIONS, o.maxSessions]];
+    const keyed = grant?.key !== undefined;
+    if (token) {
+      const limit = token.maxSessions ?? o.maxSessionsPerToken;
+      claims.push([`token ${token.id}`, keyed || grant?.maxSessions === undefined ? limit : Math.min(limit, grant.maxSessions)]);
+    }
+    if (keyed) claims.push([`key ${grant!.key}`, grant!.maxSessions ?? o.maxSessionsPerToken]);
+    else if (!token && grant?.maxSessions !== undefined) claims.push([`address ${address}`, grant.maxSessions]);
+    return claims;
+  }
+
+  /** A pending connection's token, from its first `session.update`: verified, then its slots taken instead of the pending one. */
+  #admitLate(token: string | undefined, pendingClaims: readonly SlotClaim[]): { claims: SlotClaim[] } | { refusal: RelayRefusal; message: string; code: number } {
+    if (token === undefined) {
+      return { refusal: 'unauthorized', message: 'No relay token: send it in auth.api_key of the first session.update.', code: 401 };
+    }
+    const verdict = verifyToken(this.#o.secret, token);
+    if (!verdict.valid) return tokenRefusal(verdict.reason);
+    const claims = this.#claims(verdict.claims, undefined, '');
+    const full = this.#slots.take(claims);
+    if (full !== undefined) {
+      const reason = this.#capReason(full);
+      return { refusal: reason, message: this.#capMessage(reason), code: 429 };
+    }
+    this.#slots.release(pendingClaims);
+    return { claims };
+  }
+
+  #capReason(key: string): RelayRefusal {
+    if (key === SESSIONS) return 'maxSessions';
+    if (key === PENDING) return 'maxPendingConnections';
+    return key.startsWith('token ') ? 'maxSessionsPerToken' : 'maxSessionsPerKey';
+  }
+
+  #capMessage(reason: RelayRefusal): string {
+    switch (reason) {
+      case 'maxSessions':
+        return `The relay has its most sessions at once (${this.#o.maxSessions}); try again later.`;
+      case 'maxPendingConnections':
+        return `Too many connections are waiting for their token (${this.#o.maxPendingConnections}); try again later.`;
+      case 'maxSessionsPerToken':
+        return 'This token holds its most sessions at once; close one first.';
+      default:
+        return 'This user holds its most sessions at once; close one first.';
+    }
+  }
+}
+
+/**
+ * Attaches a relay to `options.server`: browsers connect on `path` (default `/v1/realtime`) and
+ * speak the service's realtime protocol, with a token from `relay.mintToken()` instead of the key.
+ *
+ * @throws ValidationError or ConfigError for a bad option (naming it), before anything attaches.
+ */
+export function createRealtimeRelay(options: RealtimeRelayOptions): RealtimeRelay {
+  return new RealtimeRelay(options);
+}

@@ -1,0 +1,29 @@
+/**
+ * Debian's Chromium (/usr/bin/chromium) through playwright-core, headless, its microphone a fake
+ * capture device playing the speech fixture once (then silence), and microphone access granted.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+
+const CHROMIUM = '/usr/bin/chromium';
+const FIXTURE = fileURLToPath(new URL('../fixtures/speech-en-24k.wav', import.meta.url));
+
+/** Launches the browser (bounded by playwright's launch timeout). */
+export function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (the CI script does).`);
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    timeout: 60_000,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--no-first-run',
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${FIXTURE}%noloop`,
+    ],
+  });
+}

@@ -1,0 +1,89 @@
+/**
+ * A relay on a bare `http.Server` on 127.0.0.1 (port 0), in front of a service of the test's
+ * choosing (the emulator, the reference server, a scripted fake), with everything it started
+ * closed by `closeAll()` in reverse order.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../lib/emulator/server.js';
+import { createRealtimeRelay, type RealtimeRelay, type RealtimeRelayOptions } from '../../lib/index.js';
+import { BrowserClient, type BrowserOptions } from './browser-client.js';
+import { startFakeRealtimeServer, type FakeRealtimeServer } from './fake-realtime-server.js';
+
+/** The service key the relay holds in tests (long enough that a leak of it is unmistakable). */
+export const SERVICE_KEY = 'relay-test-service-key-7c1f0e9a5d';
+/** A fixed token secret, so tests can mint tokens the way another relay would. */
+export const RELAY_SECRET = 'relay-test-secret-of-at-least-32-bytes';
+
+export interface RunningRelay {
+  relay: RealtimeRelay;
+  server: Server;
+  port: number;
+  /** `ws://127.0.0.1:PORT`: a realtime host for a client of the service (which appends /v1/realtime). */
+  host: string;
+  /** `ws://127.0.0.1:PORT/v1/realtime`. */
+  url: string;
+  /** A browser on the relay, with a fresh token in the query unless `token` says otherwise (null: none). */
+  connect(options?: BrowserOptions & { token?: string | null; query?: string }): Promise<BrowserClient>;
+}
+
+export class Closers {
+  readonly #closers: Array<() => unknown> = [];
+
+  add(close: () => unknown): void {
+    this.#closers.push(close);
+  }
+
+  async closeAll(): Promise<void> {
+    for (const close of this.#closers.splice(0).reverse()) await close();
+  }
+
+  /** The emulator as the service, accepting `SERVICE_KEY`. */
+  async emulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+    const running = await startEmulator({ apiKeys: [SERVICE_KEY], ...options });
+    this.add(() => running.close());
+    return running;
+  }
+
+  /** A scripted service (it accepts any key). */
+  async fake(): Promise<FakeRealtimeServer> {
+    const server = await startFakeRealtimeServer();
+    this.add(() => server.close());
+    return server;
+  }
+}
+
+export async function listen(closers: Closers): Promise<{ server: Server; port: number }> {
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.add(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+export async function startRelay(closers: Closers, options: Partial<RealtimeRelayOptions> & { realtimeUrl: string }): Promise<RunningRelay> {
+  const { server, port } = await listen(closers);
+  const relay = createRealtimeRelay({ server, apiKey: SERVICE_KEY, secret: RELAY_SECRET, ...options });
+  closers.add(() => relay.close());
+  const host = `ws://127.0.0.1:${port}`;
+  const url = `${host}${relay.path}`;
+  return {
+    relay,
+    server,
+    port,
+    host,
+    url,
+    async connect(connectOptions = {}) {
+      const token = connectOptions.token === undefined ? relay.mintToken() : connectOptions.token;
+      const query = [token === null ? undefined : `token=${token}`, connectOptions.query].filter(Boolean).join('&');
+      const client = await BrowserClient.connect(query ? `${url}?${query}` : url, connectOptions);
+      closers.add(() => client.ws.terminate());
+      return client;
+    },
+  };
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * `npm run test:browser`: the tests that drive a real Chromium (test/browser/), apart from
+ * `npm test`, which needs no browser. One file at a time: each runs a browser and a server.
+ */
+export default defineConfig({
+  test: {
+    include: ['test/browser/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 1,
+    reporters: ['default'],
+  },
+});
