@@ -271,6 +271,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
     this.#setState('starting');
     try {
       const ready = this.#connect();
+      ready.catch(() => undefined); // awaited below, after the context resumes; not unhandled meanwhile
       await resumed;
       const workletUrl = this.#options.microphone.workletUrl;
       const [microphone, player, session] = await Promise.allSettled([

@@ -1,8 +1,9 @@
 /**
- * The browser module's playback in Chromium: `PcmPlayer` (loaded from `rt-translate serve`, as
- * the page loads it) plays PCM16 24 kHz chunks through its worklet into a recording worklet the
- * test adds. The recording shows the chunks played without gaps at the context's rate, the
- * reported position counts every frame once played, and `interrupt()` drops the rest.
+ * The browser module in Chromium, loaded from `rt-translate serve` as the page loads it.
+ * `PcmPlayer` plays PCM16 24 kHz chunks through its worklet into a recording worklet the test
+ * adds: the recording shows the chunks played without gaps at the context's rate, the reported
+ * position counts every frame once played, and `interrupt()` drops the rest. Bad options of
+ * `RealtimeTranslator` are refused with a `ValidationError` naming the option.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -49,7 +50,7 @@ type PageHarness = {
 /** The page's global that holds the harness (page-side functions cannot call test code). */
 type Page_ = { harness: PageHarness };
 
-describe('PcmPlayer in Chromium', () => {
+describe('rt-translate/browser in Chromium', () => {
   let serve: SpawnedListener;
   let browser: Browser;
   let page: Page;
@@ -133,5 +134,32 @@ describe('PcmPlayer in Chromium', () => {
     // What sounded is what the position counts as played (within two render quanta).
     const { first, last } = await recording(before.quanta);
     expect(Math.abs(((last - first + 1) * 24000) / rate - played)).toBeLessThan((256 * 24000) / rate);
+  });
+
+  it.each([
+    [{ from: 'xx-yy' }, 'from', 'one of'],
+    [{ to: 42 }, 'to', 'one of'],
+    [{ voiceId: -1 }, 'voiceId', 'a positive integer'],
+    [{ whilePlaying: 'loud' }, 'whilePlaying', '"continue", "duck" or "mute"'],
+    [{ duckGain: 2 }, 'duckGain', 'a number from 0 to 1'],
+    [{ chunkMs: 30 }, 'chunkMs', 'a multiple of 20 from 20 to 1000'],
+    [{ url: 'ftp://relay.example' }, 'url', 'a ws:// or wss:// URL or a path'],
+    [{ token: '' }, 'token', 'a non-empty string'],
+    [{ outputModalities: ['video'] }, 'outputModalities', '"text" and/or "audio"'],
+    [{ apiKey: 'a-key' }, 'apiKey', 'no API key in a web page'],
+  ])('RealtimeTranslator options %j: a ValidationError naming %s', async (bad, field, accepted) => {
+    const options = { url: '/v1/realtime', token: 'token', from: 'en-us', to: 'es-es', ...bad };
+    const error = await page.evaluate(
+      `import('/js/lib/browser/index.js').then(({ RealtimeTranslator }) => {
+        try {
+          new RealtimeTranslator(${JSON.stringify(options)});
+          return undefined;
+        } catch (error) {
+          return { name: error.name, code: error.code, field: error.field, message: error.message };
+        }
+      })`,
+    );
+    expect(error).toMatchObject({ name: 'ValidationError', code: 'RTT_VALIDATION', field });
+    expect((error as { message: string }).message).toContain(accepted);
   });
 });
