@@ -348,6 +348,21 @@ describe('authorize: the application\'s own check', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(await refused).toMatchObject({ status: 503 });
   });
+  it('close() while authorize has not answered: the handshake is dropped at once, not left waiting on authorize', async () => {
+    fakeClock();
+    const service = await fake();
+    let asked = 0;
+    const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, authorize: () => (asked++, new Promise<boolean>(() => undefined)) });
+    const attempt = BrowserClient.connect(r.url).then(
+      () => 'upgraded',
+      (error: unknown) => error,
+    );
+    await until(() => asked === 1, 'authorize to be asked');
+    await r.relay.close();
+    expect(await attempt).toBeInstanceOf(Error);
+    expect(r.relay.stats.refused).toMatchObject({ authorize: 0, closing: 0 });
+    expect(service.upgradeRequests).toBe(0);
+  });
 });
 
 describe('the first message', () => {

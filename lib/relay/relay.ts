@@ -249,14 +249,20 @@ export class RealtimeRelay {
     return undefined;
   }
 
-  /** `authorize`'s answer, bounded by `firstMessageTimeoutMs`; a throw, a wrong value or no answer in time is a failure. */
+  /** `authorize`'s answer, bounded by `firstMessageTimeoutMs` and the socket; a throw, a wrong value or no answer in time is a failure. */
   async #authorize(request: IncomingMessage, socket: Duplex): Promise<AuthorizeOutcome> {
     this.#handshaking.add(socket);
     let timer: NodeJS.Timeout | undefined;
+    let gone: (() => void) | undefined;
     try {
       const answer = await Promise.race([
         Promise.resolve().then(() => this.#o.authorize!(request)),
-        new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.#o.firstMessageTimeoutMs))),
+        new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), this.#o.firstMessageTimeoutMs);
+          // A caller that leaves (or a relay that closes) needs no answer.
+          gone = () => resolve('late');
+          socket.once('close', gone);
+        }),
       ]);
       if (answer === true) return { grant: {} };
       if (answer === false) return { grant: false };
@@ -265,6 +271,7 @@ export class RealtimeRelay {
       return { failed: true };
     } finally {
       clearTimeout(timer);
+      if (gone) socket.off('close', gone);
       this.#handshaking.delete(socket);
     }
   }
