@@ -118,6 +118,18 @@ export class RelaySession {
     return this.#state.status === 'relaying';
   }
 
+  /** Bytes held for the session: both sockets' unsent bytes, the input kept upstream, frames waiting their turn. */
+  get bufferedBytes(): number {
+    let waiting = 0;
+    for (const [data] of this.#inbound) waiting += data.length;
+    return (this.#upstream?.bufferedBytes ?? 0) + this.#ws.bufferedAmount + waiting;
+  }
+
+  /** The browser's socket is paused: a frame of it waits for the service (or the session's start). */
+  get inputPaused(): boolean {
+    return this.#blocked && this.#ws.isPaused;
+  }
+
   /** Upstream sessions re-established after a drop. */
   get reconnects(): number {
     return this.#upstream?.reconnects ?? 0;

@@ -137,6 +137,11 @@ export class RelayUpstream {
     return this.#link.status;
   }
 
+  /** Bytes held for the session: input kept (to send, or for a replay) and the socket's unsent bytes. */
+  get bufferedBytes(): number {
+    return this.#outbox.retained + this.#link.bufferedAmount;
+  }
+
   /** Sessions re-established after a drop. */
   get reconnects(): number {
     return this.#reconnects;
