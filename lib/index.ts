@@ -35,6 +35,7 @@ export {
   type AudioInputFailure,
 } from './errors.js';
 export { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from './config.js';
+export { DEPRECATIONS, handleDeprecations, type Deprecation, type DeprecationCode, type DeprecationHandler } from './deprecations.js';
 
 // Realtime speech-to-speech
 export {

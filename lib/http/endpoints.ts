@@ -52,7 +52,8 @@ import {
 import { multipartBody, type FieldValue, type Upload } from './multipart.js';
 import { audioSeparationSchema, legacyTtsSchema, projectSetupSchema, runIdParam, translatedTtsSchema, voiceIdParam, type OutputType } from './schemas.js';
 import { runTask, type CompletedTask, type TaskStatusResponse } from './tasks.js';
-import { validate, warnOnce } from './validation.js';
+import { validate } from './validation.js';
+import { reportDeprecation } from '../deprecations.js';
 
 export type { CreatedTask, TaskCallOptions } from './endpoint-kit.js';
 
@@ -303,19 +304,14 @@ export function getSubtitleStatus(client: HttpRequester, taskId: string, options
 /* ----------------------------------------------------------------------------------------- */
 /* Legacy TTS                                                                                */
 
-const LEGACY_TTS_WARNING = 'RTT_DEP_ASYNC_TTS';
-
 function warnLegacyTts(): void {
-  warnOnce(
-    LEGACY_TTS_WARNING,
-    'The asynchronous POST /tts flow is deprecated by the service; use TtsStreamReadable (POST /tts-stream).',
-  );
+  reportDeprecation('RTT_DEP_ASYNC_TTS');
 }
 
 /**
  * `POST /tts`.
  * @deprecated The service deprecates the asynchronous TTS flow; use `TtsStreamReadable`.
- * Emits one `DeprecationWarning` (code `RTT_DEP_ASYNC_TTS`) per process.
+ * Reports the deprecation (code `RTT_DEP_ASYNC_TTS`): one `DeprecationWarning` per process by default.
  */
 export async function createTts(client: HttpRequester, body: LegacyTtsRequest, options?: RequestOptions): Promise<CreatedTask> {
   warnLegacyTts();
