@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // A process warning no test captured fails the test (the suite prints none).
+    setupFiles: ['test/setup/no-process-warnings.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

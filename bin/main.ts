@@ -3,8 +3,13 @@
  * subcommand's module is imported only when it runs, so `--version`, `--help` and a small
  * command do not load codecs, the HTTP client or the emulator they never use. A new subcommand
  * is one line in `COMMANDS`.
+ *
+ * Every command runs with `DeprecationNotices`: what it meets that is deprecated (a flag, an
+ * old command name, a form of value) is said once in a plain line on stderr, and Node prints no
+ * `DeprecationWarning` of its own.
  */
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, describeFailure, isUsageError, packageVersion, type CliIo } from './cli.js';
+import { DeprecationNotices } from './deprecations.js';
 
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
 export type Command = (args: string[], io: CliIo) => Promise<number>;
@@ -79,7 +84,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
     const load = first !== undefined && Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
     const command = await (load ?? COMMANDS.translate!)();
-    const status = await command(load ? rest : argv, io);
+    const status = await new DeprecationNotices(io).run(() => command(load ? rest : argv, io));
     if (stdoutFailure && !brokenPipe()) throw stdoutFailure;
     return brokenPipe() ? EXIT_OK : status;
   } catch (error) {

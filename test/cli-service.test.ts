@@ -42,6 +42,9 @@ const FIXTURE_SRT =
   '2\n00:00:03,820 --> 00:00:05,040\nThe weather is nice today.\n\n' +
   '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n';
 
+/** What `translate-text --stream` says on stderr. */
+const STREAM_DEPRECATED = 'rt-translate: --stream is deprecated by the service; without --stream, translate-text gives the same translation through a translation task.';
+
 const ENTRIES: Record<string, CommandEntry> = {
   voices: runVoices,
   languages: runLanguages,
@@ -222,9 +225,10 @@ describe('rt-translate translate-text', () => {
     expect((await cli(['translate-text', '--from', 'en-us', '--to', 'de-de'], { stdin: Buffer.from('piped\n') })).stdout.toString()).toBe('[de-de] piped\n');
   });
 
-  it('--stream prints one text as it comes', async () => {
+  it('--stream prints one text as it comes, saying once that the service deprecates it', async () => {
     const result = await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'Streamed words']);
     expect(result.stdout.toString()).toBe('[ja-jp] Streamed words\n');
+    expect(result.stderr).toBe(`${STREAM_DEPRECATED}\n`);
     expect((await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'a', 'b'])).stderr).toBe('rt-translate: --stream translates one text (got 2).\n');
   });
 
@@ -370,6 +374,34 @@ describe('--no-wait needs a service that outlives the command', () => {
     expect(result.stdout.length).toBe(0);
     // Only the refusal: no "using the embedded emulator" line, no task.
     expect(result.stderr).toBe(REFUSAL);
+  });
+});
+
+describe('deprecations, said in plain words', () => {
+  const service = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY });
+
+  it('a full run of translate-text --stream (a process of its own) says it in exactly one plain line, and Node adds nothing', async () => {
+    const result = await runCli(['translate-text', '--stream', '--from', 'en-us', '--to', 'es-es', 'Hello there'], { env: service() });
+    expect(result.code).toBe(0);
+    expect(result.stdout.toString()).toBe('[es-es] Hello there\n');
+    expect(result.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+  });
+
+  it('each run says it once, and only the run that used it, even with runs side by side in one process', async () => {
+    const [streamed, plain] = await Promise.all([
+      runInProcess(['translate-text', '--stream', '--from', 'en-us', '--to', 'fr-fr', 'One'], { env: service() }),
+      runInProcess(['translate-text', '--from', 'en-us', '--to', 'fr-fr', 'Two', '--poll-ms', '10'], { env: service() }),
+    ]);
+    expect(streamed.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).not.toContain('deprecated');
+    const again = await runInProcess(['translate-text', '--stream', '--from', 'en-us', '--to', 'fr-fr', 'Three'], { env: service() });
+    expect(again.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+  });
+
+  it('--help marks --stream deprecated', async () => {
+    const help = (await cli(['translate-text', '--help'])).stdout.toString();
+    expect(help).toMatch(/\n {2}--stream {14}deprecated by the service \(said on stderr when used\): one text\n/);
   });
 });
 
