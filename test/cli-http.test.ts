@@ -1,6 +1,6 @@
 /**
  * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate-results`,
- * `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
+ * `voices delete` and its old name `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
  * through their entry points (`test/helpers/cli-io.ts`) against the embedded emulator, an
  * emulator on loopback and servers that misbehave: output bytes, stdout and stderr lines, exit
  * statuses, and the key kept out of every output. One spawned case checks the top-level usage.
@@ -24,8 +24,8 @@ import { runInProcess } from './helpers/cli.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
-import { runDeleteVoice } from '../bin/commands/delete-voice.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
+import { runVoices } from '../bin/commands/voices.js';
 import { runEmulator } from '../bin/commands/emulator.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
@@ -40,7 +40,7 @@ const ENTRIES: Record<string, CommandEntry> = {
   tts: runTts,
   'translated-tts': runTranslatedTts,
   'separate-results': runSeparateResults,
-  'delete-voice': runDeleteVoice,
+  voices: runVoices,
   'task-status': runTaskStatus,
   emulator: (args, io) => runEmulator(args, io),
 };
@@ -526,14 +526,14 @@ describe('rt-translate separate-results', () => {
   });
 });
 
-describe('rt-translate delete-voice', () => {
+describe('rt-translate voices delete', () => {
   it('prints "deleted voice ID"; a voice the key does not own exits 1 with the 403 named', async () => {
     const server = await inProcessEmulator({ [KEY]: [4242] });
-    const deleted = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const deleted = await cli(['voices', 'delete', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(deleted.code).toBe(0);
     expect(deleted.stdout.toString()).toBe('deleted voice 4242\n');
     expect(deleted.stderr).toBe('');
-    const again = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const again = await cli(['voices', 'delete', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(again.code).toBe(1);
     expect(again.stdout.length).toBe(0);
     expect(again.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/4242 was refused with 403: .* \[RTT_FORBIDDEN\]\n$/);
@@ -542,7 +542,7 @@ describe('rt-translate delete-voice', () => {
 
   it('a connection lost once the request was sent is reported (exit 1), not repeated', async () => {
     const base = await resettingServer();
-    const result = await cli(['delete-voice', '17', '--base-url', base, '--api-key', KEY]);
+    const result = await cli(['voices', 'delete', '17', '--base-url', base, '--api-key', KEY]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 lost its connection \(.*\)\. .*\[RTT_CONNECTION\]\n$/);
     expectKeyNotLeaked(result);
@@ -550,7 +550,7 @@ describe('rt-translate delete-voice', () => {
 
   it('an unknown key exits 1 with the 401 named and never echoes the key', async () => {
     const wrong = 'sk-cli-http-wrong-key-77aa19c3e5';
-    const result = await cli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
+    const result = await cli(['voices', 'delete', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       /^rt-translate: DELETE \/delete-voice\/17 was refused with 401: the API key is missing or invalid\..* Check the key in RT_TRANSLATE_API_KEY or --api-key-file\. \[RTT_AUTH\]\n$/,
@@ -558,11 +558,24 @@ describe('rt-translate delete-voice', () => {
     expect(result.stderr).not.toContain(wrong);
   });
 
+  it('the old name delete-voice still deletes, and says once, in plain words, that it is deprecated', async () => {
+    const server = await inProcessEmulator({ [KEY]: [4343] });
+    const result = await runInProcess(['delete-voice', '4343'], { env: serviceEnv(server.baseUrl) });
+    expect(result.code).toBe(0);
+    expect(result.stdout.toString()).toBe('deleted voice 4343\n');
+    expect(result.stderr).toBe('rt-translate: delete-voice is deprecated; use rt-translate voices delete ID (the same command).\n');
+    const help = await runInProcess(['delete-voice', '--help']);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate voices \[list\|create\|delete\|design\]/);
+    const top = (await runInProcess(['--help'])).stdout.toString();
+    expect(top).toMatch(/\nDeprecated \(they still work, and say so when used\):\n {2}rt-translate delete-voice ID +now rt-translate voices delete ID\n/);
+    expect(top).toMatch(/\n {2}rt-translate voices \[list\|create\|delete\|design\] +voices, cloned voices\n/);
+  });
+
   it('configuration errors exit 2 before any request', async () => {
     const [noKey, plainRemote, badId] = await Promise.all([
-      cli(['delete-voice', '17', '--base-url', emu.baseUrl]),
-      cli(['delete-voice', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
-      cli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
+      cli(['voices', 'delete', '17', '--base-url', emu.baseUrl]),
+      cli(['voices', 'delete', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
+      cli(['voices', 'delete', 'seventeen'], { env: serviceEnv() }),
     ]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');

@@ -27,7 +27,6 @@ import { runVoices } from '../bin/commands/voices.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
-import { runDeleteVoice } from '../bin/commands/delete-voice.js';
 import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
@@ -56,7 +55,6 @@ const ENTRIES: Record<string, CommandEntry> = {
   tts: runTts,
   'translated-tts': runTranslatedTts,
   'separate-results': runSeparateResults,
-  'delete-voice': runDeleteVoice,
 };
 
 let emu: RunningEmulator;
@@ -442,7 +440,6 @@ const MINIMAL_ARGS: Record<string, string[]> = {
   tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
   'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
   'separate-results': ['1', '2'],
-  'delete-voice': ['17'],
 };
 
 describe('the API key from a file: --api-key-file', () => {
@@ -529,7 +526,7 @@ describe('messages name the flags, not the library\'s options', () => {
 });
 
 describe('rt-translate emulator --cloned-voice', () => {
-  it('every accepted key owns the voice: the realtime stream takes it, delete-voice deletes it', async () => {
+  it('every accepted key owns the voice: the realtime stream takes it, voices delete deletes it', async () => {
     const stop = new AbortController();
     let out = '';
     let listening!: () => void;
@@ -554,7 +551,7 @@ describe('rt-translate emulator --cloned-voice', () => {
       const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, voiceId: 5002, quietPeriodMs: 200 });
       await pipeline(Readable.from([fixture.pcm.subarray(0, 96_000)]), stream, new Writable({ write: (_c, _e, cb) => cb() }));
       expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: 5002 });
-      const deleted = await runCommand(runDeleteVoice, ['5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
+      const deleted = await runCommand(runVoices, ['delete', '5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
       expect(deleted.stdout.toString()).toBe('deleted voice 5001\n');
       const bad = await runCommand(runEmulator, ['--cloned-voice', 'abc']);
       expect(bad).toMatchObject({ code: 2, stderr: 'rt-translate: --cloned-voice expects a positive integer voice id (got "abc").\n' });
