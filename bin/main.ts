@@ -21,6 +21,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   emulator: async () => (await import('./commands/emulator.js')).runEmulator,
   tts: async () => (await import('./commands/tts.js')).runTts,
   'translated-tts': async () => (await import('./commands/translated-tts.js')).runTranslatedTts,
+  separate: async () => (await import('./commands/separate.js')).runSeparate,
   'separate-results': async () => (await import('./commands/separate-results.js')).runSeparateResults,
   'task-status': async () => (await import('./commands/task-status.js')).runTaskStatus,
   voices: async () => (await import('./commands/voices.js')).runVoices,
@@ -53,6 +54,7 @@ HTTP interface (each command has --help):
   rt-translate subtitles --url URL --from TAG [--to TAG] [-o OUT]    subtitles of a media
   rt-translate voices [list|create|delete|design]                    voices, cloned voices
   rt-translate languages [--source|--target]                         the service's languages
+  rt-translate separate -i FILE [-o DIR]                             voice and background apart
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
   rt-translate task-status KIND TASK_ID [--wait]                     status of a task
 

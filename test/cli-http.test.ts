@@ -1,14 +1,15 @@
 /**
- * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate-results`,
+ * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate`, `separate-results`,
  * `voices delete` and its old name `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
  * through their entry points (`test/helpers/cli-io.ts`) against the embedded emulator, an
  * emulator on loopback and servers that misbehave: output bytes, stdout and stderr lines, exit
  * statuses, and the key kept out of every output. One spawned case checks the top-level usage.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer, type Server, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
@@ -24,12 +25,14 @@ import { runInProcess } from './helpers/cli.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
+import { runSeparate } from '../bin/commands/separate.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
 import { runVoices } from '../bin/commands/voices.js';
 import { runEmulator } from '../bin/commands/emulator.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-http-test-8d2e61c4a0b9f357';
+const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
 const RATE = 24_000;
 
 let dir: string;
@@ -39,6 +42,7 @@ const closers: Array<() => Promise<void>> = [];
 const ENTRIES: Record<string, CommandEntry> = {
   tts: runTts,
   'translated-tts': runTranslatedTts,
+  separate: runSeparate,
   'separate-results': runSeparateResults,
   voices: runVoices,
   'task-status': runTaskStatus,
@@ -523,6 +527,70 @@ describe('rt-translate separate-results', () => {
       [4, 5, 6],
     ]);
     expect(batchesOf([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).map((b) => b.length)).toEqual([4, 4, 3]);
+  });
+});
+
+describe('rt-translate separate', () => {
+  /** The tracks the emulator makes of an upload named `filename`. */
+  const tracksOf = (filename: string): ReturnType<typeof separateTracks> => separateTracks(filename, { sampleRate: RATE });
+
+  it('uploads the recording, waits for its task and writes both tracks, printing their paths (embedded emulator)', async () => {
+    const out = path('separated');
+    await mkdir(out);
+    const result = await runInProcess(['separate', '-i', FIXTURE, '-o', out]);
+    expect(result.code).toBe(0);
+    const written = [join(out, 'foreground-1001.flac'), join(out, 'background-1001.flac')];
+    expect(lines(result.stdout.toString())).toEqual(written);
+    const stderr = lines(result.stderr);
+    expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
+    expect(stderr.slice(1)).toEqual(TASK_LINES('audio-separation').map((line) => expect.stringMatching(line)));
+    const expected = tracksOf(basename(FIXTURE));
+    expect((await readFile(written[0]!)).equals(expected.foreground)).toBe(true);
+    expect((await readFile(written[1]!)).equals(expected.background)).toBe(true);
+    expect((await readdir(out)).sort()).toEqual(['background-1001.flac', 'foreground-1001.flac']);
+  });
+
+  it('sends the whole file once; --no-wait prints the task, and --run RUN downloads its tracks later', async () => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const created = await cli(['separate', '-i', FIXTURE, '--no-wait'], { env: serviceEnv() });
+    expect(created.code).toBe(0);
+    const { task_id: taskId, kind } = JSON.parse(created.stdout.toString()) as { task_id: string; kind: string };
+    expect(kind).toBe('audio-separation');
+    const [upload] = (await control(emu.baseUrl, 'GET', 'requests')).requests as Array<{ method: string; path: string; uploads?: Array<{ filename: string; size: number }> }>;
+    expect(upload).toMatchObject({ method: 'POST', path: '/audio-separation' });
+    expect(upload!.uploads).toEqual([expect.objectContaining({ filename: basename(FIXTURE), size: (await stat(FIXTURE)).size })]);
+
+    const done = await cli(['task-status', 'audio-separation', taskId, '--wait', '--poll-ms', '10'], { env: serviceEnv() });
+    const runId = (JSON.parse(done.stdout.toString()) as { run_id: number }).run_id;
+    const out = path('separated-later');
+    await mkdir(out);
+    const fetched = await cli(['separate', '--run', String(runId), '-o', out], { env: serviceEnv() });
+    expect(fetched.code).toBe(0);
+    expect(lines(fetched.stdout.toString())).toEqual([join(out, `foreground-${runId}.flac`), join(out, `background-${runId}.flac`)]);
+    expect((await readFile(join(out, `background-${runId}.flac`))).equals(tracksOf(basename(FIXTURE)).background)).toBe(true);
+    expectKeyNotLeaked(fetched);
+  });
+
+  it('refuses, before any request, a missing -i, a file that cannot be read, is empty or is other media, and a bad -o (exit 2)', async () => {
+    const ogg = path('song.ogg');
+    await writeFile(ogg, Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60)]));
+    const empty = path('empty.wav');
+    await writeFile(empty, '');
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const cases: Array<[string[], string]> = [
+      [[], 'rt-translate: -i PATH is required: the recording to separate (see rt-translate separate --help).\n'],
+      [['-i', path('no-such.wav')], `rt-translate: cannot read -i ${path('no-such.wav')}: ENOENT\n`],
+      [['-i', empty], `rt-translate: -i ${empty} is empty: the service separates WAV, MP3, FLAC or AAC audio.\n`],
+      [['-i', ogg], `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`],
+      [['-i', FIXTURE, '-o', '-'], 'rt-translate: -o expects a directory: two files are written per run.\n'],
+      [['-i', FIXTURE, '--run', '12'], 'rt-translate: give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.\n'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli(['separate', ...args], { env: serviceEnv() })));
+    for (const [i, result] of results.entries()) {
+      expect(result.stderr, cases[i]![0].join(' ')).toBe(cases[i]![1]);
+      expect(result.code).toBe(2);
+    }
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
 });
 

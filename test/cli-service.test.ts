@@ -27,6 +27,7 @@ import { runVoices } from '../bin/commands/voices.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
+import { runSeparate } from '../bin/commands/separate.js';
 import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
@@ -54,6 +55,7 @@ const ENTRIES: Record<string, CommandEntry> = {
   'task-status': runTaskStatus,
   tts: runTts,
   'translated-tts': runTranslatedTts,
+  separate: runSeparate,
   'separate-results': runSeparateResults,
 };
 
@@ -439,6 +441,7 @@ const MINIMAL_ARGS: Record<string, string[]> = {
   'task-status': ['sub', 'some-task'],
   tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
   'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
+  separate: ['-i', FIXTURE],
   'separate-results': ['1', '2'],
 };
 

@@ -1,6 +1,6 @@
 /**
  * What the HTTP subcommands (`tts`, `translated-tts`, `transcribe`, `dub`, `subtitles`,
- * `separate-results`, `voices`, `delete-voice`, `task-status`, ...) share: the service flags and
+ * `separate`, `separate-results`, `voices`, `task-status`, ...) share: the service flags and
  * their checks, the client (on the configured base URL or the embedded emulator), Ctrl-C, and:
  *
  * - task waits (`taskRun`, `waitForRun`): the task and its run named on stderr, a progress line
