@@ -8,7 +8,7 @@
  * old command name, a form of value) is said once in a plain line on stderr, and Node prints no
  * `DeprecationWarning` of its own.
  */
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, describeFailure, isUsageError, packageVersion, type CliIo } from './cli.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, didYouMean, isUsageError, packageVersion, type CliIo } from './cli.js';
 import { DeprecationNotices } from './deprecations.js';
 
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
@@ -100,6 +100,9 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       name = runs[0]!;
       args = [...runs.slice(1), ...rest];
     } else if (!Object.hasOwn(COMMANDS, name)) {
+      // Without a command name the arguments are the realtime command's flags: a word that is
+      // not a flag can only be a command name, mistyped.
+      if (!name.startsWith('-')) throw new UsageError(`unknown command '${name}'.${didYouMean(name, Object.keys(COMMANDS))} See rt-translate --help.`);
       [name, args] = ['translate', argv];
     }
     const command = await COMMANDS[name]!();

@@ -584,6 +584,7 @@ describe('rt-translate separate', () => {
       [['-i', ogg], `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`],
       [['-i', FIXTURE, '-o', '-'], 'rt-translate: -o expects a directory: two files are written per run.\n'],
       [['-i', FIXTURE, '--run', '12'], 'rt-translate: give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.\n'],
+      [['-i', FIXTURE, '--ouput', 'x'], "rt-translate: Unknown option '--ouput'. Did you mean --output? See rt-translate separate --help.\n"],
     ];
     const results = await Promise.all(cases.map(([args]) => cli(['separate', ...args], { env: serviceEnv() })));
     for (const [i, result] of results.entries()) {

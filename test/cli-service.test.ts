@@ -154,17 +154,19 @@ describe('rt-translate voices', () => {
   });
 
   it('usage errors name the flag, before any request', async () => {
-    const [name, gender, file, action] = await Promise.all([
+    const [name, gender, file, action, slip] = await Promise.all([
       cli(['voices', 'create', '--gender', '1', '--file', FIXTURE]),
       cli(['voices', 'create', '--name', 'x', '--gender', '5', '--file', FIXTURE]),
       cli(['voices', 'create', '--name', 'x', '--gender', '1', '--file', join(dir, 'none.wav')]),
       cli(['voices', 'rename']),
+      cli(['voices', 'delte', '17']),
     ]);
     expect(name.stderr).toBe('rt-translate: --name NAME is required (see --help).\n');
     expect(gender.stderr).toBe('rt-translate: --gender expects one of 0, 1, 2 or 9 (got 5).\n');
     expect(file.stderr).toMatch(/^rt-translate: cannot read --file .*none\.wav: ENOENT\n$/);
-    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"; see --help).\n');
-    for (const r of [name, gender, file, action]) expect(r.code).toBe(2);
+    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"). See rt-translate voices --help.\n');
+    expect(slip.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "delte"). Did you mean delete? See rt-translate voices --help.\n');
+    for (const r of [name, gender, file, action, slip]) expect(r.code).toBe(2);
   });
 });
 

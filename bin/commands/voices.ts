@@ -6,7 +6,7 @@
  */
 import { GENDER_VALUES } from '../../lib/http/schemas.js';
 import type { Voice } from '../../lib/http/voices.js';
-import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, didYouMean, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
@@ -60,6 +60,8 @@ const OPTIONS = {
   text: { type: 'string' },
 } as const;
 
+const ACTIONS = ['list', 'create', 'delete', 'design'];
+
 /** `voices delete ID`. */
 async function deleteVoice(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, SERVICE_OPTIONS, VOICES_USAGE, io, true);
@@ -86,7 +88,9 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
   const [first, ...rest] = args;
   const action = first === undefined || first.startsWith('-') ? 'list' : first;
   if (action === 'delete') return deleteVoice(rest, io);
-  if (!['list', 'create', 'design'].includes(action)) throw new UsageError(`voices expects list, create, delete or design (got "${action}"; see --help).`);
+  if (!['list', 'create', 'design'].includes(action)) {
+    throw new UsageError(`voices expects list, create, delete or design (got "${action}").${didYouMean(action, ACTIONS)} See rt-translate voices --help.`);
+  }
   const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
