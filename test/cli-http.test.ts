@@ -441,17 +441,19 @@ describe('rt-translate separate-results', () => {
     }
   });
 
-  it('reports each run that has no tracks and exits 1; the other runs are still written', async () => {
+  it('reports each run that has no tracks (failed, unknown, of another kind) and exits 1; the other runs are still written', async () => {
     const out = path('mixed');
     await mkdir(out);
     const good = await seeded();
     const failed = await seededFailure();
-    const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
+    const other = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'translation', apiKey: KEY, taskMs: 0 })) as { run_id: number };
+    const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', String(other.run_id), '-o', out], { env: serviceEnv() });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       `rt-translate: run ${failed.run_id}: no tracks (ERROR): unreadable audio`,
       'rt-translate: run 999999: no tracks (ERROR): Run 999999 does not exist.',
-      'rt-translate: 2 of 3 run(s) failed',
+      `rt-translate: run ${other.run_id}: no tracks (ERROR): Run ${other.run_id} is not an audio-separation run.`,
+      'rt-translate: 3 of 4 run(s) failed',
     ]);
     expect((await readdir(out)).sort()).toEqual([`background-${good.runId}.flac`, `foreground-${good.runId}.flac`]);
     expect((await readFile(join(out, `foreground-${good.runId}.flac`))).equals(good.tracks.foreground)).toBe(true);
