@@ -54,11 +54,15 @@ import { audioSeparationSchema, legacyTtsSchema, projectSetupSchema, runIdParam,
 import { runTask, type CompletedTask, type TaskStatusResponse } from './tasks.js';
 import { validate } from './validation.js';
 import { reportDeprecation } from '../deprecations.js';
+import type { LanguageTag, OpenUnion } from '../language-tags.js';
 
 export type { CreatedTask, TaskCallOptions } from './endpoint-kit.js';
 
-/** A language: a locale tag such as `en-us`, or a numeric language id. */
-export type Language = string | number;
+/**
+ * A language: a locale tag such as `en-us` (the documented ones offered by an editor's
+ * completion, any other accepted; the service's lists decide), or a numeric language id.
+ */
+export type Language = OpenUnion<LanguageTag> | number;
 
 /** Fields every creation of a project-like task takes. */
 export interface ProjectFields {
