@@ -89,6 +89,13 @@ describe.concurrent('a mistyped command line', () => {
     }
   });
 
+  it('a misspelled voices action or task kind is suggested too', async () => {
+    const [action, kind] = await Promise.all([runInProcess(['voices', 'lst']), runInProcess(['task-status', 'transcripton', 'some-task'])]);
+    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "lst"). Did you mean list? See rt-translate voices --help.\n');
+    expect(kind.stderr).toMatch(/^rt-translate: KIND expects one of translated-tts, .* \(got "transcripton"\)\. Did you mean transcription\?\n$/);
+    for (const result of [action, kind]) expect(result.code).toBe(2);
+  });
+
   it('a flag given with its value (--flag=value) is suggested by its name', async () => {
     const result = await runInProcess(['tts', '--langauge=en-us', '--text', 'Hello there']);
     expect(result.stderr).toBe("rt-translate: Unknown option '--langauge'. Did you mean --language? See rt-translate tts --help.\n");
