@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The tests that drive a browser run with `npm run test:browser` (vitest.browser.config.ts).
     exclude: [...configDefaults.exclude, 'test/browser/**'],
+    // A process warning no test captured fails the test (the suite prints none).
+    setupFiles: ['test/setup/no-process-warnings.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ENV_API_KEY } from '../lib/env-names.js';
 import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
@@ -86,15 +87,60 @@ export class UsageError extends Error {
 }
 
 /**
- * Runs `parse` (a `parseArgs` call), turning its errors into a usage error that points to the
- * command's help (`help`, default the top-level `rt-translate --help`).
+ * The edit distance between `a` and `b`: the fewest insertions, deletions, substitutions and
+ * swaps of two neighbouring characters that turn one into the other (`translat` is 1 from
+ * `translate`, `langauge` 1 from `language`).
  */
-export function parseCommandLine<R>(parse: () => R, help = 'rt-translate --help'): R {
+export function editDistance(a: string, b: string): number {
+  // Rows i-2, i-1 and i of the table of distances between prefixes.
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      row.push(d);
+    }
+    before = previous;
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * ` Did you mean X?` when `typed` looks like a slip for one of `candidates` (or `X or Y` for a
+ * tie): one edit per four characters typed, at least one, and fewer edits than the word has
+ * characters (`translat` for `translate`, `langauge` for `language`; not `rename` for
+ * `create`). '' when nothing is that close.
+ */
+export function didYouMean(typed: string, candidates: readonly string[], show: (candidate: string) => string = (c) => c): string {
+  const limit = Math.min(typed.length - 1, Math.max(1, Math.floor(typed.length / 4)));
+  const close = [...new Set(candidates)]
+    .map((candidate) => ({ candidate, distance: editDistance(typed.toLowerCase(), candidate.toLowerCase()) }))
+    .filter(({ distance }) => distance <= limit);
+  const nearest = Math.min(...close.map(({ distance }) => distance));
+  const best = close.filter(({ distance }) => distance === nearest).map(({ candidate }) => show(candidate));
+  return best.length === 0 ? '' : ` Did you mean ${best.join(' or ')}?`;
+}
+
+/** A command's `parseArgs` options. */
+export type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * `parseArgs(config)`, its errors turned into a usage error that points to the command's help
+ * (`help`, default the top-level `rt-translate --help`); an unknown flag close to one of the
+ * command's flags gets a suggestion (`Did you mean --language?`).
+ */
+export function parseCommandLine<T extends ParseArgsConfig & { options: ParseArgsOptions }>(config: T, help = 'rt-translate --help'): ReturnType<typeof parseArgs<T>> {
   try {
-    return parse();
+    return parseArgs(config);
   } catch (error) {
     const message = (error instanceof Error ? error.message : String(error)).replace(/\. To specify a positional argument.*$/s, '');
-    throw new UsageError(`${message.replace(/\.$/, '')}. See ${help}.`);
+    const unknown = (error as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'([^']+)'/.exec(message)?.[1] : undefined;
+    const suggestion = unknown === undefined ? '' : didYouMean(unknown.replace(/^-+/, ''), Object.keys(config.options), (name) => `--${name}`);
+    throw new UsageError(`${message.replace(/\.$/, '')}.${suggestion} See ${help}.`);
   }
 }
 

@@ -2,9 +2,14 @@
  * The `rt-translate` command line: picks the subcommand and runs it with a `CliIo`. Each
  * subcommand's module is imported only when it runs, so `--version`, `--help` and a small
  * command do not load codecs, the HTTP client or the emulator they never use. A new subcommand
- * is one line in `COMMANDS`.
+ * is one line in `COMMANDS`; a renamed one keeps its old name in `DEPRECATED_COMMANDS`.
+ *
+ * Every command runs with `DeprecationNotices`: what it meets that is deprecated (a flag, an
+ * old command name, a form of value) is said once in a plain line on stderr, and Node prints no
+ * `DeprecationWarning` of its own.
  */
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, describeFailure, isUsageError, packageVersion, type CliIo } from './cli.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, didYouMean, isUsageError, packageVersion, type CliIo } from './cli.js';
+import { DeprecationNotices } from './deprecations.js';
 
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
 export type Command = (args: string[], io: CliIo) => Promise<number>;
@@ -16,8 +21,8 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   emulator: async () => (await import('./commands/emulator.js')).runEmulator,
   tts: async () => (await import('./commands/tts.js')).runTts,
   'translated-tts': async () => (await import('./commands/translated-tts.js')).runTranslatedTts,
+  separate: async () => (await import('./commands/separate.js')).runSeparate,
   'separate-results': async () => (await import('./commands/separate-results.js')).runSeparateResults,
-  'delete-voice': async () => (await import('./commands/delete-voice.js')).runDeleteVoice,
   'task-status': async () => (await import('./commands/task-status.js')).runTaskStatus,
   voices: async () => (await import('./commands/voices.js')).runVoices,
   languages: async () => (await import('./commands/languages.js')).runLanguages,
@@ -26,6 +31,11 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   dub: async () => (await import('./commands/dub.js')).runDub,
   subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
   serve: async () => (await import('./commands/serve.js')).runServe,
+};
+
+/** Old command names that still work: the command and arguments each now is, said when used. */
+export const DEPRECATED_COMMANDS: Readonly<Record<string, { runs: readonly string[]; use: string }>> = {
+  'delete-voice': { runs: ['voices', 'delete'], use: 'rt-translate voices delete ID' },
 };
 
 /** The top-level usage: the realtime command's, then the other commands. */
@@ -46,9 +56,13 @@ HTTP interface (each command has --help):
   rt-translate subtitles --url URL --from TAG [--to TAG] [-o OUT]    subtitles of a media
   rt-translate voices [list|create|delete|design]                    voices, cloned voices
   rt-translate languages [--source|--target]                         the service's languages
+  rt-translate separate -i FILE [-o DIR]                             voice and background apart
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
-  rt-translate delete-voice ID                                       delete a custom voice
-  rt-translate task-status KIND TASK_ID [--wait]                     status of a task`;
+  rt-translate task-status KIND TASK_ID [--wait]                     status of a task
+
+Deprecated (they still work, and say so when used):
+  rt-translate delete-voice ID                                       now rt-translate voices delete ID
+  rt-translate translate-text --stream ...                           deprecated by the service`;
 }
 
 /**
@@ -79,9 +93,22 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(`${await usage()}\n`);
       return EXIT_OK;
     }
-    const load = first !== undefined && Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
-    const command = await (load ?? COMMANDS.translate!)();
-    const status = await command(load ? rest : argv, io);
+    const notices = new DeprecationNotices(io);
+    let name = first!;
+    let args = rest;
+    if (Object.hasOwn(DEPRECATED_COMMANDS, name)) {
+      const { runs, use } = DEPRECATED_COMMANDS[name]!;
+      notices.say(name, `${name} is deprecated; use ${use} (the same command).`);
+      name = runs[0]!;
+      args = [...runs.slice(1), ...rest];
+    } else if (!Object.hasOwn(COMMANDS, name)) {
+      // Without a command name the arguments are the realtime command's flags: a word that is
+      // not a flag can only be a command name, mistyped.
+      if (!name.startsWith('-')) throw new UsageError(`unknown command '${name}'.${didYouMean(name, Object.keys(COMMANDS))} See rt-translate --help.`);
+      [name, args] = ['translate', argv];
+    }
+    const command = await COMMANDS[name]!();
+    const status = await notices.run(() => command(args, io));
     if (stdoutFailure && !brokenPipe()) throw stdoutFailure;
     return brokenPipe() ? EXIT_OK : status;
   } catch (error) {

@@ -36,6 +36,7 @@ export {
   type AudioInputFailure,
 } from './errors.js';
 export { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from './config.js';
+export { DEPRECATIONS, handleDeprecations, type Deprecation, type DeprecationCode, type DeprecationHandler } from './deprecations.js';
 
 // Realtime speech-to-speech
 export {
@@ -56,6 +57,7 @@ export {
 } from './realtime/realtime-events.js';
 export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
 export { REALTIME_LANGUAGES, isRealtimeLanguage, normalizeRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
+export { LANGUAGE_TAGS, type LanguageTag, type OpenUnion } from './language-tags.js';
 export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
 export { PcmChunker, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
 export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';

@@ -19,6 +19,11 @@ export function describeReceived(value: unknown): string {
   return typeof value === 'object' ? 'an object' : typeof value;
 }
 
+/** `phrase` after "a" or "an", chosen by its first letter (`an audio-separation run`, `a translation run`). */
+export function withArticle(phrase: string): string {
+  return `${/^[aeiou]/i.test(phrase) ? 'an' : 'a'} ${phrase}`;
+}
+
 export interface NumberBounds {
   min?: number;
   max?: number;

@@ -1,14 +1,15 @@
 /**
- * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate-results`,
- * `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
+ * The HTTP subcommands of `rt-translate` (`tts`, `translated-tts`, `separate`, `separate-results`,
+ * `voices delete` and its old name `delete-voice`, `task-status`) and the HTTP flags of `rt-translate emulator`, run in-process
  * through their entry points (`test/helpers/cli-io.ts`) against the embedded emulator, an
  * emulator on loopback and servers that misbehave: output bytes, stdout and stderr lines, exit
  * statuses, and the key kept out of every output. One spawned case checks the top-level usage.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer, type Server, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
@@ -22,12 +23,14 @@ import { runInProcess } from './helpers/cli.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
-import { runDeleteVoice } from '../bin/commands/delete-voice.js';
+import { runSeparate } from '../bin/commands/separate.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
+import { runVoices } from '../bin/commands/voices.js';
 import { runEmulator } from '../bin/commands/emulator.js';
 
 /** A key distinctive enough that finding it anywhere in the output means it leaked. */
 const KEY = 'sk-cli-http-test-8d2e61c4a0b9f357';
+const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
 const RATE = 24_000;
 
 let dir: string;
@@ -37,8 +40,9 @@ const closers: Array<() => Promise<void>> = [];
 const ENTRIES: Record<string, CommandEntry> = {
   tts: runTts,
   'translated-tts': runTranslatedTts,
+  separate: runSeparate,
   'separate-results': runSeparateResults,
-  'delete-voice': runDeleteVoice,
+  voices: runVoices,
   'task-status': runTaskStatus,
   emulator: (args, io) => runEmulator(args, io),
 };
@@ -435,17 +439,19 @@ describe('rt-translate separate-results', () => {
     }
   });
 
-  it('reports each run that has no tracks and exits 1; the other runs are still written', async () => {
+  it('reports each run that has no tracks (failed, unknown, of another kind) and exits 1; the other runs are still written', async () => {
     const out = path('mixed');
     await mkdir(out);
     const good = await seeded();
     const failed = await seededFailure();
-    const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', '-o', out], { env: serviceEnv() });
+    const other = (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'translation', apiKey: KEY, taskMs: 0 })) as { run_id: number };
+    const result = await cli(['separate-results', String(failed.run_id), String(good.runId), '999999', String(other.run_id), '-o', out], { env: serviceEnv() });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       `rt-translate: run ${failed.run_id}: no tracks (ERROR): unreadable audio`,
       'rt-translate: run 999999: no tracks (ERROR): Run 999999 does not exist.',
-      'rt-translate: 2 of 3 run(s) failed',
+      `rt-translate: run ${other.run_id}: no tracks (ERROR): Run ${other.run_id} is not an audio-separation run.`,
+      'rt-translate: 3 of 4 run(s) failed',
     ]);
     expect((await readdir(out)).sort()).toEqual([`background-${good.runId}.flac`, `foreground-${good.runId}.flac`]);
     expect((await readFile(join(out, `foreground-${good.runId}.flac`))).equals(good.tracks.foreground)).toBe(true);
@@ -524,14 +530,79 @@ describe('rt-translate separate-results', () => {
   });
 });
 
-describe('rt-translate delete-voice', () => {
+describe('rt-translate separate', () => {
+  /** The tracks the emulator makes of an upload named `filename`. */
+  const tracksOf = (filename: string): ReturnType<typeof separateTracks> => separateTracks(filename, { sampleRate: RATE });
+
+  it('uploads the recording, waits for its task and writes both tracks, printing their paths (embedded emulator)', async () => {
+    const out = path('separated');
+    await mkdir(out);
+    const result = await runInProcess(['separate', '-i', FIXTURE, '-o', out]);
+    expect(result.code).toBe(0);
+    const written = [join(out, 'foreground-1001.flac'), join(out, 'background-1001.flac')];
+    expect(lines(result.stdout.toString())).toEqual(written);
+    const stderr = lines(result.stderr);
+    expect(stderr[0]).toMatch(EMBEDDED_NOTICE);
+    expect(stderr.slice(1)).toEqual(TASK_LINES('audio-separation').map((line) => expect.stringMatching(line)));
+    const expected = tracksOf(basename(FIXTURE));
+    expect((await readFile(written[0]!)).equals(expected.foreground)).toBe(true);
+    expect((await readFile(written[1]!)).equals(expected.background)).toBe(true);
+    expect((await readdir(out)).sort()).toEqual(['background-1001.flac', 'foreground-1001.flac']);
+  });
+
+  it('sends the whole file once; --no-wait prints the task, and --run RUN downloads its tracks later', async () => {
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const created = await cli(['separate', '-i', FIXTURE, '--no-wait'], { env: serviceEnv() });
+    expect(created.code).toBe(0);
+    const { task_id: taskId, kind } = JSON.parse(created.stdout.toString()) as { task_id: string; kind: string };
+    expect(kind).toBe('audio-separation');
+    const [upload] = (await control(emu.baseUrl, 'GET', 'requests')).requests as Array<{ method: string; path: string; uploads?: Array<{ filename: string; size: number }> }>;
+    expect(upload).toMatchObject({ method: 'POST', path: '/audio-separation' });
+    expect(upload!.uploads).toEqual([expect.objectContaining({ filename: basename(FIXTURE), size: (await stat(FIXTURE)).size })]);
+
+    const done = await cli(['task-status', 'audio-separation', taskId, '--wait', '--poll-ms', '10'], { env: serviceEnv() });
+    const runId = (JSON.parse(done.stdout.toString()) as { run_id: number }).run_id;
+    const out = path('separated-later');
+    await mkdir(out);
+    const fetched = await cli(['separate', '--run', String(runId), '-o', out], { env: serviceEnv() });
+    expect(fetched.code).toBe(0);
+    expect(lines(fetched.stdout.toString())).toEqual([join(out, `foreground-${runId}.flac`), join(out, `background-${runId}.flac`)]);
+    expect((await readFile(join(out, `background-${runId}.flac`))).equals(tracksOf(basename(FIXTURE)).background)).toBe(true);
+    expectKeyNotLeaked(fetched);
+  });
+
+  it('refuses, before any request, a missing -i, a file that cannot be read, is empty or is other media, and a bad -o (exit 2)', async () => {
+    const ogg = path('song.ogg');
+    await writeFile(ogg, Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60)]));
+    const empty = path('empty.wav');
+    await writeFile(empty, '');
+    await control(emu.baseUrl, 'DELETE', 'requests');
+    const cases: Array<[string[], string]> = [
+      [[], 'rt-translate: -i PATH is required: the recording to separate (see rt-translate separate --help).\n'],
+      [['-i', path('no-such.wav')], `rt-translate: cannot read -i ${path('no-such.wav')}: ENOENT\n`],
+      [['-i', empty], `rt-translate: -i ${empty} is empty: the service separates WAV, MP3, FLAC or AAC audio.\n`],
+      [['-i', ogg], `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`],
+      [['-i', FIXTURE, '-o', '-'], 'rt-translate: -o expects a directory: two files are written per run.\n'],
+      [['-i', FIXTURE, '--run', '12'], 'rt-translate: give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.\n'],
+      [['-i', FIXTURE, '--ouput', 'x'], "rt-translate: Unknown option '--ouput'. Did you mean --output? See rt-translate separate --help.\n"],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli(['separate', ...args], { env: serviceEnv() })));
+    for (const [i, result] of results.entries()) {
+      expect(result.stderr, cases[i]![0].join(' ')).toBe(cases[i]![1]);
+      expect(result.code).toBe(2);
+    }
+    expect(await requestsTo(emu.baseUrl)).toEqual([]);
+  });
+});
+
+describe('rt-translate voices delete', () => {
   it('prints "deleted voice ID"; a voice the key does not own exits 1 with the 403 named', async () => {
     const server = await inProcessEmulator({ [KEY]: [4242] });
-    const deleted = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const deleted = await cli(['voices', 'delete', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(deleted.code).toBe(0);
     expect(deleted.stdout.toString()).toBe('deleted voice 4242\n');
     expect(deleted.stderr).toBe('');
-    const again = await cli(['delete-voice', '4242'], { env: serviceEnv(server.baseUrl) });
+    const again = await cli(['voices', 'delete', '4242'], { env: serviceEnv(server.baseUrl) });
     expect(again.code).toBe(1);
     expect(again.stdout.length).toBe(0);
     expect(again.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/4242 was refused with 403: .* \[RTT_FORBIDDEN\]\n$/);
@@ -540,7 +611,7 @@ describe('rt-translate delete-voice', () => {
 
   it('a connection lost once the request was sent is reported (exit 1), not repeated', async () => {
     const base = await resettingServer();
-    const result = await cli(['delete-voice', '17', '--base-url', base, '--api-key', KEY]);
+    const result = await cli(['voices', 'delete', '17', '--base-url', base, '--api-key', KEY]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^rt-translate: DELETE \/delete-voice\/17 lost its connection \(.*\)\. .*\[RTT_CONNECTION\]\n$/);
     expectKeyNotLeaked(result);
@@ -548,7 +619,7 @@ describe('rt-translate delete-voice', () => {
 
   it('an unknown key exits 1 with the 401 named and never echoes the key', async () => {
     const wrong = 'sk-cli-http-wrong-key-77aa19c3e5';
-    const result = await cli(['delete-voice', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
+    const result = await cli(['voices', 'delete', '17', '--base-url', emu.baseUrl, '--api-key', wrong]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       /^rt-translate: DELETE \/delete-voice\/17 was refused with 401: the API key is missing or invalid\..* Check the key in RT_TRANSLATE_API_KEY or --api-key-file\. \[RTT_AUTH\]\n$/,
@@ -556,11 +627,24 @@ describe('rt-translate delete-voice', () => {
     expect(result.stderr).not.toContain(wrong);
   });
 
+  it('the old name delete-voice still deletes, and says once, in plain words, that it is deprecated', async () => {
+    const server = await inProcessEmulator({ [KEY]: [4343] });
+    const result = await runInProcess(['delete-voice', '4343'], { env: serviceEnv(server.baseUrl) });
+    expect(result.code).toBe(0);
+    expect(result.stdout.toString()).toBe('deleted voice 4343\n');
+    expect(result.stderr).toBe('rt-translate: delete-voice is deprecated; use rt-translate voices delete ID (the same command).\n');
+    const help = await runInProcess(['delete-voice', '--help']);
+    expect(help.stdout.toString()).toMatch(/^Usage: rt-translate voices \[list\|create\|delete\|design\]/);
+    const top = (await runInProcess(['--help'])).stdout.toString();
+    expect(top).toMatch(/\nDeprecated \(they still work, and say so when used\):\n {2}rt-translate delete-voice ID +now rt-translate voices delete ID\n/);
+    expect(top).toMatch(/\n {2}rt-translate voices \[list\|create\|delete\|design\] +voices, cloned voices\n/);
+  });
+
   it('configuration errors exit 2 before any request', async () => {
     const [noKey, plainRemote, badId] = await Promise.all([
-      cli(['delete-voice', '17', '--base-url', emu.baseUrl]),
-      cli(['delete-voice', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
-      cli(['delete-voice', 'seventeen'], { env: serviceEnv() }),
+      cli(['voices', 'delete', '17', '--base-url', emu.baseUrl]),
+      cli(['voices', 'delete', '17', '--base-url', 'http://service.example.com/apis', '--api-key', KEY]),
+      cli(['voices', 'delete', 'seventeen'], { env: serviceEnv() }),
     ]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toBe('rt-translate: no API key: set RT_TRANSLATE_API_KEY, or pass --api-key-file PATH.\n');

@@ -27,7 +27,7 @@ import { runVoices } from '../bin/commands/voices.js';
 import { runTts } from '../bin/commands/tts.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runSeparateResults } from '../bin/commands/separate-results.js';
-import { runDeleteVoice } from '../bin/commands/delete-voice.js';
+import { runSeparate } from '../bin/commands/separate.js';
 import { runCli, runInProcess } from './helpers/cli.js';
 import { runCommand, type CommandEntry, type CommandOptions, type CommandResult } from './helpers/cli-io.js';
 import { loadSpeechFixture } from './helpers/speech.js';
@@ -43,6 +43,9 @@ const FIXTURE_SRT =
   '2\n00:00:03,820 --> 00:00:05,040\nThe weather is nice today.\n\n' +
   '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n';
 
+/** What `translate-text --stream` says on stderr. */
+const STREAM_DEPRECATED = 'rt-translate: --stream is deprecated by the service; without --stream, translate-text gives the same translation through a translation task.';
+
 const ENTRIES: Record<string, CommandEntry> = {
   voices: runVoices,
   languages: runLanguages,
@@ -53,8 +56,8 @@ const ENTRIES: Record<string, CommandEntry> = {
   'task-status': runTaskStatus,
   tts: runTts,
   'translated-tts': runTranslatedTts,
+  separate: runSeparate,
   'separate-results': runSeparateResults,
-  'delete-voice': runDeleteVoice,
 };
 
 let emu: RunningEmulator;
@@ -152,17 +155,19 @@ describe('rt-translate voices', () => {
   });
 
   it('usage errors name the flag, before any request', async () => {
-    const [name, gender, file, action] = await Promise.all([
+    const [name, gender, file, action, slip] = await Promise.all([
       cli(['voices', 'create', '--gender', '1', '--file', FIXTURE]),
       cli(['voices', 'create', '--name', 'x', '--gender', '5', '--file', FIXTURE]),
       cli(['voices', 'create', '--name', 'x', '--gender', '1', '--file', join(dir, 'none.wav')]),
       cli(['voices', 'rename']),
+      cli(['voices', 'delte', '17']),
     ]);
     expect(name.stderr).toBe('rt-translate: --name NAME is required (see --help).\n');
     expect(gender.stderr).toBe('rt-translate: --gender expects one of 0, 1, 2 or 9 (got 5).\n');
     expect(file.stderr).toMatch(/^rt-translate: cannot read --file .*none\.wav: ENOENT\n$/);
-    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"; see --help).\n');
-    for (const r of [name, gender, file, action]) expect(r.code).toBe(2);
+    expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"). See rt-translate voices --help.\n');
+    expect(slip.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "delte"). Did you mean delete? See rt-translate voices --help.\n');
+    for (const r of [name, gender, file, action, slip]) expect(r.code).toBe(2);
   });
 });
 
@@ -223,9 +228,10 @@ describe('rt-translate translate-text', () => {
     expect((await cli(['translate-text', '--from', 'en-us', '--to', 'de-de'], { stdin: Buffer.from('piped\n') })).stdout.toString()).toBe('[de-de] piped\n');
   });
 
-  it('--stream prints one text as it comes', async () => {
+  it('--stream prints one text as it comes, saying once that the service deprecates it', async () => {
     const result = await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'Streamed words']);
     expect(result.stdout.toString()).toBe('[ja-jp] Streamed words\n');
+    expect(result.stderr).toBe(`${STREAM_DEPRECATED}\n`);
     expect((await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'a', 'b'])).stderr).toBe('rt-translate: --stream translates one text (got 2).\n');
   });
 
@@ -374,6 +380,34 @@ describe('--no-wait needs a service that outlives the command', () => {
   });
 });
 
+describe('deprecations, said in plain words', () => {
+  const service = (): Record<string, string> => ({ RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY });
+
+  it('a full run of translate-text --stream (a process of its own) says it in exactly one plain line, and Node adds nothing', async () => {
+    const result = await runCli(['translate-text', '--stream', '--from', 'en-us', '--to', 'es-es', 'Hello there'], { env: service() });
+    expect(result.code).toBe(0);
+    expect(result.stdout.toString()).toBe('[es-es] Hello there\n');
+    expect(result.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+  });
+
+  it('each run says it once, and only the run that used it, even with runs side by side in one process', async () => {
+    const [streamed, plain] = await Promise.all([
+      runInProcess(['translate-text', '--stream', '--from', 'en-us', '--to', 'fr-fr', 'One'], { env: service() }),
+      runInProcess(['translate-text', '--from', 'en-us', '--to', 'fr-fr', 'Two', '--poll-ms', '10'], { env: service() }),
+    ]);
+    expect(streamed.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).not.toContain('deprecated');
+    const again = await runInProcess(['translate-text', '--stream', '--from', 'en-us', '--to', 'fr-fr', 'Three'], { env: service() });
+    expect(again.stderr).toBe(`${STREAM_DEPRECATED}\n`);
+  });
+
+  it('--help marks --stream deprecated', async () => {
+    const help = (await cli(['translate-text', '--help'])).stdout.toString();
+    expect(help).toMatch(/\n {2}--stream {14}deprecated by the service \(said on stderr when used\): one text\n/);
+  });
+});
+
 describe('help of the HTTP commands', () => {
   it('each command has --help (exit 0) naming its flags and the service flags', async () => {
     for (const command of Object.keys(ENTRIES)) {
@@ -410,8 +444,8 @@ const MINIMAL_ARGS: Record<string, string[]> = {
   'task-status': ['sub', 'some-task'],
   tts: ['--text', 'Hello there', '--language', 'en-us', '-o', '-'],
   'translated-tts': ['--text', 'Hello', '--from', 'en-us', '--to', 'es-es', '-o', '-'],
+  separate: ['-i', FIXTURE],
   'separate-results': ['1', '2'],
-  'delete-voice': ['17'],
 };
 
 describe('the API key from a file: --api-key-file', () => {
@@ -498,7 +532,7 @@ describe('messages name the flags, not the library\'s options', () => {
 });
 
 describe('rt-translate emulator --cloned-voice', () => {
-  it('every accepted key owns the voice: the realtime stream takes it, delete-voice deletes it', async () => {
+  it('every accepted key owns the voice: the realtime stream takes it, voices delete deletes it', async () => {
     const stop = new AbortController();
     let out = '';
     let listening!: () => void;
@@ -523,7 +557,7 @@ describe('rt-translate emulator --cloned-voice', () => {
       const stream = new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, voiceId: 5002, quietPeriodMs: 200 });
       await pipeline(Readable.from([fixture.pcm.subarray(0, 96_000)]), stream, new Writable({ write: (_c, _e, cb) => cb() }));
       expect(stream.session?.voice).toEqual({ type: 'cloned', voiceId: 5002 });
-      const deleted = await runCommand(runDeleteVoice, ['5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
+      const deleted = await runCommand(runVoices, ['delete', '5001'], { env: { RT_TRANSLATE_BASE_URL: baseUrl, RT_TRANSLATE_API_KEY: KEY } });
       expect(deleted.stdout.toString()).toBe('deleted voice 5001\n');
       const bad = await runCommand(runEmulator, ['--cloned-voice', 'abc']);
       expect(bad).toMatchObject({ code: 2, stderr: 'rt-translate: --cloned-voice expects a positive integer voice id (got "abc").\n' });

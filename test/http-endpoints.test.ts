@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient } from '../lib/http/client.js';
@@ -21,19 +21,19 @@ const WAV = await readFile(new URL('./fixtures/speech-en-24k.wav', import.meta.u
 
 let emu: RunningEmulator;
 let client: LocalizationClient;
-const warnings: Error[] = [];
-const onWarning = (w: Error): void => {
-  warnings.push(w);
-};
+/** The process warnings the library emits here, captured (and so not printed). */
+const warnings: Array<{ message: string; type?: string; code?: string }> = [];
 
 beforeAll(async () => {
-  process.on('warning', onWarning);
+  vi.spyOn(process, 'emitWarning').mockImplementation((message: string | Error, options?: unknown) => {
+    warnings.push({ message: String(message), ...(options as { type?: string; code?: string }) });
+  });
   emu = await emulator({ clonedVoices: { [KEY]: [5001, 5002], [OTHER_KEY]: [6001] } });
   client = clientFor(emu);
 });
 
 afterAll(async () => {
-  process.off('warning', onWarning);
+  vi.restoreAllMocks();
   await client.close();
   await emu.close();
 });
@@ -43,8 +43,8 @@ async function download(url: string): Promise<{ status: number; bytes: Buffer }>
   return { status: response.statusCode, bytes: Buffer.from(await response.body.arrayBuffer()) };
 }
 
-function warningsWith(code: string): Error[] {
-  return warnings.filter((w) => (w as Error & { code?: string }).code === code);
+function warningsWith(code: string): typeof warnings {
+  return warnings.filter((w) => w.code === code);
 }
 
 describe('translated TTS', () => {
@@ -153,7 +153,11 @@ describe('legacy TTS (deprecated)', () => {
     expect((await download(file.url)).bytes.equals(expected)).toBe(true);
     await client.createTts({ text: 'Again', language: 'en-us' });
     expect(warningsWith('RTT_DEP_ASYNC_TTS')).toHaveLength(1);
-    expect(warningsWith('RTT_DEP_ASYNC_TTS')[0]!.name).toBe('DeprecationWarning');
+    expect(warningsWith('RTT_DEP_ASYNC_TTS')[0]).toEqual({
+      type: 'DeprecationWarning',
+      code: 'RTT_DEP_ASYNC_TTS',
+      message: 'The asynchronous POST /tts flow is deprecated by the service; use TtsStreamReadable (POST /tts-stream).',
+    });
   });
 });
 

@@ -17,7 +17,7 @@ const env = sharedEmulator();
 
 describe('project setup', () => {
   it('status and result, in camelCase, with the languages as ids', async () => {
-    const task = await env.client.createProjectSetup({ mediaUrl: 'https://e.com/talk.mp4', sourceLanguage: 'en-us', targetLanguages: ['es-es', 31], projectName: 'Talk', folderId: 9 });
+    const task = await env.client.createProjectSetup({ mediaUrl: 'https://e.com/talk.mp4', sourceLanguage: 'en-us', targetLanguages: ['es-es', 'de-de'], projectName: 'Talk', folderId: 9 });
     expect((await env.client.getProjectSetupStatus(task.taskId)).status).toBe('PENDING');
     const done = await env.client.waitForTask('project-setup', task.taskId);
     const result = await env.client.getProjectSetupResult(done.runId);

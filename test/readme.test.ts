@@ -1,73 +1,248 @@
 /**
- * The README's first screen, run as a new user would: its commands (as processes, from a fresh
- * directory holding the repository's examples) and its library example (as a program of its
- * own, importing the built package by name). Needs `npm run build` (npm test does it).
+ * The documentation's code runs as written. Every fenced block of README.md (and of the guides
+ * under docs/, when there are any) is accounted for, one of three ways:
+ *
+ * - A `ts` or `js` block is a program of its own: it runs (as an ES module, its types stripped)
+ *   in a fresh directory where rt-translate is installed as npm installs it (only the files
+ *   `npm pack` would publish, beside the dependencies), with RT_TRANSLATE_REALTIME_URL,
+ *   RT_TRANSLATE_BASE_URL and RT_TRANSLATE_API_KEY pointing at an emulator on loopback. It must
+ *   exit 0 and print nothing on stderr.
+ * - A `sh` block runs line by line, in order, in a fresh directory that holds the repository's
+ *   examples and build as a clone does (`node dist/bin/rt-translate.js`), `rt-translate` being
+ *   that command, with no service configured: the commands use the embedded emulator. Each line
+ *   must exit 0 and print no error or warning.
+ * - A block that cannot run as written (it stands for the reader's own inputs or application, it
+ *   starts a server that runs until stopped, it shows output or a summary) is marked as a
+ *   fragment: the line before its opening fence is `<!-- fragment: WHY -->`, WHY saying what
+ *   keeps it from running. Any other block fails the first test below.
+ *
+ * Then the Troubleshooting rows are checked against what the commands print. Needs `npm run
+ * build` (npm test does it).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { killAllChildren, runCli, runInProcess } from './helpers/cli.js';
+import ts from 'typescript';
+import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
+import { CLI_PATH, cliEnv, killAllChildren, runInProcess } from './helpers/cli.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const KEY = 'sk-readme-examples-3f9a0c71d2';
+
+/** One fenced block of a document. */
+interface Block {
+  /** `README.md:44`: the document and the line of the opening fence. */
+  where: string;
+  lang: string;
+  code: string;
+  /** The reason given by a `<!-- fragment: WHY -->` line, when the block is marked. */
+  fragment: string | undefined;
+}
+
+/** The fenced blocks of `text`, each with the marker on the line before it, if any. */
+function blocksOf(name: string, text: string): Block[] {
+  const lines = text.split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)\s*$/.exec(lines[i]!);
+    if (!open) continue;
+    const end = lines.indexOf('```', i + 1);
+    expect(end, `${name}:${i + 1}: a fence that is never closed`).toBeGreaterThan(i);
+    const marker = /^<!-- fragment: (.+) -->$/.exec(lines[i - 1] ?? '');
+    blocks.push({ where: `${name}:${i + 1}`, lang: open[1]!, code: `${lines.slice(i + 1, end).join('\n')}\n`, fragment: marker?.[1] });
+    i = end;
+  }
+  return blocks;
+}
+
+async function documents(): Promise<Array<{ name: string; text: string }>> {
+  const docs = [{ name: 'README.md', text: await readFile(join(root, 'README.md'), 'utf8') }];
+  const guides = existsSync(join(root, 'docs')) ? (await readdir(join(root, 'docs'), { recursive: true })).filter((f) => f.endsWith('.md')) : [];
+  for (const guide of guides.sort()) docs.push({ name: `docs/${guide}`, text: await readFile(join(root, 'docs', guide), 'utf8') });
+  return docs;
+}
+
+const blocks = (await documents()).flatMap(({ name, text }) => blocksOf(name, text));
+const programs = blocks.filter((b) => b.fragment === undefined && /^(ts|js|typescript|javascript)$/.test(b.lang));
+const scripts = blocks.filter((b) => b.fragment === undefined && /^(sh|bash|shell)$/.test(b.lang));
+
 const readme = await readFile(join(root, 'README.md'), 'utf8');
-const startHere = readme.slice(readme.indexOf('## Start here'), readme.indexOf('## API at a glance'));
 const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'), readme.indexOf('## Performance'));
 
-/** Splits a shell command line: words, and double-quoted strings as one word. */
-function words(line: string): string[] {
-  return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
-}
-
-/** The `node dist/bin/rt-translate.js ...` command lines of a section, as argument lists. */
-function commands(section: string): string[][] {
-  return [...section.matchAll(/^node dist\/bin\/rt-translate\.js (.+)$/gm)].map((m) => words(m[1]!));
-}
-
 let dir: string;
+let installed: string;
+let emulator: RunningEmulator;
+
+/**
+ * rt-translate as npm installs it, under `into`: the files `npm pack` lists (from this checkout
+ * and its build) and the package's dependencies beside them.
+ */
+async function install(into: string): Promise<void> {
+  const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root });
+  const { files } = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!;
+  const pkg = join(into, 'node_modules', 'rt-translate');
+  for (const { path } of files) {
+    await mkdir(dirname(join(pkg, path)), { recursive: true });
+    await symlink(join(root, path), join(pkg, path));
+  }
+  const { dependencies = {} } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  for (const name of Object.keys(dependencies)) {
+    await mkdir(dirname(join(into, 'node_modules', name)), { recursive: true });
+    await symlink(join(root, 'node_modules', name), join(into, 'node_modules', name), 'dir');
+  }
+}
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rt-translate-readme-'));
-  await symlink(join(root, 'examples'), join(dir, 'examples'), 'dir');
-  await mkdir(join(dir, 'node_modules'));
-  await symlink(root, join(dir, 'node_modules', 'rt-translate'), 'dir');
-});
+  installed = join(dir, 'installed');
+  await install(installed);
+  // The command as a clone has it, and as `rt-translate` on PATH.
+  await mkdir(join(dir, 'bin'));
+  await writeFile(join(dir, 'bin', 'rt-translate'), `#!/bin/sh\nexec "${process.execPath}" "${CLI_PATH}" "$@"\n`);
+  await chmod(join(dir, 'bin', 'rt-translate'), 0o755);
+  emulator = await startEmulator({ apiKeys: [KEY], taskMs: 0 });
+}, 60_000);
+
 afterAll(async () => {
   await killAllChildren();
-  await rm(dir, { recursive: true, force: true });
+  await emulator?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** A fresh directory for one block: the installed package for a program, a clone's examples and build for a script. */
+async function workspace(block: Block, kind: 'program' | 'script'): Promise<string> {
+  const work = join(dir, block.where.replace(/[^A-Za-z0-9]+/g, '-'));
+  await mkdir(work);
+  if (kind === 'program') {
+    await symlink(join(installed, 'node_modules'), join(work, 'node_modules'), 'dir');
+  } else {
+    await symlink(join(root, 'examples'), join(work, 'examples'), 'dir');
+    await symlink(join(root, 'dist'), join(work, 'dist'), 'dir');
+  }
+  return work;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 function isWav(bytes: Buffer): boolean {
   return bytes.length > 44 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WAVE';
 }
 
-describe.concurrent('README: Start here', () => {
-  it('the commands to translate a file and to stream text to speech work as written, on the embedded emulator', async () => {
-    const lines = commands(startHere);
-    expect(lines.map((args) => args[0])).toEqual(['--from', 'tts']);
-    const results = await Promise.all(lines.map((args) => runCli(args, { cwd: dir })));
-    for (const [i, result] of results.entries()) {
-      expect(result.stderr).not.toMatch(/error|warning/i);
-      expect(result.code).toBe(0);
-      const args = lines[i]!;
-      expect(isWav(await readFile(join(dir, args[args.indexOf('-o') + 1]!)))).toBe(true);
-    }
+/** What a program must also have done, found by a line it contains. */
+const PROGRAM_CHECKS: Array<{ contains: string; check: (work: string, result: Run) => Promise<void> }> = [
+  {
+    contains: "new WavFileWriter('sample-es.wav'",
+    check: async (work, { stdout }) => {
+      expect(stdout.split('\n').filter((line) => line.startsWith('translated:')).length).toBeGreaterThan(0);
+      const out = await readFile(join(work, 'sample-es.wav'));
+      expect(isWav(out)).toBe(true);
+      expect(out.readUInt32LE(40)).toBe(out.length - 44);
+      expect(out.length - 44).toBeGreaterThan(48_000);
+    },
+  },
+  {
+    contains: "createWriteStream('sample-es.pcm')",
+    check: async (work, { stdout }) => {
+      expect(stdout).toMatch(/^session [0-9a-f-]{36}$/m);
+      expect((await readFile(join(work, 'sample-es.pcm'))).length).toBeGreaterThan(48_000);
+    },
+  },
+  {
+    contains: "createWriteStream('good-morning-es.flac')",
+    check: async (work, { stdout }) => {
+      expect(isWav(await readFile(join(work, 'hello.wav')))).toBe(true);
+      expect((await readFile(join(work, 'good-morning-es.flac'))).toString('latin1', 0, 4)).toBe('fLaC');
+      expect(stdout).toMatch(/^1\n00:00:\d\d,\d{3} --> /m);
+      expect(stdout).toMatch(/^cloned voice \d+$/m);
+    },
+  },
+  {
+    contains: 'handleDeprecations(',
+    check: async (_work, { stdout }) => {
+      expect(stdout).toContain('note (RTT_DEP_TRANSLATION_STREAM): POST /translation/stream is deprecated by the service');
+      expect(stdout).toContain('Good morning');
+    },
+  },
+];
+
+describe('the documentation: every code block', () => {
+  it('is a program, a shell script, or marked as a fragment with its reason', () => {
+    const unaccounted = blocks.filter((b) => b.fragment === undefined && !programs.includes(b) && !scripts.includes(b));
+    expect(unaccounted.map((b) => `${b.where}: \`\`\`${b.lang} neither runs nor is marked <!-- fragment: WHY -->`)).toEqual([]);
+    expect(blocks.filter((b) => b.fragment !== undefined && b.fragment.trim().length < 5).map((b) => b.where)).toEqual([]);
+    // The README's first screen runs: its two commands and its library example.
+    expect(scripts.length).toBeGreaterThanOrEqual(3);
+    expect(programs.length).toBeGreaterThanOrEqual(4);
+    // Every check above is about a program that is still there.
+    for (const { contains } of PROGRAM_CHECKS) expect(programs.some((b) => b.code.includes(contains)), contains).toBe(true);
   });
 
-  it('the library example runs as written: a WAV file translated into another', async () => {
-    const code = /\*\*From your code\*\*[^\n]*\n\n```ts\n([\s\S]*?)```/.exec(startHere)?.[1];
-    expect(code).toBeDefined();
-    await copyFile(join(root, 'test', 'fixtures', 'speech-en-24k.wav'), join(dir, 'talk.wav'));
-    await writeFile(join(dir, 'example.mjs'), code!);
-    const { stdout } = await promisify(execFile)(process.execPath, ['example.mjs'], { cwd: dir, env: { PATH: process.env.PATH } });
-    expect(stdout.split('\n').filter((line) => line.startsWith('translated:'))).toHaveLength(3);
-    const out = await readFile(join(dir, 'talk-es.wav'));
-    expect(isWav(out)).toBe(true);
-    expect(out.readUInt32LE(40)).toBe(out.length - 44);
-    expect(out.length - 44).toBeGreaterThan(48_000);
+  it('the package publishes the sample the examples read', async () => {
+    const sample = join(installed, 'node_modules', 'rt-translate', 'examples', 'assets', 'sample-en.wav');
+    expect(isWav(await readFile(sample))).toBe(true);
   });
+});
+
+describe.concurrent('the documentation: programs run as written, against the emulator', () => {
+  it.each(programs.map((block) => ({ where: block.where, block })))(
+    '$where',
+    async ({ block }) => {
+      const work = await workspace(block, 'program');
+      const { outputText } = ts.transpileModule(block.code, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+      await writeFile(join(work, 'example.mjs'), outputText);
+      const env = { PATH: process.env.PATH, RT_TRANSLATE_REALTIME_URL: emulator.realtimeUrl, RT_TRANSLATE_BASE_URL: emulator.baseUrl, RT_TRANSLATE_API_KEY: KEY };
+      const result = await run(process.execPath, ['example.mjs'], work, env);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      for (const { contains, check } of PROGRAM_CHECKS) if (block.code.includes(contains)) await check(work, result);
+    },
+    // The transcription's wait follows the service's guidance for long media: a first poll after 15 s.
+    60_000,
+  );
+});
+
+describe.concurrent('the documentation: shell lines run as written, on the embedded emulator', () => {
+  it.each(scripts.map((block) => ({ where: block.where, block })))(
+    '$where',
+    async ({ block }) => {
+      const work = await workspace(block, 'script');
+      const env = { ...cliEnv(), PATH: `${join(dir, 'bin')}:${process.env.PATH}` };
+      const lines = block.code.split('\n').filter((line) => line.trim() !== '' && !line.trim().startsWith('#'));
+      for (const line of lines) {
+        const result = await run('sh', ['-c', line], work, env);
+        expect({ line, code: result.code, stderr: result.stderr }).toEqual({ line, code: 0, stderr: expect.not.stringMatching(/error|warn|deprecat/i) });
+      }
+      // Each `-o NAME` a line names was written, whole.
+      for (const [, name] of block.code.matchAll(/ -o (\S+)/g)) {
+        const path = join(work, name!);
+        if (name!.endsWith('/')) expect((await readdir(path)).length, relative(work, path)).toBeGreaterThan(0);
+        else expect((await readFile(path)).length, name).toBeGreaterThan(0);
+      }
+      expect((await readdir(work)).filter((name) => name.endsWith('.partial'))).toEqual([]);
+    },
+    60_000,
+  );
 });
 
 /**

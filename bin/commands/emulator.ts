@@ -4,7 +4,7 @@
  * Flags map one to one onto `startEmulator` options; each is checked here with a usage error
  * naming the flag, and the emulator checks the options again.
  */
-import { parseArgs } from 'node:util';
+import { once } from 'node:events';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
 import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
@@ -234,7 +234,7 @@ function parseSegmentation(values: {
 }
 
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate emulator --help');
+  const { values } = parseCommandLine({ args, options: OPTIONS, strict: true }, 'rt-translate emulator --help');
   if (values.help) {
     io.stdout.write(`${EMULATOR_USAGE}\n`);
     return EXIT_OK;

@@ -1,6 +1,6 @@
 /**
  * What the HTTP subcommands (`tts`, `translated-tts`, `transcribe`, `dub`, `subtitles`,
- * `separate-results`, `voices`, `delete-voice`, `task-status`, ...) share: the service flags and
+ * `separate`, `separate-results`, `voices`, `task-status`, ...) share: the service flags and
  * their checks, the client (on the configured base URL or the embedded emulator), Ctrl-C, and:
  *
  * - progress (`Service.progress`, a `LiveStatus`): task waits (what is waited for, its status, the
@@ -33,7 +33,7 @@ import { validate, type Check } from '../../lib/http/validation.js';
 import type { UploadProgress } from '../../lib/http/multipart.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import { TASK_KIND_SPECS, type TaskKind } from '../../lib/http/task-kinds.js';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { parseArgs, ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { LiveStatus, PROGRESS_OPTIONS, PROGRESS_USAGE, progressMode, type ProgressMode } from '../status-line.js';
 import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
@@ -47,11 +47,13 @@ export type ParsedCommand<O extends CommandOptions> = ReturnType<typeof parseArg
 
 /**
  * Parses a subcommand's arguments (a parse error, or an argument where `allowPositionals` is
- * false, is a usage error). With `--help`, prints `usage` on stdout and returns undefined: the
- * command then ends with status 0.
+ * false, is a usage error pointing to the command's own help, the command named by the first
+ * line of `usage`). With `--help`, prints `usage` on stdout and returns undefined: the command
+ * then ends with status 0.
  */
 export function parseCommand<O extends CommandOptions>(args: string[], options: O, usage: string, io: CliIo, allowPositionals = false): ParsedCommand<O> | undefined {
-  const parsed = parseCommandLine(() => parseArgs({ args, options, strict: true, allowPositionals }));
+  const command = /^Usage: (rt-translate(?: [a-z][a-z-]*)?)/.exec(usage)?.[1] ?? 'rt-translate';
+  const parsed = parseCommandLine({ args, options, strict: true, allowPositionals }, `${command} --help`);
   if ((parsed.values as { help?: boolean }).help) {
     io.stdout.write(`${usage}\n`);
     return undefined;

@@ -7,7 +7,6 @@
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { parseArgs } from 'node:util';
 import { ENV_REALTIME_URL } from '../../lib/config.js';
 import { ConfigError, ValidationError } from '../../lib/errors.js';
 import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
@@ -72,7 +71,7 @@ function lineOf(result: LiveTranscript, json: boolean): string {
 }
 
 export async function runListen(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate listen --help');
+  const { values } = parseCommandLine({ args, options: OPTIONS, strict: true }, 'rt-translate listen --help');
   if (values.help) {
     io.stdout.write(`${LISTEN_USAGE}\n`);
     return EXIT_OK;

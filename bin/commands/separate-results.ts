@@ -24,6 +24,7 @@ import {
   parseCommand,
   serviceSettings,
   withService,
+  type Service,
 } from './http-common.js';
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
@@ -75,58 +76,70 @@ export function batchesOf(ids: number[]): number[][] {
   return batches;
 }
 
+/** The directory `-o` names for the tracks (default the current one); `-` is a usage error. */
+export function outputDirectory(output: string | undefined): string {
+  if (output === '-') throw new UsageError('-o expects a directory: two files are written per run.');
+  return output ?? '.';
+}
+
 export async function runSeparateResults(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(args, OPTIONS, SEPARATE_RESULTS_USAGE, io, true);
   if (!parsed) return EXIT_OK;
   const { values, positionals } = parsed;
   const ids = runIdsOf(positionals);
-  const dir = values.output ?? '.';
-  if (dir === '-') throw new UsageError('-o expects a directory: two files are written per run.');
+  const dir = outputDirectory(values.output);
   const settings = await serviceSettings(values, io);
   await checkDirectory(dir);
 
-  return withService(settings, io, async ({ client, signal, progress }) => {
-    const failed = new Set<number>();
-    const report = (runId: number, text: string): void => {
-      failed.add(runId);
-      io.stderr.write(`rt-translate: run ${runId}: ${text}\n`);
-    };
-    for (const batch of batchesOf(ids)) {
-      let runs;
-      try {
-        runs = await lookUpSeparationRuns(client, batch, { signal });
-      } catch (error) {
-        if (signal.aborted) throw error;
-        for (const runId of batch) report(runId, `lookup failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);
+  return withService(settings, io, (service) => downloadRuns(io, service, ids, dir));
+}
+
+/**
+ * Downloads both tracks of each finished run of `ids` into the directory `dir` (as
+ * `outputDirectory` checked it), printing each path on stdout; a run that fails is reported on
+ * stderr and the others go on. Status 1 when any failed.
+ */
+export async function downloadRuns(io: CliIo, { client, signal, progress }: Service, ids: number[], dir: string): Promise<number> {
+  const failed = new Set<number>();
+  const report = (runId: number, text: string): void => {
+    failed.add(runId);
+    io.stderr.write(`rt-translate: run ${runId}: ${text}\n`);
+  };
+  for (const batch of batchesOf(ids)) {
+    let runs;
+    try {
+      runs = await lookUpSeparationRuns(client, batch, { signal });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      for (const runId of batch) report(runId, `lookup failed: ${describeFailure(error).replace(/^rt-translate: /, '')}`);
+      continue;
+    }
+    for (const runId of batch) {
+      const run = runs.get(runId);
+      if (!run || !run.ready) {
+        const status = run?.status ?? 'no result';
+        report(runId, `no tracks (${status})${run?.error ? `: ${run.error}` : ''}`);
         continue;
       }
-      for (const runId of batch) {
-        const run = runs.get(runId);
-        if (!run || !run.ready) {
-          const status = run?.status ?? 'no result';
-          report(runId, `no tracks (${status})${run?.error ? `: ${run.error}` : ''}`);
-          continue;
-        }
-        for (const track of TRACKS) {
-          const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
-          const path = join(dir, `${track}-${runId}.flac`);
-          try {
-            await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`, progress);
-            io.stdout.write(`${path}\n`);
-          } catch (error) {
-            const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
-            const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
-            if (signal.aborted) {
-              if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);
-              throw failure;
-            }
-            report(runId, `${track} track failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}`);
+      for (const track of TRACKS) {
+        const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
+        const path = join(dir, `${track}-${runId}.flac`);
+        try {
+          await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`, progress);
+          io.stdout.write(`${path}\n`);
+        } catch (error) {
+          const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
+          const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
+          if (signal.aborted) {
+            if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);
+            throw failure;
           }
+          report(runId, `${track} track failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}`);
         }
       }
     }
-    if (failed.size === 0) return EXIT_OK;
-    io.stderr.write(`rt-translate: ${failed.size} of ${ids.length} run(s) failed\n`);
-    return EXIT_FAILURE;
-  });
+  }
+  if (failed.size === 0) return EXIT_OK;
+  io.stderr.write(`rt-translate: ${failed.size} of ${ids.length} run(s) failed\n`);
+  return EXIT_FAILURE;
 }

@@ -11,7 +11,6 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
 import { MAX_TOKEN_TTL_MS, createRealtimeRelay } from '../../lib/index.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, isLoopbackHost } from '../../lib/config.js';
 import { apiKeyUsage } from '../api-key.js';
@@ -75,7 +74,7 @@ function hostForUrl(host: string): string {
 }
 
 export async function runServe(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args, options: OPTIONS, strict: true }), 'rt-translate serve --help');
+  const { values } = parseCommandLine({ args, options: OPTIONS, strict: true }, 'rt-translate serve --help');
   if (values.help) {
     io.stdout.write(`${SERVE_USAGE}\n`);
     return EXIT_OK;

@@ -5,7 +5,7 @@
  */
 import type { TaskProgress } from '../../lib/http/tasks.js';
 import { TASK_KINDS, TASK_KIND_SPECS, isTaskKind } from '../../lib/http/task-kinds.js';
-import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, didYouMean, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
   POLL_OPTIONS,
@@ -49,7 +49,7 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
   const { values, positionals } = parsed;
   if (positionals.length !== 2) throw new UsageError(`task-status expects KIND and TASK_ID (got ${positionals.length} argument(s); see --help).`);
   const [kind, taskId] = positionals as [string, string];
-  if (!isTaskKind(kind)) throw new UsageError(`KIND expects one of ${TASK_KINDS.join(', ')} (got "${kind}").`);
+  if (!isTaskKind(kind)) throw new UsageError(`KIND expects one of ${TASK_KINDS.join(', ')} (got "${kind}").${didYouMean(kind, TASK_KINDS)}`);
   if (taskId === '') throw new UsageError('TASK_ID must not be empty.');
   const settings = await serviceSettings(values, io);
   requirePersistentService(settings, `task ${taskId} needs the service that made it`);

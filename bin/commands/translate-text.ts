@@ -2,7 +2,8 @@
  * `rt-translate translate-text --from TAG --to TAG [TEXT...]`: texts translated by the task
  * (`POST /translate`), one translation per line on stdout; the texts come from the arguments,
  * or one per line from `--file` or stdin. `--stream` uses the streaming endpoint for one text
- * and prints it as it comes.
+ * and prints it as it comes; the service deprecates that endpoint, which the command says once
+ * on stderr (`../deprecations.ts`).
  */
 import { readFile } from 'node:fs/promises';
 import { translationSchema } from '../../lib/http/schemas.js';
@@ -28,7 +29,8 @@ export const TRANSLATE_TEXT_USAGE = `Usage: rt-translate translate-text --from T
   --to TAG              the language to translate into
   --file PATH           read the texts from PATH, one per line ('-': stdin)
   --formal, --casual    formality of the translation
-  --stream              one text through the streaming endpoint, printed as it arrives
+  --stream              deprecated by the service (said on stderr when used): one text
+                        through the streaming endpoint, printed as it arrives
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 

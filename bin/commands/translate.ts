@@ -6,7 +6,6 @@
  * the flags and runs one `pipeline()`: input, translator, output.
  */
 import { pipeline } from 'node:stream/promises';
-import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
 import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
@@ -152,7 +151,7 @@ function seconds(bytes: number): string {
 }
 
 export async function runTranslate(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(() => parseArgs({ args: ffmpegSpellings(args), options: OPTIONS, strict: true }));
+  const { values } = parseCommandLine({ args: ffmpegSpellings(args), options: OPTIONS, strict: true });
   if (values.help) {
     io.stdout.write(`${TRANSLATE_USAGE}\n`);
     return EXIT_OK;

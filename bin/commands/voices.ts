@@ -1,12 +1,13 @@
 /**
  * `rt-translate voices [list|create|delete|design]`: the voices the key may use, a voice cloned
- * from a recording (uploaded as it is read, from a file or stdin), a custom voice deleted, and a
+ * from a recording (uploaded as it is read, from a file or stdin), a custom voice deleted
+ * (`DELETE /delete-voice/{id}`; `rt-translate delete-voice ID` is its deprecated old name), and a
  * voice made from a description (its preview URLs).
  */
 import { basename } from 'node:path';
 import { GENDER_VALUES } from '../../lib/http/schemas.js';
 import type { Voice } from '../../lib/http/voices.js';
-import { EXIT_OK, UsageError, intFlag, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, didYouMean, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
@@ -16,13 +17,13 @@ import {
   checkInputFile,
   checkRequest,
   parseCommand,
+  serviceSettings,
   taskRun,
   taskSettings,
   withService,
   withUploadProgress,
 } from './http-common.js';
 import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
-import { runDeleteVoice } from './delete-voice.js';
 
 export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices
 
@@ -34,7 +35,9 @@ export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|desi
         clone a voice from a recording (WAV, MP3, FLAC or AAC; '-' reads stdin, streamed);
         G: 0 unknown, 1 male, 2 female, 9 not applicable. Prints "created voice ID".
   rt-translate voices delete ID
-        delete a custom voice of the key's workspace (as delete-voice)
+        delete a custom voice of the key's workspace, for good. Prints "deleted voice ID". The
+        deletion is sent once: it is repeated only where the service surely did not receive it
+        (a repeat after a lost answer would be refused for a voice that was in fact deleted)
   rt-translate voices design --text TEXT --description TEXT [--no-wait | --run ID]
         a voice from a description (at least ${VOICE_DESCRIPTION_MIN_LENGTH} characters: who speaks, how, in what
         mood): prints the URLs of its spoken previews
@@ -60,6 +63,25 @@ const OPTIONS = {
   text: { type: 'string' },
 } as const;
 
+const ACTIONS = ['list', 'create', 'delete', 'design'];
+
+/** `voices delete ID`. */
+async function deleteVoice(args: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommand(args, SERVICE_OPTIONS, VOICES_USAGE, io, true);
+  if (!parsed) return EXIT_OK;
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError(`voices delete expects one voice ID (got ${positionals.length}; see rt-translate voices --help).`);
+  const text = positionals[0]!;
+  if (!/^\d+$/.test(text)) throw new UsageError(`ID expects a positive integer (got "${text}").`);
+  const voiceId = intFlag(text, 'ID', 1)!;
+  const settings = await serviceSettings(values, io);
+  return withService(settings, io, async ({ client, signal }) => {
+    await client.deleteVoice(voiceId, { signal });
+    io.stdout.write(`deleted voice ${voiceId}\n`);
+    return EXIT_OK;
+  });
+}
+
 function voiceLine(voice: Voice): string {
   const dash = (value: unknown): string => (value === null || value === undefined ? '-' : String(value));
   return [voice.id, voice.voiceName, dash(voice.gender), dash(voice.age), dash(voice.language)].join('\t');
@@ -68,8 +90,10 @@ function voiceLine(voice: Voice): string {
 export async function runVoices(args: string[], io: CliIo): Promise<number> {
   const [first, ...rest] = args;
   const action = first === undefined || first.startsWith('-') ? 'list' : first;
-  if (action === 'delete') return runDeleteVoice(rest, io);
-  if (!['list', 'create', 'design'].includes(action)) throw new UsageError(`voices expects list, create, delete or design (got "${action}"; see --help).`);
+  if (action === 'delete') return deleteVoice(rest, io);
+  if (!['list', 'create', 'design'].includes(action)) {
+    throw new UsageError(`voices expects list, create, delete or design (got "${action}").${didYouMean(action, ACTIONS)} See rt-translate voices --help.`);
+  }
   const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;

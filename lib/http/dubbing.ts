@@ -180,7 +180,7 @@ function outputOf(result: DubbingResult, runId: number, language: string | numbe
 
 export interface DubbedFileOptions extends AudioDownloadOptions, ParseTranscriptOptions {
   /** The language key of a run with several target languages. */
-  language?: string | number;
+  language?: Language;
 }
 
 /**

@@ -52,12 +52,17 @@ import {
 import { multipartBody, type FieldValue, type Upload } from './multipart.js';
 import { audioSeparationSchema, legacyTtsSchema, projectSetupSchema, runIdParam, translatedTtsSchema, voiceIdParam, type OutputType } from './schemas.js';
 import { runTask, type CompletedTask, type TaskStatusResponse } from './tasks.js';
-import { validate, warnOnce } from './validation.js';
+import { validate } from './validation.js';
+import { reportDeprecation } from '../deprecations.js';
+import type { LanguageTag, OpenUnion } from '../language-tags.js';
 
 export type { CreatedTask, TaskCallOptions } from './endpoint-kit.js';
 
-/** A language: a locale tag such as `en-us`, or a numeric language id. */
-export type Language = string | number;
+/**
+ * A language: a locale tag such as `en-us` (the documented ones offered by an editor's
+ * completion, any other accepted; the service's lists decide), or a numeric language id.
+ */
+export type Language = OpenUnion<LanguageTag> | number;
 
 /** Fields every creation of a project-like task takes. */
 export interface ProjectFields {
@@ -303,19 +308,14 @@ export function getSubtitleStatus(client: HttpRequester, taskId: string, options
 /* ----------------------------------------------------------------------------------------- */
 /* Legacy TTS                                                                                */
 
-const LEGACY_TTS_WARNING = 'RTT_DEP_ASYNC_TTS';
-
 function warnLegacyTts(): void {
-  warnOnce(
-    LEGACY_TTS_WARNING,
-    'The asynchronous POST /tts flow is deprecated by the service; use TtsStreamReadable (POST /tts-stream).',
-  );
+  reportDeprecation('RTT_DEP_ASYNC_TTS');
 }
 
 /**
  * `POST /tts`.
  * @deprecated The service deprecates the asynchronous TTS flow; use `TtsStreamReadable`.
- * Emits one `DeprecationWarning` (code `RTT_DEP_ASYNC_TTS`) per process.
+ * Reports the deprecation (code `RTT_DEP_ASYNC_TTS`): one `DeprecationWarning` per process by default.
  */
 export async function createTts(client: HttpRequester, body: LegacyTtsRequest, options?: RequestOptions): Promise<CreatedTask> {
   warnLegacyTts();

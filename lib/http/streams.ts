@@ -14,7 +14,8 @@ import type { Language } from './endpoints.js';
 import { catalogOf } from './languages.js';
 import type { LooseAnswer } from './library.js';
 import { idParam, streamProbeSchema, streamSchema, streamUpdateSchema, type STREAM_DEMIXING_OPTIONS, type STREAM_SEGMENTING_OPTIONS } from './schemas.js';
-import { validate, warnOnce } from './validation.js';
+import { validate } from './validation.js';
+import { reportDeprecation } from '../deprecations.js';
 import { isPlainObject } from './wire.js';
 
 type PipelineOption = 'none' | 'best_model' | 'fast_model';
@@ -162,7 +163,7 @@ export function probeStream(client: HttpRequester, request: { url: string; passp
 }
 
 function warnV1(): void {
-  warnOnce('RTT_DEP_STREAM_V1', 'The /v1/stream endpoints are deprecated by the service; use createStream() and the /stream endpoints.');
+  reportDeprecation('RTT_DEP_STREAM_V1');
 }
 
 /** `POST /v1/stream`. @deprecated Use `createStream` (`POST /stream`). */

@@ -15,7 +15,8 @@ import { getTranslationResult, parseTranslationResult, type Language, type Proje
 import { tagsToIds, type LanguageField } from './languages.js';
 import { translationSchema, translationStreamSchema } from './schemas.js';
 import type { TaskStatusResponse } from './tasks.js';
-import { validate, warnOnce } from './validation.js';
+import { validate } from './validation.js';
+import { reportDeprecation } from '../deprecations.js';
 
 /** `POST /translate`. */
 export interface TranslationRequest extends ProjectFields {
@@ -80,10 +81,11 @@ export async function translateTexts(client: HttpRequester, texts: string[], opt
  * `POST /translation/stream`: the translation of one text as it is produced, a Readable of
  * strings (UTF-8, never a split character). Resolves once the answer's headers are in, so an
  * HTTP failure rejects; a failure later destroys the stream with the library's error. The
- * service deprecates it (one `DeprecationWarning`, code `RTT_DEP_TRANSLATION_STREAM`).
+ * service deprecates it (code `RTT_DEP_TRANSLATION_STREAM`: one `DeprecationWarning` per process
+ * by default; `handleDeprecations` takes it instead).
  */
 export async function translationStream(client: HttpRequester, request: TranslationStreamRequest, options?: RequestOptions): Promise<Readable> {
-  warnOnce('RTT_DEP_TRANSLATION_STREAM', 'POST /translation/stream is deprecated by the service; use translateTexts() (POST /translate).');
+  reportDeprecation('RTT_DEP_TRANSLATION_STREAM');
   const json = await tagsToIds(client, validate(translationStreamSchema, request), LANGUAGES, callOptions(options));
   const spec: RequestSpec = { method: 'POST', path: '/translation/stream', json, accept: 'text/plain, */*', kind: 'create', ...callOptions(options) };
   const response = await client.requestStream(spec);

@@ -29,13 +29,14 @@ import { HttpTimeoutError } from './errors.js';
 import type { RetrySetting } from './retry.js';
 import { DEFAULT_VOICE_ID, ttsStreamSchema, type OutputFormat } from './schemas.js';
 import { validate } from './validation.js';
+import type { Language } from './endpoints.js';
 
 /** The body of `POST /tts-stream`. */
 export interface TtsStreamRequest {
   /** 3 to 3000 characters. */
   text: string;
   /** Locale tag, e.g. `en-us`. */
-  language: string | number;
+  language: Language;
   /** Default 147320. */
   voiceId?: number;
   /** `auto`, `mars-pro`, `mars-flash`, `mars-instruct`, `mars-8`, ... */

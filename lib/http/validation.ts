@@ -11,10 +11,11 @@
  *   arrive as text: `form: true` reads numbers, booleans and repeated fields from it.
  *
  * Language fields take a locale tag (`en-us`; any case, sent lowercase) or a numeric language id.
- * Where the interface deprecates ids, the client emits one `DeprecationWarning` (code
- * `RTT_DEP_NUMERIC_LANGUAGE`) per process.
+ * Where the interface deprecates ids, the client reports the deprecation (code
+ * `RTT_DEP_NUMERIC_LANGUAGE`; `../deprecations.ts`).
  */
 import { ValidationError } from '../errors.js';
+import { reportDeprecation } from '../deprecations.js';
 import { fromWireName, isPlainObject, toWireName } from './wire.js';
 
 export type Loc = (string | number)[];
@@ -354,26 +355,11 @@ export function toValidationError(first: FieldIssue): ValidationError {
   return new ValidationError(field, first.accepted, first.received);
 }
 
-const warned = new Set<string>();
-
-/**
- * Emits a `DeprecationWarning` with `code` once per process. Returns whether it was emitted
- * now (false when it had been already).
- */
-export function warnOnce(code: string, message: string): boolean {
-  if (warned.has(code)) return false;
-  warned.add(code);
-  process.emitWarning(message, { type: 'DeprecationWarning', code });
-  return true;
-}
-
+/** The code of the deprecation reported for a numeric language id (`../deprecations.ts`). */
 export const NUMERIC_LANGUAGE_WARNING = 'RTT_DEP_NUMERIC_LANGUAGE';
 
 function warnNumericLanguage(loc: Loc, id: number): void {
-  warnOnce(
-    NUMERIC_LANGUAGE_WARNING,
-    `Numeric language ids are deprecated by the service (${loc.join('.')} = ${id}); pass a locale tag such as "en-us".`,
-  );
+  reportDeprecation(NUMERIC_LANGUAGE_WARNING, { field: loc.join('.'), value: id });
 }
 
 /**

@@ -19,6 +19,7 @@ import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
 import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { intOption } from '../options.js';
+import type { LanguageTag, OpenUnion } from '../language-tags.js';
 import type { ConnectionEnd } from './connection.js';
 import { DuplexLifecycle } from './duplex-lifecycle.js';
 import { EventOutlet } from './event-outlet.js';
@@ -44,7 +45,7 @@ import {
 
 export interface LiveTranscriptionOptions extends RealtimeConnectionOptions {
   /** Locale tag of the speech. Default `en-us`. */
-  language?: string;
+  language?: OpenUnion<LanguageTag>;
   /** Default `boli-v5`. */
   model?: string;
   /** `linear16` (default), `linear32`, `mulaw` or `alaw`. */

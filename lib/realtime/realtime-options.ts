@@ -16,7 +16,8 @@ import {
   type OutputModality,
   type SessionConfig,
 } from './codec.js';
-import { normalizeRealtimeLanguage } from './languages.js';
+import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
+import type { OpenUnion } from '../language-tags.js';
 import type { ReconnectPolicy } from './reconnect-policy.js';
 import type { SessionLinkOptions } from './session-link.js';
 
@@ -76,10 +77,10 @@ export interface RealtimeConnectionOptions {
 }
 
 export interface RealtimeTranslateOptions extends RealtimeConnectionOptions {
-  /** Source language tag, one of the 14 realtime tags (case-insensitive). */
-  from: string;
-  /** Target language tag, one of the 14 realtime tags (case-insensitive). */
-  to: string;
+  /** Source language tag, one of the 14 realtime tags (`REALTIME_LANGUAGES`, case-insensitive). */
+  from: OpenUnion<RealtimeLanguage>;
+  /** Target language tag, one of the 14 realtime tags (`REALTIME_LANGUAGES`, case-insensitive). */
+  to: OpenUnion<RealtimeLanguage>;
   /** Use this cloned voice (owned by the key's workspace). Default: the target language's built-in voice. */
   voiceId?: number;
   /** `['text', 'audio']` (default), `['text']` or `['audio']`. */

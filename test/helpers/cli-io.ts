@@ -1,8 +1,8 @@
 /**
  * Runs a CLI command in-process: its `run...(args, io)` entry point with an injected `CliIo`
  * (stdin from a Buffer or a Readable, stdout and stderr collected, an environment of the test's
- * choosing), mapping a thrown error to stderr and an exit status exactly as `bin/rt-translate.ts`
- * does. No process is spawned, so a case costs milliseconds rather than seconds.
+ * choosing), its deprecations said on stderr and a thrown error mapped to stderr and an exit
+ * status, exactly as `bin/main.ts` does. No process is spawned, so a case costs milliseconds rather than seconds.
  *
  * ```ts
  * const result = await runCommand(runTts, ['--text', 'Hello there', '-o', out], { env });
@@ -11,6 +11,7 @@
  */
 import { Readable, Writable } from 'node:stream';
 import { EXIT_FAILURE, EXIT_USAGE, describeFailure, isUsageError, type CliIo } from '../../bin/cli.js';
+import { DeprecationNotices } from '../../bin/deprecations.js';
 
 /** A command's entry point, as the dispatcher of `bin/rt-translate.ts` calls it. */
 export type CommandEntry = (args: string[], io: CliIo) => Promise<number>;
@@ -63,7 +64,7 @@ export async function runCommand(entry: CommandEntry, args: string[], options: C
   const io: CliIo = { stdin, stdout, stderr, env: { ...options.env } };
   let code: number;
   try {
-    code = await entry(args, io);
+    code = await new DeprecationNotices(io).run(() => entry(args, io));
   } catch (error) {
     err += `${describeFailure(error)}\n`;
     code = isUsageError(error) ? EXIT_USAGE : EXIT_FAILURE;

@@ -10,6 +10,7 @@ import { collectIssues, type Check } from '../../http/validation.js';
 import { outputTypeParam } from '../../http/schemas.js';
 import { TASK_KIND_SPECS, type TaskKind } from '../../http/task-kinds.js';
 import { languageTag } from '../languages.js';
+import { withArticle } from '../../options.js';
 import type { VoiceRegistry } from '../voices.js';
 import type { PcmCache } from './audio.js';
 import type { FileStore } from './files.js';
@@ -224,7 +225,7 @@ function runProblem(
   if (!task) return { status: 404, reason: `Run ${runId} does not exist.`, message: `No run ${runId} with this result.` };
   if (task.owner !== key) return { status: 403, reason: `Run ${runId} does not exist.`, message: `Run ${runId} belongs to another API key.` };
   if (!kinds.includes(task.kind)) {
-    const reason = `Run ${runId} is not a ${kinds.join(' or ')} run.`;
+    const reason = `Run ${runId} is not ${withArticle(kinds.join(' or '))} run.`;
     return { status: 404, reason, message: `No run ${runId} with this result: ${reason}` };
   }
   const state = ctx.tasks.status(task);
