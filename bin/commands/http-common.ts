@@ -100,9 +100,8 @@ export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failur
 file is written whole or not at all: audio received before a failure is kept in OUT.partial,
 said on stderr); 2 usage or configuration error, before any request.`;
 
-/** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
+/** Time a task of the embedded emulator stays PENDING, ms (it says so in each status answer: the wait follows). */
 const EMBEDDED_TASK_MS = 500;
-const EMBEDDED_POLL_MS = 100;
 /** Exit status after Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
 
@@ -170,12 +169,11 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
   let emulator: RunningEmulator | undefined;
   let baseUrl = settings.baseUrl;
   let apiKey = settings.apiKey;
-  let pollMs = settings.pollMs;
+  const pollMs = settings.pollMs;
   if (settings.useEmulator) {
     apiKey ??= EMULATOR_DEFAULT_API_KEY;
     emulator = await startEmulator({ apiKeys: [apiKey], taskMs: EMBEDDED_TASK_MS });
     baseUrl = emulator.baseUrl;
-    pollMs ??= EMBEDDED_POLL_MS;
     if (settings.announce) {
       io.stderr.write(
         `rt-translate: no base URL configured (--base-url or ${ENV_BASE_URL}); using the embedded emulator at ${emulator.baseUrl}\n`,
@@ -369,7 +367,8 @@ function nothingToResume(error: unknown): boolean {
  * limit). When the wait ends without the task's final status (its limit passed, a failure no
  * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
  * `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded emulator, whose tasks
- * end with the command). `seen` gets each status read.
+ * end with the command). `seen` gets each status read; `readAtOnce` reads the status at once (a
+ * task created earlier may be final already), then polls.
  */
 export async function waitForRun(
   io: CliIo,
@@ -377,6 +376,7 @@ export async function waitForRun(
   kind: TaskKind,
   taskId: string,
   seen?: (progress: TaskProgress) => void,
+  readAtOnce?: boolean,
 ): Promise<CompletedTask> {
   const progress = taskProgress(io, `task ${taskId}`);
   let failing = 0;
@@ -395,7 +395,7 @@ export async function waitForRun(
     seen?.(p);
   };
   try {
-    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
+    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure, ...(readAtOnce ? { readAtOnce } : {}) });
   } catch (error) {
     if (!nothingToResume(error) && service.emulator === undefined) {
       progress.line(

@@ -11,6 +11,9 @@
  * 403 `{error, status}` for a task, run or voice of another key).
  *
  * Behaviour:
+ * - Every answer names the emulator and its version (`x-rt-translate-emulator`), and the status
+ *   of a PENDING task says in how many ms it will be final (`x-rt-translate-emulator-ready-in-ms`),
+ *   unless `announce` is false. The service sends neither.
  * - Tasks stay PENDING for `taskMs`, then reach SUCCESS, or the failure status chosen by a
  *   marker in the request text (`[[ERROR]]`, `[[TIMEOUT]]`, `[[PAYMENT_REQUIRED]]`) or by
  *   `POST /_emulator/task-outcomes`.
@@ -77,10 +80,19 @@ import { LibraryStore } from './library-store.js';
 import { StreamStore } from './routes-streams.js';
 import type { UploadRecord } from './route-kit.js';
 import { triggerRealtimeFault, type RealtimeFaultControl } from '../realtime.js';
+import { EMULATOR_HEADER } from '../../http/tasks.js';
+import { packageVersion } from '../../version.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
   taskMs?: number;
+  /**
+   * Say that the emulator answers: its version in `x-rt-translate-emulator` on every answer, and
+   * on the status of a PENDING task the time until its outcome (`x-rt-translate-emulator-ready-in-ms`),
+   * so the library's client polls at the emulator's pace. `false` answers as the service does,
+   * without either header: clients keep their documented schedule. Default true.
+   */
+  announce?: boolean;
   /**
    * Status reads of each created task that answer PENDING, whatever the time (a read whose
    * answer was cut does not count). Default 0. For tests that must see PENDING, then the
@@ -134,11 +146,14 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const limiter: RateLimiter | undefined = rateLimit > 0 ? createRateLimiter(rateLimit, clock) : undefined;
   const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0));
   const log: LogEntry[] = [];
+  const announce = options.announce !== false;
+  const version = packageVersion();
   const sleepers = new Set<() => void>();
   const responses = new Set<ServerResponse>();
   let closed = false;
 
   const routeContext: RouteContext = {
+    announce,
     tasks,
     files,
     voices: context.voices,
@@ -351,6 +366,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
 
   return {
     handle(req, res) {
+      if (announce) res.setHeader(EMULATOR_HEADER, version);
       serve(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendError(res, 500, `Emulator failure: ${error instanceof Error ? error.message : String(error)}`);
         else res.destroy();

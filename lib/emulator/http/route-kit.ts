@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectIssues, type Check } from '../../http/validation.js';
 import { outputTypeParam } from '../../http/schemas.js';
 import { TASK_KIND_SPECS, type TaskKind } from '../../http/task-kinds.js';
+import { EMULATOR_READY_IN_HEADER } from '../../http/tasks.js';
 import { languageTag } from '../languages.js';
 import type { VoiceRegistry } from '../voices.js';
 import type { PcmCache } from './audio.js';
@@ -31,6 +32,8 @@ import {
 import type { EmulatedTask, TaskStore } from './task-store.js';
 
 export interface RouteContext {
+  /** Say in status answers when a PENDING task will be final (`x-rt-translate-emulator-ready-in-ms`). */
+  announce: boolean;
   tasks: TaskStore;
   files: FileStore;
   /** Stock and custom voices, shared with the realtime side. */
@@ -259,7 +262,9 @@ export function statusOf(kind: TaskKind): Handler {
     const task = ownedTask(ctx, r, kind);
     if (!task) return;
     r.res.once('finish', () => ctx.tasks.polled(task));
-    sendJson(r.res, 200, ctx.tasks.statusBody(task));
+    const body = ctx.tasks.statusBody(task);
+    if (ctx.announce && body.status === 'PENDING') r.res.setHeader(EMULATOR_READY_IN_HEADER, String(ctx.tasks.readyInMs(task)));
+    sendJson(r.res, 200, body);
   };
 }
 

@@ -139,6 +139,14 @@ export class TaskStore {
     return this.now() < task.readyAt || task.polls < task.pollsNeeded ? 'PENDING' : task.outcome.status;
   }
 
+  /**
+   * Time until a PENDING task's outcome, ms: what is left of its PENDING time, or 0 when only
+   * status reads still hold it (the next read may end it).
+   */
+  readyInMs(task: EmulatedTask): number {
+    return Math.max(0, Math.ceil(task.readyAt - this.now()));
+  }
+
   /** Counts a status read that was answered in full. */
   polled(task: EmulatedTask): void {
     task.polls += 1;
