@@ -69,13 +69,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finished } from 'node:stream/promises';
 import type { EmulatorContext, HttpPart } from '../server.js';
-import { createFileStore, type FileStore, type FileStoreFaults } from './files.js';
+import { DEFAULT_STATE_MAX_BYTES, createFileStore, type FileStore, type FileStoreFaults } from './files.js';
 import { FaultSwitch, checkFault, type FaultSpec } from './faults.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { BodyTooLargeError, parseJsonBody, readBody, sendError, sendJson } from './respond.js';
 import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
-import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
+import { TASK_KINDS, TaskStore, type TaskKind, type TaskRecord } from './task-store.js';
 import { LibraryStore } from './library-store.js';
 import { StreamStore } from './routes-streams.js';
 import type { UploadRecord } from './route-kit.js';
@@ -111,6 +111,8 @@ export interface HttpEmulatorOptions {
   maxUploadBytes?: number;
   /** Clock of tasks, rate limits and URL expiry, ms since the epoch. Default `Date.now`. */
   clock?: () => number;
+  /** With a state directory: bytes of result files kept before the oldest are removed. Default 100 MiB. */
+  stateMaxBytes?: number;
 }
 
 const CONTROL_PREFIX = '/_emulator/';
@@ -141,10 +143,15 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const taskMs = nonNegative('taskMs', options.taskMs, 2000);
   const urlTtlS = nonNegative('urlTtlS', options.urlTtlS, 3600);
   const rateLimit = nonNegative('rateLimit', options.rateLimit, 0);
-  const files: FileStore = createFileStore({ urlTtlMs: urlTtlS * 1000, now: clock }, context.baseUrl);
+  const { state } = context;
+  const files: FileStore = createFileStore(
+    { urlTtlMs: urlTtlS * 1000, now: clock, state, maxBytes: nonNegative('stateMaxBytes', options.stateMaxBytes, DEFAULT_STATE_MAX_BYTES) },
+    context.baseUrl,
+  );
   const faults = new FaultSwitch();
   const limiter: RateLimiter | undefined = rateLimit > 0 ? createRateLimiter(rateLimit, clock) : undefined;
-  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0));
+  const stored = state ? { tasks: state.records<TaskRecord>('tasks'), runs: state.records<{ task_id: string }>('runs') } : undefined;
+  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0), stored);
   const log: LogEntry[] = [];
   const announce = options.announce !== false;
   const version = packageVersion();
@@ -372,6 +379,7 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         else res.destroy();
       });
     },
+    localPath: (path) => files.localPath(path),
     async close() {
       closed = true;
       faults.close();

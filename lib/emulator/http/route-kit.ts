@@ -29,7 +29,7 @@ import {
   writeWithBackpressure,
   type DetailEntry,
 } from './respond.js';
-import type { EmulatedTask, TaskStore } from './task-store.js';
+import type { EmulatedTask, TaskNote, TaskStore } from './task-store.js';
 
 export interface RouteContext {
   /** Say in status answers when a PENDING task will be final (`x-rt-translate-emulator-ready-in-ms`). */
@@ -209,7 +209,7 @@ export function ownedTask(ctx: RouteContext, r: RouteRequest, kind: TaskKind): E
     sendError(r.res, 404, `No ${kind} task ${id}.`);
     return undefined;
   }
-  if (task.owner !== r.key) {
+  if (!ctx.tasks.ownedBy(task, r.key)) {
     sendError(r.res, 403, `Task ${id} belongs to another API key.`);
     return undefined;
   }
@@ -225,7 +225,7 @@ function runProblem(
   runId: number,
 ): { status: 403 | 404; reason: string; message: string; state?: string } | undefined {
   if (!task) return { status: 404, reason: `Run ${runId} does not exist.`, message: `No run ${runId} with this result.` };
-  if (task.owner !== key) return { status: 403, reason: `Run ${runId} does not exist.`, message: `Run ${runId} belongs to another API key.` };
+  if (!ctx.tasks.ownedBy(task, key)) return { status: 403, reason: `Run ${runId} does not exist.`, message: `Run ${runId} belongs to another API key.` };
   if (!kinds.includes(task.kind)) {
     const reason = `Run ${runId} is not a ${kinds.join(' or ')} run.`;
     return { status: 404, reason, message: `No run ${runId} with this result: ${reason}` };
@@ -333,13 +333,22 @@ export function emulatedTranslation(text: string, target: unknown): string {
 /* ----------------------------------------------------------------------------------------- */
 /* Result files                                                                              */
 
-/** A presigned URL of a stored result, storing it on first use; fresh expiry each call. */
+/**
+ * A presigned URL of a stored result, storing it on first use (its path a note of the task, so a
+ * later emulator on the same state directory finds it); fresh expiry each call.
+ */
 export function storedUrl(ctx: RouteContext, task: EmulatedTask, slot: string, bytes: () => Buffer, name: string, contentType = 'audio/flac'): string {
-  const path = task.cache.get(`file:${slot}`) as string | undefined;
-  if (path && ctx.files.get(path)) return ctx.files.presign(path);
+  const path = task.notes[`file:${slot}`];
+  if (typeof path === 'string' && ctx.files.get(path)) return ctx.files.presign(path);
   const file = ctx.files.put(bytes(), contentType, name);
-  task.cache.set(`file:${slot}`, file.path);
+  ctx.tasks.note(task, `file:${slot}`, file.path);
   return file.url;
+}
+
+/** A value kept with a task's record (`TaskStore.note`), made on first use. */
+export function noted<T extends TaskNote>(ctx: RouteContext, task: EmulatedTask, key: string, make: () => T): T {
+  if (!(key in task.notes)) ctx.tasks.note(task, key, make());
+  return task.notes[key] as T;
 }
 
 /**

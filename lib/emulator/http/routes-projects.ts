@@ -24,6 +24,7 @@ import {
   formBody,
   jsonBody,
   knownLanguages,
+  noted,
   queryParam,
   resultAudio,
   route,
@@ -39,7 +40,7 @@ import type { EmulatedTask } from './task-store.js';
 const STUDIO = 'https://studio.emulator.invalid';
 
 function stamp(ctx: RouteContext, task: EmulatedTask): string {
-  return cached(task, 'created_at', () => new Date(ctx.now()).toISOString());
+  return noted(ctx, task, 'created_at', () => new Date(ctx.now()).toISOString());
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -180,8 +181,8 @@ const createTranslatedStory: Handler = async (ctx, r) => {
   if (!story) return void r.req.resume();
   const body = await jsonBody(ctx, r, translatedStorySchema);
   if (!body || !knownLanguages(r, body, ['target_language'])) return;
-  const task = ctx.tasks.create('translated-story', r.key, { story, target_language: languageTag(body.target_language) });
-  cached<EmulatedTask[]>(story, 'translations', () => []).push(task);
+  const task = ctx.tasks.create('translated-story', r.key, { story_run_id: story.runId, target_language: languageTag(body.target_language) });
+  ctx.tasks.note(story, 'translations', [...noted<number[]>(ctx, story, 'translations', () => []), task.runId]);
   sendJson(r.res, 200, { message: `Translation of story ${story.runId} started.`, task_id: task.id });
 };
 
@@ -197,8 +198,12 @@ const translatedStoryResult: Handler = (ctx, r) => {
   }
   const task = successfulRun(ctx, r, ['story', 'translated-story']);
   if (!task) return;
-  const story = task.kind === 'story' ? task : (task.payload.story as EmulatedTask);
-  const translations = task.kind === 'translated-story' ? [task] : cached<EmulatedTask[]>(story, 'translations', () => []);
+  const story = task.kind === 'story' ? task : ctx.tasks.run(task.payload.story_run_id as number);
+  if (!story) {
+    sendError(r.res, 404, `The story of run ${task.runId} is no longer kept.`);
+    return;
+  }
+  const translations = task.kind === 'translated-story' ? [task] : noted<number[]>(ctx, story, 'translations', () => []).flatMap((runId) => ctx.tasks.run(runId) ?? []);
   const done = translations.some((t) => t.payload.target_language === tag && ctx.tasks.status(t) === 'SUCCESS');
   if (!done) {
     sendError(r.res, 404, `Story ${story.runId} has no finished translation into ${tag}.`);
