@@ -33,8 +33,8 @@ ${SERVICE_USAGE}
 
 Prints the status as one JSON line ({"status":...,"run_id":...}). With --wait the exit status
 is 1 when the task ended in ERROR, TIMEOUT or PAYMENT_REQUIRED (the cause on stderr). The task
-must be known to the service the command talks to: the embedded emulator starts empty for each
-command, so give --base-url (a service, or a running \`rt-translate emulator\`).
+must be known to the service the command talks to: the one that made it (the embedded emulator
+remembers the tasks of earlier commands; see rt-translate emulator --help).
 
 ${EXIT_USAGE_TEXT}`;
 

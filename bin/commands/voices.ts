@@ -14,6 +14,7 @@ import {
   TASK_USAGE,
   checkInputFile,
   checkRequest,
+  localResult,
   parseCommand,
   taskRun,
   taskSettings,
@@ -34,7 +35,8 @@ export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|desi
   rt-translate voices delete ID
         delete a custom voice of the key's workspace (as delete-voice)
   rt-translate voices design --text TEXT --description TEXT [--no-wait | --run ID]
-        a voice from a description: prints the URLs of its spoken previews
+        a voice from a description: prints the URLs of its spoken previews (from the
+        embedded emulator, the paths of their files)
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -104,7 +106,8 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
       const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.createTextToVoice(request, { signal }));
       if (run === undefined) return EXIT_OK;
       const result = await service.client.getTextToVoiceResult(run, { signal: service.signal });
-      for (const url of result.previews) io.stdout.write(`${url}\n`);
+      // The embedded emulator's URLs die with this command: its files on disk are given instead.
+      for (const url of result.previews) io.stdout.write(`${localResult(service, url) ?? url}\n`);
       return EXIT_OK;
     });
   }
