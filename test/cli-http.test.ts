@@ -207,8 +207,8 @@ describe('rt-translate tts', () => {
 
   it('--format pcm_s16le -o - streams whole samples to stdout; a .flac path gets FLAC', async () => {
     const [toStdout, toFlac] = await Promise.all([
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
     ]);
     expect(toStdout.code).toBe(0);
     expect(toStdout.stderr).toBe('');
@@ -222,7 +222,7 @@ describe('rt-translate tts', () => {
 
   it('a stream cut by the service exits 1 naming the cause; the bytes received are kept in OUT.partial, OUT is not written', async () => {
     await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 5000, path: '/tts-stream' });
-    const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
+    const result = await cli(['tts', '--text', text, '--voice', '20299', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
       env: serviceEnv(),
     });
     expect(result.code).toBe(1);
@@ -239,10 +239,10 @@ describe('rt-translate tts', () => {
 
   it('usage and library validation errors exit 2 before any request', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
-    const base = ['tts', '--voice', '5', '--language', 'en-us', '-o', path('never.wav')];
+    const base = ['tts', '--voice', '20299', '--language', 'en-us', '-o', path('never.wav')];
     const [short, locale, voice, format, ogg, unknownFlag] = await Promise.all([
       cli([...base, '--text', 'hi'], { env: serviceEnv() }),
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
       cli(['tts', '--text', text, '--voice', 'abc', '--language', 'en-us'], { env: serviceEnv() }),
       cli([...base, '--text', text, '--format', 'ogg'], { env: serviceEnv() }),
       cli(['tts', '--text', text, '--language', 'en-us', '-o', path('speech.ogg')], { env: serviceEnv() }),

@@ -153,7 +153,7 @@ describe('422 detail', () => {
   });
 
   it('tts-stream: adts is not supported by the emulator (no AAC encoder)', async () => {
-    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'adts' } } });
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'adts' } } });
     expect(r.status).toBe(422);
     expect(r.json.detail).toEqual([
       {
@@ -166,7 +166,7 @@ describe('422 detail', () => {
 
   it('tts-stream: mp3 at a sample rate MP3 cannot carry', async () => {
     const r = await raw(emu, 'POST', '/tts-stream', {
-      json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'mp3', sample_rate: 96_000 } },
+      json: { text: 'hello', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'mp3', sample_rate: 96_000 } },
     });
     expect(r.status).toBe(422);
     expect(r.json.detail[0]).toMatchObject({ loc: ['body', 'output_configuration', 'sample_rate'], type: 'value_error' });
@@ -180,7 +180,7 @@ describe('tts-stream', () => {
       const response = await request(`${slow.baseUrl}/tts-stream`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: JSON.stringify({ text: 'Progressive speech here.', language: 'en-us', voice_id: 1, output_configuration: { format: 'wav' } }),
+        body: JSON.stringify({ text: 'Progressive speech here.', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'wav' } }),
       });
       expect(response.statusCode).toBe(200);
       expect(response.headers['x-credits-required']).toBe('24');
@@ -210,7 +210,7 @@ describe('tts-stream mp3 (the service default)', () => {
       const response = await request(`${slow.baseUrl}/tts-stream`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: JSON.stringify({ text, language: 'en-us', voice_id: 1, output_configuration }),
+        body: JSON.stringify({ text, language: 'en-us', voice_id: 20_299, output_configuration }),
       });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toBe('audio/mpeg');
@@ -245,7 +245,7 @@ describe('tts-stream mp3 (the service default)', () => {
   it('loading the encoder installs no process-wide handlers', async () => {
     const events = ['uncaughtException', 'unhandledRejection', 'exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'warning'] as const;
     const before = events.map((e) => process.listenerCount(e));
-    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'one more time', language: 'en-us', voice_id: 1 } });
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'one more time', language: 'en-us', voice_id: 20_299 } });
     expect(r.status).toBe(200);
     expect(events.map((e) => process.listenerCount(e))).toEqual(before);
   });

@@ -305,24 +305,46 @@ export function bulkResults(schema: Check, kinds: readonly TaskKind[], result: (
 /* Languages                                                                                 */
 
 /**
- * Answers 422 when a language field of a valid body names a language the emulator does not
- * know (an id not in its lists, a well-formed tag such as `xx-yy`), as the service does.
- * `fields` are wire names; list values are checked item by item. Returns false after answering.
+ * Answers 422 when a value of `fields` of a valid body is not one `known` accepts, each with
+ * `message(value)`. `fields` are wire names; list values are checked item by item. Returns false
+ * after answering.
  */
-export function knownLanguages(r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+function knownValues(r: RouteRequest, body: Record<string, unknown>, fields: string[], known: (value: unknown) => boolean, message: (value: unknown) => string): boolean {
   const detail: DetailEntry[] = [];
   for (const field of fields) {
     const value = body[field];
     const items = Array.isArray(value) ? value.map((v, i) => [v, [field, i]] as const) : [[value, [field]] as const];
     for (const [item, loc] of items) {
-      if (item === undefined || item === null) continue;
-      if (languageTag(item) === undefined) {
-        detail.push({ loc: ['body', ...loc], msg: `Value error, unsupported language ${JSON.stringify(item)}: see /source-languages and /target-languages`, type: 'value_error' });
-      }
+      if (item === undefined || item === null || known(item)) continue;
+      detail.push({ loc: ['body', ...loc], msg: message(item), type: 'value_error' });
     }
   }
   if (detail.length > 0) sendDetail(r.res, detail);
   return detail.length === 0;
+}
+
+/**
+ * Answers 422 when a language field of a valid body names a language the emulator does not
+ * know (an id not in its lists, a well-formed tag such as `xx-yy`), as the service does.
+ * Returns false after answering.
+ */
+export function knownLanguages(r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+  return knownValues(r, body, fields, (value) => languageTag(value) !== undefined, (value) => `Value error, unsupported language ${JSON.stringify(value)}: see /source-languages and /target-languages`);
+}
+
+/**
+ * Answers 422 when a voice field of a valid body names a voice the key cannot speak with: the
+ * interface takes "a public or custom voice", so an id that is neither, or another key's custom
+ * voice (which the key cannot see either), is refused. Returns false after answering.
+ */
+export function usableVoices(ctx: RouteContext, r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+  return knownValues(
+    r,
+    body,
+    fields,
+    (value) => typeof value === 'number' && ctx.voices.usableBy(r.key, value),
+    (value) => `Value error, voice ${JSON.stringify(value)} is not a voice of this API key: give a public voice or one of its custom voices (see /list-voices)`,
+  );
 }
 
 /** The emulator's "translation": the text, tagged with the target language's tag. */

@@ -30,6 +30,7 @@ import {
   route,
   storedUrl,
   successfulRun,
+  usableVoices,
   type Handler,
   type Route,
   type RouteContext,
@@ -136,7 +137,7 @@ function storyResult(ctx: RouteContext, story: EmulatedTask, language: string | 
 
 async function storyForm(ctx: RouteContext, r: Parameters<Handler>[1]): Promise<Record<string, unknown> | undefined> {
   const form = await formBody(ctx, r, storySchema, ['file']);
-  if (!form || !knownLanguages(r, form.fields, ['source_language'])) return undefined;
+  if (!form || !knownLanguages(r, form.fields, ['source_language']) || !usableVoices(ctx, r, form.fields, ['narrator_voice_id'])) return undefined;
   const file = form.files[0]!;
   const text = file.data !== undefined && !file.data.subarray(0, 4096).includes(0) ? file.data.toString('utf8') : '';
   const lines = sentences(text);
