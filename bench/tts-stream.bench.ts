@@ -17,8 +17,8 @@ export default async function (): Promise<void> {
   const client = new LocalizationClient({ baseUrl: emulator.baseUrl, apiKey: KEY, retry: false });
   const agent = new Agent();
   const text = 'A sentence of benchmark speech, long enough to stream for a while. '.repeat(45).slice(0, 3000);
-  const body: TtsStreamRequest = { text, language: 'en-us', voiceId: 1, outputConfiguration: { format: 'pcm_s16le' } };
-  const json = JSON.stringify({ text, language: 'en-us', voice_id: 1, output_configuration: { format: 'pcm_s16le' } });
+  const body: TtsStreamRequest = { text, language: 'en-us', voiceId: 147_320, outputConfiguration: { format: 'pcm_s16le' } };
+  const json = JSON.stringify({ text, language: 'en-us', voice_id: 147_320, output_configuration: { format: 'pcm_s16le' } });
   const url = `${emulator.baseUrl}/tts-stream`;
 
   const bare = () =>

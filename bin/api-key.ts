@@ -49,3 +49,13 @@ export async function resolveKeyFlags(values: ApiKeyFlags, io: CliIo, options: {
   if (options.required && apiKey === undefined) throw new UsageError(`no API key: set ${ENV_API_KEY}, or pass --api-key-file PATH.`);
   return apiKey;
 }
+
+/**
+ * Where the key of `resolveKeyFlags` comes from, for messages (never the key): `--api-key-file`,
+ * `--api-key`, the variable, or undefined when there is none.
+ */
+export function keySource(values: ApiKeyFlags, env: NodeJS.ProcessEnv): string | undefined {
+  if (values['api-key-file'] !== undefined) return '--api-key-file';
+  if (values['api-key'] !== undefined) return '--api-key';
+  return env[ENV_API_KEY]?.trim() ? ENV_API_KEY : undefined;
+}

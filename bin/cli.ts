@@ -5,13 +5,14 @@
  * in a test process exactly as it runs from a shell.
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ENV_API_KEY } from '../lib/env-names.js';
 import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
+
+export { packageVersion } from '../lib/version.js';
 
 export const EXIT_OK = 0;
 /** A service or network failure, reported after everything received was written. */
@@ -158,19 +159,6 @@ export function numberFlag(value: string | undefined, flag: string, min = 0): nu
   const n = Number(value);
   if (!Number.isFinite(n) || n < min) throw new UsageError(`${flag} expects a number >= ${min} (got "${value}").`);
   return n;
-}
-
-/** The version in the package's `package.json`, found above this module (built or not). */
-export function packageVersion(): string {
-  for (let dir = new URL('./', import.meta.url); ; dir = new URL('../', dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version: string };
-      if (pkg.name === 'rt-translate') return pkg.version;
-    } catch {
-      // no package.json here
-    }
-    if (dir.pathname === '/') throw new Error('the package.json of rt-translate was not found');
-  }
 }
 
 /** Longest key file read, in bytes: a key is a line, not a document. */

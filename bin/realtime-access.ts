@@ -11,7 +11,7 @@ import { ENV_REALTIME_URL, resolveRealtimeUrl } from '../lib/config.js';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { UsageError, resolvePath, type CliIo } from './cli.js';
 import { writeAll } from './audio-io.js';
-import { API_KEY_OPTIONS, FLAG_HINTS, resolveKeyFlags, type ApiKeyFlags } from './api-key.js';
+import { API_KEY_OPTIONS, FLAG_HINTS, keySource, resolveKeyFlags, type ApiKeyFlags } from './api-key.js';
 
 /** What `--api-key-file -` means for a realtime command's input, in its help. */
 export const REALTIME_STDIN_NOTE = "with '-', the audio must come from -i PATH";
@@ -34,6 +34,8 @@ export interface AccessFlags extends ApiKeyFlags {
 /** Where the session goes: the key and URL given, or the embedded emulator (started by `connect()`). */
 export interface RealtimeAccess {
   apiKey: string | undefined;
+  /** Where the key came from (`--api-key`, ...), for the embedded emulator's notice; undefined without one. */
+  keySource: string | undefined;
   realtimeUrl: string | undefined;
   useEmulator: boolean;
 }
@@ -48,24 +50,19 @@ export async function resolveAccess(values: AccessFlags, io: CliIo): Promise<Rea
   if (!useEmulator) {
     resolveRealtimeUrl(values['realtime-url'], { allowInsecure: values['allow-insecure'] === true, env: io.env, field: '--realtime-url', hints: FLAG_HINTS });
   }
-  return { apiKey, realtimeUrl, useEmulator };
+  return { apiKey, keySource: keySource(values, io.env), realtimeUrl, useEmulator };
 }
 
 /**
  * The key and URL to use, starting the embedded emulator when no host is configured (said on
- * stderr unless `--emulator` asked for it). `emulator` is to be closed when the command ends.
+ * stderr; it takes its own key, never the user's: `./embedded-emulator.ts`). `emulator` is to be
+ * closed when the command ends.
  */
-export async function connect(access: RealtimeAccess, askedForEmulator: boolean, io: CliIo): Promise<{ apiKey: string | undefined; realtimeUrl: string | undefined; emulator: RunningEmulator | undefined }> {
+export async function connect(access: RealtimeAccess, io: CliIo): Promise<{ apiKey: string | undefined; realtimeUrl: string | undefined; emulator: RunningEmulator | undefined }> {
   if (!access.useEmulator) return { apiKey: access.apiKey, realtimeUrl: access.realtimeUrl, emulator: undefined };
-  const { startEmulator, EMULATOR_DEFAULT_API_KEY } = await import('../lib/emulator/server.js');
-  const apiKey = access.apiKey ?? EMULATOR_DEFAULT_API_KEY;
-  const emulator = await startEmulator({ apiKeys: [apiKey] });
-  if (!askedForEmulator) {
-    io.stderr.write(
-      `rt-translate: no realtime URL configured (--realtime-url or ${ENV_REALTIME_URL}); using the embedded emulator at ${emulator.realtimeUrl}\n`,
-    );
-  }
-  return { apiKey, realtimeUrl: emulator.realtimeUrl, emulator };
+  const { startEmbeddedEmulator, EMULATOR_DEFAULT_API_KEY } = await import('./embedded-emulator.js');
+  const emulator = await startEmbeddedEmulator(io, access.keySource);
+  return { apiKey: EMULATOR_DEFAULT_API_KEY, realtimeUrl: emulator.realtimeUrl, emulator };
 }
 
 /** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */

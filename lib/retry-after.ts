@@ -6,7 +6,8 @@
 /** Header lookup tolerant of undici's `string | string[]` values. */
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
-function header(headers: HeaderBag, name: string): string | undefined {
+/** The first value of header `name` (lower case), or undefined. */
+export function headerValue(headers: HeaderBag, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -17,13 +18,13 @@ function header(headers: HeaderBag, name: string): string | undefined {
  * otherwise as seconds to wait. Negative waits become 0.
  */
 export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): number | undefined {
-  const retryAfter = header(headers, 'retry-after')?.trim();
+  const retryAfter = headerValue(headers, 'retry-after')?.trim();
   if (retryAfter) {
     if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.round(Number(retryAfter) * 1000);
     const date = Date.parse(retryAfter);
     if (!Number.isNaN(date)) return Math.max(0, date - now);
   }
-  const reset = header(headers, 'x-ratelimit-reset')?.trim();
+  const reset = headerValue(headers, 'x-ratelimit-reset')?.trim();
   if (reset && /^\d+(\.\d+)?$/.test(reset)) {
     const value = Number(reset);
     if (value > 1e9) return Math.max(0, Math.round(value * 1000 - now));

@@ -155,8 +155,11 @@ const TASK_LINES = (kind: string): RegExp[] => [
   /^rt-translate: task [0-9a-f-]{36}: run \d+$/,
 ];
 
+/** The embedded emulator's line for a command given a key (RT_TRANSLATE_API_KEY) and no state directory. */
 const EMBEDDED_NOTICE =
-  /^rt-translate: no base URL configured \(--base-url or RT_TRANSLATE_BASE_URL\); using the embedded emulator at http:\/\/127\.0\.0\.1:\d+$/;
+  'rt-translate: warning: the API key from RT_TRANSLATE_API_KEY is not used: no service URL is configured, so the embedded emulator answers ' +
+  '(it remembers nothing between commands: neither XDG_STATE_HOME nor HOME is set to an absolute directory); ' +
+  'set RT_TRANSLATE_BASE_URL / RT_TRANSLATE_REALTIME_URL for the service';
 
 /** A TCP server on loopback that accepts and at once resets every connection. */
 async function resettingServer(): Promise<string> {
@@ -186,12 +189,12 @@ describe('rt-translate tts', () => {
   const pcm = synthesizeSpeechPcm(text, { sampleRate: RATE });
 
   it('writes a valid WAV (-o x.wav) from the embedded emulator, saying so on stderr', async () => {
-    const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '-o', path('speech.wav')], {
+    const result = await cli(['tts', '--text', text, '--voice', '20299', '--language', 'en-us', '-o', path('speech.wav')], {
       env: { RT_TRANSLATE_API_KEY: KEY },
     });
     expect(result.code).toBe(0);
     expect(lines(result.stderr)).toHaveLength(1);
-    expect(lines(result.stderr)[0]).toMatch(EMBEDDED_NOTICE);
+    expect(lines(result.stderr)[0]).toBe(EMBEDDED_NOTICE);
     expect(result.stdout.length).toBe(0);
     const data = wavData(await readFile(path('speech.wav')));
     expect(data.equals(pcm)).toBe(true);
@@ -206,8 +209,8 @@ describe('rt-translate tts', () => {
 
   it('--format pcm_s16le -o - streams whole samples to stdout; a .flac path gets FLAC', async () => {
     const [toStdout, toFlac] = await Promise.all([
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'en-us', '--format', 'pcm_s16le', '-o', '-'], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'EN-US', '--output', path('speech.flac')], { env: serviceEnv() }),
     ]);
     expect(toStdout.code).toBe(0);
     expect(toStdout.stderr).toBe('');
@@ -221,7 +224,7 @@ describe('rt-translate tts', () => {
 
   it('a stream cut by the service exits 1 naming the cause; the bytes received are kept in OUT.partial, OUT is not written', async () => {
     await control(emu.baseUrl, 'POST', 'faults', { dropAfterBytes: 5000, path: '/tts-stream' });
-    const result = await cli(['tts', '--text', text, '--voice', '5', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
+    const result = await cli(['tts', '--text', text, '--voice', '20299', '--language', 'en-us', '--format', 'pcm_s16le', '-o', path('cut.pcm')], {
       env: serviceEnv(),
     });
     expect(result.code).toBe(1);
@@ -238,10 +241,10 @@ describe('rt-translate tts', () => {
 
   it('usage and library validation errors exit 2 before any request', async () => {
     await control(emu.baseUrl, 'DELETE', 'requests');
-    const base = ['tts', '--voice', '5', '--language', 'en-us', '-o', path('never.wav')];
+    const base = ['tts', '--voice', '20299', '--language', 'en-us', '-o', path('never.wav')];
     const [short, locale, voice, format, ogg, unknownFlag] = await Promise.all([
       cli([...base, '--text', 'hi'], { env: serviceEnv() }),
-      cli(['tts', '--text', text, '--voice', '5', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
+      cli(['tts', '--text', text, '--voice', '20299', '--language', 'english', '-o', path('never.wav')], { env: serviceEnv() }),
       cli(['tts', '--text', text, '--voice', 'abc', '--language', 'en-us'], { env: serviceEnv() }),
       cli([...base, '--text', text, '--format', 'ogg'], { env: serviceEnv() }),
       cli(['tts', '--text', text, '--language', 'en-us', '-o', path('speech.ogg')], { env: serviceEnv() }),
@@ -360,13 +363,13 @@ describe('rt-translate translated-tts: --no-wait, then --run', () => {
     expect((await readFile(path('later.flac'))).equals(synthesizeFlac(`[de-de] ${text}`, { sampleRate: RATE }))).toBe(true);
   });
 
-  it('--run with the embedded emulator, or with --no-wait, is a usage error before anything starts', async () => {
+  it('--run with an embedded emulator that remembers nothing, or with --no-wait, is a usage error before anything starts', async () => {
     const [embedded, both] = await Promise.all([
       cli(['translated-tts', '--run', '5', '-o', path('never.flac')], { env: { RT_TRANSLATE_API_KEY: KEY } }),
       cli(['translated-tts', '--run', '5', '--no-wait'], { env: serviceEnv() }),
     ]);
     expect(embedded.code).toBe(2);
-    expect(embedded.stderr).toMatch(/^rt-translate: --run 5 needs the service that made it, but no base URL is configured, and the embedded emulator starts empty .*`rt-translate emulator`/);
+    expect(embedded.stderr).toMatch(/^rt-translate: --run 5 needs the service that made it, but no base URL is configured, and the embedded emulator remembers nothing between commands here .*`rt-translate emulator`/);
     expect(both.code).toBe(2);
     expect(both.stderr).toBe('rt-translate: --run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.\n');
   });
@@ -375,7 +378,7 @@ describe('rt-translate translated-tts: --no-wait, then --run', () => {
     const result = await cli(['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', path('never.flac')], { env: { RT_TRANSLATE_API_KEY: KEY } });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
-      expect.stringMatching(EMBEDDED_NOTICE),
+      EMBEDDED_NOTICE,
       expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
     ]);
   });
@@ -683,10 +686,10 @@ describe('rt-translate task-status', () => {
     expect(result.stderr).toMatch(new RegExp(`^rt-translate: Task ${task.task_id} failed: the file is silent\\..* \\[RTT_TASK_FAILED\\]\\n$`));
   });
 
-  it('without a base URL it explains why the embedded emulator could only answer 404 (exit 2)', async () => {
+  it('without a base URL nor a state directory it explains why the embedded emulator could only answer 404 (exit 2)', async () => {
     const result = await cli(['task-status', 'dub', 'some-task'], { env: { RT_TRANSLATE_API_KEY: KEY } });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^rt-translate: task some-task needs the service that made it, .*embedded emulator starts empty for each command: it could only answer 404\. Point --base-url/);
+    expect(result.stderr).toMatch(/^rt-translate: task some-task needs the service that made it, .*embedded emulator remembers nothing between commands here .*: it could only answer 404\. Set XDG_STATE_HOME or HOME, point --base-url/);
   });
 
   it('knows every task kind', async () => {

@@ -35,7 +35,7 @@ describe.concurrent('rt-translate listen', () => {
     const result = await runInProcess(['listen', '-i', FIXTURE_PATH]);
     expect(result.code).toBe(0);
     expect(lines(result.stdout.toString())).toEqual(LINES);
-    expect(result.stderr).toMatch(/no realtime URL configured .* using the embedded emulator/);
+    expect(result.stderr).toMatch(/^rt-translate: using the embedded emulator: set RT_TRANSLATE_BASE_URL \/ RT_TRANSLATE_REALTIME_URL for the service$/m);
   });
 
   it('--json: one object per final result with word timings; --interim adds the interim results on stderr', async () => {

@@ -359,8 +359,9 @@ describe('rt-translate subtitles', () => {
 describe('--no-wait needs a service that outlives the command', () => {
   const REFUSAL =
     'rt-translate: --no-wait leaves the task to later commands (task-status, then --run), which need the service that made it, ' +
-    'but no base URL is configured, and the embedded emulator starts empty for each command: it could only answer 404. ' +
-    'Point --base-url (or RT_TRANSLATE_BASE_URL) at the service, or run `rt-translate emulator` in another terminal and use its baseUrl ' +
+    'but no base URL is configured, and the embedded emulator remembers nothing between commands here ' +
+    '(neither XDG_STATE_HOME nor HOME is set to an absolute directory): it could only answer 404. ' +
+    'Set XDG_STATE_HOME or HOME, point --base-url (or RT_TRANSLATE_BASE_URL) at the service, or run `rt-translate emulator` in another terminal and use its baseUrl ' +
     "for the task's whole life.\n";
 
   it.each([
@@ -371,7 +372,8 @@ describe('--no-wait needs a service that outlives the command', () => {
     ['voices design', ['voices', 'design', '--text', 'Hello.', '--description', VOICE_DESCRIPTION]],
     ['translated-tts', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es']],
     ['translated-tts --emulator', ['translated-tts', '--text', 'Hello.', '--from', 'en-us', '--to', 'es-es', '--emulator']],
-  ])('%s --no-wait without a base URL: a usage error (exit 2) before the embedded emulator starts', async (_name, args) => {
+  ])('%s --no-wait without a base URL nor a state directory: a usage error (exit 2) before the embedded emulator starts', async (_name, args) => {
+    // No XDG_STATE_HOME, no HOME: the embedded emulator could remember nothing.
     const result = await cli([...args, '--no-wait'], { env: { RT_TRANSLATE_API_KEY: KEY } });
     expect(result.code).toBe(2);
     expect(result.stdout.length).toBe(0);

@@ -20,6 +20,7 @@ import { runDub } from '../bin/commands/dub.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';
 import { runCommand, type CommandEntry, type CommandResult } from './helpers/cli-io.js';
+import { startInProcessEmulator } from './helpers/cli.js';
 import { sharedCliEmulator } from './http-test-helpers.js';
 
 const KEY = 'sk-cli-task-waits-2b7e90c1d4';
@@ -192,6 +193,33 @@ describe('a wait that ends without the final status names the task and how to re
       expect(stderr + describeFailure(error)).not.toContain(KEY);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('against a running `rt-translate emulator`, a wait goes at its pace', () => {
+  it('dub and task-status --wait read its 2 s task twice each: at once, then when the emulator said it would be done', async () => {
+    // Its default task time, 2 s.
+    const running = await startInProcessEmulator(['--api-key', KEY]);
+    try {
+      const env = { RT_TRANSLATE_BASE_URL: running.baseUrl, RT_TRANSLATE_API_KEY: KEY };
+      const reads = async (taskId: string): Promise<number> => {
+        const { requests } = (await (await fetch(`${running.baseUrl}/_emulator/requests`)).json()) as { requests: Array<{ method: string; path: string }> };
+        return requests.filter((r) => r.method === 'GET' && r.path === `/dub/${taskId}`).length;
+      };
+      // No --poll-ms: the documented schedule would read a dub first after 15 s.
+      const dubbed = await runCommand(runDub, ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es'], { env });
+      expect(dubbed.code, dubbed.stderr).toBe(0);
+      expect(await reads(/task ([0-9a-f-]{36})/.exec(dubbed.stderr)![1]!)).toBe(2);
+
+      const left = await runCommand(runDub, ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '--no-wait'], { env });
+      const { task_id: taskId } = JSON.parse(left.stdout.toString()) as { task_id: string };
+      const waited = await runCommand(runTaskStatus, ['dub', taskId, '--wait'], { env });
+      expect(waited.code, waited.stderr).toBe(0);
+      expect(JSON.parse(waited.stdout.toString())).toMatchObject({ status: 'SUCCESS' });
+      expect(await reads(taskId)).toBe(2);
+    } finally {
+      await running.stop();
     }
   });
 });

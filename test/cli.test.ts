@@ -87,8 +87,7 @@ function summary(sent: Buffer, received: number | 'text', responses: number): st
     : `rt-translate: ${sentText}, received ${(received / 48_000).toFixed(1)} s in ${responses} ${plural}.`;
 }
 
-const EMBEDDED_NOTICE =
-  /^rt-translate: no realtime URL configured \(--realtime-url or RT_TRANSLATE_REALTIME_URL\); using the embedded emulator at ws:\/\/127\.0\.0\.1:\d+$/;
+const EMBEDDED_NOTICE = /^rt-translate: using the embedded emulator: set RT_TRANSLATE_BASE_URL \/ RT_TRANSLATE_REALTIME_URL for the service$/;
 
 /** Every line of an events file, parsed. */
 async function readEvents(file: string): Promise<Array<Record<string, unknown>>> {

@@ -153,7 +153,7 @@ describe('422 detail', () => {
   });
 
   it('tts-stream: adts is not supported by the emulator (no AAC encoder)', async () => {
-    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'adts' } } });
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'hello', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'adts' } } });
     expect(r.status).toBe(422);
     expect(r.json.detail).toEqual([
       {
@@ -166,7 +166,7 @@ describe('422 detail', () => {
 
   it('tts-stream: mp3 at a sample rate MP3 cannot carry', async () => {
     const r = await raw(emu, 'POST', '/tts-stream', {
-      json: { text: 'hello', language: 'en-us', voice_id: 1, output_configuration: { format: 'mp3', sample_rate: 96_000 } },
+      json: { text: 'hello', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'mp3', sample_rate: 96_000 } },
     });
     expect(r.status).toBe(422);
     expect(r.json.detail[0]).toMatchObject({ loc: ['body', 'output_configuration', 'sample_rate'], type: 'value_error' });
@@ -180,7 +180,7 @@ describe('tts-stream', () => {
       const response = await request(`${slow.baseUrl}/tts-stream`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: JSON.stringify({ text: 'Progressive speech here.', language: 'en-us', voice_id: 1, output_configuration: { format: 'wav' } }),
+        body: JSON.stringify({ text: 'Progressive speech here.', language: 'en-us', voice_id: 20_299, output_configuration: { format: 'wav' } }),
       });
       expect(response.statusCode).toBe(200);
       expect(response.headers['x-credits-required']).toBe('24');
@@ -210,7 +210,7 @@ describe('tts-stream mp3 (the service default)', () => {
       const response = await request(`${slow.baseUrl}/tts-stream`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: JSON.stringify({ text, language: 'en-us', voice_id: 1, output_configuration }),
+        body: JSON.stringify({ text, language: 'en-us', voice_id: 20_299, output_configuration }),
       });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toBe('audio/mpeg');
@@ -245,7 +245,7 @@ describe('tts-stream mp3 (the service default)', () => {
   it('loading the encoder installs no process-wide handlers', async () => {
     const events = ['uncaughtException', 'unhandledRejection', 'exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'warning'] as const;
     const before = events.map((e) => process.listenerCount(e));
-    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'one more time', language: 'en-us', voice_id: 1 } });
+    const r = await raw(emu, 'POST', '/tts-stream', { json: { text: 'one more time', language: 'en-us', voice_id: 20_299 } });
     expect(r.status).toBe(200);
     expect(events.map((e) => process.listenerCount(e))).toEqual(before);
   });
@@ -457,6 +457,63 @@ describe('control endpoint', () => {
   it('a task can be seeded with any status', async () => {
     const seeded = await control(emu, 'POST', 'tasks', { kind: 'sub', status: 'PAYMENT_REQUIRED', taskMs: 0 });
     expect((await raw(emu, 'GET', `/sub/${seeded.task_id}`)).json).toEqual({ status: 'PAYMENT_REQUIRED', run_id: null });
+  });
+});
+
+const VERSION = (JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+describe('the emulator says it answers', () => {
+  it('its version on every answer: 200, 401, 404, 422, a presigned file, a control endpoint; a PENDING status says when it will be final', async () => {
+    const created = await raw(emu, 'POST', '/translated-tts', { json: tts });
+    const pending = await raw(emu, 'GET', `/translated-tts/${created.json.task_id}`);
+    const done = await raw(emu, 'GET', `/translated-tts/${created.json.task_id}`);
+    const file = await raw(emu, 'GET', `/tts-result/${done.json.run_id}?output_type=file_url`);
+    const answers = [
+      created,
+      pending,
+      done,
+      await raw(emu, 'GET', '/list-voices', { key: null }),
+      await raw(emu, 'GET', '/no-such-endpoint'),
+      await raw(emu, 'POST', '/translated-tts', { json: { text: 'Hello' } }),
+      await raw(emu, 'GET', new URL(file.json.audio_url as string).pathname + new URL(file.json.audio_url as string).search),
+      await raw(emu, 'GET', '/_emulator/requests', { key: null }),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 401, 404, 422, 200, 200]);
+    for (const answer of answers) expect(answer.headers['x-rt-translate-emulator']).toBe(VERSION);
+    // This emulator's tasks are held by status reads, not by time: the next read may end it.
+    expect(pending.json.status).toBe('PENDING');
+    expect(pending.headers['x-rt-translate-emulator-ready-in-ms']).toBe('0');
+    expect(done.json.status).toBe('SUCCESS');
+    expect(done.headers['x-rt-translate-emulator-ready-in-ms']).toBeUndefined();
+  });
+
+  it('the time left of a PENDING task, by its clock', async () => {
+    let now = 5_000_000;
+    const timed = await emulator({ taskMs: 2000, taskPolls: 0, clock: () => now });
+    try {
+      const created = await raw(timed, 'POST', '/dub', { json: { video_url: 'https://example.com/a.mp4', source_language: 'en-us', target_language: 'es-es' } });
+      now += 1500;
+      const status = await raw(timed, 'GET', `/dub/${created.json.task_id}`);
+      expect(status.json.status).toBe('PENDING');
+      expect(status.headers['x-rt-translate-emulator-ready-in-ms']).toBe('500');
+    } finally {
+      await timed.close();
+    }
+  });
+
+  it('announce: false answers as the service does, with neither header', async () => {
+    const quiet = await emulator({ announce: false });
+    try {
+      const created = await raw(quiet, 'POST', '/translated-tts', { json: tts });
+      const pending = await raw(quiet, 'GET', `/translated-tts/${created.json.task_id}`);
+      expect(pending.json.status).toBe('PENDING');
+      for (const answer of [created, pending, await raw(quiet, 'GET', '/nowhere')]) {
+        expect(answer.headers['x-rt-translate-emulator']).toBeUndefined();
+        expect(answer.headers['x-rt-translate-emulator-ready-in-ms']).toBeUndefined();
+      }
+    } finally {
+      await quiet.close();
+    }
   });
 });
 

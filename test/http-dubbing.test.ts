@@ -58,7 +58,8 @@ describe('dub', () => {
   });
 
   it('polls 15 s growing to 60 s (long media), with fake timers', async () => {
-    const slow = await emulator({ taskPolls: 6 });
+    // Answering as the service does: no word of its pace.
+    const slow = await emulator({ taskPolls: 6, announce: false });
     const c = clientFor(slow, { polling: {} });
     try {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });

@@ -64,7 +64,7 @@ describe('translated TTS', () => {
   });
 
   it('step by step: PENDING first, then SUCCESS with a run id, text and a presigned audio_url', async () => {
-    const task = await client.createTranslatedTts({ text: 'Good morning', sourceLanguage: 'en-us', targetLanguage: 'fr-fr', voiceId: 7 });
+    const task = await client.createTranslatedTts({ text: 'Good morning', sourceLanguage: 'en-us', targetLanguage: 'fr-fr', voiceId: 20_305 });
     expect(typeof task.taskId).toBe('string');
     const first = await client.getTranslatedTtsStatus(task.taskId);
     expect(first).toMatchObject({ status: 'PENDING', runId: null, raw: { status: 'PENDING', run_id: null } });

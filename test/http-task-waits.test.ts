@@ -3,13 +3,18 @@
  * `statusReadDelay` (`retry.ts`) as a table, then long waits against the emulator over real
  * loopback sockets with fake timers (`setTimeout`, `Date`): a minute of 429s, 500s and resets
  * survived and the result fetched, a deadline that passes during failures, and the failures
- * that still end a wait at once. Time only moves while no status read is in flight (a counting
+ * that still end a wait at once. Then the pace: a server that announces itself (the emulator) is
+ * read when it says the task will be done; one that does not (the emulator with
+ * `announce: false`, and a small server sharing no code with the emulator) on the documented
+ * schedule. Time only moves while no status read is in flight (a counting
  * dispatcher says when one is), so every read time is exact.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import type { LocalizationClient } from '../lib/http/client.js';
+import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpAuthError,
   HttpConnectionError,
@@ -25,7 +30,7 @@ import {
 import { DEFAULT_RETRY, statusReadDelay } from '../lib/http/retry.js';
 import type { TaskProgress, TaskReadFailure } from '../lib/http/tasks.js';
 import type { TaskKind } from '../lib/http/task-kinds.js';
-import { clientFor, control, emulator, ioTurns, logged, until } from './http-test-helpers.js';
+import { KEY, control, emulator, ioTurns, logged, until } from './http-test-helpers.js';
 
 const info = { method: 'GET', path: '/dub/t' };
 
@@ -70,9 +75,8 @@ describe('statusReadDelay: a failed status read of a wait is read again, whateve
   });
 });
 
-/** A wait on a live emulator, driven by fake time that moves only while no status read is in flight. */
-interface DrivenWait {
-  emu: RunningEmulator;
+/** A wait on a live server, driven by fake time that moves only while no status read is in flight. */
+interface DrivenClient {
   client: LocalizationClient;
   /** Status requests handed to the dispatcher so far. */
   dispatched(): number;
@@ -85,6 +89,11 @@ interface DrivenWait {
   close(): Promise<void>;
 }
 
+/** The same on the emulator. */
+interface DrivenWait extends DrivenClient {
+  emu: RunningEmulator;
+}
+
 const closers: Array<() => Promise<void>> = [];
 
 afterEach(async () => {
@@ -93,8 +102,8 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
 
-async function drivenWait(statusPath: string, emulatorOptions: Parameters<typeof emulator>[0] = {}): Promise<DrivenWait> {
-  const emu = await emulator(emulatorOptions);
+/** A client of the server at `baseUrl` whose status reads (`GET statusPath...`) are counted; `closeServer` runs after it closes. */
+function drivenClient(baseUrl: string, statusPath: string, closeServer: () => Promise<void>): DrivenClient {
   let statusRequests = 0;
   const dispatcher = new Agent().compose(
     (dispatch: Dispatcher['dispatch']) =>
@@ -104,18 +113,17 @@ async function drivenWait(statusPath: string, emulatorOptions: Parameters<typeof
       },
   );
   // The library's default retry setting (first back-off 1 s) and polling (per kind).
-  const client = clientFor(emu, { dispatcher, retry: undefined, polling: {} });
+  const client = new LocalizationClient({ baseUrl, apiKey: KEY, dispatcher });
   const progress: TaskProgress[] = [];
   const failures: TaskReadFailure[] = [];
   const close = async (): Promise<void> => {
     await client.close();
     await dispatcher.close();
-    await emu.close();
+    await closeServer();
   };
   closers.push(close);
   const done = (): number => progress.length + failures.length;
   return {
-    emu,
     client,
     dispatched: () => statusRequests,
     progress,
@@ -139,6 +147,12 @@ async function drivenWait(statusPath: string, emulatorOptions: Parameters<typeof
     },
     close,
   };
+}
+
+async function drivenWait(statusPath: string, emulatorOptions: Parameters<typeof emulator>[0] = {}): Promise<DrivenWait> {
+  // Answering as the service does (no word of its pace) unless a test asks for the emulator's pace.
+  const emu = await emulator({ announce: false, ...emulatorOptions });
+  return { emu, ...drivenClient(emu.baseUrl, statusPath, () => emu.close()) };
 }
 
 /** A task of `kind` made through the control endpoint, PENDING for its first `polls` status reads. */
@@ -320,5 +334,80 @@ describe('failures no retry can fix still end a wait at once', () => {
     expect(error).toMatchObject({ status: 500 });
     expect(t.failures).toEqual([]);
     expect(t.dispatched()).toBe(1);
+  });
+});
+
+describe("a server that says when a task will be done is read then; one that does not, on the documented schedule", () => {
+  const dub = { videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' } as const;
+
+  it('the emulator, once it announced itself: the first read at once, the next when it said (a 2 s dub: 2 reads, 2 s)', async () => {
+    const t = await drivenWait('/dub/', { announce: true, taskMs: 2000, taskPolls: 0, clock: () => Date.now() });
+    useFakeTime();
+    const created = await t.client.createDubbing(dub);
+    expect(t.client.emulatorVersion).toMatch(/^\d+\.\d+\.\d+/);
+    const run = await t.drive(t.client.waitForTask('dub', created.taskId, { onProgress: (p) => t.progress.push(p) }));
+    expect(run.runId).toBeGreaterThan(0);
+    expect(t.readTimes()).toEqual([0, 2000]);
+    expect(t.progress.map((p) => [p.status, p.nextPollInMs])).toEqual([
+      ['PENDING', 2000],
+      ['SUCCESS', undefined],
+    ]);
+    expect(t.dispatched()).toBe(2);
+  });
+
+  it('a client that has not heard from it yet: the first read after the first interval of the schedule, then at its pace', async () => {
+    const t = await drivenWait('/dub/', { announce: true, clock: () => Date.now() });
+    useFakeTime();
+    const taskId = ((await control(t.emu, 'POST', 'tasks', { kind: 'dub', taskMs: 20_000 })) as { task_id: string }).task_id;
+    await t.drive(t.client.waitForTask('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
+    expect(t.readTimes()).toEqual([15_000, 20_000]);
+    expect(t.dispatched()).toBe(2);
+  });
+
+  it('a task longer than the intervals of the schedule: never read later than the schedule would', async () => {
+    const t = await drivenWait('/dub/', { announce: true, clock: () => Date.now() });
+    useFakeTime();
+    const taskId = ((await control(t.emu, 'POST', 'tasks', { kind: 'dub', taskMs: 100_000 })) as { task_id: string }).task_id;
+    await t.client.listVoices();
+    await t.drive(t.client.waitForTask('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
+    // At once, then 15, 22.5 and 33.75 s later (the schedule), then when the emulator said: 100 s.
+    expect(t.readTimes()).toEqual([0, 15_000, 37_500, 71_250, 100_000]);
+  });
+
+  /**
+   * A dubbing service written here, sharing no code with the emulator: task `plain-1`, PENDING
+   * for its first three status reads, then SUCCESS. It sends the emulator's ready-in header too, but never
+   * announces itself: a client must not take its word for a pace.
+   */
+  async function plainServer(): Promise<{ baseUrl: string; close(): Promise<void> }> {
+    let reads = 0;
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      const send = (body: unknown): void => {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-rt-translate-emulator-ready-in-ms': '1' });
+        res.end(JSON.stringify(body));
+      };
+      if (req.method === 'GET' && req.url === '/dub/plain-1') return send(++reads > 3 ? { status: 'SUCCESS', run_id: 7 } : { status: 'PENDING', run_id: null });
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  }
+
+  it.each([
+    ['a new task: 15 s growing by 1.5 to 60 s', false, [15_000, 37_500, 71_250, 121_875]],
+    ['read at once (task-status --wait), then the same schedule', true, [0, 15_000, 37_500, 71_250]],
+  ])('a server that does not announce itself: %s', async (_name, readAtOnce, times) => {
+    const server = await plainServer();
+    const t = drivenClient(server.baseUrl, '/dub/', () => server.close());
+    useFakeTime();
+    const run = await t.drive(t.client.waitForTask('dub', 'plain-1', { readAtOnce, onProgress: (p) => t.progress.push(p) }));
+    expect(run.runId).toBe(7);
+    expect(t.client.emulatorVersion).toBeUndefined();
+    expect(t.readTimes()).toEqual(times);
+    expect(t.progress.every((p) => p.response.readyInMs === undefined)).toBe(true);
   });
 });

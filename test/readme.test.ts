@@ -266,10 +266,13 @@ describe.concurrent('README: Troubleshooting', () => {
     { row: 'Refusing plain-text http://', args: ['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--base-url', 'http://service.example.com/apis', '--api-key', 'k'] },
     { row: 'Invalid --base-url', args: ['voices', '--base-url', 'service.example.com', '--api-key', 'k'] },
     { row: 'was rejected with 422', args: ['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'] },
-    { row: 'task ID needs the service', args: ['task-status', 'dub', 'd41c9a2e'] },
+    // No state directory: the embedded emulator could remember nothing.
+    { row: 'task ID needs the service', args: ['task-status', 'dub', 'd41c9a2e'], env: { XDG_STATE_HOME: '', HOME: '' } },
+    { row: 'the embedded emulator answered', args: ['task-status', 'dub', 'd41c9a2e'] },
+    { row: 'warning: the API key from', args: ['task-status', 'dub', 'd41c9a2e', '--api-key', 'k'] },
     { row: 'The realtime service rejected the voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', '999', '-i', fixture, '--text-only'] },
-  ])('the row "$row" is what the command prints', async ({ row, args }) => {
-    const result = await runInProcess(args);
+  ])('the row "$row" is what the command prints', async ({ row, args, env }: { row: string; args: string[]; env?: Record<string, string> }) => {
+    const result = await runInProcess(args, env ? { env } : {});
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(troubleRow(row));
   });

@@ -38,7 +38,7 @@ describe('formats', () => {
   it.each(['wav', 'flac', 'pcm_s16le', 'pcm_s16be', 'pcm_s32le', 'pcm_s32be', 'pcm_f32le', 'pcm_f32be'] as OutputFormat[])(
     '%s: the exact bytes, in whole samples for PCM',
     async (format) => {
-      const stream = client.ttsStream({ text: TEXT, language: 'en-us', voiceId: 3, outputConfiguration: { format } });
+      const stream = client.ttsStream({ text: TEXT, language: 'en-us', voiceId: 20_299, outputConfiguration: { format } });
       const response = new Promise<TtsStreamResponseInfo>((resolve) => stream.once('response', resolve));
       const chunks: Buffer[] = [];
       for await (const chunk of stream) chunks.push(chunk as Buffer);

@@ -19,6 +19,7 @@ import {
   DownloadError,
   downloadToFile,
   listFlag,
+  localResult,
   parseCommand,
   taskRun,
   taskSettings,
@@ -37,7 +38,9 @@ export const DUB_USAGE = `Usage: rt-translate dub --url URL --from TAG --to TAG[
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
-Without -o, prints one JSON line per language: {"language","audioUrl","videoUrl"}. The task is
+Without -o, prints one JSON line per language: {"language","audioUrl","videoUrl"} ("audioFile",
+the path of the file, instead of "audioUrl" from the embedded emulator, whose URLs end with the
+command). The task is
 polled as long media (15 s growing to 60 s); --poll-ms changes that. Says on stderr which task
 it created and, once done, its run.
 
@@ -103,7 +106,12 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
     // One output carries no language key: it is the one target asked for.
     const languageOf = (output: DubbedOutput): string | undefined => output.language ?? (targets.length === 1 ? targets[0] : undefined);
     if (values.output === undefined) {
-      for (const output of result.outputs) io.stdout.write(`${JSON.stringify({ language: languageOf(output) ?? null, audioUrl: output.audioUrl ?? null, videoUrl: output.videoUrl ?? null })}\n`);
+      for (const output of result.outputs) {
+        // The embedded emulator's URL dies with this command: its file on disk is given instead.
+        const file = output.audioUrl === undefined ? undefined : localResult(service, output.audioUrl);
+        const audio = file !== undefined ? { audioFile: file } : { audioUrl: output.audioUrl ?? null };
+        io.stdout.write(`${JSON.stringify({ language: languageOf(output) ?? null, ...audio, videoUrl: output.videoUrl ?? null })}\n`);
+      }
       return EXIT_OK;
     }
     const dir = values.output;

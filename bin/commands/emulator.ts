@@ -1,16 +1,20 @@
 /**
  * `rt-translate emulator`: runs the local emulator of the service until SIGINT or SIGTERM.
- * Prints exactly one JSON line, `{"baseUrl":...,"realtimeUrl":...}`, once it listens.
+ * Prints exactly one JSON line, `{"baseUrl":...,"realtimeUrl":...}`, once it listens. With
+ * `--reset`, forgets what the embedded emulator remembers (`../embedded-emulator.ts`) instead.
  * Flags map one to one onto `startEmulator` options; each is checked here with a usage error
  * naming the flag, and the emulator checks the options again.
  */
 import { once } from 'node:events';
+import { existsSync, rmSync } from 'node:fs';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
 import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
-import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, untilStopped, type CliIo } from '../cli.js';
+import { NO_STATE_DIR, emulatorStateDir } from '../embedded-emulator.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service
+       rt-translate emulator --reset        forget what the embedded emulator remembers
 
   --host H                interface to listen on (default 127.0.0.1)
   --port N                port (default 0: a free port)
@@ -71,6 +75,8 @@ Realtime fault switches (each applies to every session, so a reconnected one fai
                             appends pause)
   --late-utterance N:MS     answer utterance N of each session MS late (repeatable)
   --echo-key                echo the caller's key in session.created and error messages
+  --reset                   forget everything the embedded emulator remembers (its state
+                            directory, below) and exit; no other option goes with it
   -h, --help
 
 Prints {"baseUrl":"http://HOST:PORT","realtimeUrl":"ws://HOST:PORT","apiKeys":[...]} on one
@@ -79,7 +85,14 @@ it), then runs until SIGINT or SIGTERM. The HTTP interface is at baseUrl; its co
 endpoints (no key) are under /_emulator/: faults, task-outcomes, tasks, file-faults, requests,
 and realtime-faults, which triggers a realtime fault now:
   curl -X POST $BASE/_emulator/realtime-faults -d '{"refuse": 1, "status": 401}'
-  (or {"stall": N}, {"drop": true, "code"?: CODE, "reset"?: true}, {"halfOpen": true}).`;
+  (or {"stall": N}, {"drop": true, "code"?: CODE, "reset"?: true}, {"halfOpen": true}).
+
+This emulator remembers nothing once it stops. The embedded one, which a command starts when no
+service URL is configured, remembers what earlier commands made (custom voices, tasks and runs,
+result files; run ids never repeat) in $XDG_STATE_HOME/rt-translate/emulator, else in
+$HOME/.local/state/rt-translate/emulator; result files past 100 MiB are removed, the oldest first.
+Records are written whole (a temporary file renamed), and commands running at once never take
+the same run or voice id. No API key is ever kept there.`;
 
 const OPTIONS = {
   host: { type: 'string' },
@@ -113,6 +126,7 @@ const OPTIONS = {
   'idle-ms': { type: 'string' },
   'never-answer-last': { type: 'boolean' },
   'late-last': { type: 'string' },
+  reset: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -233,11 +247,28 @@ function parseSegmentation(values: {
   return options;
 }
 
+/** `--reset`: removes the embedded emulator's state directory, saying which. */
+function resetState(io: CliIo): number {
+  const dir = emulatorStateDir(io.env);
+  if (dir === undefined) throw new UsageError(`--reset: the embedded emulator has no state directory to forget (${NO_STATE_DIR}).`);
+  if (!existsSync(dir)) {
+    io.stderr.write(`rt-translate emulator: nothing to forget: ${dir} does not exist\n`);
+    return EXIT_OK;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  io.stderr.write(`rt-translate emulator: forgot what the embedded emulator remembered: removed ${dir}\n`);
+  return EXIT_OK;
+}
+
 export async function runEmulator(args: string[], io: CliIo, signal?: AbortSignal): Promise<number> {
   const { values } = parseCommandLine({ args, options: OPTIONS, strict: true }, 'rt-translate emulator --help');
   if (values.help) {
     io.stdout.write(`${EMULATOR_USAGE}\n`);
     return EXIT_OK;
+  }
+  if (values.reset) {
+    if (args.length !== 1) throw new UsageError('--reset goes alone: it forgets the embedded emulator\'s state and exits.');
+    return resetState(io);
   }
   const audioFrames = values['audio-frames'];
   if (audioFrames !== undefined && audioFrames !== 'json' && audioFrames !== 'binary') {

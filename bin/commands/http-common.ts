@@ -25,7 +25,8 @@ import { LocalizationClient } from '../../lib/http/client.js';
 import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
 import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
-import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
+import type { RunningEmulator } from '../../lib/emulator/server.js';
+import { EMULATOR_DEFAULT_API_KEY, ENV_HOME, ENV_XDG_STATE_HOME, NO_STATE_DIR, embeddedRefusalHint, emulatorStateDir, startEmbeddedEmulator } from '../embedded-emulator.js';
 import { ValidationError } from '../../lib/errors.js';
 import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
@@ -37,7 +38,7 @@ import type { parseArgs, ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
 import { LiveStatus, PROGRESS_OPTIONS, PROGRESS_USAGE, progressMode, type ProgressMode } from '../status-line.js';
 import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
-import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
+import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, keySource, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
@@ -102,7 +103,8 @@ export const POLL_USAGE = `  --poll-ms MS          poll every MS (default: the s
 ${PROGRESS_USAGE}`;
 
 export const TASK_USAGE = `  --no-wait             create the task, print {"task_id":...,"kind":...} on stdout and exit
-                        (needs a base URL: the service, or a running \`rt-translate emulator\`)
+                        (the embedded emulator remembers it for the next commands, as the
+                        service and a running \`rt-translate emulator\` do)
   --run ID              skip the task: fetch the result of the finished run ID (from an earlier
                         --no-wait, then task-status --wait)
 ${POLL_USAGE}`;
@@ -111,9 +113,8 @@ export const EXIT_USAGE_TEXT = `Exit status: 0 done; 1 service or network failur
 file is written whole or not at all: audio received before a failure is kept in OUT.partial,
 said on stderr); 2 usage or configuration error, before any request.`;
 
-/** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
+/** Time a task of the embedded emulator stays PENDING, ms (it says so in each status answer: the wait follows). */
 const EMBEDDED_TASK_MS = 500;
-const EMBEDDED_POLL_MS = 100;
 /** Exit status after Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
 
@@ -136,11 +137,13 @@ export interface TaskValues extends ServiceValues {
 export interface ServiceSettings {
   baseUrl: string | undefined;
   apiKey: string | undefined;
+  /** Where the key came from (`--api-key`, ...), for the embedded emulator's notice; undefined without one. */
+  keySource: string | undefined;
   allowInsecure: boolean;
   /** Start the embedded emulator. */
   useEmulator: boolean;
-  /** The emulator was chosen because no base URL is configured: say so. */
-  announce: boolean;
+  /** Where the embedded emulator remembers (undefined: it remembers nothing, or the service is used). */
+  stateDir: string | undefined;
   /** Fixed polling interval, ms, from `--poll-ms`. */
   pollMs: number | undefined;
   /** How progress is shown (`--progress`, `--no-progress`, and whether stderr is a terminal). */
@@ -163,9 +166,10 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   return {
     baseUrl: useEmulator ? undefined : baseOption,
     apiKey,
+    keySource: keySource(values, io.env),
     allowInsecure,
     useEmulator,
-    announce: useEmulator && values.emulator !== true,
+    stateDir: useEmulator ? emulatorStateDir(io.env) : undefined,
     pollMs,
     progress,
   };
@@ -189,17 +193,11 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
   let emulator: RunningEmulator | undefined;
   let baseUrl = settings.baseUrl;
   let apiKey = settings.apiKey;
-  let pollMs = settings.pollMs;
+  const pollMs = settings.pollMs;
   if (settings.useEmulator) {
-    apiKey ??= EMULATOR_DEFAULT_API_KEY;
-    emulator = await startEmulator({ apiKeys: [apiKey], taskMs: EMBEDDED_TASK_MS });
+    emulator = await startEmbeddedEmulator(io, settings.keySource, { taskMs: EMBEDDED_TASK_MS });
+    apiKey = EMULATOR_DEFAULT_API_KEY;
     baseUrl = emulator.baseUrl;
-    pollMs ??= EMBEDDED_POLL_MS;
-    if (settings.announce) {
-      io.stderr.write(
-        `rt-translate: no base URL configured (--base-url or ${ENV_BASE_URL}); using the embedded emulator at ${emulator.baseUrl}\n`,
-      );
-    }
   }
   const fixed = pollMs === undefined ? undefined : { initialIntervalMs: pollMs, maxIntervalMs: pollMs, factor: 1 };
   const controller = new AbortController();
@@ -222,6 +220,8 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       io.stderr.write('rt-translate: interrupted\n');
       return EXIT_INTERRUPTED;
     }
+    const hint = emulator === undefined ? undefined : embeddedRefusalHint(error, emulator.stateDir);
+    if (hint !== undefined) io.stderr.write(`${hint}\n`);
     throw withFlagNames(error);
   } finally {
     progress.stop();
@@ -312,15 +312,16 @@ export function withFlagNames(error: unknown): unknown {
 
 /**
  * Refuses, before anything starts, an operation that needs a service which outlives this command
- * (a task or run created earlier, or a task left for later): the embedded emulator starts empty
- * for each command, so it could only answer 404. `need` says what needs it, in words.
+ * (a task or run created earlier, or a task left for later) when the embedded emulator would
+ * answer it without a state directory: it then remembers nothing, so it could only answer 404.
+ * With one, it remembers the tasks and runs of earlier commands. `need` says what needs it.
  */
 export function requirePersistentService(settings: ServiceSettings, need: string): void {
-  if (!settings.useEmulator) return;
+  if (!settings.useEmulator || settings.stateDir !== undefined) return;
   throw new UsageError(
-    `${need}, but no base URL is configured, and the embedded emulator starts ` +
-      `empty for each command: it could only answer 404. Point --base-url (or ${ENV_BASE_URL}) at the service, ` +
-      `or run \`rt-translate emulator\` in another terminal and use its baseUrl for the task's whole life.`,
+    `${need}, but no base URL is configured, and the embedded emulator remembers nothing between commands here ` +
+      `(${NO_STATE_DIR}): it could only answer 404. Set ${ENV_XDG_STATE_HOME} or ${ENV_HOME}, point --base-url ` +
+      `(or ${ENV_BASE_URL}) at the service, or run \`rt-translate emulator\` in another terminal and use its baseUrl for the task's whole life.`,
   );
 }
 
@@ -386,12 +387,13 @@ function nothingToResume(error: unknown): boolean {
 }
 
 /**
- * Waits for task `taskId` of `kind`, with its progress on the command's line (`waitText`). A
- * status read that fails is said on stderr when a run of failures starts and when it ends (the
- * wait goes on until its limit). When the wait ends without the task's final status (its limit
- * passed, a failure no retry fixes, Ctrl-C), stderr says that the task may still be running and
- * how to resume: with `task-status KIND TASK_ID --wait`, then `--run` (not for the embedded
- * emulator, whose tasks end with the command). `seen` gets each status read.
+ * Waits for task `taskId` of `kind`, with its progress on the command's line (`waitText`). A status read that fails
+ * is said on stderr when a run of failures starts and when it ends (the wait goes on until its
+ * limit). When the wait ends without the task's final status (its limit passed, a failure no
+ * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
+ * `task-status KIND TASK_ID --wait`, then `--run` (not for an embedded emulator that remembers
+ * nothing, whose tasks end with the command). `seen` gets each status read; `readAtOnce` reads the status at once (a
+ * task created earlier may be final already), then polls.
  */
 export async function waitForRun(
   io: CliIo,
@@ -399,6 +401,7 @@ export async function waitForRun(
   kind: TaskKind,
   taskId: string,
   seen?: (progress: TaskProgress) => void,
+  readAtOnce?: boolean,
 ): Promise<CompletedTask> {
   const { progress } = service;
   const start = Date.now();
@@ -432,12 +435,14 @@ export async function waitForRun(
     seen?.(p);
   };
   try {
-    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure });
+    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure, ...(readAtOnce ? { readAtOnce } : {}) });
   } catch (error) {
     progress.stop();
-    if (!nothingToResume(error) && service.emulator === undefined) {
+    // An embedded emulator without a state directory forgets the task with this command.
+    const remembered = service.emulator === undefined || service.emulator.stateDir !== undefined;
+    if (!nothingToResume(error) && remembered) {
       progress.print(
-        `rt-translate: task ${taskId} (${kind}) may still be running, and the service bills it: wait for it again with ` +
+        `rt-translate: task ${taskId} (${kind}) may still be running${service.emulator === undefined ? ', and the service bills it' : ''}: wait for it again with ` +
           `\`rt-translate task-status ${kind} ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
       );
     }
@@ -445,6 +450,16 @@ export async function waitForRun(
   } finally {
     progress.stop();
   }
+}
+
+/**
+ * Where a result of the embedded emulator is on disk, given the presigned URL it answered: its
+ * URL dies with the command, its file stays in the state directory (until the cap removes it).
+ * Undefined for the service, a running \`rt-translate emulator\`, or an embedded emulator that
+ * remembers nothing: their URLs are printed as they are.
+ */
+export function localResult(service: Service, url: string): string | undefined {
+  return service.emulator?.localFilePath(url);
 }
 
 /* ----------------------------------------------------------------------------------------- */

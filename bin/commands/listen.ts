@@ -93,7 +93,7 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   let events: Writable | undefined;
   try {
     events = await openEventsOutput(values.events, io);
-    target = await connect(access, values.emulator === true, io);
+    target = await connect(access, io);
   } catch (error) {
     source.destroy();
     throw error;

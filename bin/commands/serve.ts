@@ -95,7 +95,7 @@ export async function runServe(args: string[], io: CliIo, signal?: AbortSignal):
   const access = await resolveAccess({ ...values, input: '' }, io);
   const modules = await collectPageModules();
 
-  const upstream = await connect(access, values.emulator === true, io);
+  const upstream = await connect(access, io);
   const server = createServer((req, res) => {
     if (!servePageRequest(modules, req, res)) res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found\n');
   });

@@ -26,14 +26,15 @@ export const TASK_STATUS_USAGE = `Usage: rt-translate task-status KIND TASK_ID [
   KIND                  what the task does:
 ${KIND_LINES}
   TASK_ID               the task id its creation answered
-  --wait                poll until the task is final (SUCCESS, ERROR, TIMEOUT, PAYMENT_REQUIRED)
+  --wait                read the status at once, then poll until the task is final (SUCCESS,
+                        ERROR, TIMEOUT, PAYMENT_REQUIRED)
 ${POLL_USAGE}
 ${SERVICE_USAGE}
 
 Prints the status as one JSON line ({"status":...,"run_id":...}). With --wait the exit status
 is 1 when the task ended in ERROR, TIMEOUT or PAYMENT_REQUIRED (the cause on stderr). The task
-must be known to the service the command talks to: the embedded emulator starts empty for each
-command, so give --base-url (a service, or a running \`rt-translate emulator\`).
+must be known to the service the command talks to: the one that made it (the embedded emulator
+remembers the tasks of earlier commands; see rt-translate emulator --help).
 
 ${EXIT_USAGE_TEXT}`;
 
@@ -62,7 +63,8 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
     }
     let last: TaskProgress | undefined;
     try {
-      const done = await waitForRun(io, service, kind, taskId, (p) => (last = p));
+      // The task was made earlier, by another command: it may well be final, so its status is read at once.
+      const done = await waitForRun(io, service, kind, taskId, (p) => (last = p), true);
       io.stdout.write(`${JSON.stringify(done.response.raw)}\n`);
       return EXIT_OK;
     } catch (error) {

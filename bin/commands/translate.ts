@@ -210,7 +210,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   let target: Awaited<ReturnType<typeof connect>>;
   try {
     events = await openEventsOutput(values.events, io);
-    target = await connect(access, values.emulator === true, io);
+    target = await connect(access, io);
   } catch (error) {
     await release();
     throw error;
@@ -297,7 +297,8 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
   }
   if (failure !== undefined) {
-    io.stderr.write(`${describeFailure(failure)}\n${kept ?? ''}`);
+    const hint = emulator === undefined ? undefined : (await import('../embedded-emulator.js')).embeddedRefusalHint(failure, emulator.stateDir);
+    io.stderr.write(`${hint === undefined ? '' : `${hint}\n`}${describeFailure(failure)}\n${kept ?? ''}`);
     return EXIT_FAILURE;
   }
   if (inputFailure !== undefined) return EXIT_USAGE;

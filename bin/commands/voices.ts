@@ -16,6 +16,7 @@ import {
   TASK_USAGE,
   checkInputFile,
   checkRequest,
+  localResult,
   parseCommand,
   serviceSettings,
   taskRun,
@@ -40,7 +41,8 @@ export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|desi
         (a repeat after a lost answer would be refused for a voice that was in fact deleted)
   rt-translate voices design --text TEXT --description TEXT [--no-wait | --run ID]
         a voice from a description (at least ${VOICE_DESCRIPTION_MIN_LENGTH} characters: who speaks, how, in what
-        mood): prints the URLs of its spoken previews
+        mood): prints the URLs of its spoken previews (from the
+        embedded emulator, the paths of their files)
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -134,7 +136,8 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
       const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.createTextToVoice(request, { signal }));
       if (run === undefined) return EXIT_OK;
       const result = await service.client.getTextToVoiceResult(run, { signal: service.signal });
-      for (const url of result.previews) io.stdout.write(`${url}\n`);
+      // The embedded emulator's URLs die with this command: its files on disk are given instead.
+      for (const url of result.previews) io.stdout.write(`${localResult(service, url) ?? url}\n`);
       return EXIT_OK;
     });
   }

@@ -2,8 +2,9 @@
  * The emulator's live transcription endpoint, `{realtime_url}/streaming-transcription/listen`
  * (wire format: `lib/realtime/transcription-codec.ts`). The `x-api-key` header is checked at the
  * handshake (401 when missing or unknown); the query's parameters once open (an `Error`, then
- * close 1008, for a bad one or audio the emulator cannot convert: `linear16`, `linear32`,
- * `mulaw`, `alaw` at 8, 16, 22.05, 24, 44.1 or 48 kHz, 1 or 2 channels).
+ * close 1008, for a bad one, a language it does not list as a source language, or audio the
+ * emulator cannot convert: `linear16`, `linear32`, `mulaw`, `alaw` at 8, 16, 22.05, 24, 44.1 or
+ * 48 kHz, 1 or 2 channels).
  *
  * After `Ready`, binary frames are audio: converted to PCM16 mono 24 kHz and split into
  * utterances by voice activity (20 ms frames, -40 dBFS, 600 ms of silence ends one). Each
@@ -32,6 +33,7 @@ import {
 } from '../realtime/transcription-codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import type { EmulatorContext } from './server.js';
+import { SOURCE_LANGUAGES } from './languages.js';
 import { TRANSCRIPTION_SEGMENTER, knownUtteranceText, wordTimings } from './transcripts.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
 
@@ -71,6 +73,13 @@ function converterFor(params: LiveTranscriptionParams): AudioProcessor | string 
   if (params.encoding !== 'linear32') return plan.processor;
   const first = new Linear32ToS16();
   return { process: (chunk) => plan.processor.process(first.process(chunk)), flush: () => plan.processor.flush() };
+}
+
+const SOURCE_TAGS: ReadonlySet<string> = new Set(SOURCE_LANGUAGES.map((l) => l.short_name));
+
+/** Why the emulator does not transcribe `language` (a tag it does not list as a source language), or undefined. */
+function unsupportedLanguage(language: string): string | undefined {
+  return SOURCE_TAGS.has(language) ? undefined : `Unsupported language ${JSON.stringify(language)}: see GET /source-languages for the languages it transcribes.`;
 }
 
 class LiveSession {
@@ -186,7 +195,7 @@ export function createLiveTranscriptionEmulator(options: LiveTranscriptionEmulat
       const query = parseLiveQuery(new URL(req.url ?? '/', 'http://emulator').searchParams);
       wss.handleUpgrade(req, socket, head, (ws) => {
         if (closing) return void ws.terminate();
-        const problem = 'error' in query ? query.error.message : undefined;
+        const problem = 'error' in query ? query.error.message : unsupportedLanguage(query.params.language);
         const convert = 'params' in query ? converterFor(query.params) : undefined;
         if (problem !== undefined || typeof convert === 'string') {
           ws.send(encodeLiveError('INVALID_PARAMETERS', problem ?? `Unsupported audio: ${convert as string}.`), () => ws.close(POLICY_CLOSE, 'INVALID_PARAMETERS'));

@@ -6,7 +6,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
+import { isAbsolute } from 'node:path';
 import { REALTIME_PATH } from '../config.js';
+import { ValidationError } from '../errors.js';
+import { StateDir } from './state-store.js';
 import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeFaultControl, type RealtimeSessionStats } from './realtime.js';
 import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
 import { VoiceRegistry } from './voices.js';
@@ -29,6 +32,14 @@ export interface EmulatorOptions extends RealtimeEmulatorOptions, HttpEmulatorOp
   port?: number;
   /** Keys the emulator accepts. Default `[EMULATOR_DEFAULT_API_KEY]`. */
   apiKeys?: string[];
+  /**
+   * Remember custom voices, tasks, runs and result files in this directory (created if need be),
+   * so that a later emulator on it (the next command of the CLI) knows them; several emulators
+   * may use it at once (see `state-store.ts`). Owners are kept as hashes of their keys, never
+   * the keys; result files past `stateMaxBytes` are removed, the oldest first. Default: remember
+   * nothing.
+   */
+  stateDir?: string;
 }
 
 export interface RunningEmulator {
@@ -38,6 +49,13 @@ export interface RunningEmulator {
   readonly realtimeUrl: string;
   readonly host: string;
   readonly port: number;
+  /** The directory it remembers in (`stateDir`), or undefined. */
+  readonly stateDir: string | undefined;
+  /**
+   * Where the bytes of a result file are on disk, given a presigned URL this emulator answered:
+   * for an emulator with a state directory, while the file is kept. Undefined otherwise.
+   */
+  localFilePath(url: string): string | undefined;
   /** Figures of each open realtime session (state, audio received, send buffer, flow control). */
   realtimeSessions(): RealtimeSessionStats[];
   /** Realtime faults triggered now (drop, half-open, refused handshakes). */
@@ -46,11 +64,13 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
-/** Emulator parts share this: who may call, the voices, and the server's own address once known. */
+/** Emulator parts share this: who may call, the voices, where it remembers, and the server's own address once known. */
 export interface EmulatorContext {
   apiKeys: ReadonlySet<string>;
   /** Stock voices and each key's custom voices, for both sides. */
   voices: VoiceRegistry;
+  /** The state directory (`stateDir`), if any. */
+  state?: StateDir | undefined;
   baseUrl(): string;
 }
 
@@ -66,6 +86,14 @@ export interface RealtimePart extends EmulatorPart {
 
 export interface HttpPart extends EmulatorPart {
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Where the bytes of the stored file at `path` (`/_files/...`) are on disk, if there. */
+  localPath(path: string): string | undefined;
+}
+
+/** `stateDir` as an absolute path, or a `ValidationError` naming the option. */
+function checkStateDir(dir: unknown): string {
+  if (typeof dir !== 'string' || !isAbsolute(dir)) throw new ValidationError('stateDir', 'an absolute directory path', JSON.stringify(dir));
+  return dir;
 }
 
 function hostForUrl(host: string): string {
@@ -76,7 +104,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const host = options.host ?? '127.0.0.1';
   const apiKeys = new Set(options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : [EMULATOR_DEFAULT_API_KEY]);
   let baseUrl = '';
-  const context: EmulatorContext = { apiKeys, voices: new VoiceRegistry(options.clonedVoices), baseUrl: () => baseUrl };
+  const state = options.stateDir === undefined ? undefined : new StateDir(checkStateDir(options.stateDir));
+  const context: EmulatorContext = {
+    apiKeys,
+    voices: new VoiceRegistry(options.clonedVoices, state?.records('voices')),
+    state,
+    baseUrl: () => baseUrl,
+  };
   const realtime: RealtimePart = createRealtimeEmulator(options, context);
   const http: HttpPart = createHttpEmulator(options, context, realtime.faults);
   const live = createLiveTranscriptionEmulator(options, context);
@@ -114,6 +148,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     realtimeUrl: `ws://${hostForUrl(host)}:${port}`,
     host,
     port,
+    stateDir: state?.dir,
+    localFilePath(url) {
+      let path: string;
+      try {
+        path = new URL(url).pathname;
+      } catch {
+        return undefined;
+      }
+      return http.localPath(path);
+    },
     realtimeSessions: () => realtime.sessions(),
     realtimeFaults: realtime.faults,
     close() {

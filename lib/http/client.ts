@@ -32,7 +32,7 @@ import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-downl
 import type { HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
 import { withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
-import { resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
+import { announcedEmulator, resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
 import * as endpoints from './endpoints.js';
 import * as kit from './endpoint-kit.js';
 import * as voices from './voices.js';
@@ -106,6 +106,8 @@ export interface RequestSpec extends RequestOptions {
    */
   kind: RequestKind;
   accept?: string;
+  /** Called with the headers of the successful answer (a status read takes the emulator's pace from them). */
+  onHeaders?: (headers: HeaderBag) => void;
 }
 
 /**
@@ -186,6 +188,11 @@ export interface HttpRequester {
    * the library's default). Optional: task waits then use the default back-off.
    */
   retrySetting?(): RetrySetting | undefined;
+  /**
+   * The version of the emulator of this package, once an answer of the base URL announced it
+   * (`EMULATOR_HEADER`); undefined for the service. Optional: task waits then keep the schedule.
+   */
+  readonly emulatorVersion?: string | undefined;
   /** Replaces the key in text that came from elsewhere. */
   redact(text: string): string;
   /** The full URL of an interface path. */
@@ -256,6 +263,7 @@ export class LocalizationClient implements HttpRequester {
   /** `redact` as a function value, for the shared error mappers. */
   readonly #redactor = (text: string): string => this.redact(text);
   #closed = false;
+  #emulatorVersion: string | undefined;
   /** The service's source and target language lists, fetched once and kept. */
   readonly languages: LanguageCatalog = new LanguageCatalog(this);
 
@@ -299,6 +307,14 @@ export class LocalizationClient implements HttpRequester {
     return this.#closed;
   }
 
+  /**
+   * The emulator's version once an answer of the base URL announced it (`x-rt-translate-emulator`):
+   * the client then polls tasks at the pace the emulator gives. Undefined for the service.
+   */
+  get emulatorVersion(): string | undefined {
+    return this.#emulatorVersion;
+  }
+
   /** Closes the client's own agent (waiting for requests in flight); a caller's is left open. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -336,6 +352,7 @@ export class LocalizationClient implements HttpRequester {
   requestJson<T>(spec: RequestSpec): Promise<T> {
     return this.#withRetry(spec, async () => {
       const response = await this.#send(spec);
+      spec.onHeaders?.(response.headers);
       const info = this.#info(spec);
       let read: { buffer: Buffer; truncated: boolean };
       try {
@@ -449,6 +466,7 @@ export class LocalizationClient implements HttpRequester {
       if (body instanceof Readable) body.destroy();
       throw this.#networkError(error, spec);
     }
+    this.#emulatorVersion ??= announcedEmulator(response.headers as HeaderBag);
     if (response.statusCode >= 200 && response.statusCode < 300) {
       return { statusCode: response.statusCode, headers: response.headers as HeaderBag, body: response.body };
     }

@@ -13,7 +13,7 @@ import type { AudioDownloadOptions, FlacDownloadRequest, HttpMethod, HttpRequest
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import { runIdParam, runIdsSchema, taskIdParam } from './schemas.js';
 import { TASK_KIND_SPECS, type TaskKind } from './task-kinds.js';
-import { parseTaskStatus, waitForTask, type CompletedTask, type TaskStatusResponse, type WaitOptions } from './tasks.js';
+import { parseTaskStatus, readyInMsOf, waitForTask, type CompletedTask, type TaskStatusResponse, type WaitOptions } from './tasks.js';
 import type { Check } from './validation.js';
 import { validate } from './validation.js';
 import { camelizeKeys, isPlainObject } from './wire.js';
@@ -86,7 +86,7 @@ export function call(
   path: string,
   kind: RequestSpec['kind'],
   options: RequestOptions | undefined,
-  extra: Pick<RequestSpec, 'json' | 'multipart' | 'query'> = {},
+  extra: Pick<RequestSpec, 'json' | 'multipart' | 'query' | 'onHeaders'> = {},
 ): Promise<unknown> {
   return client.requestJson<unknown>({ method, path, kind, ...extra, ...callOptions(options) });
 }
@@ -105,7 +105,10 @@ export async function createTask(
 export async function getTaskStatus(client: HttpRequester, kind: TaskKind, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
   const spec = TASK_KIND_SPECS[kind];
   if (spec === undefined) throw new ValidationError('kind', `one of ${Object.keys(TASK_KIND_SPECS).join(', ')}`, String(kind));
-  return parseTaskStatus(taskId, await call(client, 'GET', taskPath(spec.path, taskId), 'read', options));
+  let readyInMs: number | undefined;
+  const raw = await call(client, 'GET', taskPath(spec.path, taskId), 'read', options, { onHeaders: (headers) => (readyInMs = readyInMsOf(headers)) });
+  const status = parseTaskStatus(taskId, raw);
+  return readyInMs === undefined || status.status !== 'PENDING' ? status : { ...status, readyInMs };
 }
 
 /**
@@ -120,6 +123,8 @@ export function waitSettings(client: HttpRequester, options: TaskCallOptions, pr
     maxIntervalMs: options.maxIntervalMs ?? Math.max(base.maxIntervalMs, options.initialIntervalMs ?? 0),
     factor: options.factor ?? base.factor,
     maxWaitMs: options.maxWaitMs ?? base.maxWaitMs,
+    // A server that announced itself paces the polls: its first status read tells when to read again.
+    readAtOnce: options.readAtOnce ?? client.emulatorVersion !== undefined,
     signal: options.signal,
     onProgress: options.onProgress,
     onReadFailure: options.onReadFailure,

@@ -19,10 +19,18 @@
  * with `TaskWaitTimeoutError` (its task id, the time waited, the reads that failed, the last
  * failure), never later.
  *
+ * A server that paces the polls itself (the emulator of this package, which announces itself
+ * with `EMULATOR_HEADER` on every answer and gives a PENDING task's remaining time in
+ * `EMULATOR_READY_IN_HEADER`) is polled at that pace: the first status read at once
+ * (`readAtOnce`, which the client sets once its server announced itself), each next one when
+ * the server said the task would be done, and never later than the schedule above would read.
+ * The service sends neither header, so its waits keep the documented schedule.
+ *
  * Server text (a task's `message`, an unknown status) goes into errors as the requester hands it
  * over: `LocalizationClient` redacts the API key from every JSON answer before anything reads it.
  */
 import { AbortError, ProtocolError, RtTranslateError } from '../errors.js';
+import { headerValue, type HeaderBag } from '../retry-after.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
 import { resolveRetry, statusReadDelay, type RetrySetting } from './retry.js';
 
@@ -38,7 +46,35 @@ export interface TaskStatusResponse {
   message?: string;
   /** The failure reason some services give instead (`SOURCE_TOO_LONG`, ...). */
   exceptionReason?: string;
+  /**
+   * From a server that announced itself as the emulator (`EMULATOR_HEADER`): the time until a
+   * PENDING task's outcome, ms. Never set by the service.
+   */
+  readyInMs?: number;
   raw: Record<string, unknown>;
+}
+
+/** The header by which the emulator of this package announces itself (its version), on every answer. */
+export const EMULATOR_HEADER = 'x-rt-translate-emulator';
+/** The emulator's word on a PENDING task: milliseconds until its outcome (a whole number, 0 or more). */
+export const EMULATOR_READY_IN_HEADER = 'x-rt-translate-emulator-ready-in-ms';
+/** The shortest wait between two status reads at a server's pace, ms: a server saying 0 is not read in a busy loop. */
+export const MIN_PACED_POLL_MS = 10;
+
+/** The emulator's version when `headers` announce it, else undefined. */
+export function announcedEmulator(headers: HeaderBag): string | undefined {
+  const version = headerValue(headers, EMULATOR_HEADER)?.trim();
+  return version === undefined || version === '' ? undefined : version;
+}
+
+/**
+ * The time until a PENDING task's outcome that a status answer gives, ms: only from a server that
+ * announces itself as the emulator in the same answer; undefined otherwise.
+ */
+export function readyInMsOf(headers: HeaderBag): number | undefined {
+  if (announcedEmulator(headers) === undefined) return undefined;
+  const text = headerValue(headers, EMULATOR_READY_IN_HEADER)?.trim();
+  return text !== undefined && /^\d{1,12}$/.test(text) ? Number(text) : undefined;
 }
 
 export interface PollingOptions {
@@ -105,6 +141,13 @@ export interface TaskReadFailure {
 export interface WaitOptions extends Partial<PollingOptions> {
   /** Which guidance to start from. Default `speech`. */
   profile?: PollingProfile;
+  /**
+   * Read the status at once instead of after the first interval: for a server that paces the
+   * polls (the client sets it once its server announced itself as the emulator), and for a wait
+   * on a task created earlier, which may well be final already. Later reads keep the schedule
+   * (or the server's pace). Default false.
+   */
+  readAtOnce?: boolean;
   signal?: AbortSignal;
   onProgress?: (progress: TaskProgress) => void;
   /** Called after each status read that failed and will be made again (see the module doc). */
@@ -294,7 +337,9 @@ export async function waitForTask(
   const { signal, onProgress, onReadFailure } = options;
   const start = Date.now();
   let interval = polling.initialIntervalMs;
-  let delay = interval;
+  // A read at once comes before the schedule: the schedule's first interval follows it.
+  let early = options.readAtOnce === true;
+  let delay = early ? 0 : interval;
   let lastStatus = 'PENDING';
   let reads = 0;
   let failedReads = 0;
@@ -333,14 +378,17 @@ export async function waitForTask(
     const response = parseTaskStatus(taskId, answer);
     lastStatus = response.status;
     const final = response.status !== 'PENDING';
-    const next = Math.min(polling.maxIntervalMs, Math.round(interval * polling.factor));
+    const next = early ? interval : Math.min(polling.maxIntervalMs, Math.round(interval * polling.factor));
+    early = false;
+    // A server that said when the task will be done is read then, never later than the schedule.
+    const paced = response.readyInMs === undefined ? next : Math.max(MIN_PACED_POLL_MS, Math.min(response.readyInMs, next));
     onProgress?.({
       taskId,
       status: response.status,
       poll: reads,
       failedReads,
       elapsedMs: Date.now() - start,
-      nextPollInMs: final ? undefined : next,
+      nextPollInMs: final ? undefined : paced,
       response,
     });
     throwIfFailed(taskId, response);
@@ -351,7 +399,7 @@ export async function waitForTask(
       return { taskId, runId: response.runId, response };
     }
     interval = next;
-    delay = next;
+    delay = paced;
   }
 }
 

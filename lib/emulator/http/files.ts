@@ -9,19 +9,29 @@
  *   answered with the whole body), `If-Range` with the ETag, 416 for a range past the end.
  * - Fault switches (`store.faults`) for tests: drop the connection or stall after some body
  *   bytes for the next N downloads, or ignore Range requests.
- * - At most `maxFiles` files are kept; storing one more forgets the oldest.
+ * - In memory, at most `maxFiles` files are kept; storing one more forgets the oldest. With a
+ *   state directory (`state`), files are kept there, for later emulators on it too, at most
+ *   `maxBytes` of them (the oldest go first), and `localPath` says where a file's bytes are.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StateDir } from '../state-store.js';
 
 export interface FileStoreOptions {
   /** Lifetime of a presigned URL, in milliseconds. */
   urlTtlMs: number;
   /** The clock, in milliseconds since the epoch. Default `Date.now`. Tests inject one to expire URLs. */
   now?: () => number;
-  /** Files kept before the oldest is forgotten. Default 256. */
+  /** Files kept in memory before the oldest is forgotten. Default 256. */
   maxFiles?: number;
+  /** Keep the files in this state directory instead of in memory. */
+  state?: StateDir;
+  /** With `state`: bytes of files kept before the oldest are removed. Default `DEFAULT_STATE_MAX_BYTES`. */
+  maxBytes?: number;
 }
+
+/** Bytes of result files a state directory keeps before the oldest are removed: 100 MiB. */
+export const DEFAULT_STATE_MAX_BYTES = 100 * 1024 * 1024;
 
 export interface StoredFile {
   /** `/_files/<id>/<name>`: the path presigned URLs point at. */
@@ -70,6 +80,8 @@ export interface FileStore {
   faults: FileStoreFaults;
   /** The stored file at `path`, if still kept. */
   get(path: string): StoredFile | undefined;
+  /** Where the bytes of the file at `path` are on disk, when the store keeps its files in a state directory and still has it. */
+  localPath(path: string): string | undefined;
 }
 
 export const FILES_PREFIX = '/_files/';
@@ -109,14 +121,31 @@ export function createFileStore(options: FileStoreOptions, baseUrl: () => string
   const now = options.now ?? Date.now;
   const ttl = options.urlTtlMs;
   const maxFiles = options.maxFiles ?? 256;
+  const { state } = options;
+  const maxBytes = options.maxBytes ?? DEFAULT_STATE_MAX_BYTES;
   const secret = randomBytes(32);
   const files = new Map<string, StoredFile>();
+  /** When the last file was stored: each one later than the one before, so the oldest go first past the cap. */
+  let lastStoredAt = 0;
+
+  /** The id of a stored file's path, `/_files/ID/NAME`. */
+  const idOf = (path: string): string | undefined => /^\/_files\/([A-Za-z0-9_-]+)\/[^/]+$/.exec(path)?.[1];
+
+  /** The file at `path`: in memory, or in the state directory. */
+  const lookup = (path: string): StoredFile | undefined => {
+    if (!state) return files.get(path);
+    const id = idOf(path);
+    const kept = id === undefined ? undefined : state.readFile(id);
+    if (!kept || kept.record.path !== path) return undefined;
+    const { contentType, etag } = kept.record;
+    return { path, url: '', bytes: kept.bytes, contentType, etag };
+  };
 
   const sign = (path: string, expires: number): Buffer =>
     createHmac('sha256', secret).update(`${path}\n${expires}`).digest();
 
   const presign = (path: string): string => {
-    if (!files.has(path)) throw new Error(`No stored file at ${path}.`);
+    if (!lookup(path)) throw new Error(`No stored file at ${path}.`);
     const expires = now() + ttl;
     return `${baseUrl()}${path}?expires=${expires}&sig=${sign(path, expires).toString('base64url')}`;
   };
@@ -152,7 +181,7 @@ export function createFileStore(options: FileStoreOptions, baseUrl: () => string
       sendError(res, 403, 'The presigned URL has expired; request a new one.');
       return true;
     }
-    const file = files.get(url.pathname);
+    const file = lookup(url.pathname);
     if (!file) {
       sendError(res, 404, 'The file no longer exists.');
       return true;
@@ -203,15 +232,23 @@ export function createFileStore(options: FileStoreOptions, baseUrl: () => string
       const path = `${FILES_PREFIX}${id}/${encodeURIComponent(name)}`;
       const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
       const file: StoredFile = { path, url: '', bytes, contentType, etag };
-      files.set(path, file);
-      while (files.size > maxFiles) files.delete(files.keys().next().value as string);
+      if (state) {
+        lastStoredAt = Math.max(now(), lastStoredAt + 1);
+        state.putFile(id, { path, name, contentType, etag, size: bytes.length, storedAt: lastStoredAt }, bytes, maxBytes);
+      } else {
+        files.set(path, file);
+        while (files.size > maxFiles) files.delete(files.keys().next().value as string);
+      }
       file.url = presign(path);
       return file;
     },
     presign,
     handle,
-    get(path) {
-      return files.get(path);
+    get: lookup,
+    localPath(path) {
+      const id = idOf(path);
+      const record = state && id !== undefined ? state.fileRecords.get(id) : undefined;
+      return record && record.path === path ? state!.filePath(id!, record.name) : undefined;
     },
   };
   return store;

@@ -11,6 +11,9 @@
  * 403 `{error, status}` for a task, run or voice of another key).
  *
  * Behaviour:
+ * - Every answer names the emulator and its version (`x-rt-translate-emulator`), and the status
+ *   of a PENDING task says in how many ms it will be final (`x-rt-translate-emulator-ready-in-ms`),
+ *   unless `announce` is false. The service sends neither.
  * - Tasks stay PENDING for `taskMs`, then reach SUCCESS, or the failure status chosen by a
  *   marker in the request text (`[[ERROR]]`, `[[TIMEOUT]]`, `[[PAYMENT_REQUIRED]]`) or by
  *   `POST /_emulator/task-outcomes`.
@@ -66,21 +69,30 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finished } from 'node:stream/promises';
 import type { EmulatorContext, HttpPart } from '../server.js';
-import { createFileStore, type FileStore, type FileStoreFaults } from './files.js';
+import { DEFAULT_STATE_MAX_BYTES, createFileStore, type FileStore, type FileStoreFaults } from './files.js';
 import { FaultSwitch, checkFault, type FaultSpec } from './faults.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { BodyTooLargeError, parseJsonBody, readBody, sendError, sendJson } from './respond.js';
 import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
-import { TASK_KINDS, TaskStore, type TaskKind } from './task-store.js';
+import { TASK_KINDS, TaskStore, type TaskKind, type TaskRecord } from './task-store.js';
 import { LibraryStore } from './library-store.js';
 import { StreamStore } from './routes-streams.js';
 import type { UploadRecord } from './route-kit.js';
 import { triggerRealtimeFault, type RealtimeFaultControl } from '../realtime.js';
+import { EMULATOR_HEADER } from '../../http/tasks.js';
+import { packageVersion } from '../../version.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
   taskMs?: number;
+  /**
+   * Say that the emulator answers: its version in `x-rt-translate-emulator` on every answer, and
+   * on the status of a PENDING task the time until its outcome (`x-rt-translate-emulator-ready-in-ms`),
+   * so the library's client polls at the emulator's pace. `false` answers as the service does,
+   * without either header: clients keep their documented schedule. Default true.
+   */
+  announce?: boolean;
   /**
    * Status reads of each created task that answer PENDING, whatever the time (a read whose
    * answer was cut does not count). Default 0. For tests that must see PENDING, then the
@@ -99,6 +111,8 @@ export interface HttpEmulatorOptions {
   maxUploadBytes?: number;
   /** Clock of tasks, rate limits and URL expiry, ms since the epoch. Default `Date.now`. */
   clock?: () => number;
+  /** With a state directory: bytes of result files kept before the oldest are removed. Default 100 MiB. */
+  stateMaxBytes?: number;
 }
 
 const CONTROL_PREFIX = '/_emulator/';
@@ -129,16 +143,24 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
   const taskMs = nonNegative('taskMs', options.taskMs, 2000);
   const urlTtlS = nonNegative('urlTtlS', options.urlTtlS, 3600);
   const rateLimit = nonNegative('rateLimit', options.rateLimit, 0);
-  const files: FileStore = createFileStore({ urlTtlMs: urlTtlS * 1000, now: clock }, context.baseUrl);
+  const { state } = context;
+  const files: FileStore = createFileStore(
+    { urlTtlMs: urlTtlS * 1000, now: clock, state, maxBytes: nonNegative('stateMaxBytes', options.stateMaxBytes, DEFAULT_STATE_MAX_BYTES) },
+    context.baseUrl,
+  );
   const faults = new FaultSwitch();
   const limiter: RateLimiter | undefined = rateLimit > 0 ? createRateLimiter(rateLimit, clock) : undefined;
-  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0));
+  const stored = state ? { tasks: state.records<TaskRecord>('tasks'), runs: state.records<{ task_id: string }>('runs') } : undefined;
+  const tasks = new TaskStore(taskMs, clock, undefined, nonNegative('taskPolls', options.taskPolls, 0), stored);
   const log: LogEntry[] = [];
+  const announce = options.announce !== false;
+  const version = packageVersion();
   const sleepers = new Set<() => void>();
   const responses = new Set<ServerResponse>();
   let closed = false;
 
   const routeContext: RouteContext = {
+    announce,
     tasks,
     files,
     voices: context.voices,
@@ -351,11 +373,13 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
 
   return {
     handle(req, res) {
+      if (announce) res.setHeader(EMULATOR_HEADER, version);
       serve(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendError(res, 500, `Emulator failure: ${error instanceof Error ? error.message : String(error)}`);
         else res.destroy();
       });
     },
+    localPath: (path) => files.localPath(path),
     async close() {
       closed = true;
       faults.close();

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectIssues, type Check } from '../../http/validation.js';
 import { outputTypeParam } from '../../http/schemas.js';
 import { TASK_KIND_SPECS, type TaskKind } from '../../http/task-kinds.js';
+import { EMULATOR_READY_IN_HEADER } from '../../http/tasks.js';
 import { languageTag } from '../languages.js';
 import { withArticle } from '../../options.js';
 import type { VoiceRegistry } from '../voices.js';
@@ -29,9 +30,11 @@ import {
   writeWithBackpressure,
   type DetailEntry,
 } from './respond.js';
-import type { EmulatedTask, TaskStore } from './task-store.js';
+import type { EmulatedTask, TaskNote, TaskStore } from './task-store.js';
 
 export interface RouteContext {
+  /** Say in status answers when a PENDING task will be final (`x-rt-translate-emulator-ready-in-ms`). */
+  announce: boolean;
   tasks: TaskStore;
   files: FileStore;
   /** Stock and custom voices, shared with the realtime side. */
@@ -207,7 +210,7 @@ export function ownedTask(ctx: RouteContext, r: RouteRequest, kind: TaskKind): E
     sendError(r.res, 404, `No ${kind} task ${id}.`);
     return undefined;
   }
-  if (task.owner !== r.key) {
+  if (!ctx.tasks.ownedBy(task, r.key)) {
     sendError(r.res, 403, `Task ${id} belongs to another API key.`);
     return undefined;
   }
@@ -223,7 +226,7 @@ function runProblem(
   runId: number,
 ): { status: 403 | 404; reason: string; message: string; state?: string } | undefined {
   if (!task) return { status: 404, reason: `Run ${runId} does not exist.`, message: `No run ${runId} with this result.` };
-  if (task.owner !== key) return { status: 403, reason: `Run ${runId} does not exist.`, message: `Run ${runId} belongs to another API key.` };
+  if (!ctx.tasks.ownedBy(task, key)) return { status: 403, reason: `Run ${runId} does not exist.`, message: `Run ${runId} belongs to another API key.` };
   if (!kinds.includes(task.kind)) {
     const reason = `Run ${runId} is not ${withArticle(kinds.join(' or '))} run.`;
     return { status: 404, reason, message: `No run ${runId} with this result: ${reason}` };
@@ -260,7 +263,9 @@ export function statusOf(kind: TaskKind): Handler {
     const task = ownedTask(ctx, r, kind);
     if (!task) return;
     r.res.once('finish', () => ctx.tasks.polled(task));
-    sendJson(r.res, 200, ctx.tasks.statusBody(task));
+    const body = ctx.tasks.statusBody(task);
+    if (ctx.announce && body.status === 'PENDING') r.res.setHeader(EMULATOR_READY_IN_HEADER, String(ctx.tasks.readyInMs(task)));
+    sendJson(r.res, 200, body);
   };
 }
 
@@ -301,24 +306,46 @@ export function bulkResults(schema: Check, kinds: readonly TaskKind[], result: (
 /* Languages                                                                                 */
 
 /**
- * Answers 422 when a language field of a valid body names a language the emulator does not
- * know (an id not in its lists, a well-formed tag such as `xx-yy`), as the service does.
- * `fields` are wire names; list values are checked item by item. Returns false after answering.
+ * Answers 422 when a value of `fields` of a valid body is not one `known` accepts, each with
+ * `message(value)`. `fields` are wire names; list values are checked item by item. Returns false
+ * after answering.
  */
-export function knownLanguages(r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+function knownValues(r: RouteRequest, body: Record<string, unknown>, fields: string[], known: (value: unknown) => boolean, message: (value: unknown) => string): boolean {
   const detail: DetailEntry[] = [];
   for (const field of fields) {
     const value = body[field];
     const items = Array.isArray(value) ? value.map((v, i) => [v, [field, i]] as const) : [[value, [field]] as const];
     for (const [item, loc] of items) {
-      if (item === undefined || item === null) continue;
-      if (languageTag(item) === undefined) {
-        detail.push({ loc: ['body', ...loc], msg: `Value error, unsupported language ${JSON.stringify(item)}: see /source-languages and /target-languages`, type: 'value_error' });
-      }
+      if (item === undefined || item === null || known(item)) continue;
+      detail.push({ loc: ['body', ...loc], msg: message(item), type: 'value_error' });
     }
   }
   if (detail.length > 0) sendDetail(r.res, detail);
   return detail.length === 0;
+}
+
+/**
+ * Answers 422 when a language field of a valid body names a language the emulator does not
+ * know (an id not in its lists, a well-formed tag such as `xx-yy`), as the service does.
+ * Returns false after answering.
+ */
+export function knownLanguages(r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+  return knownValues(r, body, fields, (value) => languageTag(value) !== undefined, (value) => `Value error, unsupported language ${JSON.stringify(value)}: see /source-languages and /target-languages`);
+}
+
+/**
+ * Answers 422 when a voice field of a valid body names a voice the key cannot speak with: the
+ * interface takes "a public or custom voice", so an id that is neither, or another key's custom
+ * voice (which the key cannot see either), is refused. Returns false after answering.
+ */
+export function usableVoices(ctx: RouteContext, r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
+  return knownValues(
+    r,
+    body,
+    fields,
+    (value) => typeof value === 'number' && ctx.voices.usableBy(r.key, value),
+    (value) => `Value error, voice ${JSON.stringify(value)} is not a voice of this API key: give a public voice or one of its custom voices (see /list-voices)`,
+  );
 }
 
 /** The emulator's "translation": the text, tagged with the target language's tag. */
@@ -329,13 +356,22 @@ export function emulatedTranslation(text: string, target: unknown): string {
 /* ----------------------------------------------------------------------------------------- */
 /* Result files                                                                              */
 
-/** A presigned URL of a stored result, storing it on first use; fresh expiry each call. */
+/**
+ * A presigned URL of a stored result, storing it on first use (its path a note of the task, so a
+ * later emulator on the same state directory finds it); fresh expiry each call.
+ */
 export function storedUrl(ctx: RouteContext, task: EmulatedTask, slot: string, bytes: () => Buffer, name: string, contentType = 'audio/flac'): string {
-  const path = task.cache.get(`file:${slot}`) as string | undefined;
-  if (path && ctx.files.get(path)) return ctx.files.presign(path);
+  const path = task.notes[`file:${slot}`];
+  if (typeof path === 'string' && ctx.files.get(path)) return ctx.files.presign(path);
   const file = ctx.files.put(bytes(), contentType, name);
-  task.cache.set(`file:${slot}`, file.path);
+  ctx.tasks.note(task, `file:${slot}`, file.path);
   return file.url;
+}
+
+/** A value kept with a task's record (`TaskStore.note`), made on first use. */
+export function noted<T extends TaskNote>(ctx: RouteContext, task: EmulatedTask, key: string, make: () => T): T {
+  if (!(key in task.notes)) ctx.tasks.note(task, key, make());
+  return task.notes[key] as T;
 }
 
 /**

@@ -133,8 +133,9 @@ const createDub: Handler = async (ctx, r) => {
 };
 
 /** An alternative format's file, made once. */
-async function altFormatFile(ctx: RouteContext, task: EmulatedTask): Promise<{ bytes: Buffer; contentType: string }> {
-  const dub = task.payload.dub as EmulatedTask;
+async function altFormatFile(ctx: RouteContext, task: EmulatedTask): Promise<{ bytes: Buffer; contentType: string } | undefined> {
+  const dub = ctx.tasks.run(task.payload.dub_run_id as number);
+  if (!dub) return undefined;
   const tag = String(task.payload.language);
   const format = String(task.payload.output_format);
   const made = task.cache.get('alt') as { bytes: Buffer; contentType: string } | undefined;
@@ -159,6 +160,10 @@ const dubResultHandler: Handler = async (ctx, r) => {
     return;
   }
   const file = await altFormatFile(ctx, task);
+  if (!file) {
+    sendError(r.res, 404, `The dubbing run of run ${task.runId} is no longer kept.`);
+    return;
+  }
   sendJson(r.res, 200, { output_url: storedUrl(ctx, task, 'alt', () => file.bytes, `run-${task.runId}.${String(task.payload.output_format)}`, file.contentType) });
 };
 
@@ -195,7 +200,7 @@ const createAltFormat: Handler = async (ctx, r) => {
         status: 'ERROR',
         message: `The emulator makes ${ALT_FORMATS_MADE.join(', ')} only; ${format} (${(DUB_AUDIO_FORMATS as readonly string[]).includes(format) ? 'audio' : 'video'}) needs the service.`,
       };
-  created(r, ctx.tasks.create('dub-alt-format', r.key, { dub, language: tag, output_format: format }, outcome));
+  created(r, ctx.tasks.create('dub-alt-format', r.key, { dub_run_id: dub.runId, language: tag, output_format: format }, outcome));
 };
 
 /* ----------------------------------------------------------------------------------------- */

@@ -24,11 +24,13 @@ import {
   formBody,
   jsonBody,
   knownLanguages,
+  noted,
   queryParam,
   resultAudio,
   route,
   storedUrl,
   successfulRun,
+  usableVoices,
   type Handler,
   type Route,
   type RouteContext,
@@ -39,7 +41,7 @@ import type { EmulatedTask } from './task-store.js';
 const STUDIO = 'https://studio.emulator.invalid';
 
 function stamp(ctx: RouteContext, task: EmulatedTask): string {
-  return cached(task, 'created_at', () => new Date(ctx.now()).toISOString());
+  return noted(ctx, task, 'created_at', () => new Date(ctx.now()).toISOString());
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -135,7 +137,7 @@ function storyResult(ctx: RouteContext, story: EmulatedTask, language: string | 
 
 async function storyForm(ctx: RouteContext, r: Parameters<Handler>[1]): Promise<Record<string, unknown> | undefined> {
   const form = await formBody(ctx, r, storySchema, ['file']);
-  if (!form || !knownLanguages(r, form.fields, ['source_language'])) return undefined;
+  if (!form || !knownLanguages(r, form.fields, ['source_language']) || !usableVoices(ctx, r, form.fields, ['narrator_voice_id'])) return undefined;
   const file = form.files[0]!;
   const text = file.data !== undefined && !file.data.subarray(0, 4096).includes(0) ? file.data.toString('utf8') : '';
   const lines = sentences(text);
@@ -180,8 +182,8 @@ const createTranslatedStory: Handler = async (ctx, r) => {
   if (!story) return void r.req.resume();
   const body = await jsonBody(ctx, r, translatedStorySchema);
   if (!body || !knownLanguages(r, body, ['target_language'])) return;
-  const task = ctx.tasks.create('translated-story', r.key, { story, target_language: languageTag(body.target_language) });
-  cached<EmulatedTask[]>(story, 'translations', () => []).push(task);
+  const task = ctx.tasks.create('translated-story', r.key, { story_run_id: story.runId, target_language: languageTag(body.target_language) });
+  ctx.tasks.note(story, 'translations', [...noted<number[]>(ctx, story, 'translations', () => []), task.runId]);
   sendJson(r.res, 200, { message: `Translation of story ${story.runId} started.`, task_id: task.id });
 };
 
@@ -197,8 +199,12 @@ const translatedStoryResult: Handler = (ctx, r) => {
   }
   const task = successfulRun(ctx, r, ['story', 'translated-story']);
   if (!task) return;
-  const story = task.kind === 'story' ? task : (task.payload.story as EmulatedTask);
-  const translations = task.kind === 'translated-story' ? [task] : cached<EmulatedTask[]>(story, 'translations', () => []);
+  const story = task.kind === 'story' ? task : ctx.tasks.run(task.payload.story_run_id as number);
+  if (!story) {
+    sendError(r.res, 404, `The story of run ${task.runId} is no longer kept.`);
+    return;
+  }
+  const translations = task.kind === 'translated-story' ? [task] : noted<number[]>(ctx, story, 'translations', () => []).flatMap((runId) => ctx.tasks.run(runId) ?? []);
   const done = translations.some((t) => t.payload.target_language === tag && ctx.tasks.status(t) === 'SUCCESS');
   if (!done) {
     sendError(r.res, 404, `Story ${story.runId} has no finished translation into ${tag}.`);

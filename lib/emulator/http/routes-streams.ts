@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { streamProbeSchema, streamSchema, streamUpdateSchema } from '../../http/schemas.js';
 import { sendError, sendJson } from './respond.js';
-import { intParam, jsonBody, knownLanguages, route, type Handler, type Route, type RouteContext, type RouteRequest } from './route-kit.js';
+import { intParam, jsonBody, knownLanguages, route, usableVoices, type Handler, type Route, type RouteContext, type RouteRequest } from './route-kit.js';
 
 export interface EmulatedStream {
   owner: string;
@@ -42,7 +42,7 @@ const createStream: Handler = async (ctx, r) => {
   const source = body.source_stream as Record<string, unknown>;
   const targets = body.target_streams as Array<Record<string, unknown>>;
   const languages = { 'source_stream.language': source.language, ...Object.fromEntries(targets.map((t, i) => [`target_streams.${i}.languages`, t.languages])) };
-  if (!knownLanguages(r, languages, Object.keys(languages))) return;
+  if (!knownLanguages(r, languages, Object.keys(languages)) || !usableVoices(ctx, r, body, ['voices'])) return;
   const id = ctx.streams.next();
   const urls = targets.map((t) => ({ languages: t.languages, url: t.url }));
   const record = { ...body, stream_id: id, status: body.start_time ? 'SCHEDULED' : 'RUNNING', created_at: new Date(ctx.now()).toISOString() };

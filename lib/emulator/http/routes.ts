@@ -4,7 +4,9 @@
  * route table of every endpoint: these, the task status routes of `task-kinds.ts` (at the SDK's
  * paths and the interface's aliases), and the endpoints beyond the interface (`routes-*.ts`).
  * Validation uses the client's schemas, so both sides enforce the same limits; the emulator
- * reports every issue as `detail[]`, with `loc` starting at `body`, `path` or `query`.
+ * reports every issue as `detail[]`, with `loc` starting at `body`, `path` or `query`. A voice
+ * the key cannot speak with (neither public nor its own) and a language the emulator does not
+ * list are 422 too.
  */
 import type { ServerResponse } from 'node:http';
 import { separateTracks, synthesizeFlac } from '../synth.js';
@@ -34,6 +36,7 @@ import {
   storedUrl,
   streamBytes,
   successfulRun,
+  usableVoices,
   type Handler,
   type Route,
   type RouteContext,
@@ -91,7 +94,9 @@ async function streamMp3(
 
 const createTranslatedTts: Handler = async (ctx, r) => {
   const body = await jsonBody(ctx, r, translatedTtsSchema);
-  if (body && knownLanguages(r, body, ['source_language', 'target_language'])) created(r, ctx.tasks.create('translated-tts', r.key, body));
+  if (body && knownLanguages(r, body, ['source_language', 'target_language']) && usableVoices(ctx, r, body, ['voice_id'])) {
+    created(r, ctx.tasks.create('translated-tts', r.key, body));
+  }
 };
 
 const translationResult: Handler = (ctx, r) => {
@@ -124,7 +129,7 @@ const createProjectSetup: Handler = async (ctx, r) => {
 
 const createLegacyTts: Handler = async (ctx, r) => {
   const body = await jsonBody(ctx, r, legacyTtsSchema);
-  if (body && knownLanguages(r, body, ['language'])) created(r, ctx.tasks.create('tts', r.key, body));
+  if (body && knownLanguages(r, body, ['language']) && usableVoices(ctx, r, body, ['voice_id'])) created(r, ctx.tasks.create('tts', r.key, body));
 };
 
 const createAudioSeparation: Handler = async (ctx, r) => {
@@ -171,7 +176,7 @@ const deleteVoice: Handler = (ctx, r) => {
 
 const ttsStream: Handler = async (ctx, r) => {
   const body = await jsonBody(ctx, r, ttsStreamSchema);
-  if (!body || !knownLanguages(r, body, ['language'])) return;
+  if (!body || !knownLanguages(r, body, ['language']) || !usableVoices(ctx, r, body, ['voice_id'])) return;
   const config = (body.output_configuration ?? {}) as { format?: OutputFormat; sample_rate?: number; duration?: number };
   const format = config.format ?? 'mp3';
   if (!EMULATED_FORMATS.includes(format)) {
