@@ -16,6 +16,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { emulatorStateDir } from '../bin/embedded-emulator.js';
 import { killAllChildren, runCli, runInProcess, type CliResult } from './helpers/cli.js';
 
+import { VOICE_DESCRIPTION } from './http-test-helpers.js';
 const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
 const MEDIA = 'https://media.example.com/speech-en-24k.wav';
 const NOTICE = 'rt-translate: using the embedded emulator: set RT_TRANSLATE_BASE_URL / RT_TRANSLATE_REALTIME_URL for the service';
@@ -137,7 +138,7 @@ describe('results are files, not URLs that die with the command', () => {
 
   it('voices design prints the paths of its previews', async () => {
     const { state, run } = await stateHome();
-    const result = await run(['voices', 'design', '--text', 'Hello from a new voice.', '--description', 'a bright alto']);
+    const result = await run(['voices', 'design', '--text', 'Hello from a new voice.', '--description', VOICE_DESCRIPTION]);
     expect(result.code, result.stderr).toBe(0);
     const paths = lines(result.stdout);
     expect(paths).toHaveLength(3);

@@ -391,6 +391,7 @@ describe('the realtime command: the same flags', () => {
     expect(said).toContainEqual(expect.stringMatching(/^input done: sent \d+\.\d s; waiting for the last translations: \d+ responses?, \d+ s$/));
     expect(quiet.stderr).not.toContain('\r');
     expect(lines(quiet.stderr).filter((line) => !line.startsWith('transcript ') && !line.startsWith('translation '))).toEqual([
+      expect.stringMatching(/^rt-translate: using the embedded emulator/),
       expect.stringMatching(/^rt-translate: sent \d+\.\d s of audio, \d+ responses? \(text only\)\.$/),
     ]);
   });
