@@ -27,6 +27,7 @@ const FLAGS: Record<string, string> = {
   separate: '--input',
   'separate-results': '--output',
   'task-status': '--wait',
+  serve: '--origin',
 };
 const slip = (flag: string): string => `${flag.slice(0, -2)}${flag.at(-1)}${flag.at(-2)}`;
 

@@ -20,6 +20,7 @@ import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { ServiceValidationError } from '../lib/http/errors.js';
 import { ServerError, ValidationError, VoiceRejectedError } from '../lib/errors.js';
+import { handleDeprecations } from '../lib/deprecations.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 import { LiveTranscriptionStream } from '../lib/realtime/live-transcription-stream.js';
 import { runInProcess } from './helpers/cli.js';
@@ -76,7 +77,8 @@ describe('a voice the key cannot use', () => {
         [
           new Promise<unknown>((resolve, reject) => client.ttsStream({ text: 'Hello there.', language: 'en-us', voiceId }).once('error', reject).once('end', resolve).resume()),
           client.createTranslatedTts({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId }),
-          client.createTts({ text: 'Hello there.', language: 'en-us', voiceId }),
+          // The deprecated flow on purpose: its deprecation notice is not what this checks.
+          handleDeprecations(() => {}, () => client.createTts({ text: 'Hello there.', language: 'en-us', voiceId })),
         ].map((attempt) => attempt.then(() => undefined, (e: unknown) => e)),
       );
       for (const error of errors) {
