@@ -9,7 +9,6 @@
  * `DeprecationWarning` of its own.
  */
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, didYouMean, isUsageError, packageVersion, type CliIo } from './cli.js';
-import { DeprecationNotices } from './deprecations.js';
 
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
 export type Command = (args: string[], io: CliIo) => Promise<number>;
@@ -93,6 +92,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(`${await usage()}\n`);
       return EXIT_OK;
     }
+    const { DeprecationNotices } = await import('./deprecations.js');
     const notices = new DeprecationNotices(io);
     let name = first!;
     let args = rest;
