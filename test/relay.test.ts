@@ -7,7 +7,8 @@
  * Long waits (the first-message limit, token expiry) run on fake clocks; the sockets stay real.
  */
 import { inspect } from 'node:util';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
 import { WebSocket } from 'ws';
 import type { EmulatorOptions, RunningEmulator } from '../lib/emulator/server.js';
 import { ConfigError, ValidationError } from '../lib/errors.js';
@@ -20,9 +21,15 @@ import { runSession } from './helpers/realtime-session.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
 const closers = new Closers();
+let baseline: HandleCounts;
+beforeEach(() => {
+  baseline = countHandles();
+});
+// Every socket, timer and server the relay and the test opened is gone once all is closed.
 afterEach(async () => {
   vi.useRealTimers();
   await closers.closeAll();
+  await expectNoLeakedHandles(baseline);
 });
 
 const fixture = loadSpeechFixture();
