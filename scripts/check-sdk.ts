@@ -4,20 +4,27 @@
  * and `LocalizationClient` get the same answers for a sample of endpoints (languages, voices and
  * cloning, text to voice, translation and its stream, translated TTS, transcription, dubbing,
  * its transcript and other formats, streaming TTS, text to sound, stories, audio separation,
- * project setup, dictionaries, folders, live streams, a 422). Prints one line per check and
- * exits 1 when any differs.
+ * project setup, dictionaries, folders, live streams, a 422). When the SDK has a realtime client
+ * (`client.realtime`, from 1.2.0), it also speaks the speech fixture into a session twice, directly
+ * with the key and through `createRealtimeRelay` with a token in place of the key, and checks that
+ * both get the same events, transcripts and audio. Prints one line per check and exits 1 when any
+ * differs.
  *
  *     npm run check:sdk                     # CI runs it after the tests
  *     npm run check:sdk -- --sdk-dir DIR    # an SDK already installed in DIR (no network)
  */
 import { spawnSync } from 'node:child_process';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { startEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient } from '../lib/http/client.js';
+import { createRealtimeRelay } from '../lib/relay/relay.js';
 
 const SDK = '@camb-ai/sdk@1.0.1';
 const KEY = 'sdk-check-key-7f31c2';
@@ -46,6 +53,47 @@ function withoutSignatures(value: unknown): unknown {
   return value;
 }
 
+/** The parts of the SDK's realtime session this check uses. */
+interface SdkRealtimeSession {
+  onAny(handler: (type: string, payload: unknown) => void): void;
+  waitUntilReady(timeoutMs?: number): Promise<void>;
+  sendAudio(chunk: Uint8Array): Promise<void>;
+  close(): Promise<void>;
+  waitUntilClosed(): Promise<void>;
+}
+type SdkModule = { CambClient: new (o: object) => Sdk & { realtime?: { connect(o: object): Promise<SdkRealtimeSession> } } };
+
+/**
+ * The SDK's realtime client (1.2.0 on) at `baseUrl` with `apiKey`: the fixture spoken in 100 ms
+ * appends, then what came back once every utterance was answered: the event types in order,
+ * the transcripts and a digest of the audio.
+ */
+async function sdkRealtime(mod: SdkModule, baseUrl: string, apiKey: string, utterances: number): Promise<unknown> {
+  // Node without a global WebSocket: the SDK uses `ws` when given a header to send.
+  const headers = typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function' ? {} : { headers: { 'x-check': 'check-sdk' } };
+  const client = new mod.CambClient({ apiKey, ...headers });
+  const session = await client.realtime!.connect({ sourceLanguage: 'en-US', targetLanguage: 'es-ES', baseUrl });
+  const types: string[] = [];
+  const transcripts: string[] = [];
+  const audio = createHash('sha256');
+  session.onAny((type, payload) => {
+    types.push(type);
+    const event = payload as { transcript?: string; data?: Uint8Array };
+    if (type === 'conversation.item.input_audio_transcription.completed') transcripts.push(event.transcript ?? '');
+    if (type === 'response.audio.delta' && event.data) audio.update(event.data);
+  });
+  await session.waitUntilReady(10_000);
+  const pcm = readFileSync(FIXTURE).subarray(44);
+  for (let at = 0; at < pcm.length; at += 4800) await session.sendAudio(pcm.subarray(at, at + 4800));
+  for (let waited = 0; types.filter((t) => t === 'response.audio.done').length < utterances; waited += 10) {
+    if (waited > 30_000) throw new Error(`${types.filter((t) => t === 'response.audio.done').length} of ${utterances} answers within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await session.close();
+  await session.waitUntilClosed();
+  return { types: types.filter((t) => t !== 'Closed'), transcripts, audio: audio.digest('hex') };
+}
+
 /** Polls `status` until it is no longer PENDING (the emulator's tasks answer within a few polls). */
 async function settled(status: () => Promise<unknown>): Promise<{ status: string; run_id: number }> {
   for (let poll = 0; poll < 50; poll++) {
@@ -58,14 +106,16 @@ async function settled(status: () => Promise<unknown>): Promise<{ status: string
 
 async function main(): Promise<number> {
   const { dir, cleanup } = installSdk();
+  const version = (JSON.parse(readFileSync(join(dir, 'node_modules/@camb-ai/sdk/package.json'), 'utf8')) as { version?: string }).version;
   const emulator = await startEmulator({ apiKeys: [KEY], taskMs: 0, taskPolls: 1, ttsStreamDelayMs: 0 });
   // The emulator's tasks finish at their second status read: poll as often as `settled` does,
   // not with the service's 2 s and 15 s advice (which made each wait here last half a minute).
   const fast = { initialIntervalMs: 5, maxIntervalMs: 5 };
   const client = new LocalizationClient({ baseUrl: emulator.baseUrl, apiKey: KEY, polling: { speech: fast, longMedia: fast } });
-  const mod = (await import(pathToFileURL(join(dir, 'node_modules/@camb-ai/sdk/dist/index.js')).href)) as { CambClient: new (o: object) => Sdk };
+  const mod = (await import(pathToFileURL(join(dir, 'node_modules/@camb-ai/sdk/dist/index.js')).href)) as SdkModule;
   const sdk = new mod.CambClient({ apiKey: KEY, baseUrl: emulator.baseUrl });
   const results: Array<[string, boolean, string]> = [];
+  const skipped: string[] = [];
   const check = async (name: string, body: () => Promise<[unknown, unknown]>): Promise<void> => {
     try {
       const [theirs, ours] = (await body()).map(withoutSignatures);
@@ -241,6 +291,25 @@ async function main(): Promise<number> {
       );
       return [theirs, ours];
     });
+
+    const realtime = 'realtime through createRealtimeRelay, a token in place of the key (the SDK\'s realtime client)';
+    if (sdk.realtime === undefined) skipped.push(`${realtime}: this SDK has no realtime client`);
+    else {
+      await check(realtime, async () => {
+        const server = createServer();
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        const relay = createRealtimeRelay({ server, apiKey: KEY, realtimeUrl: emulator.realtimeUrl });
+        try {
+          const relayUrl = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+          const utterances = (JSON.parse(readFileSync(new URL('../../test/fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as { utterances: unknown[] }).utterances.length;
+          return [await sdkRealtime(mod, relayUrl, relay.mintToken(), utterances), await sdkRealtime(mod, emulator.realtimeUrl, KEY, utterances)];
+        } finally {
+          await relay.close();
+          server.closeAllConnections();
+          await new Promise((resolve) => server.close(resolve));
+        }
+      });
+    }
   } finally {
     await client.close();
     await emulator.close();
@@ -248,8 +317,9 @@ async function main(): Promise<number> {
   }
 
   for (const [name, same, detail] of results) console.log(`${same ? 'same     ' : 'DIFFERENT'}  ${name}${detail ? `\n           ${detail}` : ''}`);
+  for (const line of skipped) console.log(`skipped    ${line}`);
   const failed = results.filter(([, same]) => !same).length;
-  console.log(`sdk check: ${results.length - failed} same, ${failed} different (${SDK} against the emulator)`);
+  console.log(`sdk check: ${results.length - failed} same, ${failed} different (@camb-ai/sdk@${version} against the emulator)`);
   return failed === 0 ? 0 : 1;
 }
 

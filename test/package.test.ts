@@ -168,7 +168,7 @@ describe.concurrent('the package surface', () => {
     for (const internal of ['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE', 'encodeSessionUpdate', 'redactSecret', 'FrameAssembler', 'startEmulator', 'backoffDelay', 'createTranslatedTts']) {
       expect(names).not.toContain(internal);
     }
-    for (const used of ['RealtimeTranslateStream', 'openAudioSource', 'LocalizationClient', 'toServiceFormat', 'DiscordReceiveAdapter', 'TwilioMediaBridge', 'AudioInputError']) {
+    for (const used of ['RealtimeTranslateStream', 'openAudioSource', 'LocalizationClient', 'toServiceFormat', 'DiscordReceiveAdapter', 'TwilioMediaBridge', 'AudioInputError', 'createRealtimeRelay']) {
       expect(names).toContain(used);
     }
     const dsp = (await import('../lib/dsp.js')) as Record<string, unknown>;

@@ -7,8 +7,8 @@
  * Long waits (the first-message limit, token expiry) run on fake clocks; the sockets stay real.
  */
 import { inspect } from 'node:util';
-import { setImmediate as turn } from 'node:timers/promises';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
 import { WebSocket } from 'ws';
 import type { EmulatorOptions, RunningEmulator } from '../lib/emulator/server.js';
 import { ConfigError, ValidationError } from '../lib/errors.js';
@@ -16,20 +16,24 @@ import { createRealtimeRelay, RealtimeTranslateStream, type RealtimeRelayOptions
 import { mintToken } from '../lib/relay/relay-tokens.js';
 import { BrowserClient } from './helpers/browser-client.js';
 import type { FakeRealtimeServer } from './helpers/fake-realtime-server.js';
-import { Closers, RELAY_SECRET, SERVICE_KEY, listen, startRelay, type RunningRelay } from './helpers/relay-setup.js';
+import { Closers, RELAY_SECRET, SERVICE_KEY, SESSION, listen, startRelay, until, type RunningRelay } from './helpers/relay-setup.js';
 import { runSession } from './helpers/realtime-session.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
-import { waitFor } from './helpers/wait-for.js';
 
 const closers = new Closers();
+let baseline: HandleCounts;
+beforeEach(() => {
+  baseline = countHandles();
+});
+// Every socket, timer and server the relay and the test opened is gone once all is closed.
 afterEach(async () => {
   vi.useRealTimers();
   await closers.closeAll();
+  await expectNoLeakedHandles(baseline);
 });
 
 const fixture = loadSpeechFixture();
 const expected = expectedTranslation(fixture.pcm, fixture.utterances);
-const SESSION = { source_language: 'en-us', target_language: 'es-es' };
 
 const emulator = (options?: EmulatorOptions): Promise<RunningEmulator> => closers.emulator(options);
 const fake = (): Promise<FakeRealtimeServer> => closers.fake();
@@ -37,15 +41,6 @@ const fake = (): Promise<FakeRealtimeServer> => closers.fake();
 /** Fake clocks for the long bounds; sockets, `setImmediate` and `nextTick` stay real. */
 function fakeClock(): void {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-}
-
-/** Resolves once `predicate` holds, checked after each turn of the event loop. */
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  const deadline = process.hrtime.bigint() + 10_000_000_000n;
-  while (!predicate()) {
-    if (process.hrtime.bigint() > deadline) throw new Error(`Still waiting for ${what}.`);
-    await turn();
-  }
 }
 
 /** `pcm` as JSON appends of `pieceBytes` (the last one shorter). */
@@ -359,6 +354,21 @@ describe('authorize: the application\'s own check', () => {
     expect(r.relay.stats.refused.authorize).toBe(0);
     await vi.advanceTimersByTimeAsync(1);
     expect(await refused).toMatchObject({ status: 503 });
+  });
+  it('close() while authorize has not answered: the handshake is dropped at once, not left waiting on authorize', async () => {
+    fakeClock();
+    const service = await fake();
+    let asked = 0;
+    const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, authorize: () => (asked++, new Promise<boolean>(() => undefined)) });
+    const attempt = BrowserClient.connect(r.url).then(
+      () => 'upgraded',
+      (error: unknown) => error,
+    );
+    await until(() => asked === 1, 'authorize to be asked');
+    await r.relay.close();
+    expect(await attempt).toBeInstanceOf(Error);
+    expect(r.relay.stats.refused).toMatchObject({ authorize: 0, closing: 0 });
+    expect(service.upgradeRequests).toBe(0);
   });
 });
 

@@ -71,7 +71,7 @@ type SessionState =
   | { status: 'awaiting'; timer: NodeJS.Timeout }
   | { status: 'relaying'; upstream: RelayUpstream; pings: PeerPings }
   /** A close frame was sent to the browser; `grace` cuts it if it does not answer. */
-  | { status: 'closing'; upstream: RelayUpstream | undefined; grace: NodeJS.Timeout }
+  | { status: 'closing'; grace: NodeJS.Timeout }
   | { status: 'closed' };
 
 /** After our close frame, how long a browser has to answer it before its socket is cut. */
@@ -116,6 +116,18 @@ export class RelaySession {
   /** Whether an upstream session is open or opening (not yet over). */
   get relaying(): boolean {
     return this.#state.status === 'relaying';
+  }
+
+  /** Bytes held for the session: both sockets' unsent bytes, the input kept upstream, frames waiting their turn. */
+  get bufferedBytes(): number {
+    let waiting = 0;
+    for (const [data] of this.#inbound) waiting += data.length;
+    return (this.#upstream?.bufferedBytes ?? 0) + this.#ws.bufferedAmount + waiting;
+  }
+
+  /** The browser's socket is paused: a frame of it waits for the service (or the session's start). */
+  get inputPaused(): boolean {
+    return this.#blocked && this.#ws.isPaused;
   }
 
   /** Upstream sessions re-established after a drop. */
@@ -269,9 +281,8 @@ export class RelaySession {
   #closeBrowser(code: number, reason: string): void {
     const state = this.#state;
     if (state.status === 'closing' || state.status === 'closed') return;
-    const upstream = this.#upstream;
-    this.#set({ status: 'closing', upstream, grace: setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS) });
-    upstream?.close();
+    this.#set({ status: 'closing', grace: setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS) });
+    this.#upstream?.close();
     this.#inbound.length = 0;
     this.#ws.resume();
     if (this.#ws.readyState === this.#ws.OPEN) this.#ws.close(code, closeReason(scrubText(reason, this.#ctx.options.connection.apiKey)));

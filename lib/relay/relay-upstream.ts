@@ -21,7 +21,7 @@ import type { OutageReplay } from '../realtime/outage-replay.js';
 import { MAX_SERVER_MESSAGE_BYTES, linkOptions, type ResolvedConnectionOptions } from '../realtime/realtime-options.js';
 import { ResponseAssembler } from '../realtime/response-assembler.js';
 import { PendingServerError, sessionReadyTimeout } from '../realtime/server-errors.js';
-import { SessionLink, type LinkStatus } from '../realtime/session-link.js';
+import { SessionLink } from '../realtime/session-link.js';
 import { SpeechLedger } from '../realtime/speech-ledger.js';
 import { TranslationInput } from '../realtime/translation-input.js';
 import { scrubFrame, scrubText } from './scrub.js';
@@ -58,7 +58,7 @@ function sendableCloseCode(code: number | undefined): code is number {
 }
 
 /** 1013 (try again later) when a new session may cure it, else 1011 (the server failed). */
-export function closeCodeFor(error: RtTranslateError): number {
+function closeCodeFor(error: RtTranslateError): number {
   return error.retryable ? 1013 : 1011;
 }
 
@@ -133,8 +133,9 @@ export class RelayUpstream {
     });
   }
 
-  get status(): LinkStatus {
-    return this.#link.status;
+  /** Bytes held for the session: input kept (to send, or for a replay) and the socket's unsent bytes. */
+  get bufferedBytes(): number {
+    return this.#outbox.retained + this.#link.bufferedAmount;
   }
 
   /** Sessions re-established after a drop. */

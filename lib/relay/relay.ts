@@ -37,8 +37,15 @@ export interface RelayStats {
   pending: number;
   /** Sessions with an upstream connection open or opening. */
   upstream: number;
+  /** Sessions whose browser the relay has stopped reading, because the service (or the session's start) is behind. */
+  clientsPaused: number;
   /** Upstream sessions re-established after a drop, in all. */
   reconnects: number;
+  /**
+   * Bytes the relay holds for its sessions now: what the sockets both ways have not sent yet,
+   * input audio kept to send or for a replay, frames waiting their turn.
+   */
+  bufferedBytes: number;
   /** Client events refused with an `error` event (over a limit, not JSON), in all. */
   refusedEvents: number;
   /** Connections refused at the handshake or closed by the relay, by reason, in all. */
@@ -113,15 +120,21 @@ export class RealtimeRelay {
   get stats(): RelayStats {
     let upstream = 0;
     let reconnects = this.#pastReconnects;
+    let bufferedBytes = 0;
+    let clientsPaused = 0;
     for (const session of this.#sessions) {
       if (session.relaying) upstream += 1;
+      if (session.inputPaused) clientsPaused += 1;
       reconnects += session.reconnects;
+      bufferedBytes += session.bufferedBytes;
     }
     return {
       sessions: this.#slots.count(SESSIONS),
       pending: this.#slots.count(PENDING),
       upstream,
+      clientsPaused,
       reconnects,
+      bufferedBytes,
       refusedEvents: this.#refusedEvents,
       refused: { ...this.#refused },
     };
@@ -236,14 +249,20 @@ export class RealtimeRelay {
     return undefined;
   }
 
-  /** `authorize`'s answer, bounded by `firstMessageTimeoutMs`; a throw, a wrong value or no answer in time is a failure. */
+  /** `authorize`'s answer, bounded by `firstMessageTimeoutMs` and the socket; a throw, a wrong value or no answer in time is a failure. */
   async #authorize(request: IncomingMessage, socket: Duplex): Promise<AuthorizeOutcome> {
     this.#handshaking.add(socket);
     let timer: NodeJS.Timeout | undefined;
+    let gone: (() => void) | undefined;
     try {
       const answer = await Promise.race([
         Promise.resolve().then(() => this.#o.authorize!(request)),
-        new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.#o.firstMessageTimeoutMs))),
+        new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), this.#o.firstMessageTimeoutMs);
+          // A caller that leaves (or a relay that closes) needs no answer.
+          gone = () => resolve('late');
+          socket.once('close', gone);
+        }),
       ]);
       if (answer === true) return { grant: {} };
       if (answer === false) return { grant: false };
@@ -252,6 +271,7 @@ export class RealtimeRelay {
       return { failed: true };
     } finally {
       clearTimeout(timer);
+      if (gone) socket.off('close', gone);
       this.#handshaking.delete(socket);
     }
   }

@@ -3,6 +3,7 @@
  * built declarations (`dist/`) through the package's `exports`. It is type-checked, never run.
  */
 import { createWriteStream } from 'node:fs';
+import { createServer } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import {
   AudioInputError,
@@ -17,6 +18,7 @@ import {
   ValidationError,
   WavFileWriter,
   bridgeTwilioSocket,
+  createRealtimeRelay,
   fromServiceFormat,
   openAudioSource,
   renderTranscript,
@@ -25,7 +27,9 @@ import {
   type AudioSourceOptions,
   type RealtimeEvent,
   type RealtimeLanguage,
+  type RealtimeRelayOptions,
   type RealtimeTranslateOptions,
+  type RelayStats,
 } from 'rt-translate';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from 'rt-translate/emulator';
 import { MAX_APPEND_AUDIO_BYTES, decodeServerEvent, encodeAudioAppend, parseTwilioMessage } from 'rt-translate/protocol';
@@ -73,6 +77,19 @@ export async function translateFile(input: string, output: string, to: RealtimeL
   } finally {
     await emulator.close();
   }
+}
+
+/** A relay for browsers on an app's own server, a token for one of its users. */
+export function relayFor(apiKey: string): { token: string; stats: RelayStats } {
+  const options: RealtimeRelayOptions = {
+    server: createServer(),
+    apiKey,
+    authorize: (req) => (req.headers.cookie?.includes('session=') ? { key: 'user-1', maxSessions: 2 } : false),
+    allowedOrigins: ['https://app.example.com'],
+    reconnect: { maxAttempts: 3 },
+  };
+  const relay = createRealtimeRelay(options);
+  return { token: relay.mintToken({ ttlMs: 60_000, maxSessions: 1 }), stats: relay.stats };
 }
 
 /** The other parts, as their types allow them to be used. */

@@ -5,10 +5,11 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setImmediate as turn } from 'node:timers/promises';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../lib/emulator/server.js';
 import { createRealtimeRelay, type RealtimeRelay, type RealtimeRelayOptions } from '../../lib/index.js';
 import { BrowserClient, type BrowserOptions } from './browser-client.js';
-import { startFakeRealtimeServer, type FakeRealtimeServer } from './fake-realtime-server.js';
+import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './fake-realtime-server.js';
 
 /** The service key the relay holds in tests (long enough that a leak of it is unmistakable). */
 export const SERVICE_KEY = 'relay-test-service-key-7c1f0e9a5d';
@@ -86,4 +87,35 @@ export async function startRelay(closers: Closers, options: Partial<RealtimeRela
       return client;
     },
   };
+}
+
+/**
+ * Resolves once `predicate` holds, checked after each turn of the event loop (for state that no
+ * event announces, such as the relay's counts); fails after 10 s of real time naming `what`.
+ */
+export async function until(predicate: () => boolean, what: string): Promise<void> {
+  const deadline = process.hrtime.bigint() + 10_000_000_000n;
+  while (!predicate()) {
+    if (process.hrtime.bigint() > deadline) throw new Error(`Still waiting for ${what}.`);
+    await turn();
+  }
+}
+
+/** A session's configuration, as a browser sends it. */
+export const SESSION = { source_language: 'en-us', target_language: 'es-es' };
+
+/** A relay in front of a scripted service, a browser with its session open, and the service's side of it. */
+export async function openSession(
+  closers: Closers,
+  options: Partial<RealtimeRelayOptions> = {},
+): Promise<{ r: RunningRelay; service: FakeRealtimeServer; browser: BrowserClient; peer: FakePeer }> {
+  const service = await closers.fake();
+  const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, ...options });
+  const browser = await r.connect();
+  browser.send({ type: 'session.update', session: SESSION });
+  const peer = await service.nextPeer();
+  await peer.waitForEvent('session.update');
+  peer.sendSessionCreated();
+  await browser.waitForEvent('session.created');
+  return { r, service, browser, peer };
 }
