@@ -20,7 +20,7 @@ export interface PlaybackPosition {
   queuedFrames: number;
   /** Frames dropped by `interrupt()`, in all. */
   droppedFrames: number;
-  /** Whether audio is playing (false once the queue has played out). */
+  /** Whether audio is playing, by the worklet's latest report (false once the queue has played out). */
   playing: boolean;
 }
 
@@ -36,8 +36,9 @@ const REPORT_EVERY = 18;
 
 export class PcmPlayer extends TypedEmitter<PcmPlayerEvents> {
   readonly #node: AudioWorkletNode;
-  #position: PlaybackPosition = { playedFrames: 0, playedMs: 0, queuedFrames: 0, droppedFrames: 0, playing: false };
-  /** Frames sent to the worklet that its reports do not count yet. */
+  /** The worklet's latest report. */
+  #report: PlaybackMessage = { type: 'position', played: 0, queued: 0, playing: false, dropped: 0 };
+  /** Frames sent to the worklet, in all. */
   #sent = 0;
 
   private constructor(node: AudioWorkletNode) {
@@ -69,26 +70,23 @@ export class PcmPlayer extends TypedEmitter<PcmPlayerEvents> {
     this.#node.port.postMessage({ type: 'interrupt' } satisfies PlaybackCommand);
   }
 
-  /** The latest position (frames sent since the last report count as queued). */
+  /**
+   * Where playback is, by the worklet's latest report; frames enqueued since that report count
+   * as queued, so `queuedFrames` is 0 only once everything enqueued has played (or was dropped).
+   */
   get position(): PlaybackPosition {
-    return this.#position;
+    const { played, queued, dropped, playing } = this.#report;
+    // The worklet has seen every frame it has played, queued or dropped.
+    const unseen = Math.max(0, this.#sent - (played + queued + dropped));
+    return { playedFrames: played, playedMs: (played * 1000) / REALTIME_SAMPLE_RATE, queuedFrames: queued + unseen, droppedFrames: dropped, playing };
   }
 
   #onReport(message: PlaybackMessage): void {
     if (message.type !== 'position') return;
-    const wasPlaying = this.#position.playing;
-    // The worklet has seen every frame it has played, queued or dropped.
-    const seen = message.played + message.queued + message.dropped;
-    const unseen = Math.max(0, this.#sent - seen);
-    this.#position = {
-      playedFrames: message.played,
-      playedMs: (message.played * 1000) / REALTIME_SAMPLE_RATE,
-      queuedFrames: message.queued + unseen,
-      droppedFrames: message.dropped,
-      playing: message.playing,
-    };
+    const wasPlaying = this.#report.playing;
+    this.#report = message;
     if (message.playing !== wasPlaying) this.emit('playing', message.playing);
-    this.emit('position', this.#position);
+    this.emit('position', this.position);
   }
 
   /** Stops playing and disconnects the worklet. */

@@ -29,6 +29,7 @@ import {
   type ServerEventListenerArgs,
   type SessionConfigInput,
 } from '../realtime/wire-format.js';
+import { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from '../relay/subprotocols.js';
 import { base64ToBytes, bytesToBase64 } from './base64.js';
 import { MicrophoneCapture, resolveMicrophoneOptions, type MicrophoneOptions } from './capture.js';
 import { TypedEmitter } from './emitter.js';
@@ -43,7 +44,7 @@ export interface RealtimeTranslatorOptions extends MicrophoneOptions {
    * (`/v1/realtime` becomes `wss://HOST/v1/realtime` on an https page).
    */
   url: string;
-  /** The token the relay minted for this page, sent as `?token=`. */
+  /** The token the relay minted for this page, offered as a WebSocket subprotocol (kept out of URLs and their logs). */
   token?: string;
   /** Source language tag, one of the 14 realtime tags (case-insensitive). */
   from: string;
@@ -116,6 +117,8 @@ type BrowserServerEvent = ServerEventOf<Int16Array>;
 
 interface Resolved {
   url: URL;
+  /** Subprotocols offered: the relay's, and the token in one. */
+  protocols: string[];
   session: SessionConfigInput;
   modalities: OutputModality[];
   play: boolean;
@@ -146,8 +149,10 @@ function resolveOptions(options: RealtimeTranslatorOptions): Resolved {
   if (url.protocol === 'http:' || url.protocol === 'https:') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new ValidationError('url', 'a ws:// or wss:// URL or a path', describeReceived(options.url));
   if (options.token !== undefined) {
-    if (typeof options.token !== 'string' || options.token === '') throw new ValidationError('token', 'a non-empty string', describeReceived(options.token));
-    url.searchParams.set('token', options.token);
+    // A subprotocol is an HTTP token: letters, digits and !#$%&'*+-.^_`|~ (the relay's tokens are).
+    if (typeof options.token !== 'string' || !/^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/.test(options.token)) {
+      throw new ValidationError('token', 'a token minted by the relay (a non-empty string of URL-safe characters)', describeReceived(options.token));
+    }
   }
   const session: SessionConfigInput = { source_language: options.from, target_language: options.to };
   const modalities = options.outputModalities === undefined ? (['text', 'audio'] as OutputModality[]) : normalizeModalities(options.outputModalities, 'outputModalities');
@@ -174,6 +179,7 @@ function resolveOptions(options: RealtimeTranslatorOptions): Resolved {
   resolveMicrophoneOptions(options);
   return {
     url,
+    protocols: options.token === undefined ? [] : [RELAY_SUBPROTOCOL, `${TOKEN_SUBPROTOCOL_PREFIX}${options.token}`],
     session,
     modalities,
     play: options.play ?? true,
@@ -321,7 +327,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   /** Opens the socket and sends `session.update`; resolves on `session.created`. */
   #connect(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const socket = new WebSocket(this.#options.url);
+      const socket = new WebSocket(this.#options.url, this.#options.protocols);
       socket.binaryType = 'arraybuffer';
       this.#socket = socket;
       this.#readyTimer = setTimeout(() => {

@@ -6,11 +6,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { isLoopbackHost } from '../config.js';
+import { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './subprotocols.js';
 
-/** The subprotocol a browser offers beside its token, and the relay answers with. */
-export const RELAY_SUBPROTOCOL = 'rt-translate';
-/** A subprotocol carrying a token: `rt-translate.token.<token>`. */
-export const TOKEN_SUBPROTOCOL_PREFIX = 'rt-translate.token.';
+export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX };
 /** Query parameters passed on to the service (its beta model and mode selectors). */
 const PASSED_QUERY = ['model', 'mode'] as const;
 

@@ -144,7 +144,7 @@ describe('rt-translate/browser in Chromium', () => {
     [{ duckGain: 2 }, 'duckGain', 'a number from 0 to 1'],
     [{ chunkMs: 30 }, 'chunkMs', 'a multiple of 20 from 20 to 1000'],
     [{ url: 'ftp://relay.example' }, 'url', 'a ws:// or wss:// URL or a path'],
-    [{ token: '' }, 'token', 'a non-empty string'],
+    [{ token: 'two words' }, 'token', 'a token minted by the relay'],
     [{ outputModalities: ['video'] }, 'outputModalities', '"text" and/or "audio"'],
     [{ apiKey: 'a-key' }, 'apiKey', 'no API key in a web page'],
   ])('RealtimeTranslator options %j: a ValidationError naming %s', async (bad, field, accepted) => {

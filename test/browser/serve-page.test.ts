@@ -31,11 +31,13 @@ interface Seen {
   /** Every request (URL, headers, body), response body, WebSocket URL and frame, console message and page error. */
   traffic: string[];
   frames: { sent: string[]; received: string[] };
+  /** The URLs of the page's WebSockets. */
+  sockets: string[];
 }
 
 /** Records everything the page sends and receives, and what it logs. */
 function record(page: Page): Seen {
-  const seen: Seen = { traffic: [], frames: { sent: [], received: [] } };
+  const seen: Seen = { traffic: [], frames: { sent: [], received: [] }, sockets: [] };
   page.on('request', (request) => {
     seen.traffic.push(request.url(), JSON.stringify(request.headers()), request.postData() ?? '');
   });
@@ -48,6 +50,7 @@ function record(page: Page): Seen {
   });
   page.on('websocket', (socket) => {
     seen.traffic.push(socket.url());
+    seen.sockets.push(socket.url());
     socket.on('framesent', (frame) => seen.frames.sent.push(String(frame.payload)));
     socket.on('framereceived', (frame) => seen.frames.received.push(String(frame.payload)));
   });
@@ -105,10 +108,11 @@ describe('rt-translate serve in Chromium', () => {
     await killAllChildren();
   });
 
-  it('prints where the page and the relay are, with the token', () => {
+  it('prints where the page and the relay are, with the token; the page connects to the relay with the token out of the URL', () => {
     expect(printed.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/);
     expect(new URL(printed.url).searchParams.get('token')).toBe(printed.token);
     expect(printed.realtimeUrl).toBe(`${new URL(printed.url).origin.replace('http', 'ws')}/v1/realtime`);
+    expect(seen.sockets).toEqual([printed.realtimeUrl]);
   });
 
   it("shows the transcript and the translation of each of the fixture's three sentences", () => {
