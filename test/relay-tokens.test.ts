@@ -59,6 +59,15 @@ describe('minting and verifying', () => {
     expect(verifyToken(SECRET, token.slice(0, -1) + last, NOW)).toEqual({ valid: false, reason: 'signature' });
   });
 
+  it('the same signature spelled another way (the unused bits of its last character): refused', () => {
+    const token = mintToken(SECRET, {}, 100, NOW);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const twin = alphabet[alphabet.indexOf(token.at(-1)!) ^ 1]!; // differs only in a bit no byte uses
+    const respelled = token.slice(0, -1) + twin;
+    expect(Buffer.from(respelled.split('.')[2]!, 'base64url').equals(Buffer.from(token.split('.')[2]!, 'base64url'))).toBe(true);
+    expect(verifyToken(SECRET, respelled, NOW)).toEqual({ valid: false, reason: 'signature' });
+  });
+
   it('claims signed with the secret but not in the token shape of this version: malformed', () => {
     const claims = Buffer.from('{"i":"x","e":"later"}').toString('base64url');
     const signature = createHmac('sha256', SECRET).update(`rtt1.${claims}`).digest('base64url');

@@ -78,8 +78,10 @@ export function verifyToken(secret: Buffer, token: string, now = Date.now()): To
   if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return { valid: false, reason: 'malformed' };
   const shape = TOKEN_SHAPE.exec(token);
   if (!shape) return { valid: false, reason: 'malformed' };
-  const expected = sign(secret, `${TOKEN_PREFIX}.${shape[1]}`);
-  const given = Buffer.from(shape[2]!, 'base64url');
+  // The signature's text is compared, not its decoded bytes: base64url's last character carries
+  // unused bits, so several spellings decode alike, and only the minted one is the token.
+  const expected = Buffer.from(sign(secret, `${TOKEN_PREFIX}.${shape[1]}`).toString('base64url'));
+  const given = Buffer.from(shape[2]!);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'signature' };
   let parsed: { i?: unknown; e?: unknown; m?: unknown };
   try {
