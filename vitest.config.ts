@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Each file's commands keep the embedded emulator's state in a temporary directory.
+    setupFiles: ['test/helpers/state-home.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
