@@ -5,8 +5,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The tests that drive a browser run with `npm run test:browser` (vitest.browser.config.ts).
     exclude: [...configDefaults.exclude, 'test/browser/**'],
-    // A process warning no test captured fails the test (the suite prints none).
-    setupFiles: ['test/setup/no-process-warnings.ts'],
+    // A process warning no test captured fails the test (the suite prints none); each file's
+    // commands keep the embedded emulator's state in a temporary directory.
+    setupFiles: ['test/setup/no-process-warnings.ts', 'test/helpers/state-home.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -10,11 +10,12 @@
  * it is neither sent to the emulator nor kept anywhere. Stderr says once that the emulator
  * answers, and louder when a key was given, since that key is then unused.
  */
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ENV_BASE_URL, ENV_REALTIME_URL } from '../lib/env-names.js';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import { RtTranslateError } from '../lib/errors.js';
-import type { CliIo } from './cli.js';
+import { UsageError, type CliIo } from './cli.js';
 
 /** The variables the state directory comes from, in order. */
 export const ENV_XDG_STATE_HOME = 'XDG_STATE_HOME';
@@ -51,6 +52,19 @@ export function embeddedNotice(keySource: string | undefined, stateDir: string |
   return `rt-translate: warning: the API key from ${keySource} is not used: no service URL is configured, so the embedded emulator answers${memory}; ${forService}`;
 }
 
+/** Makes the state directory if need be, or says which one cannot be used and why (a usage error, before any traffic). */
+function checkStateDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    throw new UsageError(
+      `the embedded emulator cannot keep its state in ${dir} (from ${ENV_XDG_STATE_HOME}, else ${ENV_HOME}): ` +
+        `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; set ${ENV_XDG_STATE_HOME} to a directory you can write.`,
+    );
+  }
+}
+
 /**
  * The line that follows a refusal of the embedded emulator that may come from what it does not
  * know (a task or run it answers 404 for, a voice it refuses): what it knows, and why it may not
@@ -73,6 +87,7 @@ export function embeddedRefusalHint(error: unknown, stateDir: string | undefined
  */
 export async function startEmbeddedEmulator(io: CliIo, keySource: string | undefined, options: EmulatorOptions = {}): Promise<RunningEmulator> {
   const stateDir = emulatorStateDir(io.env);
+  if (stateDir !== undefined) checkStateDir(stateDir);
   const emulator = await startEmulator({ ...options, apiKeys: [EMULATOR_DEFAULT_API_KEY], ...(stateDir !== undefined ? { stateDir } : {}) });
   io.stderr.write(`${embeddedNotice(keySource, stateDir)}\n`);
   return emulator;

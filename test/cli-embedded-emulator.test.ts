@@ -258,6 +258,18 @@ describe('the state directory', () => {
     expect((await filesUnder(home)).map((path) => path.slice(home.length))).toEqual(['/.local/state/rt-translate/emulator/voices/300001.json']);
   });
 
+  it('one that cannot be made is a usage error naming it, before any traffic (exit 2)', async () => {
+    const home = await tempDir('xdg');
+    const notADirectory = join(home, 'file');
+    await writeFile(notADirectory, '');
+    const result = await runInProcess(['languages'], { env: { XDG_STATE_HOME: notADirectory } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `rt-translate: the embedded emulator cannot keep its state in ${notADirectory}/rt-translate/emulator (from XDG_STATE_HOME, else HOME): ENOTDIR; ` +
+        'set XDG_STATE_HOME to a directory you can write.\n',
+    );
+  });
+
   it('holds no API key, whichever way it was given', async () => {
     const { home, state, run } = await stateHome();
     const keyFile = join(home, 'key.txt');

@@ -11,6 +11,7 @@
  * - identical source and target languages are accepted: the interface says any supported
  *   language may be source and any may be target.
  */
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,9 @@ import { runInProcess } from './helpers/cli.js';
 const KEY = 'sk-refusals-7d2e91c04b';
 const OTHER = 'sk-refusals-other-58a3f0';
 const FIXTURE = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+/** Where the commands' outputs would go: none should be written. */
+const OUT = mkdtempSync(join(tmpdir(), 'rt-translate-refused-'));
+const never = (name: string): string => join(OUT, name);
 
 let emu: RunningEmulator;
 let client: LocalizationClient;
@@ -45,7 +49,9 @@ afterAll(async () => {
   await client.close();
   await other.close();
   await emu.close();
+  expect(readdirSync(OUT)).toEqual([]);
   await rm(dir, { recursive: true, force: true });
+  await rm(OUT, { recursive: true, force: true });
 });
 
 /** A realtime session of `key` with these options: resolves once created, or rejects with the stream's error. */
@@ -106,8 +112,8 @@ describe('a voice the key cannot use', () => {
   });
 
   it.each([
-    ['tts', ['tts', '--text', 'Hello there.', '--language', 'en-us', '--voice', '42', '-o', 'never.wav'], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key: give a public voice or one of its custom voices \(see \/list-voices\)\. \[RTT_VALIDATION\]$/],
-    ['translated-tts', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'es-es', '--voice', '42', '-o', 'never.flac'], /^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key.*\[RTT_VALIDATION\]$/],
+    ['tts', ['tts', '--text', 'Hello there.', '--language', 'en-us', '--voice', '42', '-o', never('never.wav')], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key: give a public voice or one of its custom voices \(see \/list-voices\)\. \[RTT_VALIDATION\]$/],
+    ['translated-tts', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'es-es', '--voice', '42', '-o', never('never.flac')], /^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key.*\[RTT_VALIDATION\]$/],
     ['the realtime command', ['--from', 'en-us', '--to', 'es-es', '--voice', '42', '-i', FIXTURE, '--text-only'], /^rt-translate: The realtime service rejected the voice: Voice 42 is not a cloned voice owned by this API key\..*\[RTT_VOICE_REJECTED\]$/],
   ])('CLI, %s --voice 42: exit 1, the service-shaped refusal naming --voice', async (_name, args, message) => {
     const result = await cli(args as string[]);
@@ -140,8 +146,8 @@ describe('a language the emulator does not list', () => {
   });
 
   it.each([
-    ['translated-tts --to xx-yy', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'xx-yy', '-o', 'never.flac'], 1, /--to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
-    ['tts --language xx-yy', ['tts', '--text', 'Hello there.', '--language', 'xx-yy', '-o', 'never.wav'], 1, /--language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
+    ['translated-tts --to xx-yy', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'xx-yy', '-o', never('never.flac')], 1, /--to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
+    ['tts --language xx-yy', ['tts', '--text', 'Hello there.', '--language', 'xx-yy', '-o', never('never.wav')], 1, /--language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
     ['listen --language xx-yy', ['listen', '--language', 'xx-yy', '-i', FIXTURE], 1, /Unsupported language "xx-yy": see GET \/source-languages for the languages it transcribes\. \[RTT_SERVER\]$/],
     ['the realtime command --to xx-yy (refused before connecting)', ['--from', 'en-us', '--to', 'xx-yy', '-i', FIXTURE, '--text-only'], 2, /^rt-translate: Invalid --to: expected one of the realtime language tags .* \(got "xx-yy"\)\. \[RTT_VALIDATION\]$/],
   ])('CLI, %s: refused', async (_name, args, code, message) => {

@@ -392,8 +392,8 @@ function nothingToResume(error: unknown): boolean {
  * limit). When the wait ends without the task's final status (its limit passed, a failure no
  * retry fixes, Ctrl-C), stderr says that the task may still be running and how to resume: with
  * `task-status KIND TASK_ID --wait`, then `--run` (not for an embedded emulator that remembers
- * nothing, whose tasks end with the command). `seen` gets each status read; `readAtOnce` reads the status at once (a
- * task created earlier may be final already), then polls.
+ * nothing, whose tasks end with the command). `seen` gets each status read; `readAtOnce` reads
+ * the status at once (a task created earlier may be final already), then polls.
  */
 export async function waitForRun(
   io: CliIo,

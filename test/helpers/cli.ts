@@ -19,9 +19,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createServer, type AddressInfo } from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
@@ -32,22 +30,7 @@ import type { CliIo } from '../../bin/cli.js';
 export const CLI_PATH = fileURLToPath(new URL('../../dist/bin/rt-translate.js', import.meta.url));
 
 /** Environment variables that would change what the command does; removed unless given. */
-const CONFIG_ENV = ['RT_TRANSLATE_API_KEY', 'RT_TRANSLATE_REALTIME_URL', 'RT_TRANSLATE_BASE_URL', 'FFMPEG_PATH', 'NODE_OPTIONS', 'XDG_STATE_HOME'];
-
-let stateHome: string | undefined;
-
-/**
- * The state directory of the commands a test file runs (`XDG_STATE_HOME`): a temporary directory
- * of this process, removed when it exits, so the embedded emulator never touches the user's own.
- */
-export function testStateHome(): string {
-  if (stateHome === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'rt-translate-state-'));
-    stateHome = dir;
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  }
-  return stateHome;
-}
+const CONFIG_ENV = ['RT_TRANSLATE_API_KEY', 'RT_TRANSLATE_REALTIME_URL', 'RT_TRANSLATE_BASE_URL', 'FFMPEG_PATH', 'NODE_OPTIONS'];
 
 const live = new Set<ChildProcess>();
 
@@ -71,13 +54,13 @@ export interface CliRunOptions {
 }
 
 /**
- * The test's environment without the variables that configure rt-translate, with the test
- * process's own state directory (`testStateHome`), plus `extra`.
+ * The test's environment without the variables that configure rt-translate, plus `extra`. Its
+ * `XDG_STATE_HOME` is the test file's temporary one (`state-home.ts`), never the user's.
  */
 export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_ENV) delete env[name];
-  return { ...env, XDG_STATE_HOME: testStateHome(), ...extra };
+  return { ...env, ...extra };
 }
 
 /* ----------------------------------------------------------------------------------------- */
