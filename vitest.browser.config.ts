@@ -11,6 +11,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 1,
+    // The served pages' embedded emulator keeps its state in a temporary directory, never the user's.
+    setupFiles: ['test/helpers/state-home.ts'],
     reporters: ['default'],
   },
 });
