@@ -4,7 +4,7 @@
  * (bursts of a 200 Hz square wave between digital silence) or read from the speech fixture.
  */
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startReferenceServer, type ReferenceServer, type ReferenceServerOptions } from './reference-server/index.js';
@@ -495,5 +495,24 @@ describe('reference server: options', () => {
     [{ hangover: 200 } as ReferenceServerOptions, /unknown option hangover/],
   ])('refuses %j', async (options, message) => {
     await expect(startReferenceServer(options)).rejects.toThrow(message);
+  });
+});
+
+describe('independence', () => {
+  it("imports nothing of the library's or the command's: only its own modules, Node's and ws", () => {
+    const dir = new URL('./reference-server/', import.meta.url);
+    const files = readdirSync(dir).filter((name) => name.endsWith('.ts'));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    const specifiers = files.flatMap((name) => {
+      const source = readFileSync(new URL(name, dir), 'utf8');
+      // Static imports and re-exports (`from '...'`), side-effect imports and dynamic imports.
+      return [...source.matchAll(/\bfrom\s+'([^']+)'|\bimport\s*\(?\s*'([^']+)'/g)].map((m) => `${name}: ${m[1] ?? m[2]}`);
+    });
+    expect(specifiers.length).toBeGreaterThan(0);
+    const foreign = specifiers.filter((entry) => {
+      const specifier = entry.slice(entry.indexOf(': ') + 2);
+      return !(/^\.\/[\w-]+\.js$/.test(specifier) || specifier.startsWith('node:') || specifier === 'ws');
+    });
+    expect(foreign).toEqual([]);
   });
 });
