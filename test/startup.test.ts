@@ -99,7 +99,7 @@ describe.concurrent('start-up', () => {
     expect(loaded.filter((path) => path.startsWith('dist/'))).toEqual(
       expect.arrayContaining(['dist/bin/rt-translate.js', 'dist/bin/main.js', 'dist/bin/cli.js']),
     );
-    expect(loaded.filter((path) => /^dist\/bin\/commands\/|^dist\/lib\/(?!errors\.js|env-names\.js|version\.js|deprecations\.js)/.test(path))).toEqual([]);
+    expect(loaded.filter((path) => /^dist\/bin\/commands\/|^dist\/lib\/(?!errors\.js|env-names\.js|version\.js)/.test(path))).toEqual([]);
     expect(loaded.filter((path) => path.startsWith('node_modules/'))).toEqual([]);
   });
 
