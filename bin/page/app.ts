@@ -89,6 +89,13 @@ function render(r: ResponseRow): void {
     : '';
 }
 
+/** Changes the current response's row and shows it. */
+function edit(change: (r: ResponseRow) => void): void {
+  const r = row();
+  change(r);
+  render(r);
+}
+
 function showPosition(): void {
   const stats = translator?.stats;
   if (!stats) return;
@@ -110,30 +117,12 @@ function start(): void {
     page.state = state;
     setStatus(state === 'running' ? 'Listening: speak now.' : state === 'starting' ? 'Starting...' : state);
   });
-  t.on('transcript.delta', (delta) => {
-    const r = row();
-    r.transcript += delta;
-    render(r);
-  });
-  t.on('transcript.done', (text) => {
-    const r = row();
-    r.transcript = text;
-    render(r);
-  });
-  t.on('text.delta', (delta) => {
-    const r = row();
-    r.translation += delta;
-    render(r);
-  });
-  t.on('text.done', (text) => {
-    const r = row();
-    r.translation = text;
-    render(r);
-  });
+  t.on('transcript.delta', (delta) => edit((r) => (r.transcript += delta)));
+  t.on('transcript.done', (text) => edit((r) => (r.transcript = text)));
+  t.on('text.delta', (delta) => edit((r) => (r.translation += delta)));
+  t.on('text.done', (text) => edit((r) => (r.translation = text)));
   t.on('response', (timing) => {
-    const r = row();
-    r.timing = timing;
-    render(r);
+    edit((r) => (r.timing = timing));
     current = undefined;
   });
   t.on('server.error', (message) => page.warnings.push(message));
