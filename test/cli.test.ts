@@ -865,7 +865,7 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
     },
-    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
+    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input: it holds nothing\. \[RTT_INPUT\]/ },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
