@@ -224,7 +224,7 @@ describe('rt-translate tts', () => {
     });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
-      `rt-translate: ${path('cut.pcm')} was not written: the 5000 bytes received are kept in ${path('cut.pcm.partial')}`,
+      `rt-translate: ${path('cut.pcm')} was not written: ${path('cut.pcm.partial')} holds the first 5000 bytes received before the failure`,
       expect.stringMatching(/^rt-translate: POST \/tts-stream lost its connection \(.+\)\..* \[RTT_CONNECTION\]$/),
     ]);
     await expect(readFile(path('cut.pcm'))).rejects.toMatchObject({ code: 'ENOENT' });
@@ -411,21 +411,28 @@ describe('rt-translate separate-results', () => {
     const out = path('partial');
     await mkdir(out);
     const [a, b] = [await seeded(), await seeded()];
-    // The first download is cut after 800 bytes; resuming it is then refused for good (404).
+    // The first download is cut halfway; resuming it is then refused for good (404).
+    const cut = Math.floor(a.tracks.foreground.length / 2);
     await control(emu.baseUrl, 'POST', 'faults', [
-      { dropAfterBytes: 800, path: '/_files/' },
+      { dropAfterBytes: cut, path: '/_files/' },
       { status: 404, path: '/_files/' },
     ]);
     try {
       const result = await cli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
       expect(result.code).toBe(1);
       const part = join(out, `foreground-${a.runId}.flac.partial`);
+      // Kept up to the end of the last whole frame: where the next frame's sync code starts.
       const kept = await readFile(part);
-      expect(kept.length).toBe(800);
-      expect(kept.equals(a.tracks.foreground.subarray(0, 800))).toBe(true);
+      expect(kept.length).toBeLessThanOrEqual(cut);
+      expect(kept.length).toBeGreaterThan(cut / 2);
+      expect(kept.subarray(42).equals(a.tracks.foreground.subarray(42, kept.length))).toBe(true);
+      expect(a.tracks.foreground[kept.length]).toBe(0xff);
+      expect(a.tracks.foreground[kept.length + 1]! & 0xfe).toBe(0xf8);
       const errors = lines(result.stderr);
-      expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte 800`);
-      expect(errors[1]).toMatch(new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; the 800 bytes received are kept in ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte ${cut}`);
+      expect(errors[1]).toMatch(
+        new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the first \\d+\\.\\d s of audio received$`),
+      );
       expect(errors.slice(2)).toEqual(['rt-translate: 1 of 2 run(s) failed']);
       expect((await readdir(out)).sort()).toEqual(
         [`background-${a.runId}.flac`, `background-${b.runId}.flac`, `foreground-${a.runId}.flac.partial`, `foreground-${b.runId}.flac`].sort(),
@@ -508,7 +515,7 @@ describe('rt-translate separate-results', () => {
     expect(none.stderr).toBe('rt-translate: RUN_ID... is required: one audio separation run or more (see --help).\n');
     expect(notNumber.stderr).toBe('rt-translate: RUN_ID expects a positive integer (got "abc").\n');
     expect(twice.stderr).toBe('rt-translate: run 12 is given twice.\n');
-    expect(notDir.stderr).toMatch(/^rt-translate: cannot write into .*no-such-dir: ENOENT\n$/);
+    expect(notDir.stderr).toBe(`rt-translate: cannot write into -o ${path('no-such-dir')}: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n`);
     expect(stdout.stderr).toBe('rt-translate: -o expects a directory: two files are written per run.\n');
     for (const result of [none, notNumber, twice, notDir, stdout]) expect(result.code).toBe(2);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);

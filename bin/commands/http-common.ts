@@ -8,19 +8,20 @@
  *   that ended without the task's final status, the command that resumes it;
  * - outputs in the ffmpeg habit (`-o PATH`, `-` or absent for standard output), files written
  *   whole or not at all (`../output-file.ts`): audio and downloads keep what arrived before a
- *   failure in `NAME.partial`, said on stderr; text is written at once or not at all.
+ *   failure or an interruption in `NAME.partial` (valid as far as it goes), said on stderr;
+ *   text is written at once or not at all.
  *
  * Composition only; the protocol is in lib/http.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, stat, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
-import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
+import { WavFileWriter } from '../../lib/audio/wav.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY, type RunningEmulator } from '../../lib/emulator/server.js';
 import { ValidationError } from '../../lib/errors.js';
 import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
@@ -29,9 +30,9 @@ import { validate, type Check } from '../../lib/http/validation.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import type { TaskKind } from '../../lib/http/task-kinds.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { UsageError, intFlag, interruptedStatus, onInterrupt, parseCommandLine, type CliIo, type InterruptSignal } from '../cli.js';
 import { fitToWidth } from '../status-line.js';
-import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
+import { keptLine, openOutputFile, writeOutputFile, type OutputContent, type OutputFile, type PartialFile } from '../output-file.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
@@ -103,8 +104,6 @@ said on stderr); 2 usage or configuration error, before any request.`;
 /** Time a task of the embedded emulator stays PENDING, and how often it is polled, ms. */
 const EMBEDDED_TASK_MS = 500;
 const EMBEDDED_POLL_MS = 100;
-/** Exit status after Ctrl-C. */
-export const EXIT_INTERRUPTED = 130;
 
 export interface ServiceValues extends ApiKeyFlags {
   'base-url'?: string;
@@ -154,17 +153,24 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   };
 }
 
-/** A client on the configured service or the embedded emulator, and Ctrl-C as an AbortSignal. */
+/** A client on the configured service or the embedded emulator, and Ctrl-C (or SIGTERM) as an AbortSignal. */
 export interface Service {
   client: LocalizationClient;
   emulator: RunningEmulator | undefined;
-  /** Aborted by Ctrl-C. */
+  /** Aborted by SIGINT or SIGTERM. */
   signal: AbortSignal;
+  io: CliIo;
+  /**
+   * Says on stderr what an output file whose write failed or was interrupted kept
+   * (`rt-translate: interrupted: out.wav.partial holds the first 2.8 s of audio`).
+   */
+  kept(file: OutputFile, partial: PartialFile): void;
 }
 
 /**
- * Runs `body` with a connected service; closes the client and the emulator afterwards. Ctrl-C
- * aborts the signal; the command then ends with status 130 once what was received is written.
+ * Runs `body` with a connected service; closes the client and the emulator afterwards. SIGINT
+ * (Ctrl-C) or SIGTERM aborts the signal; the command then ends with status 130 (143 for
+ * SIGTERM) once what was received is written, the output files finished as far as they go.
  */
 export async function withService(settings: ServiceSettings, io: CliIo, body: (service: Service) => Promise<number>): Promise<number> {
   let emulator: RunningEmulator | undefined;
@@ -184,8 +190,16 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
   }
   const fixed = pollMs === undefined ? undefined : { initialIntervalMs: pollMs, maxIntervalMs: pollMs, factor: 1 };
   const controller = new AbortController();
-  const onSignal = (): void => controller.abort(new Error('interrupted'));
-  process.on('SIGINT', onSignal);
+  let interruptedBy: InterruptSignal | undefined;
+  const stopListening = onInterrupt(io, (signal) => {
+    interruptedBy ??= signal;
+    controller.abort(new Error('interrupted'));
+  });
+  let keptFiles = 0;
+  const kept = (file: OutputFile, partial: PartialFile): void => {
+    keptFiles++;
+    io.stderr.write(keptLine(file, partial, controller.signal.aborted));
+  };
   let client: LocalizationClient | undefined;
   try {
     client = new LocalizationClient({
@@ -195,15 +209,15 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       env: {},
       ...(fixed ? { polling: { speech: fixed, longMedia: fixed } } : {}),
     });
-    return await body({ client, emulator, signal: controller.signal });
+    return await body({ client, emulator, signal: controller.signal, io, kept });
   } catch (error) {
-    if (controller.signal.aborted) {
-      io.stderr.write('rt-translate: interrupted\n');
-      return EXIT_INTERRUPTED;
+    if (interruptedBy !== undefined) {
+      if (keptFiles === 0) io.stderr.write('rt-translate: interrupted\n');
+      return interruptedStatus(interruptedBy);
     }
     throw withFlagNames(error);
   } finally {
-    process.off('SIGINT', onSignal);
+    stopListening();
     await client?.close();
     await emulator?.close();
   }
@@ -373,7 +387,7 @@ function nothingToResume(error: unknown): boolean {
  */
 export async function waitForRun(
   io: CliIo,
-  service: Service,
+  service: Pick<Service, 'client' | 'emulator' | 'signal'>,
   kind: TaskKind,
   taskId: string,
   seen?: (progress: TaskProgress) => void,
@@ -433,17 +447,18 @@ export function isStdout(path: string | undefined): boolean {
 
 /**
  * Checks that audio can go to `path` (absent or `-`: standard output, which must not be a
- * terminal) before any request: a problem is a usage error. Nothing is created: the file is
- * written as `PATH.partial` and renamed once complete (`../output-file.ts`).
+ * terminal) before any request: a problem is a usage error (a `FileError` for the file). Nothing
+ * is created but, with `createDirs`, the missing directories: the file is written as
+ * `PATH.partial` and renamed once complete (`../output-file.ts`).
  */
-export async function checkOutput(path: string | undefined, io: CliIo): Promise<void> {
+export async function checkOutput(path: string | undefined, io: CliIo, createDirs = false): Promise<void> {
   if (isStdout(path)) {
     if (isTerminal(io.stdout)) {
       throw new UsageError('refusing to write audio to a terminal: pass -o PATH, or redirect standard output.');
     }
     return;
   }
-  await openOutputFile(path!);
+  await openOutputFile(io, path!, { createDirs });
 }
 
 async function writeTo(stream: Writable, chunk: Buffer): Promise<void> {
@@ -493,32 +508,32 @@ export function openWavSink(path: string, rate: number, channels: number): Audio
   };
 }
 
-/** The PCM16 LE layout of a WAV output. */
-export interface WavLayout {
+/** PCM16 LE that a command decoded itself: its layout, and whether it goes into a WAV container. */
+export interface PcmLayout {
   rate: number;
   channels: number;
+  container: 'wav' | 'raw';
 }
 
 /**
  * Where a command's audio goes, checked (a usage error otherwise) before the audio is asked for:
- * the function returned copies a source there as it arrives. Standard output for `-` or no
- * `output`; else a file written as `OUTPUT.partial` and renamed once complete (with `wav`, a
- * WAV file with exact sizes). After a failure the audio received so far stays in
- * `OUTPUT.partial`, as a stderr line says (an empty file is removed); `OUTPUT` is never written
- * half. The copy starts at once, so a source that fails early is never left unwatched.
+ * the function returned copies a source there as it arrives (PCM16 LE laid out as `pcm`, or the
+ * bytes as they come). Standard output for `-` or no `output`; else a file written as
+ * `OUTPUT.partial` and renamed once complete (for `pcm` in a WAV container, a WAV file with
+ * exact sizes). After a failure or an interruption the audio received so far stays in
+ * `OUTPUT.partial`, valid as far as it goes (a WAV's sizes, a FLAC's last frame), as a stderr
+ * line says (a file without audio is removed); `OUTPUT` is never written half. The copy starts
+ * at once, so a source that fails early is never left unwatched.
  */
-export async function audioOutput(output: string | undefined, io: CliIo): Promise<(source: Readable, wav?: WavLayout) => Promise<number>> {
+export async function audioOutput(service: Service, output: string | undefined): Promise<(source: Readable, pcm?: PcmLayout) => Promise<number>> {
+  const { io } = service;
   if (isStdout(output)) return (source) => copyToSink(source, openRawSink(undefined, io));
-  const file = await openOutputFile(output!);
-  return (source, wav) =>
-    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io)), {
-      minBytes: wav ? WAV_HEADER_BYTES : 0,
-      report: (partial) =>
-        io.stderr.write(
-          `rt-translate: ${output} was not written: the ${partial.bytes} bytes received are kept in ${partial.path}` +
-            `${wav ? ' (a WAV file whose header has the exact sizes of what it holds)' : ''}\n`,
-        ),
-    });
+  const file = await openOutputFile(io, output!);
+  return (source, pcm) => {
+    const content: OutputContent = pcm?.container === 'raw' ? { kind: 'pcm', bytesPerSecond: 2 * pcm.rate * pcm.channels } : { kind: 'file' };
+    const sink = (path: string): AudioSink => (pcm?.container === 'wav' ? openWavSink(path, pcm.rate, pcm.channels) : openRawSink(path, io));
+    return writeOutputFile(file, (path) => copyToSink(source, sink(path)), { content, report: (partial) => service.kept(file, partial) });
+  };
 }
 
 /** `text` to `output`: standard output, or a file written whole (as `audioOutput` does; nothing kept after a failure). */
@@ -527,7 +542,7 @@ export async function writeTextOutput(output: string | undefined, io: CliIo, tex
     await openRawSink(undefined, io).write(Buffer.from(text));
     return;
   }
-  await writeOutputFile(await openOutputFile(output!), (path) => writeFile(path, text));
+  await writeOutputFile(await openOutputFile(io, output!), (path) => writeFile(path, text));
 }
 
 /**
@@ -558,34 +573,11 @@ export async function copyToSink(source: Readable, sink: AudioSink): Promise<num
 /* ----------------------------------------------------------------------------------------- */
 /* Downloads to files                                                                        */
 
-/** Checks that `path` names a file that can be read, before anything starts (a usage error naming `flag`). */
-export async function checkInputFile(path: string, flag: string): Promise<void> {
-  try {
-    const handle = await open(path, 'r');
-    const info = await handle.stat();
-    await handle.close();
-    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'not a file' });
-  } catch (error) {
-    throw new UsageError(`cannot read ${flag} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-}
-
-/** Checks that `dir` is a directory that exists (a usage error otherwise). */
-export async function checkDirectory(dir: string): Promise<void> {
-  let info;
-  try {
-    info = await stat(dir);
-  } catch (error) {
-    throw new UsageError(`cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
-}
-
 /** A download that failed; `partial` names the file holding what was received, if any. */
 export class DownloadError extends Error {
   constructor(
     readonly failure: unknown,
-    readonly partial: { path: string; bytes: number } | undefined,
+    readonly partial: PartialFile | undefined,
   ) {
     super(failure instanceof Error ? failure.message : String(failure));
   }
@@ -594,12 +586,14 @@ export class DownloadError extends Error {
 /**
  * Downloads the file `open` opens to `path` (written as `path.partial`, renamed once complete),
  * saying on stderr when it resumes (`label` names it). On failure the bytes received stay in
- * `path.partial` (an empty one is removed), named by the `DownloadError`.
+ * `path.partial` (a FLAC there cut after its last complete frame; an empty one is removed),
+ * named by the `DownloadError`; after an interruption the service says so at once.
  */
-export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string): Promise<number> {
+export async function downloadToFile(service: Service, open: () => Promise<FlacDownloadStream>, path: string, label: string): Promise<number> {
+  const { io } = service;
   let kept: PartialFile | undefined;
   try {
-    const file = await openOutputFile(path);
+    const file = await openOutputFile(io, path);
     return await writeOutputFile(
       file,
       async (partial) => {
@@ -607,7 +601,12 @@ export async function downloadToFile(open: () => Promise<FlacDownloadStream>, pa
         download.on('retry', (info) => io.stderr.write(`${describeRetry(label, info)}\n`));
         return copyToSink(download, openRawSink(partial, io));
       },
-      { report: (partial) => (kept = partial) },
+      {
+        report: (partial) => {
+          if (service.signal.aborted) service.kept(file, partial);
+          else kept = partial;
+        },
+      },
     );
   } catch (error) {
     throw new DownloadError(error, kept);

@@ -16,13 +16,13 @@ import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
-  checkDirectory,
   DownloadError,
   downloadToFile,
   parseCommand,
   serviceSettings,
   withService,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
 
@@ -30,6 +30,7 @@ export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_
                         ${RUN_IDS_COUNT.min} to ${RUN_IDS_COUNT.max} at a time (more are split into such batches)
   -o, --output DIR      directory for foreground-RUN.flac and background-RUN.flac
                         (default: the current directory)
+${createDirsUsage('DIR and its parents')}
 ${SERVICE_USAGE}
 
 Prints the path of each file written on stdout. A run that is unknown, unfinished or failed,
@@ -41,6 +42,7 @@ ${EXIT_USAGE_TEXT} Status 1 also when any run failed.`;
 const OPTIONS = {
   ...SERVICE_OPTIONS,
   output: { type: 'string', short: 'o' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 const TRACKS: readonly SeparationTrack[] = ['foreground', 'background'];
@@ -78,9 +80,10 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
   const dir = values.output ?? '.';
   if (dir === '-') throw new UsageError('-o expects a directory: two files are written per run.');
   const settings = await serviceSettings(values, io);
-  await checkDirectory(dir);
+  await checkOutputDirectory(io, dir, '-o', values['create-dirs'] === true);
 
-  return withService(settings, io, async ({ client, signal }) => {
+  return withService(settings, io, async (service) => {
+    const { client, signal } = service;
     const failed = new Set<number>();
     const report = (runId: number, text: string): void => {
       failed.add(runId);
@@ -106,15 +109,12 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
           const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
           const path = join(dir, `${track}-${runId}.flac`);
           try {
-            await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`);
+            await downloadToFile(service, () => client.openSeparationTrack(batch, runId, track, { url, signal }), path, `run ${runId} ${track}`);
             io.stdout.write(`${path}\n`);
           } catch (error) {
             const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
-            const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
-            if (signal.aborted) {
-              if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);
-              throw failure;
-            }
+            if (signal.aborted) throw failure;
+            const kept = partial ? `; ${partial.label} holds ${partial.holds} received` : '';
             report(runId, `${track} track failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}`);
           }
         }

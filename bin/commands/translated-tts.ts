@@ -24,6 +24,7 @@ import {
   taskSettings,
   withService,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text TEXT --from TAG --to TAG [options]      translate, then speak
 
@@ -35,6 +36,7 @@ export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text T
                         goes to stderr)
   --decode              write PCM16 LE instead of FLAC (a WAV file when PATH ends in .wav;
                         .pcm or .raw: raw), checked against the FLAC's MD5
+${createDirsUsage()}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -57,6 +59,7 @@ const OPTIONS = {
   voice: { type: 'string' },
   output: { type: 'string', short: 'o' },
   decode: { type: 'boolean' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 export async function runTranslatedTts(args: string[], io: CliIo): Promise<number> {
@@ -80,7 +83,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     ? checkOutputName(output, DECODED_EXTENSIONS, 'with --decode, translated-tts writes PCM16 LE')
     : checkOutputName(output, ['.flac'], 'translated-tts writes FLAC', `, or with --decode ${DECODED_EXTENSIONS.join(' ')}`);
   const wav = ext === '.wav';
-  if (!values['no-wait']) await checkOutput(output, io);
+  if (!values['no-wait']) await checkOutput(output, io, values['create-dirs'] === true);
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;
@@ -90,11 +93,11 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     const textOut = isStdout(output) ? io.stderr : io.stdout;
     textOut.write(`${translatedText}\n`);
 
-    const write = await audioOutput(output, io);
+    const write = await audioOutput(service, output);
     const result = await client.getTtsResultAudio(run, { signal, decode });
     result.audio.on('retry', (info) => io.stderr.write(`${describeRetry(`audio of run ${run}`, info)}\n`));
     const format = result.audio.format!;
-    await write(result.audio, wav ? { rate: format.sampleRate, channels: format.channels } : undefined);
+    await write(result.audio, decode ? { rate: format.sampleRate, channels: format.channels, container: wav ? 'wav' : 'raw' } : undefined);
     return EXIT_OK;
   });
 }

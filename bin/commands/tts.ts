@@ -17,6 +17,7 @@ import {
   serviceSettings,
   withService,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
   '.wav': 'wav',
@@ -39,6 +40,7 @@ export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --language TAG [op
                         wav for stdout or a name without extension; another extension is refused)
   --sample-rate HZ      ask for this sample rate
   --model M             speech model (auto, mars-pro, mars-flash, mars-instruct, ...)
+${createDirsUsage()}
 ${SERVICE_USAGE}
 
 ${EXIT_USAGE_TEXT}`;
@@ -52,6 +54,7 @@ const OPTIONS = {
   format: { type: 'string' },
   'sample-rate': { type: 'string' },
   model: { type: 'string' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 
@@ -85,10 +88,11 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
   checkRequest(ttsStreamSchema, request);
   const settings = await serviceSettings(values, io);
-  await checkOutput(values.output, io);
+  await checkOutput(values.output, io, values['create-dirs'] === true);
 
-  return withService(settings, io, async ({ client, signal }) => {
-    const write = await audioOutput(values.output, io);
+  return withService(settings, io, async (service) => {
+    const { client, signal } = service;
+    const write = await audioOutput(service, values.output);
     const audio = client.ttsStream(request, { signal });
     audio.on('warning', (warning: Error) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
     await write(audio);

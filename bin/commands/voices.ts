@@ -12,7 +12,6 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
-  checkInputFile,
   checkRequest,
   parseCommand,
   taskRun,
@@ -21,6 +20,7 @@ import {
 } from './http-common.js';
 import { customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
 import { runDeleteVoice } from './delete-voice.js';
+import { checkMediaInput } from '../media-input.js';
 
 export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices
 
@@ -88,8 +88,8 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
       ...(values.publish ? { publishVoiceToMarketPlace: true } : {}),
     };
     checkRequest(customVoiceSchema, request);
-    if (values.file !== '-') await checkInputFile(values.file, '--file');
-    const file = values.file === '-' ? { data: io.stdin, filename: 'stdin' } : values.file;
+    const media = await checkMediaInput(io, values.file, '--file', 'WAV, MP3, FLAC or AAC audio');
+    const file = typeof media === 'string' ? media : { data: media, filename: 'stdin' };
     return withService(settings, io, async ({ client, signal }) => {
       const created = await client.createCustomVoice({ ...request, file }, { signal });
       io.stdout.write(`created voice ${created.voiceId}\n`);
