@@ -4,8 +4,10 @@
  * resolved from them or `RT_TRANSLATE_API_KEY`, and how configuration messages name the flags
  * instead of the library's options. One definition, so every command says the same.
  */
+import { readFile } from 'node:fs/promises';
 import { ENV_API_KEY, resolveApiKey } from '../lib/config.js';
-import { UsageError, readKeyFile, type CliIo } from './cli.js';
+import { UsageError, resolvePath, type CliIo } from './cli.js';
+import { fileError } from './file-errors.js';
 
 /** How the library's configuration messages tell the user to do things: with the flags. */
 export const FLAG_HINTS = { allowInsecure: 'pass --allow-insecure', apiKey: `pass the key with --api-key-file or ${ENV_API_KEY}` };
@@ -30,6 +32,38 @@ export function apiKeyUsage(stdinNote?: string): string {
   return `  --api-key-file PATH   the API key from a file ('-': standard input)${note}
   --api-key KEY         the API key; other users can see it in 'ps': prefer
                         ${ENV_API_KEY} or --api-key-file`;
+}
+
+/** Longest key file read, in bytes: a key is a line, not a document. */
+const MAX_KEY_FILE_BYTES = 4096;
+
+/**
+ * The API key of `--api-key-file PATH` (`-`: standard input, read to its end): the file's text
+ * without surrounding whitespace. A missing, empty or oversized file is a usage error; the key
+ * itself is never part of a message.
+ */
+async function readKeyFile(path: string, io: CliIo): Promise<string> {
+  let text: string;
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of io.stdin as AsyncIterable<Buffer>) {
+      length += chunk.length;
+      if (length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file - holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+      chunks.push(chunk);
+    }
+    text = Buffer.concat(chunks).toString('utf8');
+  } else {
+    const absolute = resolvePath(io, path);
+    const bytes = await readFile(absolute).catch(async (error: unknown) => {
+      throw await fileError(error, { flag: '--api-key-file', path, role: 'input' }, absolute);
+    });
+    if (bytes.length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file ${path} holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
+    text = bytes.toString('utf8');
+  }
+  const key = text.trim();
+  if (key === '') throw new UsageError(`--api-key-file ${path} holds no key (the ${path === '-' ? 'input' : 'file'} is empty).`);
+  return key;
 }
 
 /**

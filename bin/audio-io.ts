@@ -6,20 +6,23 @@
  * - output: the service format converted to the layout asked for (`--out-format`, `--out-ar`,
  *   `--out-ac`), raw or in a WAV container, on a file or standard output. A file is written as
  *   `OUT.partial` (`./output-file.ts`) and `settle` names it: `OUT` once the session ended
- *   (completely or not), or it stays `OUT.partial` after a failure when audio arrived.
+ *   (completely or not), or it stays `OUT.partial` after a failure or an interruption when
+ *   audio arrived (a WAV there with the sizes of what it holds).
  *
  * Every problem with the flags is a `UsageError` or a `ValidationError` naming the flag, found
  * before the command connects anywhere.
  */
 import { createWriteStream } from 'node:fs';
+import { extname } from 'node:path';
 import { pipeline, finished } from 'node:stream/promises';
 import type { Duplex, Writable } from 'node:stream';
 import { ValidationError } from '../lib/errors.js';
-import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type ResolvedAudioDescription, type SampleFormat } from '../lib/audio/audio-format.js';
+import { SAMPLE_FORMATS, SERVICE_FORMAT, bytesPerSample, validateChannels, validateRate, type ResolvedAudioDescription, type SampleFormat } from '../lib/audio/audio-format.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
-import { UsageError, checkOutputName, resolvePath, type CliIo } from './cli.js';
-import { openOutputFile, type OutputFile } from './output-file.js';
+import { UsageError, checkOutputName, type CliIo } from './cli.js';
+import { checkInputFile, fileError } from './file-errors.js';
+import { keptLine, openOutputFile, type OutputContent, type OutputFile } from './output-file.js';
 
 /** How the source's messages name its description: by the flags. */
 export const INPUT_FLAGS = { format: '-f', rate: '--ar', channels: '--ac' } as const;
@@ -93,6 +96,9 @@ export function parseOutputSpec(flags: {
   return { container: 'raw', desc: { format, rate, channels } };
 }
 
+/** How the writing into a sink ended. */
+export type SinkOutcome = 'complete' | 'failed' | 'interrupted';
+
 /** Where translated audio is written. */
 export interface AudioSink {
   /** Writes `chunk`, waiting while the destination is behind; rejects once it has failed. */
@@ -100,11 +106,12 @@ export interface AudioSink {
   /** Ends the sink and waits until everything is written (a WAV file's sizes included). */
   close(): Promise<void>;
   /**
-   * Closes the sink, then names a file output: `complete` renames `OUT.partial` to `OUT`;
-   * otherwise the file is kept as `OUT.partial` when audio was written (removed when none was).
-   * Returns the stderr line that says what was kept, if anything was.
+   * Closes the sink, then names a file output: after `complete`, `OUT.partial` is renamed to
+   * `OUT`; after `failed` or `interrupted`, the file is kept as `OUT.partial` when audio was
+   * written (made valid as far as it goes), removed when none was. Returns the stderr line that
+   * says what was kept, if anything was.
    */
-  settle(complete: boolean): Promise<string | undefined>;
+  settle(outcome: SinkOutcome): Promise<string | undefined>;
 }
 
 /** Writes a chunk, waiting for drain; fails if the stream fails or closes meanwhile. */
@@ -134,7 +141,7 @@ export async function writeAll(stream: Writable, chunk: Buffer | string): Promis
  * arrives while nobody is waiting, such as `EPIPE` on standard output, is never unhandled) and
  * reported by every later call. `file` is the output file when there is one (see `settle`).
  */
-function sinkOn(head: Writable, watch: Writable[], end: () => Promise<void>, file?: { output: OutputFile; label: string; wav: boolean }): AudioSink {
+function sinkOn(head: Writable, watch: Writable[], end: () => Promise<void>, file?: { output: OutputFile; content: OutputContent }): AudioSink {
   let failure: Error | undefined;
   let written = 0;
   let closed: Promise<void> | undefined;
@@ -153,23 +160,18 @@ function sinkOn(head: Writable, watch: Writable[], end: () => Promise<void>, fil
       await writeAll(head, chunk);
     },
     close,
-    async settle(complete) {
+    async settle(outcome) {
       const ended = await close().then(
         () => true,
         () => false,
       );
       if (!file) return undefined;
-      if (complete && ended) {
+      if (outcome === 'complete' && ended) {
         await file.output.commit();
         return undefined;
       }
-      const kept = await file.output.abandon(written > 0);
-      if (!kept) return undefined;
-      const seconds = (written / (SERVICE_FORMAT.rate * SERVICE_FORMAT.channels * 2)).toFixed(1);
-      return (
-        `rt-translate: ${file.label} was not written: the ${seconds} s of translated audio received are kept in ${kept.path}` +
-        `${file.wav ? ' (a WAV file with the exact sizes of what it holds)' : ''}\n`
-      );
+      const kept = await file.output.abandon(written > 0, file.content);
+      return kept && keptLine(file.output, kept, outcome === 'interrupted');
     },
   };
 }
@@ -179,11 +181,12 @@ export function discardSink(): AudioSink {
   return { write: async () => undefined, close: async () => undefined, settle: async () => undefined };
 }
 
-async function openFile(path: string, label: string): Promise<Writable> {
+/** Opens `output.path` for writing; a failure is the `FileError` of `flag`. */
+export async function openWriteStream(path: string, use: { flag: string; path: string }): Promise<Writable> {
   const file = createWriteStream(path);
   await new Promise<void>((resolve, reject) => {
     file.once('open', () => resolve());
-    file.once('error', (error: NodeJS.ErrnoException) => reject(new UsageError(`cannot write output ${label}: ${error.code ?? error.message}`)));
+    file.once('error', (error: NodeJS.ErrnoException) => void fileError(error, { ...use, role: 'output' }, path).then(reject));
   });
   return file;
 }
@@ -191,31 +194,36 @@ async function openFile(path: string, label: string): Promise<Writable> {
 /**
  * Opens the output: the service format converted to `spec.desc` (`fromServiceFormat`), then
  * raw, or WAV (`WavFileWriter` with exact sizes for a file; `WavWriter` with placeholder sizes
- * on a pipe, a device or stdout). `path` is absolute or undefined (standard output); `label`
- * names it. A regular file is written as `PATH.partial` until `settle` names it. Standard
- * output is never ended: the command's other text may still follow on it.
+ * on a pipe, a device or stdout). `path` is the `-o` path as given, or undefined for standard
+ * output; with `createDirs` its missing directories are created. A regular file is written as
+ * `PATH.partial` until `settle` names it. Standard output is never ended: the command's other
+ * text may still follow on it.
  */
-export async function openAudioOutput(path: string | undefined, label: string, spec: OutputSpec, stdout: Writable): Promise<AudioSink> {
+export async function openAudioOutput(io: CliIo, path: string | undefined, spec: OutputSpec, createDirs = false): Promise<AudioSink> {
   const stages: Duplex[] = [];
   const converter = fromServiceFormat(spec.desc);
   if (converter.stages.length > 0) stages.push(converter);
+  const stdout = io.stdout;
   const toStdout = path === undefined;
-  const output = toStdout ? undefined : await openOutputFile(path, label);
+  const output = toStdout ? undefined : await openOutputFile(io, path, { createDirs });
+  const use = { flag: '-o', path: path ?? '-' };
   let dest: Writable;
   if (output === undefined) {
     if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
     dest = stdout;
   } else if (spec.container === 'wav' && !output.direct) {
     // Fails here, before any connection, when the file cannot be created.
-    const probe = await openFile(output.path, label);
+    const probe = await openWriteStream(output.path, use);
     probe.end();
     await finished(probe);
     dest = new (await import('../lib/audio/wav.js')).WavFileWriter(output.path, spec.desc);
   } else {
     if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
-    dest = await openFile(output.path, label);
+    dest = await openWriteStream(output.path, use);
   }
-  const file = output === undefined ? undefined : { output, label, wav: spec.container === 'wav' && !output.direct };
+  const { format, rate, channels } = spec.desc;
+  const content: OutputContent = spec.container === 'wav' ? { kind: 'file' } : { kind: 'pcm', bytesPerSecond: bytesPerSample(format) * rate * channels };
+  const file = output === undefined ? undefined : { output, content };
 
   // Standard output is not ended, but what was written to it must be out: an empty write
   // returns once it has drained.
@@ -281,11 +289,27 @@ export async function openCommandInput(
   if (inputPath === undefined && io.stdin.isTTY === true) {
     throw new UsageError('no audio to read: standard input is a terminal; pass -i PATH, or pipe the audio in.');
   }
-  return openAudioSource(inputPath === undefined ? io.stdin : resolvePath(io, inputPath), inputDescription(values), {
+  const absolute = inputPath === undefined ? undefined : await checkInputFile(io, inputPath, '-i');
+  return openAudioSource(absolute ?? io.stdin, inputDescription(values), {
     label: inputPath ?? 'standard input',
     realtime: values.realtime === true,
     env: io.env,
     onFailure: 'end',
     fieldNames: INPUT_FLAGS,
+    rawWhen: rawWhen(inputPath),
   });
+}
+
+/** Names of input files that say they hold raw samples. */
+const RAW_INPUT_EXTENSIONS = ['.pcm', '.raw', '.s16le'];
+
+/**
+ * Which headerless input (no `-f`, no header recognised) is read as raw s16le: from standard
+ * input (a pipe from a recorder or ffmpeg) or a file named as raw samples, anything that is not
+ * evidently something else (text, an image, ...); from any other file, only bytes that also
+ * look like PCM16 sound (`rawWhen` of `openAudioSource`).
+ */
+function rawWhen(inputPath: string | undefined): 'not-other' | 'plausible' {
+  if (inputPath === undefined || RAW_INPUT_EXTENSIONS.includes(extname(inputPath).toLowerCase())) return 'not-other';
+  return 'plausible';
 }

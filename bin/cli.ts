@@ -5,7 +5,6 @@
  * in a test process exactly as it runs from a shell.
  */
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -45,20 +44,42 @@ export function signalsOf(io: CliIo): SignalSource {
   return io.signals ?? process;
 }
 
+/** The signals that interrupt a command. */
+export type InterruptSignal = 'SIGINT' | 'SIGTERM';
+
+/** The exit status after an interruption: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as a shell reports it. */
+export function interruptedStatus(signal: InterruptSignal): number {
+  return signal === 'SIGINT' ? 130 : 143;
+}
+
+/**
+ * Calls `handler` with each SIGINT and SIGTERM that arrives for `io` (while a handler is
+ * installed the process is not ended by them); the function returned removes it.
+ */
+export function onInterrupt(io: CliIo, handler: (signal: InterruptSignal) => void): () => void {
+  const signals = signalsOf(io);
+  const onInt = (): void => handler('SIGINT');
+  const onTerm = (): void => handler('SIGTERM');
+  signals.on('SIGINT', onInt);
+  signals.on('SIGTERM', onTerm);
+  return () => {
+    signals.off('SIGINT', onInt);
+    signals.off('SIGTERM', onTerm);
+  };
+}
+
 /** Resolves at the first SIGINT or SIGTERM of `io` (or when `signal` aborts): a server command's run. */
 export async function untilStopped(io: CliIo, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return;
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  const signals = signalsOf(io);
-  signals.once('SIGINT', onSignal);
-  signals.once('SIGTERM', onSignal);
-  signal?.addEventListener('abort', onSignal, { once: true });
+  const onStop = (): void => stop.abort();
+  const remove = onInterrupt(io, onStop);
+  signal?.addEventListener('abort', onStop, { once: true });
   try {
     await once(stop.signal, 'abort');
   } finally {
-    signals.off('SIGINT', onSignal);
-    signals.off('SIGTERM', onSignal);
-    signal?.removeEventListener('abort', onSignal);
+    remove();
+    signal?.removeEventListener('abort', onStop);
   }
 }
 
@@ -79,11 +100,13 @@ export function checkOutputName(path: string | undefined, accepted: readonly str
   throw new UsageError(`-o ${path}: ${writes}, not ${ext}; -o accepts ${accepted.join(' ')} or a name without extension${otherwise}.`);
 }
 
-/** A usage or configuration problem: exit status 2. */
+/** A usage or configuration problem: exit status 2. `code`, when there is one, ends its line on stderr. */
 export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly code: string | undefined;
+  constructor(message: string, code?: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'UsageError';
+    this.code = code;
   }
 }
 
@@ -161,38 +184,41 @@ export function numberFlag(value: string | undefined, flag: string, min = 0): nu
   return n;
 }
 
-/** Longest key file read, in bytes: a key is a line, not a document. */
-const MAX_KEY_FILE_BYTES = 4096;
+/** Where a command that reads live input is after SIGINT and SIGTERM (`stopThenAbort`). */
+export interface StopThenAbort {
+  /** A first Ctrl-C asked to stop reading the input. */
+  readonly stopping: boolean;
+  /** The signal that aborted the command, if one did. */
+  readonly interruptedBy: InterruptSignal | undefined;
+  /** Stops listening for the signals. */
+  remove(): void;
+}
 
 /**
- * The API key of `--api-key-file PATH` (`-`: standard input, read to its end): the file's text
- * without surrounding whitespace. A missing, empty or oversized file is a usage error; the key
- * itself is never part of a message.
+ * Ctrl-C as the realtime commands take it: the first SIGINT calls `stop` (stop reading the
+ * input; the session finishes with what was sent), a second one or SIGTERM calls `abort`, once.
  */
-export async function readKeyFile(path: string, io: CliIo): Promise<string> {
-  let text: string;
-  if (path === '-') {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    for await (const chunk of io.stdin as AsyncIterable<Buffer>) {
-      length += chunk.length;
-      if (length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file - holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
-      chunks.push(chunk);
+export function stopThenAbort(io: CliIo, stop: () => void, abort: () => void): StopThenAbort {
+  let stopping = false;
+  let interruptedBy: InterruptSignal | undefined;
+  const remove = onInterrupt(io, (signal) => {
+    if (!stopping && signal === 'SIGINT') {
+      stopping = true;
+      stop();
+    } else if (interruptedBy === undefined) {
+      interruptedBy = signal;
+      abort();
     }
-    text = Buffer.concat(chunks).toString('utf8');
-  } else {
-    try {
-      const bytes = await readFile(resolvePath(io, path));
-      if (bytes.length > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file ${path} holds more than ${MAX_KEY_FILE_BYTES} bytes: give only the key.`);
-      text = bytes.toString('utf8');
-    } catch (error) {
-      if (error instanceof UsageError) throw error;
-      throw new UsageError(`cannot read --api-key-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
-    }
-  }
-  const key = text.trim();
-  if (key === '') throw new UsageError(`--api-key-file ${path} holds no key (the ${path === '-' ? 'input' : 'file'} is empty).`);
-  return key;
+  });
+  return {
+    get stopping() {
+      return stopping;
+    },
+    get interruptedBy() {
+      return interruptedBy;
+    },
+    remove,
+  };
 }
 
 /** Errors that mean the command line, the configuration or the input is wrong: exit status 2. */
@@ -207,7 +233,7 @@ export function describeFailure(error: unknown): string {
     const hint = error.code === 'RTT_AUTH' ? ` Check the key in ${ENV_API_KEY} or --api-key-file.` : '';
     return `rt-translate: ${error.message}${hint} [${error.code}]`;
   }
-  if (error instanceof UsageError) return `rt-translate: ${error.message}`;
+  if (error instanceof UsageError) return `rt-translate: ${error.message}${error.code === undefined ? '' : ` [${error.code}]`}`;
   if (error instanceof Error) return `rt-translate: ${error.message}`;
   return `rt-translate: ${String(error)}`;
 }

@@ -4,13 +4,13 @@
  * environment, checked before any file is opened; the embedded emulator when no host is
  * configured) and where `--events` lines go (a file, or standard output with `-`).
  */
-import { createWriteStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ENV_REALTIME_URL, resolveRealtimeUrl } from '../lib/config.js';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { UsageError, resolvePath, type CliIo } from './cli.js';
-import { writeAll } from './audio-io.js';
+import { resolvePath, type CliIo } from './cli.js';
+import { openWriteStream, writeAll } from './audio-io.js';
+import { prepareOutputDirectory } from './file-errors.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, keySource, resolveKeyFlags, type ApiKeyFlags } from './api-key.js';
 
 /** What `--api-key-file -` means for a realtime command's input, in its help. */
@@ -74,16 +74,17 @@ function unclosable(stream: Writable): Writable {
   });
 }
 
-/** Where `--events` lines go: standard output for `-`, else the file, opened (a usage error when it cannot be). */
-export async function openEventsOutput(flag: string | undefined, io: CliIo): Promise<Writable | undefined> {
+/**
+ * Where `--events` lines go: standard output for `-`, else the file, opened (a `FileError` when
+ * it cannot be; with `createDirs`, its missing directories are created first).
+ */
+export async function openEventsOutput(flag: string | undefined, io: CliIo, createDirs = false): Promise<Writable | undefined> {
   if (flag === undefined) return undefined;
   if (flag === '-') return unclosable(io.stdout);
-  const file = createWriteStream(resolvePath(io, flag));
-  await new Promise<void>((resolve, reject) => {
-    file.once('open', () => resolve());
-    file.once('error', (error: NodeJS.ErrnoException) => reject(new UsageError(`cannot write events to ${flag}: ${error.code ?? error.message}`)));
-  });
-  return file;
+  const use = { flag: '--events', path: flag };
+  const absolute = resolvePath(io, flag);
+  await prepareOutputDirectory(absolute, { ...use, role: 'output' }, createDirs);
+  return openWriteStream(absolute, use);
 }
 
 /**

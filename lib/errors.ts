@@ -189,6 +189,8 @@ export type AudioInputFailure =
   | 'empty'
   /** Its format is recognised but nothing available decodes it (no ffmpeg). */
   | 'unsupported'
+  /** It has no audio header and is evidently not raw PCM either (text, an image, ...): see `rawWhen`. */
+  | 'not-audio'
   /** Reading it failed. */
   | 'read'
   /** Its data could not be decoded (corrupt, truncated, a layout that cannot be converted). */

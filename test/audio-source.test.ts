@@ -90,7 +90,7 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 describe.concurrent('openAudioSource: what comes out', () => {
-  it.each([1, 3, 10, 63, 64, 65])('%i bytes of raw PCM, as a stream or a file, come out unchanged', async (n) => {
+  it.each([3, 10, 63, 64, 65])('%i bytes of raw PCM, as a stream or a file, come out unchanged', async (n) => {
     const bytes = second.subarray(0, n);
     await writeFile(path(`raw-${n}.pcm`), bytes);
     for (const input of [chunks(bytes, 7), path(`raw-${n}.pcm`)]) {
@@ -124,11 +124,18 @@ describe.concurrent('openAudioSource: what comes out', () => {
 });
 
 describe.concurrent('openAudioSource: errors before any audio', () => {
-  it('no audio at all: an empty stream, a WAV header without data', async () => {
-    for (const input of [chunks(Buffer.alloc(0), 1), chunks(wav(Buffer.alloc(0)), 10)]) {
-      const error = await rejection(openAudioSource(input, {}, { label: 'the call' }));
+  it('no audio at all: an empty stream, a WAV header without data, raw input shorter than one sample frame', async () => {
+    await writeFile(path('one-byte.pcm'), second.subarray(0, 1));
+    for (const [input, description, message] of [
+      [chunks(Buffer.alloc(0), 1), {}, 'No audio in the call: it holds nothing.'],
+      [chunks(wav(Buffer.alloc(0)), 10), {}, 'No audio in the call.'],
+      [chunks(second.subarray(0, 1), 1), {}, 'No audio in the call: it holds 1 byte, less than one sample frame (2 bytes of s16le mono).'],
+      [path('one-byte.pcm'), { format: 's16le' }, 'No audio in the call: it holds 1 byte, less than one sample frame (2 bytes of s16le mono).'],
+      [chunks(second.subarray(0, 3), 1), { format: 's16le', channels: 2 }, 'No audio in the call: it holds 3 bytes, less than one sample frame (4 bytes of s16le stereo).'],
+    ] as const) {
+      const error = await rejection(openAudioSource(input, description, { label: 'the call' }));
       expect(error).toBeInstanceOf(AudioInputError);
-      expect(error).toMatchObject({ code: 'RTT_INPUT', reason: 'empty', label: 'the call', message: 'No audio in the call.' });
+      expect(error).toMatchObject({ code: 'RTT_INPUT', reason: 'empty', label: 'the call', message });
     }
   });
 

@@ -193,12 +193,13 @@ describe.concurrent('g. no speech', () => {
     ctx.expect(Date.now() - started).toBeLessThan(QUIET_MS + SLACK_MS);
   });
 
-  it('a 1-byte input: exit 0, the odd byte said to be dropped, nothing written', async (ctx) => {
+  it('a 1-byte input: exit 2, less than one sample frame is no audio, before any connection', async (ctx) => {
     const server = await reference(ctx);
     const result = await runInProcess([...FROM_TO, ...at(server)], { stdin: Buffer.from([1]) });
-    ctx.expect(result.code).toBe(0);
+    ctx.expect(result.code).toBe(2);
     ctx.expect(result.stdout.length).toBe(0);
-    ctx.expect(result.stderr).toMatch(/a trailing odd byte, dropped/);
+    ctx.expect(result.stderr).toBe('rt-translate: No audio in standard input: it holds 1 byte, less than one sample frame (2 bytes of s16le mono). [RTT_INPUT]\n');
+    ctx.expect(server.sessions).toBe(0);
   });
 
   it('an empty WAV: exit 2, saying there is no audio, before any connection', async (ctx) => {

@@ -229,7 +229,7 @@ describe('rt-translate tts', () => {
     });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
-      `rt-translate: ${path('cut.pcm')} was not written: the 5000 bytes received are kept in ${path('cut.pcm.partial')}`,
+      `rt-translate: ${path('cut.pcm')} was not written: ${path('cut.pcm.partial')} holds the first 5000 bytes received before the failure`,
       expect.stringMatching(/^rt-translate: POST \/tts-stream lost its connection \(.+\)\..* \[RTT_CONNECTION\]$/),
     ]);
     await expect(readFile(path('cut.pcm'))).rejects.toMatchObject({ code: 'ENOENT' });
@@ -416,21 +416,28 @@ describe('rt-translate separate-results', () => {
     const out = path('partial');
     await mkdir(out);
     const [a, b] = [await seeded(), await seeded()];
-    // The first download is cut after 800 bytes; resuming it is then refused for good (404).
+    // The first download is cut halfway; resuming it is then refused for good (404).
+    const cut = Math.floor(a.tracks.foreground.length / 2);
     await control(emu.baseUrl, 'POST', 'faults', [
-      { dropAfterBytes: 800, path: '/_files/' },
+      { dropAfterBytes: cut, path: '/_files/' },
       { status: 404, path: '/_files/' },
     ]);
     try {
       const result = await cli(['separate-results', String(a.runId), String(b.runId), '-o', out], { env: serviceEnv() });
       expect(result.code).toBe(1);
       const part = join(out, `foreground-${a.runId}.flac.partial`);
+      // Kept up to the end of the last whole frame: where the next frame's sync code starts.
       const kept = await readFile(part);
-      expect(kept.length).toBe(800);
-      expect(kept.equals(a.tracks.foreground.subarray(0, 800))).toBe(true);
+      expect(kept.length).toBeLessThanOrEqual(cut);
+      expect(kept.length).toBeGreaterThan(cut / 2);
+      expect(kept.subarray(42).equals(a.tracks.foreground.subarray(42, kept.length))).toBe(true);
+      expect(a.tracks.foreground[kept.length]).toBe(0xff);
+      expect(a.tracks.foreground[kept.length + 1]! & 0xfe).toBe(0xf8);
       const errors = lines(result.stderr);
-      expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte 800`);
-      expect(errors[1]).toMatch(new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; the 800 bytes received are kept in ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte ${cut}`);
+      expect(errors[1]).toMatch(
+        new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the first \\d+\\.\\d s of audio received$`),
+      );
       expect(errors.slice(2)).toEqual(['rt-translate: 1 of 2 run(s) failed']);
       expect((await readdir(out)).sort()).toEqual(
         [`background-${a.runId}.flac`, `background-${b.runId}.flac`, `foreground-${a.runId}.flac.partial`, `foreground-${b.runId}.flac`].sort(),
@@ -515,7 +522,7 @@ describe('rt-translate separate-results', () => {
     expect(none.stderr).toBe('rt-translate: RUN_ID... is required: one audio separation run or more (see --help).\n');
     expect(notNumber.stderr).toBe('rt-translate: RUN_ID expects a positive integer (got "abc").\n');
     expect(twice.stderr).toBe('rt-translate: run 12 is given twice.\n');
-    expect(notDir.stderr).toMatch(/^rt-translate: cannot write into .*no-such-dir: ENOENT\n$/);
+    expect(notDir.stderr).toBe(`rt-translate: cannot write into -o ${path('no-such-dir')}: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n`);
     expect(stdout.stderr).toBe('rt-translate: -o expects a directory: two files are written per run.\n');
     for (const result of [none, notNumber, twice, notDir, stdout]) expect(result.code).toBe(2);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
@@ -579,15 +586,19 @@ describe('rt-translate separate', () => {
     await writeFile(ogg, Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60)]));
     const empty = path('empty.wav');
     await writeFile(empty, '');
+    const notes = path('notes.txt');
+    await writeFile(notes, 'Meeting notes: translate the keynote into Spanish.\n');
     await control(emu.baseUrl, 'DELETE', 'requests');
     const cases: Array<[string[], string]> = [
       [[], 'rt-translate: -i PATH is required: the recording to separate (see rt-translate separate --help).\n'],
-      [['-i', path('no-such.wav')], `rt-translate: cannot read -i ${path('no-such.wav')}: ENOENT\n`],
-      [['-i', empty], `rt-translate: -i ${empty} is empty: the service separates WAV, MP3, FLAC or AAC audio.\n`],
+      [['-i', path('no-such.wav')], `rt-translate: cannot read -i ${path('no-such.wav')}: no such file. [RTT_FILE]\n`],
+      [['-i', empty], `rt-translate: -i ${empty} is empty: there is no recording to upload. [RTT_INPUT]\n`],
       [['-i', ogg], `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`],
       [['-i', FIXTURE, '-o', '-'], 'rt-translate: -o expects a directory: two files are written per run.\n'],
       [['-i', FIXTURE, '--run', '12'], 'rt-translate: give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.\n'],
       [['-i', FIXTURE, '--ouput', 'x'], "rt-translate: Unknown option '--ouput'. Did you mean --output? See rt-translate separate --help.\n"],
+      [['-i', notes], `rt-translate: -i ${notes} looks like text, not a recording the service can read: it takes WAV, MP3, FLAC or AAC audio. Convert it first, e.g. ffmpeg -i IN OUT.wav. [RTT_INPUT]\n`],
+      [['-i', FIXTURE, '-o', path('no-dir/x')], `rt-translate: cannot write into -o ${path('no-dir/x')}: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n`],
     ];
     const results = await Promise.all(cases.map(([args]) => cli(['separate', ...args], { env: serviceEnv() })));
     for (const [i, result] of results.entries()) {

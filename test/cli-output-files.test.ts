@@ -55,6 +55,11 @@ function cli(args: string[]): Promise<CommandResult> {
   return runCommand(ENTRIES[name!]!, [...rest, ...poll], { env: shared.env });
 }
 
+/** `text` as a regular expression that matches it literally. */
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 function lines(text: string | Buffer): string[] {
   return text.toString().split('\n').filter((line) => line !== '');
 }
@@ -122,7 +127,10 @@ describe('a failure before the answer leaves no file', () => {
     await control('DELETE', 'requests');
     const result = await cli(['tts', '--text', TEXT, '--language', 'en-us', '-o', join(out, 'missing', 'x.wav')]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe(`rt-translate: cannot write output ${join(out, 'missing', 'x.wav')}: ENOENT\n`);
+    expect(result.stderr).toBe(
+      `rt-translate: cannot write -o ${join(out, 'missing', 'x.wav')}: the directory ${join(out, 'missing')} does not exist; ` +
+        'create it, or pass --create-dirs. [RTT_FILE]\n',
+    );
     expect((await control('GET', 'requests')).requests).toEqual([]);
     expect(await readdir(out)).toEqual([]);
   });
@@ -143,14 +151,13 @@ describe('a failure midway keeps what arrived in OUT.partial, never in OUT', () 
     expect(result.code).toBe(1);
     expect(result.stdout.toString()).toBe(`${translated}\n`);
     const kept = await readFile(`${target}.partial`);
+    const data = wavData(kept);
     expect(lines(result.stderr).slice(-3)).toEqual([
       expect.stringMatching(/^rt-translate: audio of run \d+: the connection was lost; going on from byte \d+$/),
-      `rt-translate: ${target} was not written: the ${kept.length} bytes received are kept in ${target}.partial ` +
-        '(a WAV file whose header has the exact sizes of what it holds)',
+      `rt-translate: ${target} was not written: ${target}.partial holds the first ${(data.length / 48_000).toFixed(1)} s of audio received before the failure`,
       expect.stringMatching(/HTTP 404.*\[RTT_HTTP\]$/),
     ]);
     expect(await readdir(out)).toEqual(['out.wav.partial']);
-    const data = wavData(kept);
     const pcm = synthesizeSpeechPcm(translated, { sampleRate: 24_000 });
     expect(data.length).toBeGreaterThan(0);
     expect(data.length).toBeLessThan(pcm.length);
@@ -159,8 +166,9 @@ describe('a failure midway keeps what arrived in OUT.partial, never in OUT', () 
 
   it('dub -o DIR --transcript srt, the audio download cut for good: DIR holds NAME.partial and the transcript, no NAME', async () => {
     const out = await caseDir();
+    // The dubbed FLAC's frames are at most 2739 bytes: a cut at 20000 leaves whole frames before it.
     await control('POST', 'faults', [
-      { dropAfterBytes: 2000, path: '/_files/' },
+      { dropAfterBytes: 20_000, path: '/_files/' },
       { status: 404, path: '/_files/' },
     ]);
     const result = await cli(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', out, '--transcript', 'srt']);
@@ -168,10 +176,15 @@ describe('a failure midway keeps what arrived in OUT.partial, never in OUT', () 
     const runId = Number(/run (\d+)/.exec(result.stderr)![1]);
     const partial = join(out, `dub-${runId}-es-es.flac.partial`);
     expect(lines(result.stderr)).toContainEqual(
-      expect.stringMatching(new RegExp(`^rt-translate: audio of run ${runId} \\(es-es\\) failed: .*HTTP 404.*\\[RTT_HTTP\\]; the 2000 bytes received are kept in ${partial.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)),
+      expect.stringMatching(
+        new RegExp(`^rt-translate: audio of run ${runId} \\(es-es\\) failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${escapeRegExp(partial)} holds the first \\d+\\.\\d s of audio received$`),
+      ),
     );
     expect((await readdir(out)).sort()).toEqual([`dub-${runId}-es-es.flac.partial`, `dub-${runId}-es-es.srt`]);
-    expect((await readFile(partial)).length).toBe(2000);
+    // Cut after its last whole frame, which ends before the 20000th byte.
+    const kept = await readFile(partial);
+    expect(kept.length).toBeGreaterThan(20_000 - 2739);
+    expect(kept.length).toBeLessThanOrEqual(20_000);
     expect(lines(result.stdout)).toEqual([join(out, `dub-${runId}-es-es.srt`)]);
   });
 });
@@ -194,8 +207,8 @@ describe('the realtime command and listen', () => {
       const stderr = lines(result.stderr);
       expect(stderr.at(-2)).toMatch(/\[RTT_BILLING\]$/);
       expect(stderr.at(-1)).toBe(
-        `rt-translate: ${target} was not written: the ${(firstUtteranceOnly.length / 48_000).toFixed(1)} s of translated audio received ` +
-          `are kept in ${target}.partial (a WAV file with the exact sizes of what it holds)`,
+        `rt-translate: ${target} was not written: ${target}.partial holds the first ${(firstUtteranceOnly.length / 48_000).toFixed(1)} s of audio ` +
+          'received before the failure',
       );
       expect(result.stderr).not.toContain(KEY);
     } finally {

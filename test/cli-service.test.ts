@@ -164,7 +164,7 @@ describe('rt-translate voices', () => {
     ]);
     expect(name.stderr).toBe('rt-translate: --name NAME is required (see --help).\n');
     expect(gender.stderr).toBe('rt-translate: --gender expects one of 0, 1, 2 or 9 (got 5).\n');
-    expect(file.stderr).toMatch(/^rt-translate: cannot read --file .*none\.wav: ENOENT\n$/);
+    expect(file.stderr).toBe(`rt-translate: cannot read --file ${join(dir, 'none.wav')}: no such file. [RTT_FILE]\n`);
     expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"). See rt-translate voices --help.\n');
     expect(slip.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "delte"). Did you mean delete? See rt-translate voices --help.\n');
     for (const r of [name, gender, file, action, slip]) expect(r.code).toBe(2);
@@ -457,7 +457,7 @@ describe('the API key from a file: --api-key-file', () => {
     expect(Object.keys(MINIMAL_ARGS).sort()).toEqual(Object.keys(ENTRIES).sort());
     for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
       const result = await runInProcess([command, ...args, '--api-key-file', join(dir, 'no-such-key')], { env: service() });
-      expect(result.stderr, command).toBe(`rt-translate: cannot read --api-key-file ${join(dir, 'no-such-key')}: ENOENT.\n`);
+      expect(result.stderr, command).toBe(`rt-translate: cannot read --api-key-file ${join(dir, 'no-such-key')}: no such file. [RTT_FILE]\n`);
       expect(result.code, command).toBe(2);
     }
   });

@@ -148,7 +148,7 @@ describe.concurrent('rt-translate: inputs shorter than a container header', () =
   const emptyWav = wavFile(24_000, 1, 16, Buffer.alloc(0));
 
   it.each([
-    { name: '10 bytes of raw PCM', bytes: Buffer.from('0123456789') },
+    { name: '10 bytes of raw PCM', bytes: fixture.pcm.subarray(20_000, 20_010) },
     { name: '3 bytes', bytes: Buffer.from([1, 2, 3]) },
     { name: '63 bytes (one short of a full sniff)', bytes: fixture.pcm.subarray(0, 63) },
   ])('$name on stdin are translated as raw PCM (exit 0)', async ({ bytes }) => {
@@ -858,7 +858,7 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: new RegExp(`--to.*${REALTIME_LANGUAGES.join(', ')}.*"xx"`),
     },
-    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /Cannot read \/nonexistent: ENOENT\. \[RTT_INPUT\]/ },
+    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /cannot read -i \/nonexistent: no such file\. \[RTT_FILE\]/ },
     {
       name: 'a WAV of a format the library cannot read (ADPCM)',
       args: ['--from', 'en-us', '--to', 'es-es'],
@@ -874,7 +874,7 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
     },
-    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input\. \[RTT_INPUT\]/ },
+    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input: it holds nothing\. \[RTT_INPUT\]/ },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
@@ -1172,7 +1172,7 @@ describe.concurrent('rt-translate: the API key off the command line', () => {
   });
 
   it.each([
-    { name: 'a missing file', args: ['--api-key-file', '/nonexistent/key'], message: 'rt-translate: cannot read --api-key-file /nonexistent/key: ENOENT.' },
+    { name: 'a missing file', args: ['--api-key-file', '/nonexistent/key'], message: 'rt-translate: cannot read --api-key-file /nonexistent/key: no such file. [RTT_FILE]' },
     { name: 'an empty file', args: ['--api-key-file', 'empty-key.txt'], message: 'rt-translate: --api-key-file empty-key.txt holds no key (the file is empty).' },
     { name: 'both ways at once', args: ['--api-key', KEY, '--api-key-file', 'key.txt'], message: 'rt-translate: give the key once: --api-key or --api-key-file, not both.' },
     {

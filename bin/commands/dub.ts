@@ -14,7 +14,6 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
-  checkDirectory,
   checkRequest,
   DownloadError,
   downloadToFile,
@@ -26,6 +25,7 @@ import {
   withService,
   writeTextOutput,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 
 export const DUB_USAGE = `Usage: rt-translate dub --url URL --from TAG --to TAG[,TAG...] [options]      dub a video or recording
 
@@ -35,6 +35,7 @@ export const DUB_USAGE = `Usage: rt-translate dub --url URL --from TAG --to TAG[
   -o, --output DIR      download each dubbed file into DIR as dub-RUN-LANG.EXT (paths on stdout)
   --transcript F        with -o: also each language's transcript, F one of ${TRANSCRIPT_FORMATS.join(' ')}
   --mode M              transcription pass: fast (the service's default) or slow
+${createDirsUsage('DIR and its parents')}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -56,6 +57,7 @@ const OPTIONS = {
   output: { type: 'string', short: 'o' },
   transcript: { type: 'string' },
   mode: { type: 'string' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 /** A language flag value: a tag, or the service's numeric id. */
@@ -96,7 +98,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
     if (!(TRANSCRIPT_FORMATS as readonly string[]).includes(transcript)) throw new UsageError(`--transcript expects one of ${TRANSCRIPT_FORMATS.join(', ')} (got "${transcript}").`);
     if (values.output === undefined) throw new UsageError('--transcript needs -o DIR to write the transcripts into.');
   }
-  if (values.output !== undefined && !values['no-wait']) await checkDirectory(values.output);
+  if (values.output !== undefined && !values['no-wait']) await checkOutputDirectory(io, values.output, '-o', values['create-dirs'] === true);
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;
@@ -124,13 +126,13 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
         if (url === undefined) continue;
         const path = join(dir, `${stem}${kind === 'video' ? '-video' : ''}${extensionOf(url, kind === 'audio' ? '.audio' : '.video')}`);
         try {
-          await downloadToFile(() => client.openDubbedFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, io, `${kind} of run ${run}`, service.progress);
+          await downloadToFile(service, () => client.openDubbedFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, `${kind} of run ${run}`);
           io.stdout.write(`${path}\n`);
         } catch (error) {
           if (signal.aborted) throw error instanceof DownloadError ? error.failure : error;
           failures++;
           const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
-          const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
+          const kept = partial ? `; ${partial.label} holds ${partial.holds} received` : '';
           io.stderr.write(`rt-translate: ${kind} of run ${run}${language ? ` (${language})` : ''} failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}\n`);
         }
       }

@@ -12,19 +12,20 @@
  *   final status, the command that resumes it;
  * - outputs in the ffmpeg habit (`-o PATH`, `-` or absent for standard output), files written
  *   whole or not at all (`../output-file.ts`): audio and downloads keep what arrived before a
- *   failure in `NAME.partial`, said on stderr; text is written at once or not at all.
+ *   failure or an interruption in `NAME.partial` (valid as far as it goes), said on stderr;
+ *   text is written at once or not at all.
  *
  * Composition only; the protocol is in lib/http.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, stat, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
 import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
-import { WAV_HEADER_BYTES, WavFileWriter } from '../../lib/audio/wav.js';
+import { WavFileWriter } from '../../lib/audio/wav.js';
 import type { RunningEmulator } from '../../lib/emulator/server.js';
 import { EMULATOR_DEFAULT_API_KEY, ENV_HOME, ENV_XDG_STATE_HOME, NO_STATE_DIR, embeddedRefusalHint, emulatorStateDir, startEmbeddedEmulator } from '../embedded-emulator.js';
 import { ValidationError } from '../../lib/errors.js';
@@ -35,9 +36,9 @@ import type { UploadProgress } from '../../lib/http/multipart.js';
 import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
 import { TASK_KIND_SPECS, type TaskKind } from '../../lib/http/task-kinds.js';
 import type { parseArgs, ParseArgsConfig } from 'node:util';
-import { UsageError, intFlag, parseCommandLine, type CliIo } from '../cli.js';
+import { UsageError, intFlag, interruptedStatus, onInterrupt, parseCommandLine, type CliIo, type InterruptSignal } from '../cli.js';
 import { LiveStatus, PROGRESS_OPTIONS, PROGRESS_USAGE, progressMode, type ProgressMode } from '../status-line.js';
-import { openOutputFile, writeOutputFile, type PartialFile } from '../output-file.js';
+import { keptLine, openOutputFile, writeOutputFile, type OutputContent, type OutputFile, type PartialFile } from '../output-file.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, apiKeyUsage, keySource, resolveKeyFlags, type ApiKeyFlags } from '../api-key.js';
 
 /** A subcommand's options, in `parseArgs` form. */
@@ -115,8 +116,6 @@ said on stderr); 2 usage or configuration error, before any request.`;
 
 /** Time a task of the embedded emulator stays PENDING, ms (it says so in each status answer: the wait follows). */
 const EMBEDDED_TASK_MS = 500;
-/** Exit status after Ctrl-C. */
-export const EXIT_INTERRUPTED = 130;
 
 export interface ServiceValues extends ApiKeyFlags {
   'base-url'?: string;
@@ -175,19 +174,26 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   };
 }
 
-/** A client on the configured service or the embedded emulator, and Ctrl-C as an AbortSignal. */
+/** A client on the configured service or the embedded emulator, and Ctrl-C (or SIGTERM) as an AbortSignal. */
 export interface Service {
   client: LocalizationClient;
   emulator: RunningEmulator | undefined;
-  /** Aborted by Ctrl-C. */
+  /** Aborted by SIGINT or SIGTERM. */
   signal: AbortSignal;
+  io: CliIo;
   /** The command's progress line on stderr (its steps: `waitForRun`, `withTransfer`). */
   progress: LiveStatus;
+  /**
+   * Says on stderr what an output file whose write failed or was interrupted kept
+   * (`rt-translate: interrupted: out.wav.partial holds the first 2.8 s of audio`).
+   */
+  kept(file: OutputFile, partial: PartialFile): void;
 }
 
 /**
- * Runs `body` with a connected service; closes the client and the emulator afterwards. Ctrl-C
- * aborts the signal; the command then ends with status 130 once what was received is written.
+ * Runs `body` with a connected service; closes the client and the emulator afterwards. SIGINT
+ * (Ctrl-C) or SIGTERM aborts the signal; the command then ends with status 130 (143 for
+ * SIGTERM) once what was received is written, the output files finished as far as they go.
  */
 export async function withService(settings: ServiceSettings, io: CliIo, body: (service: Service) => Promise<number>): Promise<number> {
   let emulator: RunningEmulator | undefined;
@@ -201,9 +207,17 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
   }
   const fixed = pollMs === undefined ? undefined : { initialIntervalMs: pollMs, maxIntervalMs: pollMs, factor: 1 };
   const controller = new AbortController();
-  const onSignal = (): void => controller.abort(new Error('interrupted'));
-  process.on('SIGINT', onSignal);
+  let interruptedBy: InterruptSignal | undefined;
+  const stopListening = onInterrupt(io, (signal) => {
+    interruptedBy ??= signal;
+    controller.abort(new Error('interrupted'));
+  });
   const progress = new LiveStatus(io.stderr, settings.progress);
+  let keptFiles = 0;
+  const kept = (file: OutputFile, partial: PartialFile): void => {
+    keptFiles++;
+    progress.print(keptLine(file, partial, controller.signal.aborted).trimEnd());
+  };
   let client: LocalizationClient | undefined;
   try {
     client = new LocalizationClient({
@@ -213,19 +227,19 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       env: {},
       ...(fixed ? { polling: { speech: fixed, longMedia: fixed } } : {}),
     });
-    return await body({ client, emulator, signal: controller.signal, progress });
+    return await body({ client, emulator, signal: controller.signal, io, progress, kept });
   } catch (error) {
     progress.stop();
-    if (controller.signal.aborted) {
-      io.stderr.write('rt-translate: interrupted\n');
-      return EXIT_INTERRUPTED;
+    if (interruptedBy !== undefined) {
+      if (keptFiles === 0) io.stderr.write('rt-translate: interrupted\n');
+      return interruptedStatus(interruptedBy);
     }
     const hint = emulator === undefined ? undefined : embeddedRefusalHint(error, emulator.stateDir);
     if (hint !== undefined) io.stderr.write(`${hint}\n`);
     throw withFlagNames(error);
   } finally {
     progress.stop();
-    process.off('SIGINT', onSignal);
+    stopListening();
     await client?.close();
     await emulator?.close();
   }
@@ -397,7 +411,7 @@ function nothingToResume(error: unknown): boolean {
  */
 export async function waitForRun(
   io: CliIo,
-  service: Service,
+  service: Pick<Service, 'client' | 'emulator' | 'signal' | 'progress'>,
   kind: TaskKind,
   taskId: string,
   seen?: (progress: TaskProgress) => void,
@@ -486,17 +500,18 @@ export function isStdout(path: string | undefined): boolean {
 
 /**
  * Checks that audio can go to `path` (absent or `-`: standard output, which must not be a
- * terminal) before any request: a problem is a usage error. Nothing is created: the file is
- * written as `PATH.partial` and renamed once complete (`../output-file.ts`).
+ * terminal) before any request: a problem is a usage error (a `FileError` for the file). Nothing
+ * is created but, with `createDirs`, the missing directories: the file is written as
+ * `PATH.partial` and renamed once complete (`../output-file.ts`).
  */
-export async function checkOutput(path: string | undefined, io: CliIo): Promise<void> {
+export async function checkOutput(path: string | undefined, io: CliIo, createDirs = false): Promise<void> {
   if (isStdout(path)) {
     if (isTerminal(io.stdout)) {
       throw new UsageError('refusing to write audio to a terminal: pass -o PATH, or redirect standard output.');
     }
     return;
   }
-  await openOutputFile(path!);
+  await openOutputFile(io, path!, { createDirs });
 }
 
 async function writeTo(stream: Writable, chunk: Buffer): Promise<void> {
@@ -546,36 +561,36 @@ export function openWavSink(path: string, rate: number, channels: number): Audio
   };
 }
 
-/** The PCM16 LE layout of a WAV output. */
-export interface WavLayout {
+/** PCM16 LE that a command decoded itself: its layout, and whether it goes into a WAV container. */
+export interface PcmLayout {
   rate: number;
   channels: number;
+  container: 'wav' | 'raw';
 }
 
 /**
  * Where a command's audio goes, checked (a usage error otherwise) before the audio is asked for:
- * the function returned copies a source there as it arrives. Standard output for `-` or no
- * `output`; else a file written as `OUTPUT.partial` and renamed once complete (with `wav`, a
- * WAV file with exact sizes). After a failure the audio received so far stays in
- * `OUTPUT.partial`, as a stderr line says (an empty file is removed); `OUTPUT` is never written
- * half. The copy starts at once, so a source that fails early is never left unwatched;
- * `counted` is shown each piece once written (for progress).
+ * the function returned copies a source there as it arrives (PCM16 LE laid out as `pcm`, or the
+ * bytes as they come). Standard output for `-` or no `output`; else a file written as
+ * `OUTPUT.partial` and renamed once complete (for `pcm` in a WAV container, a WAV file with
+ * exact sizes). After a failure or an interruption the audio received so far stays in
+ * `OUTPUT.partial`, valid as far as it goes (a WAV's sizes, a FLAC's last frame), as a stderr
+ * line says (a file without audio is removed); `OUTPUT` is never written half. The copy starts
+ * at once, so a source that fails early is never left unwatched; `counted` is shown each piece
+ * once written (for progress).
  */
 export async function audioOutput(
+  service: Service,
   output: string | undefined,
-  io: CliIo,
-): Promise<(source: Readable, wav?: WavLayout, counted?: (chunk: Buffer) => void) => Promise<number>> {
-  if (isStdout(output)) return (source, _wav, counted) => copyToSink(source, openRawSink(undefined, io), counted);
-  const file = await openOutputFile(output!);
-  return (source, wav, counted) =>
-    writeOutputFile(file, (path) => copyToSink(source, wav ? openWavSink(path, wav.rate, wav.channels) : openRawSink(path, io), counted), {
-      minBytes: wav ? WAV_HEADER_BYTES : 0,
-      report: (partial) =>
-        io.stderr.write(
-          `rt-translate: ${output} was not written: the ${partial.bytes} bytes received are kept in ${partial.path}` +
-            `${wav ? ' (a WAV file whose header has the exact sizes of what it holds)' : ''}\n`,
-        ),
-    });
+): Promise<(source: Readable, pcm?: PcmLayout, counted?: (chunk: Buffer) => void) => Promise<number>> {
+  const { io } = service;
+  if (isStdout(output)) return (source, _pcm, counted) => copyToSink(source, openRawSink(undefined, io), counted);
+  const file = await openOutputFile(io, output!);
+  return (source, pcm, counted) => {
+    const content: OutputContent = pcm?.container === 'raw' ? { kind: 'pcm', bytesPerSecond: 2 * pcm.rate * pcm.channels } : { kind: 'file' };
+    const sink = (path: string): AudioSink => (pcm?.container === 'wav' ? openWavSink(path, pcm.rate, pcm.channels) : openRawSink(path, io));
+    return writeOutputFile(file, (path) => copyToSink(source, sink(path), counted), { content, report: (partial) => service.kept(file, partial) });
+  };
 }
 
 /** `text` to `output`: standard output, or a file written whole (as `audioOutput` does; nothing kept after a failure). */
@@ -584,7 +599,7 @@ export async function writeTextOutput(output: string | undefined, io: CliIo, tex
     await openRawSink(undefined, io).write(Buffer.from(text));
     return;
   }
-  await writeOutputFile(await openOutputFile(output!), (path) => writeFile(path, text));
+  await writeOutputFile(await openOutputFile(io, output!), (path) => writeFile(path, text));
 }
 
 /**
@@ -617,34 +632,11 @@ export async function copyToSink(source: Readable, sink: AudioSink, counted?: (c
 /* ----------------------------------------------------------------------------------------- */
 /* Downloads to files                                                                        */
 
-/** Checks that `path` names a file that can be read, before anything starts (a usage error naming `flag`). */
-export async function checkInputFile(path: string, flag: string): Promise<void> {
-  try {
-    const handle = await open(path, 'r');
-    const info = await handle.stat();
-    await handle.close();
-    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'not a file' });
-  } catch (error) {
-    throw new UsageError(`cannot read ${flag} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-}
-
-/** Checks that `dir` is a directory that exists (a usage error otherwise). */
-export async function checkDirectory(dir: string): Promise<void> {
-  let info;
-  try {
-    info = await stat(dir);
-  } catch (error) {
-    throw new UsageError(`cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  if (!info.isDirectory()) throw new UsageError(`-o expects a directory; ${dir} is not one.`);
-}
-
 /** A download that failed; `partial` names the file holding what was received, if any. */
 export class DownloadError extends Error {
   constructor(
     readonly failure: unknown,
-    readonly partial: { path: string; bytes: number } | undefined,
+    readonly partial: PartialFile | undefined,
   ) {
     super(failure instanceof Error ? failure.message : String(failure));
   }
@@ -653,22 +645,30 @@ export class DownloadError extends Error {
 /**
  * Downloads the file `open` opens to `path` (written as `path.partial`, renamed once complete),
  * its progress on the command's line and, when it resumes, a line on stderr (`label` names it).
- * On failure the bytes received stay in `path.partial` (an empty one is removed), named by the
- * `DownloadError`.
+ * On failure the bytes received stay in `path.partial` (a FLAC there cut after its last complete
+ * frame; an empty one is removed), named by the `DownloadError`; after an interruption the
+ * service says so at once.
  */
-export async function downloadToFile(open: () => Promise<FlacDownloadStream>, path: string, io: CliIo, label: string, progress: LiveStatus): Promise<number> {
+export async function downloadToFile(service: Service, open: () => Promise<FlacDownloadStream>, path: string, label: string): Promise<number> {
+  const { io, progress } = service;
   let kept: PartialFile | undefined;
   try {
+    const file = await openOutputFile(io, path);
     return await withTransfer(progress, { what: `downloading ${label}`, done: `downloaded ${label}` }, async (transfer) =>
       writeOutputFile(
-        await openOutputFile(path),
+        file,
         async (partial) => {
           const download = await open();
           transfer.source(downloadSource(download, false));
           download.on('retry', (info) => progress.print(describeRetry(label, info)));
           return copyToSink(download, openRawSink(partial, io), (chunk) => transfer.add(chunk.length));
         },
-        { report: (partial) => (kept = partial) },
+        {
+          report: (partial) => {
+            if (service.signal.aborted) service.kept(file, partial);
+            else kept = partial;
+          },
+        },
       ),
     );
   } catch (error) {

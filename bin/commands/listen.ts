@@ -12,9 +12,20 @@ import { ConfigError, ValidationError } from '../../lib/errors.js';
 import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
 import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, parseCommandLine, resolvePath, signalsOf, type CliIo } from '../cli.js';
+import {
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  UsageError,
+  describeFailure,
+  interruptedStatus,
+  parseCommandLine,
+  stopThenAbort,
+  type CliIo,
+} from '../cli.js';
 import { openCommandInput } from '../audio-io.js';
-import { openOutputFile, type PartialFile } from '../output-file.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
+import { keptLine, openOutputFile, type PartialFile } from '../output-file.js';
 import { apiKeyUsage } from '../api-key.js';
 import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
 
@@ -33,6 +44,7 @@ export const LISTEN_USAGE = `Usage: rt-translate listen [options]      live tran
   -o, --output PATH     the lines; '-' or absent: stdout. A file is written as PATH.partial and
                         renamed once the session ended (a failure keeps what came in .partial)
   --events PATH         every event as one JSON object per line ('-': stdout, with -o PATH)
+${createDirsUsage('the directories of -o and --events')}
   --no-reconnect        fail at the first dropped connection (default: reconnect and send the
                         audio after the last final result again)
 ${apiKeyUsage(REALTIME_STDIN_NOTE)}
@@ -41,8 +53,12 @@ ${apiKeyUsage(REALTIME_STDIN_NOTE)}
   --emulator            start the embedded emulator on loopback and use it
   -h, --help
 
+Ctrl-C stops reading the input and lets the last results come; a second Ctrl-C (or SIGTERM)
+aborts: -o PATH then keeps the lines received in PATH.partial, as the last line on stderr says.
+
 Exit status: 0 done; 1 service or network failure (after every line received was written);
-2 usage, configuration or input error; 3 the service did not send its last results in time.`;
+2 usage, configuration or input error; 3 the service did not send its last results in time;
+130 aborted by a second Ctrl-C (143: by SIGTERM).`;
 
 const OPTIONS = {
   input: { type: 'string', short: 'i' },
@@ -56,6 +72,7 @@ const OPTIONS = {
   interim: { type: 'boolean' },
   output: { type: 'string', short: 'o' },
   events: { type: 'string' },
+  ...CREATE_DIRS_OPTION,
   'no-reconnect': { type: 'boolean' },
   ...ACCESS_OPTIONS,
   help: { type: 'boolean', short: 'h' },
@@ -87,12 +104,13 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   }
   const access = await resolveAccess(values, io);
   // Checked now; written as OUT.partial once the session runs, and named OUT when it ended.
-  const file = linesToStdout ? undefined : await openOutputFile(resolvePath(io, values.output!), values.output);
+  const createDirs = values['create-dirs'] === true;
+  const file = linesToStdout ? undefined : await openOutputFile(io, values.output!, { createDirs });
   const source = await openCommandInput(values, io);
   let target: Awaited<ReturnType<typeof connect>>;
   let events: Writable | undefined;
   try {
-    events = await openEventsOutput(values.events, io);
+    events = await openEventsOutput(values.events, io, createDirs);
     target = await connect(access, io);
   } catch (error) {
     source.destroy();
@@ -100,6 +118,7 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   }
   const { apiKey, realtimeUrl, emulator } = target;
 
+  const controller = new AbortController();
   let listener: LiveTranscriptionStream;
   try {
     // What openAudioSource gives: PCM16 mono 24 kHz.
@@ -107,6 +126,7 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
       apiKey,
       realtimeUrl,
       allowInsecure: values['allow-insecure'] === true,
+      signal: controller.signal,
       encoding: 'linear16',
       sampleRate: REALTIME_SAMPLE_RATE,
       ...(values.language !== undefined ? { language: values.language } : {}),
@@ -127,9 +147,12 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   const logging = events ? logEvents(listener.events(), liveEventToRecord, events) : undefined;
 
   // Ctrl-C: stop reading the input; the service sends its last results and the command ends.
-  const signals = signalsOf(io);
-  const onSignal = () => source.stop();
-  signals.on('SIGINT', onSignal);
+  // A second Ctrl-C, or SIGTERM: abort, keeping the lines received.
+  const signals = stopThenAbort(
+    io,
+    () => source.stop(),
+    () => controller.abort(new Error('interrupted')),
+  );
   const output = file ? createWriteStream(file.path) : io.stdout;
   let lines = 0;
   let failure: unknown;
@@ -143,22 +166,28 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   } catch (error) {
     failure = error;
   }
-  signals.off('SIGINT', onSignal);
-  // The session ended: OUT holds every final result. A failure keeps those that came in OUT.partial.
+  signals.remove();
+  const { interruptedBy } = signals;
+  // The session ended: OUT holds every final result. A failure or an interruption keeps those
+  // that came in OUT.partial.
   let kept: PartialFile | undefined;
   if (file) {
     if (!output.closed) await new Promise<void>((resolve) => output.once('close', () => resolve()));
-    if (failure === undefined) await file.commit().catch((error: unknown) => (failure = error));
-    else kept = await file.abandon(lines > 0);
+    if (failure === undefined && interruptedBy === undefined) await file.commit().catch((error: unknown) => (failure = error));
+    else kept = await file.abandon(lines > 0, { kind: 'lines' });
   }
   failure ??= await logging;
   await emulator?.close();
+  if (interruptedBy !== undefined) {
+    io.stderr.write(file && kept ? keptLine(file, kept, true) : 'rt-translate: interrupted\n');
+    return interruptedStatus(interruptedBy);
+  }
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
   const inputFailure = source.failure;
   if (inputFailure !== undefined) io.stderr.write(`rt-translate: input error: ${inputFailure.message}\n`);
   if (failure !== undefined) {
     io.stderr.write(`${describeFailure(failure)}\n`);
-    if (kept) io.stderr.write(`rt-translate: ${values.output} was not written: the ${lines} lines received are kept in ${kept.path}\n`);
+    if (file && kept) io.stderr.write(keptLine(file, kept, false));
     return EXIT_FAILURE;
   }
   if (inputFailure !== undefined) return EXIT_USAGE;

@@ -18,7 +18,6 @@ import {
   PROGRESS_USAGE,
   SERVICE_OPTIONS,
   SERVICE_USAGE,
-  checkDirectory,
   DownloadError,
   downloadToFile,
   parseCommand,
@@ -26,6 +25,7 @@ import {
   withService,
   type Service,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks
 
@@ -34,6 +34,7 @@ export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_
   -o, --output DIR      directory for foreground-RUN.flac and background-RUN.flac
                         (default: the current directory)
 ${PROGRESS_USAGE}
+${createDirsUsage('DIR and its parents')}
 ${SERVICE_USAGE}
 
 Prints the path of each file written on stdout; the progress line says how much of each
@@ -47,6 +48,7 @@ const OPTIONS = {
   ...SERVICE_OPTIONS,
   ...PROGRESS_OPTIONS,
   output: { type: 'string', short: 'o' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 const TRACKS: readonly SeparationTrack[] = ['foreground', 'background'];
@@ -89,21 +91,22 @@ export async function runSeparateResults(args: string[], io: CliIo): Promise<num
   const ids = runIdsOf(positionals);
   const dir = outputDirectory(values.output);
   const settings = await serviceSettings(values, io);
-  await checkDirectory(dir);
+  await checkOutputDirectory(io, dir, '-o', values['create-dirs'] === true);
 
   return withService(settings, io, (service) => downloadRuns(io, service, ids, dir));
 }
 
 /**
  * Downloads both tracks of each finished run of `ids` into the directory `dir` (as
- * `outputDirectory` checked it), printing each path on stdout; a run that fails is reported on
- * stderr and the others go on. Status 1 when any failed.
+ * `checkOutputDirectory` checked it), printing each path on stdout; a run that fails is reported
+ * on stderr and the others go on. Status 1 when any failed.
  */
-export async function downloadRuns(io: CliIo, { client, signal, progress }: Service, ids: number[], dir: string): Promise<number> {
+export async function downloadRuns(io: CliIo, service: Service, ids: number[], dir: string): Promise<number> {
+  const { client, signal, progress } = service;
   const failed = new Set<number>();
   const report = (runId: number, text: string): void => {
     failed.add(runId);
-    io.stderr.write(`rt-translate: run ${runId}: ${text}\n`);
+    progress.print(`rt-translate: run ${runId}: ${text}`);
   };
   for (const batch of batchesOf(ids)) {
     let runs;
@@ -125,21 +128,18 @@ export async function downloadRuns(io: CliIo, { client, signal, progress }: Serv
         const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
         const path = join(dir, `${track}-${runId}.flac`);
         try {
-          await downloadToFile(() => client.openSeparationTrack(batch, runId, track, { url, signal }), path, io, `run ${runId} ${track}`, progress);
+          await downloadToFile(service, () => client.openSeparationTrack(batch, runId, track, { url, signal }), path, `run ${runId} ${track}`);
           io.stdout.write(`${path}\n`);
         } catch (error) {
           const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
-          const kept = partial ? `; the ${partial.bytes} bytes received are kept in ${partial.path}` : '';
-          if (signal.aborted) {
-            if (partial) io.stderr.write(`rt-translate: run ${runId} ${track}: interrupted${kept}\n`);
-            throw failure;
-          }
+          if (signal.aborted) throw failure;
+          const kept = partial ? `; ${partial.label} holds ${partial.holds} received` : '';
           report(runId, `${track} track failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}`);
         }
       }
     }
   }
   if (failed.size === 0) return EXIT_OK;
-  io.stderr.write(`rt-translate: ${failed.size} of ${ids.length} run(s) failed\n`);
+  progress.print(`rt-translate: ${failed.size} of ${ids.length} run(s) failed`);
   return EXIT_FAILURE;
 }

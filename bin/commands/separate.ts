@@ -5,6 +5,8 @@
  * their paths printed on stdout.
  */
 import { open } from 'node:fs/promises';
+import { basename } from 'node:path';
+import type { Readable } from 'node:stream';
 import { isSniffResult, sniffAudio } from '../../lib/audio/sniff.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
 import {
@@ -13,20 +15,23 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
-  checkDirectory,
-  checkInputFile,
   parseCommand,
   taskRun,
   taskSettings,
   withService,
+  withUploadProgress,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
+import { checkMediaInput } from '../media-input.js';
 import { downloadRuns, outputDirectory } from './separate-results.js';
 
 export const SEPARATE_USAGE = `Usage: rt-translate separate -i PATH [options]      voice and background of a recording, apart
 
-  -i, --input PATH      the recording: WAV, MP3, FLAC or AAC, uploaded as it is read
+  -i, --input PATH      the recording: WAV, MP3, FLAC or AAC, uploaded as it is read (- for
+                        standard input)
   -o, --output DIR      directory for foreground-RUN.flac (the voice) and background-RUN.flac
                         (everything else); default: the current directory
+${createDirsUsage('DIR and its parents')}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -42,19 +47,24 @@ const OPTIONS = {
   ...TASK_OPTIONS,
   input: { type: 'string', short: 'i' },
   output: { type: 'string', short: 'o' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 /** What the service separates: its creation takes WAV, MP3, FLAC or AAC (also in MP4/M4A). */
 const SEPARABLE = new Set(['WAV', 'FLAC', 'MP3', 'AAC (ADTS)', 'MP4/M4A/MOV']);
+const ACCEPTED = 'WAV, MP3, FLAC or AAC audio';
 /** The start of a file read to recognise it. */
 const HEAD_BYTES = 4096;
 
 /**
- * Refuses, before the upload, a file that is empty or that the library recognises as another
- * kind of media (Ogg, WebM, AIFF, ...); a file it does not recognise is left to the service.
+ * The recording of `-i`, checked before the upload (`checkMediaInput`: readable, a media file),
+ * and refused when the library recognises it as media the service does not separate (Ogg, WebM,
+ * AIFF, ...). Returns the resolved path, or standard input to upload.
  */
-async function checkSeparable(path: string): Promise<void> {
-  const file = await open(path, 'r');
+async function separableInput(io: CliIo, path: string): Promise<string | Readable> {
+  const media = await checkMediaInput(io, path, '-i', ACCEPTED);
+  if (typeof media !== 'string') return media;
+  const file = await open(media, 'r');
   let head: Buffer;
   try {
     const { buffer, bytesRead } = await file.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0);
@@ -62,12 +72,11 @@ async function checkSeparable(path: string): Promise<void> {
   } finally {
     await file.close();
   }
-  const accepted = 'the service separates WAV, MP3, FLAC or AAC audio';
-  if (head.length === 0) throw new UsageError(`-i ${path} is empty: ${accepted}.`);
   const found = sniffAudio(head, head.length < HEAD_BYTES);
   if (isSniffResult(found) && found.kind !== 'unknown' && !SEPARABLE.has(found.name)) {
-    throw new UsageError(`-i ${path} is ${found.name}: ${accepted}; convert it first (for example ffmpeg -i ${path} song.wav).`);
+    throw new UsageError(`-i ${path} is ${found.name}: the service separates ${ACCEPTED}; convert it first (for example ffmpeg -i ${path} song.wav).`);
   }
+  return media;
 }
 
 export async function runSeparate(args: string[], io: CliIo): Promise<number> {
@@ -77,17 +86,21 @@ export async function runSeparate(args: string[], io: CliIo): Promise<number> {
   const settings = await taskSettings(values, io);
   const dir = outputDirectory(values.output);
   const input = values.input;
+  let media: string | Readable | undefined;
   if (values.run === undefined) {
     if (input === undefined) throw new UsageError('-i PATH is required: the recording to separate (see rt-translate separate --help).');
-    await checkInputFile(input, '-i');
-    await checkSeparable(input);
+    media = await separableInput(io, input);
   } else if (input !== undefined) {
     throw new UsageError('give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.');
   }
-  if (!values['no-wait']) await checkDirectory(dir);
+  if (!values['no-wait']) await checkOutputDirectory(io, dir, '-o', values['create-dirs'] === true);
 
   return withService(settings, io, async (service) => {
-    const run = await taskRun(io, service, 'audio-separation', values, (signal) => service.client.createAudioSeparation({ mediaFile: input! }, { signal }));
+    const mediaFile = typeof media === 'string' ? media : { data: media!, filename: 'stdin' };
+    const shown = typeof media === 'string' ? basename(media) : 'standard input';
+    const run = await taskRun(io, service, 'audio-separation', values, (signal) =>
+      withUploadProgress(service.progress, shown, (onUploadProgress) => service.client.createAudioSeparation({ mediaFile }, { signal, onUploadProgress })),
+    );
     if (run === undefined) return EXIT_OK;
     return downloadRuns(io, service, [run], dir);
   });

@@ -4,10 +4,11 @@
  * language into a directory.
  */
 import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import type { SubtitlesRequest } from '../../lib/http/dubbing.js';
 import { subtitlesSchema } from '../../lib/http/schemas.js';
-import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
+import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 import { languageValue } from './dub.js';
 import {
   EXIT_USAGE_TEXT,
@@ -33,8 +34,9 @@ export const SUBTITLES_USAGE = `Usage: rt-translate subtitles --url URL --from T
   --to TAG[,TAG...]     languages to translate the subtitles into (default: none, the source only)
   -f, --format F        srt vtt txt (default: from the output's extension, else srt)
   --language TAG        the language to write (default: the first of --to, else --from)
-  -o, --output PATH     the subtitles; '-' or absent: stdout. A directory: every language, as
-                        sub-RUN-LANG.F (paths on stdout)
+  -o, --output PATH     the subtitles; '-' or absent: stdout. A directory (or a path ending in
+                        /): every language, as sub-RUN-LANG.F (paths on stdout)
+${createDirsUsage()}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -52,12 +54,15 @@ const OPTIONS = {
   format: { type: 'string', short: 'f' },
   language: { type: 'string' },
   output: { type: 'string', short: 'o' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
-async function isDirectory(path: string | undefined): Promise<boolean> {
+/** True when `-o` names a directory: one that exists, or a path ending in a separator. */
+async function isDirectory(io: CliIo, path: string | undefined): Promise<boolean> {
   if (path === undefined || path === '-') return false;
+  if (path.endsWith('/') || path.endsWith(sep)) return true;
   try {
-    return (await stat(path)).isDirectory();
+    return (await stat(resolvePath(io, path))).isDirectory();
   } catch {
     return false;
   }
@@ -69,7 +74,7 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
   const { values } = parsed;
   const settings = await taskSettings(values, io);
   const targets = listFlag(values.to);
-  const toDirectory = await isDirectory(values.output);
+  const toDirectory = await isDirectory(io, values.output);
   const format = transcriptFormat(values.format, toDirectory ? undefined : values.output, 'srt');
   if (format === 'json') throw new UsageError('subtitles are srt, vtt or txt (-f).');
   let request: SubtitlesRequest | undefined;
@@ -81,7 +86,11 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
   }
   const languages = toDirectory ? [values.from, ...targets] : [values.language ?? targets[0] ?? values.from];
   if (languages.some((l) => l === undefined)) throw new UsageError('give --language (or --from and --to) with --run to name the subtitles\' language.');
-  if (!toDirectory && !values['no-wait']) await checkOutput(values.output, io);
+  const createDirs = values['create-dirs'] === true;
+  if (!values['no-wait']) {
+    if (toDirectory) await checkOutputDirectory(io, values.output!, '-o', createDirs);
+    else await checkOutput(values.output, io, createDirs);
+  }
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;

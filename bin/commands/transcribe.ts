@@ -13,7 +13,6 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
-  checkInputFile,
   checkOutput,
   checkRequest,
   parseCommand,
@@ -23,6 +22,11 @@ import {
   withUploadProgress,
   writeTextOutput,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
+import { checkMediaInput } from '../media-input.js';
+
+/** What `-i` takes, in words. */
+const RECORDINGS = 'audio or video files (WAV, MP3, FLAC, AAC, Ogg, MP4, WebM, ...)';
 
 export const TRANSCRIPT_OUTPUTS = ['json', 'srt', 'vtt', 'txt'] as const;
 export type TranscriptOutput = (typeof TRANSCRIPT_OUTPUTS)[number];
@@ -37,6 +41,7 @@ export const TRANSCRIBE_USAGE = `Usage: rt-translate transcribe (-i PATH | --url
   --speakers            speaker labels in srt, vtt and txt
   --mode M              ${TRANSCRIPTION_MODES.join(' or ')} (the service's default: fast)
   -o, --output PATH     the transcript; '-' or absent: stdout
+${createDirsUsage()}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -56,6 +61,7 @@ const OPTIONS = {
   speakers: { type: 'boolean' },
   mode: { type: 'string' },
   output: { type: 'string', short: 'o' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 /** `-f`, else the output's extension, else `fallback`. */
@@ -84,16 +90,20 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
     if (values.language === undefined) throw new UsageError('--language TAG is required (see --help).');
     if ((values.input === undefined) === (values.url === undefined)) throw new UsageError('give -i PATH (a recording) or --url URL, one of them (see --help).');
     const language = /^\d+$/.test(values.language) ? Number(values.language) : values.language;
-    request = {
+    const fields = {
       language,
-      ...(values.url !== undefined ? { mediaUrl: values.url } : { mediaFile: values.input === '-' ? { data: io.stdin, filename: 'stdin' } : values.input! }),
+      ...(values.url !== undefined ? { mediaUrl: values.url } : {}),
       ...(values.mode !== undefined ? { transcriptionMode: values.mode as TranscriptionMode } : {}),
     };
-    const { mediaFile: _file, ...fields } = request;
     checkRequest(transcriptionSchema, fields);
-    if (values.input !== undefined && values.input !== '-') await checkInputFile(values.input, '-i');
+    if (values.input === undefined) request = fields;
+    else {
+      // Read and checked before any request: a recording the service could not read is refused here.
+      const media = await checkMediaInput(io, values.input, '-i', RECORDINGS);
+      request = { ...fields, mediaFile: typeof media === 'string' ? media : { data: media, filename: 'stdin' } };
+    }
   }
-  if (!values['no-wait']) await checkOutput(values.output, io);
+  if (!values['no-wait']) await checkOutput(values.output, io, values['create-dirs'] === true);
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;

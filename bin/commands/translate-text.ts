@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { translationSchema } from '../../lib/http/schemas.js';
 import type { TranslationRequest } from '../../lib/http/translation.js';
-import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
+import { fileError } from '../file-errors.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,
@@ -57,11 +58,10 @@ async function readTexts(path: string, io: CliIo): Promise<string[]> {
     for await (const chunk of io.stdin as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
     text = Buffer.concat(chunks).toString('utf8');
   } else {
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (error) {
-      throw new UsageError(`cannot read --file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-    }
+    const absolute = resolvePath(io, path);
+    text = await readFile(absolute, 'utf8').catch(async (error: unknown) => {
+      throw await fileError(error, { flag: '--file', path, role: 'input' }, absolute);
+    });
   }
   return text.split(/\r?\n/).filter((line) => line.trim() !== '');
 }

@@ -21,12 +21,13 @@ import {
   UsageError,
   describeFailure,
   intFlag,
+  interruptedStatus,
   packageVersion,
   parseCommandLine,
-  resolvePath,
-  signalsOf,
+  stopThenAbort,
   type CliIo,
 } from '../cli.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
@@ -55,6 +56,7 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
   --voice ID            use the cloned voice ID
   --text-only           text only (output_modalities ["text"]); no audio written
+${createDirsUsage('the directories of -o and --events')}
   --events PATH         every event as one JSON object per line: each event the service sent
                         ("type" the library's name, "wireType" the service's; audio as byte
                         counts) and the command's own (response, reconnecting, reconnected,
@@ -94,7 +96,8 @@ command quietly. Exit status:
   2    usage or configuration error (before any connection), or an input that cannot be read
        or decoded; when that happens midway, the audio before the failure is translated and
        written first, and the message says how much was used
-  130  aborted by a second Ctrl-C
+  130  aborted by a second Ctrl-C (143: by SIGTERM); an output file keeps what arrived in
+       OUT.partial, valid as far as it goes, and the last line says how much it holds
 
 Other commands: rt-translate emulator --help`;
 
@@ -113,6 +116,7 @@ const OPTIONS = {
   voice: { type: 'string' },
   'text-only': { type: 'boolean' },
   events: { type: 'string' },
+  ...CREATE_DIRS_OPTION,
   ...ACCESS_OPTIONS,
   'quiet-ms': { type: 'string' },
   'stall-ms': { type: 'string' },
@@ -190,12 +194,11 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
 
   const source = await openCommandInput(values, io);
 
+  const createDirs = values['create-dirs'] === true;
   let sink;
   try {
     const outputPath = values.output === undefined || values.output === '-' ? undefined : values.output;
-    sink = textOnly
-      ? discardSink()
-      : await openAudioOutput(outputPath === undefined ? undefined : resolvePath(io, outputPath), outputPath ?? 'standard output', outputSpec, io.stdout);
+    sink = textOnly ? discardSink() : await openAudioOutput(io, outputPath, outputSpec, createDirs);
   } catch (error) {
     source.destroy();
     throw error;
@@ -204,12 +207,12 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   // process) and the output.
   const release = async () => {
     source.destroy();
-    await sink.settle(false).catch(() => undefined);
+    await sink.settle('failed').catch(() => undefined);
   };
   let events: Writable | undefined;
   let target: Awaited<ReturnType<typeof connect>>;
   try {
-    events = await openEventsOutput(values.events, io);
+    events = await openEventsOutput(values.events, io, createDirs);
     target = await connect(access, io);
   } catch (error) {
     await release();
@@ -247,19 +250,16 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     : undefined;
 
   // First Ctrl-C: stop reading the input at once (even an idle one: an open, quiet pipe) and end
-  // the translator's input, so the session finishes with what was sent. Second: abort.
-  let stopping = false;
-  const onSignal = () => {
-    if (stopping) {
-      controller.abort(new Error('interrupted'));
-      return;
-    }
-    stopping = true;
-    report.stopping();
-    source.stop();
-  };
-  const signals = signalsOf(io);
-  signals.on('SIGINT', onSignal);
+  // the translator's input, so the session finishes with what was sent. Second, or SIGTERM:
+  // abort; the output keeps what arrived.
+  const signals = stopThenAbort(
+    io,
+    () => {
+      report.stopping();
+      source.stop();
+    },
+    () => controller.abort(new Error('interrupted')),
+  );
 
   let failure: unknown;
   try {
@@ -271,19 +271,21 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   } catch (error) {
     failure = error;
   }
-  signals.off('SIGINT', onSignal);
+  signals.remove();
+  const { interruptedBy, stopping } = signals;
   // The session ended (whatever ended its input): the output file is complete for what it
   // answered. A failure or an abort leaves what arrived in OUT.partial.
-  const kept = await sink.settle(failure === undefined && !controller.signal.aborted).catch((error: unknown) => void (failure ??= error));
+  const outcome = interruptedBy !== undefined ? 'interrupted' : failure === undefined ? 'complete' : 'failed';
+  const kept = await sink.settle(outcome).catch((error: unknown) => void (failure ??= error));
   const summary = report.close();
   if (values.stats === true) for (const text of statsLines(rt.stats)) io.stderr.write(`rt-translate: ${text}\n`);
   failure ??= await logging;
   await emulator?.close();
   // An input failure after a Ctrl-C is not reported: the input was not wanted any more.
   const inputFailure = stopping ? undefined : source.failure;
-  if (controller.signal.aborted) {
-    io.stderr.write(`rt-translate: interrupted\n${kept ?? ''}`);
-    return 130;
+  if (interruptedBy !== undefined) {
+    io.stderr.write(kept ?? 'rt-translate: interrupted\n');
+    return interruptedStatus(interruptedBy);
   }
   // The reader of standard output went away (`| head`): what it wanted it has; end quietly.
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;

@@ -26,6 +26,7 @@ import {
   withService,
   withTransfer,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text TEXT --from TAG --to TAG [options]      translate, then speak
 
@@ -37,6 +38,7 @@ export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text T
                         goes to stderr)
   --decode              write PCM16 LE instead of FLAC (a WAV file when PATH ends in .wav;
                         .pcm or .raw: raw), checked against the FLAC's MD5
+${createDirsUsage()}
 ${TASK_USAGE}
 ${SERVICE_USAGE}
 
@@ -60,6 +62,7 @@ const OPTIONS = {
   voice: { type: 'string' },
   output: { type: 'string', short: 'o' },
   decode: { type: 'boolean' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 export async function runTranslatedTts(args: string[], io: CliIo): Promise<number> {
@@ -83,7 +86,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     ? checkOutputName(output, DECODED_EXTENSIONS, 'with --decode, translated-tts writes PCM16 LE')
     : checkOutputName(output, ['.flac'], 'translated-tts writes FLAC', `, or with --decode ${DECODED_EXTENSIONS.join(' ')}`);
   const wav = ext === '.wav';
-  if (!values['no-wait']) await checkOutput(output, io);
+  if (!values['no-wait']) await checkOutput(output, io, values['create-dirs'] === true);
 
   return withService(settings, io, async (service) => {
     const { client, signal, progress } = service;
@@ -93,7 +96,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     const textOut = isStdout(output) ? io.stderr : io.stdout;
     textOut.write(`${translatedText}\n`);
 
-    const write = await audioOutput(output, io);
+    const write = await audioOutput(service, output);
     const label = `audio of run ${run}`;
     const where = isStdout(output) ? 'standard output' : output;
     await withTransfer(progress, { what: `receiving the ${label}`, done: `received the ${label} into ${where}` }, async (transfer) => {
@@ -101,7 +104,8 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
       transfer.source(downloadSource(result.audio, decode));
       result.audio.on('retry', (info) => progress.print(describeRetry(label, info)));
       const format = result.audio.format!;
-      return write(result.audio, wav ? { rate: format.sampleRate, channels: format.channels } : undefined, (chunk) => transfer.add(chunk.length));
+      const pcm = decode ? ({ rate: format.sampleRate, channels: format.channels, container: wav ? 'wav' : 'raw' } as const) : undefined;
+      return write(result.audio, pcm, (chunk) => transfer.add(chunk.length));
     });
     return EXIT_OK;
   });

@@ -22,6 +22,7 @@ import {
   withTransfer,
   type TransferSource,
 } from './http-common.js';
+import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {
   '.wav': 'wav',
@@ -45,6 +46,7 @@ export const TTS_USAGE = `Usage: rt-translate tts --text TEXT --language TAG [op
   --sample-rate HZ      ask for this sample rate
   --model M             speech model (auto, mars-pro, mars-flash, mars-instruct, ...)
 ${PROGRESS_USAGE}
+${createDirsUsage()}
 ${SERVICE_USAGE}
 
 While the audio arrives, a progress line says how much came (bytes, and seconds of audio for
@@ -62,6 +64,7 @@ const OPTIONS = {
   format: { type: 'string' },
   'sample-rate': { type: 'string' },
   model: { type: 'string' },
+  ...CREATE_DIRS_OPTION,
 } as const;
 
 
@@ -95,10 +98,11 @@ export async function runTts(args: string[], io: CliIo): Promise<number> {
   // The library's checks (text length, locale tag, ...) before anything is opened or sent.
   checkRequest(ttsStreamSchema, request);
   const settings = await serviceSettings(values, io);
-  await checkOutput(values.output, io);
+  await checkOutput(values.output, io, values['create-dirs'] === true);
 
-  return withService(settings, io, async ({ client, signal, progress }) => {
-    const write = await audioOutput(values.output, io);
+  return withService(settings, io, async (service) => {
+    const { client, signal, progress } = service;
+    const write = await audioOutput(service, values.output);
     const audio = client.ttsStream(request, { signal });
     audio.on('warning', (warning: Error) => progress.print(`rt-translate: warning: ${warning.message}`));
     const where = values.output === undefined || values.output === '-' ? 'standard output' : values.output;

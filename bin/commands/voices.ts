@@ -14,7 +14,6 @@ import {
   SERVICE_USAGE,
   TASK_OPTIONS,
   TASK_USAGE,
-  checkInputFile,
   checkRequest,
   localResult,
   parseCommand,
@@ -25,6 +24,7 @@ import {
   withUploadProgress,
 } from './http-common.js';
 import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
+import { checkMediaInput } from '../media-input.js';
 
 export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices
 
@@ -117,9 +117,9 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
       ...(values.publish ? { publishVoiceToMarketPlace: true } : {}),
     };
     checkRequest(customVoiceSchema, request);
-    if (values.file !== '-') await checkInputFile(values.file, '--file');
-    const file = values.file === '-' ? { data: io.stdin, filename: 'stdin' } : values.file;
-    const shown = values.file === '-' ? 'standard input' : basename(values.file);
+    const media = await checkMediaInput(io, values.file, '--file', 'WAV, MP3, FLAC or AAC audio');
+    const file = typeof media === 'string' ? media : { data: media, filename: 'stdin' };
+    const shown = typeof media === 'string' ? basename(values.file) : 'standard input';
     return withService(settings, io, async ({ client, signal, progress }) => {
       const created = await withUploadProgress(progress, shown, (onUploadProgress) =>
         client.createCustomVoice({ ...request, file }, { signal, onUploadProgress }),

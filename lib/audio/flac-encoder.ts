@@ -52,9 +52,8 @@ export function flacCrc8(bytes: Uint8Array, start = 0, end = bytes.length): numb
   return crc;
 }
 
-/** CRC-16 (polynomial 0x8005, initial 0) of a whole FLAC frame. */
-export function flacCrc16(bytes: Uint8Array, start = 0, end = bytes.length): number {
-  let crc = 0;
+/** CRC-16 (polynomial 0x8005, initial 0) of a whole FLAC frame; `crc` continues one computed over the bytes before `start`. */
+export function flacCrc16(bytes: Uint8Array, start = 0, end = bytes.length, crc = 0): number {
   for (let i = start; i < end; i++) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[(crc >> 8) ^ bytes[i]!]!;
   return crc;
 }

@@ -7,18 +7,20 @@
  * loaded only for the inputs that need them.
  *
  * Everything that can be found before the audio flows (an unreadable file, no audio at all, a
- * format nothing here decodes, a description that contradicts the header) rejects the returned
- * promise. A failure midway (a read error, corrupt data) keeps what was decoded before it: see
- * `AudioSourceOptions.onFailure`. The policies are detailed in the README ("Reading any audio").
+ * format nothing here decodes, input that is not audio (`rawWhen`), a description that
+ * contradicts the header) rejects the returned promise. A failure midway (a read error, corrupt
+ * data) keeps what was decoded before it: see `AudioSourceOptions.onFailure`. The policies are
+ * detailed in the README ("Reading any audio").
  */
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Readable, type Duplex } from 'node:stream';
 import { AudioInputError, ConfigError, RtTranslateError, UnsupportedError, ValidationError } from '../errors.js';
-import { SAMPLE_FORMATS, SERVICE_FORMAT, validateChannels, validateRate, type SampleFormat } from './audio-format.js';
+import { SAMPLE_FORMATS, SERVICE_FORMAT, bytesPerSample, validateChannels, validateRate, type SampleFormat } from './audio-format.js';
 import { toServiceFormat } from './convert.js';
 import { SNIFF_BYTES, isSniffResult, sniffAudio } from './sniff.js';
+import { OTHER_SNIFF_BYTES, PCM16_JUDGED_BYTES, judgePcm16, sniffOther } from './headerless.js';
 
 /** Containers `openAudioSource` decodes itself, besides the raw sample formats. */
 export const SOURCE_CONTAINERS = ['wav', 'ogg', 'flac'] as const;
@@ -58,6 +60,17 @@ export interface AudioSourceOptions {
   label?: string;
   /** How messages name the description's fields (a command line passes its flags). */
   fieldNames?: { format?: string; rate?: string; channels?: string };
+  /**
+   * Which input with no audio header (and no `format`) is read as raw s16le:
+   * - `'anything'` (default): all of it;
+   * - `'not-other'`: all but input that is evidently something else: text, JSON, an image, an
+   *   archive, ... (`sniffOther` in `./headerless.ts`);
+   * - `'plausible'`: only input that, besides, looks like PCM16 sound by the statistics of its
+   *   first 64 KiB (`judgePcm16`; its module comment gives the rule and its risks).
+   * What is refused rejects with an `AudioInputError` of reason `not-audio` saying what the input
+   * looks like and that `format` forces raw input.
+   */
+  rawWhen?: 'anything' | 'not-other' | 'plausible';
 }
 
 /** What decodes an input. */
@@ -70,6 +83,16 @@ function kindName(kind: InputKind): string {
 }
 
 const HOW_TO_CONVERT = 'convert it to raw PCM first, e.g. ffmpeg -i IN -f s16le -ar 24000 -ac 1 OUT.pcm';
+
+/** How to have input read as raw PCM whatever its bytes, in the words of `names`. */
+function insistOnRaw(names: FieldNames): string {
+  return `If it is raw PCM after all, say so with ${names.format} s16le (or ${SAMPLE_FORMATS.filter((f) => f !== 's16le').join(', ')}).`;
+}
+
+/** Bytes of one sample frame of raw input. */
+function frameBytes(format: SampleFormat, channels: number | undefined): number {
+  return bytesPerSample(format) * (channels ?? SERVICE_FORMAT.channels);
+}
 
 /* ----------------------------------------------------------------------------------------- */
 /* The chain of stages                                                                       */
@@ -277,7 +300,7 @@ function describeFailure(error: unknown, label: string, kind: InputKind, read: b
  * bytes put back (`unshift`) while it has not ended, or, when the whole input was shorter than
  * `n` and `stream` has ended (an ended stream takes nothing back), a new stream of those bytes.
  */
-async function peekStart(stream: Readable, n: number): Promise<{ head: Buffer; stream: Readable }> {
+export async function peekStart(stream: Readable, n: number): Promise<{ head: Buffer; stream: Readable }> {
   const chunks: Buffer[] = [];
   let length = 0;
   while (length < n) {
@@ -357,13 +380,51 @@ interface FieldNames {
 }
 
 /** The input's kind from the description or, without a format, from its first bytes. */
-async function identify(input: Input, desc: AudioSourceDescription, names: FieldNames): Promise<InputKind> {
+async function identify(input: Input, desc: AudioSourceDescription, names: FieldNames, rawWhen: RawWhen): Promise<InputKind> {
   try {
-    return await sniffKind(input, desc, names);
+    const kind = await sniffKind(input, desc, names);
+    if (kind.kind === 'raw') await checkRaw(input, kind.format, desc, names, desc.format === undefined ? rawWhen : 'anything');
+    return kind;
   } catch (error) {
     if (error instanceof RtTranslateError) throw error;
     throw describeFailure(error, input.label, { kind: 'raw', format: 's16le' }, true, 0);
   }
+}
+
+type RawWhen = NonNullable<AudioSourceOptions['rawWhen']>;
+const RAW_WHEN: readonly RawWhen[] = ['anything', 'not-other', 'plausible'];
+
+/**
+ * Checks input about to be read as raw `format`: input shorter than one sample frame holds no
+ * audio; with `rawWhen` other than `anything`, input that is evidently not raw PCM is refused.
+ */
+async function checkRaw(input: Input, format: SampleFormat, desc: AudioSourceDescription, names: FieldNames, rawWhen: RawWhen): Promise<void> {
+  const want = rawWhen === 'plausible' ? PCM16_JUDGED_BYTES : rawWhen === 'not-other' ? OTHER_SNIFF_BYTES : frameBytes(format, desc.channels);
+  let head: Buffer;
+  ({ head, stream: input.stream } = await peekStart(input.stream, want));
+  const complete = head.length < want;
+  const frame = frameBytes(format, desc.channels);
+  if (complete && head.length < frame) {
+    const size = head.length === 0 ? 'nothing' : `${head.length} ${head.length === 1 ? 'byte' : 'bytes'}, less than one sample frame`;
+    const layout = `${frame} bytes of ${format} ${(desc.channels ?? SERVICE_FORMAT.channels) === 2 ? 'stereo' : 'mono'}`;
+    throw new AudioInputError('empty', `No audio in ${input.label}: it holds ${size}${head.length === 0 ? '' : ` (${layout})`}.`, { label: input.label });
+  }
+  if (rawWhen === 'anything') return;
+  const headerless = 'it has no audio header (WAV, Ogg/Opus, FLAC, MP3, MP4, WebM, ...)';
+  const other = sniffOther(head, complete);
+  if (other !== undefined) {
+    throw new AudioInputError('not-audio', `${input.label} looks like ${other}, not audio: ${headerless}. ${insistOnRaw(names)}`, { label: input.label });
+  }
+  if (rawWhen !== 'plausible') return;
+  const judged = judgePcm16(head);
+  if (judged.plausible) return;
+  throw new AudioInputError(
+    'not-audio',
+    `${input.label} does not look like audio: ${headerless}, and its bytes do not look like raw PCM16 sound either ` +
+      `(unknown binary data: its samples change at random, correlation ${judged.correlation.toFixed(2)}, at ${judged.levelDbfs.toFixed(0)} dBFS). ` +
+      insistOnRaw(names),
+    { label: input.label },
+  );
 }
 
 async function sniffKind(input: Input, desc: AudioSourceDescription, names: FieldNames): Promise<InputKind> {
@@ -372,7 +433,7 @@ async function sniffKind(input: Input, desc: AudioSourceDescription, names: Fiel
   let want = SNIFF_BYTES;
   let head: Buffer;
   ({ head, stream: input.stream } = await peekStart(input.stream, want));
-  if (head.length === 0) throw new AudioInputError('empty', `No audio in ${input.label}.`, { label: input.label });
+  if (head.length === 0) throw new AudioInputError('empty', `No audio in ${input.label}: it holds nothing.`, { label: input.label });
   for (;;) {
     const result = sniffAudio(head, head.length < want);
     if (!isSniffResult(result)) {
@@ -436,6 +497,7 @@ async function stagesFor(
   desc: AudioSourceDescription,
   input: Input,
   ffmpeg: () => Promise<string | undefined>,
+  names: FieldNames,
 ): Promise<{ head: Readable; stages: Duplex[] }> {
   switch (kind.kind) {
     case 'raw': {
@@ -465,7 +527,7 @@ async function stagesFor(
           'unsupported',
           `${input.label} is ${kind.name} (recognised by its header), which the library does not decode itself: install ffmpeg ` +
             `(on PATH, or set FFMPEG_PATH) and it is decoded through ffmpeg, or ${HOW_TO_CONVERT}. ` +
-            `Read without ffmpeg: raw PCM (${SAMPLE_FORMATS.join(', ')}), WAV, Ogg/Opus, FLAC.`,
+            `Read without ffmpeg: raw PCM (${SAMPLE_FORMATS.join(', ')}), WAV, Ogg/Opus, FLAC. ${insistOnRaw(names)}`,
           { label: input.label },
         );
       }
@@ -490,7 +552,7 @@ async function pacer(realtime: boolean | undefined): Promise<Duplex[]> {
  * Opens `input` (a file path, or a Readable of audio bytes that the source then owns) as the
  * service's PCM16 LE mono 24 kHz. Resolves once the first audio has been decoded; rejects with
  * a `ValidationError` for a bad description or one that contradicts the header, and with an
- * `AudioInputError` (`reason`: `open`, `empty`, `unsupported`, `read`, `decode`) when the input
+ * `AudioInputError` (`reason`: `open`, `empty`, `unsupported`, `not-audio`, `read`, `decode`) when the input
  * cannot be read or decoded.
  */
 export async function openAudioSource(
@@ -502,12 +564,14 @@ export async function openAudioSource(
   const desc = checkDescription(description, names);
   const onFailure = options.onFailure ?? 'error';
   if (onFailure !== 'error' && onFailure !== 'end') throw new ValidationError('onFailure', "'error' or 'end'", String(onFailure));
+  const rawWhen = options.rawWhen ?? 'anything';
+  if (!RAW_WHEN.includes(rawWhen)) throw new ValidationError('rawWhen', RAW_WHEN.map((v) => `'${v}'`).join(', '), String(rawWhen));
   const opened = await openInput(input, options.label);
   let kind: InputKind;
   let plan: { head: Readable; stages: Duplex[] };
   try {
-    kind = await identify(opened, desc, names);
-    plan = await stagesFor(kind, desc, opened, () => ffmpegFor(options));
+    kind = await identify(opened, desc, names, rawWhen);
+    plan = await stagesFor(kind, desc, opened, () => ffmpegFor(options), names);
   } catch (error) {
     opened.stream.destroy();
     throw error;
