@@ -419,11 +419,13 @@ export async function waitForRun(
 ): Promise<CompletedTask> {
   const { progress } = service;
   const start = Date.now();
+  // As the wait does: a server that announced its pace (the emulator) is read at once, the service after the schedule's first interval.
+  const atOnce = readAtOnce === true || service.client.emulatorVersion !== undefined;
   const wait: WaitProgress = {
     kind,
     status: undefined,
     failedReads: 0,
-    nextCheckAt: start + service.client.pollingFor(TASK_KIND_SPECS[kind].profile).initialIntervalMs,
+    nextCheckAt: start + (atOnce ? 0 : service.client.pollingFor(TASK_KIND_SPECS[kind].profile).initialIntervalMs),
     now: start,
     start,
   };
