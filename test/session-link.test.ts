@@ -1,9 +1,9 @@
 /**
  * The connection under every realtime stream (`RealtimeConnection`: liveness, refused
  * handshakes) and the session over connections (`SessionLink`: ready, drops, reconnects, give-up,
- * keep-alives),
- * driven directly against the scripted fake server. Liveness ticks are fake intervals, so a dead
- * peer is found after an exact number of silent periods, whatever the machine's speed.
+ * keep-alives), driven directly against the scripted fake server. Liveness ticks are fake
+ * intervals, so a dead peer is found after an exact number of silent periods, whatever the
+ * machine's speed.
  */
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
