@@ -167,7 +167,7 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
    */
   protected abstract endedByDrop(end: ConnectionEnd, normal: boolean, wasReady: boolean): boolean;
 
-  /** A reconnect is scheduled (before a lost session's input is rewound): no ending rule waits meanwhile. */
+  /** A reconnect is scheduled (a lost session's input was just rewound): no ending rule waits meanwhile. */
   protected abstract reconnecting(sessionLost: boolean): void;
 
   /** Reconnecting gave up on a lost session: decides (in the lifecycle) and returns how the session ended. */
@@ -343,8 +343,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
 
   /** A reconnect attempt is scheduled; when a session was lost, what it did not answer is rewound. */
   #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
-    this.reconnecting(sessionLost);
     if (sessionLost) this.outage.rewind();
+    this.reconnecting(sessionLost);
     this.publish({ type: 'reconnecting', attempt, delayMs, cause });
     this.outbox.release();
   }
