@@ -403,30 +403,25 @@ describe('SessionLink', () => {
     expect(r.log.filter((line) => line.startsWith('reconnecting'))).toEqual([]);
   });
 
-  it("the owner's fail() ends the link and reports it, a give-up only while a lost session is being brought back", async () => {
+  it.each([
+    ['before the first session is ready: a failure', false],
+    ['on a reconnect attempt after a drop: a give-up', true],
+  ])("the owner's fail() ends the link and reports it %s", async (_when, afterDrop) => {
     const fake = await fakeServer();
-    const first = link(fake);
-    first.link.start();
-    await fake.nextPeer();
-    await until(first, /^open 0$/);
-    expect(first.link.recovering).toBe(false);
-    first.link.fail(new AuthError('refused before the session started'));
-    expect(first.link.status).toBe('closed');
-    expect(first.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: false, gaveUp: false }]);
-
-    const again = link(fake);
-    again.link.start();
-    const ready = await fake.nextPeer();
-    ready.send('ready');
-    await until(again, /^ready$/);
-    ready.terminate();
-    await fake.nextPeer();
-    await until(again, /^open 1$/);
-    expect(again.link.recovering).toBe(true);
-    again.link.fail(new AuthError('refused on a reconnect attempt'));
-    expect(again.link.status).toBe('closed');
-    expect(again.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: true, gaveUp: true }]);
-    await again.link.whenClosed();
+    const r = link(fake);
+    r.link.start();
+    const peer = await fake.nextPeer();
+    if (afterDrop) {
+      peer.send('ready');
+      await until(r, /^ready$/);
+      peer.terminate();
+      await fake.nextPeer();
+    }
+    await until(r, afterDrop ? /^open 1$/ : /^open 0$/);
+    expect(r.link.recovering).toBe(afterDrop);
+    r.link.fail(new AuthError('refused'));
+    expect(r.link.status).toBe('closed');
+    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: afterDrop, gaveUp: afterDrop }]);
   });
 
   it('keep-alives run only while a session is ready: the ready state owns the timer, so leaving it stops them', async () => {
