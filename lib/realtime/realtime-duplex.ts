@@ -162,8 +162,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
   protected abstract evaluateEnding(): void;
 
   /**
-   * The connection ended unasked, the error it means being `cause`: whether that is the
-   * session's normal end (`normal`: a clean close, no service error before it, on a ready session).
+   * The connection ended unasked: whether that is the session's normal end after `end()`
+   * (`normal`: a clean close of a ready session, no service error right before it).
    */
   protected abstract endedByDrop(end: ConnectionEnd, normal: boolean, wasReady: boolean): boolean;
 
