@@ -2,7 +2,8 @@
  * LiveTranscriptionStream against the emulator's live transcription endpoint (16 kHz PCM and a
  * phone call's 8 kHz mu-law, the last results flushed by CloseStream) and against the scripted
  * fake server for what the emulator does not do (keep-alives checked on the wire, a service that
- * never closes, a drop in the middle with the replay checked byte for byte).
+ * never closes, a drop in the middle with the replay checked byte for byte, what a replay could
+ * not cover, a give-up, an Error on a reconnect attempt, the keep-alive timer's life).
  */
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -12,6 +13,7 @@ import { ConfigError, ServerError, ValidationError, type RtTranslateError } from
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { LiveTranscriptionStream, type LiveTranscript, type LiveTranscriptionEvent, type LiveTranscriptionOptions } from '../lib/realtime/live-transcription-stream.js';
+import type { ReconnectedInfo, ReconnectingInfo } from '../lib/realtime/realtime-events.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
 import { loadSpeechFixture } from './helpers/speech.js';
@@ -231,6 +233,87 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     ]);
     expect(results[1]!.words[0]).toMatchObject({ start: 1.5, end: 1.75 });
     expect(stream.stats).toMatchObject({ reconnects: 1, bytesReplayed: 32_000 });
+  });
+
+  it('after a drop, audio no longer kept for a replay (past reconnect.maxReplayMs) is reported as not replayed', async () => {
+    const { stream, peer, fake } = await session({ reconnect: { initialDelayMs: 5, maxDelayMs: 20, maxReplayMs: 500 } });
+    // Two seconds of 16 kHz PCM, nothing answered: only the last half second is kept.
+    const audio = Buffer.alloc(64_000);
+    for (let i = 0; i < audio.length; i += 2) audio.writeUInt16LE((i / 2) & 0xffff, i);
+    stream.write(audio);
+    await peer.waitForBinaryBytes(audio.length);
+    const reconnected = new Promise<ReconnectedInfo>((resolve) => stream.once('reconnected', resolve));
+    peer.terminate();
+    const second = await fake.nextPeer();
+    second.send(READY);
+    expect(await reconnected).toMatchObject({ sessionId: 'r-1', attempt: 1, replayedMs: 500, notReplayedMs: 1500 });
+    const replayed = await second.waitForBinaryBytes(16_000);
+    expect(replayed.equals(audio.subarray(48_000))).toBe(true);
+    expect(stream.stats).toMatchObject({ reconnects: 1, bytesReplayed: 16_000 });
+  });
+
+  it('a lost session that reconnecting cannot bring back ends incomplete (gave-up): ended, then the error', async () => {
+    const { stream, peer, fake } = await session({ reconnect: { maxAttempts: 1, initialDelayMs: 5, maxDelayMs: 20 } });
+    const order: string[] = [];
+    stream.on('ended', (info) => order.push(`ended ${info.reason}`));
+    const failed = new Promise<RtTranslateError>((resolve) => stream.once('error', (error) => {
+      order.push('error');
+      resolve(error as RtTranslateError);
+    }));
+    stream.write(Buffer.alloc(32_000)); // one second, never answered
+    await peer.waitForBinaryBytes(32_000);
+    peer.terminate();
+    (await fake.nextPeer()).terminate(); // the one attempt never becomes ready
+    const error = await failed;
+    expect(error.message).toMatch(/^Gave up reconnecting after 1 attempt in \d+ s \(reconnect\.maxAttempts\)/);
+    expect(order).toEqual(['ended gave-up', 'error']);
+    expect(stream.stats.ending).toEqual({ complete: false, reason: 'gave-up', unansweredSpeechMs: 1000 });
+  });
+
+  it('an Error on a reconnect attempt that a new session may cure is not fatal: the close after it is retried', async () => {
+    const { stream, peer, fake } = await session();
+    const reconnecting: ReconnectingInfo[] = [];
+    stream.on('reconnecting', (info) => reconnecting.push(info));
+    const failed = new Promise<never>((_resolve, reject) => stream.once('error', reject));
+    peer.terminate();
+    const second = await fake.nextPeer();
+    second.send({ type: 'Error', code: '429', message: 'too many sessions, try again' });
+    second.close(1013);
+    const third = await Promise.race([fake.nextPeer(), failed]);
+    const reconnected = new Promise<ReconnectedInfo>((resolve) => stream.once('reconnected', resolve));
+    third.send(READY);
+    expect(await reconnected).toMatchObject({ attempt: 2 });
+    expect(reconnecting.map((r) => [r.attempt, r.cause.code])).toEqual([
+      [1, 'RTT_CONNECTION'],
+      [2, 'RTT_RATE_LIMIT'],
+    ]);
+    expect(stream.destroyed).toBe(false);
+  });
+
+  it('the keep-alive timer belongs to the ready session: none runs while reconnecting, none is left after the end', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const { stream, peer, fake } = await session({ keepAliveMs: 1000 });
+    vi.advanceTimersByTime(1000);
+    await peer.waitForEvent('KeepAlive');
+    const reconnecting = new Promise((resolve) => stream.once('reconnecting', resolve));
+    peer.terminate();
+    await reconnecting;
+    // No session is up: no keep-alive interval (and no connection's liveness) runs.
+    expect(vi.getTimerCount()).toBe(0);
+    const second = await fake.nextPeer();
+    const reconnected = new Promise((resolve) => stream.once('reconnected', resolve));
+    second.send(READY);
+    await reconnected;
+    vi.advanceTimersByTime(1000);
+    await second.waitForEvent('KeepAlive');
+    expect(stream.stats.keepAlives).toBe(2);
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    stream.end();
+    await second.waitForEvent('CloseStream');
+    second.close(1000);
+    await closed;
+    expect(stream.stats.ending).toMatchObject({ complete: true });
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('a reader that stops reading pauses the socket; every result comes once it reads again', async () => {

@@ -1,8 +1,9 @@
 /**
  * The connection under every realtime stream (`RealtimeConnection`: liveness, refused
- * handshakes) and the session over connections (`SessionLink`: ready, drops, reconnects, give-up),
- * driven directly against the scripted fake server. Liveness ticks are fake intervals, so a dead
- * peer is found after an exact number of silent periods, whatever the machine's speed.
+ * handshakes) and the session over connections (`SessionLink`: ready, drops, reconnects, give-up,
+ * keep-alives), driven directly against the scripted fake server. Liveness ticks are fake
+ * intervals, so a dead peer is found after an exact number of silent periods, whatever the
+ * machine's speed.
  */
 import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -253,7 +254,7 @@ interface Recorded {
   log: string[];
   /** Emits `line` after each line added to `log`. */
   lines: EventEmitter;
-  failures: Array<{ error: RtTranslateError; whileReconnecting: boolean }>;
+  failures: Array<{ error: RtTranslateError; whileReconnecting: boolean; gaveUp: boolean }>;
   peers: FakePeer[];
 }
 
@@ -261,7 +262,7 @@ interface Recorded {
  * A link over the fake server whose protocol is "the session is ready once the peer says
  * 'ready'": `open` records the attempt, messages are logged.
  */
-function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTimeoutMs?: number } = {}, dropped?: LinkHandlers['dropped']): Recorded {
+function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTimeoutMs?: number; keepAliveMs?: number } = {}, dropped?: LinkHandlers['dropped']): Recorded {
   const log: string[] = [];
   const lines = new EventEmitter();
   const note = (line: string): void => {
@@ -283,8 +284,9 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
     readyTimeout: (ms) => new TimeoutError(`not ready in ${ms} ms`, ms),
     dropped: dropped ?? ((_end, cause) => cause),
     reconnecting: (attempt, _delay, cause, sessionLost) => note(`reconnecting ${attempt}${sessionLost ? ' (session lost)' : ''}: ${cause.code}`),
-    failed: (error, whileReconnecting) => {
-      failures.push({ error, whileReconnecting });
+    keepAlive: () => note('keep-alive'),
+    failed: (error, whileReconnecting, gaveUp) => {
+      failures.push({ error, whileReconnecting, gaveUp });
       note(`failed: ${error.code}`);
     },
     closed: () => note('closed'),
@@ -296,6 +298,7 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
       // A long maxDelayMs: a ready session settles only after it (or progress()), whatever the machine's speed.
       reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000, attemptTimeoutMs: 10_000 },
       secret: 'secret-key-0123',
+      ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
     },
     handlers,
   );
@@ -383,7 +386,73 @@ describe('SessionLink', () => {
     await until(r, /^failed/);
     expect(r.failures[0]!.error).toBeInstanceOf(ConnectionError);
     expect(r.failures[0]!.error.message).toMatch(/^Gave up reconnecting after 2 attempts in \d+ s \(reconnect\.maxAttempts\)/);
+    expect(r.failures[0]).toMatchObject({ whileReconnecting: false, gaveUp: true });
     expect(r.link.status).toBe('closed');
+  });
+
+  it('a drop it does not retry is a failure, not a give-up: no lost session was being brought back', async () => {
+    const fake = await fakeServer();
+    const r = link(fake, {}, () => new AuthError('refused'));
+    r.link.start();
+    const first = await fake.nextPeer();
+    first.send('ready');
+    await until(r, /^ready$/);
+    first.terminate();
+    await until(r, /^failed/);
+    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: false, gaveUp: false }]);
+    expect(r.log.filter((line) => line.startsWith('reconnecting'))).toEqual([]);
+  });
+
+  it.each([
+    ['before the first session is ready: a failure', false],
+    ['on a reconnect attempt after a drop: a give-up', true],
+  ])("the owner's fail() ends the link and reports it %s", async (_when, afterDrop) => {
+    const fake = await fakeServer();
+    const r = link(fake);
+    r.link.start();
+    const peer = await fake.nextPeer();
+    if (afterDrop) {
+      peer.send('ready');
+      await until(r, /^ready$/);
+      peer.terminate();
+      await fake.nextPeer();
+    }
+    await until(r, afterDrop ? /^open 1$/ : /^open 0$/);
+    expect(r.link.recovering).toBe(afterDrop);
+    r.link.fail(new AuthError('refused'));
+    expect(r.link.status).toBe('closed');
+    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: afterDrop, gaveUp: afterDrop }]);
+  });
+
+  it('keep-alives run only while a session is ready: the ready state owns the timer, so leaving it stops them', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const fake = await fakeServer();
+    const r = link(fake, { keepAliveMs: 1000 });
+    const keepAlives = (): number => r.log.filter((line) => line === 'keep-alive').length;
+    r.link.start();
+    const first = await fake.nextPeer();
+    await until(r, /^open 0$/);
+    vi.advanceTimersByTime(3000);
+    expect(keepAlives()).toBe(0); // connecting
+    first.send('ready');
+    await until(r, /^ready$/);
+    vi.advanceTimersByTime(2000);
+    expect(keepAlives()).toBe(2);
+    first.terminate();
+    await until(r, /^open 1$/);
+    vi.advanceTimersByTime(3000);
+    expect(keepAlives()).toBe(2); // dropped, then reconnecting
+    const second = await fake.nextPeer();
+    second.send('ready');
+    await until(r, /^ready after attempt 1$/);
+    vi.advanceTimersByTime(1000);
+    expect(keepAlives()).toBe(3);
+    r.link.close();
+    vi.advanceTimersByTime(3000);
+    expect(keepAlives()).toBe(3); // closing
+    await until(r, /^closed$/);
+    // No interval is left: not the keep-alive, not a connection's liveness.
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('a cause that is not retryable ends the session at once, said to happen while reconnecting', async () => {
@@ -396,7 +465,7 @@ describe('SessionLink', () => {
     first.terminate();
     (await fake.nextPeer()).terminate();
     await until(r, /^failed/);
-    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: true }]);
+    expect(r.failures).toEqual([{ error: expect.any(AuthError), whileReconnecting: true, gaveUp: true }]);
   });
 
   it('the first session not ready in time fails; a reconnect not ready in time tries again', async () => {
@@ -407,6 +476,7 @@ describe('SessionLink', () => {
     await until(r, /^failed/);
     expect(r.failures[0]!.error).toBeInstanceOf(TimeoutError);
     expect(r.failures[0]!.whileReconnecting).toBe(false);
+    expect(r.failures[0]!.gaveUp).toBe(false);
 
     const again = link(fake, { readyTimeoutMs: 100 });
     again.link.start();

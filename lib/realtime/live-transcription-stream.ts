@@ -6,28 +6,25 @@
  * transcript results (`LiveTranscript`), final ones only unless `results: 'all'`; interim and
  * final results are also events, and `events()` yields everything.
  *
- * It shares the translation stream's machinery: `SessionLink` (connections, liveness,
- * reconnects), `AudioOutbox` (backpressure, replay), `DuplexLifecycle` (the stream's state and
- * its pending callbacks), `EventOutlet` (events and results to the caller, with backpressure),
- * the connection options and the reading of service errors. While the caller is silent it sends `KeepAlive`; `end()` sends `CloseStream`
- * once every byte is sent, and the stream ends when the service has flushed its last results and
- * closed (bounded by `finishTimeoutMs` of silence). A dropped session is resumed from the end of
- * the last final result; result times stay on one timeline, the stream's, across reconnects.
+ * It is the live transcription protocol over the realtime Duplex core it shares with the
+ * translation stream (`realtime-duplex.ts`: connections, liveness and reconnects, backpressure,
+ * replay and the outage figures, the lifecycle, events, the reading of service errors). While
+ * the caller is silent it sends `KeepAlive` (the ready session's timer); `end()` sends
+ * `CloseStream` once every byte is sent, and the stream ends when the service has flushed its
+ * last results and closed (bounded by `finishTimeoutMs` of silence). A dropped session is
+ * resumed from the end of the last final result; result times stay on one timeline, the
+ * stream's, across reconnects.
  */
-import { Duplex } from 'node:stream';
 import { inspect } from 'node:util';
-import { FrameCutter } from '../audio/frames.js';
 import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { intOption } from '../options.js';
 import type { LanguageTag, OpenUnion } from '../language-tags.js';
 import type { ConnectionEnd } from './connection.js';
-import { DuplexLifecycle } from './duplex-lifecycle.js';
-import { EventOutlet } from './event-outlet.js';
-import { AudioOutbox } from './audio-outbox.js';
-import { linkOptions, resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
+import type { StreamCallback } from './duplex-lifecycle.js';
+import type { AnsweredInput } from './outage-replay.js';
+import { RealtimeDuplex } from './realtime-duplex.js';
+import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from './realtime-options.js';
 import { commonListenerArgs, errorRecord, type EndedInfo, type ReconnectedInfo, type ReconnectingInfo } from './realtime-events.js';
-import { PendingServerError } from './server-errors.js';
-import { SessionLink } from './session-link.js';
 import { verdictTimer } from './verdict-timer.js';
 import {
   DEFAULT_LIVE_PARAMS,
@@ -176,144 +173,85 @@ function liveListenerArgs(event: LiveTranscriptionEvent): unknown[] {
   }
 }
 
-export class LiveTranscriptionStream extends Duplex {
+export class LiveTranscriptionStream extends RealtimeDuplex<LiveTranscriptionEvent, LiveServerEvent, { closeSent: boolean }> {
   readonly #o: Resolved;
-  readonly #link: SessionLink;
-  readonly #outbox: AudioOutbox;
-  readonly #outlet: EventOutlet<LiveTranscriptionEvent>;
-  readonly #serverError: PendingServerError;
-  readonly #stats = { inputBytes: 0, bytesSent: 0, bytesReplayed: 0, finals: 0, interims: 0, keepAlives: 0, reconnects: 0, outageMs: 0 };
-  /** Construction, ending, failure and close; while ending, whether `CloseStream` went on this session. */
-  readonly #life: DuplexLifecycle<{ closeSent: boolean }>;
-  /** Input cut to whole sample frames (a frame split across writes waits for the rest). */
-  readonly #input: FrameCutter;
+  /** How far the final results have covered the input. */
+  readonly #finals: FinalsFrontier;
+  readonly #counts = { finals: 0, interims: 0, keepAlives: 0 };
   /** Input offset where the current session's timeline starts (0, or where a replay began). */
   #sessionBase = 0;
-  /** Input offset up to which final results have covered the audio. */
-  #frontier = 0;
-  #ready = false;
   #audioSinceTick = false;
-  #keepAliveTimer: NodeJS.Timeout | undefined;
-  #replayedBytes = 0;
 
   constructor(options: LiveTranscriptionOptions = {}) {
     const o = resolve(options);
-    super({ readableObjectMode: true, writableObjectMode: false, readableHighWaterMark: o.readableHighWaterMark, writableHighWaterMark: o.writableHighWaterMark, allowHalfOpen: true, decodeStrings: true });
-    this.#o = o;
-    this.#input = new FrameCutter(o.frameBytes);
-    this.#life = new DuplexLifecycle(this, { signal: o.signal, name: 'live transcription session', shutdown: () => this.#link.shutdown() });
-    this.#serverError = new PendingServerError(o.apiKey, (warning) => this.#outlet.publish({ type: 'warning', warning }));
-    this.#link = new SessionLink(linkOptions(o, MAX_PAYLOAD_BYTES, false), {
-      open: () => undefined, // the handshake says everything; the service speaks first (Ready)
-      message: (data, isBinary) => this.#onMessage(data, isBinary),
-      readyTimeout: (waitedMs) => new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs),
-      dropped: (end, cause) => this.#onDropped(end, cause),
-      reconnecting: (attempt, delayMs, cause, sessionLost) => this.#onReconnecting(attempt, delayMs, cause, sessionLost),
-      failed: (error) => this.#fail(error),
-      closed: () => this.#completeClose(),
-    });
-    this.#outlet = new EventOutlet<LiveTranscriptionEvent>(this, this.#link, {
-      bounds: { count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: () => 0 },
+    const finals = new FinalsFrontier(o.frameBytes);
+    super({
+      connection: o,
+      name: 'live transcription session',
+      maxPayload: MAX_PAYLOAD_BYTES,
+      textOnly: false,
+      keepAliveMs: o.keepAliveMs,
+      frameBytes: o.frameBytes,
+      bytesPerMs: o.bytesPerSecond / 1000,
+      framing: { maxPieceBytes: o.maxChunkBytes, encode: (piece) => piece, binary: true },
+      answers: finals,
+      prerollMs: 0,
+      weigh: () => 0,
       listenerArgs: liveListenerArgs,
+      readableObjectMode: true,
+      readableHighWaterMark: o.readableHighWaterMark,
+      writableHighWaterMark: o.writableHighWaterMark,
     });
-    this.#outbox = new AudioOutbox(this.#link, {
-      maxPieceBytes: o.maxChunkBytes,
-      maxSocketBufferBytes: o.maxSocketBufferBytes,
-      maxReplayBytes: o.reconnect ? Math.round((o.reconnect.maxReplayMs / 1000) * o.bytesPerSecond) : undefined,
-      encode: (piece) => piece,
-      binary: true,
-      handed: () => (this.#audioSinceTick = true),
-      sent: (length) => {
-        this.#stats.bytesSent += length;
-        this.#maybeCloseStream();
-      },
-    });
+    this.#o = o;
+    this.#finals = finals;
   }
 
   get stats(): LiveTranscriptionStats {
+    const { bytesReplayed, reconnects, outageMs } = this.outage.stats;
     return {
-      ...this.#stats,
-      bytesQueued: this.#outbox.unsent + this.#link.bufferedAmount,
-      replayBytes: this.#outbox.retained,
-      paused: this.#link.paused,
-      ending: this.#life.ending,
+      ...{ inputBytes: this.inputBytes, bytesSent: this.bytesSent, bytesReplayed, ...this.#counts, reconnects, outageMs },
+      bytesQueued: this.outbox.unsent + this.link.bufferedAmount,
+      replayBytes: this.outbox.retained,
+      paused: this.link.paused,
+      ending: this.life.ending,
     };
-  }
-
-  /** Every event, in order (results, reconnects, warnings, the end), for `for await`. */
-  events(): AsyncIterableIterator<LiveTranscriptionEvent> {
-    return this.#outlet.subscribe();
-  }
-
-  override _construct(callback: (error?: Error | null) => void): void {
-    this.#life.construct(callback, () => this.#link.start());
   }
 
   /* ------------------------------------------------------------------ incoming */
 
-  #onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.#life.error) return;
+  protected override decode(data: Buffer, isBinary: boolean): LiveServerEvent | undefined {
     if (isBinary) {
-      this.#outlet.publish({ type: 'warning', warning: new ProtocolError('The live transcription service sent a binary frame; it was ignored.') });
-      return;
+      this.warn(new ProtocolError('The live transcription service sent a binary frame; it was ignored.'));
+      return undefined;
     }
-    let event: LiveServerEvent;
     try {
-      event = decodeLiveServerEvent(data.toString('utf8'));
+      return decodeLiveServerEvent(data.toString('utf8'));
     } catch (error) {
-      this.#outlet.publish({ type: 'warning', warning: error as RtTranslateError });
-      return;
+      this.warn(error as RtTranslateError);
+      return undefined;
     }
-    this.#serverError.settle();
+  }
+
+  protected override handle(event: LiveServerEvent): void {
     switch (event.type) {
       case 'Ready':
-        this.#onReady(event.requestId);
+        // The handshake said everything; the service speaks first.
+        this.sessionReady(event.requestId ?? '', () => this.publish({ type: 'ready', requestId: event.requestId }));
         return;
       case 'Results':
         this.#onResults(event);
         return;
-      case 'Error': {
-        this.#outlet.publish({ type: 'server.error', message: event.message, code: event.code });
-        const error = this.#serverError.note(event.message, event.code);
-        if (!this.#ready) {
-          this.#serverError.discard();
-          this.#link.shutdown();
-          this.#fail(error);
-        }
+      case 'Error':
+        this.publish({ type: 'server.error', message: event.message, code: event.code });
+        this.serverError(event.message, event.code);
         return;
-      }
       case 'unknown':
-        this.#outlet.publish(event);
+        this.publish(event);
     }
   }
 
-  #onReady(requestId: string | undefined): void {
-    const recovery = this.#link.ready();
-    if (this.#link.status !== 'ready') return;
-    this.#ready = true;
-    this.#setCloseSent(false);
-    this.#outlet.publish({ type: 'ready', requestId });
-    if (recovery) {
-      this.#stats.reconnects += 1;
-      this.#stats.outageMs += recovery.gapMs;
-      this.#stats.bytesReplayed += this.#replayedBytes;
-      this.#outlet.publish({
-        type: 'reconnected',
-        sessionId: requestId ?? '',
-        attempt: recovery.attempt,
-        replayedMs: Math.round((this.#replayedBytes / this.#o.bytesPerSecond) * 1000),
-        notReplayedMs: 0,
-        outageMs: recovery.gapMs,
-      });
-      this.#replayedBytes = 0;
-    }
-    clearInterval(this.#keepAliveTimer);
-    this.#keepAliveTimer = setInterval(() => this.#keepAlive(), this.#o.keepAliveMs);
-    this.#keepAliveTimer.unref();
-    this.#life.opened();
-    this.#outbox.pump();
-    this.#outbox.release();
-    this.#maybeCloseStream();
+  protected override readyTimeout(waitedMs: number): RtTranslateError {
+    return new TimeoutError(`No Ready from the live transcription service within ${waitedMs} ms.`, waitedMs);
   }
 
   /** A result, its times moved from the session's timeline to the stream's. */
@@ -330,68 +268,52 @@ export class LiveTranscriptionStream extends Duplex {
       requestId: results.requestId,
     };
     if (result.isFinal) {
-      this.#stats.finals += 1;
+      this.#counts.finals += 1;
       const end = this.#sessionBase + Math.round((results.start + results.duration) * this.#o.sampleRate) * this.#o.frameBytes;
-      this.#frontier = Math.max(this.#frontier, Math.min(end, this.#outbox.sent));
-      this.#outbox.keepFrom(this.#frontier);
-      this.#link.progress();
-      this.#outlet.publish({ type: 'final', result });
+      this.#finals.reach(Math.min(end, this.outbox.sent));
+      this.answered();
+      this.publish({ type: 'final', result });
     } else {
-      this.#stats.interims += 1;
-      this.#outlet.publish({ type: 'interim', result });
+      this.#counts.interims += 1;
+      this.publish({ type: 'interim', result });
     }
-    if (result.isFinal || this.#o.results === 'all') this.#outlet.deliver(result);
+    if (result.isFinal || this.#o.results === 'all') this.deliver(result);
     if (this.#closeSent()) this.#setCloseSent(true);
-  }
-
-  override _read(): void {
-    if (!this.#life.failWhenDrained()) this.#outlet.read();
   }
 
   /* ------------------------------------------------------------------ outgoing */
 
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.#life.over) {
-      this.#outbox.hold(callback);
-      return;
-    }
-    this.#input.cut(chunk, (buf, offset, frames) => {
-      const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
-      this.#stats.inputBytes += audio.length;
-      this.#outbox.accept(audio);
-    });
-    this.#outbox.hold(callback);
+  protected override inputHanded(): void {
+    this.#audioSinceTick = true;
   }
 
   /** While the caller is silent, tells the service the session is still wanted. */
-  #keepAlive(): void {
-    if (!this.#audioSinceTick && this.#link.status === 'ready' && !this.#closeSent() && this.#link.send(encodeKeepAlive())) this.#stats.keepAlives += 1;
+  protected override keepAlive(): void {
+    if (!this.#audioSinceTick && this.link.status === 'ready' && !this.#closeSent() && this.link.send(encodeKeepAlive())) this.#counts.keepAlives += 1;
     this.#audioSinceTick = false;
   }
 
-  override _final(callback: (error?: Error | null) => void): void {
-    if (this.#life.failWhenDrained()) return;
-    if (this.#input.pendingBytes > 0) {
-      this.#outlet.publish({
-        type: 'warning',
-        warning: new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${this.#input.pendingBytes} bytes, dropped`),
-      });
-      this.#input.clear();
-    }
-    this.#life.set({ status: 'ending', finalCallback: callback, timer: undefined, closeSent: false });
-    this.#maybeCloseStream();
+  protected override trailingInput(bytes: number): RtTranslateError {
+    return new ValidationError('input', `whole sample frames of ${this.#o.frameBytes} bytes`, `a trailing ${bytes} bytes, dropped`);
+  }
+
+  /* ------------------------------------------------------------------ the ending */
+
+  protected override endInput(callback: StreamCallback): void {
+    this.life.set({ status: 'ending', finalCallback: callback, timer: undefined, closeSent: false });
+    this.evaluateEnding();
   }
 
   /** After end(), once every byte has been sent on a ready session: `CloseStream`, then wait for the close. */
-  #maybeCloseStream(): void {
-    const state = this.#life.state;
-    if (state.status !== 'ending' || state.closeSent || this.#link.status !== 'ready' || !this.#outbox.drained) return;
-    this.#link.send(encodeCloseStream());
+  protected override evaluateEnding(): void {
+    const state = this.life.state;
+    if (state.status !== 'ending' || state.closeSent || this.link.status !== 'ready' || !this.outbox.drained) return;
+    this.link.send(encodeCloseStream());
     this.#setCloseSent(true);
   }
 
   #closeSent(): boolean {
-    const state = this.#life.state;
+    const state = this.life.state;
     return state.status === 'ending' && state.closeSent;
   }
 
@@ -400,89 +322,65 @@ export class LiveTranscriptionStream extends Duplex {
    * `finishTimeoutMs` of its last word. A new session has not been sent `CloseStream` yet.
    */
   #setCloseSent(sent: boolean): void {
-    const state = this.#life.state;
+    const state = this.life.state;
     if (state.status !== 'ending') return;
-    const timer = sent ? verdictTimer(this.#o.finishTimeoutMs, (t) => 'timer' in this.#life.state && this.#life.state.timer === t, () => this.#finishTimedOut()) : undefined;
-    this.#life.set({ ...state, closeSent: sent, timer });
+    const timer = sent ? verdictTimer(this.#o.finishTimeoutMs, (t) => 'timer' in this.life.state && this.life.state.timer === t, () => this.#finishTimedOut()) : undefined;
+    this.life.set({ ...state, closeSent: sent, timer });
   }
 
   #finishTimedOut(): void {
-    const state = this.#life.state;
+    const state = this.life.state;
     if (state.status !== 'ending') return;
     const waited = this.#o.finishTimeoutMs;
-    this.#outlet.publish({
-      type: 'warning',
-      warning: new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited),
-    });
-    this.#life.decide({ complete: false, reason: 'response-stalled', unansweredSpeechMs: this.#unansweredMs() });
-    this.#link.close();
+    this.warn(new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited));
+    this.life.decide({ complete: false, reason: 'response-stalled', unansweredSpeechMs: this.outage.unprocessedMs() });
+    this.closeSession();
   }
 
-
-  #unansweredMs(): number {
-    return Math.round(((this.#outbox.end - this.#frontier) / this.#o.bytesPerSecond) * 1000);
-  }
-
-  /* ------------------------------------------------------------------ the end, drops and failures */
-
-  #onDropped(end: ConnectionEnd, cause: RtTranslateError): RtTranslateError | 'finished' {
-    this.#ready = false;
-    clearInterval(this.#keepAliveTimer);
-    const serverCause = this.#serverError.takeAsCause(end.kind === 'closed' ? end.code : undefined);
-    if (this.#closeSent() && !serverCause && end.kind === 'closed' && (end.code === 1000 || end.code === 1005)) {
-      // The service flushed its last results and closed, as CloseStream asks: complete.
-      this.#completeClose();
-      return 'finished';
-    }
-    return serverCause ?? cause;
+  /** The service flushed its last results and closed, as `CloseStream` asks: complete. */
+  protected override endedByDrop(_end: ConnectionEnd, normal: boolean): boolean {
+    return normal && this.#closeSent();
   }
 
   /** A session was lost: what its final results did not cover is sent again, on a new timeline. */
-  #onReconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void {
+  protected override reconnecting(sessionLost: boolean): void {
     this.#setCloseSent(false);
-    if (sessionLost) {
-      const from = this.#frontier - (this.#frontier % this.#o.frameBytes);
-      this.#replayedBytes += this.#outbox.rewind(from);
-      this.#sessionBase = this.#outbox.sent;
-    }
-    this.#outlet.publish({ type: 'reconnecting', attempt, delayMs, cause });
-    this.#outbox.release();
+    if (sessionLost) this.#sessionBase = this.outbox.sent;
   }
 
-  #completeClose(): void {
-    this.#life.close((ending) => {
-      clearInterval(this.#keepAliveTimer);
-      this.#outlet.publish({ type: 'ended', ...ending });
-      this.#outlet.end();
-    });
-  }
-
-  #fail(error: RtTranslateError): void {
-    if (this.#life.over) return;
-    clearInterval(this.#keepAliveTimer);
-    this.#serverError.settle();
-    this.#life.fail(error);
-  }
-
-  override destroy(error?: Error): this {
-    super.destroy(error);
-    this.#life.destroying(error);
-    return this;
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#link.shutdown();
-    clearInterval(this.#keepAliveTimer);
-    this.#life.destroyed(error);
-    this.#outbox.abandon(error);
-    this.#serverError.discard();
-    this.#outlet.end(error ?? undefined);
-    void this.#link.whenClosed().then(() => callback(error));
+  protected override gaveUp(): EndedInfo {
+    const ending: EndedInfo = { complete: false, reason: 'gave-up', unansweredSpeechMs: this.outage.unprocessedMs() };
+    this.life.decide(ending);
+    return ending;
   }
 
   [inspect.custom](): string {
     const { url, encoding, sampleRate } = this.#o;
-    return `LiveTranscriptionStream { url: '${url.origin}${url.pathname}', encoding: '${encoding}', sampleRate: ${sampleRate}, state: '${this.#link.status}' }`;
+    return `LiveTranscriptionStream { url: '${url.origin}${url.pathname}', encoding: '${encoding}', sampleRate: ${sampleRate}, state: '${this.link.status}' }`;
+  }
+}
+
+/** How far the final results have covered the input: a lost session's audio is sent again from there. */
+class FinalsFrontier implements AnsweredInput {
+  readonly #frameBytes: number;
+  #frontier = 0;
+
+  constructor(frameBytes: number) {
+    this.#frameBytes = frameBytes;
+  }
+
+  get frontier(): number {
+    return this.#frontier;
+  }
+
+  /** A final result covers the input up to `offset`. */
+  reach(offset: number): void {
+    this.#frontier = Math.max(this.#frontier, offset);
+  }
+
+  /** On a whole frame at the frontier: the service's results say where they end, so no preroll. */
+  replayStart(): number {
+    return this.#frontier - (this.#frontier % this.#frameBytes);
   }
 }
 

@@ -1,16 +1,24 @@
 /**
- * The replay side of reconnecting a realtime translation session. From a drop the link retries
- * until the next session is up is one outage. When a session is lost, the input is rewound to
- * just before the first speech the service has not answered (what is no longer kept is counted
- * as not replayed); when the next session is up, the outage gives the `reconnected` figures and
- * the reconnect stats. Also: how much accepted input the service may not have processed, for the
- * error of a session that cannot go on.
+ * The replay side of reconnecting a realtime session, for every realtime stream of the library.
+ * From a drop the link retries until the next session is up is one outage. When a session is
+ * lost, the input is rewound to where the answers so far leave off (for translation, just before
+ * the first speech the service has not answered; for live transcription, the end of the last
+ * final result), and what is no longer kept is counted as not replayed; when the next session is
+ * up, the outage gives the `reconnected` figures and the reconnect stats. Also: how much accepted
+ * input the service may not have processed, for the error of a session that cannot go on.
  */
 import type { RtTranslateError } from '../errors.js';
 import type { AudioOutbox } from './audio-outbox.js';
 import type { ReconnectedInfo } from './realtime-events.js';
 import type { Recovery } from './session-link.js';
-import type { SpeechLedger } from './speech-ledger.js';
+
+/** What the service has answered of the input (a `SpeechLedger`, or the end of the final results). */
+export interface AnsweredInput {
+  /** Every byte of input before this offset has been answered. */
+  readonly frontier: number;
+  /** Where a replay of what was sent up to `sent` starts, `prerollMs` before what is unanswered. */
+  replayStart(sent: number, prerollMs: number): number;
+}
 
 /** Input replayed before the first unanswered speech, so the service hears it begin, in ms. */
 export const REPLAY_PREROLL_MS = 300;
@@ -26,21 +34,21 @@ export interface OutageStats {
 }
 
 export interface OutageReplayOptions {
-  /** Input replayed before the first unanswered speech, so the service hears it begin, in ms. */
+  /** Input replayed before the first unanswered input, so the service hears it begin, in ms. */
   prerollMs: number;
   /** Input audio bytes per millisecond. */
   bytesPerMs: number;
 }
 
 export class OutageReplay {
-  readonly #ledger: SpeechLedger;
+  readonly #ledger: AnsweredInput;
   readonly #outbox: AudioOutbox;
   readonly #o: OutageReplayOptions;
   readonly #stats: OutageStats = { reconnects: 0, outageMs: 0, longestOutageMs: 0, bytesReplayed: 0 };
   /** What the current outage sends again. */
   #current: { bytes: number; notReplayedBytes: number } | undefined;
 
-  constructor(ledger: SpeechLedger, outbox: AudioOutbox, options: OutageReplayOptions) {
+  constructor(ledger: AnsweredInput, outbox: AudioOutbox, options: OutageReplayOptions) {
     this.#ledger = ledger;
     this.#outbox = outbox;
     this.#o = options;
@@ -65,7 +73,7 @@ export class OutageReplay {
     this.#current ??= { bytes: 0, notReplayedBytes: 0 };
   }
 
-  /** A session was lost: what it did not answer is sent again first, from just before its speech. */
+  /** A session was lost: what it did not answer is sent again first, from just before it. */
   rewind(): void {
     const outbox = this.#outbox;
     const wanted = this.#ledger.replayStart(outbox.sent, this.#o.prerollMs);

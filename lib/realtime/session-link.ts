@@ -9,7 +9,8 @@
  *
  * An outage lasts from a drop until the new session proves itself (the owner reports progress,
  * or it stays up longer than the longest back-off): a service that accepts sessions and drops
- * them at once stays bounded by the policy's attempts and time.
+ * them at once stays bounded by the policy's attempts and time. When the link fails while a lost
+ * session has not come back, it says so (`gaveUp`): the owner does not repeat the policy's rules.
  */
 import { ConnectionError, RtTranslateError, describeCause } from '../errors.js';
 import { RealtimeConnection, type ConnectionEnd, type ConnectionOptions } from './connection.js';
@@ -26,6 +27,8 @@ export interface SessionLinkOptions {
   reconnect: ReconnectPolicy | undefined;
   /** Kept out of every message. */
   secret: string;
+  /** While a session is ready, the owner's `keepAlive()` is called this often, in ms (undefined: never). */
+  keepAliveMs?: number;
 }
 
 export interface LinkHandlers {
@@ -35,6 +38,8 @@ export interface LinkHandlers {
   message(data: Buffer, isBinary: boolean): void;
   /** The current connection's peer answered ping `id` (see `ping()`). */
   pong?(id: number): void;
+  /** Every `keepAliveMs` while a session is ready (the timer lives in the `ready` state). */
+  keepAlive?(): void;
   /** The error for a session that did not become ready within `waitedMs` (`reconnecting`: on a reconnect attempt). */
   readyTimeout(waitedMs: number, reconnecting: boolean): RtTranslateError;
   /**
@@ -49,10 +54,11 @@ export interface LinkHandlers {
    */
   reconnecting(attempt: number, delayMs: number, cause: RtTranslateError, sessionLost: boolean): void;
   /**
-   * The session is over with `error` (not retryable, no reconnect, or the policy gave up);
-   * `whileReconnecting` when a reconnect attempt met it.
+   * The session is over with `error` (not retryable, no reconnect, the policy gave up, or the
+   * owner's `fail()`); `whileReconnecting` when a reconnect attempt met it. `gaveUp` when a ready
+   * session had been lost and reconnecting did not bring it back (the session ended incomplete).
    */
-  failed(error: RtTranslateError, whileReconnecting: boolean): void;
+  failed(error: RtTranslateError, whileReconnecting: boolean, gaveUp: boolean): void;
   /** A `close()` completed. */
   closed(): void;
 }
@@ -66,7 +72,7 @@ const HANDSHAKE_BACKSTOP_MS = 1000;
 type LinkState =
   /** `startedAt` and `budgetMs` (what the outage has left): when the service says it is starting, the wait grows to `readyTimeoutMs`. */
   | { status: 'connecting'; connection: RealtimeConnection; attempt: number; readyTimer: Timer; startedAt: number; budgetMs: number; coldStart: boolean }
-  | { status: 'ready'; connection: RealtimeConnection; settleTimer: Timer | undefined }
+  | { status: 'ready'; connection: RealtimeConnection; settleTimer: Timer | undefined; keepAliveTimer: Timer | undefined }
   | { status: 'waiting'; attempt: number; timer: Timer }
   | { status: 'closing'; connection: RealtimeConnection }
   | { status: 'closed' };
@@ -107,6 +113,12 @@ export class SessionLink {
   /** Whether reads are paused for any reason. */
   get paused(): boolean {
     return this.#pauses.size > 0;
+  }
+
+  /** A ready session was lost and is not back yet: waiting for a reconnect attempt, or making one. */
+  get recovering(): boolean {
+    const state = this.#state;
+    return state.status === 'waiting' || (state.status === 'connecting' && state.attempt > 0);
   }
 
   /** Opens the first connection. */
@@ -154,7 +166,7 @@ export class SessionLink {
     const outage = this.#outage;
     const settleMs = this.#options.reconnect?.maxDelayMs ?? 0;
     const settleTimer = outage ? setTimeout(() => (this.#outage = undefined), settleMs) : undefined;
-    this.#setState({ status: 'ready', connection: state.connection, settleTimer });
+    this.#setState({ status: 'ready', connection: state.connection, settleTimer, keepAliveTimer: this.#keepAliveTimer() });
     if (!outage) return undefined;
     outage.attempts = state.attempt;
     return { attempt: state.attempt, gapMs: Date.now() - outage.gapStartedAt };
@@ -179,6 +191,17 @@ export class SessionLink {
     this.#setState({ status: 'closed' });
   }
 
+  /**
+   * The owner's protocol found that the session cannot go on (the service refused it before it
+   * started): ends everything now and reports `failed`, a give-up if a lost session was being
+   * brought back.
+   */
+  fail(error: RtTranslateError): void {
+    const recovering = this.recovering;
+    this.#last?.terminate();
+    this.#fail(error, recovering, recovering);
+  }
+
   /** Resolves once the newest connection's socket has closed. */
   whenClosed(): Promise<void> {
     return this.#last?.closed ?? Promise.resolve();
@@ -187,7 +210,10 @@ export class SessionLink {
   #setState(next: LinkState): void {
     const previous = this.#state;
     if (previous.status === 'connecting') clearTimeout(previous.readyTimer);
-    if (previous.status === 'ready') clearTimeout(previous.settleTimer);
+    if (previous.status === 'ready') {
+      clearTimeout(previous.settleTimer);
+      clearInterval(previous.keepAliveTimer);
+    }
     if (previous.status === 'waiting') clearTimeout(previous.timer);
     const kept = 'connection' in next ? next.connection : undefined;
     if ('connection' in previous && previous.connection !== kept) previous.connection.close(1000, '', 1000);
@@ -219,13 +245,20 @@ export class SessionLink {
         },
       );
     } catch (error) {
-      this.#setState({ status: 'closed' });
-      this.#handlers.failed(new ConnectionError(`Cannot open the realtime connection: ${describeCause(error, secret)}`), attempt > 0);
+      this.#fail(new ConnectionError(`Cannot open the realtime connection: ${describeCause(error, secret)}`), attempt > 0, attempt > 0);
       return;
     }
     for (const reason of this.#pauses) connection.pause(reason);
     this.#last = connection;
     this.#setState({ status: 'connecting', connection, attempt, readyTimer: this.#readyTimer(attempt, waitMs), startedAt: Date.now(), budgetMs, coldStart: false });
+  }
+
+  #keepAliveTimer(): Timer | undefined {
+    const { keepAliveMs } = this.#options;
+    if (keepAliveMs === undefined || !this.#handlers.keepAlive) return undefined;
+    const timer = setInterval(() => this.#handlers.keepAlive?.(), keepAliveMs);
+    timer.unref();
+    return timer;
   }
 
   /** The timer that gives up on attempt `attempt` after `waitMs` (`remainingMs` of which are left). */
@@ -266,12 +299,12 @@ export class SessionLink {
     }
   }
 
-  /** Waits before attempt `attempt`, or gives up. */
+  /** Waits before attempt `attempt`, or gives up: every caller is bringing a lost session back. */
   #retry(cause: RtTranslateError, attempt: number, retryAfterMs?: number, sessionLost = false): void {
     const policy = this.#options.reconnect;
     const outage = this.#outage;
     if (!policy || !outage || !cause.retryable) {
-      this.#fail(cause, outage !== undefined);
+      this.#fail(cause, outage !== undefined, true);
       return;
     }
     const elapsed = Date.now() - outage.startedAt;
@@ -285,6 +318,8 @@ export class SessionLink {
             `(${decision.reason === 'attempts' ? 'reconnect.maxAttempts' : 'reconnect.giveUpAfterMs'}): ${cause.message}`,
           { cause, status: cause.status, closeCode: cause.closeCode },
         ),
+        false,
+        true,
       );
       return;
     }
@@ -292,8 +327,8 @@ export class SessionLink {
     this.#handlers.reconnecting(attempt, decision.delayMs, cause, sessionLost);
   }
 
-  #fail(error: RtTranslateError, whileReconnecting = false): void {
+  #fail(error: RtTranslateError, whileReconnecting = false, gaveUp = false): void {
     this.#setState({ status: 'closed' });
-    this.#handlers.failed(error, whileReconnecting);
+    this.#handlers.failed(error, whileReconnecting, gaveUp);
   }
 }

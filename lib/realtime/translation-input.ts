@@ -2,12 +2,12 @@
  * The input side of a translation session that survives drops: audio accepted is heard by a
  * `SpeechLedger` and kept by an `AudioOutbox`, which sends it in append events while the socket
  * has room; what the service has answered is forgotten, and after a drop the rest is sent again
- * from just before its first unanswered speech (`OutageReplay`). The translation stream and the
- * browser relay both drive a session this way; they differ in where the audio comes from and
- * what they do with the answers.
+ * from just before its first unanswered speech (`OutageReplay`). The browser relay drives a
+ * session this way; the translation stream does the same through the realtime Duplex core
+ * (`realtime-duplex.ts`), with the same append framing (`APPEND_FRAMING`).
  */
 import { encodeAudioAppendFrame, releaseAppendFrame } from './append-frame.js';
-import { AudioOutbox } from './audio-outbox.js';
+import { AudioOutbox, type AudioOutboxOptions } from './audio-outbox.js';
 import { REALTIME_BYTES_PER_FRAME, REALTIME_SAMPLE_RATE } from './codec.js';
 import { OutageReplay, REPLAY_PREROLL_MS } from './outage-replay.js';
 import type { SessionLink } from './session-link.js';
@@ -15,6 +15,14 @@ import type { SpeechLedger } from './speech-ledger.js';
 
 /** Bytes of PCM16 mono 24 kHz per millisecond. */
 export const BYTES_PER_MS = (REALTIME_SAMPLE_RATE * REALTIME_BYTES_PER_FRAME) / 1000;
+
+/** Input audio on the translation wire: base64 in JSON append events, each a text frame of its own bytes. */
+export const APPEND_FRAMING = {
+  encode: encodeAudioAppendFrame,
+  binary: false, // a Buffer is the bytes of a text frame
+  encodeCopies: true, // base64 text
+  release: releaseAppendFrame,
+} as const satisfies Partial<AudioOutboxOptions>;
 
 export interface TranslationInputOptions {
   /** Largest audio payload of one append, in bytes (even). */
@@ -42,10 +50,7 @@ export class TranslationInput {
       maxPieceBytes: o.maxPieceBytes,
       maxSocketBufferBytes: o.maxSocketBufferBytes,
       maxReplayBytes: o.maxReplayMs === undefined ? undefined : o.maxReplayMs * BYTES_PER_MS,
-      encode: encodeAudioAppendFrame,
-      binary: false, // a Buffer is the bytes of a text frame
-      encodeCopies: true, // base64 text
-      release: releaseAppendFrame,
+      ...APPEND_FRAMING,
       handed: (end) => {
         ledger.recordSent(end, Date.now());
         this.outage.forgetAnswered(end);
