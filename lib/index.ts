@@ -169,7 +169,6 @@ export {
 // Integrations: telephony (Twilio Media Streams)
 export {
   TwilioMediaBridge,
-  bridgeTwilioSocket,
   describeTwilioValue,
   type TwilioBargeInOptions,
   type TwilioBridgeStats,
@@ -178,8 +177,8 @@ export {
   type TwilioMediaBridgeOptions,
   type TwilioPacing,
   type TwilioResponseInfo,
-  type TwilioSocketOptions,
 } from './integrations/twilio.js';
+export { bridgeTwilioSocket, type TwilioSocketOptions } from './integrations/twilio-socket.js';
 
 // Realtime in the browser: the relay
 export { createRealtimeRelay, RealtimeRelay, MAX_CLIENT_FRAME_BYTES, type RelayStats } from './relay/relay.js';

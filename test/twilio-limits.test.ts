@@ -8,7 +8,8 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TimeoutError, ValidationError } from '../lib/errors.js';
-import { MediaTimeline, TwilioMediaBridge, bridgeTwilioSocket, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
+import { MediaTimeline, TwilioMediaBridge, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
+import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { DeferredTranslateStream } from '../lib/integrations/twilio-session.js';
 import { startTwilioBridgeServer } from '../examples/twilio-bridge.js';
 

@@ -29,7 +29,6 @@ import {
   SpeechOnsetDetector,
   TwilioMediaBridge,
   TWILIO_FRAME_BYTES,
-  bridgeTwilioSocket,
   checkTwilioMediaFormat,
   parseTwilioMessage,
   twilioClearMessage,
@@ -37,6 +36,7 @@ import {
   twilioMediaMessage,
   type TwilioMediaBridgeOptions,
 } from '../lib/integrations/twilio.js';
+import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import {
   isTwilioSignatureValid,
   startTwilioBridgeServer,

@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
 import { lookUpSeparationRuns } from '../../lib/http/endpoints.js';
-import type { SeparationTrack } from '../../lib/http/client.js';
+import type { SeparationTrack } from '../../lib/http/requester.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,

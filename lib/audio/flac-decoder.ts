@@ -25,27 +25,10 @@ import { createHash, type Hash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { FLACDecoder, FLACDecodedAudio } from '@wasm-audio-decoders/flac';
 import { IntegrityError, ProtocolError } from '../errors.js';
-import { FlacFrameDecoder, kernelDecodes } from './flac-frames.js';
+import { FlacFrameDecoder, kernelDecodes, type FlacStreamInfo } from './flac-frames.js';
 import { alignKernel, firKernel } from './wasm/fir.js';
 
-/** The fields of a FLAC stream's STREAMINFO block. */
-export interface FlacStreamInfo {
-  /** Samples per channel per block (the last block may be shorter). */
-  minBlockSize: number;
-  maxBlockSize: number;
-  /** Bytes per frame; 0 means unknown. */
-  minFrameSize: number;
-  maxFrameSize: number;
-  /** Samples per second per channel. */
-  sampleRate: number;
-  channels: number;
-  /** Bits per sample of the original audio (4 to 32). */
-  bitsPerSample: number;
-  /** Samples per channel in the whole stream; 0 means unknown. */
-  totalSamples: number;
-  /** MD5 of the unencoded audio as 32 hex digits; all zeros means the encoder did not compute it. */
-  md5: string;
-}
+export type { FlacStreamInfo } from './flac-frames.js';
 
 /** The `fLaC` marker plus the STREAMINFO metadata block, in bytes. */
 export const FLAC_STREAMINFO_END = 42;

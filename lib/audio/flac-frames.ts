@@ -17,9 +17,27 @@
  */
 import type { Hash } from 'node:crypto';
 import { IntegrityError, ProtocolError } from '../errors.js';
-import type { FlacStreamInfo } from './flac-decoder.js';
 import { alignKernel, lazyKernel, type WasmKernel } from './wasm/fir.js';
 import { WASM_BASE64 } from './wasm/flac-kernel.js';
+
+/** The fields of a FLAC stream's STREAMINFO block. */
+export interface FlacStreamInfo {
+  /** Samples per channel per block (the last block may be shorter). */
+  minBlockSize: number;
+  maxBlockSize: number;
+  /** Bytes per frame; 0 means unknown. */
+  minFrameSize: number;
+  maxFrameSize: number;
+  /** Samples per second per channel. */
+  sampleRate: number;
+  channels: number;
+  /** Bits per sample of the original audio (4 to 32). */
+  bitsPerSample: number;
+  /** Samples per channel in the whole stream; 0 means unknown. */
+  totalSamples: number;
+  /** MD5 of the unencoded audio as 32 hex digits; all zeros means the encoder did not compute it. */
+  md5: string;
+}
 
 interface FlacExports {
   frame_decode(input: number, length: number, info: number, work: number, pcm: number, raw: number): number;

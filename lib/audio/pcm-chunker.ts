@@ -8,7 +8,7 @@
  */
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import { ValidationError } from '../errors.js';
-import { MAX_APPEND_AUDIO_BYTES } from '../realtime/codec.js';
+import { MAX_APPEND_AUDIO_BYTES } from '../limits.js';
 import { FrameCutter } from './frames.js';
 
 /**

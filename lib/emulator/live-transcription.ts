@@ -32,7 +32,7 @@ import {
   type LiveTranscriptionParams,
 } from '../realtime/transcription-codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
-import type { EmulatorContext } from './server.js';
+import type { EmulatorContext } from './context.js';
 import { SOURCE_LANGUAGES } from './languages.js';
 import { TRANSCRIPTION_SEGMENTER, knownUtteranceText, wordTimings } from './transcripts.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';

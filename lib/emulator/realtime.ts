@@ -13,7 +13,7 @@ import { ValidationError } from '../errors.js';
 import { describeReceived, intOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
-import type { EmulatorContext, RealtimePart } from './server.js';
+import type { EmulatorContext, EmulatorPart } from './context.js';
 import {
   RealtimeSession,
   type DropOptions,
@@ -311,6 +311,13 @@ export interface RealtimeEmulator extends RealtimePart {
   /** A snapshot of every open session, oldest first. */
   sessions(): RealtimeSessionStats[];
   /** Faults triggered now. */
+  faults: RealtimeFaultControl;
+}
+
+/** The realtime part of the emulator, as the server runs it. */
+export interface RealtimePart extends EmulatorPart {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  sessions(): RealtimeSessionStats[];
   faults: RealtimeFaultControl;
 }
 

@@ -10,8 +10,9 @@ import { isAbsolute } from 'node:path';
 import { REALTIME_PATH } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { StateDir } from './state-store.js';
-import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeFaultControl, type RealtimeSessionStats } from './realtime.js';
-import { createHttpEmulator, type HttpEmulatorOptions } from './http/index.js';
+import type { EmulatorContext } from './context.js';
+import { createRealtimeEmulator, type RealtimeEmulatorOptions, type RealtimeFaultControl, type RealtimePart, type RealtimeSessionStats } from './realtime.js';
+import { createHttpEmulator, type HttpEmulatorOptions, type HttpPart } from './http/index.js';
 import { VoiceRegistry } from './voices.js';
 import { createLiveTranscriptionEmulator, type LiveTranscriptionEmulatorOptions } from './live-transcription.js';
 import { LIVE_TRANSCRIPTION_PATH } from '../realtime/transcription-codec.js';
@@ -62,32 +63,6 @@ export interface RunningEmulator {
   readonly realtimeFaults: RealtimeFaultControl;
   /** Ends every session and connection and stops listening. */
   close(): Promise<void>;
-}
-
-/** Emulator parts share this: who may call, the voices, where it remembers, and the server's own address once known. */
-export interface EmulatorContext {
-  apiKeys: ReadonlySet<string>;
-  /** Stock voices and each key's custom voices, for both sides. */
-  voices: VoiceRegistry;
-  /** The state directory (`stateDir`), if any. */
-  state?: StateDir | undefined;
-  baseUrl(): string;
-}
-
-export interface EmulatorPart {
-  close(): Promise<void>;
-}
-
-export interface RealtimePart extends EmulatorPart {
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  sessions(): RealtimeSessionStats[];
-  faults: RealtimeFaultControl;
-}
-
-export interface HttpPart extends EmulatorPart {
-  handle(req: IncomingMessage, res: ServerResponse): void;
-  /** Where the bytes of the stored file at `path` (`/_files/...`) are on disk, if there. */
-  localPath(path: string): string | undefined;
 }
 
 /** `stateDir` as an absolute path, or a `ValidationError` naming the option. */

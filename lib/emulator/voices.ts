@@ -8,7 +8,7 @@
  * every emulator on that directory sees them; owners are kept as hashes of their keys.
  */
 import { ValidationError } from '../errors.js';
-import { DEFAULT_VOICE_ID } from '../realtime/codec.js';
+import { DEFAULT_VOICE_ID } from '../limits.js';
 import { memoryRecords, ownerId, type Records } from './state-store.js';
 
 /** One voice as `GET /list-voices` describes it (wire names). */

@@ -13,7 +13,7 @@
  * `output_audio_url`/`output_video_url` in the service's documentation: both are read.
  */
 import { ProtocolError, ValidationError } from '../errors.js';
-import type { AudioDownloadOptions, HttpRequester, RequestOptions } from './client.js';
+import type { AudioDownloadOptions, HttpRequester, RequestOptions } from './requester.js';
 import {
   asObject,
   bulkResultsOf,

@@ -9,7 +9,7 @@
  */
 import { Readable } from 'node:stream';
 import { AbortError, ProtocolError, ValidationError } from '../errors.js';
-import type { AudioDownloadOptions, FlacDownloadRequest, HttpMethod, HttpRequester, RequestOptions, RequestSpec } from './client.js';
+import type { AudioDownloadOptions, FlacDownloadRequest, HttpMethod, HttpRequester, RequestOptions, RequestSpec } from './requester.js';
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import { runIdParam, runIdsSchema, taskIdParam } from './schemas.js';
 import { TASK_KIND_SPECS, type TaskKind } from './task-kinds.js';

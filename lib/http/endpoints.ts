@@ -24,9 +24,8 @@ import type {
   RequestSpec,
   SeparationTrack,
   SeparationTrackOptions,
-  TranslateAndSpeakOptions,
   TtsResultAudioOptions,
-} from './client.js';
+} from './requester.js';
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import {
   asObject,
@@ -474,6 +473,9 @@ export interface TranslateAndSpeakResult<A extends Readable = Readable> {
   audio: A;
   contentType: string | undefined;
 }
+
+/** `translateAndSpeak` options: the task's, and `decode` for its audio. */
+export interface TranslateAndSpeakOptions extends TaskCallOptions, Pick<AudioDownloadOptions, 'decode'> {}
 
 /**
  * Translated TTS in one call: creates the task, polls it (speech profile), then fetches the

@@ -77,6 +77,7 @@ export {
   type LegacyTtsRequest,
   type ProjectFields,
   type ProjectSetupRequest,
+  type TranslateAndSpeakOptions,
   type TranslateAndSpeakResult,
   type TranslatedTtsRequest,
   type TranslationResult,
@@ -92,4 +93,5 @@ export * from './library.js';
 export * from './streams.js';
 export { contentTypeFor, type Upload, type UploadData, type UploadFile, type UploadProgress } from './multipart.js';
 export * from './client.js';
+export * from './requester.js';
 export * from './tts-stream-readable.js';

@@ -10,7 +10,7 @@
  * the service lists. Ids convert back to tags the same way (`tagOf`).
  */
 import { ProtocolError, ValidationError } from '../errors.js';
-import type { HttpRequester, RequestOptions } from './client.js';
+import type { HttpRequester, LanguageLookup, RequestOptions } from './requester.js';
 import { isPlainObject } from './wire.js';
 
 /** One language of the service's lists. */
@@ -50,7 +50,7 @@ export async function fetchLanguages(client: HttpRequester, side: LanguageSide, 
 }
 
 /** The two language lists of a requester, each fetched once. */
-export class LanguageCatalog {
+export class LanguageCatalog implements LanguageLookup {
   readonly #client: HttpRequester;
   readonly #lists = new Map<LanguageSide, Promise<Language[]>>();
 
@@ -108,7 +108,7 @@ export class LanguageCatalog {
 }
 
 /** The catalog of a requester: its own (cached) one, or a fresh one for this call. */
-export function catalogOf(client: HttpRequester): LanguageCatalog {
+export function catalogOf(client: HttpRequester): LanguageLookup {
   return client.languages ?? new LanguageCatalog(client);
 }
 

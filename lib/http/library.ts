@@ -9,7 +9,7 @@
  * value again when repeated, so it is retried like a read; deletions are `delete`.
  */
 import { ProtocolError } from '../errors.js';
-import type { HttpRequester, RequestOptions } from './client.js';
+import type { HttpRequester, RequestOptions } from './requester.js';
 import { asArray, asObject, call, callOptions, camelResult, checkedParam } from './endpoint-kit.js';
 import type { Language } from './endpoints.js';
 import { catalogOf } from './languages.js';

@@ -6,7 +6,7 @@
  * translated stories (`POST /translated-story/{run_id}`, status, result per language).
  */
 import { ProtocolError } from '../errors.js';
-import type { AudioDownloadOptions, HttpRequester, RequestOptions, TtsResultAudioOptions } from './client.js';
+import type { AudioDownloadOptions, HttpRequester, RequestOptions, TtsResultAudioOptions } from './requester.js';
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import {
   asObject,

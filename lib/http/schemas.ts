@@ -10,7 +10,7 @@
  * take the numeric ids the SDK's description gives (`languageRef`: a tag is accepted from the
  * caller and converted by the client through the service's language lists).
  */
-import { DEFAULT_VOICE_ID } from '../realtime/codec.js';
+import { DEFAULT_VOICE_ID } from '../limits.js';
 import {
   any,
   array,

@@ -8,7 +8,7 @@
  * Kinds (see `retry.ts`): a creation is `create`; a deletion `delete`; a reschedule (`PATCH`),
  * a stop and a probe are retried like reads (repeating them changes nothing more).
  */
-import type { HttpRequester, RequestOptions } from './client.js';
+import type { HttpRequester, RequestOptions } from './requester.js';
 import { asObject, call, callOptions, camelResult, checkedParam } from './endpoint-kit.js';
 import type { Language } from './endpoints.js';
 import { catalogOf } from './languages.js';

@@ -6,7 +6,7 @@
  * `renderTranscript` (`transcript.ts`).
  */
 import { ValidationError } from '../errors.js';
-import type { HttpRequester, RequestOptions } from './client.js';
+import type { HttpRequester, RequestOptions } from './requester.js';
 import { bulkResultsOf, call, callOptions, createAndWait, createTask, getTaskStatus, runPath, type CreatedTask, type TaskCallOptions } from './endpoint-kit.js';
 import type { Language, ProjectFields } from './endpoints.js';
 import { tagsToIds } from './languages.js';

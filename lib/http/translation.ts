@@ -9,7 +9,7 @@
  * the service's language lists (cached by the client).
  */
 import type { Readable } from 'node:stream';
-import type { HttpRequester, RequestOptions, RequestSpec } from './client.js';
+import type { HttpRequester, RequestOptions, RequestSpec } from './requester.js';
 import { bulkResultsOf, callOptions, createAndWait, createTask, getTaskStatus, mapBodyErrors, type CreatedTask, type TaskCallOptions } from './endpoint-kit.js';
 import { getTranslationResult, parseTranslationResult, type Language, type ProjectFields, type TranslationResult } from './endpoints.js';
 import { tagsToIds, type LanguageField } from './languages.js';

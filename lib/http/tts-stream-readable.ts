@@ -24,7 +24,7 @@
  */
 import { Readable, type ReadableOptions } from 'node:stream';
 import { AbortError, IntegrityError, ValidationError } from '../errors.js';
-import type { HttpRequester, RequestSpec } from './client.js';
+import type { HttpRequester, RequestSpec } from './requester.js';
 import { HttpTimeoutError } from './errors.js';
 import type { RetrySetting } from './retry.js';
 import { DEFAULT_VOICE_ID, ttsStreamSchema, type OutputFormat } from './schemas.js';

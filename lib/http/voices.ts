@@ -6,7 +6,7 @@
  * as `RealtimeTranslateStream({ voiceId })` with the key that created it.
  */
 import { ProtocolError, ValidationError } from '../errors.js';
-import type { HttpRequester, RequestOptions } from './client.js';
+import type { HttpRequester, RequestOptions } from './requester.js';
 import {
   asArray,
   asObject,

@@ -93,7 +93,6 @@ export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
 export { SpeechOnsetDetector, type SpeechOnsetOptions } from './speech-onset.js';
 export type { TwilioPacing, TwilioResponseInfo } from './twilio-outbound.js';
-export { bridgeTwilioSocket, type TwilioSocketOptions } from './twilio-socket.js';
 
 /** Barge-in detection on the caller's audio; see the module comment. */
 export interface TwilioBargeInOptions {

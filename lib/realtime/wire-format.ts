@@ -7,12 +7,10 @@
  */
 import { ProtocolError, ValidationError } from '../errors.js';
 import { describeReceived } from '../options.js';
+import { MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, REALTIME_BYTES_PER_FRAME } from '../limits.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
 
-/** Largest text event the service accepts, in bytes of UTF-8 JSON. */
-export const MAX_CLIENT_EVENT_BYTES = 1024 * 1024;
-/** Largest decoded audio payload of one `input_audio_buffer.append`. */
-export const MAX_APPEND_AUDIO_BYTES = 256 * 1024;
+export { DEFAULT_VOICE_ID, MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, REALTIME_BYTES_PER_FRAME, REALTIME_CHANNELS, REALTIME_SAMPLE_RATE } from '../limits.js';
 /**
  * Largest append piece that stays on V8's fast path: 64 KiB of audio is 87,384 characters of
  * base64. From about 96 KiB (128 Ki characters) the event's string lands in V8's large-object
@@ -21,12 +19,6 @@ export const MAX_APPEND_AUDIO_BYTES = 256 * 1024;
  * cut them at this size; the service accepts up to `MAX_APPEND_AUDIO_BYTES`.
  */
 export const APPEND_PIECE_BYTES = 64 * 1024;
-/** PCM16 mono 24 kHz, both ways. */
-export const REALTIME_SAMPLE_RATE = 24_000;
-export const REALTIME_CHANNELS = 1;
-export const REALTIME_BYTES_PER_FRAME = 2;
-/** The default voice id of the HTTP request schemas; a stock voice, never valid as `cloned`. */
-export const DEFAULT_VOICE_ID = 147_320;
 
 export type OutputModality = 'text' | 'audio';
 

@@ -68,7 +68,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finished } from 'node:stream/promises';
-import type { EmulatorContext, HttpPart } from '../server.js';
+import type { EmulatorContext, EmulatorPart } from '../context.js';
 import { DEFAULT_STATE_MAX_BYTES, createFileStore, type FileStore, type FileStoreFaults } from './files.js';
 import { FaultSwitch, checkFault, type FaultSpec } from './faults.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -77,7 +77,7 @@ import { matchRoute, type RouteContext } from './routes.js';
 import { PcmCache } from './audio.js';
 import { TASK_KINDS, TaskStore, type TaskKind, type TaskRecord } from './task-store.js';
 import { LibraryStore } from './library-store.js';
-import { StreamStore } from './routes-streams.js';
+import { StreamStore } from './stream-store.js';
 import type { UploadRecord } from './route-kit.js';
 import { triggerRealtimeFault, type RealtimeFaultControl } from '../realtime.js';
 import { EMULATOR_HEADER } from '../../http/tasks.js';
@@ -135,6 +135,13 @@ interface LogEntry {
   status: number;
   /** The files of a multipart upload, as received: name, file name, size and SHA-256. */
   uploads?: UploadRecord[];
+}
+
+/** The HTTP part of the emulator, as the server runs it. */
+export interface HttpPart extends EmulatorPart {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Where the bytes of the stored file at `path` (`/_files/...`) are on disk, if there. */
+  localPath(path: string): string | undefined;
 }
 
 /** `realtimeFaults`: what `POST /_emulator/realtime-faults` triggers. */

@@ -16,7 +16,7 @@ import type { VoiceRegistry } from '../voices.js';
 import type { PcmCache } from './audio.js';
 import type { FileStore } from './files.js';
 import type { LibraryStore } from './library-store.js';
-import type { StreamStore } from './routes-streams.js';
+import type { StreamStore } from './stream-store.js';
 import { MultipartError, multipartBoundary, readMultipart, type FormFile, type ParsedForm } from './multipart.js';
 import {
   BodyTooLargeError,

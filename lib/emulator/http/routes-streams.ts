@@ -10,20 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { streamProbeSchema, streamSchema, streamUpdateSchema } from '../../http/schemas.js';
 import { sendError, sendJson } from './respond.js';
 import { intParam, jsonBody, knownLanguages, route, usableVoices, type Handler, type Route, type RouteContext, type RouteRequest } from './route-kit.js';
-
-export interface EmulatedStream {
-  owner: string;
-  record: Record<string, unknown>;
-}
-
-/** The emulator's live streams, by id. */
-export class StreamStore {
-  readonly streams = new Map<number, EmulatedStream>();
-  #nextId = 801;
-  next(): number {
-    return this.#nextId++;
-  }
-}
+import type { EmulatedStream } from './stream-store.js';
 
 /** The key's stream of path parameter 0, or undefined after answering 403/404/422. */
 function ownStream(ctx: RouteContext, r: RouteRequest): EmulatedStream | undefined {
