@@ -11,6 +11,9 @@
  *   is sent to `duckGain`, `'mute'` sends silence (still sent: the service's clock runs on),
  *   `'continue'` sends it as captured. Levels are measured in 20 ms windows of everything the
  *   service received.
+ * - `start()` is bounded: `stop()` while it waits ends it at once (a microphone that opens
+ *   afterwards is closed as it opens), and an AudioContext that never starts (as outside a user
+ *   gesture) fails it after `readyTimeoutMs`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -267,6 +270,51 @@ describe('RealtimeTranslator in Chromium', () => {
       // Nothing lowered: no quiet stretch beyond the capture device's odd dropped buffer.
       expect(quietRun(windows, level).windows.length).toBeLessThanOrEqual(2);
       expect(median(windows.slice(playbackWindow).map((w) => w.rms)) / level).toBeCloseTo(1, 1);
+    });
+  });
+
+  describe('start() is bounded', () => {
+    it('stop() while start() waits for the microphone and the session: start() rejects at once; the microphone, opened after, is closed as it opens; the session is closed', async () => {
+      const opened = await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.streams.length);
+      // The page's own AudioContext, which stop() leaves open: nothing closes the microphone by the way.
+      await startTranslator({}, 'harness.hold = true; harness.context = new AudioContext(); await harness.context.resume(); extra.audioContext = harness.context;');
+      const peer = await service.nextPeer();
+      await peer.waitForEvent('session.update');
+      await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).harness.microphoneRequests === n + 1, opened, { timeout: 10_000, polling: 20 });
+      await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.translator.stop());
+      expect(await startOutcome(5_000)).toEqual({ ok: false, name: 'ConnectionError', code: 'RTT_CONNECTION', message: 'stop() was called before the session started.' });
+      expect((await peer.closed).code).toBe(1000);
+      await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.release());
+      await page.waitForFunction(
+        (n) => {
+          const { streams } = (globalThis as unknown as PageGlobals).harness;
+          return streams.length === n + 1 && streams.every((stream) => stream.getTracks().every((track) => track.readyState === 'ended'));
+        },
+        opened,
+        { timeout: 10_000, polling: 20 },
+      );
+      expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.translator.state)).toBe('stopped');
+    });
+
+    it('an AudioContext that never starts (as outside a user gesture): start() fails after readyTimeoutMs, saying to call it in a gesture; the session is closed', async () => {
+      // Headless Chromium starts audio without a gesture; a context whose resume() never settles
+      // stands for one that waits for a gesture that never comes.
+      const before = await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.microphoneRequests);
+      await startTranslator(
+        { readyTimeoutMs: 1500 },
+        'harness.context = new AudioContext(); await harness.context.suspend(); harness.context.resume = () => new Promise(() => {}); extra.audioContext = harness.context;',
+      );
+      const peer = await service.nextPeer();
+      await peer.waitForEvent('session.update');
+      peer.sendSessionCreated();
+      expect(await startOutcome(6_000)).toEqual({
+        ok: false,
+        name: 'TimeoutError',
+        code: 'RTT_TIMEOUT',
+        message: 'The AudioContext did not start within 1500 ms: browsers start audio only in a user gesture, so call start() from a click or key handler.',
+      });
+      expect((await peer.closed).code).toBe(1000);
+      expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.microphoneRequests)).toBe(before);
     });
   });
 });
