@@ -98,6 +98,49 @@ describe('oversized frames', () => {
 });
 
 describe('a browser that never reads', () => {
+  it('refused events, sent without end: each reply waits on the browser\'s socket, so the relay stops reading it, holds at most maxClientBufferBytes, and cuts it after two ping intervals', async () => {
+    fakeClock();
+    const maxClientBufferBytes = 64 * 1024;
+    const { r, browser, peer } = await openSession(closers, { maxClientBufferBytes });
+    browser.ws.pause();
+    // One-byte text frames that are not JSON: 7 bytes each on the wire, each answered with a
+    // ~130-byte error event. Far more than the kernel's buffers both ways can take.
+    let peak = 0;
+    for (let round = 0; round < 100; round++) {
+      for (let i = 0; i < 4000; i++) browser.ws.send('x');
+      await new Promise((resolve) => setImmediate(resolve));
+      peak = Math.max(peak, r.relay.stats.bufferedBytes);
+    }
+    await until(() => {
+      peak = Math.max(peak, r.relay.stats.bufferedBytes);
+      return r.relay.stats.clientsPaused === 1;
+    }, 'the relay to stop reading the browser');
+    const refused = r.relay.stats.refusedEvents;
+    console.log(`relay abuse: refused events unread: the relay answered ${refused} of 400000 and held at most ${(peak / 1024).toFixed(0)} KiB`);
+    expect(refused).toBeLessThan(400_000);
+    // The replies it holds, one more, and the frames read before the pause (a byte each).
+    expect(peak).toBeLessThan(maxClientBufferBytes + 64 * 1024);
+    expect(peer.events.map((e) => e.type)).toEqual(['session.update']);
+
+    await vi.advanceTimersByTimeAsync(19_999);
+    expect(r.relay.stats.refused.unresponsive).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(r.relay.stats.refused.unresponsive).toBe(1);
+    expect((await peer.closed).code).toBe(1000);
+    await until(() => r.relay.stats.sessions === 0, 'the slot to be freed');
+    expect(r.relay.stats.bufferedBytes).toBe(0);
+  }, 60_000);
+
+  it('a browser that reads its replies, however many it provokes, keeps its session', async () => {
+    const { r, browser, peer } = await openSession(closers, { maxClientBufferBytes: 4096 });
+    for (let i = 0; i < 2000; i++) browser.send('x');
+    await browser.waitForEvent('error', 2000);
+    browser.send({ type: 'response.cancel' });
+    await peer.waitForEvent('response.cancel');
+    expect(r.relay.stats).toMatchObject({ refusedEvents: 2000, refused: { unresponsive: 0 } });
+    expect(browser.isClosed).toBe(false);
+  });
+
   it('the service is paused once the browser holds maxClientBufferBytes; the browser is cut at the second unanswered ping; the upstream session closed', async () => {
     fakeClock();
     const maxClientBufferBytes = 256 * 1024;

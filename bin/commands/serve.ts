@@ -110,13 +110,14 @@ export async function runServe(args: string[], io: CliIo, signal?: AbortSignal):
       ...(upstream.apiKey !== undefined ? { apiKey: upstream.apiKey } : {}),
       ...(upstream.realtimeUrl !== undefined ? { realtimeUrl: upstream.realtimeUrl } : {}),
       ...(values['allow-insecure'] === true ? { allowInsecure: true } : {}),
-      ...(origins.length > 0 ? { allowedOrigins: isLoopbackHost(host) ? [origin, ...origins] : origins } : {}),
+      // The printed page's own origin besides --origin: on 0.0.0.0 it is a loopback address.
+      ...(origins.length > 0 ? { allowedOrigins: [origin, ...origins] } : {}),
       maxSessions,
       maxSessionsPerToken: maxSessions,
       // The page sends its token in the address: a connection without one is refused at once.
       tokenInSessionUpdate: false,
     });
-    const token = relay.mintToken({ ttlMs: ttlS * 1000 });
+    const token = relay.mintToken({ ttlMs: Math.round(ttlS * 1000) });
     const realtimeUrl = `${origin.replace(/^http/, 'ws')}/v1/realtime`;
     io.stdout.write(`${JSON.stringify({ url: `${origin}/?token=${encodeURIComponent(token)}`, realtimeUrl, token })}\n`);
     io.stderr.write(`rt-translate serve: open ${origin}/?token=... (the url printed above) in a browser; Ctrl-C stops.\n`);

@@ -211,6 +211,8 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   #player: PcmPlayer | undefined;
   #clock: ResponseClock;
   #readyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** While `start()` runs: ends its waits when the session ends first. */
+  #cancelStart: ((reason: RtTranslateError) => void) | undefined;
   #releaseTimer: ReturnType<typeof setTimeout> | undefined;
   /** Microphone chunks captured before the session was created. */
   #pending: Int16Array[] = [];
@@ -266,7 +268,9 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
    * Starts the session: call it from a user gesture. Resolves once the service has created the
    * session and the microphone is open; rejects (and emits `error`, then `closed`) when the
    * relay refuses the connection, the microphone is refused, or the session is not created in
-   * `readyTimeoutMs`.
+   * `readyTimeoutMs`, nor the AudioContext started (browsers start audio only in a gesture).
+   * Rejects at once when the session ends first (`stop()`, a failure); a microphone that opens
+   * after that is closed as it opens.
    */
   async start(): Promise<void> {
     if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per translator (make a new one to start again)', this.#state);
@@ -275,16 +279,21 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
     this.#context = context;
     const resumed = context.state === 'running' ? Promise.resolve() : context.resume();
     this.#setState('starting');
+    // Rejected when the session ends before it has started: every wait below races it.
+    const cancelled = new Promise<never>((_, reject) => (this.#cancelStart = reject));
+    cancelled.catch(() => undefined);
     try {
-      const ready = this.#connect();
+      const ready = Promise.race([this.#connect(), cancelled]);
       ready.catch(() => undefined); // awaited below, after the context resumes; not unhandled meanwhile
-      await resumed;
+      await this.#resumed(resumed, cancelled);
       const workletUrl = this.#options.microphone.workletUrl;
-      const [microphone, player, session] = await Promise.allSettled([
-        MicrophoneCapture.open(context, this.#options.microphone, (pcm) => this.#onCaptured(pcm)),
-        this.#options.play ? PcmPlayer.create(context, workletUrl !== undefined ? { workletUrl } : {}) : Promise.resolve(undefined),
-        ready,
-      ]);
+      const microphoneOpening = MicrophoneCapture.open(context, this.#options.microphone, (pcm) => this.#onCaptured(pcm));
+      const playerCreating = this.#options.play ? PcmPlayer.create(context, workletUrl !== undefined ? { workletUrl } : {}) : Promise.resolve(undefined);
+      for (const opening of [microphoneOpening, playerCreating]) {
+        // Opened after the session ended (the race below lost it): closed here.
+        opening.then((part) => this.#stopped() && part?.close(), () => undefined);
+      }
+      const [microphone, player, session] = await Promise.allSettled([Promise.race([microphoneOpening, cancelled]), Promise.race([playerCreating, cancelled]), ready]);
       const opened = [microphone.status === 'fulfilled' ? microphone.value : undefined, player.status === 'fulfilled' ? player.value : undefined] as const;
       if (this.#stopped()) {
         // The session ended while the rest was opening: close what did open.
@@ -299,6 +308,24 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       const failure = error instanceof RtTranslateError ? error : new ConnectionError(`The session could not start: ${describeCause(error)}`, { cause: error });
       this.#fail(failure);
       throw failure;
+    } finally {
+      this.#cancelStart = undefined;
+    }
+  }
+
+  /** `resumed`, bounded by `readyTimeoutMs`: a context resumed outside a user gesture may wait for one forever. */
+  async #resumed(resumed: Promise<void>, cancelled: Promise<never>): Promise<void> {
+    const ms = this.#options.readyTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new TimeoutError(`The AudioContext did not start within ${ms} ms: browsers start audio only in a user gesture, so call start() from a click or key handler.`, ms));
+      }, ms);
+    });
+    try {
+      await Promise.race([resumed, late, cancelled]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -490,12 +517,14 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
 
   #fail(error: RtTranslateError, close?: CloseEvent): void {
     if (this.#state === 'stopped') return;
+    this.#cancelStart?.(error);
     this.emit('error', error);
     this.#finish({ byUser: false, code: close?.code ?? 1011, reason: close?.reason ?? error.message });
   }
 
   #finish(info: ClosedInfo): void {
     if (this.#state === 'stopped') return;
+    this.#cancelStart?.(new ConnectionError('stop() was called before the session started.'));
     this.#setState('stopped');
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#releaseTimer);

@@ -8,7 +8,8 @@
  *   (1008). Only then is the service connected, with the relay's key.
  * - Each frame is read by `readClientFrame`: one over a limit gets the service's `error` event
  *   and goes no further. The rest goes upstream in order, one frame at a time: while a frame
- *   waits (the service's socket full, a session not up yet), the browser's socket is paused.
+ *   waits (the service's socket full, a session not up yet, or, for a refused one, its `error`
+ *   still unread in the browser's socket), the browser's socket is paused.
  * - What the service sends is written to the browser; while the browser's socket holds more than
  *   `maxClientBufferBytes` unsent, the service's socket is paused. A browser that does not answer
  *   a ping by the next one (and was not paused by the relay meanwhile) is cut.
@@ -66,10 +67,16 @@ export interface RelaySessionContext {
   refusedEvent(): void;
 }
 
+/** A reply of the relay's own waiting for the browser to read what it was sent: `timer` cuts the browser if it does not. */
+interface Drain {
+  done: () => void;
+  timer: NodeJS.Timeout;
+}
+
 type SessionState =
   /** Upgraded; the first `session.update` is due before `timer`. */
   | { status: 'awaiting'; timer: NodeJS.Timeout }
-  | { status: 'relaying'; upstream: RelayUpstream; pings: PeerPings }
+  | { status: 'relaying'; upstream: RelayUpstream; pings: PeerPings; drain: Drain | undefined }
   /** A close frame was sent to the browser; `grace` cuts it if it does not answer. */
   | { status: 'closing'; grace: NodeJS.Timeout }
   | { status: 'closed' };
@@ -145,7 +152,10 @@ export class RelaySession {
   #set(next: SessionState): void {
     const previous = this.#state;
     if (previous.status === 'awaiting') clearTimeout(previous.timer);
-    if (previous.status === 'relaying' && next.status !== 'relaying') previous.pings.stop();
+    if (previous.status === 'relaying' && next.status !== 'relaying') {
+      previous.pings.stop();
+      if (previous.drain) clearTimeout(previous.drain.timer);
+    }
     if (previous.status === 'closing' && next.status !== 'closing') clearTimeout(previous.grace);
     this.#state = next;
   }
@@ -174,7 +184,7 @@ export class RelaySession {
     switch (frame.kind) {
       case 'refused':
         this.#ctx.refusedEvent();
-        this.#send(encodeServerEvent.error(frame.message, frame.code), false);
+        this.#wait((done) => this.#reply(state, encodeServerEvent.error(frame.message, frame.code), done));
         return;
       case 'audio':
         this.#wait((done) => upstream.audio(frame.pcm, done));
@@ -205,7 +215,7 @@ export class RelaySession {
     });
     this.#upstream = upstream;
     const pings = new PeerPings(this.#ws, this.#ctx.options.clientPingIntervalMs, this.#stoppedReading);
-    this.#set({ status: 'relaying', upstream, pings });
+    this.#set({ status: 'relaying', upstream, pings, drain: undefined });
     upstream.start();
   }
 
@@ -250,10 +260,33 @@ export class RelaySession {
     }
   }
 
+  /**
+   * A reply of the relay's own (a refused event's `error`): `done` once the browser's socket is
+   * back under `maxClientBufferBytes`, so a browser that sends what is refused and reads nothing
+   * stops being read instead of piling replies up here. One that leaves them unread for two
+   * ping intervals is cut, as one that stops answering pings is.
+   */
+  #reply(state: Extract<SessionState, { status: 'relaying' }>, text: string, done: () => void): void {
+    this.#send(text, false);
+    if (this.#ws.bufferedAmount <= this.#ctx.options.maxClientBufferBytes) {
+      done();
+      return;
+    }
+    state.drain = { done, timer: setTimeout(this.#stoppedReading, 2 * this.#ctx.options.clientPingIntervalMs) };
+  }
+
   readonly #onSent = (): void => {
-    if (this.#sendPaused && this.#ws.bufferedAmount <= this.#ctx.options.maxClientBufferBytes) {
+    if (this.#ws.bufferedAmount > this.#ctx.options.maxClientBufferBytes) return;
+    if (this.#sendPaused) {
       this.#sendPaused = false;
       this.#upstream?.resume('client');
+    }
+    const state = this.#state;
+    if (state.status === 'relaying' && state.drain) {
+      const { done, timer } = state.drain;
+      clearTimeout(timer);
+      state.drain = undefined;
+      done();
     }
   };
 

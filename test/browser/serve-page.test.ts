@@ -1,16 +1,18 @@
 /**
  * `rt-translate serve` and its page in a real Chromium (playwright-core, Debian's
  * /usr/bin/chromium), the microphone being the speech fixture played by Chromium's fake capture
- * device. The relay's upstream is the embedded emulator, which accepts the distinctive key
- * given in the environment and answers each utterance with its own audio: the test reads the
- * three sentences' transcripts and translations off the page, checks the translated audio was
- * played to its end by the playback worklet's position, and searches everything the browser
- * saw (requests, responses, WebSocket frames, console, the page itself) for the key.
+ * device. The relay's upstream is an emulator that accepts only the distinctive key given to
+ * `serve` in the environment, and echoes it back (in `session.created`, as a careless service
+ * might); it answers each utterance with its own audio. The test reads the three sentences'
+ * transcripts and translations off the page, checks the translated audio was played to its end
+ * by the playback worklet's position, and searches everything the browser saw (requests,
+ * responses, WebSocket frames, console, the page itself) for the key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { startEmulator, type RunningEmulator } from '../../lib/emulator/server.js';
 import { launchChromium } from './chromium.js';
 import { killAllChildren, startSpawnedListener, type SpawnedListener } from '../helpers/cli.js';
 
@@ -60,6 +62,7 @@ function record(page: Page): Seen {
 }
 
 describe('rt-translate serve in Chromium', () => {
+  let service: RunningEmulator;
   let serve: SpawnedListener;
   let browser: Browser;
   let page: Page;
@@ -70,7 +73,9 @@ describe('rt-translate serve in Chromium', () => {
   let receivedMs: number;
 
   beforeAll(async () => {
-    serve = await startSpawnedListener(['serve'], '{"url"', { RT_TRANSLATE_API_KEY: SERVICE_KEY });
+    // The relay holds SERVICE_KEY: the service takes no other key, and hands it back.
+    service = await startEmulator({ apiKeys: [SERVICE_KEY], faults: { echoKey: true } });
+    serve = await startSpawnedListener(['serve', '--realtime-url', service.realtimeUrl], '{"url"', { RT_TRANSLATE_API_KEY: SERVICE_KEY });
     printed = JSON.parse(serve.line) as typeof printed;
     browser = await launchChromium();
     page = await browser.newPage();
@@ -106,6 +111,7 @@ describe('rt-translate serve in Chromium', () => {
     const result = await serve?.stop('SIGTERM');
     if (result) expect(result.code).toBe(0);
     await killAllChildren();
+    await service?.close();
   });
 
   it('prints where the page and the relay are, with the token; the page connects to the relay with the token out of the URL', () => {
@@ -152,6 +158,8 @@ describe('rt-translate serve in Chromium', () => {
     expect(seen.frames.sent.some((text) => text.includes('"session.update"'))).toBe(true);
     expect(seen.frames.sent.some((text) => text.includes('input_audio_buffer.append'))).toBe(true);
     expect(seen.frames.received.some((text) => text.includes('response.audio.delta'))).toBe(true);
+    // The service did echo the key the relay holds, and the relay took it out.
+    expect(seen.frames.received.filter((text) => text.includes('"session.created"'))).toEqual([expect.stringContaining('"api_key":"[redacted]"')]);
     // Chromium reports no request of the audio worklet (neither through playwright's events nor
     // the devtools protocol): its module is read as the browser gets it, from the server.
     const worklet = await (await fetch(new URL('/js/lib/browser/worklet.js', printed.url))).text();
