@@ -67,12 +67,18 @@ export class ValidationError extends RtTranslateError {
   readonly field: string;
   /** What the field accepts, in words. */
   readonly accepted: string;
+  /**
+   * What it got, as the message shows it (`describeReceived`: a long string by its length only,
+   * so a key pasted into the wrong field stays out); undefined when the message shows nothing.
+   */
+  readonly received: string | undefined;
 
   constructor(field: string, accepted: string, received?: string, options: RtTranslateErrorOptions = {}) {
     const got = received === undefined ? '' : ` (got ${received})`;
     super('RTT_VALIDATION', `Invalid ${field}: expected ${accepted}${got}.`, options);
     this.field = field;
     this.accepted = accepted;
+    this.received = received;
   }
 }
 

@@ -168,6 +168,10 @@ describe('field limits in the library: one past the edge refused before any requ
       );
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).field).toBe(limit.field);
+    // What it got is kept as the message shows it: a caller (the CLI) reads it without parsing the message.
+    const { received, message } = error as ValidationError;
+    expect(received).toBeDefined();
+    expect(message).toContain(`(got ${received})`);
     expect(await logged(env.emu, limit.method, limit.path)).toEqual([]);
 
     await limit.send(env.client, limit.at);

@@ -306,7 +306,7 @@ export function withFlagNames(error: unknown): unknown {
   if (error instanceof ValidationError) {
     const flag = flagOf(error.field);
     if (flag === undefined) return error;
-    const got = /\(got (.*)\)\.$/.exec(error.message)?.[1];
+    const got = error.received;
     const accepted = error.accepted.replace(/listLanguages\('(source|target)'\)/, 'rt-translate languages --$1');
     return new UsageError(`${flag} expects ${accepted}${got === undefined ? '' : ` (got ${got})`}.`);
   }
