@@ -109,8 +109,25 @@ describe('rt-translate serve: running', () => {
     await once(socket!, 'close');
   });
 
+  it('the printed token also works where a client of the service puts its key: auth.api_key of the first session.update', async () => {
+    const { status, socket } = await openRelay('', origin);
+    expect(status).toBe(101);
+    socket!.send(JSON.stringify({ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es' }, auth: { api_key: printed.token } }));
+    const [data] = await once(socket!, 'message');
+    expect(JSON.parse(String(data))).toMatchObject({ type: 'session.created' });
+    socket!.close();
+    await once(socket!, 'close');
+  });
+
   it('the relay refuses a connection without the token, and one from another origin', async () => {
-    expect((await openRelay('', origin)).status).toBeGreaterThanOrEqual(400);
+    // No credential at the handshake: the first session.update must carry one, and this one does not.
+    const { status, socket } = await openRelay('', origin);
+    expect(status).toBe(101);
+    const closed = once(socket!, 'close');
+    socket!.send(JSON.stringify({ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es' } }));
+    const [error] = await once(socket!, 'message');
+    expect(JSON.parse(String(error))).toMatchObject({ type: 'error' });
+    expect((await closed)[0]).toBe(1008);
     expect((await openRelay('?token=not-a-token', origin)).status).toBeGreaterThanOrEqual(400);
     expect((await openRelay(`?token=${encodeURIComponent(printed.token)}`, 'https://elsewhere.example')).status).toBe(403);
   });

@@ -114,8 +114,8 @@ export async function runServe(args: string[], io: CliIo, signal?: AbortSignal):
       ...(origins.length > 0 ? { allowedOrigins: [origin, ...origins] } : {}),
       maxSessions,
       maxSessionsPerToken: maxSessions,
-      // The page sends its token in the address: a connection without one is refused at once.
-      tokenInSessionUpdate: false,
+      // The page sends its token in the address; a client written for the service (the official
+      // SDK's) sends it where it sends a key, in its first session.update, and is taken too.
     });
     const token = relay.mintToken({ ttlMs: Math.round(ttlS * 1000) });
     const realtimeUrl = `${origin.replace(/^http/, 'ws')}/v1/realtime`;
