@@ -100,7 +100,7 @@ export {
 export * from './http/flac-download-stream.js';
 
 // Audio: any input as service PCM, conversion, files, pacing
-export { openAudioSource, AudioSource, SOURCE_FORMATS, type AudioSourceDescription, type AudioSourceOptions, type SourceFormat } from './audio/source.js';
+export { openAudioSource, AudioSource, SOURCE_FORMATS, type AudioSourceDescription, type AudioSourceOptions, type RawWhen, type SourceFormat } from './audio/source.js';
 export {
   SERVICE_FORMAT,
   SAMPLE_FORMATS,
