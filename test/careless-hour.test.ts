@@ -24,6 +24,7 @@ const README = new URL('../README.md', import.meta.url);
 const MEDIA = 'https://media.example.com/talk.mp4';
 const RT = ['--from', 'en-us', '--to', 'es-es'];
 const SPEECH = 'The gate for the flight to Madrid has changed; please go to gate twelve now.';
+const DESCRIPTION = 'A warm, calm narrator in her forties, speaking slowly and clearly, with a gentle smile in her voice and no hurry.';
 const WORDS = /\b(ENOENT|EISDIR|EACCES|ENOTDIR)\b/;
 
 let dir: string;
@@ -135,7 +136,7 @@ describe('a new user, careless for an hour', () => {
     }
   });
 
-  it('5. the embedded emulator remembers a voice across commands, writes files instead of dead URLs, never repeats a run id', async () => {
+  it('5. the embedded emulator remembers a voice across commands, writes files (previews, dubs) instead of dead URLs, never repeats a run id', async () => {
     const created = await run(['voices', 'create', '--name', 'Ann', '--gender', '2', '--file', 'speech.wav']);
     expect(created.code).toBe(0);
     const id = /^created voice (\d+)\n$/.exec(created.stdout.toString())?.[1];
@@ -143,12 +144,17 @@ describe('a new user, careless for an hour', () => {
     const spoken = await run(['tts', '--text', SPEECH, '--language', 'en-us', '--voice', id!, '-o', 'ann.wav']);
     expect(spoken.code).toBe(0);
     const [first, second] = [await run(['dub', '--url', MEDIA, ...RT, '-o', 'dubs', '--create-dirs']), await run(['dub', '--url', MEDIA, ...RT, '-o', 'dubs'])];
+    const designed = await run(['voices', 'design', '--text', SPEECH, '--description', DESCRIPTION]);
+    expect(designed.code).toBe(0);
+    const previews = designed.stdout.toString().trim().split('\n');
+    expect(previews).toHaveLength(3);
+    for (const preview of previews) expect((await stat(preview)).size).toBeGreaterThan(44);
     const deleted = await run(['voices', 'delete', id!]);
     expect(deleted.stdout.toString()).toBe(`deleted voice ${id}\n`);
     for (const result of [first, second, deleted]) expect(result.code).toBe(0);
     const files = await readdir(join(dir, 'dubs'));
     expect(files).toHaveLength(2);
-    for (const result of [created, spoken, first, second, deleted]) {
+    for (const result of [created, spoken, first, second, designed, deleted]) {
       expect(result.stdout.toString() + result.stderr).not.toMatch(/https?:\/\/127\.0\.0\.1/);
       expect(lines(result).filter((line) => line.startsWith('rt-translate: using the embedded emulator'))).toHaveLength(1);
     }
