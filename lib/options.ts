@@ -16,7 +16,10 @@ export function describeReceived(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : typeof value;
+  if (typeof value !== 'object') return typeof value;
+  // A class instance is named by its class (`an object (Map)`); a plain object is just that.
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object' ? `an object (${name})` : 'an object';
 }
 
 /** `phrase` after "a" or "an", chosen by its first letter (`an audio-separation run`, `a translation run`). */

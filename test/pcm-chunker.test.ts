@@ -328,7 +328,8 @@ describe('PcmChunker input types', () => {
 
   it.each([
     { name: 'a string', chunk: 'abcd', received: '"abcd"' },
-    { name: 'a plain object', chunk: { audio: 'abcd' }, received: 'an object (Object)' },
+    { name: 'a plain object', chunk: { audio: 'abcd' }, received: 'an object' },
+    { name: 'a Map', chunk: new Map([['audio', 'abcd']]), received: 'an object (Map)' },
     { name: 'a number', chunk: 42, received: '42' },
   ])('rejects $name with a ValidationError through the write callback', async ({ chunk, received }) => {
     const chunker = new PcmChunker();

@@ -3,6 +3,7 @@
  * resampler handles, and validation that names the field and what it accepts.
  */
 import { ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 
 /**
  * Sample encodings the transforms read and write.
@@ -64,28 +65,23 @@ export function silenceByte(format: SampleFormat): number {
   return 0;
 }
 
-function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return value === null ? 'null' : typeof value;
-}
 
 /** Throws a `ValidationError` for `field` unless `value` is one of `SAMPLE_FORMATS`. */
 export function validateSampleFormat(value: unknown, field: string, accepted: readonly SampleFormat[] = SAMPLE_FORMATS): SampleFormat {
   if (typeof value === 'string' && (accepted as readonly string[]).includes(value)) return value as SampleFormat;
-  throw new ValidationError(field, `one of ${accepted.join(', ')}`, show(value));
+  throw new ValidationError(field, `one of ${accepted.join(', ')}`, describeReceived(value));
 }
 
 /** Throws a `ValidationError` for `field` unless `value` is one of `SUPPORTED_RATES`. */
 export function validateRate(value: unknown, field: string): SupportedRate {
   if (typeof value === 'number' && (SUPPORTED_RATES as readonly number[]).includes(value)) return value as SupportedRate;
-  throw new ValidationError(field, `a sample rate in Hz, one of ${SUPPORTED_RATES.join(', ')}`, show(value));
+  throw new ValidationError(field, `a sample rate in Hz, one of ${SUPPORTED_RATES.join(', ')}`, describeReceived(value));
 }
 
 /** Throws a `ValidationError` for `field` unless `value` is 1 or 2. */
 export function validateChannels(value: unknown, field: string): 1 | 2 {
   if (value === 1 || value === 2) return value;
-  throw new ValidationError(field, 'a channel count of 1 or 2', show(value));
+  throw new ValidationError(field, 'a channel count of 1 or 2', describeReceived(value));
 }
 
 /**
@@ -94,7 +90,7 @@ export function validateChannels(value: unknown, field: string): 1 | 2 {
  */
 export function resolveDescription(desc: unknown, field: string): ResolvedAudioDescription {
   if (typeof desc !== 'object' || desc === null) {
-    throw new ValidationError(field === '' ? 'description' : field, 'an object { format?, rate, channels }', show(desc));
+    throw new ValidationError(field === '' ? 'description' : field, 'an object { format?, rate, channels }', describeReceived(desc));
   }
   const d = desc as Record<string, unknown>;
   const prefix = field === '' ? '' : `${field}.`;

@@ -17,6 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 
 export interface FlacEncoderOptions {
   /** Samples per second per channel, 1 to 655350 Hz. */
@@ -341,12 +342,12 @@ function writeUtf8Number(w: BitWriter, value: number): void {
 function validate(pcm: Uint8Array, options: FlacEncoderOptions): { channels: number; sampleRate: number; blockSize: number } {
   const { sampleRate, channels } = options;
   const blockSize = options.blockSize ?? 4096;
-  if (channels !== 1 && channels !== 2) throw new ValidationError('channels', '1 or 2', String(channels));
+  if (channels !== 1 && channels !== 2) throw new ValidationError('channels', '1 or 2', describeReceived(channels));
   if (!Number.isInteger(sampleRate) || sampleRate < 1 || sampleRate > 655350) {
-    throw new ValidationError('sampleRate', 'an integer from 1 to 655350 Hz', String(sampleRate));
+    throw new ValidationError('sampleRate', 'an integer from 1 to 655350 Hz', describeReceived(sampleRate));
   }
   if (!Number.isInteger(blockSize) || blockSize < 16 || blockSize > 65535) {
-    throw new ValidationError('blockSize', 'an integer from 16 to 65535 samples', String(blockSize));
+    throw new ValidationError('blockSize', 'an integer from 16 to 65535 samples', describeReceived(blockSize));
   }
   if (!(pcm instanceof Uint8Array)) throw new ValidationError('pcm', 'a Buffer or Uint8Array of PCM16 LE samples');
   if (pcm.byteLength % (2 * channels) !== 0) {

@@ -19,6 +19,7 @@
  * `encode(-x)` differs from `encode(x)` only in the sign bit.
  */
 import { ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 import { AudioTransform, FrameProcessor, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 
 /** Which G.711 law. */
@@ -141,7 +142,7 @@ export function createG711EncodeProcessor(law: G711Law): AudioProcessor {
 
 function checkLaw(law: unknown): G711Law {
   if (law === 'mulaw' || law === 'alaw') return law;
-  throw new ValidationError('law', 'one of mulaw, alaw', typeof law === 'string' ? JSON.stringify(law) : typeof law);
+  throw new ValidationError('law', 'one of mulaw, alaw', describeReceived(law));
 }
 
 export interface G711Options extends AudioTransformOptions {

@@ -25,6 +25,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError, ProtocolError, UnsupportedError, ValidationError } from '../errors.js';
 import { EMPTY, type AudioTransformOptions } from './processor.js';
 import { createOpusCodec, type OpusCodec } from './opus.js';
+import { describeReceived } from '../options.js';
 
 /** Rates libopus decodes to, in Hz. */
 export const OPUS_DECODE_RATES = [8000, 12000, 16000, 24000, 48000] as const;
@@ -136,10 +137,10 @@ export class OggOpusDecoder extends Transform {
   constructor(options: OggOpusDecoderOptions = {}) {
     const rate = options.rate ?? 48000;
     if (!(OPUS_DECODE_RATES as readonly number[]).includes(rate)) {
-      throw new ValidationError('rate', `an Opus decoding rate in Hz, one of ${OPUS_DECODE_RATES.join(', ')}`, String(rate));
+      throw new ValidationError('rate', `an Opus decoding rate in Hz, one of ${OPUS_DECODE_RATES.join(', ')}`, describeReceived(rate));
     }
     if (options.channels !== undefined && options.channels !== 1 && options.channels !== 2) {
-      throw new ValidationError('channels', 'a channel count of 1 or 2', String(options.channels));
+      throw new ValidationError('channels', 'a channel count of 1 or 2', describeReceived(options.channels));
     }
     super({
       readableHighWaterMark: options.readableHighWaterMark,

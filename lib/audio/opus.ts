@@ -19,6 +19,7 @@ import { createRequire } from 'node:module';
 import { Transform, type TransformCallback } from 'node:stream';
 import { UnsupportedError, ValidationError, describeCause } from '../errors.js';
 import { FrameCutter } from './frames.js';
+import { describeReceived } from '../options.js';
 
 /** Sample rate of Discord voice Opus, Hz. */
 export const OPUS_SAMPLE_RATE = 48_000;
@@ -140,7 +141,7 @@ function tryLoad(backend: OpusBackend, loader: ModuleLoader): { module?: NativeO
 
 function validateChoice(value: unknown): OpusBackendChoice {
   if (typeof value === 'string' && (OPUS_BACKEND_CHOICES as readonly string[]).includes(value)) return value as OpusBackendChoice;
-  throw new ValidationError('opusBackend', `one of ${OPUS_BACKEND_CHOICES.map((c) => `'${c}'`).join(', ')}`, String(value));
+  throw new ValidationError('opusBackend', `one of ${OPUS_BACKEND_CHOICES.map((c) => `'${c}'`).join(', ')}`, describeReceived(value));
 }
 
 /**
@@ -194,16 +195,16 @@ function validateLayout(options: OpusCodecOptions): { sampleRate: number; channe
   const sampleRate = options.sampleRate ?? OPUS_SAMPLE_RATE;
   const channels = options.channels ?? OPUS_CHANNELS;
   if (!OPUS_PCM_RATES.includes(sampleRate)) {
-    throw new ValidationError('sampleRate', `one of ${OPUS_PCM_RATES.join(', ')} Hz`, String(sampleRate));
+    throw new ValidationError('sampleRate', `one of ${OPUS_PCM_RATES.join(', ')} Hz`, describeReceived(sampleRate));
   }
-  if (channels !== 1 && channels !== 2) throw new ValidationError('channels', '1 or 2', String(channels));
+  if (channels !== 1 && channels !== 2) throw new ValidationError('channels', '1 or 2', describeReceived(channels));
   return { sampleRate, channels };
 }
 
 function validateBitrate(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 6000 && value <= 510_000) return value;
-  throw new ValidationError('bitrate', 'an integer number of bits per second from 6000 to 510000', String(value));
+  throw new ValidationError('bitrate', 'an integer number of bits per second from 6000 to 510000', describeReceived(value));
 }
 
 class NativeCodec implements OpusCodec {

@@ -32,6 +32,7 @@ import { Duplex } from 'node:stream';
 import { ValidationError } from '../errors.js';
 import { bytesPerSample, silenceByte, validateSampleFormat, type SampleFormat } from './audio-format.js';
 import { FrameCutter } from './frames.js';
+import { describeReceived } from '../options.js';
 
 const EMPTY_FRAME = Buffer.alloc(0);
 
@@ -54,7 +55,7 @@ export interface PacerOptions {
 
 function positiveInteger(value: unknown, field: string, accepted: string): number {
   if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
-  throw new ValidationError(field, accepted, String(value));
+  throw new ValidationError(field, accepted, describeReceived(value));
 }
 
 /** Releases audio at real-time rate in fixed frames (see the module comment for the policies). */
@@ -87,7 +88,7 @@ export class Pacer extends Duplex {
 
   constructor(options: PacerOptions) {
     if (typeof options !== 'object' || options === null) {
-      throw new ValidationError('options', 'an object { sampleRate, channels?, format?, frameMs?, fillGaps? }', String(options));
+      throw new ValidationError('options', 'an object { sampleRate, channels?, format?, frameMs?, fillGaps? }', describeReceived(options));
     }
     const sampleRate = positiveInteger(options.sampleRate, 'sampleRate', 'a positive integer sample rate in Hz');
     const channels = positiveInteger(options.channels ?? 1, 'channels', 'a positive integer channel count');
@@ -95,11 +96,11 @@ export class Pacer extends Duplex {
     const frameMs = options.frameMs ?? 20;
     const samples = (sampleRate * frameMs) / 1000;
     if (typeof frameMs !== 'number' || !(frameMs > 0) || !Number.isInteger(samples)) {
-      throw new ValidationError('frameMs', `a frame duration in ms giving a whole number of samples at ${sampleRate} Hz (e.g. 10 or 20)`, String(frameMs));
+      throw new ValidationError('frameMs', `a frame duration in ms giving a whole number of samples at ${sampleRate} Hz (e.g. 10 or 20)`, describeReceived(frameMs));
     }
     const highWaterMs = options.highWaterMs ?? 200;
     if (typeof highWaterMs !== 'number' || !(highWaterMs >= 0)) {
-      throw new ValidationError('highWaterMs', 'a duration in ms, 0 or more', String(highWaterMs));
+      throw new ValidationError('highWaterMs', 'a duration in ms, 0 or more', describeReceived(highWaterMs));
     }
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new ValidationError('now', 'a function returning monotonic milliseconds', typeof options.now);

@@ -10,6 +10,7 @@ import { Transform, type TransformCallback, type TransformOptions } from 'node:s
 import { ValidationError } from '../errors.js';
 import { MAX_APPEND_AUDIO_BYTES } from '../limits.js';
 import { FrameCutter } from './frames.js';
+import { describeReceived } from '../options.js';
 
 /**
  * Largest chunk, in bytes, `PcmChunker` ever emits: 256 KiB, the most decoded audio one
@@ -82,33 +83,24 @@ const POLICIES: readonly PartialFramePolicy[] = ['drop', 'pad', 'error'];
 const MAX_CHUNK_MS = 60_000;
 
 /** A short, safe rendering of a rejected value for an error message. */
-function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'no prototype'})`;
-  return `a ${typeof value}`;
-}
 
 function integerOption(field: string, value: unknown, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ValidationError(field, `an integer from ${min} to ${max}`, describeValue(value));
+    throw new ValidationError(field, `an integer from ${min} to ${max}`, describeReceived(value));
   }
   return value;
 }
 
 function resolveFormat(format: PcmFormat | undefined): ResolvedFormat {
   if (format !== undefined && (typeof format !== 'object' || format === null)) {
-    throw new ValidationError('format', 'an object with sampleRate, channels and bytesPerSample', describeValue(format));
+    throw new ValidationError('format', 'an object with sampleRate, channels and bytesPerSample', describeReceived(format));
   }
   const sampleRate = integerOption('sampleRate', format?.sampleRate, 1000, 768_000, 24_000);
   const channels = integerOption('channels', format?.channels, 1, 64, 1);
   const bytesPerSample = format?.bytesPerSample ?? 2;
   if (!(BYTES_PER_SAMPLE as readonly unknown[]).includes(bytesPerSample)) {
-    throw new ValidationError('bytesPerSample', `one of ${BYTES_PER_SAMPLE.join(', ')}`, describeValue(bytesPerSample));
+    throw new ValidationError('bytesPerSample', `one of ${BYTES_PER_SAMPLE.join(', ')}`, describeReceived(bytesPerSample));
   }
   return { sampleRate, channels, bytesPerSample, frameBytes: channels * bytesPerSample };
 }
@@ -126,11 +118,11 @@ function framesForMs(ms: number, sampleRate: number): number {
 export function pcmBytesForMs(ms: number, format: PcmFormat = {}): number {
   const { sampleRate, frameBytes } = resolveFormat(format);
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-    throw new ValidationError('ms', 'a finite number of milliseconds >= 0', describeValue(ms));
+    throw new ValidationError('ms', 'a finite number of milliseconds >= 0', describeReceived(ms));
   }
   const bytes = framesForMs(ms, sampleRate) * frameBytes;
   if (!Number.isSafeInteger(bytes)) {
-    throw new ValidationError('ms', 'a duration whose byte count is a safe integer', describeValue(ms));
+    throw new ValidationError('ms', 'a duration whose byte count is a safe integer', describeReceived(ms));
   }
   return bytes;
 }
@@ -143,7 +135,7 @@ export function pcmBytesForMs(ms: number, format: PcmFormat = {}): number {
 export function msForPcmBytes(bytes: number, format: PcmFormat = {}): number {
   const { sampleRate, frameBytes } = resolveFormat(format);
   if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0) {
-    throw new ValidationError('bytes', `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`, describeValue(bytes));
+    throw new ValidationError('bytes', `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`, describeReceived(bytes));
   }
   return (Math.floor(bytes / frameBytes) * 1000) / sampleRate;
 }
@@ -157,7 +149,7 @@ interface ChunkerSettings {
 
 function resolveChunkerOptions(options: PcmChunkerOptions): ChunkerSettings {
   if (typeof options !== 'object' || options === null) {
-    throw new ValidationError('options', 'an object of PcmChunker options', describeValue(options));
+    throw new ValidationError('options', 'an object of PcmChunker options', describeReceived(options));
   }
   const {
     sampleRate,
@@ -178,30 +170,30 @@ function resolveChunkerOptions(options: PcmChunkerOptions): ChunkerSettings {
   const cap = maxBytes - (maxBytes % frameBytes);
 
   if (chunkMs !== undefined && chunkBytes !== undefined) {
-    throw new ValidationError('chunkBytes', 'to be left unset when chunkMs is set (give one of chunkMs or chunkBytes)', describeValue(chunkBytes));
+    throw new ValidationError('chunkBytes', 'to be left unset when chunkMs is set (give one of chunkMs or chunkBytes)', describeReceived(chunkBytes));
   }
   let requested: number;
   if (chunkBytes !== undefined) {
     requested = integerOption('chunkBytes', chunkBytes, 1, Number.MAX_SAFE_INTEGER, 0);
     if (requested < frameBytes) {
-      throw new ValidationError('chunkBytes', `an integer of at least one frame (${frameBytes} bytes)`, describeValue(chunkBytes));
+      throw new ValidationError('chunkBytes', `an integer of at least one frame (${frameBytes} bytes)`, describeReceived(chunkBytes));
     }
     requested -= requested % frameBytes;
   } else {
     const ms = chunkMs ?? 40;
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_CHUNK_MS) {
-      throw new ValidationError('chunkMs', `a number of milliseconds greater than 0 and at most ${MAX_CHUNK_MS}`, describeValue(ms));
+      throw new ValidationError('chunkMs', `a number of milliseconds greater than 0 and at most ${MAX_CHUNK_MS}`, describeReceived(ms));
     }
     const frames = framesForMs(ms, rate);
     if (frames < 1) {
-      throw new ValidationError('chunkMs', `a duration of at least one frame (${1000 / rate} ms at ${rate} Hz)`, describeValue(ms));
+      throw new ValidationError('chunkMs', `a duration of at least one frame (${1000 / rate} ms at ${rate} Hz)`, describeReceived(ms));
     }
     requested = frames * frameBytes;
   }
 
   const policy = partialFrame ?? 'drop';
   if (!POLICIES.includes(policy)) {
-    throw new ValidationError('partialFrame', `one of ${POLICIES.map((p) => `'${p}'`).join(', ')}`, describeValue(partialFrame));
+    throw new ValidationError('partialFrame', `one of ${POLICIES.map((p) => `'${p}'`).join(', ')}`, describeReceived(partialFrame));
   }
 
   const streamOptions: TransformOptions = {};
@@ -214,7 +206,7 @@ function resolveChunkerOptions(options: PcmChunkerOptions): ChunkerSettings {
 }
 
 function invalidInput(chunk: unknown): ValidationError {
-  return new ValidationError('input', 'PCM bytes as a Buffer or Uint8Array', describeValue(chunk));
+  return new ValidationError('input', 'PCM bytes as a Buffer or Uint8Array', describeReceived(chunk));
 }
 
 type WriteCallback = (error: Error | null | undefined) => void;

@@ -34,6 +34,7 @@ import { ALAW_DECODE_TABLE, MULAW_DECODE_TABLE, encodeAlaw, encodeMulaw, type G7
 import { AudioTransform, EMPTY, PassThroughProcessor, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 import { TAP_SCALE, designPolyphase, toInt16, type ResamplerDesign } from './resampler-design.js';
 import { alignKernel, firKernel, type FirKernel } from './wasm/fir.js';
+import { describeReceived } from '../options.js';
 
 /** Input frames converted per inner pass; bounds the working buffer. */
 const PIECE_FRAMES = 4096;
@@ -445,7 +446,7 @@ class ScriptResampleProcessor extends ResampleProcessor {
 
 function validateChannelCount(value: unknown): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 32) return value;
-  throw new ValidationError('channels', 'an integer channel count from 1 to 32', String(value));
+  throw new ValidationError('channels', 'an integer channel count from 1 to 32', describeReceived(value));
 }
 
 /**
@@ -461,10 +462,10 @@ export function createResampleProcessor(inputRate: number, outputRate: number, c
   const c = validateChannelCount(channels);
   const { kernel = 'auto', mix = 'none', decode, encode } = options;
   if (mix !== 'none' && c !== (mix === 'down' ? 2 : 1)) {
-    throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', String(channels));
+    throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', describeReceived(channels));
   }
   if (inputRate === outputRate) {
-    if (mix !== 'none' || decode || encode) throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', String(outputRate));
+    if (mix !== 'none' || decode || encode) throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', describeReceived(outputRate));
     return new PassThroughProcessor();
   }
   const design = designResampler(inputRate, outputRate);
@@ -496,7 +497,7 @@ export class Resampler extends AudioTransform {
 
   constructor(options: ResamplerOptions) {
     if (typeof options !== 'object' || options === null) {
-      throw new ValidationError('options', 'an object { inputRate, outputRate, channels? }', String(options));
+      throw new ValidationError('options', 'an object { inputRate, outputRate, channels? }', describeReceived(options));
     }
     const inputRate = validateRate(options.inputRate, 'inputRate');
     const outputRate = validateRate(options.outputRate, 'outputRate');

@@ -13,6 +13,7 @@ import { AudioInputError, RtTranslateError, UnsupportedError, ValidationError } 
 import { SAMPLE_FORMATS, SERVICE_FORMAT, bytesPerSample, validateChannels, validateRate, type SampleFormat } from './audio-format.js';
 import { SNIFF_BYTES, isSniffResult, sniffAudio } from './sniff.js';
 import { OTHER_SNIFF_BYTES, PCM16_JUDGED_BYTES, judgePcm16, sniffOther } from './headerless.js';
+import { describeReceived } from '../options.js';
 
 export const SOURCE_CONTAINERS = ['wav', 'ogg', 'flac'] as const;
 export type SourceContainer = (typeof SOURCE_CONTAINERS)[number];
@@ -227,7 +228,7 @@ async function sniffKind(input: Input, desc: AudioSourceDescription, names: Fiel
         field,
         `nothing for ${input.label}, which is ${result.name} (recognised by its header): its rate and channels come from the file ` +
           `(${names.rate} and ${names.channels} describe raw input; force raw input with ${names.format})`,
-        String(desc.rate ?? desc.channels),
+        describeReceived(desc.rate ?? desc.channels),
       );
     }
     return result.kind === 'foreign' ? { kind: 'foreign', name: result.name } : { kind: result.kind === 'ogg-opus' ? 'ogg' : result.kind };
@@ -242,7 +243,7 @@ export function checkDescription(desc: AudioSourceDescription, names: FieldNames
     throw new ValidationError(
       names.format,
       `one of ${SOURCE_FORMATS.join(', ')} (other files are recognised by their header and decoded with ffmpeg: leave ${names.format} out)`,
-      JSON.stringify(format),
+      describeReceived(format),
     );
   }
   const rate = desc.rate === undefined ? undefined : validateRate(desc.rate, names.rate);
@@ -252,7 +253,7 @@ export function checkDescription(desc: AudioSourceDescription, names: FieldNames
     throw new ValidationError(
       field,
       `nothing for ${format} input, whose header gives its rate and channels (${names.rate} and ${names.channels} describe raw input: ${SAMPLE_FORMATS.join(', ')})`,
-      String(rate ?? channels),
+      describeReceived(rate ?? channels),
     );
   }
   return { format, rate, channels };

@@ -32,6 +32,7 @@ import {
   type InputKind,
   type RawWhen,
 } from './source-input.js';
+import { describeReceived } from '../options.js';
 
 export { SOURCE_CONTAINERS, SOURCE_FORMATS, type AudioSourceDescription, type RawWhen, type SourceContainer, type SourceFormat } from './source-input.js';
 
@@ -334,9 +335,9 @@ export async function openAudioSource(
   const names: FieldNames = { format: 'format', rate: 'rate', channels: 'channels', ...options.fieldNames };
   const desc = checkDescription(description, names);
   const onFailure = options.onFailure ?? 'error';
-  if (onFailure !== 'error' && onFailure !== 'end') throw new ValidationError('onFailure', "'error' or 'end'", String(onFailure));
+  if (onFailure !== 'error' && onFailure !== 'end') throw new ValidationError('onFailure', "'error' or 'end'", describeReceived(onFailure));
   const rawWhen = options.rawWhen ?? 'anything';
-  if (!RAW_WHEN.includes(rawWhen)) throw new ValidationError('rawWhen', RAW_WHEN.map((v) => `'${v}'`).join(', '), String(rawWhen));
+  if (!RAW_WHEN.includes(rawWhen)) throw new ValidationError('rawWhen', RAW_WHEN.map((v) => `'${v}'`).join(', '), describeReceived(rawWhen));
   const opened = await openInput(input, options.label);
   let kind: InputKind;
   let plan: { head: Readable; stages: Duplex[] };

@@ -14,6 +14,7 @@
 import { ValidationError } from '../errors.js';
 import { FrameCutter } from './frames.js';
 import { dbfsToMeanSquare, frameMeanSquares } from './level.js';
+import { describeReceived } from '../options.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
 export const VAD_FRAME_SAMPLES = 480;
@@ -48,7 +49,7 @@ export interface VoiceSegment {
 
 export function checkVadNumber(field: string, value: number, accepted: string, ok: (v: number) => boolean): number {
   if (typeof value !== 'number' || Number.isNaN(value) || !ok(value)) {
-    throw new ValidationError(field, accepted, String(value));
+    throw new ValidationError(field, accepted, describeReceived(value));
   }
   return value;
 }

@@ -37,6 +37,7 @@ import {
 } from './audio-format.js';
 import { planConversion } from './convert.js';
 import { EMPTY, type AudioProcessor, type AudioTransformOptions } from './processor.js';
+import { describeReceived } from '../options.js';
 
 const requireFromHere = createRequire(import.meta.url);
 let wavPackage: typeof WavPackage | undefined;
@@ -316,14 +317,14 @@ const WRITER_FIELDS: Record<WavSampleFormat, { format: number; bitDepth: number 
 
 function writerOptions(desc: AudioDescription): WriterOptions {
   if (typeof desc !== 'object' || desc === null) {
-    throw new ValidationError('format', 'an object { format?, rate, channels }', String(desc));
+    throw new ValidationError('format', 'an object { format?, rate, channels }', describeReceived(desc));
   }
   const format = validateSampleFormat(desc.format ?? 's16le', 'format', WRITABLE_FORMATS) as WavSampleFormat;
   if (!Number.isInteger(desc.rate) || desc.rate < 1 || desc.rate > 768000) {
-    throw new ValidationError('rate', 'an integer sample rate from 1 to 768000 Hz', String(desc.rate));
+    throw new ValidationError('rate', 'an integer sample rate from 1 to 768000 Hz', describeReceived(desc.rate));
   }
   if (!Number.isInteger(desc.channels) || desc.channels < 1 || desc.channels > 32) {
-    throw new ValidationError('channels', 'an integer channel count from 1 to 32', String(desc.channels));
+    throw new ValidationError('channels', 'an integer channel count from 1 to 32', describeReceived(desc.channels));
   }
   return { ...WRITER_FIELDS[format], channels: desc.channels, sampleRate: desc.rate };
 }

@@ -6,7 +6,7 @@
  * muting against echo); muted audio is sent as silence, so the service's clock keeps running.
  */
 import { RtTranslateError, ValidationError, describeCause } from '../errors.js';
-import { intOption, numberOption } from '../options.js';
+import { intOption, numberOption, describeReceived } from '../options.js';
 import { REALTIME_SAMPLE_RATE } from '../realtime/wire-format.js';
 import { checkBrowserRate } from './resampler.js';
 import { loadWorklet } from './worklet-loader.js';
@@ -45,7 +45,7 @@ function flag(value: unknown, field: string): boolean {
 /** Checks the microphone options; a `ValidationError` names the first field at fault. */
 export function resolveMicrophoneOptions(options: MicrophoneOptions): ResolvedMicrophoneOptions {
   const chunkMs = intOption(options.chunkMs, 'chunkMs', { min: 20, max: 1000, fallback: 40 });
-  if (chunkMs % 20 !== 0) throw new ValidationError('chunkMs', 'a multiple of 20 from 20 to 1000', String(chunkMs));
+  if (chunkMs % 20 !== 0) throw new ValidationError('chunkMs', 'a multiple of 20 from 20 to 1000', describeReceived(chunkMs));
   if (options.deviceId !== undefined && typeof options.deviceId !== 'string') throw new ValidationError('deviceId', 'a device id string', typeof options.deviceId);
   const workletUrl = options.workletUrl;
   if (workletUrl !== undefined && typeof workletUrl !== 'string' && !(workletUrl instanceof URL)) {

@@ -17,7 +17,7 @@
  */
 import { inspect } from 'node:util';
 import { ProtocolError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
-import { intOption } from '../options.js';
+import { intOption, describeReceived } from '../options.js';
 import type { LanguageTag, OpenUnion } from '../language-tags.js';
 import type { ConnectionEnd } from './connection.js';
 import type { StreamCallback } from './duplex-lifecycle.js';
@@ -130,7 +130,7 @@ function resolve(options: LiveTranscriptionOptions): Resolved {
     };
     const query = Object.fromEntries(encodeLiveQuery(params));
     if (options.results !== undefined && options.results !== 'final' && options.results !== 'all') {
-      throw new ValidationError('results', "'final' or 'all'", String(options.results));
+      throw new ValidationError('results', "'final' or 'all'", describeReceived(options.results));
     }
     const frameBytes = liveSampleBytes(encoding) * params.channels;
     const maxChunkBytes = intOption(options.maxChunkBytes, 'maxChunkBytes', { min: frameBytes, max: 1024 * 1024, fallback: 32 * 1024 });

@@ -268,7 +268,7 @@ function resolveChecked(options: RealtimeTranslateOptions, apiKey: string): Reso
     fallback: APPEND_PIECE_BYTES,
   });
   if (maxAppendBytes % REALTIME_BYTES_PER_FRAME !== 0) {
-    throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, String(maxAppendBytes));
+    throw new ValidationError('maxAppendBytes', `an even number of bytes from 2 to ${MAX_APPEND_AUDIO_BYTES}`, describeReceived(maxAppendBytes));
   }
   const keyInFirstMessage = options.sendKeyInSessionUpdate === true;
   const connection = resolveConnectionOptions(options, apiKey, {

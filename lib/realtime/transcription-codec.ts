@@ -12,6 +12,7 @@
  *   `unknown`, for forward compatibility.
  */
 import { ProtocolError, ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 
 export const LIVE_TRANSCRIPTION_PATH = '/streaming-transcription/listen';
 
@@ -45,13 +46,13 @@ const TAG = /^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i;
 
 /** Checks parameters; the first problem as a `ValidationError` naming the option, else undefined. */
 export function checkLiveParams(params: LiveTranscriptionParams): ValidationError | undefined {
-  if (typeof params.model !== 'string' || params.model === '') return new ValidationError('model', 'a model name such as "boli-v5"', String(params.model));
-  if (typeof params.language !== 'string' || !TAG.test(params.language)) return new ValidationError('language', 'a locale tag such as "en-us"', String(params.language));
-  if (!(LIVE_ENCODINGS as readonly string[]).includes(params.encoding)) return new ValidationError('encoding', `one of ${LIVE_ENCODINGS.join(', ')}`, String(params.encoding));
+  if (typeof params.model !== 'string' || params.model === '') return new ValidationError('model', 'a model name such as "boli-v5"', describeReceived(params.model));
+  if (typeof params.language !== 'string' || !TAG.test(params.language)) return new ValidationError('language', 'a locale tag such as "en-us"', describeReceived(params.language));
+  if (!(LIVE_ENCODINGS as readonly string[]).includes(params.encoding)) return new ValidationError('encoding', `one of ${LIVE_ENCODINGS.join(', ')}`, describeReceived(params.encoding));
   if (!Number.isSafeInteger(params.sampleRate) || params.sampleRate < 8000 || params.sampleRate > 192_000) {
-    return new ValidationError('sampleRate', 'an integer number of Hz from 8000 to 192000', String(params.sampleRate));
+    return new ValidationError('sampleRate', 'an integer number of Hz from 8000 to 192000', describeReceived(params.sampleRate));
   }
-  if (!Number.isSafeInteger(params.channels) || params.channels < 1 || params.channels > 8) return new ValidationError('channels', 'an integer from 1 to 8', String(params.channels));
+  if (!Number.isSafeInteger(params.channels) || params.channels < 1 || params.channels > 8) return new ValidationError('channels', 'an integer from 1 to 8', describeReceived(params.channels));
   return undefined;
 }
 
