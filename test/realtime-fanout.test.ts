@@ -10,7 +10,7 @@
  * options' validation, and the memory figures over a long input.
  */
 import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -300,7 +300,7 @@ describe('RealtimeFanout: one input, a session per language', () => {
     await ja.done();
     fan.end();
     const [esAudio, deAudio, frAudio] = await Promise.all([es, de, frOut]);
-    await new Promise((resolve) => fan.once('finish', resolve));
+    await finished(fan);
     expect(esAudio!.equals(proxy.sent('es-es'))).toBe(true);
     expect(Buffer.from(esAudio!.map((b) => b ^ MARKS['es-es'])).equals(expected)).toBe(true);
     // de-de answered its first sentence only: its input ended before the second.

@@ -1,18 +1,19 @@
 /**
  * One target of a `RealtimeFanout`: a `RealtimeTranslateStream` of its own (its own session,
  * reconnects and replay of its own input), the Readable its caller reads the translated audio
- * from, and its events, tagged with its language, handed to the fan-out one at a time (so a
- * fan-out consumer that is behind holds this target's socket back through the stream's own
- * bound). The fan-out writes the input into it and ends or stops it; everything else is the
- * stream's. When its session is over (ended, failed, or stopped) the fan-out is told once, with
- * how it went, and the target keeps only its figures.
+ * from, and its events, handed to the fan-out as they happen. When the fan-out's `events()`
+ * consumers are behind, `hold()` subscribes an iterator that nobody reads, so the stream's own
+ * bound on a consumer that is behind pauses its socket. The fan-out writes the input into it
+ * and ends or stops it; everything else is the stream's. When its session is over (ended,
+ * failed, or stopped) the fan-out is told once, with how it went, and the target keeps only its
+ * figures.
  */
 import { Readable } from 'node:stream';
 import { RtTranslateError } from '../errors.js';
-import type { FanoutEvent, FanoutOutcome, FanoutTargetStats, FanoutTargetStatus, TargetDoneInfo } from './fanout-events.js';
+import type { FanoutOutcome, FanoutTargetStats, FanoutTargetStatus, TargetDoneInfo } from './fanout-events.js';
 import type { ResolvedTarget } from './fanout-options.js';
 import type { RealtimeLanguage } from './languages.js';
-import type { RealtimeEvent, RealtimeStats } from './realtime-events.js';
+import type { EndedInfo, RealtimeEvent, RealtimeStats } from './realtime-events.js';
 import type { RealtimeTranslateOptions } from './realtime-options.js';
 import { RealtimeTranslateStream } from './realtime-translate-stream.js';
 
@@ -21,10 +22,10 @@ export interface FanoutTarget {
   readonly lang: RealtimeLanguage;
   readonly voiceId: number | undefined;
   /**
-   * The translated audio, PCM16 LE mono 24 kHz. Read it (a reader that is behind pauses this
-   * target's socket only), or destroy it to remove the target at once. It ends when the target
-   * is over, also after a failure (the error is in `error`, `stats` and the `target.done` event).
-   * Audio that arrives before anything reads it goes to `events()` only.
+   * The translated audio, PCM16 LE mono 24 kHz. Read it from the start (a reader that is behind,
+   * or none, pauses this target's socket only), or destroy it to remove the target at once. It
+   * ends when the target is over, also after a failure (the error is in `error`, `stats` and the
+   * `target.done` event).
    */
   readonly output: Readable;
   readonly status: FanoutTargetStatus;
@@ -40,22 +41,23 @@ export interface FanoutTarget {
 
 /** What a target needs from its fan-out. */
 export interface TargetHooks {
-  /** One of its events, tagged, or its `target.done`. */
-  publish(event: FanoutEvent): void;
-  /** While the fan-out's `events()` consumers are behind: resolves when they have caught up. */
-  gate(): Promise<void> | undefined;
-  /** Its sending side has room again, or it no longer takes input. */
+  /** One of its session's events. */
+  event(target: TargetSession, event: RealtimeEvent): void;
+  /** Its sending side has room again. */
+  drained(): void;
+  /** It no longer takes input. */
   changed(): void;
-  /** It is over. */
-  settled(target: TargetSession): void;
+  /** It is over (`info` is what its `target.done` says). */
+  settled(target: TargetSession, info: TargetDoneInfo): void;
 }
 
-/** The Readable of a target's audio: takes from the stream only once something reads it. */
+/**
+ * The Readable of a target's audio: takes the stream's data once something reads it, and pauses
+ * the stream when its own reader is behind (so the stream's buffer fills and its socket pauses).
+ */
 class TargetOutput extends Readable {
   #source: Readable | undefined;
   #attached = false;
-  /** The reader wants more (since `_read`, until `push()` says stop): only then is the stream read. */
-  #wanted = false;
   readonly #abandoned: () => void;
 
   constructor(source: Readable, highWaterMark: number, abandoned: () => void) {
@@ -67,28 +69,18 @@ class TargetOutput extends Readable {
   override _read(): void {
     const source = this.#source;
     if (!source) return;
-    this.#wanted = true;
     if (!this.#attached) {
       this.#attached = true;
-      // Paused mode: the stream pushes what it receives to us (not only to events()).
-      source.on('readable', this.#pull);
+      source.on('data', this.#take);
       source.once('end', this.#finish);
       source.once('close', this.#finish);
       if (source.readableEnded || source.destroyed) return this.#finish();
     }
-    this.#pull();
+    source.resume();
   }
 
-  readonly #pull = (): void => {
-    const source = this.#source;
-    // Read only what is wanted: what stays in the stream holds its socket back.
-    if (!source || !this.#wanted) return;
-    for (let chunk: Buffer | null; (chunk = source.read() as Buffer | null) !== null; ) {
-      if (!this.push(chunk)) {
-        this.#wanted = false;
-        return;
-      }
-    }
+  readonly #take = (chunk: Buffer): void => {
+    if (!this.push(chunk)) this.#source?.pause();
   };
 
   readonly #finish = (): void => {
@@ -100,7 +92,7 @@ class TargetOutput extends Readable {
     const source = this.#source;
     if (!source) return false;
     this.#source = undefined;
-    source.off('readable', this.#pull);
+    source.off('data', this.#take);
     source.off('end', this.#finish);
     source.off('close', this.#finish);
     return true;
@@ -121,12 +113,15 @@ export class TargetSession implements FanoutTarget {
   readonly #hooks: TargetHooks;
   /** Released once the target is over (its figures are kept in `#final`). */
   #stream: RealtimeTranslateStream | undefined;
-  readonly #events: AsyncIterableIterator<RealtimeEvent>;
+  /** While the fan-out's consumers are behind: an iterator of the stream's that nobody reads. */
+  #held: AsyncIterableIterator<RealtimeEvent> | undefined;
   /** `live`: takes input; `finishing`: its input ended or it was stopped; `over`: its session is over. */
   #phase: 'live' | 'finishing' | 'over' = 'live';
   /** It left early (removed, its output destroyed, the fan-out destroyed). */
   #removed = false;
   #error: RtTranslateError | undefined;
+  /** How its session ended, as its `ended` event said. */
+  #ending: EndedInfo | undefined;
   #final: { stats: RealtimeStats; sessionId: string | undefined; info: TargetDoneInfo } | undefined;
   readonly #done: Promise<TargetDoneInfo>;
   #resolveDone!: (info: TargetDoneInfo) => void;
@@ -138,13 +133,30 @@ export class TargetSession implements FanoutTarget {
     this.#hooks = hooks;
     const stream = new RealtimeTranslateStream({ ...options, to: target.lang, ...(target.voiceId === undefined ? {} : { voiceId: target.voiceId }) });
     this.#stream = stream;
-    // Subscribed before anything can happen; its end (or error) is the target's end.
-    this.#events = stream.events();
-    stream.on('error', () => {}); // reaches us through the iterator
-    stream.on('drain', () => hooks.changed());
+    stream.on('event', (event: RealtimeEvent) => hooks.event(this, event));
+    stream.on('drain', () => hooks.drained());
+    // The session is over: its end (unless reconnecting gave up: the error follows), its error,
+    // or its close (stopped without one).
+    stream.on('ended', (info: EndedInfo) => {
+      this.#ending = info;
+      if (info.reason !== 'gave-up') this.#settle();
+    });
+    stream.on('error', (error: Error) => {
+      this.#error ??= error instanceof RtTranslateError ? error : new RtTranslateError('RTT_CONNECTION', error.message, { cause: error });
+      this.#settle();
+    });
+    stream.on('close', () => this.#settle());
     this.output = new TargetOutput(stream, readableHighWaterMark, () => this.stop());
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
-    void this.#pump();
+  }
+
+  /** The fan-out's consumers are behind (`on`), or have caught up. */
+  hold(on: boolean): void {
+    if (on && !this.#held && this.#stream) this.#held = this.#stream.events();
+    if (!on && this.#held) {
+      void this.#held.return?.();
+      this.#held = undefined;
+    }
   }
 
   /** Takes input. */
@@ -218,26 +230,13 @@ export class TargetSession implements FanoutTarget {
     if (wasLive) this.#hooks.changed();
   }
 
-  /** Hands every event of the session to the fan-out, waiting while its consumers are behind. */
-  async #pump(): Promise<void> {
-    try {
-      for (;;) {
-        const next = await this.#events.next();
-        if (next.done) break;
-        this.#hooks.publish({ ...next.value, lang: this.lang });
-        const gate = this.#hooks.gate();
-        if (gate) await gate;
-      }
-    } catch (error) {
-      this.#error ??= error instanceof RtTranslateError ? error : new RtTranslateError('RTT_CONNECTION', String(error), { cause: error });
-    }
-    this.#settle();
-  }
-
   #settle(): void {
-    const stream = this.#stream!;
-    const stats = stream.stats;
-    const ending = stats.ending;
+    const stream = this.#stream;
+    if (!stream) return;
+    this.hold(false);
+    // While `ended` is emitted the stream's own figures do not have it yet.
+    const ending = this.#ending ?? stream.stats.ending;
+    const stats = { ...stream.stats, ending };
     const outcome: FanoutOutcome = this.#error ? 'failed' : this.#removed || !ending ? 'removed' : ending.complete ? 'complete' : 'incomplete';
     const info: TargetDoneInfo = { lang: this.lang, outcome, ending, error: this.#error };
     this.#final = { stats, sessionId: stream.sessionId, info };
@@ -245,8 +244,7 @@ export class TargetSession implements FanoutTarget {
     this.#phase = 'over';
     this.#stream = undefined;
     if (wasLive) this.#hooks.changed();
-    this.#hooks.publish({ type: 'target.done', ...info });
-    this.#hooks.settled(this);
+    this.#hooks.settled(this, info);
     this.#resolveDone(info);
   }
 }

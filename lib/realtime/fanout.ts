@@ -59,13 +59,14 @@ export class RealtimeFanout extends Writable {
   readonly #targets = new Map<RealtimeLanguage, TargetSession>();
   /** The targets taking input (a new array on each change, so a loop over it is never disturbed). */
   #live: readonly TargetSession[] = [];
+  /** The targets the current write is given to. */
+  #fed: readonly TargetSession[] = [];
   readonly #cutter = new FrameCutter(REALTIME_BYTES_PER_FRAME);
   readonly #events: EventFanout<FanoutEvent>;
   readonly #hooks: TargetHooks;
   #state: FanoutState = { status: 'open' };
-  /** While `events()` consumers are behind: the targets hand over no more events. */
-  #gate: { promise: Promise<void>; open: () => void } | undefined;
-  #destroying = false;
+  /** `events()` consumers are behind: every target holds its socket back. */
+  #held = false;
   #inputBytes = 0;
   #writeWaitMs = 0;
   #lagged = 0;
@@ -77,10 +78,16 @@ export class RealtimeFanout extends Writable {
     this.#o = o;
     this.#events = new EventFanout<FanoutEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: fanoutEventWeight }, (full) => this.#pressure(full));
     this.#hooks = {
-      publish: (event) => this.#publish(event),
-      gate: () => (this.#destroying ? undefined : this.#gate?.promise),
+      event: (target, event) => {
+        // Tagged only when someone listens (a fan-out nobody asks for events costs nothing more).
+        if (this.#events.subscribers > 0 || this.listenerCount('event') > 0) this.#publish({ ...event, lang: target.lang });
+      },
+      drained: () => this.#checkWait(),
       changed: () => this.#changed(),
-      settled: () => this.#changed(),
+      settled: (_target, info) => {
+        this.#publish({ type: 'target.done', ...info });
+        this.#changed();
+      },
     };
     const signal = o.signal;
     if (signal) {
@@ -162,14 +169,15 @@ export class RealtimeFanout extends Writable {
   /* ------------------------------------------------------------------ the stream callbacks */
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: StreamCallback): void {
-    const fed = this.#live;
-    this.#cutter.cut(chunk, (buf, offset, frames) => {
-      const audio = buf.subarray(offset, offset + frames * REALTIME_BYTES_PER_FRAME);
-      this.#inputBytes += audio.length;
-      for (const target of fed) target.write(audio);
-    });
-    this.#set({ status: 'waiting', callback, fed, since: performance.now(), timer: undefined });
-    this.#checkWait();
+    const fed = (this.#fed = this.#live);
+    this.#cutter.cut(chunk, this.#feed);
+    for (const target of fed) {
+      if (!target.needsDrain) continue;
+      this.#set({ status: 'waiting', callback, fed, since: performance.now(), timer: undefined });
+      this.#checkWait();
+      return;
+    }
+    callback();
   }
 
   override _final(callback: StreamCallback): void {
@@ -183,8 +191,6 @@ export class RealtimeFanout extends Writable {
   }
 
   override _destroy(error: Error | null, callback: StreamCallback): void {
-    this.#destroying = true;
-    this.#pressure(false);
     if (this.#onAbort) this.#o.signal?.removeEventListener('abort', this.#onAbort);
     const state = this.#state;
     this.#set({ status: 'closed' });
@@ -198,10 +204,18 @@ export class RealtimeFanout extends Writable {
     });
   }
 
+  /** Whole samples of the input, for every target the current write is given to. */
+  readonly #feed = (buf: Buffer, offset: number, frames: number): void => {
+    const audio = buf.subarray(offset, offset + frames * REALTIME_BYTES_PER_FRAME);
+    this.#inputBytes += audio.length;
+    for (const target of this.#fed) target.write(audio);
+  };
+
   /* ------------------------------------------------------------------ targets */
 
   #start(target: ResolvedTarget): TargetSession {
     const session = new TargetSession(this.#o.stream, target, this.#inputBytes, this.#o.readableHighWaterMark, this.#hooks);
+    if (this.#held) session.hold(true);
     this.#targets.delete(target.lang);
     this.#targets.set(target.lang, session);
     this.#live = [...this.#live, session];
@@ -300,17 +314,10 @@ export class RealtimeFanout extends Writable {
     }
   }
 
+  /** `events()` consumers fell behind (`full`), or caught up: every target holds its socket back meanwhile. */
   #pressure(full: boolean): void {
-    if (full && !this.#destroying) {
-      if (this.#gate) return;
-      let open!: () => void;
-      const promise = new Promise<void>((resolve) => (open = resolve));
-      this.#gate = { promise, open };
-    } else if (this.#gate) {
-      const gate = this.#gate;
-      this.#gate = undefined;
-      gate.open();
-    }
+    this.#held = full;
+    for (const target of this.#targets.values()) target.hold(full);
   }
 
   [inspect.custom](): string {
