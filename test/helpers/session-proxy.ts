@@ -15,7 +15,9 @@
  * - `stall(lang)`: the client's input is no longer read (its socket's buffers fill), until
  *   `unstall(lang)`;
  * - `refuse`: the language's sessions are answered with an `error` event and closed (1008), as
- *   a service that does not serve the language.
+ *   a service that does not serve the language;
+ * - `unfinished`: the n-th response of a language is begun and never finished (its
+ *   `response.text.done` and `response.audio.done` are not passed on).
  *
  * ```ts
  * const proxy = await startSessionProxy(emulator.realtimeUrl, { mark: { 'fr-fr': 0x5a } });
@@ -33,6 +35,8 @@ export interface SessionProxyOptions {
   mark?: Readonly<Record<string, number>>;
   /** Languages whose sessions the proxy refuses, with the error message. */
   refuse?: Readonly<Record<string, string>>;
+  /** Per language, the response (from 1, counted over its connections) that never finishes. */
+  unfinished?: Readonly<Record<string, number>>;
 }
 
 export interface SessionProxy {
@@ -163,6 +167,8 @@ export async function startSessionProxy(upstreamUrl: string, options: SessionPro
           toClient(JSON.stringify({ ...event, [field]: pcm.toString('base64') }), false);
           return;
         }
+        const done = event.type === 'response.audio.done' || event.type === 'response.text.done';
+        if (done && options.unfinished?.[lang] === count(lang).responses + 1) return;
         if (!toClient(text, false)) return;
         if (event.type === 'response.audio.done') {
           link.responses++;
