@@ -5,9 +5,9 @@
  * and a summary. Its texts are pure functions of numbers (`fanoutProgressText`,
  * `fanoutSummaryText`), as the one-language report's are (`status-line.ts`).
  */
-import { Transform } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type { FanoutEvent, FanoutOutcome, RealtimeFanout } from '../lib/realtime/fanout.js';
-import { LiveStatus, type ProgressMode, type ProgressStream, type SessionPhase } from './status-line.js';
+import { LiveStatus, STARTING_NOTICE, STOPPING_NOTICE, inputCounter, reconnectedText, reconnectingText, type ProgressMode, type ProgressStream, type SessionPhase } from './status-line.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */
 const SERVICE_BYTES_PER_SECOND = 48_000;
@@ -102,7 +102,7 @@ export class FanoutReport {
         case 'session.starting':
           if (this.#starting || this.#started) return;
           this.#starting = true;
-          print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+          print(STARTING_NOTICE);
           this.#enter('starting');
           return;
         case 'session.created':
@@ -125,16 +125,10 @@ export class FanoutReport {
           print(`rt-translate: warning${lang === undefined ? '' : ` (${lang})`}: ${event.warning.message}`);
           return;
         case 'reconnecting':
-          print(
-            `rt-translate: ${lang}: connection lost (${event.cause.message.replace(/\.$/, '')}); ` +
-              `reconnecting in ${(event.delayMs / 1000).toFixed(1)} s (attempt ${event.attempt})`,
-          );
+          print(`rt-translate: ${lang}: ${reconnectingText(event)}`);
           return;
         case 'reconnected':
-          print(
-            `rt-translate: ${lang}: reconnected after ${(event.outageMs / 1000).toFixed(1)} s; sent ${(event.replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
-              (event.notReplayedMs > 0 ? ` (${(event.notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
-          );
+          print(`rt-translate: ${lang}: ${reconnectedText(event)}`);
           return;
         case 'target.done': {
           const t = target(lang);
@@ -149,19 +143,8 @@ export class FanoutReport {
           return;
       }
     });
-    const progress = this.#progress;
-    const finishing = () => {
-      if (progress.phase !== 'stopping') this.#enter('finishing');
-    };
-    this.counter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        progress.sentBytes += chunk.length;
-        callback(null, chunk);
-      },
-      flush(callback) {
-        finishing();
-        callback();
-      },
+    this.counter = inputCounter(this.#progress, () => {
+      if (this.#progress.phase !== 'stopping') this.#enter('finishing');
     });
     this.#status.show(() => this.#text());
   }
@@ -179,7 +162,7 @@ export class FanoutReport {
 
   /** The first Ctrl-C: acknowledged at once. */
   stopping(): void {
-    this.#status.print('rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).');
+    this.#status.print(STOPPING_NOTICE);
     this.#enter('stopping');
   }
 

@@ -1,8 +1,9 @@
 /**
- * What `--stats` prints at the end of a realtime translation: a few lines a person reads, from a
- * session's figures (one session, or each target of a fan-out, its lines prefixed with its
- * language).
+ * What the realtime translation command prints at its end: `--stats`, a few lines a person reads
+ * from a session's figures (one session, or each target of a fan-out, its lines prefixed with
+ * its language), and the line of an input that failed midway.
  */
+import { RtTranslateError, type AudioInputError } from '../lib/errors.js';
 import type { RealtimeStats } from '../lib/realtime/realtime-translate-stream.js';
 import type { LatencySummary } from '../lib/realtime/speech-ledger.js';
 import { REALTIME_SAMPLE_RATE } from '../lib/realtime/codec.js';
@@ -38,4 +39,12 @@ export function statsLines(stats: RealtimeStats): string[] {
     lines.push(`ended incomplete (${stats.ending.reason}): ${(stats.ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech unanswered`);
   }
   return lines;
+}
+
+/** An input that failed midway: what failed, and how much audio came before it (`translated`: and was answered). */
+export function inputFailureLine(inputFailure: AudioInputError, sentBytes: number, translated: boolean): string {
+  const cause = inputFailure.cause;
+  const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
+  const used = `${seconds(sentBytes)} s of audio before the failure ${translated ? 'were translated' : 'were sent'}`;
+  return `rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`;
 }

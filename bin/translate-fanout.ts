@@ -11,13 +11,12 @@ import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import { RealtimeFanout, fanoutEventToRecord, type FanoutTargetOptions, type RealtimeFanoutStats } from '../lib/realtime/fanout.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../lib/realtime/languages.js';
-import { ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, intFlag, interruptedStatus, stopThenAbort, type CliIo } from './cli.js';
 import { openAudioOutput, openCommandInput, parseOutputSpec, writeInto, type AudioSink } from './audio-io.js';
-import { connect, logEvents, openEventsOutput, resolveAccess, type AccessFlags } from './realtime-access.js';
+import { connect, createSession, logEvents, openEventsOutput, resolveAccess, translationOptions, type AccessFlags } from './realtime-access.js';
 import { progressMode } from './status-line.js';
 import { FanoutReport } from './fanout-report.js';
-import { seconds, statsLines } from './realtime-summary.js';
+import { inputFailureLine, statsLines } from './realtime-summary.js';
 
 /** The realtime command's flags, as parsed. */
 export interface TranslateFlags extends AccessFlags {
@@ -124,29 +123,19 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
     await release();
     throw error;
   }
-  const { apiKey, realtimeUrl, emulator } = target;
+  const { emulator } = target;
 
   const controller = new AbortController();
-  let fan: RealtimeFanout;
-  try {
-    fan = new RealtimeFanout({
-      from,
-      to: langs.map((lang): FanoutTargetOptions => (voices.has(lang) ? { lang, voiceId: voices.get(lang)! } : { lang })),
-      apiKey,
-      realtimeUrl,
-      signal: controller.signal,
-      allowInsecure: values['allow-insecure'] === true,
-      ...(textOnly ? { outputModalities: ['text'] as const } : {}),
-      ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
-      ...(responseStallTimeoutMs !== undefined ? { responseStallTimeoutMs } : {}),
-      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
-    });
-  } catch (error) {
-    await release();
-    await emulator?.close();
-    if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  const fan = await createSession(
+    () =>
+      new RealtimeFanout({
+        from,
+        to: langs.map((lang): FanoutTargetOptions => (voices.has(lang) ? { lang, voiceId: voices.get(lang)! } : { lang })),
+        ...translationOptions(values, target, controller.signal, { textOnly, quietPeriodMs, responseStallTimeoutMs }),
+      }),
+    release,
+    emulator,
+  );
 
   const report = new FanoutReport(fan, langs, io.stderr, { from, textOnly }, progress);
   const logging = events ? logEvents(fan.events(), fanoutEventToRecord, events, values.stats === true ? () => statsRecord(fan.stats) : undefined) : undefined;
@@ -196,12 +185,7 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   }
   if ((failure as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') return EXIT_OK;
   if (summary !== undefined) io.stderr.write(`${summary}\n`);
-  if (inputFailure !== undefined) {
-    const cause = inputFailure.cause;
-    const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(report.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
-    io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
-  }
+  if (inputFailure !== undefined) io.stderr.write(inputFailureLine(inputFailure, report.sentBytes, failure === undefined));
   // Each language that did not complete, by name.
   let failed = 0;
   let incomplete = 0;

@@ -12,7 +12,6 @@ import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-s
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_REALTIME_URL } from '../../lib/config.js';
-import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -30,8 +29,8 @@ import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
-import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
-import { seconds, statsLines } from '../realtime-summary.js';
+import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, createSession, logEvents, openEventsOutput, resolveAccess, translationOptions } from '../realtime-access.js';
+import { inputFailureLine, statsLines } from '../realtime-summary.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
@@ -220,30 +219,20 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     await release();
     throw error;
   }
-  const { apiKey, realtimeUrl, emulator } = target;
+  const { emulator } = target;
 
   const controller = new AbortController();
-  let rt: RealtimeTranslateStream;
-  try {
-    rt = new RealtimeTranslateStream({
-      from,
-      to,
-      apiKey,
-      realtimeUrl,
-      signal: controller.signal,
-      allowInsecure: values['allow-insecure'] === true,
-      ...(voiceId !== undefined ? { voiceId } : {}),
-      ...(textOnly ? { outputModalities: ['text'] as const } : {}),
-      ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
-      ...(responseStallTimeoutMs !== undefined ? { responseStallTimeoutMs } : {}),
-      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
-    });
-  } catch (error) {
-    await release();
-    await emulator?.close();
-    if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  const rt = await createSession(
+    () =>
+      new RealtimeTranslateStream({
+        from,
+        to,
+        ...(voiceId !== undefined ? { voiceId } : {}),
+        ...translationOptions(values, target, controller.signal, { textOnly, quietPeriodMs, responseStallTimeoutMs }),
+      }),
+    release,
+    emulator,
+  );
 
   const report = new SessionReport(rt, io.stderr, { from, to, textOnly }, progress);
   // Settles with the log's failure (or undefined), reported once the session is over.
@@ -294,12 +283,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if (summary !== undefined) io.stderr.write(`${summary}\n`);
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
-  if (inputFailure !== undefined) {
-    const cause = inputFailure.cause;
-    const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(report.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
-    io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
-  }
+  if (inputFailure !== undefined) io.stderr.write(inputFailureLine(inputFailure, report.sentBytes, failure === undefined));
   if (failure !== undefined) {
     const hint = emulator === undefined ? undefined : (await import('../embedded-emulator.js')).embeddedRefusalHint(failure, emulator.stateDir);
     io.stderr.write(`${hint === undefined ? '' : `${hint}\n`}${describeFailure(failure)}\n${kept ?? ''}`);
