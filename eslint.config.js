@@ -16,8 +16,8 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': ['error', { ignoreRestArgs: true }],
       // A closure may read a binding assigned once after it (a timer, a server's relay).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
-      // `_name` marks a parameter kept for its position.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
+      // `_name` marks a parameter kept for its position; `const { a, ...rest } = x` leaves `a` out of `rest`.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
   {
