@@ -98,9 +98,13 @@ export default async function (): Promise<void> {
         },
         { clock: 'cpu', rounds, minRoundMs: 0, paired: true, target: TARGET_RATIO, label: `${n} targets: fan-out CPU / streams by hand` },
       );
-      // Both did the same work: every target translated the whole input.
-      if (fanoutBytes !== handBytes || fanoutBytes === 0) throw new Error(`the fan-out received ${fanoutBytes} bytes, the streams by hand ${handBytes}`);
-      console.log(`  each run: ${n} x ${(handBytes / n / 48_000).toFixed(1)} s of translated audio received`);
+      // Both did the same work: every target translated the whole input. (Not to the byte: on a
+      // busy machine a pause in the input of more than the emulator's idle time ends an utterance
+      // early, which moves what its answers hold.)
+      if (fanoutBytes === 0 || Math.abs(fanoutBytes - handBytes) > 0.05 * handBytes) {
+        throw new Error(`the fan-out received ${fanoutBytes} bytes in its last run, the streams by hand ${handBytes}`);
+      }
+      console.log(`  last runs: ${n} x ${(fanoutBytes / n / 48_000).toFixed(1)} s (fan-out), ${n} x ${(handBytes / n / 48_000).toFixed(1)} s (by hand) of translated audio received`);
     }
   } finally {
     child.send({ type: 'exit' });

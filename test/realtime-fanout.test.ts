@@ -349,6 +349,19 @@ describe('RealtimeFanout: one input, a session per language', () => {
     }
   });
 
+  it('twelve targets under one abort signal: every one complete, and the signal holds one listener, not one per target', async () => {
+    const emu = await emulate();
+    const controller = new AbortController();
+    const langs = ['es-es', 'fr-fr', 'de-de', 'ja-jp', 'ko-kr', 'zh-cn', 'pt-br', 'hi-in', 'ar-ae', 'ar-eg', 'ar-sa', 'fr-ca'];
+    const fan = fanout(emu.realtimeUrl, { to: langs, maxTargets: 12, signal: controller.signal });
+    const result = await run(fan, chunked(fixture.pcm, [48_000]));
+    expect(result.error).toBeUndefined();
+    expect([...result.outputs.keys()].sort()).toEqual([...langs].sort());
+    for (const [lang, output] of result.outputs) expect(output.equals(expected), lang).toBe(true);
+    expect(fan.stats.targets.every((t) => t.outcome === 'complete')).toBe(true);
+    // (Node warns past 10 listeners on one signal; the suite fails on any process warning.)
+  });
+
   it('an abort stops every target with an AbortError; their outputs end with what arrived', async () => {
     const emu = await emulate();
     const controller = new AbortController();

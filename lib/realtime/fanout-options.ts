@@ -49,8 +49,8 @@ export interface ResolvedTarget {
 }
 
 export interface ResolvedFanoutOptions {
-  /** What every target's stream is given, besides its `to` and `voiceId`. */
-  stream: Omit<RealtimeTranslateOptions, 'to' | 'voiceId'>;
+  /** What every target's stream is given, besides its `to` and `voiceId` (and no `signal`). */
+  stream: Omit<RealtimeTranslateOptions, 'to' | 'voiceId' | 'signal'>;
   from: RealtimeLanguage;
   targets: ResolvedTarget[];
   voiceId: number | undefined;
@@ -102,7 +102,9 @@ export function resolveFanoutOptions(options: RealtimeFanoutOptions): ResolvedFa
   if (options === null || typeof options !== 'object') {
     throw new ValidationError('options', 'an object with from and to', describeReceived(options));
   }
-  const { to, voiceId: ownVoice, maxTargets: ownMax, maxLagMs: ownLag, ...stream } = options;
+  // The targets' streams do not watch the signal: the fan-out does, and stops them (so that a
+  // signal does not collect a listener per target).
+  const { to, voiceId: ownVoice, maxTargets: ownMax, maxLagMs: ownLag, signal: _signal, ...stream } = options;
   const maxTargets = intOption(ownMax, 'maxTargets', { min: 1, max: MAX_FANOUT_TARGETS, fallback: 8 });
   const maxLagMs = intOption(ownLag, 'maxLagMs', { min: 1, fallback: 15_000 });
   const voiceId = checkVoice(ownVoice, 'voiceId');
@@ -115,7 +117,7 @@ export function resolveFanoutOptions(options: RealtimeFanoutOptions): ResolvedFa
   }
   if (targets.length > maxTargets) throw tooManyTargets('to', maxTargets, targets.length);
   // The shared options, checked as a target's stream checks them (any target language will do).
-  const resolved = resolveRealtimeOptions({ ...stream, to: targets[0]?.lang ?? 'en-us', ...(voiceId === undefined ? {} : { voiceId }) });
+  const resolved = resolveRealtimeOptions({ ...options, to: targets[0]?.lang ?? 'en-us', voiceId });
   return {
     stream,
     from: resolved.session.source_language as RealtimeLanguage,

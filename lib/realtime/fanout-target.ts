@@ -75,8 +75,10 @@ class TargetOutput extends Readable {
       source.once('end', this.#finish);
       source.once('close', this.#finish);
       if (source.readableEnded || source.destroyed) return this.#finish();
+      source.resume();
+    } else if (source.isPaused()) {
+      source.resume();
     }
-    source.resume();
   }
 
   readonly #take = (chunk: Buffer): void => {
