@@ -170,7 +170,9 @@ export class RealtimeFanout extends Writable {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: StreamCallback): void {
     const fed = (this.#fed = this.#live);
-    this.#cutter.cut(chunk, this.#feed);
+    // Whole samples with nothing pending (a writer's usual chunk) go as they are.
+    if (this.#cutter.pendingBytes === 0 && chunk.length % REALTIME_BYTES_PER_FRAME === 0) this.#feed(chunk, 0, chunk.length / REALTIME_BYTES_PER_FRAME);
+    else this.#cutter.cut(chunk, this.#feed);
     for (const target of fed) {
       if (!target.needsDrain) continue;
       this.#set({ status: 'waiting', callback, fed, since: performance.now(), timer: undefined });
