@@ -10,8 +10,11 @@
  *
  * Single runs on a shared machine spread widely (two runs of the same case differ by a third),
  * so each round runs both cases, in turns, and the figure is the median of the rounds' own
- * ratios. Environment: `FANOUT_TARGETS` (a comma-separated list of counts, default "2,4,8"),
- * `FANOUT_SECONDS` (audio per run, default 60), `FANOUT_ROUNDS` (default 31).
+ * ratios, after a warm-up of `FANOUT_WARMUP` runs of each (default 10: until the JIT has compiled
+ * what both run). Environment: `FANOUT_TARGETS` (a comma-separated list of counts, default
+ * "2,4,8"), `FANOUT_SECONDS` (audio per run, default 60), `FANOUT_ROUNDS` (default 31),
+ * `FANOUT_CONTROL=1` (also the baseline against itself, measured the same way: on a busy
+ * machine that control alone has come out between 0.95 and 1.10).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -27,6 +30,10 @@ const CHUNK = 4800;
 /** The stream's quiet period after end(), shortened: idle time costs no CPU, but it costs the bench wall time. */
 const QUIET_MS = 200;
 const TARGET_RATIO = 1.05;
+/** Runs of each case before the measured rounds (see the warm-up below). */
+const WARMUP_RUNS = Number(process.env.FANOUT_WARMUP ?? 10);
+/** Also measure the baseline against itself (`FANOUT_CONTROL=1`): the noise floor of the ratio on this machine. */
+const CONTROL = process.env.FANOUT_CONTROL === '1';
 
 function chunks(seconds: number): Buffer[] {
   const speech = speech24k();
@@ -71,33 +78,54 @@ export default async function (): Promise<void> {
       const langs = REALTIME_LANGUAGES.filter((lang) => lang !== 'en-us').slice(0, n);
       let fanoutBytes = 0;
       let handBytes = 0;
-      await compare(
-        `${n} languages from one input, ${seconds} s of speech: RealtimeFanout against ${n} streams fed by hand`,
-        {
-          name: `RealtimeFanout, ${n} targets`,
-          run: async () => {
-            const fan = new RealtimeFanout({ ...common, to: langs });
-            const outputs = fan.targets.map((t) => readAll(t.output));
-            await Promise.all([feed(fan, input), once(fan, 'finish')]);
-            fanoutBytes = (await Promise.all(outputs)).reduce((a, b) => a + b, 0);
-          },
+      const subject = {
+        name: `RealtimeFanout, ${n} targets`,
+        run: async () => {
+          const fan = new RealtimeFanout({ ...common, to: langs });
+          const outputs = fan.targets.map((t) => readAll(t.output));
+          await Promise.all([feed(fan, input), once(fan, 'finish')]);
+          fanoutBytes = (await Promise.all(outputs)).reduce((a, b) => a + b, 0);
         },
-        {
-          name: `${n} RealtimeTranslateStreams by hand`,
-          run: async () => {
-            const streams = langs.map((to) => new RealtimeTranslateStream({ ...common, to }));
-            const outputs = streams.map((s) => readAll(s));
-            for (const chunk of input) {
-              const waits: Array<Promise<unknown>> = [];
-              for (const s of streams) if (!s.write(chunk)) waits.push(once(s, 'drain'));
-              if (waits.length > 0) await Promise.all(waits);
-            }
-            for (const s of streams) s.end();
-            handBytes = (await Promise.all(outputs)).reduce((a, b) => a + b, 0);
-          },
+      };
+      const baseline = {
+        name: `${n} RealtimeTranslateStreams by hand`,
+        run: async () => {
+          const streams = langs.map((to) => new RealtimeTranslateStream({ ...common, to }));
+          const outputs = streams.map((s) => readAll(s));
+          for (const chunk of input) {
+            const waits: Array<Promise<unknown>> = [];
+            for (const s of streams) if (!s.write(chunk)) waits.push(once(s, 'drain'));
+            if (waits.length > 0) await Promise.all(waits);
+          }
+          for (const s of streams) s.end();
+          handBytes = (await Promise.all(outputs)).reduce((a, b) => a + b, 0);
         },
-        { clock: 'cpu', rounds, minRoundMs: 0, paired: true, target: TARGET_RATIO, label: `${n} targets: fan-out CPU / streams by hand` },
-      );
+      };
+      // Warm-up until the JIT has compiled what both run: the fan-out runs more code (its own
+      // and the streams'), whose optimization would otherwise fall in the measured rounds. A
+      // fan-out lives as long as a talk; its compilation is not its cost per run.
+      for (let i = 0; i < WARMUP_RUNS; i++) {
+        await subject.run();
+        await baseline.run();
+      }
+      await compare(`${n} languages from one input, ${seconds} s of speech: RealtimeFanout against ${n} streams fed by hand`, subject, baseline, {
+        clock: 'cpu',
+        rounds,
+        minRoundMs: 0,
+        paired: true,
+        target: TARGET_RATIO,
+        label: `${n} targets: fan-out CPU / streams by hand`,
+      });
+      if (CONTROL) {
+        // The same measurement of the baseline against itself: how far from 1 noise alone goes.
+        await compare(`control: ${n} streams by hand against themselves`, { ...baseline, name: `${n} RealtimeTranslateStreams by hand (again)` }, baseline, {
+          clock: 'cpu',
+          rounds,
+          minRoundMs: 0,
+          paired: true,
+          label: `${n} targets: control, streams by hand / themselves`,
+        });
+      }
       // Both did the same work: every target translated the whole input. (Not to the byte: on a
       // busy machine a pause in the input of more than the emulator's idle time ends an utterance
       // early, which moves what its answers hold.)

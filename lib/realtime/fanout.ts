@@ -44,11 +44,14 @@ export {
   type TargetDoneInfo,
 } from './fanout-events.js';
 
-/** Where the writable side is: each state keeps its pending callback and its timer. */
+/** Where the writable side is: each state keeps its pending callback. */
 type FanoutState =
   | { status: 'open' }
-  /** A write waits for the targets it was given to (`fed`) to have room; `timer` is the lag clock. */
-  | { status: 'waiting'; callback: StreamCallback; fed: readonly TargetSession[]; since: number; timer: NodeJS.Timeout | undefined }
+  /**
+   * A write waits for the targets it was given to (`fed`) to have room; `clock`: the lag clock
+   * runs for it (another target took it).
+   */
+  | { status: 'waiting'; callback: StreamCallback; fed: readonly TargetSession[]; since: number; clock: boolean }
   /** After `_final`: its callback waits until every target is over. */
   | { status: 'ending'; callback: StreamCallback }
   | { status: 'closed' };
@@ -65,6 +68,12 @@ export class RealtimeFanout extends Writable {
   readonly #events: EventFanout<FanoutEvent>;
   readonly #hooks: TargetHooks;
   #state: FanoutState = { status: 'open' };
+  /**
+   * The lag clock's one timer, re-armed (`refresh`) for each held write it runs for, rather than a
+   * timer made and cleared per write; when it fires for a write that is no longer held, nothing
+   * happens. Unref'd: a held write's targets keep the process alive with their sockets.
+   */
+  #lagTimer: NodeJS.Timeout | undefined;
   /** `events()` consumers are behind: every target holds its socket back. */
   #held = false;
   #inputBytes = 0;
@@ -170,10 +179,12 @@ export class RealtimeFanout extends Writable {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: StreamCallback): void {
     const fed = (this.#fed = this.#live);
-    this.#cutter.cut(chunk, this.#feed);
+    // Whole samples with nothing pending (a writer's usual chunk) go as they are.
+    if (this.#cutter.pendingBytes === 0 && chunk.length % REALTIME_BYTES_PER_FRAME === 0) this.#feed(chunk, 0, chunk.length / REALTIME_BYTES_PER_FRAME);
+    else this.#cutter.cut(chunk, this.#feed);
     for (const target of fed) {
       if (!target.needsDrain) continue;
-      this.#set({ status: 'waiting', callback, fed, since: performance.now(), timer: undefined });
+      this.#set({ status: 'waiting', callback, fed, since: performance.now(), clock: false });
       this.#checkWait();
       return;
     }
@@ -192,6 +203,7 @@ export class RealtimeFanout extends Writable {
 
   override _destroy(error: Error | null, callback: StreamCallback): void {
     if (this.#onAbort) this.#o.signal?.removeEventListener('abort', this.#onAbort);
+    clearTimeout(this.#lagTimer);
     const state = this.#state;
     this.#set({ status: 'closed' });
     // A held write learns of the failure (as the realtime streams' held writes do).
@@ -234,12 +246,15 @@ export class RealtimeFanout extends Writable {
     this.#checkEnd();
   }
 
-  /** The one way the state changes: the old state's timer is cleared unless the new one keeps it. */
+  /** The one way the state changes. */
   #set(next: FanoutState): void {
-    const previous = this.#state;
     this.#state = next;
-    const timer = 'timer' in previous ? previous.timer : undefined;
-    if (timer && timer !== ('timer' in next ? next.timer : undefined)) clearTimeout(timer);
+  }
+
+  /** Starts the lag clock for the held write: `maxLagMs` from now. */
+  #startClock(): void {
+    if (this.#lagTimer) this.#lagTimer.refresh();
+    else this.#lagTimer = setTimeout(() => this.#lagClock(), this.#o.maxLagMs).unref();
   }
 
   /** A held write goes on once every target it was given to has room; the lag clock runs while one is ahead. */
@@ -259,21 +274,24 @@ export class RealtimeFanout extends Writable {
       state.callback();
       return;
     }
-    if (ahead > 0 && state.timer === undefined) this.#set({ ...state, timer: setTimeout(() => this.#lagClock(), this.#o.maxLagMs) });
+    if (ahead > 0 && !state.clock) {
+      this.#set({ ...state, clock: true });
+      this.#startClock();
+    }
   }
 
   /** `maxLagMs` passed with the write held: the targets still behind are stopped, if another is ahead. */
   #lagClock(): void {
     const state = this.#state;
-    if (state.status !== 'waiting') return;
+    if (state.status !== 'waiting' || !state.clock) return;
     const fed = state.fed.filter((t) => t.live);
     const behind = fed.filter((t) => t.needsDrain);
     if (behind.length === fed.length) {
       // Every target is behind now: none is held back by another; the clock starts again.
-      this.#set({ ...state, timer: setTimeout(() => this.#lagClock(), this.#o.maxLagMs) });
+      this.#startClock();
       return;
     }
-    this.#set({ ...state, timer: undefined });
+    this.#set({ ...state, clock: false });
     const ms = this.#o.maxLagMs;
     for (const target of behind) {
       this.#lagged++;
