@@ -109,7 +109,6 @@ function closed(stream: Readable): Promise<void> {
   return stream.closed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class FlacDownloadStream extends Readable {
   readonly #bytes: ResumableDownload;
   readonly #tap: HeaderTap<FlacFormat> | undefined;

@@ -19,7 +19,6 @@ export interface HeaderTapOptions<T> {
   highWaterMark?: number;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface HeaderTap<T> {
   on(event: 'header', listener: (header: T) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
@@ -27,7 +26,6 @@ export interface HeaderTap<T> {
   once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class HeaderTap<T> extends Transform {
   readonly #parse: (head: Buffer) => T | undefined;
   readonly #incomplete: (() => Error) | undefined;

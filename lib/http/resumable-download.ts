@@ -194,7 +194,6 @@ async function errorText(body: Body): Promise<string> {
   return text;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ResumableDownload {
   on(event: 'retry', listener: (info: DownloadRetry) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
@@ -202,7 +201,6 @@ export interface ResumableDownload {
   once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ResumableDownload extends Readable {
   readonly #o: Resolved;
   #state: DownloadState = { status: 'idle' };
