@@ -319,7 +319,11 @@ describe('RealtimeTranslateStream backpressure: a slow reader', () => {
       expect(producer.refused).toBeGreaterThan(0);
       expect(producer.waiting).toBe(true);
       expect(producer.offered - producer.accepted).toBeGreaterThan(0);
-      expect(stream.writableLength).toBeGreaterThanOrEqual(WRITABLE_HWM);
+      // write() said false at the high-water mark and 'drain' is still owed. How much of that is
+      // still queued (one append or two) depends on how far the stream had taken the queue when
+      // the socket filled, so the bound is "not emptied", not the high-water mark.
+      expect(stream.writableNeedDrain).toBe(true);
+      expect(stream.writableLength).toBeGreaterThan(0);
       expect(producer.offered).toBeLessThan(RUNAWAY_BYTES);
       // Nothing was read: all that was received is still buffered, and that is bounded.
       expect(stream.readableLength).toBe(held.received);
