@@ -36,6 +36,7 @@ export {
   type AudioInputFailure,
 } from './errors.js';
 export { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from './config.js';
+export type { EventListener, EventMap, TypedEvents, WithEvents } from './typed-events.js';
 export { DEPRECATIONS, handleDeprecations, type Deprecation, type DeprecationCode, type DeprecationHandler } from './deprecations.js';
 
 // Realtime speech-to-speech
@@ -59,7 +60,7 @@ export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js
 export { REALTIME_LANGUAGES, isRealtimeLanguage, normalizeRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
 export { LANGUAGE_TAGS, type LanguageTag, type OpenUnion } from './language-tags.js';
 export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
-export { PcmChunker, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
+export { PcmChunker, type PcmChunkerEvents, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
 export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
 export {
   RealtimeFanout,
@@ -140,14 +141,15 @@ export {
   WavFileWriter,
   WavFormatError,
   type WavFormat,
+  type WavReaderEvents,
   type WavReaderOptions,
   type WavFileWriterOptions,
   type WavSampleFormat,
 } from './audio/wav.js';
-export { FlacDecodeStream, type FlacDecodeStreamOptions } from './audio/flac-stream.js';
+export { FlacDecodeStream, type FlacDecodeStreamEvents, type FlacDecodeStreamOptions } from './audio/flac-stream.js';
 export type { FlacStreamInfo } from './audio/flac-decoder.js';
 export { encodeFlac, type FlacEncoderOptions } from './audio/flac-encoder.js';
-export { OggOpusDecoder, type OggOpusDecoderOptions, type OggOpusFormat, type OpusHead } from './audio/ogg-opus.js';
+export { OggOpusDecoder, type OggOpusDecoderEvents, type OggOpusDecoderOptions, type OggOpusFormat, type OpusHead } from './audio/ogg-opus.js';
 export { sniffAudio, isSniffResult, SNIFF_BYTES, type SniffResult, type SniffMore, type SniffedKind } from './audio/sniff.js';
 export { FfmpegDecoder, findFfmpeg, ENV_FFMPEG_PATH, type FfmpegDecoderOptions } from './audio/ffmpeg.js';
 export { Pacer, type PacerOptions } from './audio/pacer.js';

@@ -23,6 +23,7 @@ import { SUPPORTED_RATES, resolveDescription, type AudioDescription, type Resolv
 import { planConversion } from './convert.js';
 import { FlacPcmDecoder, type FlacStreamInfo } from './flac-decoder.js';
 import type { AudioProcessor, AudioTransformOptions } from './processor.js';
+import { withEvents } from '../typed-events.js';
 
 export interface FlacDecodeStreamOptions extends AudioTransformOptions {
   /** Convert the decoded audio to this layout (format default `s16le`); default: PCM16 as found. */
@@ -35,7 +36,7 @@ export interface FlacDecodeStreamOptions extends AudioTransformOptions {
 }
 
 /** Decodes a FLAC stream; see the module comment for the policies. */
-export class FlacDecodeStream extends Transform {
+export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Transform) {
   /** STREAMINFO, once read. */
   streamInfo: FlacStreamInfo | undefined;
   /** The layout the audio is converted to, or undefined for PCM16 as found. */
@@ -124,12 +125,6 @@ export class FlacDecodeStream extends Transform {
 }
 
 export interface FlacDecodeStreamEvents {
-  format: (info: FlacStreamInfo) => void;
+  format: [info: FlacStreamInfo];
 }
 
-export interface FlacDecodeStream {
-  on<E extends keyof FlacDecodeStreamEvents>(event: E, listener: FlacDecodeStreamEvents[E]): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof FlacDecodeStreamEvents>(event: E, listener: FlacDecodeStreamEvents[E]): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-}

@@ -26,6 +26,7 @@ import { IntegrityError, ProtocolError, UnsupportedError, ValidationError } from
 import { EMPTY, type AudioTransformOptions } from './processor.js';
 import { createOpusCodec, type OpusCodec } from './opus.js';
 import { describeReceived } from '../options.js';
+import { withEvents } from '../typed-events.js';
 
 /** Rates libopus decodes to, in Hz. */
 export const OPUS_DECODE_RATES = [8000, 12000, 16000, 24000, 48000] as const;
@@ -115,7 +116,7 @@ function codecName(packet: Buffer): string {
  * channels. Emits `format` ({@link OggOpusFormat}) before any audio. See the module comment
  * for the policies.
  */
-export class OggOpusDecoder extends Transform {
+export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform) {
   /** The stream's header, once read. */
   head: OpusHead | undefined;
   readonly rate: OpusDecodeRate;
@@ -313,12 +314,6 @@ export class OggOpusDecoder extends Transform {
 }
 
 export interface OggOpusDecoderEvents {
-  format: (format: OggOpusFormat) => void;
+  format: [format: OggOpusFormat];
 }
 
-export interface OggOpusDecoder {
-  on<E extends keyof OggOpusDecoderEvents>(event: E, listener: OggOpusDecoderEvents[E]): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof OggOpusDecoderEvents>(event: E, listener: OggOpusDecoderEvents[E]): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-}

@@ -11,6 +11,7 @@ import { ValidationError } from '../errors.js';
 import { MAX_APPEND_AUDIO_BYTES } from '../limits.js';
 import { FrameCutter } from './frames.js';
 import { describeReceived } from '../options.js';
+import { withEvents } from '../typed-events.js';
 
 /**
  * Largest chunk, in bytes, `PcmChunker` ever emits: 256 KiB, the most decoded audio one
@@ -211,14 +212,10 @@ function invalidInput(chunk: unknown): ValidationError {
 
 type WriteCallback = (error: Error | null | undefined) => void;
 
-export interface PcmChunker {
-  /** `'partial-frame'`: a trailing incomplete frame was dropped at the end (policy `'drop'`). */
-  on(event: 'partial-frame', listener: (info: PartialFrameInfo) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'partial-frame', listener: (info: PartialFrameInfo) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off(event: 'partial-frame', listener: (info: PartialFrameInfo) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
+/** The events of `PcmChunker`, beside its base stream's: each event's listener arguments. */
+export interface PcmChunkerEvents {
+  /** A trailing incomplete frame was dropped at the end (policy `'drop'`). */
+  'partial-frame': [info: PartialFrameInfo];
 }
 
 /**
@@ -250,7 +247,7 @@ export interface PcmChunker {
  * Writable. Async iteration (`for await`) of any byte-mode Readable calls `read()`, which may
  * join buffered chunks: consumers that rely on the chunk size should not iterate.
  */
-export class PcmChunker extends Transform {
+export class PcmChunker extends withEvents<PcmChunkerEvents>()(Transform) {
   readonly #chunkBytes: number;
   readonly #frameBytes: number;
   readonly #policy: PartialFramePolicy;

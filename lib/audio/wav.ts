@@ -38,6 +38,7 @@ import {
 import { planConversion } from './convert.js';
 import { EMPTY, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 import { describeReceived } from '../options.js';
+import { withEvents } from '../typed-events.js';
 
 const requireFromHere = createRequire(import.meta.url);
 let wavPackage: typeof WavPackage | undefined;
@@ -205,7 +206,7 @@ const HEADER_PEEK_BYTES = 512;
  * naming what was found and what is accepted. Input that is not WAV, or ends before the format
  * is known, fails it with a `ValidationError` (field `wav`).
  */
-export class WavReader extends WrappedTransform {
+export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
   /** The format found in the header; undefined until it is parsed. */
   format: WavFormat | undefined;
   /** The layout the data is converted to, or undefined when it passes through. */
@@ -293,14 +294,7 @@ export class WavReader extends WrappedTransform {
 }
 
 export interface WavReaderEvents {
-  format: (format: WavFormat) => void;
-}
-
-export interface WavReader {
-  on<E extends keyof WavReaderEvents>(event: E, listener: WavReaderEvents[E]): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof WavReaderEvents>(event: E, listener: WavReaderEvents[E]): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  format: [format: WavFormat];
 }
 
 /** The formats `WavWriter` and `WavFileWriter` write. */

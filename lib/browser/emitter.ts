@@ -4,9 +4,11 @@
  * to argument tuple). A listener that throws does not stop the others or the session; its
  * error is reported to the page (`reportError`) as an uncaught one would be.
  */
+import type { EventMap } from '../typed-events.js';
+
 type Listener = (...args: unknown[]) => void;
 
-export class TypedEmitter<Events extends { [K in keyof Events]: unknown[] }> {
+export class TypedEmitter<Events extends EventMap<Events>> {
   readonly #listeners = new Map<keyof Events, Set<Listener>>();
 
   on<K extends keyof Events>(event: K, listener: (...args: Events[K]) => void): this {

@@ -58,6 +58,7 @@ import { FlacDecodeStream } from '../audio/flac-stream.js';
 import { AbortError, ProtocolError, ValidationError } from '../errors.js';
 import { HeaderTap } from './header-tap.js';
 import { ResumableDownload, type DownloadRetry, type ResumableDownloadOptions } from './resumable-download.js';
+import { withEvents } from '../typed-events.js';
 
 export interface FlacDownloadStreamOptions extends ResumableDownloadOptions {
   /** Aborts the download; the stream is destroyed with `AbortError`. */
@@ -87,14 +88,12 @@ export interface FlacFormat {
 /** Why and how the download goes on after a failed attempt. */
 export type FlacDownloadRetry = DownloadRetry;
 
-export interface FlacDownloadStream {
-  on(event: 'format', listener: (format: FlacFormat) => void): this;
-  on(event: 'retry', listener: (info: FlacDownloadRetry) => void): this;
-  on(event: 'data', listener: (chunk: Buffer) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'format', listener: (format: FlacFormat) => void): this;
-  once(event: 'retry', listener: (info: FlacDownloadRetry) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
+/** The events of `FlacDownloadStream`, beside its base stream's: each event's listener arguments. */
+export interface FlacDownloadStreamEvents {
+  /** STREAMINFO was read: the audio's format. */
+  format: [format: FlacFormat];
+  /** Another attempt is about to be made, after the wait it says. */
+  retry: [info: FlacDownloadRetry];
 }
 
 /** STREAMINFO's format from the first bytes (see `parseFlacStreamInfo`). */
@@ -109,7 +108,7 @@ function closed(stream: Readable): Promise<void> {
   return stream.closed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
 }
 
-export class FlacDownloadStream extends Readable {
+export class FlacDownloadStream extends withEvents<FlacDownloadStreamEvents>()(Readable) {
   readonly #bytes: ResumableDownload;
   readonly #tap: HeaderTap<FlacFormat> | undefined;
   readonly #decoder: FlacDecodeStream | undefined;
@@ -138,8 +137,8 @@ export class FlacDownloadStream extends Readable {
         highWaterMark,
         // Decoding, the decoder names a stream that ends before its header.
         incomplete: decode ? undefined : () => new ProtocolError(`The download of ${this.#bytes.address} ended before a complete FLAC header.`),
+        onHeader: (format) => this.emit('format', format),
       });
-      this.#tap.on('header', (format) => this.emit('format', format));
     }
     this.#decoder = decode ? new FlacDecodeStream({ readableHighWaterMark: highWaterMark, writableHighWaterMark: highWaterMark }) : undefined;
     this.#output = this.#decoder ?? this.#tap ?? this.#bytes;

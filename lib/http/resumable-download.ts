@@ -24,6 +24,7 @@ import { decideAfterFailure, type AttemptFailure, type DownloadPolicy, type Retr
 import { HttpConnectionError, HttpForbiddenError, HttpTimeoutError } from './errors.js';
 import { typedNetworkError, typedStatusError, type FailedRequest } from './failures.js';
 import { headerValue, parseRetryAfter, type HeaderBag } from '../retry-after.js';
+import { withEvents } from '../typed-events.js';
 
 export interface ResumableDownloadOptions {
   /** The file's address: an `https://` URL, or `http://` on loopback (see `allowInsecure`). */
@@ -194,14 +195,13 @@ async function errorText(body: Body): Promise<string> {
   return text;
 }
 
-export interface ResumableDownload {
-  on(event: 'retry', listener: (info: DownloadRetry) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'retry', listener: (info: DownloadRetry) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
+/** The events of `ResumableDownload`, beside its base stream's: each event's listener arguments. */
+export interface ResumableDownloadEvents {
+  /** Another attempt is about to be made, after the wait it says. */
+  retry: [info: DownloadRetry];
 }
 
-export class ResumableDownload extends Readable {
+export class ResumableDownload extends withEvents<ResumableDownloadEvents>()(Readable) {
   readonly #o: Resolved;
   #state: DownloadState = { status: 'idle' };
   #progress: Progress;

@@ -30,6 +30,7 @@ import type { RetrySetting } from './retry.js';
 import { DEFAULT_VOICE_ID, ttsStreamSchema, type OutputFormat } from './schemas.js';
 import { validate } from './validation.js';
 import type { Language } from './endpoints.js';
+import { withEvents } from '../typed-events.js';
 
 /** The body of `POST /tts-stream`. */
 export interface TtsStreamRequest {
@@ -106,16 +107,15 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export interface TtsStreamReadable {
-  on(event: 'response', listener: (info: TtsStreamResponseInfo) => void): this;
-  on(event: 'warning', listener: (warning: IntegrityError) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'response', listener: (info: TtsStreamResponseInfo) => void): this;
-  once(event: 'warning', listener: (warning: IntegrityError) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
+/** The events of `TtsStreamReadable`, beside its base stream's: each event's listener arguments. */
+export interface TtsStreamReadableEvents {
+  /** The answer's status and headers, before the first audio byte. */
+  response: [info: TtsStreamResponseInfo];
+  /** A body cut short inside a sample left a partial sample, dropped (`trailingPartialSample: 'drop'`). */
+  warning: [warning: IntegrityError];
 }
 
-export class TtsStreamReadable extends Readable {
+export class TtsStreamReadable extends withEvents<TtsStreamReadableEvents>()(Readable) {
   /** The answer's `Content-Type`, once `'response'` has fired. */
   contentType: string | undefined;
   /** `X-Credits-Required` of the answer, once `'response'` has fired. */

@@ -36,6 +36,7 @@ import {
   type OpusBackendChoice,
   type OpusCodec,
 } from '../audio/opus.js';
+import { withEvents } from '../typed-events.js';
 
 /** Discord's PCM: s16le, 48 kHz, stereo (what a receiver decodes to and a player plays). */
 export const DISCORD_PCM_FORMAT: Readonly<ResolvedAudioDescription> = Object.freeze({ format: 's16le', rate: 48_000, channels: 2 });
@@ -266,7 +267,7 @@ function timelineFor(mode: GapMode): ReceiveState {
  * write that is not a packet fails the stream with a `ValidationError` (field `packet`, or
  * `packet.timestamp` / `packet.sequence`).
  */
-export class DiscordReceiveAdapter extends Transform {
+export class DiscordReceiveAdapter extends withEvents<DiscordReceiveEvents>()(Transform) {
   readonly opusBackend: OpusBackend;
   readonly toleranceMs: number;
   readonly maxGapMs: number;
@@ -589,17 +590,6 @@ function readPacket(chunk: unknown): { packet: Buffer; timestamp?: number; seque
 }
 
 // Typed events.
-export interface DiscordReceiveAdapter {
-  on<E extends keyof DiscordReceiveEvents>(event: E, listener: (...args: DiscordReceiveEvents[E]) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof DiscordReceiveEvents>(event: E, listener: (...args: DiscordReceiveEvents[E]) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off<E extends keyof DiscordReceiveEvents>(event: E, listener: (...args: DiscordReceiveEvents[E]) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
-  emit<E extends keyof DiscordReceiveEvents>(event: E, ...args: DiscordReceiveEvents[E]): boolean;
-  emit(event: string | symbol, ...args: any[]): boolean;
-}
-
 // --- playing -------------------------------------------------------------------------------------
 
 /** `'pcm'`: 3840-byte frames of 48 kHz stereo PCM16 (`StreamType.Raw`); `'opus'`: one packet per frame (`StreamType.Opus`). */

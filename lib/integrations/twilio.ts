@@ -88,6 +88,7 @@ import {
   type TwilioOutboundMessage,
   type TwilioStreamInfo,
 } from './twilio-messages.js';
+import { withEvents } from '../typed-events.js';
 
 export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
@@ -318,7 +319,7 @@ function nonEmptyString(field: string, value: unknown, fallback: string): string
  * start of the service then overlaps the call's setup); options are validated first, and a bad one throws a `ValidationError` (or the translator's
  * `ConfigError`) before anything connects.
  */
-export class TwilioMediaBridge extends Duplex {
+export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Duplex) {
   /** The realtime session this call's audio goes through (created with the bridge; see `openSession`). */
   readonly translator: RealtimeTranslateStream;
   readonly #session: DeferredTranslateStream;
@@ -834,13 +835,3 @@ export class TwilioMediaBridge extends Duplex {
 }
 
 // Typed events: `on('clear', (info) => ...)` and friends.
-export interface TwilioMediaBridge {
-  on<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off<E extends keyof TwilioMediaBridgeEvents>(event: E, listener: (...args: TwilioMediaBridgeEvents[E]) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
-  emit<E extends keyof TwilioMediaBridgeEvents>(event: E, ...args: TwilioMediaBridgeEvents[E]): boolean;
-  emit(event: string | symbol, ...args: any[]): boolean;
-}

@@ -27,6 +27,7 @@ import { fanoutEventWeight, type FanoutEvent, type RealtimeFanoutEvents, type Re
 import { duplicateTarget, resolveFanoutOptions, resolveTarget, tooManyTargets, type FanoutTargetSpec, type RealtimeFanoutOptions, type ResolvedFanoutOptions, type ResolvedTarget } from './fanout-options.js';
 import { TargetSession, type FanoutTarget, type TargetHooks } from './fanout-target.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
+import { withEvents } from '../typed-events.js';
 
 export type { FanoutTargetOptions, FanoutTargetSpec, RealtimeFanoutOptions } from './fanout-options.js';
 export { MAX_FANOUT_TARGETS } from './fanout-options.js';
@@ -56,7 +57,7 @@ type FanoutState =
   | { status: 'ending'; callback: StreamCallback }
   | { status: 'closed' };
 
-export class RealtimeFanout extends Writable {
+export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable) {
   readonly #o: ResolvedFanoutOptions;
   /** Every target running, and the last of each language that is over, in the order they joined. */
   readonly #targets = new Map<RealtimeLanguage, TargetSession>();
@@ -345,13 +346,3 @@ export class RealtimeFanout extends Writable {
 }
 
 // Typed events: `on('target.done', (info) => ...)` and friends.
-export interface RealtimeFanout {
-  on<E extends keyof RealtimeFanoutEvents>(event: E, listener: (...args: RealtimeFanoutEvents[E]) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof RealtimeFanoutEvents>(event: E, listener: (...args: RealtimeFanoutEvents[E]) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off<E extends keyof RealtimeFanoutEvents>(event: E, listener: (...args: RealtimeFanoutEvents[E]) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
-  emit<E extends keyof RealtimeFanoutEvents>(event: E, ...args: RealtimeFanoutEvents[E]): boolean;
-  emit(event: string | symbol, ...args: any[]): boolean;
-}

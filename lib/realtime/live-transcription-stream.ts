@@ -39,6 +39,7 @@ import {
   type LiveServerEvent,
   type LiveWord,
 } from './transcription-codec.js';
+import { withEvents } from '../typed-events.js';
 
 export interface LiveTranscriptionOptions extends RealtimeConnectionOptions {
   /** Locale tag of the speech. Default `en-us`. */
@@ -173,7 +174,7 @@ function liveListenerArgs(event: LiveTranscriptionEvent): unknown[] {
   }
 }
 
-export class LiveTranscriptionStream extends RealtimeDuplex<LiveTranscriptionEvent, LiveServerEvent, { closeSent: boolean }> {
+export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>()(RealtimeDuplex<LiveTranscriptionEvent, LiveServerEvent, { closeSent: boolean }>) {
   readonly #o: Resolved;
   /** How far the final results have covered the input. */
   readonly #finals: FinalsFrontier;
@@ -398,12 +399,3 @@ export interface LiveTranscriptionEvents {
   event: [event: LiveTranscriptionEvent];
 }
 
-export interface LiveTranscriptionStream {
-  on<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off<E extends keyof LiveTranscriptionEvents>(event: E, listener: (...args: LiveTranscriptionEvents[E]) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
-  emit(event: string | symbol, ...args: any[]): boolean;
-}

@@ -28,12 +28,13 @@ import { ResponseAssembler } from './response-assembler.js';
 import { sessionReadyTimeout } from './server-errors.js';
 import { SpeechLedger } from './speech-ledger.js';
 import { APPEND_FRAMING, BYTES_PER_MS } from './translation-input.js';
+import { withEvents } from '../typed-events.js';
 
 export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-options.js';
 
 export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
-export class RealtimeTranslateStream extends RealtimeDuplex<RealtimeEvent, ServerEvent, EndingWait> {
+export class RealtimeTranslateStream extends withEvents<RealtimeTranslateEvents>()(RealtimeDuplex<RealtimeEvent, ServerEvent, EndingWait>) {
   readonly #o: ResolvedRealtimeOptions;
   /** What the service owes: the speech sent, and what its responses answered. */
   readonly #ledger: SpeechLedger;
@@ -238,13 +239,3 @@ export class RealtimeTranslateStream extends RealtimeDuplex<RealtimeEvent, Serve
 }
 
 // Typed events: `on('transcript.done', (text) => ...)` and friends.
-export interface RealtimeTranslateStream {
-  on<E extends keyof RealtimeTranslateEvents>(event: E, listener: (...args: RealtimeTranslateEvents[E]) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once<E extends keyof RealtimeTranslateEvents>(event: E, listener: (...args: RealtimeTranslateEvents[E]) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-  off<E extends keyof RealtimeTranslateEvents>(event: E, listener: (...args: RealtimeTranslateEvents[E]) => void): this;
-  off(event: string | symbol, listener: (...args: any[]) => void): this;
-  emit<E extends keyof RealtimeTranslateEvents>(event: E, ...args: RealtimeTranslateEvents[E]): boolean;
-  emit(event: string | symbol, ...args: any[]): boolean;
-}
