@@ -2,7 +2,7 @@
  * `HeaderTap`: a pass-through Transform that reads a container's header from the first bytes as
  * they go by. Every chunk is passed on as it comes (nothing waits for the header to be
  * complete); the first `size` bytes are copied aside until `parse` makes sense of them. The
- * header is announced once, by `'header'`, before the chunk that completed it is passed on, and
+ * header is handed once to `onHeader`, before the chunk that completed it is passed on, and
  * kept in `header`. Bytes that are not the container fail the stream with `parse`'s error; input
  * that ends before the header is complete fails with `incomplete()` when given, else just ends.
  */
@@ -15,20 +15,16 @@ export interface HeaderTapOptions<T> {
   parse(head: Buffer): T | undefined;
   /** The error of an input that ends before the header is complete; without it such an input just ends. */
   incomplete?: () => Error;
+  /** Called once with the header, before the chunk that completed it is passed on. */
+  onHeader?: (header: T) => void;
   /** Buffer size of each side, in bytes. */
   highWaterMark?: number;
-}
-
-export interface HeaderTap<T> {
-  on(event: 'header', listener: (header: T) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'header', listener: (header: T) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
 export class HeaderTap<T> extends Transform {
   readonly #parse: (head: Buffer) => T | undefined;
   readonly #incomplete: (() => Error) | undefined;
+  readonly #onHeader: ((header: T) => void) | undefined;
   readonly #head: Buffer;
   #filled = 0;
   #header: T | undefined;
@@ -37,6 +33,7 @@ export class HeaderTap<T> extends Transform {
     super({ highWaterMark: options.highWaterMark });
     this.#parse = options.parse;
     this.#incomplete = options.incomplete;
+    this.#onHeader = options.onHeader;
     this.#head = Buffer.alloc(options.size);
   }
 
@@ -66,6 +63,6 @@ export class HeaderTap<T> extends Transform {
     const header = this.#parse(this.#head.subarray(0, this.#filled));
     if (header === undefined) return;
     this.#header = header;
-    this.emit('header', header);
+    this.#onHeader?.(header);
   }
 }
