@@ -9,15 +9,25 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     rules: {
-      // Typed events are declared by merging an interface of listener overloads with its class
-      // (Node's stream typings take no events map); the merge is the point there.
-      '@typescript-eslint/no-unsafe-declaration-merging': 'off',
       // A listener of any event takes `...args: any[]`, as Node's own typings say.
       '@typescript-eslint/no-explicit-any': ['error', { ignoreRestArgs: true }],
       // A closure may read a binding assigned once after it (a timer, a server's relay).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // `_name` marks a parameter kept for its position; `const { a, ...rest } = x` leaves `a` out of `rest`.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    files: ['lib/**/*.ts', 'bin/**/*.ts'],
+    rules: {
+      // One kind of private member: `#name`, private at run time too. (A `private constructor`
+      // stays: a constructor cannot be `#`.)
+      'no-restricted-syntax': [
+        'error',
+        { selector: "PropertyDefinition[accessibility='private']", message: 'Use a #private field.' },
+        { selector: "MethodDefinition[accessibility='private'][kind!='constructor']", message: 'Use a #private method.' },
+        { selector: "TSParameterProperty[accessibility='private']", message: 'Use a #private field assigned in the constructor.' },
+      ],
     },
   },
   {

@@ -89,12 +89,12 @@ const STDERR_KEEP = 2048;
  */
 export class FfmpegDecoder extends Duplex {
   readonly to: ResolvedAudioDescription;
-  private readonly child: ChildProcess;
-  private readonly exited: Promise<void>;
-  private stderrTail = '';
-  private pendingWrite: (() => void) | undefined;
-  private running = true;
-  private bytesOut = 0;
+  readonly #child: ChildProcess;
+  readonly #exited: Promise<void>;
+  #stderrTail = '';
+  #pendingWrite: (() => void) | undefined;
+  #running = true;
+  #bytesOut = 0;
 
   constructor(options: FfmpegDecoderOptions = {}) {
     const to = resolveDescription(options.to ?? SERVICE_FORMAT, 'to');
@@ -125,35 +125,35 @@ export class FfmpegDecoder extends Duplex {
     });
     this.to = to;
     const child = spawn(command, args, { stdio: [fromFile ? 'ignore' : 'pipe', 'pipe', 'pipe'], windowsHide: true });
-    this.child = child;
+    this.#child = child;
     // EPIPE on stdin is expected when ffmpeg stops reading: the exit status decides.
     child.stdin?.on('error', () => undefined);
     child.stdout!.on('error', () => undefined);
     child.stderr!.on('error', () => undefined);
 
     child.stdout!.on('data', (chunk: Buffer) => {
-      this.bytesOut += chunk.length;
+      this.#bytesOut += chunk.length;
       if (!this.push(chunk)) child.stdout!.pause();
     });
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (text: string) => {
-      this.stderrTail = (this.stderrTail + text).slice(-STDERR_KEEP);
+      this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_KEEP);
     });
-    this.exited = new Promise<void>((resolve) => {
+    this.#exited = new Promise<void>((resolve) => {
       child.once('error', (error) => {
-        this.running = false;
-        this.release();
+        this.#running = false;
+        this.#release();
         this.destroy(new UnsupportedError(`Cannot run ffmpeg: ${error.message}.`, { cause: error }));
         resolve();
       });
       child.once('close', (code, signal) => {
-        this.running = false;
-        this.release();
+        this.#running = false;
+        this.#release();
         if (!this.destroyed) {
-          const detail = this.stderrTail.trim().split('\n').slice(-3).join(' / ');
+          const detail = this.#stderrTail.trim().split('\n').slice(-3).join(' / ');
           // Some ffmpeg builds exit with 0 after "Invalid data found": no audio and a message
           // is a failure too.
-          if (code === 0 && (this.bytesOut > 0 || detail === '')) this.push(null);
+          if (code === 0 && (this.#bytesOut > 0 || detail === '')) this.push(null);
           else {
             const status = code === null ? `signal ${signal}` : `status ${code}`;
             this.destroy(new UnsupportedError(`ffmpeg could not decode the input (exit ${status}): ${detail || 'no message'}`));
@@ -167,44 +167,44 @@ export class FfmpegDecoder extends Duplex {
 
   /** The ffmpeg process id (undefined when it could not be started). */
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.#child.pid;
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    const stdin = this.child.stdin;
-    if (!this.running || !stdin || stdin.destroyed) {
+    const stdin = this.#child.stdin;
+    if (!this.#running || !stdin || stdin.destroyed) {
       callback(); // ffmpeg has stopped reading: its exit status reports the outcome
       return;
     }
     if (stdin.write(chunk)) callback();
     else {
-      this.pendingWrite = () => callback();
-      stdin.once('drain', () => this.release());
+      this.#pendingWrite = () => callback();
+      stdin.once('drain', () => this.#release());
     }
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    this.child.stdin?.end();
+    this.#child.stdin?.end();
     callback();
   }
 
   override _read(): void {
-    this.child.stdout?.resume();
+    this.#child.stdout?.resume();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.release();
-    if (this.running) this.child.kill('SIGKILL');
+    this.#release();
+    if (this.#running) this.#child.kill('SIGKILL');
     // The process counts as closed once its pipes are: a paused stdout (a reader that fell
     // behind) would otherwise hold unread output, and 'close', forever.
-    this.child.stdout?.destroy();
-    this.exited.then(() => callback(error));
+    this.#child.stdout?.destroy();
+    this.#exited.then(() => callback(error));
   }
 
   /** Lets a write that waits on ffmpeg's stdin go on (drained, or the process is gone). */
-  private release(): void {
-    const pending = this.pendingWrite;
-    this.pendingWrite = undefined;
+  #release(): void {
+    const pending = this.#pendingWrite;
+    this.#pendingWrite = undefined;
     pending?.();
   }
 }

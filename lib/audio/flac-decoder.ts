@@ -151,56 +151,56 @@ export type FlacEngine = 'auto' | 'libflac';
  * internally.
  */
 export class FlacPcmDecoder {
-  private decoder: FLACDecoder | undefined;
+  #decoder: FLACDecoder | undefined;
   /** The library's own frame decoder, when it handles the stream. */
-  private frames: FlacFrameDecoder | undefined;
-  private header: Uint8Array[] = [];
-  private headerBytes = 0;
-  private info: FlacStreamInfo | undefined;
-  private readonly hash = createHash('md5');
-  private samples = 0;
-  private digest: string | undefined;
-  private started = false;
-  private early: Uint8Array[] = [];
-  private queue: Promise<unknown> = Promise.resolve();
-  private closed = false;
-  private ended = false;
-  private readonly engine: FlacEngine;
+  #frames: FlacFrameDecoder | undefined;
+  #header: Uint8Array[] = [];
+  #headerBytes = 0;
+  #info: FlacStreamInfo | undefined;
+  readonly #hash = createHash('md5');
+  #samples = 0;
+  #digest: string | undefined;
+  #started = false;
+  #early: Uint8Array[] = [];
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+  #ended = false;
+  readonly #engine: FlacEngine;
 
   /** `engine: 'libflac'` decodes every stream with libFLAC (the fallback), to compare the two. */
   constructor(options: { engine?: FlacEngine } = {}) {
-    this.engine = options.engine ?? 'auto';
+    this.#engine = options.engine ?? 'auto';
   }
 
   /** STREAMINFO, once the first 42 bytes have been fed. */
   get streamInfo(): FlacStreamInfo | undefined {
-    return this.info;
+    return this.#info;
   }
 
   /** Samples per channel decoded so far. */
   get samplesDecoded(): number {
-    return this.frames?.samplesDecoded ?? this.samples;
+    return this.#frames?.samplesDecoded ?? this.#samples;
   }
 
   /** Decodes what `chunk` completes; returns PCM16 LE interleaved (often empty). */
   decode(chunk: Uint8Array): Promise<Buffer> {
-    return this.serialize(async () => {
-      if (this.ended) throw new Error('FlacPcmDecoder.decode() called after end().');
-      if (!this.info) this.readHeader(chunk);
+    return this.#serialize(async () => {
+      if (this.#ended) throw new Error('FlacPcmDecoder.decode() called after end().');
+      if (!this.#info) this.#readHeader(chunk);
       let input = chunk;
-      if (!this.started) {
+      if (!this.#started) {
         // Bytes are held until STREAMINFO says which decoder handles the stream (a copy when
         // held past this call: the caller may reuse its buffer).
-        this.early.push(this.info ? chunk : Buffer.from(chunk));
-        if (!this.info) return Buffer.alloc(0);
-        input = this.early.length === 1 ? chunk : Buffer.concat(this.early);
-        this.early = [];
-        this.started = true;
-        if (this.engine === 'auto' && kernelDecodes(this.info)) this.frames = new FlacFrameDecoder(this.info, this.hash);
+        this.#early.push(this.#info ? chunk : Buffer.from(chunk));
+        if (!this.#info) return Buffer.alloc(0);
+        input = this.#early.length === 1 ? chunk : Buffer.concat(this.#early);
+        this.#early = [];
+        this.#started = true;
+        if (this.#engine === 'auto' && kernelDecodes(this.#info)) this.#frames = new FlacFrameDecoder(this.#info, this.#hash);
       }
-      if (this.frames) return this.frames.decode(input);
-      const decoder = await this.instance();
-      return this.convert(await decoder.decode(input));
+      if (this.#frames) return this.#frames.decode(input);
+      const decoder = await this.#instance();
+      return this.#convert(await decoder.decode(input));
     });
   }
 
@@ -209,75 +209,75 @@ export class FlacPcmDecoder {
    * input ended before a complete STREAMINFO.
    */
   end(): Promise<Buffer> {
-    return this.serialize(async () => {
-      if (this.ended) throw new Error('FlacPcmDecoder.end() called twice.');
-      this.ended = true;
-      if (!this.info) throw new ProtocolError('The FLAC stream ended before its STREAMINFO header was complete.');
-      if (this.frames) return this.frames.end();
-      const decoder = await this.instance();
+    return this.#serialize(async () => {
+      if (this.#ended) throw new Error('FlacPcmDecoder.end() called twice.');
+      this.#ended = true;
+      if (!this.#info) throw new ProtocolError('The FLAC stream ended before its STREAMINFO header was complete.');
+      if (this.#frames) return this.#frames.end();
+      const decoder = await this.#instance();
       // The decoder's frame parser looks 13 bytes past a frame header before accepting it, so a
       // final frame of 13 bytes or less (a short silent block) would be glued to the frame
       // before it and lost. Trailing zero bytes let it find that header; the CRC-16 of a
       // frame followed by zeros still checks, and libFLAC ignores them.
-      const tail = this.convert(await decoder.decode(END_PADDING));
-      const rest = this.convert(await decoder.flush());
+      const tail = this.#convert(await decoder.decode(END_PADDING));
+      const rest = this.#convert(await decoder.flush());
       return tail.length === 0 ? rest : rest.length === 0 ? tail : Buffer.concat([tail, rest]);
     });
   }
 
   /** Releases the decoder; waits for a call in flight. Safe to call more than once. */
   close(): Promise<void> {
-    const wasClosed = this.closed;
-    this.closed = true;
-    return this.queue.then(
-      () => this.release(wasClosed),
-      () => this.release(wasClosed),
+    const wasClosed = this.#closed;
+    this.#closed = true;
+    return this.#queue.then(
+      () => this.#release(wasClosed),
+      () => this.#release(wasClosed),
     );
   }
 
-  private release(wasClosed: boolean): void {
+  #release(wasClosed: boolean): void {
     if (wasClosed) return;
-    const decoder = this.decoder;
-    this.decoder = undefined;
+    const decoder = this.#decoder;
+    this.#decoder = undefined;
     decoder?.free();
   }
 
-  private serialize<T>(op: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('FlacPcmDecoder is closed.'));
-    const result = this.queue.then(op);
-    this.queue = result.catch(() => undefined);
+  #serialize<T>(op: () => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('FlacPcmDecoder is closed.'));
+    const result = this.#queue.then(op);
+    this.#queue = result.catch(() => undefined);
     return result;
   }
 
-  private async instance(): Promise<FLACDecoder> {
-    if (!this.decoder) {
+  async #instance(): Promise<FLACDecoder> {
+    if (!this.#decoder) {
       // Loaded on first use: the decoder's module holds its WebAssembly as a string of some MB.
       const { FLACDecoder: Decoder } = await import('@wasm-audio-decoders/flac');
-      this.decoder = new Decoder();
-      await this.decoder.ready;
+      this.#decoder = new Decoder();
+      await this.#decoder.ready;
     }
-    return this.decoder;
+    return this.#decoder;
   }
 
-  private readHeader(chunk: Uint8Array): void {
-    this.header.push(Buffer.from(chunk.subarray(0, FLAC_STREAMINFO_END - this.headerBytes)));
-    this.headerBytes += Math.min(chunk.length, FLAC_STREAMINFO_END - this.headerBytes);
-    const info = parseFlacStreamInfo(this.header.length === 1 ? this.header[0]! : Buffer.concat(this.header));
+  #readHeader(chunk: Uint8Array): void {
+    this.#header.push(Buffer.from(chunk.subarray(0, FLAC_STREAMINFO_END - this.#headerBytes)));
+    this.#headerBytes += Math.min(chunk.length, FLAC_STREAMINFO_END - this.#headerBytes);
+    const info = parseFlacStreamInfo(this.#header.length === 1 ? this.#header[0]! : Buffer.concat(this.#header));
     if (info) {
-      this.info = info;
-      this.header = [];
+      this.#info = info;
+      this.#header = [];
     }
   }
 
-  private convert(decoded: FLACDecodedAudio): Buffer {
+  #convert(decoded: FLACDecodedAudio): Buffer {
     if (decoded.errors.length > 0) {
       const first = decoded.errors[0]!;
       throw new IntegrityError(`FLAC frame ${first.frameNumber} could not be decoded: ${first.message}.`);
     }
     if (decoded.samplesDecoded === 0) return Buffer.alloc(0);
-    const bits = decoded.bitDepth || this.info?.bitsPerSample || 16;
-    this.samples += decoded.samplesDecoded;
-    return floatToPcm16(decoded.channelData, decoded.samplesDecoded, bits, this.hash);
+    const bits = decoded.bitDepth || this.#info?.bitsPerSample || 16;
+    this.#samples += decoded.samplesDecoded;
+    return floatToPcm16(decoded.channelData, decoded.samplesDecoded, bits, this.#hash);
   }
 
   /**
@@ -286,7 +286,7 @@ export class FlacPcmDecoder {
    * includes this check.
    */
   checkFrames(): void {
-    if (this.frames?.failure) throw this.frames.failure;
+    if (this.#frames?.failure) throw this.#frames.failure;
   }
 
   /**
@@ -295,8 +295,8 @@ export class FlacPcmDecoder {
    * which the format uses for "not computed"). Throws `IntegrityError` on a mismatch.
    */
   verify(): void {
-    const info = this.info;
-    if (!this.ended || !info) throw new Error('FlacPcmDecoder.verify() needs a completed end().');
+    const info = this.#info;
+    if (!this.#ended || !info) throw new Error('FlacPcmDecoder.verify() needs a completed end().');
     this.checkFrames();
     const samples = this.samplesDecoded;
     if (info.totalSamples !== 0 && samples !== info.totalSamples) {
@@ -306,8 +306,8 @@ export class FlacPcmDecoder {
       );
     }
     if (!hasKnownMd5(info)) return;
-    this.digest ??= this.hash.digest('hex');
-    const md5 = this.digest;
+    this.#digest ??= this.#hash.digest('hex');
+    const md5 = this.#digest;
     if (md5 !== info.md5) {
       throw new IntegrityError(
         `The MD5 of the decoded audio (${md5}) does not match the FLAC stream's STREAMINFO (${info.md5}): the data is corrupt.`,

@@ -62,20 +62,20 @@ export function flacCrc16(bytes: Uint8Array, start = 0, end = bytes.length, crc 
 /** MSB-first bit writer over a preallocated buffer. */
 class BitWriter {
   pos = 0;
-  private acc = 0;
-  private pending = 0;
+  #acc = 0;
+  #pending = 0;
   constructor(readonly buf: Uint8Array) {}
 
   /** Writes the low `bits` bits of `value`, `bits` from 0 to 24. */
   write(value: number, bits: number): void {
     if (bits === 0) return;
-    this.acc = (this.acc << bits) | (value & ((1 << bits) - 1));
-    this.pending += bits;
-    while (this.pending >= 8) {
-      this.pending -= 8;
-      this.buf[this.pos++] = (this.acc >>> this.pending) & 0xff;
+    this.#acc = (this.#acc << bits) | (value & ((1 << bits) - 1));
+    this.#pending += bits;
+    while (this.#pending >= 8) {
+      this.#pending -= 8;
+      this.buf[this.pos++] = (this.#acc >>> this.#pending) & 0xff;
     }
-    this.acc &= (1 << this.pending) - 1;
+    this.#acc &= (1 << this.#pending) - 1;
   }
 
   /** Writes up to 32 bits. */
@@ -99,7 +99,7 @@ class BitWriter {
 
   /** Pads with zero bits to the next byte boundary. */
   align(): void {
-    if (this.pending > 0) this.write(0, 8 - this.pending);
+    if (this.#pending > 0) this.write(0, 8 - this.#pending);
   }
 }
 
@@ -111,27 +111,27 @@ type SubframePlan =
 /** Reusable scratch space for one block. */
 class Analyzer {
   /** diffs[k][i]: the k-th order difference at sample i (valid for i >= k). */
-  private readonly diffs: Int32Array[];
-  private readonly sums: Float64Array;
+  readonly #diffs: Int32Array[];
+  readonly #sums: Float64Array;
 
   constructor(blockSize: number) {
-    this.diffs = Array.from({ length: MAX_FIXED_ORDER + 1 }, () => new Int32Array(blockSize));
-    this.sums = new Float64Array(1 << MAX_PARTITION_ORDER);
+    this.#diffs = Array.from({ length: MAX_FIXED_ORDER + 1 }, () => new Int32Array(blockSize));
+    this.#sums = new Float64Array(1 << MAX_PARTITION_ORDER);
   }
 
   /** Fills the residuals of every fixed order for `n` samples of `x`. */
   prepare(x: Int32Array, n: number): void {
-    this.diffs[0]!.set(x.subarray(0, n));
+    this.#diffs[0]!.set(x.subarray(0, n));
     for (let k = 1; k <= MAX_FIXED_ORDER; k++) {
-      const prev = this.diffs[k - 1]!;
-      const cur = this.diffs[k]!;
+      const prev = this.#diffs[k - 1]!;
+      const cur = this.#diffs[k]!;
       for (let i = k; i < n; i++) cur[i] = prev[i]! - prev[i - 1]!;
     }
   }
 
   /** The residual of the fixed predictor of `order` for sample `i` of the last analysed block. */
   residuals(order: number): Int32Array {
-    return this.diffs[order]!;
+    return this.#diffs[order]!;
   }
 
   /** Picks the smallest encoding of `n` samples of `x`, each `bps` bits wide. */
@@ -152,7 +152,7 @@ class Analyzer {
     let bestOrder = -1;
     let bestPo = 0;
     for (let order = 0; order <= MAX_FIXED_ORDER && order < n; order++) {
-      const { estimate, partitionOrder } = this.estimate(order, n);
+      const { estimate, partitionOrder } = this.#estimate(order, n);
       if (estimate < bestEstimate) {
         bestEstimate = estimate;
         bestOrder = order;
@@ -160,25 +160,25 @@ class Analyzer {
       }
     }
     if (bestOrder >= 0) {
-      const exact = this.exact(bestOrder, bestPo, n, bps);
+      const exact = this.#exact(bestOrder, bestPo, n, bps);
       if (exact.bits < best.bits) best = exact;
     }
     return best;
   }
 
-  private maxPartitionOrder(order: number, n: number): number {
+  #maxPartitionOrder(order: number, n: number): number {
     let po = 0;
     while (po < MAX_PARTITION_ORDER && n % (1 << (po + 1)) === 0 && n >> (po + 1) > order) po++;
     return po;
   }
 
   /** Estimated residual bits of `order` at its best partition order (an upper bound). */
-  private estimate(order: number, n: number): { estimate: number; partitionOrder: number } {
-    const r = this.diffs[order]!;
-    const maxPo = this.maxPartitionOrder(order, n);
+  #estimate(order: number, n: number): { estimate: number; partitionOrder: number } {
+    const r = this.#diffs[order]!;
+    const maxPo = this.#maxPartitionOrder(order, n);
     const parts = 1 << maxPo;
     const size = n >> maxPo;
-    const sums = this.sums;
+    const sums = this.#sums;
     for (let p = 0; p < parts; p++) {
       let s = 0;
       const end = (p + 1) * size;
@@ -209,8 +209,8 @@ class Analyzer {
   }
 
   /** The exact size of the fixed subframe, with its Rice parameters. */
-  private exact(order: number, partitionOrder: number, n: number, bps: number): SubframePlan {
-    const r = this.diffs[order]!;
+  #exact(order: number, partitionOrder: number, n: number, bps: number): SubframePlan {
+    const r = this.#diffs[order]!;
     const count = 1 << partitionOrder;
     const partSize = n >> partitionOrder;
     const params: number[] = [];

@@ -41,9 +41,9 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
   streamInfo: FlacStreamInfo | undefined;
   /** The layout the audio is converted to, or undefined for PCM16 as found. */
   readonly target: ResolvedAudioDescription | undefined;
-  private readonly decoder = new FlacPcmDecoder();
-  private readonly verify: boolean;
-  private processor: AudioProcessor | undefined;
+  readonly #decoder = new FlacPcmDecoder();
+  readonly #verify: boolean;
+  #processor: AudioProcessor | undefined;
 
   constructor(options: FlacDecodeStreamOptions = {}) {
     const target = options.to === undefined ? undefined : resolveDescription(options.to, 'to');
@@ -54,15 +54,15 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
       decodeStrings: true,
     });
     this.target = target;
-    this.verify = options.verify !== false;
+    this.#verify = options.verify !== false;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.decoder.decode(chunk).then(
+    this.#decoder.decode(chunk).then(
       (pcm) => {
         try {
-          this.checkFormat();
-          this.output(pcm);
+          this.#checkFormat();
+          this.#output(pcm);
           callback();
         } catch (error) {
           callback(error as Error);
@@ -73,19 +73,19 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
   }
 
   override _flush(callback: TransformCallback): void {
-    this.decoder
+    this.#decoder
       .end()
       .then((pcm) => {
-        this.checkFormat();
-        this.output(pcm);
-        if (this.processor) {
-          const tail = this.processor.flush();
+        this.#checkFormat();
+        this.#output(pcm);
+        if (this.#processor) {
+          const tail = this.#processor.flush();
           if (tail.length > 0) this.push(tail);
         }
-        if (this.verify) this.decoder.verify();
-        else this.decoder.checkFrames();
+        if (this.#verify) this.#decoder.verify();
+        else this.#decoder.checkFrames();
       })
-      .then(() => this.decoder.close())
+      .then(() => this.#decoder.close())
       .then(
         () => callback(),
         (error: Error) => callback(error),
@@ -93,21 +93,21 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.decoder.close().then(
+    this.#decoder.close().then(
       () => callback(error),
       () => callback(error),
     );
   }
 
-  private output(pcm: Buffer): void {
-    const out = this.processor && pcm.length > 0 ? this.processor.process(pcm) : pcm;
+  #output(pcm: Buffer): void {
+    const out = this.#processor && pcm.length > 0 ? this.#processor.process(pcm) : pcm;
     if (out.length > 0) this.push(out);
   }
 
   /** Once STREAMINFO is known: emits `format` and sets up the conversion. */
-  private checkFormat(): void {
+  #checkFormat(): void {
     if (this.streamInfo !== undefined) return;
-    const info = this.decoder.streamInfo;
+    const info = this.#decoder.streamInfo;
     if (info === undefined) return;
     this.streamInfo = info;
     if (this.target !== undefined) {
@@ -118,7 +118,7 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
             `accepted: 1 or 2 channels at one of ${SUPPORTED_RATES.join(', ')} Hz.`,
         );
       }
-      this.processor = planConversion({ format: 's16le', rate: info.sampleRate, channels: info.channels }, this.target).processor;
+      this.#processor = planConversion({ format: 's16le', rate: info.sampleRate, channels: info.channels }, this.target).processor;
     }
     this.emit('format', info);
   }

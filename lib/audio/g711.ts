@@ -99,13 +99,13 @@ export function decodeAlaw(code: number): number {
 }
 
 class G711DecodeProcessor extends FrameProcessor {
-  private readonly table: Readonly<Int16Array>;
+  readonly #table: Readonly<Int16Array>;
   constructor(law: G711Law) {
     super(1, 2);
-    this.table = law === 'mulaw' ? MULAW_DECODE_TABLE : ALAW_DECODE_TABLE;
+    this.#table = law === 'mulaw' ? MULAW_DECODE_TABLE : ALAW_DECODE_TABLE;
   }
   protected convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void {
-    const t = this.table;
+    const t = this.#table;
     let d = dstOffset;
     for (let s = srcOffset, end = srcOffset + frames; s < end; s++, d += 2) {
       const v = t[src[s]!]!;
@@ -116,13 +116,13 @@ class G711DecodeProcessor extends FrameProcessor {
 }
 
 class G711EncodeProcessor extends FrameProcessor {
-  private readonly encode: (sample: number) => number;
+  readonly #encode: (sample: number) => number;
   constructor(law: G711Law) {
     super(2, 1);
-    this.encode = law === 'mulaw' ? encodeMulaw : encodeAlaw;
+    this.#encode = law === 'mulaw' ? encodeMulaw : encodeAlaw;
   }
   protected convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void {
-    const encode = this.encode;
+    const encode = this.#encode;
     let s = srcOffset;
     for (let d = dstOffset, end = dstOffset + frames; d < end; d++, s += 2) {
       dst[d] = encode(((src[s]! | (src[s + 1]! << 8)) << 16) >> 16);

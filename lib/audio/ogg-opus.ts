@@ -121,19 +121,19 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
   head: OpusHead | undefined;
   readonly rate: OpusDecodeRate;
   /** Requested channels; undefined: the stream's own. */
-  private readonly requestedChannels: 1 | 2 | undefined;
-  private outChannels: 1 | 2 = 1;
-  private decoder: OpusCodec | undefined;
-  private pending: Buffer = EMPTY;
-  private bytesIn = 0;
-  private serial: number | undefined;
-  private packetsInStream = 0;
-  private packet: Buffer[] = [];
-  private otherCodecs: string[] = [];
+  readonly #requestedChannels: 1 | 2 | undefined;
+  #outChannels: 1 | 2 = 1;
+  #decoder: OpusCodec | undefined;
+  #pending: Buffer = EMPTY;
+  #bytesIn = 0;
+  #serial: number | undefined;
+  #packetsInStream = 0;
+  #packet: Buffer[] = [];
+  #otherCodecs: string[] = [];
   /** Output samples (per channel) decoded so far, pre-skip included. */
-  private decodedSamples = 0;
-  private skipSamples = 0;
-  private granuleLimit: number | undefined;
+  #decodedSamples = 0;
+  #skipSamples = 0;
+  #granuleLimit: number | undefined;
 
   constructor(options: OggOpusDecoderOptions = {}) {
     const rate = options.rate ?? 48000;
@@ -150,21 +150,21 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
       decodeStrings: true,
     });
     this.rate = rate as OpusDecodeRate;
-    this.requestedChannels = options.channels as 1 | 2 | undefined;
+    this.#requestedChannels = options.channels as 1 | 2 | undefined;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.bytesIn += chunk.length;
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    this.#bytesIn += chunk.length;
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     try {
       let offset = 0;
       for (;;) {
-        const used = this.readPage(this.pending, offset);
+        const used = this.#readPage(this.#pending, offset);
         if (used === 0) break;
         offset += used;
       }
       // Keep only the unparsed rest (less than one page); copy it so the chunk can go.
-      this.pending = offset === this.pending.length ? EMPTY : Buffer.from(this.pending.subarray(offset));
+      this.#pending = offset === this.#pending.length ? EMPTY : Buffer.from(this.#pending.subarray(offset));
     } catch (error) {
       callback(error as Error);
       return;
@@ -175,35 +175,35 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
   override _flush(callback: TransformCallback): void {
     if (this.head === undefined) {
       const found =
-        this.otherCodecs.length > 0
-          ? `Ogg streams of ${this.otherCodecs.join(', ')}`
-          : this.bytesIn === 0
+        this.#otherCodecs.length > 0
+          ? `Ogg streams of ${this.#otherCodecs.join(', ')}`
+          : this.#bytesIn === 0
             ? 'no data'
-            : `${this.bytesIn} bytes without an OpusHead packet`;
+            : `${this.#bytesIn} bytes without an OpusHead packet`;
       callback(new ProtocolError(`Not an Ogg/Opus stream: found ${found}.`));
       return;
     }
-    this.pending = EMPTY;
+    this.#pending = EMPTY;
     callback();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.decoder?.close();
-    this.decoder = undefined;
-    this.pending = EMPTY;
-    this.packet = [];
+    this.#decoder?.close();
+    this.#decoder = undefined;
+    this.#pending = EMPTY;
+    this.#packet = [];
     callback(error);
   }
 
   /** Parses one page at `offset`; returns its length, or 0 when it is not complete yet. */
-  private readPage(data: Buffer, offset: number): number {
+  #readPage(data: Buffer, offset: number): number {
     const available = data.length - offset;
     if (available < OGG_HEADER_BYTES) {
-      this.checkCapture(data, offset, available);
+      this.#checkCapture(data, offset, available);
       return 0;
     }
-    this.checkCapture(data, offset, 4);
-    if (data[offset + 4] !== 0) throw new ProtocolError(`Unsupported Ogg page version ${data[offset + 4]} at byte ${this.position(data, offset)}.`);
+    this.#checkCapture(data, offset, 4);
+    if (data[offset + 4] !== 0) throw new ProtocolError(`Unsupported Ogg page version ${data[offset + 4]} at byte ${this.#position(data, offset)}.`);
     const segments = data[offset + 26]!;
     const headerLength = OGG_HEADER_BYTES + segments;
     if (available < headerLength) return 0;
@@ -215,45 +215,45 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
     const page = data.subarray(offset, offset + pageLength);
     const stored = page.readUInt32LE(22);
     if (oggPageCrc(page) !== stored) {
-      throw new IntegrityError(`Ogg page at byte ${this.position(data, offset)} fails its CRC check: the data is corrupt.`);
+      throw new IntegrityError(`Ogg page at byte ${this.#position(data, offset)} fails its CRC check: the data is corrupt.`);
     }
     const flags = page[5]!;
     const granule = page.readBigInt64LE(6);
     const serial = page.readUInt32LE(14);
-    if (this.serial === undefined) {
-      this.lookForHead(page, serial, segments, headerLength);
+    if (this.#serial === undefined) {
+      this.#lookForHead(page, serial, segments, headerLength);
       return pageLength;
     }
-    if (serial !== this.serial) return pageLength;
-    if (this.packet.length > 0 && (flags & FLAG_CONTINUED) === 0) this.packet = []; // lost continuation
+    if (serial !== this.#serial) return pageLength;
+    if (this.#packet.length > 0 && (flags & FLAG_CONTINUED) === 0) this.#packet = []; // lost continuation
     if ((flags & FLAG_EOS) !== 0 && granule >= 0n) {
-      this.granuleLimit = Math.round((Number(granule) * this.rate) / 48000);
+      this.#granuleLimit = Math.round((Number(granule) * this.rate) / 48000);
     }
     let position = headerLength;
     for (let i = 0; i < segments; i++) {
       const lace = page[OGG_HEADER_BYTES + i]!;
-      if (lace > 0) this.packet.push(page.subarray(position, position + lace));
+      if (lace > 0) this.#packet.push(page.subarray(position, position + lace));
       position += lace;
       if (lace < 255) {
-        const packet = this.packet.length === 1 ? this.packet[0]! : Buffer.concat(this.packet);
-        this.packet = [];
-        this.onPacket(packet);
+        const packet = this.#packet.length === 1 ? this.#packet[0]! : Buffer.concat(this.#packet);
+        this.#packet = [];
+        this.#onPacket(packet);
       }
     }
     // A packet still open at the end of the page continues on the next one: keep a copy.
-    if (this.packet.length > 0) this.packet = [Buffer.concat(this.packet)];
+    if (this.#packet.length > 0) this.#packet = [Buffer.concat(this.#packet)];
     return pageLength;
   }
 
-  private position(data: Buffer, offset: number): number {
-    return this.bytesIn - (data.length - offset);
+  #position(data: Buffer, offset: number): number {
+    return this.#bytesIn - (data.length - offset);
   }
 
-  private checkCapture(data: Buffer, offset: number, n: number): void {
+  #checkCapture(data: Buffer, offset: number, n: number): void {
     const pattern = 'OggS';
     for (let i = 0; i < Math.min(n, 4); i++) {
       if (data[offset + i] !== pattern.charCodeAt(i)) {
-        const at = this.position(data, offset);
+        const at = this.#position(data, offset);
         throw new ProtocolError(
           at === 0 ? 'Not an Ogg stream: the data does not start with "OggS".' : `Ogg data is corrupt at byte ${at}: no page starts there.`,
         );
@@ -262,12 +262,12 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
   }
 
   /** Before the Opus stream is known: a beginning-of-stream page whose first packet is OpusHead. */
-  private lookForHead(page: Buffer, serial: number, segments: number, headerLength: number): void {
+  #lookForHead(page: Buffer, serial: number, segments: number, headerLength: number): void {
     if ((page[5]! & 0x02) === 0 || segments === 0) return;
     const firstLength = page[OGG_HEADER_BYTES]!;
     const first = page.subarray(headerLength, headerLength + firstLength);
     if (first.toString('latin1', 0, 8) !== 'OpusHead') {
-      this.otherCodecs.push(codecName(first));
+      this.#otherCodecs.push(codecName(first));
       return;
     }
     const head = parseOpusHead(first);
@@ -278,34 +278,34 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
       );
     }
     this.head = head;
-    this.serial = serial;
-    this.packetsInStream = 1;
-    this.outChannels = this.requestedChannels ?? (head.channels as 1 | 2);
-    this.decoder = createOpusCodec({ sampleRate: this.rate, channels: this.outChannels });
-    this.skipSamples = Math.round((head.preSkip * this.rate) / 48000);
-    this.emit('format', { head, rate: this.rate, channels: this.outChannels } satisfies OggOpusFormat);
+    this.#serial = serial;
+    this.#packetsInStream = 1;
+    this.#outChannels = this.#requestedChannels ?? (head.channels as 1 | 2);
+    this.#decoder = createOpusCodec({ sampleRate: this.rate, channels: this.#outChannels });
+    this.#skipSamples = Math.round((head.preSkip * this.rate) / 48000);
+    this.emit('format', { head, rate: this.rate, channels: this.#outChannels } satisfies OggOpusFormat);
   }
 
-  private onPacket(packet: Buffer): void {
-    const index = this.packetsInStream++;
+  #onPacket(packet: Buffer): void {
+    const index = this.#packetsInStream++;
     if (index === 1) return; // OpusTags
     if (packet.length === 0) return;
     let pcm: Buffer;
     try {
-      pcm = this.decoder!.decode(packet);
+      pcm = this.#decoder!.decode(packet);
     } catch (error) {
       throw new IntegrityError(`Opus packet ${index - 1} could not be decoded: ${(error as Error).message}.`, { cause: error });
     }
-    const frameBytes = 2 * this.outChannels;
+    const frameBytes = 2 * this.#outChannels;
     let start = 0;
     let samples = pcm.length / frameBytes;
-    const before = this.decodedSamples;
-    this.decodedSamples += samples;
-    if (this.granuleLimit !== undefined && this.decodedSamples > this.granuleLimit) {
-      samples = Math.max(0, this.granuleLimit - before);
+    const before = this.#decodedSamples;
+    this.#decodedSamples += samples;
+    if (this.#granuleLimit !== undefined && this.#decodedSamples > this.#granuleLimit) {
+      samples = Math.max(0, this.#granuleLimit - before);
     }
-    if (before < this.skipSamples) {
-      const skip = Math.min(samples, this.skipSamples - before);
+    if (before < this.#skipSamples) {
+      const skip = Math.min(samples, this.#skipSamples - before);
       start = skip;
       samples -= skip;
     }

@@ -209,31 +209,31 @@ function validateBitrate(value: unknown): number | undefined {
 
 class NativeCodec implements OpusCodec {
   readonly backend = 'native' as const;
-  private codec: NativeOpusEncoder | undefined;
+  #codec: NativeOpusEncoder | undefined;
   constructor(
     mod: NativeOpusModule,
     bitrate: number | undefined,
     readonly sampleRate: number,
     readonly channels: number,
   ) {
-    this.codec = new mod.OpusEncoder(sampleRate, channels);
-    if (bitrate !== undefined) this.codec.applyEncoderCTL(OPUS_SET_BITRATE, bitrate);
+    this.#codec = new mod.OpusEncoder(sampleRate, channels);
+    if (bitrate !== undefined) this.#codec.applyEncoderCTL(OPUS_SET_BITRATE, bitrate);
   }
-  private get live(): NativeOpusEncoder {
-    if (!this.codec) throw new Error('the Opus codec was closed');
-    return this.codec;
+  get #live(): NativeOpusEncoder {
+    if (!this.#codec) throw new Error('the Opus codec was closed');
+    return this.#codec;
   }
   encode(frame: Buffer): Buffer {
-    return this.live.encode(frame);
+    return this.#live.encode(frame);
   }
   decode(packet: Buffer): Buffer {
-    return this.live.decode(packet);
+    return this.#live.decode(packet);
   }
   decodeTransient(packet: Buffer): Buffer {
     return this.decode(packet); // the addon returns a buffer of its own every time
   }
   close(): void {
-    this.codec = undefined;
+    this.#codec = undefined;
   }
 }
 
@@ -282,12 +282,12 @@ class OpusScriptCodec implements OpusCodec {
     this.#packet = this.#memory + this.#pcmCells * 2;
     if (bitrate !== undefined) this.#handler._encoder_ctl(OPUS_SET_BITRATE, bitrate);
   }
-  private get live(): OpusScriptHandler {
+  get #live(): OpusScriptHandler {
     if (!this.#handler) throw new Error('the Opus codec was closed');
     return this.#handler;
   }
   encode(frame: Buffer): Buffer {
-    const handler = this.live;
+    const handler = this.#live;
     const frameBytes = (this.sampleRate * OPUS_FRAME_MS * this.channels * 2) / 1000;
     if (frame.length !== frameBytes) throw new ValidationError('frame', `${frameBytes} bytes (20 ms of PCM16)`, `${frame.length} bytes`);
     // One 16-bit cell per byte, as the module's encoder reads them.
@@ -308,7 +308,7 @@ class OpusScriptCodec implements OpusCodec {
   }
   /** Decodes `packet`; returns the PCM's 16-bit cells in the module's memory, one per byte. */
   #decodeCells(packet: Buffer): Uint16Array {
-    const handler = this.live;
+    const handler = this.#live;
     if (packet.length > OPUS_MAX_PACKET_BYTES) throw new Error(`Opus decode failed: a packet of ${packet.length} bytes`);
     this.#wasm.HEAPU8.set(packet, this.#packet);
     const samples = handler._decode(this.#packet, packet.length, this.#pcm);
@@ -391,8 +391,8 @@ export class OpusPacketEncoder extends Transform {
   readonly opusBackend: OpusBackend;
   /** Packets produced so far. */
   packets = 0;
-  private readonly codec: OpusCodec;
-  private readonly frames = new FrameAssembler(OPUS_FRAME_BYTES);
+  readonly #codec: OpusCodec;
+  readonly #frames = new FrameAssembler(OPUS_FRAME_BYTES);
 
   constructor(options: OpusPacketEncoderOptions = {}) {
     const codec = createOpusCodec({ backend: options.opusBackend ?? 'auto', bitrate: options.bitrate });
@@ -403,13 +403,13 @@ export class OpusPacketEncoder extends Transform {
       readableHighWaterMark: options.readableHighWaterMark ?? 16,
       writableHighWaterMark: options.writableHighWaterMark ?? 16 * 1024,
     });
-    this.codec = codec;
+    this.#codec = codec;
     this.opusBackend = codec.backend;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      this.frames.add(chunk, (frame) => this.encodeFrame(frame));
+      this.#frames.add(chunk, (frame) => this.#encodeFrame(frame));
     } catch (err) {
       callback(err as Error);
       return;
@@ -419,22 +419,22 @@ export class OpusPacketEncoder extends Transform {
 
   override _flush(callback: TransformCallback): void {
     try {
-      this.frames.finish((frame) => this.encodeFrame(frame));
+      this.#frames.finish((frame) => this.#encodeFrame(frame));
     } catch (err) {
       callback(err as Error);
       return;
     }
-    this.codec.close();
+    this.#codec.close();
     callback();
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.codec.close();
+    this.#codec.close();
     callback(err);
   }
 
-  private encodeFrame(frame: Buffer): void {
+  #encodeFrame(frame: Buffer): void {
     this.packets++;
-    this.push(this.codec.encode(frame));
+    this.push(this.#codec.encode(frame));
   }
 }

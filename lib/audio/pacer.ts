@@ -69,22 +69,22 @@ export class Pacer extends Duplex {
   /** Silent frames sent for empty slots (`fillGaps`) so far. */
   silentFramesSent = 0;
 
-  private readonly now: () => number;
-  private readonly highWaterBytes: number;
-  private readonly silence: number;
+  readonly #now: () => number;
+  readonly #highWaterBytes: number;
+  readonly #silence: number;
   /** The input cut into whole frames (views of it; a frame split across writes is copied once). */
-  private readonly cutter: FrameCutter;
-  private frames: Buffer[] = [];
-  private head = 0;
+  readonly #cutter: FrameCutter;
+  #frames: Buffer[] = [];
+  #head = 0;
 
-  private running = false;
-  private pausedByReader = false;
-  private t0 = 0;
-  private slot = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private ending = false;
-  private pendingWrite: (() => void) | undefined;
-  private finalCallback: (() => void) | undefined;
+  #running = false;
+  #pausedByReader = false;
+  #t0 = 0;
+  #slot = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #ending = false;
+  #pendingWrite: (() => void) | undefined;
+  #finalCallback: (() => void) | undefined;
 
   constructor(options: PacerOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -109,136 +109,136 @@ export class Pacer extends Duplex {
     this.frameMs = frameMs;
     this.fillGaps = options.fillGaps === true;
     this.frameBytes = samples * channels * bytesPerSample(format);
-    this.silence = silenceByte(format);
-    this.cutter = new FrameCutter(this.frameBytes);
-    this.highWaterBytes = Math.max(this.frameBytes, Math.round((highWaterMs / frameMs) * this.frameBytes));
-    this.now = options.now ?? (() => performance.now());
+    this.#silence = silenceByte(format);
+    this.#cutter = new FrameCutter(this.frameBytes);
+    this.#highWaterBytes = Math.max(this.frameBytes, Math.round((highWaterMs / frameMs) * this.frameBytes));
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** Bytes queued and not yet sent. */
   get queuedLength(): number {
-    return this.queuedBytes;
+    return this.#queuedBytes;
   }
 
-  private get queuedBytes(): number {
-    return (this.frames.length - this.head) * this.frameBytes + this.cutter.pendingBytes;
+  get #queuedBytes(): number {
+    return (this.#frames.length - this.#head) * this.frameBytes + this.#cutter.pendingBytes;
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
-    this.cutter.forEachFrame(chunk, this.enqueue);
-    if (this.queuedBytes > this.highWaterBytes) this.pendingWrite = () => callback();
+    this.#cutter.forEachFrame(chunk, this.#enqueue);
+    if (this.#queuedBytes > this.#highWaterBytes) this.#pendingWrite = () => callback();
     else callback();
-    if (!this.running && !this.pausedByReader && this.queuedBytes >= this.frameBytes) this.start();
+    if (!this.#running && !this.#pausedByReader && this.#queuedBytes >= this.frameBytes) this.#start();
   }
 
-  private readonly enqueue = (frame: Buffer): void => {
+  readonly #enqueue = (frame: Buffer): void => {
     // Frames already sent are dropped from the front now and then (the queue stays bounded).
-    if (this.head >= 64 && this.head * 2 >= this.frames.length) {
-      this.frames = this.frames.slice(this.head);
-      this.head = 0;
+    if (this.#head >= 64 && this.#head * 2 >= this.#frames.length) {
+      this.#frames = this.#frames.slice(this.#head);
+      this.#head = 0;
     }
-    this.frames.push(frame);
+    this.#frames.push(frame);
   };
 
   override _final(callback: (err?: Error | null) => void): void {
-    this.ending = true;
-    this.finalCallback = () => callback();
-    if (!this.running && !this.pausedByReader) {
-      if (this.queuedBytes > 0) this.start();
-      else this.finish();
+    this.#ending = true;
+    this.#finalCallback = () => callback();
+    if (!this.#running && !this.#pausedByReader) {
+      if (this.#queuedBytes > 0) this.#start();
+      else this.#finish();
     }
   }
 
   override _read(): void {
-    if (!this.pausedByReader) return;
-    this.pausedByReader = false;
+    if (!this.#pausedByReader) return;
+    this.#pausedByReader = false;
     // The reader still has buffered frames: the next one is due one frame from now (starting
     // at once would let a reader that reads one frame at a time pull the queue in a burst).
-    if (this.queuedBytes >= this.frameBytes || (this.ending && this.queuedBytes > 0)) this.start(1);
-    else if (this.ending) this.finish();
-    else if (this.fillGaps) this.start(1);
+    if (this.#queuedBytes >= this.frameBytes || (this.#ending && this.#queuedBytes > 0)) this.#start(1);
+    else if (this.#ending) this.#finish();
+    else if (this.fillGaps) this.#start(1);
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.stopTimer();
-    this.running = false;
-    this.frames = [];
-    this.head = 0;
-    this.cutter.clear();
-    this.pendingWrite = undefined;
-    this.finalCallback = undefined;
+    this.#stopTimer();
+    this.#running = false;
+    this.#frames = [];
+    this.#head = 0;
+    this.#cutter.clear();
+    this.#pendingWrite = undefined;
+    this.#finalCallback = undefined;
     callback(err);
   }
 
   /** Starts the schedule now; the first frame is due after `firstSlot` frames. */
-  private start(firstSlot = 0): void {
-    this.running = true;
-    this.t0 = this.now();
-    this.slot = firstSlot;
-    this.tick();
+  #start(firstSlot = 0): void {
+    this.#running = true;
+    this.#t0 = this.#now();
+    this.#slot = firstSlot;
+    this.#tick();
   }
 
-  private stopTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
-  private tick(): void {
-    this.timer = undefined;
+  #tick(): void {
+    this.#timer = undefined;
     if (this.destroyed) return;
-    const t = this.now();
-    while (this.running) {
-      const deadline = this.t0 + this.slot * this.frameMs;
+    const t = this.#now();
+    while (this.#running) {
+      const deadline = this.#t0 + this.#slot * this.frameMs;
       if (deadline > t) {
-        this.timer = setTimeout(() => this.tick(), deadline - t);
+        this.#timer = setTimeout(() => this.#tick(), deadline - t);
         return;
       }
       let frame: Buffer;
-      if (this.head < this.frames.length) {
-        frame = this.frames[this.head]!;
-        this.frames[this.head++] = EMPTY_FRAME; // not kept alive by the queue
-      } else if (this.ending && this.queuedBytes > 0) {
-        frame = this.cutter.takePending(this.frameBytes, this.silence);
-      } else if (this.ending) {
-        this.finish();
+      if (this.#head < this.#frames.length) {
+        frame = this.#frames[this.#head]!;
+        this.#frames[this.#head++] = EMPTY_FRAME; // not kept alive by the queue
+      } else if (this.#ending && this.#queuedBytes > 0) {
+        frame = this.#cutter.takePending(this.frameBytes, this.#silence);
+      } else if (this.#ending) {
+        this.#finish();
         return;
       } else if (this.fillGaps) {
-        frame = Buffer.alloc(this.frameBytes, this.silence);
+        frame = Buffer.alloc(this.frameBytes, this.#silence);
         this.silentFramesSent++;
       } else {
-        this.running = false; // underrun: restart when the next frame is queued
+        this.#running = false; // underrun: restart when the next frame is queued
         return;
       }
-      this.slot++;
+      this.#slot++;
       this.framesSent++;
-      this.releaseWriter();
+      this.#releaseWriter();
       const more = this.push(frame);
-      if (this.ending && this.queuedBytes === 0) {
-        this.finish();
+      if (this.#ending && this.#queuedBytes === 0) {
+        this.#finish();
         return;
       }
       if (!more) {
-        this.running = false;
-        this.pausedByReader = true;
+        this.#running = false;
+        this.#pausedByReader = true;
         return;
       }
     }
   }
 
-  private releaseWriter(): void {
-    if (this.pendingWrite !== undefined && this.queuedBytes <= this.highWaterBytes) {
-      const cb = this.pendingWrite;
-      this.pendingWrite = undefined;
+  #releaseWriter(): void {
+    if (this.#pendingWrite !== undefined && this.#queuedBytes <= this.#highWaterBytes) {
+      const cb = this.#pendingWrite;
+      this.#pendingWrite = undefined;
       cb();
     }
   }
 
-  private finish(): void {
-    this.running = false;
-    this.stopTimer();
+  #finish(): void {
+    this.#running = false;
+    this.#stopTimer();
     this.push(null);
-    const cb = this.finalCallback;
-    this.finalCallback = undefined;
+    const cb = this.#finalCallback;
+    this.#finalCallback = undefined;
     cb?.();
   }
 }

@@ -143,13 +143,13 @@ abstract class ResampleProcessor implements AudioProcessor {
   protected readonly stepPhase: number;
 
   /** Whole input frames, a frame cut between chunks carried over (the library's re-framer). */
-  private readonly frames: FrameCutter;
-  private out: Buffer = EMPTY;
-  private o = 0;
+  readonly #frames: FrameCutter;
+  #out: Buffer = EMPTY;
+  #o = 0;
 
-  private inputFrames = 0;
-  private outputFrames = 0;
-  private ended = false;
+  #inputFrames = 0;
+  #outputFrames = 0;
+  #ended = false;
 
   constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
     this.mix = options.mix ?? 'none';
@@ -165,7 +165,7 @@ abstract class ResampleProcessor implements AudioProcessor {
     this.taps = design.tapsPerPhase;
     this.stepFrames = Math.floor(design.down / design.up);
     this.stepPhase = design.down % design.up;
-    this.frames = new FrameCutter(this.inFrameBytes, { reuse: true });
+    this.#frames = new FrameCutter(this.inFrameBytes, { reuse: true });
   }
 
   /**
@@ -176,45 +176,45 @@ abstract class ResampleProcessor implements AudioProcessor {
   protected abstract feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number;
 
   process(chunk: Buffer): Buffer {
-    if (this.ended) return EMPTY;
-    const frames = Math.floor((this.frames.pendingBytes + chunk.length) / this.inFrameBytes);
+    if (this.#ended) return EMPTY;
+    const frames = Math.floor((this.#frames.pendingBytes + chunk.length) / this.inFrameBytes);
     if (frames === 0) {
-      this.frames.cut(chunk, this.run);
+      this.#frames.cut(chunk, this.#run);
       return EMPTY;
     }
     const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * this.outFrameBytes);
-    this.out = out;
-    this.o = 0;
-    this.frames.cut(chunk, this.run);
-    const o = this.o;
-    this.out = EMPTY;
+    this.#out = out;
+    this.#o = 0;
+    this.#frames.cut(chunk, this.#run);
+    const o = this.#o;
+    this.#out = EMPTY;
     return o === out.length ? out : out.subarray(0, o);
   }
 
   /** Converts a run of whole input frames, in pieces of at most PIECE_FRAMES. */
-  private readonly run = (src: Buffer, offset: number, frames: number): void => {
+  readonly #run = (src: Buffer, offset: number, frames: number): void => {
     const fb = this.inFrameBytes;
     for (let done = 0; done < frames; done += PIECE_FRAMES) {
       const n = Math.min(PIECE_FRAMES, frames - done);
-      this.inputFrames += n;
-      const next = this.feed(src, offset + done * fb, n, this.out, this.o, Infinity);
-      this.outputFrames += (next - this.o) / this.outFrameBytes;
-      this.o = next;
+      this.#inputFrames += n;
+      const next = this.feed(src, offset + done * fb, n, this.#out, this.#o, Infinity);
+      this.#outputFrames += (next - this.#o) / this.outFrameBytes;
+      this.#o = next;
     }
   };
 
   flush(): Buffer {
-    if (this.ended) return EMPTY;
-    this.ended = true;
-    this.frames.clear(); // a partial frame holds no complete sample: dropped
-    const expected = Math.ceil((this.inputFrames * this.up) / this.down);
-    const remaining = expected - this.outputFrames;
+    if (this.#ended) return EMPTY;
+    this.#ended = true;
+    this.#frames.clear(); // a partial frame holds no complete sample: dropped
+    const expected = Math.ceil((this.#inputFrames * this.up) / this.down);
+    const remaining = expected - this.#outputFrames;
     if (remaining <= 0) return EMPTY;
     const out = Buffer.allocUnsafe(remaining * this.outFrameBytes);
     let o = 0;
-    while (this.outputFrames < expected) {
-      const next = this.feed(null, 0, Math.min(PIECE_FRAMES, this.taps), out, o, expected - this.outputFrames);
-      this.outputFrames += (next - o) / this.outFrameBytes;
+    while (this.#outputFrames < expected) {
+      const next = this.feed(null, 0, Math.min(PIECE_FRAMES, this.taps), out, o, expected - this.#outputFrames);
+      this.#outputFrames += (next - o) / this.outFrameBytes;
       o = next;
     }
     return out;
@@ -223,37 +223,39 @@ abstract class ResampleProcessor implements AudioProcessor {
 
 /** Filtering in the WebAssembly kernel; the history is kept here, planar, between calls. */
 class KernelResampleProcessor extends ResampleProcessor {
-  private readonly kernel: FirKernel;
-  private readonly tables: KernelTables;
-  private readonly decodeTable: number;
-  private readonly encodeTable: number;
+  readonly #kernel: FirKernel;
+  readonly #tables: KernelTables;
+  readonly #decodeTable: number;
+  readonly #encodeTable: number;
   /** Per channel, the input frames future outputs still need (usually at most kp - 1). */
-  private readonly history: Int16Array[];
-  private kept: number;
+  readonly #history: Int16Array[];
+  #kept: number;
   /** Index (in history + new frames) of the newest frame the next output needs, and its row. */
-  private pos: number;
-  private phase: number;
+  #pos: number;
+  #phase: number;
 
   constructor(design: ResamplerDesign, channels: number, options: ResampleOptions, kernel: FirKernel, tables: KernelTables) {
     super(design, channels, options);
-    this.kernel = kernel;
-    this.tables = tables;
-    this.decodeTable = this.decode ? kernelStore(kernel, `decode ${this.decode}`, () => G711_DECODE[this.decode!]) : 0;
-    this.encodeTable = this.encode ? kernelStore(kernel, `encode ${this.encode}`, () => encodeTable(this.encode!)) : 0;
+    this.#kernel = kernel;
+    this.#tables = tables;
+    this.#decodeTable = this.decode ? kernelStore(kernel, `decode ${this.decode}`, () => G711_DECODE[this.decode!]) : 0;
+    this.#encodeTable = this.encode ? kernelStore(kernel, `encode ${this.encode}`, () => encodeTable(this.encode!)) : 0;
     // kp - 1 frames of silence stand for the time before the stream starts.
-    this.kept = tables.kp - 1;
-    this.history = Array.from({ length: this.channels }, () => new Int16Array(tables.kp - 1));
-    this.pos = this.kept + Math.floor(design.delay / design.up);
-    this.phase = design.delay % design.up;
+    this.#kept = tables.kp - 1;
+    this.#history = Array.from({ length: this.channels }, () => new Int16Array(tables.kp - 1));
+    this.#pos = this.#kept + Math.floor(design.delay / design.up);
+    this.#phase = design.delay % design.up;
   }
 
   protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
-    const { kernel, channels, kept, mix } = this;
-    const { kp, table } = this.tables;
+    const { channels, mix } = this;
+    const kernel = this.#kernel;
+    const kept = this.#kept;
+    const { kp, table } = this.#tables;
     const len = kept + frames;
     const inBytes = frames * this.inFrameBytes;
     const samplesIn = frames * this.inChannels;
-    const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.pos) * this.up) / this.down) + 1));
+    const maxOut = Math.min(limit, Math.max(0, Math.ceil(((len - this.#pos) * this.up) / this.down) + 1));
     const outSamples = maxOut * this.outChannels;
     // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
     // as int16, the output as int16, the output encoded.
@@ -269,7 +271,7 @@ class KernelResampleProcessor extends ResampleProcessor {
     const i16 = kernel.i16;
     const i32 = kernel.i32;
     for (let c = 0; c < channels; c++) {
-      const history = this.history[c]!;
+      const history = this.#history[c]!;
       i16.set(kept === history.length ? history : history.subarray(0, kept), (planes + c * planeBytes) >> 1);
     }
     const fresh = planes + kept * 2;
@@ -278,32 +280,32 @@ class KernelResampleProcessor extends ResampleProcessor {
     } else {
       const direct = this.inChannels === 1; // the samples go straight into the one plane
       u8.set(offset === 0 && inBytes === src.length ? src : src.subarray(offset, offset + inBytes), this.decode ? raw : direct ? fresh : pcm);
-      if (this.decode) exports.g711_decode(raw, samplesIn, this.decodeTable, direct ? fresh : pcm);
+      if (this.decode) exports.g711_decode(raw, samplesIn, this.#decodeTable, direct ? fresh : pcm);
       if (mix === 'down') exports.downmix(pcm, frames, fresh);
       else if (!direct) for (let c = 0; c < channels; c++) exports.deinterleave(pcm, frames, channels, c, fresh + c * planeBytes);
     }
     const copies = mix === 'up' ? 2 : 1;
     let produced = 0;
     for (let c = 0; c < channels; c++) {
-      i32[state >> 2] = this.pos;
-      i32[(state >> 2) + 1] = this.phase;
+      i32[state >> 2] = this.#pos;
+      i32[(state >> 2) + 1] = this.#phase;
       produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, this.outChannels, copies, maxOut);
     }
-    this.pos = i32[state >> 2]!;
-    this.phase = i32[(state >> 2) + 1]!;
+    this.#pos = i32[state >> 2]!;
+    this.#phase = i32[(state >> 2) + 1]!;
     const bytes = produced * this.outFrameBytes;
-    if (this.encode) exports.g711_encode(output, produced * this.outChannels, this.encodeTable, encoded);
+    if (this.encode) exports.g711_encode(output, produced * this.outChannels, this.#encodeTable, encoded);
     out.set(u8.subarray(this.encode ? encoded : output, (this.encode ? encoded : output) + bytes), o);
     // Keep what the next output needs: frames from pos - kp + 1 on.
-    const drop = Math.max(0, Math.min(this.pos - kp + 1, len));
-    this.kept = len - drop;
+    const drop = Math.max(0, Math.min(this.#pos - kp + 1, len));
+    this.#kept = len - drop;
     for (let c = 0; c < channels; c++) {
       const from = (planes + c * planeBytes) >> 1;
       // More than kp - 1 frames stay only when `limit` stopped the outputs early (flush).
-      if (this.history[c]!.length < this.kept) this.history[c] = new Int16Array(this.kept);
-      this.history[c]!.set(i16.subarray(from + drop, from + len));
+      if (this.#history[c]!.length < this.#kept) this.#history[c] = new Int16Array(this.#kept);
+      this.#history[c]!.set(i16.subarray(from + drop, from + len));
     }
-    this.pos -= drop;
+    this.#pos -= drop;
     return o + bytes;
   }
 }
@@ -322,70 +324,74 @@ function kernelStore(kernel: FirKernel, key: string, make: () => Int16Array | Ui
 
 /** Filtering in JavaScript (engines without WebAssembly SIMD): the same exact sums. */
 class ScriptResampleProcessor extends ResampleProcessor {
-  private readonly table: Float64Array;
-  private readonly decodeTable: Readonly<Int16Array> | undefined;
-  private readonly encodeTable: Uint8Array | undefined;
+  readonly #table: Float64Array;
+  readonly #decodeTable: Readonly<Int16Array> | undefined;
+  readonly #encodeTable: Uint8Array | undefined;
   /** Input history, interleaved Float64 frames; frame 0 is the oldest kept. */
-  private buf: Float64Array;
-  private len = 0;
+  #buf: Float64Array;
+  #len = 0;
   /** Index in `buf` of the newest frame the next output needs, and that output's phase. */
-  private pos: number;
-  private phase: number;
+  #pos: number;
+  #phase: number;
 
   constructor(design: ResamplerDesign, channels: number, options: ResampleOptions) {
     super(design, channels, options);
-    this.table = design.table;
-    this.decodeTable = this.decode && G711_DECODE[this.decode];
-    this.encodeTable = this.encode && encodeTable(this.encode);
+    this.#table = design.table;
+    this.#decodeTable = this.decode && G711_DECODE[this.decode];
+    this.#encodeTable = this.encode && encodeTable(this.encode);
     // K - 1 frames of silence stand for the time before the stream starts.
-    this.len = this.taps - 1;
-    this.buf = new Float64Array((this.len + PIECE_FRAMES) * this.channels);
-    this.pos = this.len + Math.floor(design.delay / design.up);
-    this.phase = design.delay % design.up;
+    this.#len = this.taps - 1;
+    this.#buf = new Float64Array((this.#len + PIECE_FRAMES) * this.channels);
+    this.#pos = this.#len + Math.floor(design.delay / design.up);
+    this.#phase = design.delay % design.up;
   }
 
   protected feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number {
-    this.append(src, offset, frames);
-    const next = this.produce(out, o, limit);
-    this.compact();
+    this.#append(src, offset, frames);
+    const next = this.#produce(out, o, limit);
+    this.#compact();
     return next;
   }
 
   /** Input sample `i` (counted in samples from `offset`) of `src`, as int16. */
-  private sample(src: Buffer, offset: number, i: number): number {
-    if (this.decodeTable) return this.decodeTable[src[offset + i]!]!;
+  #sample(src: Buffer, offset: number, i: number): number {
+    if (this.#decodeTable) return this.#decodeTable[src[offset + i]!]!;
     const s = offset + 2 * i;
     return ((src[s]! | (src[s + 1]! << 8)) << 16) >> 16;
   }
 
-  private append(src: Buffer | null, offset: number, frames: number): void {
+  #append(src: Buffer | null, offset: number, frames: number): void {
     const c = this.channels;
-    const need = (this.len + frames) * c;
-    if (need > this.buf.length) {
-      const grown = new Float64Array(Math.max(need, this.buf.length * 2));
-      grown.set(this.buf.subarray(0, this.len * c));
-      this.buf = grown;
+    const need = (this.#len + frames) * c;
+    if (need > this.#buf.length) {
+      const grown = new Float64Array(Math.max(need, this.#buf.length * 2));
+      grown.set(this.#buf.subarray(0, this.#len * c));
+      this.#buf = grown;
     }
-    const buf = this.buf;
-    const w = this.len * c;
+    const buf = this.#buf;
+    const w = this.#len * c;
     if (src === null) {
       buf.fill(0, w, w + frames * c);
     } else if (this.mix === 'down') {
-      for (let f = 0; f < frames; f++) buf[w + f] = averageInt16(this.sample(src, offset, 2 * f), this.sample(src, offset, 2 * f + 1));
+      for (let f = 0; f < frames; f++) buf[w + f] = averageInt16(this.#sample(src, offset, 2 * f), this.#sample(src, offset, 2 * f + 1));
     } else {
-      for (let i = 0; i < frames * c; i++) buf[w + i] = this.sample(src, offset, i);
+      for (let i = 0; i < frames * c; i++) buf[w + i] = this.#sample(src, offset, i);
     }
-    this.len += frames;
+    this.#len += frames;
   }
 
   /** Computes outputs while their input is available, at most `limit`; returns the new offset. */
-  private produce(out: Buffer, o: number, limit: number): number {
-    const { buf, table, taps, channels: c, up, stepFrames, stepPhase, encodeTable } = this;
+  #produce(out: Buffer, o: number, limit: number): number {
+    const { taps, channels: c, up, stepFrames, stepPhase } = this;
+    const buf = this.#buf;
+    const table = this.#table;
+    const encodeTable = this.#encodeTable;
     const symmetric = up === 1 && taps % 2 === 1;
     const half = (taps - 1) >> 1;
     const copies = this.mix === 'up' ? 2 : 1;
-    let { pos, phase } = this;
-    const len = this.len;
+    let pos = this.#pos;
+    let phase = this.#phase;
+    const len = this.#len;
     let produced = 0;
     // Every product and partial sum is an integer times 2^-22 well inside 2^53: the sums are
     // exact whatever their order.
@@ -428,19 +434,19 @@ class ScriptResampleProcessor extends ResampleProcessor {
         pos++;
       }
     }
-    this.pos = pos;
-    this.phase = phase;
+    this.#pos = pos;
+    this.#phase = phase;
     return o;
   }
 
   /** Drops the frames no future output needs. */
-  private compact(): void {
-    const drop = Math.min(this.pos - this.taps + 1, this.len);
+  #compact(): void {
+    const drop = Math.min(this.#pos - this.taps + 1, this.#len);
     if (drop <= 0) return;
     const c = this.channels;
-    this.buf.copyWithin(0, drop * c, this.len * c);
-    this.len -= drop;
-    this.pos -= drop;
+    this.#buf.copyWithin(0, drop * c, this.#len * c);
+    this.#len -= drop;
+    this.#pos -= drop;
   }
 }
 

@@ -35,15 +35,18 @@ export function floatToInt16(x: number): number {
 const PCM_BYTES: Record<PcmSampleFormat, number> = { s16le: 2, s16be: 2, f32le: 4 };
 
 class SampleFormatProcessor extends FrameProcessor {
-  constructor(
-    private readonly from: PcmSampleFormat,
-    private readonly to: PcmSampleFormat,
-  ) {
+  readonly #from: PcmSampleFormat;
+  readonly #to: PcmSampleFormat;
+
+  constructor(from: PcmSampleFormat, to: PcmSampleFormat) {
     super(PCM_BYTES[from], PCM_BYTES[to]);
+    this.#from = from;
+    this.#to = to;
   }
 
   protected convert(src: Buffer, srcOffset: number, frames: number, dst: Buffer, dstOffset: number): void {
-    const { from, to } = this;
+    const from = this.#from;
+    const to = this.#to;
     let s = srcOffset;
     let d = dstOffset;
     const end = srcOffset + frames * this.inFrameBytes;

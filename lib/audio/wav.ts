@@ -113,7 +113,7 @@ interface LegacyTransform {
  */
 abstract class WrappedTransform extends Duplex {
   protected readonly inner: LegacyTransform;
-  private finalCallback: ((err?: Error | null) => void) | undefined;
+  #finalCallback: ((err?: Error | null) => void) | undefined;
 
   constructor(inner: LegacyTransform, options: AudioTransformOptions) {
     super({
@@ -145,8 +145,8 @@ abstract class WrappedTransform extends Duplex {
       }
       if (tail.length > 0) this.push(tail);
       this.push(null);
-      const cb = this.finalCallback;
-      this.finalCallback = undefined;
+      const cb = this.#finalCallback;
+      this.#finalCallback = undefined;
       cb?.();
     });
     inner.on('error', (err: Error) => this.destroy(this.mapError(err)));
@@ -170,7 +170,7 @@ abstract class WrappedTransform extends Duplex {
   }
 
   override _final(callback: (err?: Error | null) => void): void {
-    this.finalCallback = callback;
+    this.#finalCallback = callback;
     this.inner.end();
   }
 
@@ -179,7 +179,7 @@ abstract class WrappedTransform extends Duplex {
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.finalCallback = undefined;
+    this.#finalCallback = undefined;
     this.inner.removeAllListeners('data');
     this.inner.on('error', () => {}); // late errors of a stream we have let go
     const destroy = (this.inner as { destroy?: () => void }).destroy;
@@ -211,10 +211,10 @@ export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
   format: WavFormat | undefined;
   /** The layout the data is converted to, or undefined when it passes through. */
   readonly target: ResolvedAudioDescription | undefined;
-  private processor: AudioProcessor | undefined;
-  private peek: Buffer[] = [];
-  private peeked = 0;
-  private bytesIn = 0;
+  #processor: AudioProcessor | undefined;
+  #peek: Buffer[] = [];
+  #peeked = 0;
+  #bytesIn = 0;
 
   constructor(options: WavReaderOptions = {}) {
     const target = options.to === undefined ? undefined : resolveDescription(options.to, 'to');
@@ -222,7 +222,7 @@ export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
     this.target = target;
     this.inner.on('format', (raw: RawWavFormat) => {
       try {
-        this.onFormat(raw);
+        this.#onFormat(raw);
       } catch (err) {
         this.destroy(err as Error);
       }
@@ -230,17 +230,17 @@ export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
   }
 
   override _write(chunk: Buffer, encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
-    this.bytesIn += chunk.length;
-    if (this.format === undefined && this.peeked < HEADER_PEEK_BYTES) {
-      this.peek.push(chunk.subarray(0, HEADER_PEEK_BYTES - this.peeked));
-      this.peeked += Math.min(chunk.length, HEADER_PEEK_BYTES - this.peeked);
+    this.#bytesIn += chunk.length;
+    if (this.format === undefined && this.#peeked < HEADER_PEEK_BYTES) {
+      this.#peek.push(chunk.subarray(0, HEADER_PEEK_BYTES - this.#peeked));
+      this.#peeked += Math.min(chunk.length, HEADER_PEEK_BYTES - this.#peeked);
     }
     super._write(chunk, encoding, callback);
   }
 
-  private onFormat(raw: RawWavFormat): void {
-    const header = Buffer.concat(this.peek);
-    this.peek = [];
+  #onFormat(raw: RawWavFormat): void {
+    const header = Buffer.concat(this.#peek);
+    this.#peek = [];
     const le = raw.endianness !== 'BE';
     let subFormat: number | undefined;
     // The package insists on `fmt ` right after `WAVE`, so its body starts at byte 20; an
@@ -272,20 +272,20 @@ export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
         (SUPPORTED_RATES as readonly number[]).includes(format.sampleRate);
       if (!convertible) throw new WavFormatError(format);
       const from = { format: sampleFormat!, rate: format.sampleRate, channels: format.channels };
-      this.processor = planConversion(from, t).processor;
+      this.#processor = planConversion(from, t).processor;
     }
     this.emit('format', format);
   }
 
   protected override mapOutput(chunk: Buffer): Buffer {
-    return this.processor ? this.processor.process(chunk) : chunk;
+    return this.#processor ? this.#processor.process(chunk) : chunk;
   }
 
   protected override endOutput(): Buffer {
     if (this.format === undefined) {
-      throw new ValidationError('wav', 'a RIFF/WAVE stream with a complete "fmt " chunk', `${this.bytesIn} bytes without one`);
+      throw new ValidationError('wav', 'a RIFF/WAVE stream with a complete "fmt " chunk', `${this.#bytesIn} bytes without one`);
     }
-    return this.processor ? this.processor.flush() : EMPTY;
+    return this.#processor ? this.#processor.flush() : EMPTY;
   }
 
   protected override mapError(err: Error): Error {
@@ -359,7 +359,7 @@ export const WAV_HEADER_BYTES = 44;
  * header carrying the exact sizes, for a caller that can write it back at offset 0.
  */
 export class WavWriter extends WrappedTransform {
-  private headerSent = false;
+  #headerSent = false;
 
   constructor(desc: AudioDescription, options: AudioTransformOptions = {}) {
     const writerOpts = writerOptions(desc);
@@ -372,8 +372,8 @@ export class WavWriter extends WrappedTransform {
    * is a copy, so bytes already given out never change under the consumer.
    */
   protected override mapOutput(chunk: Buffer): Buffer {
-    if (this.headerSent) return chunk;
-    this.headerSent = true;
+    if (this.#headerSent) return chunk;
+    this.#headerSent = true;
     return Buffer.from(chunk);
   }
 }
@@ -393,37 +393,37 @@ export class WavFileWriter extends Writable {
   readonly path: string;
   /** Sample data bytes written so far (excluding the header). */
   dataBytes = 0;
-  private readonly encoder: LegacyTransform;
-  private readonly done: Promise<void>;
-  private header: Buffer | undefined;
+  readonly #encoder: LegacyTransform;
+  readonly #done: Promise<void>;
+  #header: Buffer | undefined;
 
   constructor(path: string, desc: AudioDescription, options: WavFileWriterOptions = {}) {
     const writerOpts = writerOptions(desc);
     super({ highWaterMark: options.writableHighWaterMark, objectMode: false, decodeStrings: true });
     this.path = path;
     const encoder = new (wav().Writer)(writerOpts);
-    this.encoder = encoder as unknown as LegacyTransform;
+    this.#encoder = encoder as unknown as LegacyTransform;
     encoder.on('header', (header: Buffer) => {
-      this.header = header;
+      this.#header = header;
     });
-    this.done = pipeline(encoder, createWriteStream(path));
-    this.done.catch((err: Error) => this.destroy(err));
+    this.#done = pipeline(encoder, createWriteStream(path));
+    this.#done.catch((err: Error) => this.destroy(err));
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
     this.dataBytes += chunk.length;
-    if (this.encoder.write(chunk)) callback();
-    else this.encoder.once('drain', () => callback());
+    if (this.#encoder.write(chunk)) callback();
+    else this.#encoder.once('drain', () => callback());
   }
 
   override _final(callback: (err?: Error | null) => void): void {
     const pad = this.dataBytes % 2;
-    if (pad) this.encoder.write(Buffer.alloc(1));
-    this.encoder.end();
-    this.done
+    if (pad) this.#encoder.write(Buffer.alloc(1));
+    this.#encoder.end();
+    this.#done
       .then(async () => {
-        if (this.header === undefined) await once(this.encoder as unknown as NodeJS.EventEmitter, 'header');
-        const header = Buffer.from(this.header!);
+        if (this.#header === undefined) await once(this.#encoder as unknown as NodeJS.EventEmitter, 'header');
+        const header = Buffer.from(this.#header!);
         header.writeUInt32LE(WAV_HEADER_BYTES - 8 + this.dataBytes + pad, 4);
         header.writeUInt32LE(this.dataBytes, WAV_HEADER_BYTES - 4);
         const file = await open(this.path, 'r+');
@@ -442,8 +442,8 @@ export class WavFileWriter extends Writable {
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     // Ending the encoder lets the pipeline settle and the file close (with what was written
     // and the placeholder header); call back once the file is closed.
-    this.encoder.end();
-    this.done.then(
+    this.#encoder.end();
+    this.#done.then(
       () => callback(err),
       () => callback(err),
     );

@@ -87,13 +87,16 @@ class LiveSession {
   readonly #segmenter = new UtteranceSegmenter(TRANSCRIPTION_SEGMENTER);
   #idle: NodeJS.Timeout | undefined;
   #ended = false;
+  readonly #ws: WebSocket;
+  readonly #params: LiveTranscriptionParams;
+  readonly #convert: AudioProcessor;
+  readonly #idleMs: number;
 
-  constructor(
-    private readonly ws: WebSocket,
-    private readonly params: LiveTranscriptionParams,
-    private readonly convert: AudioProcessor,
-    private readonly idleMs: number,
-  ) {
+  constructor(ws: WebSocket, params: LiveTranscriptionParams, convert: AudioProcessor, idleMs: number) {
+    this.#ws = ws;
+    this.#params = params;
+    this.#convert = convert;
+    this.#idleMs = idleMs;
     ws.on('message', (data, isBinary) => this.#onMessage(data, isBinary));
     ws.on('close', () => this.#stop());
     ws.on('error', () => this.#stop());
@@ -103,10 +106,10 @@ class LiveSession {
 
   #armIdle(): void {
     if (this.#idle) clearTimeout(this.#idle);
-    if (this.idleMs <= 0) return;
+    if (this.#idleMs <= 0) return;
     this.#idle = setTimeout(() => {
-      this.#fail('IDLE_TIMEOUT', `No audio and no KeepAlive for ${this.idleMs} ms: send KeepAlive while the speaker is silent.`);
-    }, this.idleMs);
+      this.#fail('IDLE_TIMEOUT', `No audio and no KeepAlive for ${this.#idleMs} ms: send KeepAlive while the speaker is silent.`);
+    }, this.#idleMs);
   }
 
   #stop(): void {
@@ -118,7 +121,7 @@ class LiveSession {
   #fail(code: string, message: string): void {
     if (this.#ended) return;
     this.#stop();
-    this.ws.send(encodeLiveError(code, message), () => this.ws.close(POLICY_CLOSE, code));
+    this.#ws.send(encodeLiveError(code, message), () => this.#ws.close(POLICY_CLOSE, code));
   }
 
   #onMessage(data: RawData, isBinary: boolean): void {
@@ -126,27 +129,27 @@ class LiveSession {
     this.#armIdle();
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (isBinary) {
-      for (const utterance of this.#segmenter.push(this.convert.process(bytes))) this.#answer(utterance);
+      for (const utterance of this.#segmenter.push(this.#convert.process(bytes))) this.#answer(utterance);
       return;
     }
     let message;
     try {
       message = decodeLiveClientMessage(bytes.toString('utf8'));
     } catch (error) {
-      this.ws.send(encodeLiveError('INVALID_MESSAGE', (error as Error).message));
+      this.#ws.send(encodeLiveError('INVALID_MESSAGE', (error as Error).message));
       return;
     }
     if (message.type === 'CloseStream') this.#closeStream();
-    else if (message.type === 'unknown') this.ws.send(encodeLiveError('UNKNOWN_MESSAGE', `Unknown message type ${JSON.stringify(message.wireType)}: send KeepAlive or CloseStream.`));
+    else if (message.type === 'unknown') this.#ws.send(encodeLiveError('UNKNOWN_MESSAGE', `Unknown message type ${JSON.stringify(message.wireType)}: send KeepAlive or CloseStream.`));
   }
 
   /** Ends the utterance in progress (trailing silence), answers it, and closes. */
   #closeStream(): void {
-    const tail = this.convert.flush();
+    const tail = this.#convert.flush();
     const silence = Buffer.alloc(BYTES_PER_SECOND); // longer than the 600 ms that end an utterance
     for (const utterance of [...this.#segmenter.push(tail), ...this.#segmenter.push(silence)]) this.#answer(utterance);
     this.#stop();
-    this.ws.close(1000, 'CloseStream');
+    this.#ws.close(1000, 'CloseStream');
   }
 
   /** An interim result with the first words, then the final result. */
@@ -156,17 +159,17 @@ class LiveSession {
     const endMs = (utterance.voicedEnd / BYTES_PER_SECOND) * 1000;
     const words = wordTimings(text, startMs, endMs).map((w) => ({ ...w, start: w.start / 1000, end: w.end / 1000 }));
     const interim = words.slice(0, Math.max(1, Math.floor(words.length / 2)));
-    const base = { start: startMs / 1000, requestId: this.#requestId, model: this.params.model };
+    const base = { start: startMs / 1000, requestId: this.#requestId, model: this.#params.model };
     const confidence = (list: typeof words): number => Number((list.reduce((a, w) => a + w.confidence, 0) / list.length).toFixed(3));
-    this.ws.send(
+    this.#ws.send(
       encodeResults({ ...base, isFinal: false, duration: interim.at(-1)!.end - base.start, transcript: interim.map((w) => w.word).join(' '), confidence: confidence(interim), words: interim }),
     );
-    this.ws.send(encodeResults({ ...base, isFinal: true, duration: (endMs - startMs) / 1000, transcript: text, confidence: confidence(words), words }));
+    this.#ws.send(encodeResults({ ...base, isFinal: true, duration: (endMs - startMs) / 1000, transcript: text, confidence: confidence(words), words }));
   }
 
   terminate(): void {
     this.#stop();
-    this.ws.terminate();
+    this.#ws.terminate();
   }
 }
 

@@ -631,9 +631,9 @@ export class DiscordPlaybackAdapter extends Transform {
   /** Silence bytes (48 kHz stereo) added to complete the last frame. */
   paddingBytes = 0;
 
-  private readonly processor: AudioProcessor = fromServiceProcessor();
-  private readonly frames = new FrameAssembler(DISCORD_FRAME_BYTES);
-  private readonly codec: OpusCodec | undefined;
+  readonly #processor: AudioProcessor = fromServiceProcessor();
+  readonly #frames = new FrameAssembler(DISCORD_FRAME_BYTES);
+  readonly #codec: OpusCodec | undefined;
 
   constructor(options: DiscordPlaybackOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -646,13 +646,13 @@ export class DiscordPlaybackAdapter extends Transform {
     const codec = output === 'opus' ? createOpusCodec({ backend: options.opusBackend ?? 'auto', bitrate: options.bitrate }) : undefined;
     super({ readableObjectMode: true, writableObjectMode: false, decodeStrings: true, readableHighWaterMark, writableHighWaterMark });
     this.output = output;
-    this.codec = codec;
+    this.#codec = codec;
     this.opusBackend = codec?.backend;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      this.frames.add(this.processor.process(chunk), this.emitFrame);
+      this.#frames.add(this.#processor.process(chunk), this.#emitFrame);
     } catch (err) {
       callback(err as Error);
       return;
@@ -662,24 +662,24 @@ export class DiscordPlaybackAdapter extends Transform {
 
   override _flush(callback: TransformCallback): void {
     try {
-      this.frames.add(this.processor.flush(), this.emitFrame);
-      this.paddingBytes = this.frames.finish(this.emitFrame);
+      this.#frames.add(this.#processor.flush(), this.#emitFrame);
+      this.paddingBytes = this.#frames.finish(this.#emitFrame);
     } catch (err) {
       callback(err as Error);
       return;
     }
-    this.codec?.close();
+    this.#codec?.close();
     callback();
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.codec?.close();
+    this.#codec?.close();
     callback(err);
   }
 
-  private readonly emitFrame = (frame: Buffer): void => {
+  readonly #emitFrame = (frame: Buffer): void => {
     this.framesOut++;
-    this.push(this.codec ? this.codec.encode(frame) : frame);
+    this.push(this.#codec ? this.#codec.encode(frame) : frame);
   };
 }
 
