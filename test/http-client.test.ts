@@ -9,6 +9,7 @@ import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpAuthError,
   HttpPaymentRequiredError,
+  PaymentRequiredError,
   HttpConnectionError,
   HttpStatusError,
   HttpTimeoutError,
@@ -297,9 +298,12 @@ describe('status errors', () => {
   it('402 is out of credits: a BillingError, like a realtime billing stop', async () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 402, { error: 'No credits left', status: 402 }));
     const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(HttpPaymentRequiredError);
+    expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(error).toBeInstanceOf(BillingError);
-    expect(error).toMatchObject({ code: 'RTT_BILLING', status: 402, retryable: false, serverMessage: 'No credits left' });
+    expect(error).toMatchObject({ code: 'RTT_BILLING', status: 402, retryable: false, serverMessage: 'No credits left', taskId: undefined });
+    expect(error).toMatchObject({ method: 'POST', path: '/translated-tts' });
+    // The old name is the same class.
+    expect(HttpPaymentRequiredError).toBe(PaymentRequiredError);
   });
 
   it('other statuses are HttpStatusError with a text excerpt; 4xx not retryable, 5xx retryable', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, ProtocolError } from '../lib/errors.js';
+import { AbortError, BillingError, ProtocolError } from '../lib/errors.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from '../lib/http/errors.js';
 import {
   LONG_MEDIA_POLLING,
@@ -89,6 +89,25 @@ describe('waitForTask', () => {
     expect((error as Error).message).toContain(text);
     expect((error as { taskId: string }).taskId).toBe('t2');
     expect(source.calls).toHaveLength(2);
+  });
+
+  it('a task that ended without a result is a TaskFailedError saying its status; one out of credits is a PaymentRequiredError', async () => {
+    const ended = async (answer: Record<string, unknown>): Promise<unknown> => {
+      const promise = waitForTask('t4', statuses([answer]).get, { initialIntervalMs: 10 }).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(100);
+      return promise;
+    };
+    const timedOut = await ended({ status: 'TIMEOUT', run_id: null });
+    expect(timedOut).toBeInstanceOf(TaskFailedError);
+    expect(timedOut).toMatchObject({ taskStatus: 'TIMEOUT', code: 'RTT_TASK_TIMEOUT', retryable: false, taskId: 't4' });
+    expect(timedOut).not.toBeInstanceOf(TaskWaitTimeoutError);
+    const failed = await ended({ status: 'ERROR', run_id: null, message: 'bad text' });
+    expect(failed).toMatchObject({ taskStatus: 'ERROR', code: 'RTT_TASK_FAILED', retryable: true });
+    expect(failed).not.toBeInstanceOf(TaskTimeoutError);
+    const unpaid = await ended({ status: 'PAYMENT_REQUIRED', run_id: null });
+    expect(unpaid).toBeInstanceOf(PaymentRequiredError);
+    expect(unpaid).toBeInstanceOf(BillingError);
+    expect(unpaid).toMatchObject({ taskId: 't4', method: undefined, path: undefined, code: 'RTT_BILLING', retryable: false });
   });
 
   it('a status it does not know is a ProtocolError naming it, not an endless loop', async () => {

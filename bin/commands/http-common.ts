@@ -29,7 +29,7 @@ import { WavFileWriter } from '../../lib/audio/wav.js';
 import type { RunningEmulator } from '../../lib/emulator/server.js';
 import { EMULATOR_DEFAULT_API_KEY, ENV_HOME, ENV_XDG_STATE_HOME, NO_STATE_DIR, embeddedRefusalHint, emulatorStateDir, startEmbeddedEmulator } from '../embedded-emulator.js';
 import { ValidationError } from '../../lib/errors.js';
-import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError, TaskTimeoutError } from '../../lib/http/errors.js';
+import { HttpStatusError, PaymentRequiredError, ServiceValidationError, TaskFailedError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
 import { validate, type Check } from '../../lib/http/validation.js';
 import type { UploadProgress } from '../../lib/http/multipart.js';
@@ -394,8 +394,7 @@ export async function taskRun(
 function nothingToResume(error: unknown): boolean {
   return (
     error instanceof TaskFailedError ||
-    error instanceof TaskTimeoutError ||
-    error instanceof PaymentRequiredError ||
+    (error instanceof PaymentRequiredError && error.taskId !== undefined) ||
     (error instanceof HttpStatusError && error.status === 404)
   );
 }

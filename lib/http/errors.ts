@@ -129,21 +129,6 @@ export class HttpRateLimitError extends RateLimitError {
   }
 }
 
-/** 402: out of credits, a `BillingError` like a realtime billing stop. */
-export class HttpPaymentRequiredError extends BillingError {
-  readonly method: string;
-  readonly path: string;
-  constructor(options: HttpErrorOptions) {
-    const said = serviceSaid(options);
-    super(`${where(options)} was refused with 402: the account has insufficient credits. Add credits and try again.${said}`, {
-      ...options,
-      status: 402,
-    });
-    this.method = options.method;
-    this.path = options.path;
-  }
-}
-
 /** Any other non-2xx status. Retryable for 408 and 5xx. */
 export class HttpStatusError extends RtTranslateError {
   readonly method: string;
@@ -241,50 +226,91 @@ export interface TaskErrorOptions extends RtTranslateErrorOptions {
   taskId: string;
 }
 
-/** A task ended with status ERROR. `taskMessage` is its `message` or `exception_reason`. */
+/** The final statuses of a task that did not succeed and are not about credits. */
+export type TaskFailureStatus = 'ERROR' | 'TIMEOUT';
+
+/**
+ * A task ended without a result: status ERROR (`taskMessage` is its `message` or
+ * `exception_reason`; submitting again may succeed) or TIMEOUT (`TaskTimeoutError`: the work
+ * exceeded the service's time limit; split it). Not to be confused with `TaskWaitTimeoutError`:
+ * the client stopped waiting for a task that may still finish.
+ */
 export class TaskFailedError extends RtTranslateError {
   readonly taskId: string;
   readonly taskMessage: string | undefined;
-  constructor(taskMessage: string | undefined, options: TaskErrorOptions) {
-    const said = taskMessage ? `: ${taskMessage}` : ' (no message given)';
-    // The interface's guidance for ERROR: read the message, retry.
-    const advice = taskMessage
-      ? 'Read the message: if it names a problem with the input, fix that; otherwise submit the task again, which may succeed.'
-      : 'Submitting the task again may succeed.';
-    super('RTT_TASK_FAILED', `Task ${options.taskId} failed${said}. ${advice}`, {
-      ...options,
-      serverMessage: taskMessage,
-      retryable: true,
-    });
+  /** The status the task ended with. */
+  readonly taskStatus: TaskFailureStatus;
+  constructor(taskMessage: string | undefined, options: TaskErrorOptions, taskStatus: TaskFailureStatus = 'ERROR') {
+    if (taskStatus === 'TIMEOUT') {
+      super(
+        'RTT_TASK_TIMEOUT',
+        `Task ${options.taskId} exceeded the service's processing time limit (TIMEOUT). Split the work into smaller requests.`,
+        { ...options, serverMessage: taskMessage, retryable: false },
+      );
+    } else {
+      const said = taskMessage ? `: ${taskMessage}` : ' (no message given)';
+      // The interface's guidance for ERROR: read the message, retry.
+      const advice = taskMessage
+        ? 'Read the message: if it names a problem with the input, fix that; otherwise submit the task again, which may succeed.'
+        : 'Submitting the task again may succeed.';
+      super('RTT_TASK_FAILED', `Task ${options.taskId} failed${said}. ${advice}`, {
+        ...options,
+        serverMessage: taskMessage,
+        retryable: true,
+      });
+    }
     this.taskId = options.taskId;
     this.taskMessage = taskMessage;
+    this.taskStatus = taskStatus;
   }
 }
 
-/** A task ended with status TIMEOUT: the work exceeded the service's time limit. */
-export class TaskTimeoutError extends RtTranslateError {
-  readonly taskId: string;
+/** A task ended with status TIMEOUT: a `TaskFailedError` whose `taskStatus` is `TIMEOUT`. */
+export class TaskTimeoutError extends TaskFailedError {
   constructor(options: TaskErrorOptions) {
-    super(
-      'RTT_TASK_TIMEOUT',
-      `Task ${options.taskId} exceeded the service's processing time limit (TIMEOUT). Split the work into smaller requests.`,
-      { ...options, retryable: false },
-    );
-    this.taskId = options.taskId;
+    super(undefined, options, 'TIMEOUT');
   }
 }
 
-/** A task ended with status PAYMENT_REQUIRED: not enough credits (a `BillingError`). */
+/** Where the service said that credits ran out: an HTTP 402 answer, or a task's final status. */
+export type PaymentRequiredOptions = (HttpErrorOptions & { taskId?: undefined }) | TaskErrorOptions;
+
+/**
+ * Out of credits at the HTTP interface (a `BillingError`, like a realtime billing stop): a 402
+ * answer (`method`, `path` and `status` say which request) or a task that ended
+ * PAYMENT_REQUIRED (`taskId` says which). Not retryable: add credits first.
+ */
 export class PaymentRequiredError extends BillingError {
-  readonly taskId: string;
-  constructor(options: TaskErrorOptions) {
-    super(
-      `Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`,
-      { ...options, retryable: false },
-    );
+  /** The task that ended PAYMENT_REQUIRED; undefined for a 402 answer. */
+  readonly taskId: string | undefined;
+  /** The refused request, for a 402 answer. */
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  constructor(options: PaymentRequiredOptions) {
+    if (options.taskId !== undefined) {
+      super(
+        `Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`,
+        { ...options, retryable: false },
+      );
+      this.method = undefined;
+      this.path = undefined;
+    } else {
+      const http = options as HttpErrorOptions;
+      super(`${where(http)} was refused with 402: the account has insufficient credits. Add credits and try again.${serviceSaid(http)}`, {
+        ...http,
+        status: 402,
+      });
+      this.method = http.method;
+      this.path = http.path;
+    }
     this.taskId = options.taskId;
   }
 }
+
+/** @deprecated The same class as `PaymentRequiredError`, which a 402 answer now throws under its one name. */
+export const HttpPaymentRequiredError = PaymentRequiredError;
+/** @deprecated The same class as `PaymentRequiredError`. */
+export type HttpPaymentRequiredError = PaymentRequiredError;
 
 /** What a wait that ran out of time did: how long it lasted, its status reads, the last failure. */
 export interface TaskWaitTimeoutOptions extends RtTranslateErrorOptions {

@@ -17,7 +17,7 @@ import {
   HttpStatusError,
   HttpTimeoutError,
   HttpTlsError,
-  HttpPaymentRequiredError,
+  PaymentRequiredError,
   HttpRateLimitError,
   ServiceValidationError,
   type HttpErrorOptions,
@@ -166,7 +166,7 @@ function toDetail(raw: unknown): ServiceValidationDetail[] {
 /**
  * The typed error of a non-2xx answer from its status, headers and (possibly cut) body text:
  * 401 `HttpAuthError`, 403 `HttpForbiddenError`, 422 `ServiceValidationError` with `detail[]`,
- * 402 `HttpPaymentRequiredError`, 429 `HttpRateLimitError`, anything else `HttpStatusError`; the wait of `Retry-After` or
+ * 402 `PaymentRequiredError`, 429 `HttpRateLimitError`, anything else `HttpStatusError`; the wait of `Retry-After` or
  * `X-RateLimit-Reset` attached. `explanation` replaces the general sentence of a 403.
  */
 export function typedStatusError(
@@ -195,7 +195,7 @@ export function typedStatusError(
     case 422:
       return new ServiceValidationError(toDetail(parsed?.detail), options);
     case 402:
-      return new HttpPaymentRequiredError(options);
+      return new PaymentRequiredError(options);
     case 429:
       return new HttpRateLimitError(options);
     default:
