@@ -3,6 +3,12 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const PRIVATE_MEMBERS = [
+  { selector: "PropertyDefinition[accessibility='private']", message: 'Use a #private field.' },
+  { selector: "MethodDefinition[accessibility='private'][kind!='constructor']", message: 'Use a #private method.' },
+  { selector: "TSParameterProperty[accessibility='private']", message: 'Use a #private field assigned in the constructor.' },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'docs/api/', 'test/consumer/', 'coverage/'] },
   js.configs.recommended,
@@ -20,13 +26,22 @@ export default tseslint.config(
   {
     files: ['lib/**/*.ts', 'bin/**/*.ts'],
     rules: {
-      // One kind of private member: `#name`, private at run time too. (A `private constructor`
-      // stays: a constructor cannot be `#`.)
+      // One kind of private member: `#name`, private at run time too (a `private constructor`
+      // stays: a constructor cannot be `#`). In lib/, every throw is one of the library's typed
+      // errors (lib/errors.ts), with a code callers can test.
+      'no-restricted-syntax': ['error', ...PRIVATE_MEMBERS],
+    },
+  },
+  {
+    files: ['lib/**/*.ts'],
+    rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: "PropertyDefinition[accessibility='private']", message: 'Use a #private field.' },
-        { selector: "MethodDefinition[accessibility='private'][kind!='constructor']", message: 'Use a #private method.' },
-        { selector: "TSParameterProperty[accessibility='private']", message: 'Use a #private field assigned in the constructor.' },
+        ...PRIVATE_MEMBERS,
+        {
+          selector: "ThrowStatement > NewExpression[callee.name=/^(Error|TypeError|RangeError|SyntaxError)$/]",
+          message: 'Throw one of the typed errors of lib/errors.ts (ValidationError, UsageError, ...).',
+        },
       ],
     },
   },

@@ -25,6 +25,7 @@ export type RtTranslateErrorCode =
   | 'RTT_TASK_TIMEOUT'
   | 'RTT_INTEGRITY'
   | 'RTT_UNSUPPORTED'
+  | 'RTT_USAGE'
   | 'RTT_INPUT';
 
 export interface RtTranslateErrorOptions {
@@ -184,6 +185,16 @@ export class IntegrityError extends RtTranslateError {
 export class UnsupportedError extends RtTranslateError {
   constructor(message: string, options: RtTranslateErrorOptions = {}) {
     super('RTT_UNSUPPORTED', message, options);
+  }
+}
+
+/**
+ * A method was called in a state that does not allow it (a decoder used after its end, a codec
+ * after it was closed): a mistake in the calling code, never retryable.
+ */
+export class UsageError extends RtTranslateError {
+  constructor(message: string, options: RtTranslateErrorOptions = {}) {
+    super('RTT_USAGE', message, { ...options, retryable: false });
   }
 }
 

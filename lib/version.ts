@@ -3,6 +3,7 @@
  * `rt-translate --version` and for the emulator, which names its version in every answer.
  */
 import { readFileSync } from 'node:fs';
+import { ConfigError } from './errors.js';
 
 let version: string | undefined;
 
@@ -16,6 +17,6 @@ export function packageVersion(): string {
     } catch {
       // no package.json here
     }
-    if (dir.pathname === '/') throw new Error('the package.json of rt-translate was not found');
+    if (dir.pathname === '/') throw new ConfigError('package.json', 'The package.json of rt-translate was not found above its modules: the installation is incomplete.');
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FrameCutter } from '../lib/audio/frames.js';
+import { ValidationError } from '../lib/errors.js';
 
 function bytes(length: number, seed: number): Buffer {
   const b = Buffer.alloc(length);
@@ -106,8 +107,8 @@ describe('FrameCutter', () => {
     expect(seen[0]).toBe(seen[1]);
   });
 
-  it('refuses a frame size that is not a positive integer', () => {
-    expect(() => new FrameCutter(0)).toThrow(RangeError);
-    expect(() => new FrameCutter(1.5)).toThrow(RangeError);
+  it('refuses a frame size that is not a positive integer, naming it', () => {
+    expect(() => new FrameCutter(0)).toThrow(ValidationError);
+    expect(() => new FrameCutter(1.5)).toThrow('Invalid frameBytes: expected an integer >= 1 (got 1.5).');
   });
 });

@@ -3,7 +3,7 @@
  * with or without words) and rendering SRT, WebVTT and plain text exactly.
  */
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../lib/errors.js';
+import { ProtocolError, ValidationError } from '../lib/errors.js';
 import { formatTimestamp, parseTranscript, renderTranscript, type TranscriptSegment } from '../lib/http/transcript.js';
 
 const segments: TranscriptSegment[] = [
@@ -73,7 +73,8 @@ describe('renderTranscript', () => {
     expect(formatTimestamp(100 * 3_600_000, ',')).toBe('100:00:00,000');
   });
 
-  it('an unknown format is a TypeError', () => {
-    expect(() => renderTranscript(segments, 'ass' as 'srt')).toThrow(TypeError);
+  it('an unknown format is a ValidationError naming the formats', () => {
+    expect(() => renderTranscript(segments, 'ass' as 'srt')).toThrow(ValidationError);
+    expect(() => renderTranscript(segments, 'ass' as 'srt')).toThrow(`Invalid format: expected 'srt', 'vtt' or 'txt' (got "ass").`);
   });
 });

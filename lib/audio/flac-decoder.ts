@@ -24,7 +24,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { endianness } from 'node:os';
 import type { FLACDecoder, FLACDecodedAudio } from '@wasm-audio-decoders/flac';
-import { IntegrityError, ProtocolError } from '../errors.js';
+import { IntegrityError, ProtocolError, UsageError } from '../errors.js';
 import { FlacFrameDecoder, kernelDecodes, type FlacStreamInfo } from './flac-frames.js';
 import { alignKernel, firKernel } from './wasm/fir.js';
 
@@ -185,7 +185,7 @@ export class FlacPcmDecoder {
   /** Decodes what `chunk` completes; returns PCM16 LE interleaved (often empty). */
   decode(chunk: Uint8Array): Promise<Buffer> {
     return this.#serialize(async () => {
-      if (this.#ended) throw new Error('FlacPcmDecoder.decode() called after end().');
+      if (this.#ended) throw new UsageError('FlacPcmDecoder.decode() called after end().');
       if (!this.#info) this.#readHeader(chunk);
       let input = chunk;
       if (!this.#started) {
@@ -210,7 +210,7 @@ export class FlacPcmDecoder {
    */
   end(): Promise<Buffer> {
     return this.#serialize(async () => {
-      if (this.#ended) throw new Error('FlacPcmDecoder.end() called twice.');
+      if (this.#ended) throw new UsageError('FlacPcmDecoder.end() called twice.');
       this.#ended = true;
       if (!this.#info) throw new ProtocolError('The FLAC stream ended before its STREAMINFO header was complete.');
       if (this.#frames) return this.#frames.end();
@@ -296,7 +296,7 @@ export class FlacPcmDecoder {
    */
   verify(): void {
     const info = this.#info;
-    if (!this.#ended || !info) throw new Error('FlacPcmDecoder.verify() needs a completed end().');
+    if (!this.#ended || !info) throw new UsageError('FlacPcmDecoder.verify() needs a completed end().');
     this.checkFrames();
     const samples = this.samplesDecoded;
     if (info.totalSamples !== 0 && samples !== info.totalSamples) {

@@ -16,7 +16,7 @@
  * byte.
  */
 import type { Hash } from 'node:crypto';
-import { IntegrityError, ProtocolError } from '../errors.js';
+import { IntegrityError, ProtocolError, UsageError } from '../errors.js';
 import { alignKernel, lazyKernel, type WasmKernel } from './wasm/fir.js';
 import { WASM_BASE64 } from './wasm/flac-kernel.js';
 
@@ -116,7 +116,7 @@ export class FlacFrameDecoder {
 
   constructor(info: FlacStreamInfo, hash: Hash) {
     const k = flacKernel();
-    if (!k) throw new Error('FlacFrameDecoder needs the WebAssembly kernel (check kernelDecodes first).');
+    if (!k) throw new UsageError('FlacFrameDecoder needs the WebAssembly kernel (check kernelDecodes first).');
     this.#kernel = k;
     this.#info = info;
     this.#hash = hash;

@@ -12,6 +12,8 @@
  * reuses, so a frame handed out stays valid for as long as its receiver keeps it (with
  * `reuse: true`, a detector that only reads frames during the call saves those allocations).
  */
+import { ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 
 /** Assembled frames are carved from slabs of about this size (a whole number of frames). */
 const SLAB_BYTES = 64 * 1024;
@@ -42,7 +44,7 @@ export class FrameCutter {
   #tail: Buffer | undefined;
 
   constructor(frameBytes: number, options: FrameCutterOptions = {}) {
-    if (!Number.isSafeInteger(frameBytes) || frameBytes < 1) throw new RangeError(`frameBytes must be a positive integer (got ${frameBytes})`);
+    if (!Number.isSafeInteger(frameBytes) || frameBytes < 1) throw new ValidationError('frameBytes', 'an integer >= 1', describeReceived(frameBytes));
     this.frameBytes = frameBytes;
     this.#reuse = options.reuse === true;
     this.#lazyTail = options.lazyTail === true;

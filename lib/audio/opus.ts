@@ -17,7 +17,7 @@
  */
 import { createRequire } from 'node:module';
 import { Transform, type TransformCallback } from 'node:stream';
-import { UnsupportedError, ValidationError, describeCause } from '../errors.js';
+import { IntegrityError, UnsupportedError, UsageError, ValidationError, describeCause } from '../errors.js';
 import { FrameCutter } from './frames.js';
 import { describeReceived } from '../options.js';
 
@@ -125,11 +125,11 @@ function tryLoad(backend: OpusBackend, loader: ModuleLoader): { module?: NativeO
   try {
     const mod = loader(OPUS_BACKEND_PACKAGES[backend]) as Record<string, unknown> | undefined;
     if (backend === 'native') {
-      if (typeof mod?.OpusEncoder !== 'function') throw new Error('the module has no OpusEncoder class');
+      if (typeof mod?.OpusEncoder !== 'function') throw new UnsupportedError('the module has no OpusEncoder class');
       result = { module: mod as unknown as NativeOpusModule };
     } else {
       const ctor = mod as unknown as OpusScriptModule | undefined;
-      if (typeof ctor !== 'function' || typeof ctor.Application?.AUDIO !== 'number') throw new Error('the module is not an OpusScript class');
+      if (typeof ctor !== 'function' || typeof ctor.Application?.AUDIO !== 'number') throw new UnsupportedError('the module is not an OpusScript class');
       result = { module: ctor };
     }
   } catch (error) {
@@ -220,7 +220,7 @@ class NativeCodec implements OpusCodec {
     if (bitrate !== undefined) this.#codec.applyEncoderCTL(OPUS_SET_BITRATE, bitrate);
   }
   get #live(): NativeOpusEncoder {
-    if (!this.#codec) throw new Error('the Opus codec was closed');
+    if (!this.#codec) throw new UsageError('The Opus codec was closed.');
     return this.#codec;
   }
   encode(frame: Buffer): Buffer {
@@ -283,7 +283,7 @@ class OpusScriptCodec implements OpusCodec {
     if (bitrate !== undefined) this.#handler._encoder_ctl(OPUS_SET_BITRATE, bitrate);
   }
   get #live(): OpusScriptHandler {
-    if (!this.#handler) throw new Error('the Opus codec was closed');
+    if (!this.#handler) throw new UsageError('The Opus codec was closed.');
     return this.#handler;
   }
   encode(frame: Buffer): Buffer {
@@ -293,7 +293,7 @@ class OpusScriptCodec implements OpusCodec {
     // One 16-bit cell per byte, as the module's encoder reads them.
     this.#wasm.HEAPU16.set(frame, this.#pcm >>> 1);
     const length = handler._encode(this.#pcm, frame.length, this.#packet, frameBytes / this.channels / 2);
-    if (length < 0) throw new Error(`Opus encode failed (libopus error ${length})`);
+    if (length < 0) throw new IntegrityError(`Opus encode failed (libopus error ${length}).`);
     return Buffer.from(this.#wasm.HEAPU8.subarray(this.#packet, this.#packet + length));
   }
   decode(packet: Buffer): Buffer {
@@ -309,10 +309,10 @@ class OpusScriptCodec implements OpusCodec {
   /** Decodes `packet`; returns the PCM's 16-bit cells in the module's memory, one per byte. */
   #decodeCells(packet: Buffer): Uint16Array {
     const handler = this.#live;
-    if (packet.length > OPUS_MAX_PACKET_BYTES) throw new Error(`Opus decode failed: a packet of ${packet.length} bytes`);
+    if (packet.length > OPUS_MAX_PACKET_BYTES) throw new IntegrityError(`Opus decode failed: a packet of ${packet.length} bytes (at most ${OPUS_MAX_PACKET_BYTES}).`);
     this.#wasm.HEAPU8.set(packet, this.#packet);
     const samples = handler._decode(this.#packet, packet.length, this.#pcm);
-    if (samples < 0) throw new Error(`Opus decode failed (libopus error ${samples})`);
+    if (samples < 0) throw new IntegrityError(`Opus decode failed (libopus error ${samples}).`);
     return this.#wasm.HEAPU16.subarray(this.#pcm >>> 1, (this.#pcm >>> 1) + samples * this.channels * 2);
   }
   close(): void {

@@ -26,7 +26,7 @@
  * bytes are identical for any chunking, because every output sample is the same exact sum.
  * Large chunks are processed in pieces of 4096 frames, so memory is bounded.
  */
-import { ValidationError } from '../errors.js';
+import { UnsupportedError, ValidationError } from '../errors.js';
 import { SUPPORTED_RATES, validateRate, type SupportedRate } from './audio-format.js';
 import { averageInt16 } from './channels.js';
 import { FrameCutter } from './frames.js';
@@ -478,7 +478,7 @@ export function createResampleProcessor(inputRate: number, outputRate: number, c
   const wasm = kernel === 'js' ? undefined : firKernel();
   const tables = wasm && tablesFor(wasm, design);
   if (wasm && tables) return new KernelResampleProcessor(design, c, options, wasm, tables);
-  if (kernel === 'wasm') throw new Error('The WebAssembly resampling kernel cannot run in this engine.');
+  if (kernel === 'wasm') throw new UnsupportedError('The WebAssembly resampling kernel cannot run in this engine.');
   return new ScriptResampleProcessor(design, c, options);
 }
 

@@ -25,6 +25,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ValidationError } from '../errors.js';
 
 /** The owner of a voice or task as kept: `sha256:` and the hex digest of its API key. */
 export function ownerId(apiKey: string): string {
@@ -129,7 +130,7 @@ export class StateDir {
   records<T>(collection: string): Records<T> {
     const dir = join(this.dir, collection);
     const path = (name: string): string => {
-      if (!NAME.test(name)) throw new Error(`Not a record name: ${JSON.stringify(name)}.`);
+      if (!NAME.test(name)) throw new ValidationError('name', `a record name (${NAME.source})`, JSON.stringify(name));
       return join(dir, `${name}${JSON_SUFFIX}`);
     };
     return {
@@ -170,7 +171,7 @@ export class StateDir {
   /** Where the bytes of stored file `id` named `name` are. */
   filePath(id: string, name: string): string {
     if (!NAME.test(id) || name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) {
-      throw new Error(`Not a stored file: ${JSON.stringify(`${id}/${name}`)}.`);
+      throw new ValidationError('file', 'a stored file id and a plain file name', JSON.stringify(`${id}/${name}`));
     }
     return join(this.dir, 'files', id, name);
   }

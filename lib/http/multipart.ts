@@ -102,15 +102,11 @@ async function prepareFile({ name, upload, field = name }: FileField): Promise<F
   if (typeof data === 'string' || data instanceof URL) {
     const path = data instanceof URL ? (data.protocol === 'file:' ? fileURLToPath(data) : undefined) : data;
     if (path === undefined || path === '') throw new ValidationError(field, `${EXPECTED_UPLOAD} (a URL must be a file: URL)`, String(data));
-    let size: number;
-    try {
-      const info = await stat(path);
-      if (!info.isFile()) throw new Error('not a regular file');
-      size = info.size;
-    } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new ValidationError(field, 'a readable file', `${JSON.stringify(path)}: ${reason}`);
+    const info = await stat(path).catch((error: NodeJS.ErrnoException) => error.code ?? error.message);
+    if (typeof info === 'string' || !info.isFile()) {
+      throw new ValidationError(field, 'a readable file', `${JSON.stringify(path)}: ${typeof info === 'string' ? info : 'not a regular file'}`);
     }
+    const size = info.size;
     defaultName = basename(path);
     part = { size, reopenable: true, open: () => createReadStream(path, { highWaterMark: 64 * 1024 }) };
   } else if (data instanceof Uint8Array) {

@@ -8,7 +8,8 @@
  * seconds when any time has a fraction and as milliseconds otherwise; `'ms'` or `'s'` forces
  * one. The library's segments always carry milliseconds.
  */
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, ValidationError } from '../errors.js';
+import { describeReceived } from '../options.js';
 import type { TranscriptFormat } from './schemas.js';
 import { isPlainObject } from './wire.js';
 
@@ -159,6 +160,6 @@ export function renderTranscript(segments: readonly TranscriptSegment[], format:
         })
         .join('');
     default:
-      throw new TypeError(`Unknown transcript format ${String(format)}: expected srt, vtt or txt.`);
+      throw new ValidationError('format', "'srt', 'vtt' or 'txt'", describeReceived(format));
   }
 }

@@ -12,6 +12,7 @@
 import { encodeFlac } from '../../audio/flac-encoder.js';
 import { synthesizeSpeechPcm } from '../synth.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../../http/schemas.js';
+import { UnsupportedError, ValidationError } from '../../errors.js';
 
 /** Formats the emulator can stream; adts (AAC) needs an encoder it does not have. */
 export const EMULATED_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS.filter((format) => format !== 'adts');
@@ -33,7 +34,7 @@ export interface Mp3PieceEncoder {
 
 /** A fresh MP3 encoder for `sampleRate` (one of `MP3_SAMPLE_RATES`). */
 export async function createMp3PieceEncoder(sampleRate: number): Promise<Mp3PieceEncoder> {
-  if (!MP3_SAMPLE_RATES.includes(sampleRate)) throw new RangeError(`MP3 cannot carry ${sampleRate} Hz.`);
+  if (!MP3_SAMPLE_RATES.includes(sampleRate)) throw new ValidationError('sampleRate', `one of ${MP3_SAMPLE_RATES.join(', ')} (the rates MP3 carries)`, String(sampleRate));
   const { createMp3Encoder } = await import('wasm-media-encoders');
   const encoder = await createMp3Encoder();
   encoder.configure({ sampleRate, channels: 1, bitrate: MP3_BITRATE });
@@ -105,7 +106,7 @@ export function encodeAs(pcm16le: Buffer, format: OutputFormat, sampleRate: numb
     }
     default:
       // mp3 is encoded as it streams (createMp3PieceEncoder); adts is not emulated.
-      throw new Error(`The emulator cannot produce ${format} in one piece.`);
+      throw new UnsupportedError(`The emulator cannot produce ${format} in one piece.`);
   }
 }
 

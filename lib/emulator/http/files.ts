@@ -16,6 +16,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { StateDir } from '../state-store.js';
+import { UsageError } from '../../errors.js';
 
 export interface FileStoreOptions {
   /** Lifetime of a presigned URL, in milliseconds. */
@@ -145,7 +146,7 @@ export function createFileStore(options: FileStoreOptions, baseUrl: () => string
     createHmac('sha256', secret).update(`${path}\n${expires}`).digest();
 
   const presign = (path: string): string => {
-    if (!lookup(path)) throw new Error(`No stored file at ${path}.`);
+    if (!lookup(path)) throw new UsageError(`No stored file at ${path}: only a stored file gets a presigned URL.`);
     const expires = now() + ttl;
     return `${baseUrl()}${path}?expires=${expires}&sig=${sign(path, expires).toString('base64url')}`;
   };
