@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { AbortError } from '../lib/errors.js';
+import { AbortError, ValidationError } from '../lib/errors.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpConnectionError,
@@ -244,8 +244,12 @@ describe('withRetry', () => {
     expect(n).toBe(1);
   });
 
-  it('rejects nonsense options', async () => {
-    await expect(withRetry(async () => 1, { kind: 'read', retry: { retries: -1 } })).rejects.toThrow(/retry.retries/);
+  it('rejects nonsense options with a ValidationError naming the option and what it received', async () => {
+    const error = await withRetry(async () => 1, { kind: 'read', retry: { retries: -1 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error).toMatchObject({ field: 'retry.retries', received: '-1' });
+    const nan = await withRetry(async () => 1, { kind: 'read', retry: { factor: Number.NaN } }).catch((e: unknown) => e);
+    expect(nan).toMatchObject({ field: 'retry.factor', received: 'NaN' });
   });
 });
 

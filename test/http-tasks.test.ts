@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, BillingError, ProtocolError } from '../lib/errors.js';
+import { AbortError, BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from '../lib/http/errors.js';
 import {
   LONG_MEDIA_POLLING,
@@ -108,6 +108,18 @@ describe('waitForTask', () => {
     expect(unpaid).toBeInstanceOf(PaymentRequiredError);
     expect(unpaid).toBeInstanceOf(BillingError);
     expect(unpaid).toMatchObject({ taskId: 't4', method: undefined, path: undefined, code: 'RTT_BILLING', retryable: false });
+  });
+
+  it.each([
+    [{ initialIntervalMs: -1 }, 'polling.initialIntervalMs', '-1'],
+    [{ factor: 0.5 }, 'polling.factor', '0.5'],
+    [{ maxWaitMs: Number.POSITIVE_INFINITY }, 'polling.maxWaitMs', 'Infinity'],
+  ])('a polling option out of range (%o) is a ValidationError naming it, before any status read', async (options, field, received) => {
+    const source = statuses([pending]);
+    const error = await waitForTask('t5', source.get, options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error).toMatchObject({ field, received });
+    expect(source.calls).toEqual([]);
   });
 
   it('a status it does not know is a ProtocolError naming it, not an endless loop', async () => {

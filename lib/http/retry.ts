@@ -37,6 +37,7 @@
  */
 import pRetry from 'p-retry';
 import { AbortError, RateLimitError, RtTranslateError } from '../errors.js';
+import { numberOption } from '../options.js';
 import { HttpConnectionError, HttpStatusError, HttpTimeoutError } from './errors.js';
 
 export interface RetryOptions {
@@ -140,15 +141,13 @@ export function backoffDelay(retry: number, options: Required<RetryOptions>, ran
   return Math.round(base / 2 + (base / 2) * random);
 }
 
-/** The retry options with defaults filled in, or `false`. Throws TypeError on nonsense. */
+/** The retry options with defaults filled in, or `false`; a `ValidationError` naming the option for nonsense. */
 export function resolveRetry(setting: RetrySetting | undefined): Required<RetryOptions> | false {
   if (setting === false) return false;
-  const merged = { ...DEFAULT_RETRY, ...(setting ?? {}) };
+  const given: RetryOptions = setting ?? {};
+  const merged = { ...DEFAULT_RETRY, ...given };
   for (const key of ['retries', 'minDelayMs', 'maxDelayMs', 'factor'] as const) {
-    const value = merged[key];
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      throw new TypeError(`retry.${key} must be a finite number >= 0 (got ${String(value)})`);
-    }
+    numberOption(given[key], `retry.${key}`, { min: 0, fallback: DEFAULT_RETRY[key] });
   }
   return merged;
 }

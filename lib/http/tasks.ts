@@ -30,6 +30,7 @@
  * over: `LocalizationClient` redacts the API key from every JSON answer before anything reads it.
  */
 import { AbortError, ProtocolError, RtTranslateError } from '../errors.js';
+import { numberOption } from '../options.js';
 import { headerValue, type HeaderBag } from '../retry-after.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
 import { resolveRetry, statusReadDelay, type RetrySetting } from './retry.js';
@@ -170,19 +171,16 @@ export interface CompletedTask {
 /** The profile's values with any overrides, checked. */
 export function resolvePolling(options: WaitOptions = {}): PollingOptions {
   const base = options.profile === 'longMedia' ? LONG_MEDIA_POLLING : SPEECH_POLLING;
-  const merged: PollingOptions = {
-    initialIntervalMs: options.initialIntervalMs ?? base.initialIntervalMs,
-    maxIntervalMs: options.maxIntervalMs ?? Math.max(base.maxIntervalMs, options.initialIntervalMs ?? 0),
-    factor: options.factor ?? base.factor,
-    maxWaitMs: options.maxWaitMs ?? base.maxWaitMs,
+  const initialIntervalMs = numberOption(options.initialIntervalMs, 'polling.initialIntervalMs', { min: 0, fallback: base.initialIntervalMs });
+  return {
+    initialIntervalMs,
+    maxIntervalMs: numberOption(options.maxIntervalMs, 'polling.maxIntervalMs', {
+      min: 0,
+      fallback: Math.max(base.maxIntervalMs, options.initialIntervalMs === undefined ? 0 : initialIntervalMs),
+    }),
+    factor: numberOption(options.factor, 'polling.factor', { min: 1, fallback: base.factor }),
+    maxWaitMs: numberOption(options.maxWaitMs, 'polling.maxWaitMs', { min: 0, fallback: base.maxWaitMs }),
   };
-  for (const [key, value] of Object.entries(merged)) {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      throw new TypeError(`polling.${key} must be a finite number >= 0 (got ${String(value)})`);
-    }
-  }
-  if (merged.factor < 1) throw new TypeError(`polling.factor must be >= 1 (got ${merged.factor})`);
-  return merged;
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

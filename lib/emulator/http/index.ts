@@ -82,6 +82,7 @@ import type { UploadRecord } from './route-kit.js';
 import { triggerRealtimeFault, type RealtimeFaultControl } from '../realtime.js';
 import { EMULATOR_HEADER } from '../../http/tasks.js';
 import { packageVersion } from '../../version.js';
+import { numberOption } from '../../options.js';
 
 export interface HttpEmulatorOptions {
   /** Time a task stays PENDING, ms. Default 2000. CLI: `--task-ms`. */
@@ -122,11 +123,7 @@ const MAX_JSON_BYTES = 1024 * 1024;
 const LOG_SIZE = 500;
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new TypeError(`${name} must be a finite number >= 0 (got ${String(value)})`);
-  }
-  return value;
+  return numberOption(value, name, { min: 0, fallback });
 }
 
 interface LogEntry {
