@@ -30,6 +30,7 @@ export {
   AbortError,
   IntegrityError,
   UnsupportedError,
+  UsageError,
   AudioInputError,
   type RtTranslateErrorCode,
   type RtTranslateErrorOptions,

@@ -10,7 +10,7 @@ import { Transform, type TransformCallback, type TransformOptions } from 'node:s
 import { ValidationError } from '../errors.js';
 import { MAX_APPEND_AUDIO_BYTES } from '../limits.js';
 import { FrameCutter } from './frames.js';
-import { describeReceived } from '../options.js';
+import { describeReceived, intOption } from '../options.js';
 import { withEvents } from '../typed-events.js';
 
 /**
@@ -85,20 +85,12 @@ const MAX_CHUNK_MS = 60_000;
 
 /** A short, safe rendering of a rejected value for an error message. */
 
-function integerOption(field: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ValidationError(field, `an integer from ${min} to ${max}`, describeReceived(value));
-  }
-  return value;
-}
-
 function resolveFormat(format: PcmFormat | undefined): ResolvedFormat {
   if (format !== undefined && (typeof format !== 'object' || format === null)) {
     throw new ValidationError('format', 'an object with sampleRate, channels and bytesPerSample', describeReceived(format));
   }
-  const sampleRate = integerOption('sampleRate', format?.sampleRate, 1000, 768_000, 24_000);
-  const channels = integerOption('channels', format?.channels, 1, 64, 1);
+  const sampleRate = intOption(format?.sampleRate, 'sampleRate', { min: 1000, max: 768_000, fallback: 24_000 });
+  const channels = intOption(format?.channels, 'channels', { min: 1, max: 64, fallback: 1 });
   const bytesPerSample = format?.bytesPerSample ?? 2;
   if (!(BYTES_PER_SAMPLE as readonly unknown[]).includes(bytesPerSample)) {
     throw new ValidationError('bytesPerSample', `one of ${BYTES_PER_SAMPLE.join(', ')}`, describeReceived(bytesPerSample));
@@ -167,7 +159,7 @@ function resolveChunkerOptions(options: PcmChunkerOptions): ChunkerSettings {
   } = options;
   const { frameBytes, sampleRate: rate } = resolveFormat({ sampleRate, channels, bytesPerSample });
 
-  const maxBytes = integerOption('maxChunkBytes', maxChunkBytes, frameBytes, MAX_PCM_CHUNK_BYTES, MAX_PCM_CHUNK_BYTES);
+  const maxBytes = intOption(maxChunkBytes, 'maxChunkBytes', { min: frameBytes, max: MAX_PCM_CHUNK_BYTES, fallback: MAX_PCM_CHUNK_BYTES });
   const cap = maxBytes - (maxBytes % frameBytes);
 
   if (chunkMs !== undefined && chunkBytes !== undefined) {
@@ -175,7 +167,7 @@ function resolveChunkerOptions(options: PcmChunkerOptions): ChunkerSettings {
   }
   let requested: number;
   if (chunkBytes !== undefined) {
-    requested = integerOption('chunkBytes', chunkBytes, 1, Number.MAX_SAFE_INTEGER, 0);
+    requested = intOption(chunkBytes, 'chunkBytes', { min: 1, max: Number.MAX_SAFE_INTEGER, fallback: 0 });
     if (requested < frameBytes) {
       throw new ValidationError('chunkBytes', `an integer of at least one frame (${frameBytes} bytes)`, describeReceived(chunkBytes));
     }

@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ValidationError } from '../errors.js';
-import { describeReceived, intOption } from '../options.js';
+import { describeReceived, intOption, numberOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import type { EmulatorContext, EmulatorPart } from './context.js';
@@ -161,14 +161,6 @@ export interface RealtimeEmulatorOptions {
   faults?: RealtimeFaults;
 }
 
-function nonNegative(field: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new ValidationError(field, 'a finite number, 0 or more', String(value));
-  }
-  return value;
-}
-
 function positive(field: string, value: number | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -269,7 +261,7 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   if (audioFrames !== 'json' && audioFrames !== 'binary') {
     throw new ValidationError('audioFrames', '"json" or "binary"', JSON.stringify(audioFrames));
   }
-  const creditSeconds = nonNegative('creditSeconds', options.creditSeconds, Number.POSITIVE_INFINITY);
+  const creditSeconds = numberOption(options.creditSeconds, 'creditSeconds', { min: 0, fallback: Number.POSITIVE_INFINITY });
   const segmentation = options.segmentation ?? 'utterance';
   if (!SEGMENTATIONS.includes(segmentation)) {
     throw new ValidationError('segmentation', `one of ${SEGMENTATIONS.map((m) => `'${m}'`).join(', ')}`, describeReceived(segmentation));
@@ -277,18 +269,18 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
   return {
     apiKeys,
     voices,
-    sessionUpdateTimeoutMs: nonNegative('sessionUpdateTimeoutMs', options.sessionUpdateTimeoutMs, DEFAULT_SESSION_UPDATE_TIMEOUT_MS),
+    sessionUpdateTimeoutMs: numberOption(options.sessionUpdateTimeoutMs, 'sessionUpdateTimeoutMs', { min: 0, fallback: DEFAULT_SESSION_UPDATE_TIMEOUT_MS }),
     creditSeconds: options.creditSeconds === undefined ? undefined : creditSeconds,
     creditBytes: options.creditSeconds === undefined ? undefined : Math.floor(creditSeconds * 24_000) * 2,
     segmenter: resolveSegmenter(options, segmentation),
     segmentation,
     idleMs: positive('idleMs', options.idleMs) ?? DEFAULT_IDLE_MS,
     lastAnswer: resolveLastAnswer(options.lastAnswer),
-    latencyMs: nonNegative('latencyMs', options.latencyMs, 0),
+    latencyMs: numberOption(options.latencyMs, 'latencyMs', { min: 0, fallback: 0 }),
     audioFrames,
-    coldStartMs: nonNegative('coldStartMs', options.coldStartMs, 0),
+    coldStartMs: numberOption(options.coldStartMs, 'coldStartMs', { min: 0, fallback: 0 }),
     inputBytesPerSecond: positive('inputBytesPerSecond', options.inputBytesPerSecond),
-    sendBufferLimitBytes: nonNegative('sendBufferLimitBytes', options.sendBufferLimitBytes, DEFAULT_SEND_BUFFER_LIMIT_BYTES),
+    sendBufferLimitBytes: numberOption(options.sendBufferLimitBytes, 'sendBufferLimitBytes', { min: 0, fallback: DEFAULT_SEND_BUFFER_LIMIT_BYTES }),
     faults: faultPlan(options.faults),
   };
 }

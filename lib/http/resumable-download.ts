@@ -25,6 +25,7 @@ import { HttpConnectionError, HttpForbiddenError, HttpTimeoutError } from './err
 import { typedNetworkError, typedStatusError, type FailedRequest } from './failures.js';
 import { headerValue, parseRetryAfter, type HeaderBag } from '../retry-after.js';
 import { withEvents } from '../typed-events.js';
+import { numberOption } from '../options.js';
 
 export interface ResumableDownloadOptions {
   /** The file's address: an `https://` URL, or `http://` on loopback (see `allowInsecure`). */
@@ -126,14 +127,6 @@ const BETWEEN: DownloadState = Object.freeze({ status: 'between', timer: undefin
  */
 const LEFT = new AbortError('The download left this attempt.');
 
-function nonNegative(value: number | undefined, field: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new ValidationError(field, 'a number of milliseconds >= 0', String(value));
-  }
-  return value;
-}
-
 /** The options checked, defaults filled in. */
 function resolveOptions(options: ResumableDownloadOptions): Resolved {
   const allowInsecure = options.allowInsecure === true;
@@ -158,10 +151,10 @@ function resolveOptions(options: ResumableDownloadOptions): Resolved {
     urlKind: options.urlKind ?? 'presigned',
     canRefresh: options.refreshUrl !== undefined,
     maxAttempts,
-    bodyTimeoutMs: nonNegative(options.bodyTimeoutMs, 'bodyTimeoutMs', 30_000),
-    headersTimeoutMs: nonNegative(options.headersTimeoutMs, 'headersTimeoutMs', 60_000),
-    connectTimeoutMs: nonNegative(options.connectTimeoutMs, 'connectTimeoutMs', 10_000),
-    retryDelayMs: nonNegative(options.retryDelayMs, 'retryDelayMs', 250),
+    bodyTimeoutMs: numberOption(options.bodyTimeoutMs, 'bodyTimeoutMs', { min: 0, fallback: 30_000 }),
+    headersTimeoutMs: numberOption(options.headersTimeoutMs, 'headersTimeoutMs', { min: 0, fallback: 60_000 }),
+    connectTimeoutMs: numberOption(options.connectTimeoutMs, 'connectTimeoutMs', { min: 0, fallback: 10_000 }),
+    retryDelayMs: numberOption(options.retryDelayMs, 'retryDelayMs', { min: 0, fallback: 250 }),
     allowInsecure,
   };
 }
