@@ -46,6 +46,13 @@ export interface CompareOptions {
    * processes on a shared machine do not inflate; see `BenchCase.run` for child processes.
    */
   clock?: 'wall' | 'cpu';
+  /**
+   * Each round runs the two cases in turn, the baseline first in every other round, and the
+   * ratio is the median of the rounds' own ratios: on a shared machine whose load drifts, both
+   * cases of a round meet the same load, and neither always follows the other. Default false
+   * (the ratio of the medians, the subject always first).
+   */
+  paired?: boolean;
 }
 
 export interface CompareResult {
@@ -210,8 +217,13 @@ export async function compare(
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    s.push(await round(subject, minMs, clock));
-    b.push(await round(baseline, minMs, clock));
+    if (options.paired && i % 2 === 1) {
+      b.push(await round(baseline, minMs, clock));
+      s.push(await round(subject, minMs, clock));
+    } else {
+      s.push(await round(subject, minMs, clock));
+      b.push(await round(baseline, minMs, clock));
+    }
   }
   const result: CompareResult = {
     title,
@@ -219,7 +231,7 @@ export async function compare(
     baseline: baseline.name,
     subjectMsPerRun: median(s),
     baselineMsPerRun: median(b),
-    ratio: median(s) / median(b),
+    ratio: options.paired ? median(s.map((ms, i) => ms / b[i]!)) : median(s) / median(b),
     target: options.target,
   };
   const what = clock === 'cpu' ? 'CPU time' : 'time';
@@ -230,7 +242,7 @@ export async function compare(
   console.log(
     `${title}\n  ${subject.name}: ${rate(subject, result.subjectMsPerRun, options)} (spread ${spread(s)})` +
       `\n  ${baseline.name}: ${rate(baseline, result.baselineMsPerRun, options)} (spread ${spread(b)})` +
-      `\n  ratio (subject ${what} / baseline ${what}, median of ${rounds} rounds): ${result.ratio.toFixed(2)}` +
+      `\n  ratio (subject ${what} / baseline ${what}, median of ${rounds} rounds${options.paired ? "' own ratios" : ''}): ${result.ratio.toFixed(2)}` +
       (options.target === undefined ? '' : ` (target <= ${options.target})`),
   );
   record({ name: options.label ?? title, value: result.ratio, kind: 'max', bound: options.target });

@@ -26,7 +26,7 @@ import { pipeline } from 'node:stream/promises';
 import { bytesPerSample, type AudioDescription } from '../lib/audio/audio-format.js';
 import { fromServiceFormat, toServiceFormat } from '../lib/audio/convert.js';
 import { encodeMulaw } from '../lib/audio/g711.js';
-import { compare, record } from './harness.js';
+import { compare } from './harness.js';
 
 const SECONDS = 240;
 const SHORT_SECONDS = 0.25;

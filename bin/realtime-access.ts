@@ -8,7 +8,8 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ENV_REALTIME_URL, resolveRealtimeUrl } from '../lib/config.js';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { resolvePath, type CliIo } from './cli.js';
+import { ConfigError, ValidationError } from '../lib/errors.js';
+import { UsageError, resolvePath, type CliIo } from './cli.js';
 import { openWriteStream, writeAll } from './audio-io.js';
 import { prepareOutputDirectory } from './file-errors.js';
 import { API_KEY_OPTIONS, FLAG_HINTS, keySource, resolveKeyFlags, type ApiKeyFlags } from './api-key.js';
@@ -63,6 +64,49 @@ export async function connect(access: RealtimeAccess, io: CliIo): Promise<{ apiK
   const { startEmbeddedEmulator, EMULATOR_DEFAULT_API_KEY } = await import('./embedded-emulator.js');
   const emulator = await startEmbeddedEmulator(io, access.keySource);
   return { apiKey: EMULATOR_DEFAULT_API_KEY, realtimeUrl: emulator.realtimeUrl, emulator };
+}
+
+/** The translation command's flags that shape every session, whatever its languages. */
+export interface TranslationFlags {
+  'allow-insecure'?: boolean;
+  'no-reconnect'?: boolean;
+}
+
+/**
+ * The options of a translation session (or of each of a fan-out's) from the command's flags,
+ * the key and URL `connect()` gave, and the command's abort signal; languages and voices aside.
+ */
+export function translationOptions(
+  values: TranslationFlags,
+  target: { apiKey: string | undefined; realtimeUrl: string | undefined },
+  signal: AbortSignal,
+  o: { textOnly: boolean; quietPeriodMs: number | undefined; responseStallTimeoutMs: number | undefined },
+) {
+  return {
+    apiKey: target.apiKey,
+    realtimeUrl: target.realtimeUrl,
+    signal,
+    allowInsecure: values['allow-insecure'] === true,
+    ...(o.textOnly ? { outputModalities: ['text'] as const } : {}),
+    ...(o.quietPeriodMs !== undefined ? { quietPeriodMs: o.quietPeriodMs } : {}),
+    ...(o.responseStallTimeoutMs !== undefined ? { responseStallTimeoutMs: o.responseStallTimeoutMs } : {}),
+    ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
+  };
+}
+
+/**
+ * The session made by `create` from the flags' options. When it cannot be (a bad option is a
+ * usage error), `release` frees what the command opened first and the embedded emulator closes.
+ */
+export async function createSession<T>(create: () => T, release: () => Promise<void>, emulator: RunningEmulator | undefined): Promise<T> {
+  try {
+    return create();
+  } catch (error) {
+    await release();
+    await emulator?.close();
+    if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** `stream` behind a Writable whose end leaves it open (standard output, for `--events -`). */

@@ -9,6 +9,7 @@
  */
 import { Transform, type Writable } from 'node:stream';
 import type { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
+import type { ReconnectedInfo, ReconnectingInfo } from '../lib/realtime/realtime-events.js';
 import { UsageError } from './cli.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */
@@ -227,6 +228,39 @@ export class LiveStatus {
   }
 }
 
+/** The line a realtime command prints when the service says it is booting a model. */
+export const STARTING_NOTICE = 'rt-translate: the service is starting (a cold start can take 30 to 90 s)...';
+
+/** The line a realtime command prints at the first Ctrl-C. */
+export const STOPPING_NOTICE = 'rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).';
+
+/** A dropped connection, as a realtime command says it (after `rt-translate: ` and the language, if any). */
+export function reconnectingText({ attempt, delayMs, cause }: ReconnectingInfo): string {
+  return `connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`;
+}
+
+/** A new session after a drop, as a realtime command says it. */
+export function reconnectedText({ replayedMs, outageMs, notReplayedMs }: ReconnectedInfo): string {
+  return (
+    `reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
+    (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : '')
+  );
+}
+
+/** Between the input and the translator: counts what goes through into `progress`; `ended()` once the input ends. */
+export function inputCounter(progress: { sentBytes: number }, ended: () => void): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      progress.sentBytes += chunk.length;
+      callback(null, chunk);
+    },
+    flush(callback) {
+      ended();
+      callback();
+    },
+  });
+}
+
 /**
  * A session told on `stderr`: transcripts and translations, warnings and reconnects as lines; a
  * progress line (`mode`: by default redrawn on a terminal, nothing elsewhere); a summary at the
@@ -252,7 +286,7 @@ export class SessionReport {
     this.#progress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly: labels.textOnly };
     const print = (line: string) => this.#status.print(line);
     rt.on('session.starting', () => {
-      print('rt-translate: the service is starting (a cold start can take 30 to 90 s)...');
+      print(STARTING_NOTICE);
       this.#enter('starting');
     });
     rt.on('session.created', () => {
@@ -262,28 +296,10 @@ export class SessionReport {
     rt.on('transcript.done', (text) => print(`transcript (${labels.from}): ${text}`));
     rt.on('text.done', (text) => print(`translation (${labels.to}): ${text}`));
     rt.on('warning', (warning) => print(`rt-translate: warning: ${warning.message}`));
-    rt.on('reconnecting', ({ attempt, delayMs, cause }) =>
-      print(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
-    );
-    rt.on('reconnected', ({ replayedMs, outageMs, notReplayedMs }) =>
-      print(
-        `rt-translate: reconnected after ${(outageMs / 1000).toFixed(1)} s; sent ${(replayedMs / 1000).toFixed(1)} s of unanswered audio again` +
-          (notReplayedMs > 0 ? ` (${(notReplayedMs / 1000).toFixed(1)} s more was no longer kept and may be missing)` : ''),
-      ),
-    );
-    const progress = this.#progress;
-    const finishing = () => {
-      if (progress.phase !== 'stopping') this.#enter('finishing');
-    };
-    this.counter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        progress.sentBytes += chunk.length;
-        callback(null, chunk);
-      },
-      flush(callback) {
-        finishing();
-        callback();
-      },
+    rt.on('reconnecting', (info) => print(`rt-translate: ${reconnectingText(info)}`));
+    rt.on('reconnected', (info) => print(`rt-translate: ${reconnectedText(info)}`));
+    this.counter = inputCounter(this.#progress, () => {
+      if (this.#progress.phase !== 'stopping') this.#enter('finishing');
     });
     this.#status.show(() => this.#text());
   }
@@ -300,7 +316,7 @@ export class SessionReport {
 
   /** The first Ctrl-C: acknowledged at once. */
   stopping(): void {
-    this.#status.print('rt-translate: stopping: the input is closed; waiting for the translation of what was sent (Ctrl-C again to abort).');
+    this.#status.print(STOPPING_NOTICE);
     this.#enter('stopping');
   }
 

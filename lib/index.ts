@@ -61,6 +61,24 @@ export { LANGUAGE_TAGS, type LanguageTag, type OpenUnion } from './language-tags
 export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
 export { PcmChunker, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
 export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
+export {
+  RealtimeFanout,
+  MAX_FANOUT_TARGETS,
+  fanoutEventToRecord,
+  type RealtimeFanoutOptions,
+  type FanoutTargetOptions,
+  type FanoutTargetSpec,
+  type FanoutTarget,
+  type FanoutEvent,
+  type FanoutTargetEvent,
+  type FanoutOutcome,
+  type FanoutTargetStats,
+  type FanoutTargetStatus,
+  type RealtimeFanoutEvents,
+  type RealtimeFanoutStats,
+  type TargetAddedInfo,
+  type TargetDoneInfo,
+} from './realtime/fanout.js';
 
 // Live transcription
 export {

@@ -8,7 +8,7 @@ import {
 } from '../lib/audio/resampler.js';
 import { ValidationError } from '../lib/errors.js';
 import { runChunked } from './helpers/streams.js';
-import { SKIP, WINDOW, amplitudeAt, dB, defineQualityTests, tones, toSamples } from './helpers/tone-analysis.js';
+import { SKIP, WINDOW, dB, defineQualityTests, tones, toSamples } from './helpers/tone-analysis.js';
 
 /** Resamples `seconds`-worth of mono tones and returns the analysed output segment. */
 function resampleTones(from: number, to: number, parts: [number, number][]): Float64Array {

@@ -54,7 +54,6 @@ const fixture = loadSpeechFixture();
 const expected = expectedTranslation(fixture.pcm, fixture.utterances);
 /** The first utterance and the silence after it (3.52 s), and the emulator's answer to it. */
 const firstPart = fixture.pcm.subarray(0, 84_480 * 2);
-const firstAnswer = expectedTranslation(firstPart, fixture.utterances.slice(0, 1));
 
 /** Samples of one frame of the emulator's detector (30 ms at 24 kHz). */
 const FRAME = 720;

@@ -494,6 +494,22 @@ describe('DiscordReceiveAdapter: input checks and idle filling', () => {
     expect(adapter.silenceMs).toBe(200);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('the end of the input takes the idle timer with it at once: nothing is filled after the end, and the mode stays known', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const adapter = new DiscordReceiveAdapter({ opusBackend: backend, now: () => Date.now(), idleFillMs: 100 });
+    const r = observe(adapter);
+    adapter.write(list[FIRST_SENT]!);
+    expect(vi.getTimerCount()).toBe(1);
+    const finished = new Promise((resolve) => adapter.once('finish', resolve));
+    adapter.end(); // `_flush` runs now: the timer is gone before the stream is destroyed
+    expect(vi.getTimerCount()).toBe(0);
+    await finished;
+    vi.advanceTimersByTime(1000);
+    expect(adapter.silenceMs).toBe(0);
+    expect(r.gaps).toEqual([]);
+    expect(adapter.gapMode).toBe('clock');
+  });
 });
 
 // --- playing -------------------------------------------------------------------------------------

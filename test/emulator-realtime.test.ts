@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import {
@@ -1080,5 +1080,104 @@ describe('realtime emulator: close()', () => {
     // Handles are released by the event loop shortly after their close callbacks (no event says
     // when: the shared helper re-checks for a bounded time).
     await expectNoLeakedHandles(baseline);
+  });
+});
+
+describe('realtime emulator: each state owns its timers, and leaving it clears them', () => {
+  // Fake clocks from before the server starts, so that every timer of the session is counted
+  // (`vi.getTimerCount()`, against the count before the client connects); real sockets.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  async function untilTrue(done: () => boolean): Promise<void> {
+    while (!done()) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** A `session.update` answered: everything sent before it has been handled. */
+  async function roundTrip(client: Client): Promise<void> {
+    const count = client.types().filter((type) => type === 'session.updated').length;
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitType('session.updated', count + 1);
+  }
+
+  it('update timeout -> cold start -> the fault timers of the created session -> the half-open hold, one owner at a time', async () => {
+    const rt = await realtimePart({ coldStartMs: 2000, faults: { dropAfterMs: 30_000 } });
+    const base = vi.getTimerCount();
+    const client = await connect(rt);
+    expect(rt.part.sessions()[0]!.state).toBe('awaiting-update');
+    expect(vi.getTimerCount() - base).toBe(1);
+
+    client.send({ type: 'session.update', session: SESSION });
+    await client.waitFrames(1);
+    expect(rt.part.sessions()[0]!.state).toBe('starting');
+    // The cold start's timer only: the update timeout went with the state that owned it.
+    expect(vi.getTimerCount() - base).toBe(1);
+
+    await vi.advanceTimersByTimeAsync(2000);
+    await client.waitFrames(3);
+    expect(client.types()).toEqual(['session.starting', 'session.created', 'session.updated']);
+    expect(rt.part.sessions()[0]!.state).toBe('active');
+    expect(vi.getTimerCount() - base).toBe(1); // dropAfterMs
+
+    rt.part.faults.halfOpen();
+    expect(rt.part.sessions()[0]!.state).toBe('half-open');
+    expect(vi.getTimerCount() - base).toBe(1); // the hold: dropAfterMs went with the active state
+    // Past dropAfterMs: nothing happens until the hold ends.
+    await vi.advanceTimersByTimeAsync(59_999);
+    expect(rt.part.sessions()[0]!.state).toBe('half-open');
+    await vi.advanceTimersByTimeAsync(1);
+    expect((await client.closed).code).toBe(1006);
+    await untilTrue(() => rt.part.sessions().length === 0);
+    expect(vi.getTimerCount() - base).toBe(0);
+  });
+
+  it("a drop leaves only its own backstop: the active state's idle, queue and fault timers go with it", async () => {
+    const rt = await realtimePart({ latencyMs: 10_000, faults: { dropAfterMs: 60_000 } });
+    const base = vi.getTimerCount();
+    const client = await session(rt);
+    // The first utterance has ended (its answer waits out the latency); the second goes on.
+    client.sendAudio(Buffer.concat([tone(300), zeros(1200), tone(300)]));
+    await roundTrip(client);
+    expect(vi.getTimerCount() - base).toBe(3); // the queue, idle and dropAfterMs
+    // Every frame sent so far is written: the drop cuts at once.
+    await untilTrue(() => rt.part.sessions()[0]!.bufferedAmount === 0);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    rt.part.faults.drop();
+    expect(rt.part.sessions()[0]!.state).toBe('closed');
+    expect(vi.getTimerCount() - base).toBe(1); // the backstop that cuts the socket if the client keeps it
+    expect((await client.closed).code).toBe(1006);
+    await untilTrue(() => rt.part.sessions().length === 0);
+    expect(vi.getTimerCount() - base).toBe(0);
+    expect(client.types()).toEqual(['session.created', 'session.updated', 'session.updated']);
+  });
+
+  it('a billing stop keeps the queue and drops the idle timer: what is queued still goes out, then the 402', async () => {
+    const rt = await realtimePart({ latencyMs: 5000, creditSeconds: 2 });
+    const base = vi.getTimerCount();
+    const client = await session(rt);
+    client.sendAudio(Buffer.concat([tone(300), zeros(1200), tone(300)]));
+    await roundTrip(client);
+    expect(vi.getTimerCount() - base).toBe(2); // the queue and idle
+
+    // 2.4 s in all: the credit runs out in the second utterance.
+    client.sendAudio(tone(600));
+    await untilTrue(() => rt.part.sessions()[0]!.state === 'stopping');
+    expect(vi.getTimerCount() - base).toBe(1); // the queue only
+
+    await vi.advanceTimersByTimeAsync(5000);
+    await client.waitType('error');
+    expect(client.types().slice(3, 4)).toEqual(['conversation.item.input_audio_transcription.completed']);
+    expect(client.events.at(-1)).toEqual({
+      type: 'error',
+      error: { message: 'Session stopped: the account has no credits left (used 2.0 s of 2.0 s).', code: 402 },
+    });
+    expect((await client.closed).code).toBe(1008);
+    await untilTrue(() => rt.part.sessions().length === 0);
+    expect(vi.getTimerCount() - base).toBe(0);
   });
 });

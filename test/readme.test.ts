@@ -178,6 +178,18 @@ const PROGRAM_CHECKS: Array<{ contains: string; check: (work: string, result: Ru
     },
   },
   {
+    contains: 'new RealtimeFanout(',
+    check: async (work, { stdout }) => {
+      for (const lang of ['es-es', 'fr-fr', 'de-de']) {
+        expect(stdout).toMatch(new RegExp(`^${lang} complete $`, 'm'));
+        expect(stdout).toMatch(new RegExp(`^${lang}: \\[${lang} translation of `, 'm'));
+        const out = await readFile(join(work, `sample-${lang}.wav`));
+        expect(isWav(out)).toBe(true);
+        expect(out.length - 44).toBeGreaterThan(48_000);
+      }
+    },
+  },
+  {
     contains: 'handleDeprecations(',
     check: async (_work, { stdout }) => {
       expect(stdout).toContain('note (RTT_DEP_TRANSLATION_STREAM): POST /translation/stream is deprecated by the service');
@@ -233,10 +245,17 @@ describe.concurrent('the documentation: shell lines run as written, on the embed
         const result = await run('sh', ['-c', line], work, env);
         expect({ line, code: result.code, stderr: result.stderr }).toEqual({ line, code: 0, stderr: expect.not.stringMatching(/error|warn|deprecat/i) });
       }
-      // Each `-o NAME` a line names was written, whole.
-      for (const [, name] of block.code.matchAll(/ -o (\S+)/g)) {
-        const path = join(work, name!);
-        if (name!.endsWith('/')) expect((await readdir(path)).length, relative(work, path)).toBeGreaterThan(0);
+      // Each `-o NAME` a line names was written, whole; `{lang}` in it stands for each language of its `--to`.
+      const outputs = block.code.split('\n').flatMap((line) =>
+        [...line.matchAll(/ -o (\S+)/g)].flatMap(([, quoted]) => {
+          const name = quoted!.replace(/^'(.*)'$/, '$1');
+          const langs = name.includes('{lang}') ? (/ --to (\S+)/.exec(line)?.[1] ?? '').split(',') : [''];
+          return langs.map((lang) => name.split('{lang}').join(lang));
+        }),
+      );
+      for (const name of outputs) {
+        const path = join(work, name);
+        if (name.endsWith('/')) expect((await readdir(path)).length, relative(work, path)).toBeGreaterThan(0);
         else expect((await readFile(path)).length, name).toBeGreaterThan(0);
       }
       expect((await readdir(work)).filter((name) => name.endsWith('.partial'))).toEqual([]);

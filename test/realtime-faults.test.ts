@@ -397,7 +397,7 @@ describe('refused handshakes while reconnecting', () => {
   });
 
   it('401 is never retried: AuthError, what arrived kept, how much input may be unprocessed said', async () => {
-    const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(5, 401));
+    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(5, 401));
     const result = await run(stream, pieces(), events);
     expect(result.error).toBeInstanceOf(AuthError);
     expect(result.error!.message).toMatch(/while reconnecting\. Up to \d+\.\d s of input audio may not have been processed\./);
@@ -407,7 +407,7 @@ describe('refused handshakes while reconnecting', () => {
   });
 
   it('gives up after maxAttempts, saying so and how much input may be unprocessed; nothing left open', async () => {
-    const { stream, events, emu } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(100, 503), {
+    const { stream, events } = await droppingOnce((emu) => emu.realtimeFaults.refuseNextHandshakes(100, 503), {
       reconnect: { ...QUICK, maxAttempts: 3 },
     });
     const result = await run(stream, pieces(), events);

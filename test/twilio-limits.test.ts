@@ -6,7 +6,8 @@
  */
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { setImmediate as turn } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TimeoutError, ValidationError } from '../lib/errors.js';
 import { MediaTimeline, TwilioMediaBridge, type TwilioMediaBridgeOptions } from '../lib/integrations/twilio.js';
 import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
@@ -98,27 +99,32 @@ describe('options of the limits', () => {
   });
 });
 
-describe('the deferred translator', () => {
-  let server: Server;
-  const sockets = new Set<Socket>();
-  afterEach(async () => {
-    for (const socket of sockets) socket.destroy();
-    sockets.clear();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+let server: Server | undefined;
+const sockets = new Set<Socket>();
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const socket of sockets) socket.destroy();
+  sockets.clear();
+  const closing = server;
+  server = undefined;
+  if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
+});
 
-  /** A TCP server standing for the service: it counts connections and answers nothing. */
-  async function service(): Promise<string> {
-    server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.resume();
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    return `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  }
-  const connections = () => sockets.size;
+/** A TCP server standing for the service: it counts connections and answers nothing. */
+async function service(): Promise<string> {
+  const listening = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.resume();
+  });
+  server = listening;
+  listening.listen(0, '127.0.0.1');
+  await once(listening, 'listening');
+  return `ws://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+}
+const connections = () => sockets.size;
+
+describe('the deferred translator', () => {
 
   it('destroyed before open(): closes without ever connecting', async () => {
     const realtimeUrl = await service();
@@ -133,7 +139,7 @@ describe('the deferred translator', () => {
     const realtimeUrl = await service();
     const stream = new DeferredTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false });
     stream.on('error', () => undefined);
-    const connected = once(server, 'connection');
+    const connected = once(server!, 'connection');
     stream.open();
     stream.open();
     await connected;
@@ -160,7 +166,7 @@ describe('the deferred translator', () => {
     const realtimeUrl = await service();
     const started = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, openSession: 'start' });
     started.on('error', () => undefined);
-    const connected = once(server, 'connection');
+    const connected = once(server!, 'connection');
     started.write('{"event":"start","start":{"streamSid":"MZ1","tracks":["inbound"]}}');
     await connected;
     started.destroy();
@@ -175,5 +181,73 @@ describe('the deferred translator', () => {
     expect(silent.closeReason).toBe('no start within 20 ms');
     await closed;
     expect(connections()).toBe(1);
+  });
+});
+
+describe("the bridge's input states own their timers", () => {
+  /** Fake clocks for the bridge's bounds; the sockets stay real. */
+  function fakeClock(): void {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
+  }
+  const START = '{"event":"start","start":{"streamSid":"MZ1","tracks":["inbound"]}}';
+  const MEDIA = JSON.stringify({ event: 'media', media: { track: 'inbound', payload: Buffer.alloc(160, 0xff).toString('base64') } });
+  const written = (bridge: TwilioMediaBridge, message: string) => new Promise<void>((resolve, reject) => bridge.write(message, (error) => (error ? reject(error) : resolve())));
+
+  it('start takes the start timeout away and arms the media timeout; a frame ahead of the clock holds one more; stop leaves none', async () => {
+    const realtimeUrl = await service();
+    fakeClock();
+    // The session connects at once and is never ready: its own timers stay as they are meanwhile.
+    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, readyTimeoutMs: 600_000, openSession: 'construct', maxAheadMs: 0 });
+    const errors: Error[] = [];
+    bridge.on('error', (error) => errors.push(error));
+    bridge.resume();
+    await once(server!, 'connection');
+    const base = vi.getTimerCount(); // the session's, and the start timeout
+
+    await written(bridge, START);
+    expect(vi.getTimerCount()).toBe(base); // the media timeout, in the start timeout's place
+    const sent = written(bridge, MEDIA);
+    await turn();
+    expect(vi.getTimerCount()).toBe(base + 1); // and the frame held for the clock
+    await vi.advanceTimersByTimeAsync(20);
+    await sent;
+    expect(vi.getTimerCount()).toBe(base);
+    await written(bridge, '{"event":"stop"}');
+    expect(vi.getTimerCount()).toBe(base - 1); // the session's only
+    // Past both timeouts: the input has ended, nothing fires.
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(errors).toEqual([]);
+    expect(bridge.destroyed).toBe(false);
+    bridge.destroy();
+    await once(bridge, 'close');
+  });
+
+  it('the media timeout does not end a call whose audio waits for the service (its write held on the translator)', async () => {
+    const realtimeUrl = await service();
+    fakeClock();
+    const bridge = new TwilioMediaBridge({
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: KEY,
+      realtimeUrl,
+      reconnect: false,
+      readyTimeoutMs: 600_000,
+      writableHighWaterMark: 4800,
+      mediaTimeoutMs: 1000,
+      maxAheadMs: 600_000,
+    });
+    const errors: Error[] = [];
+    bridge.on('error', (error) => errors.push(error));
+    bridge.resume();
+    await written(bridge, START);
+    // 100 ms of audio is one append, as much as the translator buffers before it asks for a pause.
+    for (let i = 0; i < 10; i++) bridge.write(MEDIA);
+    while (!bridge.translator.writableNeedDrain) await turn();
+    // Five times the media timeout: the bridge is the one waiting, not the caller.
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(errors).toEqual([]);
+    expect(bridge.destroyed).toBe(false);
+    bridge.destroy();
+    await once(bridge, 'close');
   });
 });

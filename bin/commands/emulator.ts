@@ -5,12 +5,11 @@
  * Flags map one to one onto `startEmulator` options; each is checked here with a usage error
  * naming the flag, and the emulator checks the options again.
  */
-import { once } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
 import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
 import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
-import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, signalsOf, untilStopped, type CliIo } from '../cli.js';
+import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 import { NO_STATE_DIR, emulatorStateDir } from '../embedded-emulator.js';
 
 export const EMULATOR_USAGE = `Usage: rt-translate emulator [options]      run the local emulator of the service

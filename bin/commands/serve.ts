@@ -13,7 +13,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_TOKEN_TTL_MS, createRealtimeRelay } from '../../lib/index.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, isLoopbackHost } from '../../lib/config.js';
-import { apiKeyUsage } from '../api-key.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 import { collectPageModules, servePageRequest } from '../page-files.js';
 import { ACCESS_OPTIONS, connect, resolveAccess } from '../realtime-access.js';

@@ -3,17 +3,15 @@
  * or stdout, in the ffmpeg habit. The input is opened by `openAudioSource` (described by
  * `-f`/`--ar`/`--ac`, or recognised by its header); the output is laid out by
  * `--out-format`/`--out-ar`/`--out-ac` or a `.wav` path (`../audio-io.ts`). This module parses
- * the flags and runs one `pipeline()`: input, translator, output.
+ * the flags and runs one `pipeline()`: input, translator, output. Several target languages
+ * (`--to a,b`) are the fan-out's (`../translate-fanout.ts`).
  */
 import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
-import { RealtimeTranslateStream, type RealtimeStats } from '../../lib/realtime/realtime-translate-stream.js';
-import type { LatencySummary } from '../../lib/realtime/speech-ledger.js';
+import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
-import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
 import { ENV_REALTIME_URL } from '../../lib/config.js';
-import { ValidationError, ConfigError, RtTranslateError } from '../../lib/errors.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -31,7 +29,8 @@ import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
-import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, logEvents, openEventsOutput, resolveAccess } from '../realtime-access.js';
+import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, createSession, logEvents, openEventsOutput, resolveAccess, translationOptions } from '../realtime-access.js';
+import { inputFailureLine, statsLines } from '../realtime-summary.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
 
@@ -53,8 +52,11 @@ export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to 
   --out-ar HZ           output rate, as --ar (default 24000)
   --out-ac N            output channels: 1 or 2 (default 1)
   --from TAG            source language (ar-ae ar-eg ar-sa de-de en-gb en-us es-es fr-ca
-  --to TAG              target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn)
-  --voice ID            use the cloned voice ID
+  --to TAG[,TAG...]     target language  fr-fr hi-in ja-jp ko-kr pt-br zh-cn); several
+                        languages: one session each, written to one -o file each, named
+                        with {lang} (-o 'talk-{lang}.wav'); --events lines carry "lang"
+  --voice ID            use the cloned voice ID; with several languages, for all of them,
+                        or TAG=ID[,TAG=ID...] for some
   --text-only           text only (output_modalities ["text"]); no audio written
 ${createDirsUsage('the directories of -o and --events')}
   --events PATH         every event as one JSON object per line: each event the service sent
@@ -92,7 +94,9 @@ command quietly. Exit status:
        received has been written)
   3    the session ended, but without every answer it was owed: a response left unfinished,
        or speech sent after the service's last answer began that got none (the service
-       closed, or --stall-ms passed); what arrived was written
+       closed, or --stall-ms passed); what arrived was written. With several languages:
+       some language ended so, or failed while the others went on (each one named; 1 when
+       every language failed)
   2    usage or configuration error (before any connection), or an input that cannot be read
        or decoded; when that happens midway, the audio before the failure is translated and
        written first, and the message says how much was used
@@ -150,10 +154,6 @@ function ffmpegSpellings(args: readonly string[]): string[] {
   return out;
 }
 
-function seconds(bytes: number): string {
-  return (bytes / (REALTIME_SAMPLE_RATE * 2)).toFixed(1);
-}
-
 export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine({ args: ffmpegSpellings(args), options: OPTIONS, strict: true });
   if (values.help) {
@@ -167,6 +167,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if (values.from === undefined) throw new UsageError('--from TAG is required (see --help).');
   if (values.to === undefined) throw new UsageError('--to TAG is required (see --help).');
   const from = normalizeRealtimeLanguage(values.from, '--from');
+  if (values.to.includes(',')) return (await import('../translate-fanout.js')).runFanoutTranslate(values, io, from);
   const to = normalizeRealtimeLanguage(values.to, '--to');
   const voiceId = intFlag(values.voice, '--voice', 1);
   const quietPeriodMs = intFlag(values['quiet-ms'], '--quiet-ms', 1);
@@ -218,30 +219,20 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     await release();
     throw error;
   }
-  const { apiKey, realtimeUrl, emulator } = target;
+  const { emulator } = target;
 
   const controller = new AbortController();
-  let rt: RealtimeTranslateStream;
-  try {
-    rt = new RealtimeTranslateStream({
-      from,
-      to,
-      apiKey,
-      realtimeUrl,
-      signal: controller.signal,
-      allowInsecure: values['allow-insecure'] === true,
-      ...(voiceId !== undefined ? { voiceId } : {}),
-      ...(textOnly ? { outputModalities: ['text'] as const } : {}),
-      ...(quietPeriodMs !== undefined ? { quietPeriodMs } : {}),
-      ...(responseStallTimeoutMs !== undefined ? { responseStallTimeoutMs } : {}),
-      ...(values['no-reconnect'] === true ? { reconnect: false } : {}),
-    });
-  } catch (error) {
-    await release();
-    await emulator?.close();
-    if (error instanceof ValidationError || error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  const rt = await createSession(
+    () =>
+      new RealtimeTranslateStream({
+        from,
+        to,
+        ...(voiceId !== undefined ? { voiceId } : {}),
+        ...translationOptions(values, target, controller.signal, { textOnly, quietPeriodMs, responseStallTimeoutMs }),
+      }),
+    release,
+    emulator,
+  );
 
   const report = new SessionReport(rt, io.stderr, { from, to, textOnly }, progress);
   // Settles with the log's failure (or undefined), reported once the session is over.
@@ -292,12 +283,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
   if (summary !== undefined) io.stderr.write(`${summary}\n`);
   // Exit status: decided here, not by the error's class (a library ValidationError in the
   // middle of a session is not a usage error).
-  if (inputFailure !== undefined) {
-    const cause = inputFailure.cause;
-    const code = cause instanceof RtTranslateError ? ` [${cause.code}]` : '';
-    const used = `${seconds(report.sentBytes)} s of audio before the failure ${failure === undefined ? 'were translated' : 'were sent'}`;
-    io.stderr.write(`rt-translate: input error: ${inputFailure.message.replace(/\.$/, '')}${code}; ${used}.\n`);
-  }
+  if (inputFailure !== undefined) io.stderr.write(inputFailureLine(inputFailure, report.sentBytes, failure === undefined));
   if (failure !== undefined) {
     const hint = emulator === undefined ? undefined : (await import('../embedded-emulator.js')).embeddedRefusalHint(failure, emulator.stateDir);
     io.stderr.write(`${hint === undefined ? '' : `${hint}\n`}${describeFailure(failure)}\n${kept ?? ''}`);
@@ -309,31 +295,3 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
 
 /** The session ended without every answer it was owed (what arrived was written). */
 const EXIT_INCOMPLETE = 3;
-
-function latencyText(summary: LatencySummary): string {
-  if (summary.count === 0) return 'n/a';
-  const s = (v: number | undefined) => ((v ?? 0) / 1000).toFixed(2);
-  return `p50 ${s(summary.p50)} s, p95 ${s(summary.p95)} s, max ${s(summary.max)} s`;
-}
-
-/** `--stats`: a few lines a person reads at the end of a session. */
-function statsLines(stats: RealtimeStats): string[] {
-  const lines = [
-    `${stats.responses} ${stats.responses === 1 ? 'response' : 'responses'}; ` +
-      `${seconds(stats.inputBytes)} s of audio in, ${seconds(stats.bytesReceived)} s of translated audio out`,
-    `latency from the end of a sentence: transcript ${latencyText(stats.latency.transcriptMs)}; ` +
-      `first translated text ${latencyText(stats.latency.firstTextMs)}; ` +
-      `first translated audio ${latencyText(stats.latency.firstAudioMs)}; ` +
-      `whole answer ${latencyText(stats.latency.doneMs)}`,
-  ];
-  if (stats.reconnects > 0) {
-    lines.push(
-      `${stats.reconnects} ${stats.reconnects === 1 ? 'reconnect' : 'reconnects'}, ${(stats.outageMs / 1000).toFixed(1)} s without a session ` +
-        `(longest ${(stats.longestOutageMs / 1000).toFixed(1)} s), ${seconds(stats.bytesReplayed)} s of audio sent again`,
-    );
-  }
-  if (stats.ending && !stats.ending.complete) {
-    lines.push(`ended incomplete (${stats.ending.reason}): ${(stats.ending.unansweredSpeechMs / 1000).toFixed(1)} s of speech unanswered`);
-  }
-  return lines;
-}

@@ -12,6 +12,10 @@
  * Error events carry a numeric `code`: 400 malformed or unsupported event, 401 credentials,
  * 403 rejected voice, 402 billing stop, 408 no `session.update` in time, 413 over a size limit.
  * Errors that end the session are followed by a close with code 1008 (policy violation).
+ *
+ * Shape: the session's state is one union (`SessionState`) changed through one setter that
+ * clears the timers the old state owned; the fault switches are a plan (`SessionFaultPlan`)
+ * consulted at named points (created, before a response, after input), not protocol logic.
  */
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
@@ -69,23 +73,37 @@ export interface RealtimeSessionSettings {
   coldStartMs: number;
   inputBytesPerSecond: number | undefined;
   sendBufferLimitBytes: number;
-  faults: ResolvedRealtimeFaults;
+  faults: SessionFaultPlan;
 }
 
-/** The fault switches, checked (see `RealtimeFaults` in `realtime.ts`). */
-export interface ResolvedRealtimeFaults {
-  dropAfterMs: number | undefined;
-  dropAfterResponses: number | undefined;
-  dropMidResponse: boolean;
-  /** Drop once this much input was heard, while `inputDrops.left` (shared by the sessions) lasts. */
-  dropAfterInputBytes: number | undefined;
-  inputDrops: { left: number };
-  dropCode: number | undefined;
-  dropReset: boolean;
-  halfOpenAfterMs: number | undefined;
-  mergeUtterances: number;
-  lateUtterances: ReadonlyMap<number, number>;
-  echoKey: boolean;
+/** A fault armed when a session is created (`dropAfterMs`, `halfOpenAfterMs`). */
+export interface TimedFault {
+  afterMs: number;
+  fault: 'drop' | 'half-open';
+}
+
+/**
+ * The fault switches as a session meets them (built from `RealtimeFaults` by `realtime.ts`):
+ * each is consulted at one named point of the protocol, so the protocol logic holds none.
+ */
+export interface SessionFaultPlan {
+  /** When grouping answers: how many utterances make one (`mergeUtterances`; 1: the segmentation decides). */
+  readonly mergeUtterances: number;
+  /** When `session.created` is sent: the faults armed for later (their timers belong to the created session). */
+  readonly created: readonly TimedFault[];
+  /** When a fault drops the session: how. */
+  readonly dropWith: DropOptions;
+  /** When an answer is scheduled: extra delay of the one ending with utterance `index` (1-based), in ms. */
+  lateMs(index: number): number;
+  /**
+   * Before a response goes out, `sent` responses having gone before it: undefined to send it, or
+   * how many of its `frames` go out before the session is dropped (0: dropped before it).
+   */
+  beforeResponse(sent: number, frames: ReadonlyArray<string | Buffer>): number | undefined;
+  /** After an append has been heard, `heardBytes` in all: true to drop the session now. */
+  afterInput(heardBytes: number): boolean;
+  /** When the key could be shown (`session.created`, error messages): the key echoed back, or undefined. */
+  echo(key: string | undefined): string | undefined;
 }
 
 /**
@@ -122,7 +140,6 @@ export interface RealtimeHandshake {
  * after billing, half-open (a fault: reading and answering nothing), closed.
  */
 export type RealtimeSessionState = 'awaiting-update' | 'starting' | 'active' | 'stopping' | 'half-open' | 'closed';
-type State = RealtimeSessionState;
 
 /** A snapshot of one session, for tests and diagnostics. */
 export interface RealtimeSessionStats {
@@ -142,6 +159,8 @@ type PauseReason = 'throttle' | 'backpressure' | 'half-open';
 
 /** How long a half-open session keeps its socket before cutting it. */
 const HALF_OPEN_HOLD_MS = 60_000;
+/** How long a dropped session waits for the client to close its end before cutting the socket. */
+const DROP_BACKSTOP_MS = 1000;
 
 interface ActiveConfig {
   source_language: string;
@@ -153,6 +172,63 @@ interface ActiveConfig {
 interface PendingResponse {
   dueAt: number;
   frames: Array<string | Buffer>;
+}
+
+type Timer = NodeJS.Timeout;
+
+/** What an active session has heard and not answered yet (data only: the timers are the state's). */
+interface Heard {
+  readonly segmenter: UtteranceSegmenter;
+  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
+  grouped: SegmentedUtterance[];
+  /** Their audio, in bytes: a group this long is answered even if the appends never pause. */
+  groupedBytes: number;
+  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
+  held: SegmentedUtterance[][];
+}
+
+/** What a created session keeps while it answers: carried from `active` into `stopping`. */
+interface Answering {
+  config: ActiveConfig;
+  /** Responses not sent yet, in order; `queueTimer` waits for the first one's time. */
+  readonly queue: PendingResponse[];
+  queueTimer: Timer | undefined;
+  /** `inputBytesPerSecond`: reading waits until `readAllowedAt`; `throttleTimer` looks again then. */
+  readAllowedAt: number;
+  throttleTimer: Timer | undefined;
+  /** The fault plan's timers armed at `session.created`. */
+  readonly faultTimers: readonly Timer[];
+}
+
+/**
+ * Where a session is, with the timers and data that belong there. Changed only through `#set`,
+ * which clears every timer of the old state that the new one does not keep.
+ */
+type SessionState =
+  /** `timer`: no `session.update` in time. */
+  | { status: 'awaiting-update'; timer: Timer }
+  /** Cold start: `timer` creates the session. */
+  | { status: 'starting'; config: ActiveConfig; timer: Timer }
+  /** `idleTimer`, then `idleCheck`: the audio stopped arriving (see `#armIdle`). */
+  | ({ status: 'active'; heard: Heard; idleTimer: Timer | undefined; idleCheck: NodeJS.Immediate | undefined } & Answering)
+  /** Credits used up: what is queued still goes out, then the session ends. */
+  | ({ status: 'stopping' } & Answering)
+  /** `timer`: the socket is cut after `HALF_OPEN_HOLD_MS`. */
+  | { status: 'half-open'; timer: Timer }
+  /** A drop's `cut` waits for what was sent to be flushed; `timer` then cuts the socket if the client does not close. */
+  | { status: 'closed'; cut: (() => void) | undefined; timer: Timer | undefined };
+
+const CLOSED: SessionState = Object.freeze({ status: 'closed', cut: undefined, timer: undefined });
+
+function timersOf(state: SessionState): Array<Timer | undefined> {
+  switch (state.status) {
+    case 'active':
+      return [state.idleTimer, state.queueTimer, state.throttleTimer, ...state.faultTimers];
+    case 'stopping':
+      return [state.queueTimer, state.throttleTimer, ...state.faultTimers];
+    default:
+      return [state.timer];
+  }
 }
 
 function rawLength(data: RawData): number {
@@ -173,109 +249,104 @@ function words(text: string): string[] {
 
 /**
  * The server side of one realtime WebSocket. Created by the emulator once the handshake is
- * accepted; it arms the `session.update` timer at once and owns every timer it sets, all
- * cleared when the socket closes.
+ * accepted; it arms the `session.update` timer at once. Every timer belongs to a state (see
+ * `SessionState`) and goes with it; the last state, once the socket has closed, has none.
  */
 export class RealtimeSession {
   /** Resolves once the socket has closed and every timer of the session is cleared. */
   readonly closed: Promise<void>;
 
-  private state: State = 'awaiting-update';
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private updateTimer: NodeJS.Timeout | undefined;
-  private config: ActiveConfig | undefined;
-  /** The key the session authenticated with: the owner of its cloned voices. */
-  private ownerKey: string | undefined;
-  private id: string | undefined;
-  private segmenter: UtteranceSegmenter | undefined;
-  private billedBytes = 0;
-  private processedBytes = 0;
-  private peakBuffered = 0;
-  private readonly queue: PendingResponse[] = [];
-  private queueTimer: NodeJS.Timeout | undefined;
-  private readonly pauses = new Set<PauseReason>();
-  private throttleTimer: NodeJS.Timeout | undefined;
-  private readAllowedAt = 0;
-  private resolveClosed!: () => void;
-  /** Responses sent so far (for `dropAfterResponses`). */
-  private responsesSent = 0;
-  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
-  private grouped: SegmentedUtterance[] = [];
-  /** Their audio, in bytes: a group this long is answered even if the appends never pause. */
-  private groupedBytes = 0;
+  readonly #ws: WebSocket;
+  readonly #handshake: RealtimeHandshake;
+  readonly #settings: RealtimeSessionSettings;
+  /** The raw socket under `ws`, for the half-open fault and for cutting a dropped session. */
+  readonly #socket: Duplex | undefined;
+  /** Told when a fault drops the session, before the client can see it. */
+  readonly #onDrop: (() => void) | undefined;
   /** How many utterances make one answer. */
-  private readonly groupSize: number;
-  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
-  private held: SegmentedUtterance[][] = [];
-  /** Armed after each append while something waits for the audio to stop (see `armIdle`). */
-  private idleTimer: NodeJS.Timeout | undefined;
-  /** The idle decision, once the input already received has been read. */
-  private idleCheck: NodeJS.Immediate | undefined;
-  /** Frames given to the socket and not yet written, and who waits for them. */
-  private unflushed = 0;
-  private readonly flushWaiters: Array<() => void> = [];
+  readonly #groupSize: number;
+  readonly #pauses = new Set<PauseReason>();
+  #state: SessionState;
+  #resolveClosed!: () => void;
+  /** The key the session authenticated with: the owner of its cloned voices. */
+  #ownerKey: string | undefined;
+  #id: string | undefined;
+  #billedBytes = 0;
+  #processedBytes = 0;
+  #peakBuffered = 0;
+  /** Responses sent so far (for the fault plan). */
+  #responsesSent = 0;
+  /** Frames given to the socket and not yet written (a drop's cut waits for 0). */
+  #unflushed = 0;
 
-  constructor(
-    private readonly ws: WebSocket,
-    private readonly handshake: RealtimeHandshake,
-    private readonly settings: RealtimeSessionSettings,
-    /** The raw socket under `ws`, for the half-open fault. */
-    private readonly socket?: Duplex,
-    /** Told when a fault drops the session, before the client can see it. */
-    private readonly onDrop?: () => void,
-  ) {
+  constructor(ws: WebSocket, handshake: RealtimeHandshake, settings: RealtimeSessionSettings, socket?: Duplex, onDrop?: () => void) {
+    this.#ws = ws;
+    this.#handshake = handshake;
+    this.#settings = settings;
+    this.#socket = socket;
+    this.#onDrop = onDrop;
     this.closed = new Promise((resolve) => {
-      this.resolveClosed = resolve;
+      this.#resolveClosed = resolve;
     });
     const { mergeUtterances } = settings.faults;
-    this.groupSize = mergeUtterances > 1 ? mergeUtterances : settings.segmentation === 'idle' ? Infinity : 1;
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    this.#groupSize = mergeUtterances > 1 ? mergeUtterances : settings.segmentation === 'idle' ? Infinity : 1;
+    ws.on('message', (data, isBinary) => this.#onMessage(data, isBinary));
     // Pings are answered while the session lives. After a drop the socket is ended, and a pong
     // written after that would be an error that resets the connection, discarding what the
     // client had not read yet; half-open, nothing is answered.
     ws.on('ping', (data) => {
-      if (this.state !== 'closed' && this.state !== 'half-open') ws.pong(data);
+      if (this.#state.status !== 'closed' && this.#state.status !== 'half-open') ws.pong(data);
     });
     ws.on('error', () => {
       // A protocol violation by the client (ws closes the socket itself); nothing to report.
     });
-    ws.on('close', () => this.dispose());
-    this.updateTimer = this.setTimer(() => {
-      this.fail(
-        `No session.update within ${this.settings.sessionUpdateTimeoutMs} ms of connecting: ` +
-          'the first event must be session.update.',
-        408,
-      );
-    }, this.settings.sessionUpdateTimeoutMs);
+    ws.on('close', () => {
+      this.#set(CLOSED);
+      this.#resolveClosed();
+    });
+    const ms = settings.sessionUpdateTimeoutMs;
+    const timer = setTimeout(() => this.#fail(`No session.update within ${ms} ms of connecting: the first event must be session.update.`, 408), ms);
+    this.#state = { status: 'awaiting-update', timer };
   }
 
   /** A snapshot of the session's state and flow control. */
   stats(): RealtimeSessionStats {
     return {
-      id: this.id,
-      state: this.state,
-      audioBytes: this.processedBytes,
-      bufferedAmount: this.ws.bufferedAmount,
-      peakBufferedAmount: this.peakBuffered,
-      readingPaused: this.pauses.size > 0,
+      id: this.#id,
+      state: this.#state.status,
+      audioBytes: this.#processedBytes,
+      bufferedAmount: this.#ws.bufferedAmount,
+      peakBufferedAmount: this.#peakBuffered,
+      readingPaused: this.#pauses.size > 0,
     };
   }
 
   /** Ends the session at once (used by the emulator's `close()`). */
   terminate(): void {
-    this.clearTimers();
-    this.ws.terminate();
+    this.#set(CLOSED);
+    this.#ws.terminate();
+  }
+
+  /** The one way the state changes: the old state's timers that the new one does not keep are cleared. */
+  #set(next: SessionState): void {
+    const previous = this.#state;
+    this.#state = next;
+    const kept = timersOf(next);
+    for (const timer of timersOf(previous)) if (timer !== undefined && !kept.includes(timer)) clearTimeout(timer);
+    const check = previous.status === 'active' ? previous.idleCheck : undefined;
+    if (check !== undefined && check !== (next.status === 'active' ? next.idleCheck : undefined)) clearImmediate(check);
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Incoming events                                                                       */
 
-  private onMessage(data: RawData, isBinary: boolean): void {
+  #onMessage(data: RawData, isBinary: boolean): void {
+    const status = this.#state.status;
     // Binary frames are not events (interface); the service ignores them (facts.md).
-    if (isBinary || this.state === 'closed' || this.state === 'stopping' || this.state === 'half-open') return;
+    if (isBinary || status === 'closed' || status === 'stopping' || status === 'half-open') return;
     const size = rawLength(data);
     if (size > MAX_CLIENT_EVENT_BYTES) {
-      this.sendError(
+      this.#sendError(
         `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) ` +
           'of JSON text. It was ignored.',
         413,
@@ -287,48 +358,46 @@ export class RealtimeSession {
       event = decodeClientEvent(rawText(data));
     } catch (error) {
       const message = (error as Error).message;
-      if (this.state === 'awaiting-update') this.fail(`${message} The first event must be session.update.`, 400);
-      else this.sendError(`${message} It was ignored.`, 400);
+      if (status === 'awaiting-update') this.#fail(`${message} The first event must be session.update.`, 400);
+      else this.#sendError(`${message} It was ignored.`, 400);
       return;
     }
-    if (this.state === 'awaiting-update') {
+    if (status === 'awaiting-update') {
       if (event.type !== 'session.update') {
         const got = event.type === 'unknown' ? event.wireType : event.type;
-        this.fail(`The first event must be session.update (got ${JSON.stringify(got)}).`, 400);
+        this.#fail(`The first event must be session.update (got ${JSON.stringify(got)}).`, 400);
         return;
       }
-      this.onFirstUpdate(event.session, event.auth);
+      this.#onFirstUpdate(event.session, event.auth);
       return;
     }
     switch (event.type) {
       case 'session.update':
-        this.onLaterUpdate(event.session);
+        this.#onLaterUpdate(event.session);
         return;
       case 'input_audio_buffer.append':
-        this.onAppend(event.audio);
+        this.#onAppend(event.audio);
         return;
       case 'input_audio_buffer.clear':
       case 'input_audio_buffer.commit':
       case 'response.cancel':
-        this.sendError(`${event.type} is recognised but not supported by the realtime service.`, 400);
+        this.#sendError(`${event.type} is recognised but not supported by the realtime service.`, 400);
         return;
       case 'unknown':
-        this.sendError(`Unknown event type ${JSON.stringify(event.wireType)}; it was ignored.`, 400);
+        this.#sendError(`Unknown event type ${JSON.stringify(event.wireType)}; it was ignored.`, 400);
         return;
     }
   }
 
-  private onFirstUpdate(session: unknown, auth: unknown): void {
-    this.clearTimer(this.updateTimer);
-    this.updateTimer = undefined;
+  #onFirstUpdate(session: unknown, auth: unknown): void {
     const authKey =
       auth !== null && typeof auth === 'object' && typeof (auth as { api_key?: unknown }).api_key === 'string'
         ? (auth as { api_key: string }).api_key
         : undefined;
     // The handshake header wins when both are present (it was checked at the handshake).
-    const key = this.handshake.headerKey ?? authKey;
-    if (key === undefined || !this.settings.apiKeys.has(key)) {
-      this.fail(
+    const key = this.#handshake.headerKey ?? authKey;
+    if (key === undefined || !this.#settings.apiKeys.has(key)) {
+      this.#fail(
         authKey === undefined
           ? 'Missing API key: send it in the x-api-key handshake header, or in auth.api_key of the first session.update.'
           : 'Invalid API key in auth.api_key.',
@@ -336,55 +405,57 @@ export class RealtimeSession {
       );
       return;
     }
-    this.ownerKey = key;
-    const config = this.validate(session, key, true);
+    this.#ownerKey = key;
+    const config = this.#validate(session, key, true);
     if (config === undefined) return;
-    this.config = config;
-    if (this.settings.coldStartMs > 0) {
-      this.state = 'starting';
-      this.send(encodeServerEvent.sessionStarting());
-      this.setTimer(() => this.activate(), this.settings.coldStartMs);
-    } else {
-      this.activate();
+    if (this.#settings.coldStartMs === 0) {
+      this.#activate(config);
+      return;
     }
+    // The configuration may still change meanwhile: the one current when the timer fires is created.
+    const created = (): void => {
+      if (this.#state.status === 'starting') this.#activate(this.#state.config);
+    };
+    this.#set({ status: 'starting', config, timer: setTimeout(created, this.#settings.coldStartMs) });
+    this.#send(encodeServerEvent.sessionStarting());
   }
 
-  private onLaterUpdate(session: unknown): void {
-    const config = this.validate(session, undefined, false);
-    if (config === undefined) return;
-    this.config = config;
+  #onLaterUpdate(session: unknown): void {
+    const config = this.#validate(session, undefined, false);
+    const state = this.#state;
+    if (config === undefined || (state.status !== 'starting' && state.status !== 'active')) return;
+    this.#set({ ...state, config });
     // During a cold start the new configuration is announced with session.created.
-    if (this.state === 'active') this.send(encodeServerEvent.sessionUpdated(this.sessionInfo()));
+    if (state.status === 'active') this.#send(encodeServerEvent.sessionUpdated(this.#sessionInfo(config)));
   }
 
   /**
    * The configuration in its resolved form, or undefined after answering with `error`. An
    * invalid configuration ends the session when it is the first one; a rejected voice always does.
    */
-  private validate(session: unknown, key: string | undefined, first: boolean): ActiveConfig | undefined {
+  #validate(session: unknown, key: string | undefined, first: boolean): ActiveConfig | undefined {
     let config: SessionConfig;
     try {
       config = normalizeSessionConfig(session as SessionConfigInput);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       const message = first ? error.message : `${error.message} The previous configuration stays active.`;
-      if (first) this.fail(message, 400);
-      else this.sendError(message, 400);
+      if (first) this.#fail(message, 400);
+      else this.#sendError(message, 400);
       return undefined;
     }
     const voice = config.voice ?? { type: 'default' };
     if (voice.type === 'cloned') {
-      const owner = key ?? this.ownerKey;
+      const owner = key ?? this.#ownerKey;
       if (STOCK_VOICE_IDS.has(voice.voice_id)) {
-        this.fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
+        this.#fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
         return undefined;
       }
-      if (owner === undefined || !this.settings.voices.owns(owner, voice.voice_id)) {
-        this.fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
+      if (owner === undefined || !this.#settings.voices.owns(owner, voice.voice_id)) {
+        this.#fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
         return undefined;
       }
     }
-    if (key !== undefined) this.ownerKey = key;
     return {
       source_language: config.source_language,
       target_language: config.target_language,
@@ -393,43 +464,44 @@ export class RealtimeSession {
     };
   }
 
-  private activate(): void {
-    if (this.state === 'closed') return;
-    this.state = 'active';
-    this.id = randomUUID();
-    this.segmenter = new UtteranceSegmenter(this.settings.segmenter);
-    const info = this.sessionInfo();
-    this.send(encodeServerEvent.sessionCreated(info));
-    this.send(encodeServerEvent.sessionUpdated(info));
-    const { dropAfterMs, halfOpenAfterMs } = this.settings.faults;
-    if (dropAfterMs !== undefined) this.setTimer(() => this.drop(this.dropOptions()), dropAfterMs);
-    if (halfOpenAfterMs !== undefined) this.setTimer(() => this.goHalfOpen(), halfOpenAfterMs);
+  /** `session.created`: the session is active, with the fault plan's timers armed. */
+  #activate(config: ActiveConfig): void {
+    this.#id = randomUUID();
+    const faults = this.#settings.faults;
+    const faultTimers = faults.created.map(({ afterMs, fault }) =>
+      setTimeout(() => (fault === 'drop' ? this.drop(faults.dropWith) : this.goHalfOpen()), afterMs),
+    );
+    const heard: Heard = { segmenter: new UtteranceSegmenter(this.#settings.segmenter), grouped: [], groupedBytes: 0, held: [] };
+    this.#set({ status: 'active', config, heard, idleTimer: undefined, idleCheck: undefined, queue: [], queueTimer: undefined, readAllowedAt: 0, throttleTimer: undefined, faultTimers });
+    const info = this.#sessionInfo(config);
+    this.#send(encodeServerEvent.sessionCreated(info));
+    this.#send(encodeServerEvent.sessionUpdated(info));
   }
 
-  private sessionInfo(): WireSessionInfo {
-    const config = this.config!;
+  #sessionInfo(config: ActiveConfig): WireSessionInfo {
     const info: WireSessionInfo = {
-      id: this.id,
+      id: this.#id,
       source_language: config.source_language,
       target_language: config.target_language,
       output_modalities: [...config.output_modalities],
       voice: { ...config.voice },
     };
-    if (this.handshake.model !== undefined) info.model = this.handshake.model;
-    if (this.handshake.mode !== undefined) info.mode = this.handshake.mode;
+    if (this.#handshake.model !== undefined) info.model = this.#handshake.model;
+    if (this.#handshake.mode !== undefined) info.mode = this.#handshake.mode;
     // A misbehaving service (fault switch): the caller's key echoed back.
-    if (this.settings.faults.echoKey && this.ownerKey !== undefined) info.api_key = this.ownerKey;
+    const echoed = this.#settings.faults.echo(this.#ownerKey);
+    if (echoed !== undefined) info.api_key = echoed;
     return info;
   }
 
-  private onAppend(audio: unknown): void {
+  #onAppend(audio: unknown): void {
     if (typeof audio !== 'string') {
-      this.sendError('input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', 400);
+      this.#sendError('input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', 400);
       return;
     }
     const decodedLength = base64DecodedLength(audio);
     if (decodedLength > MAX_APPEND_AUDIO_BYTES) {
-      this.sendError(
+      this.#sendError(
         `input_audio_buffer.append carries ${decodedLength} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} ` +
           'bytes (256 KiB) of decoded audio per event. The audio was discarded.',
         413,
@@ -437,81 +509,74 @@ export class RealtimeSession {
       return;
     }
     if (!isBase64(audio)) {
-      this.sendError('input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', 400);
+      this.#sendError('input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', 400);
       return;
     }
     // Audio sent before session.created is discarded by the service (facts.md).
-    if (this.state !== 'active' || this.segmenter === undefined) return;
+    const state = this.#state;
+    if (state.status !== 'active') return;
+    const { heard } = state;
     let pcm = Buffer.from(audio, 'base64');
-    this.throttle(pcm.length);
+    this.#throttle(pcm.length);
     let exhausted = false;
-    const { creditBytes } = this.settings;
+    const { creditBytes } = this.#settings;
     if (creditBytes !== undefined) {
-      const allowed = Math.max(0, creditBytes - this.billedBytes);
+      const allowed = Math.max(0, creditBytes - this.#billedBytes);
       if (pcm.length >= allowed) {
         pcm = pcm.subarray(0, allowed);
         exhausted = true;
       }
-      this.billedBytes += pcm.length;
+      this.#billedBytes += pcm.length;
     }
-    this.processedBytes += pcm.length;
-    for (const utterance of this.segmenter.push(pcm)) this.answer(utterance);
-    this.releaseHeld();
-    if (exhausted) this.stopBilling();
-    else if (!this.dropAfterInput()) this.armIdle();
-  }
-
-  /** The `dropAfterInputMs` fault: drops this session once it has heard that much (a drop budget permitting). */
-  private dropAfterInput(): boolean {
-    const { dropAfterInputBytes, inputDrops } = this.settings.faults;
-    if (dropAfterInputBytes === undefined || this.processedBytes < dropAfterInputBytes || inputDrops.left === 0) return false;
-    inputDrops.left -= 1;
-    this.drop(this.dropOptions());
-    return true;
+    this.#processedBytes += pcm.length;
+    for (const utterance of heard.segmenter.push(pcm)) this.#answer(heard, utterance);
+    this.#releaseHeld(heard);
+    if (exhausted) this.#stopBilling();
+    else if (this.#settings.faults.afterInput(this.#processedBytes)) this.drop(this.#settings.faults.dropWith);
+    else this.#armIdle();
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
   /** An utterance (or part) ended: answer it, or group it with the next ones. */
-  private answer(utterance: SegmentedUtterance): void {
-    this.grouped.push(utterance);
-    this.groupedBytes += utterance.audio.length;
-    if (this.grouped.length >= this.groupSize || this.groupedBytes >= MAX_GROUP_BYTES) this.respond();
+  #answer(heard: Heard, utterance: SegmentedUtterance): void {
+    heard.grouped.push(utterance);
+    heard.groupedBytes += utterance.audio.length;
+    if (heard.grouped.length >= this.#groupSize || heard.groupedBytes >= MAX_GROUP_BYTES) this.#respond(heard);
   }
 
   /** The group is one answer: send it, or hold it until speech is heard again (`lastAnswer`). */
-  private respond(): void {
-    const group = this.grouped;
+  #respond(heard: Heard): void {
+    const group = heard.grouped;
     if (group.length === 0) return;
-    this.grouped = [];
-    this.groupedBytes = 0;
-    if (this.settings.lastAnswer === 'prompt') {
-      this.schedule(group);
+    heard.grouped = [];
+    heard.groupedBytes = 0;
+    if (this.#settings.lastAnswer === 'prompt') {
+      this.#schedule(group);
       return;
     }
-    this.held.push(group);
-    this.releaseHeld();
+    heard.held.push(group);
+    this.#releaseHeld(heard);
   }
 
   /** Sends the held answers after which a voiced frame has been heard. */
-  private releaseHeld(): void {
-    const heard = this.segmenter?.lastVoicedEnd ?? 0;
-    while (this.held.length > 0 && this.held[0]!.at(-1)!.endedAt < heard) this.schedule(this.held.shift()!);
+  #releaseHeld(heard: Heard): void {
+    const voiced = heard.segmenter.lastVoicedEnd;
+    while (heard.held.length > 0 && heard.held[0]!.at(-1)!.endedAt < voiced) this.#schedule(heard.held.shift()!);
   }
 
   /**
    * The audio stopped arriving (appends paused for `idleMs` while reading, or the credit ran
    * out): what has been heard is answered, and answers still held are the last ones.
    */
-  private onAudioStopped(): void {
-    this.stopIdle();
-    for (const utterance of this.segmenter?.end() ?? []) this.answer(utterance);
-    this.respond();
-    const last = this.held;
-    this.held = [];
-    const rule = this.settings.lastAnswer;
-    if (typeof rule === 'object') for (const group of last) this.schedule(group, rule.lateMs);
+  #audioStopped(heard: Heard): void {
+    this.#stopIdle();
+    for (const utterance of heard.segmenter.end()) this.#answer(heard, utterance);
+    this.#respond(heard);
+    const last = heard.held.splice(0);
+    const rule = this.#settings.lastAnswer;
+    if (typeof rule === 'object') for (const group of last) this.#schedule(group, rule.lateMs);
   }
 
   /**
@@ -521,27 +586,36 @@ export class RealtimeSession {
    * the event loop's I/O): appends that arrived while this process was busy re-arm it, so only
    * input that is not there is idle.
    */
-  private armIdle(): void {
-    this.stopIdle();
-    if (this.state !== 'active' || this.pauses.size > 0) return;
-    if (!this.segmenter?.speaking && this.grouped.length === 0 && this.held.length === 0) return;
-    this.idleTimer = this.setTimer(() => {
-      this.idleTimer = undefined;
-      this.idleCheck = setImmediate(() => this.onAudioStopped());
-    }, this.settings.idleMs);
+  #armIdle(): void {
+    const state = this.#state;
+    if (state.status !== 'active') return;
+    const { segmenter, grouped, held } = state.heard;
+    const waiting = this.#pauses.size === 0 && (segmenter.speaking || grouped.length > 0 || held.length > 0);
+    this.#set({ ...state, idleTimer: waiting ? setTimeout(this.#idleExpired, this.#settings.idleMs) : undefined, idleCheck: undefined });
   }
 
-  private stopIdle(): void {
-    this.clearTimer(this.idleTimer);
-    this.idleTimer = undefined;
-    if (this.idleCheck !== undefined) clearImmediate(this.idleCheck);
-    this.idleCheck = undefined;
+  readonly #idleExpired = (): void => {
+    const state = this.#state;
+    if (state.status === 'active') this.#set({ ...state, idleTimer: undefined, idleCheck: setImmediate(this.#idleConfirmed) });
+  };
+
+  readonly #idleConfirmed = (): void => {
+    const state = this.#state;
+    if (state.status === 'active') this.#audioStopped(state.heard);
+  };
+
+  #stopIdle(): void {
+    const state = this.#state;
+    if (state.status === 'active' && (state.idleTimer !== undefined || state.idleCheck !== undefined)) {
+      this.#set({ ...state, idleTimer: undefined, idleCheck: undefined });
+    }
   }
 
   /** Queues one response answering `utterances` (one, several merged, or a part of one), `extraMs` later than usual. */
-  private schedule(utterances: SegmentedUtterance[], extraMs = 0): void {
-    if (this.state === 'closed') return;
-    const config = this.config!;
+  #schedule(utterances: SegmentedUtterance[], extraMs = 0): void {
+    const state = this.#state;
+    if (state.status !== 'active' && state.status !== 'stopping') return;
+    const { config } = state;
     const first = utterances[0]!;
     const last = utterances[utterances.length - 1]!;
     const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);
@@ -562,174 +636,183 @@ export class RealtimeSession {
       const audio = utterances.length === 1 ? first.audio : Buffer.concat(utterances.map((u) => u.audio));
       for (let at = 0; at < audio.length; at += OUTPUT_PIECE_BYTES) {
         const piece = audio.subarray(at, Math.min(audio.length, at + OUTPUT_PIECE_BYTES));
-        frames.push(this.settings.audioFrames === 'binary' ? piece : encodeServerEvent.audioDelta(piece));
+        frames.push(this.#settings.audioFrames === 'binary' ? piece : encodeServerEvent.audioDelta(piece));
       }
       frames.push(encodeServerEvent.audioDone());
     }
-    const late = this.settings.faults.lateUtterances.get(last.index) ?? 0;
-    this.queue.push({ dueAt: Date.now() + this.settings.latencyMs + late + extraMs, frames });
-    this.pump();
+    const late = this.#settings.faults.lateMs(last.index);
+    state.queue.push({ dueAt: Date.now() + this.#settings.latencyMs + late + extraMs, frames });
+    this.#pump();
   }
 
   /** Sends the responses that are due, in order; arms a timer for the next one. */
-  private pump(): void {
-    while (this.queue.length > 0 && (this.state === 'active' || this.state === 'stopping')) {
-      const head = this.queue[0]!;
+  #pump(): void {
+    for (;;) {
+      const state = this.#state;
+      if (state.status !== 'active' && state.status !== 'stopping') return;
+      const head = state.queue[0];
+      if (head === undefined) break;
       const wait = head.dueAt - Date.now();
       if (wait > 0) {
-        if (this.queueTimer === undefined) {
-          this.queueTimer = this.setTimer(() => {
-            this.queueTimer = undefined;
-            this.pump();
-          }, wait);
-        }
+        if (state.queueTimer === undefined) this.#set({ ...state, queueTimer: setTimeout(this.#queueDue, wait) });
         return;
       }
-      this.queue.shift();
-      const { dropAfterResponses, dropMidResponse } = this.settings.faults;
-      const dropNow = dropAfterResponses !== undefined && this.responsesSent >= dropAfterResponses;
-      if (dropNow && dropMidResponse) {
-        // Cut in the middle of this response's audio.
-        const audioAt = head.frames.findIndex((f) => typeof f !== 'string' || f.includes('"response.audio.delta"'));
-        const cut = audioAt < 0 ? 0 : audioAt + Math.max(1, Math.floor((head.frames.length - 1 - audioAt) / 2));
-        for (const frame of head.frames.slice(0, cut)) this.send(frame);
-      }
-      if (dropNow) {
-        this.drop(this.dropOptions());
+      state.queue.shift();
+      const cut = this.#settings.faults.beforeResponse(this.#responsesSent, head.frames);
+      if (cut !== undefined) {
+        for (const frame of head.frames.slice(0, cut)) this.#send(frame);
+        this.drop(this.#settings.faults.dropWith);
         return;
       }
-      for (const frame of head.frames) this.send(frame);
-      this.responsesSent += 1;
+      for (const frame of head.frames) this.#send(frame);
+      this.#responsesSent += 1;
     }
-    if (this.state === 'stopping' && this.queue.length === 0) {
-      const used = (this.billedBytes / BYTES_PER_SECOND).toFixed(1);
-      const credit = (this.settings.creditSeconds ?? 0).toFixed(1);
-      this.fail(`Session stopped: the account has no credits left (used ${used} s of ${credit} s).`, 402);
+    if (this.#state.status === 'stopping') {
+      const used = (this.#billedBytes / BYTES_PER_SECOND).toFixed(1);
+      const credit = (this.#settings.creditSeconds ?? 0).toFixed(1);
+      this.#fail(`Session stopped: the account has no credits left (used ${used} s of ${credit} s).`, 402);
     }
   }
+
+  readonly #queueDue = (): void => {
+    const state = this.#state;
+    if (state.status === 'active' || state.status === 'stopping') this.#set({ ...state, queueTimer: undefined });
+    this.#pump();
+  };
 
   /**
    * Credits are used up: the utterance in progress is dropped, the utterances already heard are
    * answered as when the audio stops, and scheduled responses still go out.
    */
-  private stopBilling(): void {
-    this.state = 'stopping';
-    this.segmenter?.dropCurrent();
-    this.onAudioStopped();
-    this.segmenter = undefined;
-    this.pump();
+  #stopBilling(): void {
+    const state = this.#state;
+    if (state.status !== 'active') return;
+    const { status, heard, idleTimer, idleCheck, ...answering } = state;
+    this.#set({ status: 'stopping', ...answering });
+    heard.segmenter.dropCurrent();
+    this.#audioStopped(heard);
+    this.#pump();
   }
 
   /* ------------------------------------------------------------------------------------- */
   /* Flow control                                                                          */
 
   /** The deliberately slow server: read no more than `inputBytesPerSecond` of audio. */
-  private throttle(bytes: number): void {
-    const rate = this.settings.inputBytesPerSecond;
-    if (rate === undefined) return;
-    const now = Date.now();
-    this.readAllowedAt = Math.max(this.readAllowedAt, now) + (bytes * 1000) / rate;
-    this.armThrottle();
+  #throttle(bytes: number): void {
+    const rate = this.#settings.inputBytesPerSecond;
+    const state = this.#state;
+    if (rate === undefined || state.status !== 'active') return;
+    this.#set({ ...state, readAllowedAt: Math.max(state.readAllowedAt, Date.now()) + (bytes * 1000) / rate });
+    this.#armThrottle();
   }
 
-  private armThrottle(): void {
-    const wait = this.readAllowedAt - Date.now();
+  #armThrottle(): void {
+    const state = this.#state;
+    if (state.status !== 'active' && state.status !== 'stopping') return;
+    const wait = state.readAllowedAt - Date.now();
     if (wait <= 0) {
-      this.unpause('throttle');
+      this.#unpause('throttle');
       return;
     }
-    this.pauseFor('throttle');
-    if (this.throttleTimer === undefined) {
-      this.throttleTimer = this.setTimer(() => {
-        this.throttleTimer = undefined;
-        this.armThrottle();
-      }, Math.ceil(wait));
-    }
+    if (state.throttleTimer === undefined) this.#set({ ...state, throttleTimer: setTimeout(this.#throttleDue, Math.ceil(wait)) });
+    this.#pauseFor('throttle');
   }
+
+  readonly #throttleDue = (): void => {
+    const state = this.#state;
+    if (state.status !== 'active' && state.status !== 'stopping') return;
+    this.#set({ ...state, throttleTimer: undefined });
+    this.#armThrottle();
+  };
 
   /** Stops reading; the idle time counts only while reading. */
-  private pauseFor(reason: PauseReason): void {
-    if (this.state === 'closed') return;
-    this.pauses.add(reason);
-    this.ws.pause();
-    this.stopIdle();
+  #pauseFor(reason: PauseReason): void {
+    if (this.#state.status === 'closed') return;
+    this.#pauses.add(reason);
+    this.#ws.pause();
+    this.#stopIdle();
   }
 
-  private unpause(reason: PauseReason): void {
-    if (!this.pauses.delete(reason) || this.pauses.size > 0 || this.state === 'closed') return;
-    this.ws.resume();
-    this.armIdle();
+  #unpause(reason: PauseReason): void {
+    if (!this.#pauses.delete(reason) || this.#pauses.size > 0 || this.#state.status === 'closed') return;
+    this.#ws.resume();
+    this.#armIdle();
   }
 
-  /** After each write completes: resume reading once the send buffer is back under its bound. */
-  private readonly onSent = (): void => {
-    this.unflushed -= 1;
-    if (this.unflushed === 0) for (const waiter of this.flushWaiters.splice(0)) waiter();
-    if (this.pauses.has('backpressure') && this.ws.bufferedAmount <= this.settings.sendBufferLimitBytes) {
-      this.unpause('backpressure');
+  /** After each write completes: a drop's cut once all is flushed; reading resumes once the send buffer is back under its bound. */
+  readonly #onSent = (): void => {
+    this.#unflushed -= 1;
+    const state = this.#state;
+    if (this.#unflushed === 0 && state.status === 'closed' && state.cut !== undefined) {
+      this.#set({ ...state, cut: undefined });
+      state.cut();
+    }
+    if (this.#pauses.has('backpressure') && this.#ws.bufferedAmount <= this.#settings.sendBufferLimitBytes) {
+      this.#unpause('backpressure');
     }
   };
 
-  private send(frame: string | Buffer): void {
-    if (this.state === 'closed' || this.state === 'half-open' || this.ws.readyState !== this.ws.OPEN) return;
-    this.unflushed += 1;
-    this.ws.send(frame, { binary: typeof frame !== 'string' }, this.onSent);
-    this.peakBuffered = Math.max(this.peakBuffered, this.ws.bufferedAmount);
+  #send(frame: string | Buffer): void {
+    const status = this.#state.status;
+    if (status === 'closed' || status === 'half-open' || this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#unflushed += 1;
+    this.#ws.send(frame, { binary: typeof frame !== 'string' }, this.#onSent);
+    this.#peakBuffered = Math.max(this.#peakBuffered, this.#ws.bufferedAmount);
     // A client that reads slowly: stop reading its input until our send buffer drains.
-    if (this.ws.bufferedAmount > this.settings.sendBufferLimitBytes) this.pauseFor('backpressure');
+    if (this.#ws.bufferedAmount > this.#settings.sendBufferLimitBytes) this.#pauseFor('backpressure');
   }
 
   /* ------------------------------------------------------------------------------------- */
-  /* Errors and the end                                                                    */
+  /* Errors, faults and the end                                                            */
 
-  private sendError(message: string, code: number): void {
-    const echoed = this.settings.faults.echoKey && this.ownerKey !== undefined ? `${message} (key ${this.ownerKey})` : message;
-    this.send(encodeServerEvent.error(echoed, code));
+  #sendError(message: string, code: number): void {
+    const key = this.#settings.faults.echo(this.#ownerKey);
+    this.#send(encodeServerEvent.error(key !== undefined ? `${message} (key ${key})` : message, code));
   }
 
-  /* ------------------------------------------------------------------------------------- */
-  /* Faults                                                                                */
+  /** Sends `error`, then ends the session. */
+  #fail(message: string, code: number): void {
+    if (this.#state.status === 'closed') return;
+    this.#sendError(message, code);
+    this.#set(CLOSED);
+    this.#ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
+    // Reading must go on so the client's close frame is seen and the socket can close.
+    if (this.#pauses.size > 0) {
+      this.#pauses.clear();
+      this.#ws.resume();
+    }
+  }
 
   /**
    * Ends the session abruptly: the connection is cut without a close frame (the client sees
    * 1006), or closed with `code` (1001 going away, 1011 server error, 1012 restart, ...).
    */
   drop(options: DropOptions = {}): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    this.clearTimers();
-    this.forget();
-    this.onDrop?.();
+    if (this.#state.status === 'closed') return;
+    this.#set(CLOSED);
+    this.#onDrop?.();
     if (options.code !== undefined) {
-      this.ws.close(options.code, 'dropped by the emulator');
+      this.#ws.close(options.code, 'dropped by the emulator');
       return;
     }
     if (options.reset) {
-      const socket = this.socket as (Duplex & { resetAndDestroy?: () => void }) | undefined;
+      const socket = this.#socket as (Duplex & { resetAndDestroy?: () => void }) | undefined;
       if (socket?.resetAndDestroy) socket.resetAndDestroy();
-      else this.ws.terminate();
+      else this.#ws.terminate();
       return;
     }
     // Cut without a close frame (the client sees 1006). What was sent before reaches the client
     // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
     // what it had not read yet.
-    this.afterFlush(() => {
-      if (this.socket) this.socket.end();
-      else this.ws.terminate();
-      this.setTimer(() => this.ws.terminate(), 1000);
-    });
+    if (this.#unflushed === 0) this.#cut();
+    else this.#set({ status: 'closed', cut: this.#cut, timer: undefined });
   }
 
-  private dropOptions(): DropOptions {
-    const { dropCode, dropReset } = this.settings.faults;
-    return dropCode !== undefined ? { code: dropCode } : { reset: dropReset };
-  }
-
-  /** Runs `fn` once every frame sent so far has been handed to the kernel. */
-  private afterFlush(fn: () => void): void {
-    if (this.unflushed === 0) fn();
-    else this.flushWaiters.push(fn);
-  }
+  readonly #cut = (): void => {
+    if (this.#socket) this.#socket.end();
+    else this.#ws.terminate();
+    this.#set({ status: 'closed', cut: undefined, timer: setTimeout(() => this.#ws.terminate(), DROP_BACKSTOP_MS) });
+  };
 
   /**
    * Goes half-open, like a server that vanished without closing: reads nothing (so pings go
@@ -737,68 +820,10 @@ export class RealtimeSession {
    * a minute, or when the emulator closes.
    */
   goHalfOpen(): void {
-    if (this.state === 'closed' || this.state === 'half-open') return;
-    this.state = 'half-open';
-    this.clearTimers();
-    this.forget();
-    this.pauseFor('half-open');
-    this.socket?.pause();
-    this.setTimer(() => this.ws.terminate(), HALF_OPEN_HOLD_MS);
-  }
-
-  /** Sends `error`, then ends the session. */
-  private fail(message: string, code: number): void {
-    if (this.state === 'closed') return;
-    this.sendError(message, code);
-    this.state = 'closed';
-    this.clearTimers();
-    this.forget();
-    this.ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
-    // Reading must go on so the client's close frame is seen and the socket can close.
-    if (this.pauses.size > 0) {
-      this.pauses.clear();
-      this.ws.resume();
-    }
-  }
-
-  private dispose(): void {
-    this.state = 'closed';
-    this.flushWaiters.length = 0;
-    this.clearTimers();
-    this.forget();
-    this.resolveClosed();
-  }
-
-  /** Forgets every response not yet sent (the session is over). */
-  private forget(): void {
-    this.queue.length = 0;
-    this.grouped = [];
-    this.groupedBytes = 0;
-    this.held = [];
-    this.segmenter = undefined;
-  }
-
-  private setTimer(fn: () => void, ms: number): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      fn();
-    }, ms);
-    this.timers.add(timer);
-    return timer;
-  }
-
-  private clearTimer(timer: NodeJS.Timeout | undefined): void {
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    this.timers.delete(timer);
-  }
-
-  private clearTimers(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    this.stopIdle();
-    this.updateTimer = undefined;
-    this.queueTimer = undefined;
-    this.throttleTimer = undefined;
+    const status = this.#state.status;
+    if (status === 'closed' || status === 'half-open') return;
+    this.#set({ status: 'half-open', timer: setTimeout(() => this.#ws.terminate(), HALF_OPEN_HOLD_MS) });
+    this.#pauseFor('half-open');
+    this.#socket?.pause();
   }
 }

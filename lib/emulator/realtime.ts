@@ -4,7 +4,7 @@
  * answered with HTTP 401 before any WebSocket exists); everything after the handshake is in
  * `realtime-session.ts`, the emulator's own utterance detector in `vad.ts`. The options (the
  * detector, when answers are given, fault switches) are checked once, here, into the settings
- * every session shares.
+ * every session shares; the fault switches become the plan of hooks each session consults.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,9 +18,10 @@ import {
   RealtimeSession,
   type DropOptions,
   type LastAnswer,
-  type ResolvedRealtimeFaults,
   type Segmentation,
+  type SessionFaultPlan,
   type RealtimeSessionSettings,
+  type TimedFault,
   type RealtimeSessionStats,
 } from './realtime-session.js';
 import { isCount } from './http/faults.js';
@@ -181,23 +182,44 @@ function optionalInt(field: string, value: number | undefined, min: number): num
   return intOption(value, field, { min, fallback: min });
 }
 
-function resolveFaults(faults: RealtimeFaults = {}): ResolvedRealtimeFaults {
+/** The fault switches, checked, as the hooks a session consults (see `SessionFaultPlan`). */
+function faultPlan(faults: RealtimeFaults = {}): SessionFaultPlan {
   const late = new Map<number, number>();
   for (const [index, delay] of Object.entries(faults.lateUtterances ?? {})) {
     late.set(intOption(Number(index), 'faults.lateUtterances', { min: 1, fallback: 1 }), intOption(delay, `faults.lateUtterances.${index}`, { min: 0, fallback: 0 }));
   }
+  const dropAfterMs = optionalInt('faults.dropAfterMs', faults.dropAfterMs, 0);
+  const dropAfterResponses = optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0);
+  const dropMidResponse = faults.dropMidResponse === true;
+  const dropAfterInputBytes = faults.dropAfterInputMs === undefined ? undefined : optionalInt('faults.dropAfterInputMs', faults.dropAfterInputMs, 0)! * 48;
+  /** Shared by the sessions: `dropAfterInputMs` drops this many in all. */
+  let inputDrops = intOption(faults.dropsAfterInput, 'faults.dropsAfterInput', { min: 1, fallback: 1 });
+  const dropCode = optionalInt('faults.dropCode', faults.dropCode, 1000);
+  const dropReset = faults.dropReset === true;
+  const halfOpenAfterMs = optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0);
+  const mergeUtterances = intOption(faults.mergeUtterances, 'faults.mergeUtterances', { min: 1, fallback: 1 });
+  const echoKey = faults.echoKey === true;
+  const created: TimedFault[] = [];
+  if (dropAfterMs !== undefined) created.push({ afterMs: dropAfterMs, fault: 'drop' });
+  if (halfOpenAfterMs !== undefined) created.push({ afterMs: halfOpenAfterMs, fault: 'half-open' });
   return {
-    dropAfterMs: optionalInt('faults.dropAfterMs', faults.dropAfterMs, 0),
-    dropAfterResponses: optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0),
-    dropMidResponse: faults.dropMidResponse === true,
-    dropAfterInputBytes: faults.dropAfterInputMs === undefined ? undefined : optionalInt('faults.dropAfterInputMs', faults.dropAfterInputMs, 0)! * 48,
-    inputDrops: { left: intOption(faults.dropsAfterInput, 'faults.dropsAfterInput', { min: 1, fallback: 1 }) },
-    dropCode: optionalInt('faults.dropCode', faults.dropCode, 1000),
-    dropReset: faults.dropReset === true,
-    halfOpenAfterMs: optionalInt('faults.halfOpenAfterMs', faults.halfOpenAfterMs, 0),
-    mergeUtterances: intOption(faults.mergeUtterances, 'faults.mergeUtterances', { min: 1, fallback: 1 }),
-    lateUtterances: late,
-    echoKey: faults.echoKey === true,
+    mergeUtterances,
+    created,
+    dropWith: dropCode !== undefined ? { code: dropCode } : { reset: dropReset },
+    lateMs: (index) => late.get(index) ?? 0,
+    beforeResponse(sent, frames) {
+      if (dropAfterResponses === undefined || sent < dropAfterResponses) return undefined;
+      if (!dropMidResponse) return 0;
+      // Cut in the middle of this response's audio.
+      const audioAt = frames.findIndex((f) => typeof f !== 'string' || f.includes('"response.audio.delta"'));
+      return audioAt < 0 ? 0 : audioAt + Math.max(1, Math.floor((frames.length - 1 - audioAt) / 2));
+    },
+    afterInput(heardBytes) {
+      if (dropAfterInputBytes === undefined || heardBytes < dropAfterInputBytes || inputDrops === 0) return false;
+      inputDrops -= 1;
+      return true;
+    },
+    echo: (key) => (echoKey ? key : undefined),
   };
 }
 
@@ -267,7 +289,7 @@ export function resolveRealtimeSettings(options: RealtimeEmulatorOptions, apiKey
     coldStartMs: nonNegative('coldStartMs', options.coldStartMs, 0),
     inputBytesPerSecond: positive('inputBytesPerSecond', options.inputBytesPerSecond),
     sendBufferLimitBytes: nonNegative('sendBufferLimitBytes', options.sendBufferLimitBytes, DEFAULT_SEND_BUFFER_LIMIT_BYTES),
-    faults: resolveFaults(options.faults),
+    faults: faultPlan(options.faults),
   };
 }
 

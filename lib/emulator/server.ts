@@ -3,7 +3,7 @@
  * on `/v1/realtime` to the realtime side and on `/streaming-transcription/listen` to live
  * transcription. They follow `spec/service-interface.md` and `spec/facts.md`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';

@@ -28,10 +28,10 @@ import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
-import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
+import { FlacDownloadStream } from './flac-download-stream.js';
 import type { HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
-import { withRetry, resolveRetry, type HeaderBag, type RequestKind, type RetryInfo, type RetrySetting } from './retry.js';
+import { withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
 import { announcedEmulator, resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
 import * as endpoints from './endpoints.js';
 import * as kit from './endpoint-kit.js';
@@ -45,12 +45,10 @@ import * as streams from './streams.js';
 import type { TaskKind } from './task-kinds.js';
 import type { DubAltFormat } from './schemas.js';
 import type { ParseTranscriptOptions } from './transcript.js';
-import type { MultipartBody, UploadProgress } from './multipart.js';
 import { LanguageCatalog, type Language, type LanguageSide } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
 import type {
   RequestOptions,
-  HttpMethod,
   RequestSpec,
   FlacDownloadRequest,
   AudioDownloadOptions,
@@ -59,10 +57,7 @@ import type {
   SeparationTrackOptions,
   StreamResponse,
   HttpRequester,
-  FlacDownloader,
-  LanguageLookup,
 } from './requester.js';
-
 import type { TranslateAndSpeakOptions } from './endpoints.js';
 
 export interface LocalizationClientOptions {
@@ -420,7 +415,6 @@ export class LocalizationClient implements HttpRequester {
    * @deprecated The service deprecates the asynchronous TTS flow; use `ttsStream()`.
    */
   createTts(body: endpoints.LegacyTtsRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    // eslint-disable-next-line @typescript-eslint/no-deprecated
     return endpoints.createTts(this, body, options);
   }
 
@@ -429,7 +423,6 @@ export class LocalizationClient implements HttpRequester {
    * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
    */
   getTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    // eslint-disable-next-line @typescript-eslint/no-deprecated
     return endpoints.getTtsStatus(this, taskId, options);
   }
 

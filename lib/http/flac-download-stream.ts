@@ -126,7 +126,6 @@ export interface FlacDownloadRetry {
   delayMs: number;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface FlacDownloadStream {
   on(event: 'format', listener: (format: FlacFormat) => void): this;
   on(event: 'retry', listener: (info: FlacDownloadRetry) => void): this;

@@ -37,7 +37,6 @@
  */
 import pRetry from 'p-retry';
 import { AbortError, RateLimitError, RtTranslateError } from '../errors.js';
-import { parseRetryAfter } from '../retry-after.js';
 import { HttpConnectionError, HttpStatusError, HttpTimeoutError } from './errors.js';
 
 export interface RetryOptions {

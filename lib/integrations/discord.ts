@@ -188,6 +188,47 @@ function fromServiceProcessor(): AudioProcessor {
   return planConversion({ ...SERVICE_FORMAT }, { ...DISCORD_PCM_FORMAT }).processor;
 }
 
+/** Clock mode's timeline: see `DiscordReceiveAdapter`. */
+interface ClockTimeline {
+  status: 'clock';
+  /** Set by the first packet (and moved when a capped gap restarts the timeline). */
+  origin: number | undefined;
+  /** Audio out since the origin (`D`), in samples per channel. */
+  outSamples: number;
+  /** Frames of silence inserted for the gap in progress, and whether it reached `maxGapMs`. */
+  gapFrames: number;
+  gapCapped: boolean;
+  /** `idleFillMs`: sends the silence that is due while no packet arrives. */
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/** The RTP modes' timeline: the next timestamp or sequence number expected (none before the first packet). */
+interface RtpTimeline {
+  status: 'timestamp' | 'sequence';
+  expected: number | undefined;
+}
+
+/**
+ * Where a receive adapter's timeline is: the gap mode in force with what it tracks, `auto` until
+ * the first packet decides, `closed` (with the mode it had) after the end or a destroy. Changed
+ * only through `#set`, which clears the idle timer unless the new state keeps it; the counters
+ * change in place.
+ */
+type ReceiveState = { status: 'auto' | 'none' } | ClockTimeline | RtpTimeline | { status: 'closed'; mode: GapMode };
+
+/** The timeline of a mode, before its first packet. */
+function timelineFor(mode: GapMode): ReceiveState {
+  switch (mode) {
+    case 'clock':
+      return { status: 'clock', origin: undefined, outSamples: 0, gapFrames: 0, gapCapped: false, idleTimer: undefined };
+    case 'timestamp':
+    case 'sequence':
+      return { status: mode, expected: undefined };
+    default:
+      return { status: mode };
+  }
+}
+
 /**
  * Opus packets from a Discord voice receiver in (object mode: one packet per write, a Buffer or
  * `{ packet, timestamp?, sequence? }`), PCM16 LE mono 24 kHz out (byte mode), with the silence
@@ -241,28 +282,16 @@ export class DiscordReceiveAdapter extends Transform {
     bytesOut: 0,
   };
 
-  private readonly codec: OpusCodec;
-  private readonly processor: AudioProcessor;
-  private readonly now: () => number;
-  private readonly maxGapSamples: number;
-  private readonly maxGapFrames: number;
+  readonly #codec: OpusCodec;
+  readonly #processor: AudioProcessor;
+  readonly #now: () => number;
+  readonly #maxGapSamples: number;
+  readonly #maxGapFrames: number;
   /** Output cut into `chunkMs` chunks, when set. */
-  private readonly chunks: FrameCutter | undefined;
-  private mode: GapMode;
+  readonly #chunks: FrameCutter | undefined;
+  #state: ReceiveState;
   /** Duration of the last packet decoded (or replaced), in samples per channel. */
-  private lastSamples = OPUS_FRAME_SAMPLES;
-  private released = false;
-
-  // clock mode
-  private origin: number | undefined;
-  private outSamples = 0;
-  private gapFrames = 0;
-  private gapCapped = false;
-  private idleTimer: NodeJS.Timeout | undefined;
-
-  // timestamp / sequence modes
-  private expectedTimestamp: number | undefined;
-  private expectedSequence: number | undefined;
+  #lastSamples = OPUS_FRAME_SAMPLES;
 
   constructor(options: DiscordReceiveOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -281,23 +310,24 @@ export class DiscordReceiveAdapter extends Transform {
     const readableHighWaterMark = positiveInteger(options.readableHighWaterMark, 'readableHighWaterMark', 64 * 1024);
     const codec = createOpusCodec({ backend: options.opusBackend ?? 'auto' });
     super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark, readableHighWaterMark });
-    this.codec = codec;
+    this.#codec = codec;
     this.opusBackend = codec.backend;
-    this.processor = toServiceProcessor();
-    this.mode = mode;
+    this.#processor = toServiceProcessor();
+    this.#state = timelineFor(mode);
     this.toleranceMs = toleranceMs;
     this.maxGapMs = maxGapMs;
     this.idleFillMs = idleFillMs;
-    this.maxGapSamples = Math.floor(maxGapMs * SAMPLES_PER_MS);
-    this.maxGapFrames = Math.floor(maxGapMs / OPUS_FRAME_MS);
+    this.#maxGapSamples = Math.floor(maxGapMs * SAMPLES_PER_MS);
+    this.#maxGapFrames = Math.floor(maxGapMs / OPUS_FRAME_MS);
     const chunkBytes = Math.round(chunkMs * 24) * 2; // PCM16 mono 24 kHz
-    this.chunks = chunkBytes > 0 ? new FrameCutter(chunkBytes) : undefined;
-    this.now = options.now ?? (() => performance.now());
+    this.#chunks = chunkBytes > 0 ? new FrameCutter(chunkBytes) : undefined;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** The gap mode in force (`'auto'` until the first packet decides). */
   get gapMode(): GapMode {
-    return this.mode;
+    const state = this.#state;
+    return state.status === 'closed' ? state.mode : state.status;
   }
 
   /** Silence inserted so far (gaps and corrupt packets), in ms. */
@@ -307,7 +337,7 @@ export class DiscordReceiveAdapter extends Transform {
 
   override _transform(chunk: unknown, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      this.receive(chunk);
+      this.#receive(chunk);
     } catch (err) {
       callback(err as Error);
       return;
@@ -316,64 +346,68 @@ export class DiscordReceiveAdapter extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
-    this.stopIdleTimer();
+    this.#set({ status: 'closed', mode: this.gapMode });
     let tail: Buffer;
     try {
-      tail = this.processor.flush();
+      tail = this.#processor.flush();
     } catch (err) {
       callback(err as Error);
       return;
     }
-    this.out(tail);
-    if (this.chunks && this.chunks.pendingBytes > 0) this.push(this.chunks.takePending());
-    this.release();
+    this.#out(tail);
+    if (this.#chunks && this.#chunks.pendingBytes > 0) this.push(this.#chunks.takePending());
+    this.#codec.close();
     callback();
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.stopIdleTimer();
-    this.release();
+    this.#set({ status: 'closed', mode: this.gapMode });
+    this.#codec.close();
     callback(err);
   }
 
-  private release(): void {
-    this.released = true;
-    this.codec.close();
+  /** The one way the state changes: the idle timer of a clock timeline goes unless the new state keeps it. */
+  #set(next: ReceiveState): void {
+    const previous = this.#state;
+    this.#state = next;
+    const timer = previous.status === 'clock' ? previous.idleTimer : undefined;
+    if (timer !== undefined && timer !== (next.status === 'clock' ? next.idleTimer : undefined)) clearTimeout(timer);
   }
 
-  private receive(chunk: unknown): void {
+  #receive(chunk: unknown): void {
     const { packet, timestamp, sequence } = readPacket(chunk);
     const index = this.stats.packets++;
-    if (this.mode === 'auto') this.mode = timestamp !== undefined ? 'timestamp' : sequence !== undefined ? 'sequence' : 'clock';
-    switch (this.mode) {
+    if (this.#state.status === 'auto') this.#set(timelineFor(timestamp !== undefined ? 'timestamp' : sequence !== undefined ? 'sequence' : 'clock'));
+    const state = this.#state;
+    switch (state.status) {
       case 'clock':
-        this.beforeClockPacket();
+        this.#beforeClockPacket(state);
         break;
       case 'timestamp':
         if (timestamp === undefined) throw new ValidationError('packet.timestamp', 'an RTP timestamp on every packet (the first packet had one)', 'a packet without it');
-        if (!this.beforeTimestampPacket(timestamp, index)) return;
+        if (!this.#beforeRtpPacket(state, timestamp, index)) return;
         break;
       case 'sequence':
         if (sequence === undefined) throw new ValidationError('packet.sequence', 'an RTP sequence number on every packet (the first packet had one)', 'a packet without it');
-        if (!this.beforeSequencePacket(sequence, index)) return;
+        if (!this.#beforeRtpPacket(state, sequence, index)) return;
         break;
       default:
         break;
     }
-    const samples = this.decode(packet, index);
-    if (this.mode === 'timestamp') this.expectedTimestamp = (timestamp! + samples) >>> 0;
-    else if (this.mode === 'sequence') this.expectedSequence = (sequence! + 1) & 0xffff;
-    else if (this.mode === 'clock') this.armIdleTimer();
+    const samples = this.#decode(packet, index);
+    if (state.status === 'timestamp') state.expected = (timestamp! + samples) >>> 0;
+    else if (state.status === 'sequence') state.expected = (sequence! + 1) & 0xffff;
+    else if (state.status === 'clock') this.#armIdleTimer();
   }
 
   /** Decodes (or replaces) one packet and emits it; returns its duration in samples per channel. */
-  private decode(packet: Buffer, index: number): number {
+  #decode(packet: Buffer, index: number): number {
     let pcm: Buffer | undefined;
     let reason = 'the packet is empty';
     if (packet.length > 0) {
       try {
         // Converted below before the next packet: the codec's own memory serves.
-        pcm = this.codec.decodeTransient(packet);
+        pcm = this.#codec.decodeTransient(packet);
         if (pcm.length === 0 || pcm.length % 4 !== 0) {
           reason = `the decoder returned ${pcm.length} bytes`;
           pcm = undefined;
@@ -383,7 +417,7 @@ export class DiscordReceiveAdapter extends Transform {
       }
     }
     if (pcm === undefined) {
-      const samples = this.lastSamples;
+      const samples = this.#lastSamples;
       this.stats.corruptPackets++;
       this.emit(
         'warning',
@@ -392,40 +426,45 @@ export class DiscordReceiveAdapter extends Transform {
         ),
         { kind: 'corrupt-packet', packetIndex: index },
       );
-      this.silence(samples);
+      this.#silence(samples);
       return samples;
     }
     const samples = pcm.length / 4;
-    this.lastSamples = samples;
+    this.#lastSamples = samples;
     this.stats.decodedPackets++;
-    this.outSamples += samples;
-    this.out(this.processor.process(pcm));
+    this.#counted(samples);
+    this.#out(this.#processor.process(pcm));
     return samples;
   }
 
+  /** `samples` more of the output's timeline (clock mode measures lateness against it). */
+  #counted(samples: number): void {
+    if (this.#state.status === 'clock') this.#state.outSamples += samples;
+  }
+
   /** Emits `samples` of silence (48 kHz stereo, converted), in bounded pieces. */
-  private silence(samples: number): void {
+  #silence(samples: number): void {
     this.stats.silenceSamples += samples;
-    this.outSamples += samples;
+    this.#counted(samples);
     for (let left = samples; left > 0; left -= SILENCE_PIECE_SAMPLES) {
       const n = Math.min(left, SILENCE_PIECE_SAMPLES);
-      this.out(this.processor.process(SILENCE_PIECE.subarray(0, n * 4)));
+      this.#out(this.#processor.process(SILENCE_PIECE.subarray(0, n * 4)));
     }
   }
 
-  private out(pcm: Buffer): void {
+  #out(pcm: Buffer): void {
     if (pcm.length === 0) return;
     this.stats.bytesOut += pcm.length;
-    if (this.chunks) this.chunks.forEachFrame(pcm, this.pushChunk);
+    if (this.#chunks) this.#chunks.forEachFrame(pcm, this.#pushChunk);
     else this.push(pcm);
   }
 
-  private readonly pushChunk = (chunk: Buffer): void => {
+  readonly #pushChunk = (chunk: Buffer): void => {
     this.push(chunk);
   };
 
   /** Counts and reports a filled gap; a gap with nothing filled (`maxGapMs: 0`) is no event. */
-  private closeGap(mode: GapInfo['mode'], samples: number, capped: boolean): void {
+  #closeGap(mode: GapInfo['mode'], samples: number, capped: boolean): void {
     if (samples === 0) return;
     this.stats.gaps++;
     if (capped) this.stats.cappedGaps++;
@@ -434,88 +473,85 @@ export class DiscordReceiveAdapter extends Transform {
 
   // --- clock mode ---
 
-  private beforeClockPacket(): void {
-    const t = this.now();
-    if (this.origin === undefined) {
-      this.origin = t;
+  #beforeClockPacket(clock: ClockTimeline): void {
+    const t = this.#now();
+    if (clock.origin === undefined) {
+      clock.origin = t;
       return;
     }
-    this.catchUp(t);
-    const capped = this.gapCapped;
-    if (capped) this.origin = t - this.outSamples / SAMPLES_PER_MS; // restart the timeline here
-    this.closeGap('clock', this.gapFrames * OPUS_FRAME_SAMPLES, capped);
-    this.gapFrames = 0;
-    this.gapCapped = false;
+    this.#catchUp(clock, t);
+    const capped = clock.gapCapped;
+    if (capped) clock.origin = t - clock.outSamples / SAMPLES_PER_MS; // restart the timeline here
+    this.#closeGap('clock', clock.gapFrames * OPUS_FRAME_SAMPLES, capped);
+    clock.gapFrames = 0;
+    clock.gapCapped = false;
   }
 
-  /** Inserts the silence due at time `t` (clock mode). */
-  private catchUp(t: number): void {
-    if (this.origin === undefined || this.gapCapped) return;
-    const lateMs = t - this.origin - this.outSamples / SAMPLES_PER_MS;
+  /** Inserts the silence due at time `t`. */
+  #catchUp(clock: ClockTimeline, t: number): void {
+    if (clock.origin === undefined || clock.gapCapped) return;
+    const lateMs = t - clock.origin - clock.outSamples / SAMPLES_PER_MS;
     if (lateMs <= this.toleranceMs) return;
     let frames = Math.round(lateMs / OPUS_FRAME_MS);
-    const room = this.maxGapFrames - this.gapFrames;
+    const room = this.#maxGapFrames - clock.gapFrames;
     if (frames > room) {
       frames = room;
-      this.gapCapped = true;
+      clock.gapCapped = true;
     }
     if (frames <= 0) return;
-    this.gapFrames += frames;
-    this.silence(frames * OPUS_FRAME_SAMPLES);
+    clock.gapFrames += frames;
+    this.#silence(frames * OPUS_FRAME_SAMPLES);
   }
 
   /** Restarts the idle wait: the pending timer is re-armed (one per packet would be 50 a second). */
-  private armIdleTimer(): void {
-    if (this.idleFillMs <= 0) return;
-    if (this.idleTimer !== undefined) {
-      this.idleTimer.refresh();
+  #armIdleTimer(): void {
+    const state = this.#state;
+    if (this.idleFillMs <= 0 || state.status !== 'clock') return;
+    if (state.idleTimer !== undefined) {
+      state.idleTimer.refresh();
       return;
     }
-    this.idleTimer = setTimeout(this.onIdle, this.idleFillMs);
-    this.idleTimer.unref();
+    const idleTimer = setTimeout(this.#onIdle, this.idleFillMs);
+    idleTimer.unref();
+    this.#set({ ...state, idleTimer });
   }
 
-  private stopIdleTimer(): void {
-    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
-    this.idleTimer = undefined;
-  }
-
-  private readonly onIdle = (): void => {
-    this.idleTimer = undefined;
-    if (this.released || this.destroyed || this.writableFinished) return;
+  readonly #onIdle = (): void => {
+    if (this.#state.status !== 'clock') return;
+    const clock: ClockTimeline = { ...this.#state, idleTimer: undefined };
+    this.#set(clock);
+    if (this.destroyed || this.writableFinished) return;
     try {
-      this.catchUp(this.now());
+      this.#catchUp(clock, this.#now());
     } catch (err) {
       this.destroy(err as Error);
       return;
     }
-    if (!this.gapCapped) this.armIdleTimer();
+    if (!clock.gapCapped) this.#armIdleTimer();
   };
 
   // --- RTP modes: return false to drop the packet ---
 
-  private beforeTimestampPacket(timestamp: number, index: number): boolean {
-    const expected = this.expectedTimestamp;
+  /** Before a packet at `value` (its timestamp, or its sequence number): the gap since the last one is filled. */
+  #beforeRtpPacket(rtp: RtpTimeline, value: number, index: number): boolean {
+    const expected = rtp.expected;
     if (expected === undefined) return true;
-    const delta = (timestamp - expected) | 0; // signed distance, modulo 2^32
-    return this.fillRtpGap('timestamp', delta, 1, index, LATE_WINDOW_MS * SAMPLES_PER_MS, `timestamp ${timestamp}, expected ${expected}`);
-  }
-
-  private beforeSequencePacket(sequence: number, index: number): boolean {
-    const expected = this.expectedSequence;
-    if (expected === undefined) return true;
-    const delta = ((sequence - expected) << 16) >> 16; // signed distance, modulo 2^16
-    return this.fillRtpGap('sequence', delta, this.lastSamples, index, LATE_WINDOW_MS / OPUS_FRAME_MS, `sequence ${sequence}, expected ${expected}`);
+    if (rtp.status === 'timestamp') {
+      const delta = (value - expected) | 0; // signed distance, modulo 2^32
+      return this.#fillRtpGap('timestamp', delta, 1, index, LATE_WINDOW_MS * SAMPLES_PER_MS, `timestamp ${value}, expected ${expected}`);
+    }
+    const delta = ((value - expected) << 16) >> 16; // signed distance, modulo 2^16
+    return this.#fillRtpGap('sequence', delta, this.#lastSamples, index, LATE_WINDOW_MS / OPUS_FRAME_MS, `sequence ${value}, expected ${expected}`);
   }
 
   /** `delta` units of `unitSamples` are missing (> 0), or the packet is behind (< 0). */
-  private fillRtpGap(mode: 'timestamp' | 'sequence', delta: number, unitSamples: number, index: number, lateWindow: number, where: string): boolean {
+  #fillRtpGap(mode: 'timestamp' | 'sequence', delta: number, unitSamples: number, index: number, lateWindow: number, where: string): boolean {
     if (delta > 0) {
       const missing = delta * unitSamples;
-      const limit = mode === 'timestamp' ? this.maxGapSamples : Math.floor(this.maxGapSamples / unitSamples) * unitSamples;
+      const limit = mode === 'timestamp' ? this.#maxGapSamples : Math.floor(this.#maxGapSamples / unitSamples) * unitSamples;
       const samples = Math.min(missing, limit);
-      if (samples > 0) this.silence(samples);
-      this.closeGap(mode, samples, missing > limit);
+      if (samples > 0) this.#silence(samples);
+      this.#closeGap(mode, samples, missing > limit);
       return true;
     }
     if (delta === 0) return true;

@@ -174,6 +174,11 @@ export class TwilioOutbound extends Writable {
     return dropped;
   }
 
+  /** `discardAll()` was called: nothing goes out any more. */
+  get discarding(): boolean {
+    return this.#discardThrough === Number.POSITIVE_INFINITY;
+  }
+
   /** Drops all outbound audio from now on; the input is still read to its end. */
   discardAll(): void {
     if (this.#discardThrough === Number.POSITIVE_INFINITY) return;

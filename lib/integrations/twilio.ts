@@ -255,15 +255,33 @@ const MAX_FRAME_BYTES = TWILIO_FRAME_BYTES;
 /**
  * Where the call's input is. `timer` is the start timeout (`startTimeoutMs`); `idle` the media
  * timeout (`mediaTimeoutMs`), restarted by each accepted frame; `hold` a frame waiting for the
- * clock (`maxAheadMs`), its write's callback held meanwhile. Changed only through `#set`, which
- * clears the timers the new state does not keep.
+ * clock (`maxAheadMs`), its write's callback held meanwhile; `waiting` a write's callback
+ * waiting for the translator's `drain`. Changed only through `#set`, which clears the timers the
+ * new state does not keep.
  */
 type InboundState =
   | { status: 'awaiting-start'; timer: NodeJS.Timeout }
-  | { status: 'live'; idle: NodeJS.Timeout; startedAt: number; hold: NodeJS.Timeout | undefined }
+  | { status: 'live'; idle: NodeJS.Timeout; startedAt: number; hold: NodeJS.Timeout | undefined; waiting: boolean }
   /** `stop`, or the end of the writable side: no more input, no timers. */
   | { status: 'ended' }
   | { status: 'closed' };
+
+/**
+ * Where the translated side (translator -> `TwilioOutbound` -> the readable side) is. It ends on
+ * its own schedule, before or after the input, so it is a state of its own, changed only through
+ * `#setOutput`, which settles a `_final` callback the new state does not carry (unless the bridge
+ * is destroyed: Node no longer waits for it then).
+ */
+type OutputState =
+  /** `finalCallback`: the input has ended and `_final` waits for the last response. */
+  | { status: 'translating'; finalCallback: StreamCallback | undefined }
+  /** The last response has gone out: the readable side has ended. */
+  | { status: 'done' }
+  /** The input ended before `start` (`openSession: 'start'`): no session was opened, none is ended. */
+  | { status: 'skipped' }
+  | { status: 'closed' };
+
+type StreamCallback = (error?: Error | null) => void;
 
 function timersOf(state: InboundState): Array<NodeJS.Timeout | undefined> {
   switch (state.status) {
@@ -304,12 +322,10 @@ export class TwilioMediaBridge extends Duplex {
   /** The realtime session this call's audio goes through (created with the bridge; see `openSession`). */
   readonly translator: RealtimeTranslateStream;
   readonly #session: DeferredTranslateStream;
-  /** The input ended before `start` with `openSession: 'start'`: no session was opened, none is ended. */
-  #sessionSkipped = false;
   readonly pacing: TwilioPacing;
 
   readonly #track: string;
-  readonly #output: 'object' | 'json';
+  readonly #format: 'object' | 'json';
   readonly #maxMessageBytes: number;
   readonly #timeline: MediaTimeline;
   readonly #onset: SpeechOnsetDetector | undefined;
@@ -321,17 +337,11 @@ export class TwilioMediaBridge extends Duplex {
   readonly #outstandingMarks = new Set<string>();
   #stream: TwilioStreamInfo | undefined;
   #state: InboundState;
+  #output: OutputState = { status: 'translating', finalCallback: undefined };
   readonly #limits: { startTimeoutMs: number; mediaTimeoutMs: number; maxTimestampLeadMs: number; maxTimestampRewinds: number; maxWarningsPerKind: number };
   #lastTimestamp: number | undefined;
   #timestampRewinds = 0;
   #closeReason: string | undefined;
-  /** Set by `#writeAppends` when the translator asked for a pause. */
-  #translatorFull = false;
-  /** A write's callback waits for the translator's `drain`. */
-  #waitingForService = false;
-  #discarding = false;
-  #pipelineDone = false;
-  #finalCallback: ((error?: Error | null) => void) | undefined;
   readonly #stats = {
     mediaMessages: 0,
     receivedSamples: 0,
@@ -414,7 +424,7 @@ export class TwilioMediaBridge extends Duplex {
     this.#session = translator;
     this.pacing = pacing;
     this.#track = track;
-    this.#output = output;
+    this.#format = output;
     this.#maxMessageBytes = maxMessageBytes;
     this.#limits = limits;
     this.#state = { status: 'awaiting-start', timer: setTimeout(this.#startExpired, limits.startTimeoutMs) };
@@ -438,14 +448,11 @@ export class TwilioMediaBridge extends Duplex {
 
     pipeline(translator, this.#outbound).then(
       () => {
-        this.#pipelineDone = true;
         if (!this.destroyed) this.push(null);
-        const callback = this.#finalCallback;
-        this.#finalCallback = undefined;
-        callback?.();
+        if (this.#output.status === 'translating') this.#setOutput({ status: 'done' });
       },
       (error: Error) => {
-        if (!this.#sessionSkipped) this.destroy(error);
+        if (this.#output.status !== 'skipped') this.destroy(error);
       },
     );
   }
@@ -486,8 +493,6 @@ export class TwilioMediaBridge extends Duplex {
    * session still ends as usual once the writable side ends.
    */
   discardOutbound(): void {
-    if (this.#discarding) return;
-    this.#discarding = true;
     this.#outbound.discardAll();
   }
 
@@ -542,11 +547,19 @@ export class TwilioMediaBridge extends Duplex {
     return this.#state.status === 'ended' || this.#state.status === 'closed';
   }
 
-  /** The one way the state changes: timers the new state does not keep are cleared. */
+  /** The one way the input's state changes: timers the new state does not keep are cleared. */
   #set(next: InboundState): void {
     const kept = timersOf(next);
     for (const timer of timersOf(this.#state)) if (timer !== undefined && !kept.includes(timer)) clearTimeout(timer);
     this.#state = next;
+  }
+
+  /** The one way the output's state changes: a `_final` callback the new state does not carry is settled. */
+  #setOutput(next: OutputState): void {
+    const previous = this.#output;
+    this.#output = next;
+    const callback = previous.status === 'translating' ? previous.finalCallback : undefined;
+    if (callback !== undefined && callback !== (next.status === 'translating' ? next.finalCallback : undefined) && !this.destroyed) callback();
   }
 
   #onStart(info: TwilioStreamInfo, callback: (error?: Error | null) => void): void {
@@ -568,7 +581,7 @@ export class TwilioMediaBridge extends Duplex {
     }
     this.#stream = info;
     // The call's clock starts now: the media timeout and the audio allowed are counted from here.
-    this.#set({ status: 'live', idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs), startedAt: performance.now(), hold: undefined });
+    this.#set({ status: 'live', idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs), startedAt: performance.now(), hold: undefined, waiting: false });
     this.#session.open();
     this.emit('start', info);
     callback();
@@ -584,7 +597,7 @@ export class TwilioMediaBridge extends Duplex {
   readonly #idleExpired = (): void => {
     const state = this.#state;
     if (state.status !== 'live') return;
-    if (this.#waitingForService || state.hold !== undefined) {
+    if (state.waiting || state.hold !== undefined) {
       state.idle.refresh();
       return;
     }
@@ -699,24 +712,24 @@ export class TwilioMediaBridge extends Duplex {
       callback();
       return;
     }
-    this.#translatorFull = false;
     this.#appends.cut(pcm, this.#writeAppends);
-    if (!this.#translatorFull) {
+    // No write of this message returned false: the translator takes more at once.
+    if (!translator.writableNeedDrain) {
       callback();
       return;
     }
-    this.#waitingForService = true;
+    const state = this.#state;
+    if (state.status === 'live') this.#set({ ...state, waiting: true });
     translator.once('drain', () => {
-      this.#waitingForService = false;
+      const now = this.#state;
+      if (now.status === 'live') this.#set({ ...now, waiting: false });
       callback();
     });
   }
 
   readonly #writeAppends = (buf: Buffer, offset: number, appends: number): void => {
     const bytes = this.#appends.frameBytes;
-    for (let i = 0, at = offset; i < appends; i++, at += bytes) {
-      if (!this.translator.write(buf.subarray(at, at + bytes))) this.#translatorFull = true;
-    }
+    for (let i = 0, at = offset; i < appends; i++, at += bytes) this.translator.write(buf.subarray(at, at + bytes));
   };
 
   #endInput(): void {
@@ -736,20 +749,16 @@ export class TwilioMediaBridge extends Duplex {
 
   /** The input ended before `start` (`openSession: 'start'`): no session to end; the bridge ends now. */
   #skipSession(): void {
-    this.#sessionSkipped = true;
-    this.#pipelineDone = true;
+    this.#setOutput({ status: 'skipped' });
     this.#outbound.destroy();
     this.#session.destroy();
     if (!this.destroyed) this.push(null);
-    const callback = this.#finalCallback;
-    this.#finalCallback = undefined;
-    callback?.();
   }
 
   override _final(callback: (error?: Error | null) => void): void {
     this.#endInput();
-    if (this.#pipelineDone) callback();
-    else this.#finalCallback = callback;
+    if (this.#output.status === 'translating') this.#setOutput({ status: 'translating', finalCallback: callback });
+    else callback();
   }
 
   /* ------------------------------------------------------------------ barge-in */
@@ -757,7 +766,7 @@ export class TwilioMediaBridge extends Duplex {
   #speechStarted(): void {
     this.emit('speech');
     const stream = this.#stream;
-    if (stream === undefined || this.#discarding) return;
+    if (stream === undefined || this.#outbound.discarding) return;
     const received = this.translator.bytesReceived;
     if (this.#outstandingMarks.size === 0 && !this.#outbound.hasPendingAudio(received)) return;
     const pendingMarks = [...this.#outstandingMarks];
@@ -772,7 +781,7 @@ export class TwilioMediaBridge extends Duplex {
 
   #pushMessage(message: TwilioOutboundMessage): boolean {
     if (this.destroyed || this.readableEnded) return true;
-    return this.push(this.#output === 'json' ? JSON.stringify(message) : message);
+    return this.push(this.#format === 'json' ? JSON.stringify(message) : message);
   }
 
   #responseSent(info: TwilioResponseInfo): void {
@@ -812,7 +821,7 @@ export class TwilioMediaBridge extends Duplex {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#set({ status: 'closed' });
-    this.#finalCallback = undefined;
+    this.#setOutput({ status: 'closed' });
     this.#outbound.destroy();
     const translator = this.translator;
     if (translator.closed) {

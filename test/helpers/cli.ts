@@ -138,6 +138,7 @@ export function statusTexts(stderr: string): string[] {
 /** The permanent lines of a terminal's stderr: without the status line's texts and control sequences. */
 export function permanentLines(stderr: string): string[] {
   return stderr
+    // eslint-disable-next-line no-control-regex -- the terminal's erase-line sequence is what is removed
     .replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '')
     .replaceAll('\r\x1b[K', '')
     .split('\n')
