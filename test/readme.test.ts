@@ -1,6 +1,6 @@
 /**
- * The documentation's code runs as written. Every fenced block of README.md (and of the guides
- * under docs/, when there are any) is accounted for, one of three ways:
+ * The documentation's code runs as written. Every fenced block of README.md and of the guides
+ * under docs/ (the generated reference under docs/api/ aside) is accounted for, one of three ways:
  *
  * - A `ts` or `js` block is a program of its own: it runs (as an ES module, its types stripped)
  *   in a fresh directory where rt-translate is installed as npm installs it (only the files
@@ -16,13 +16,12 @@
  *   fragment: the line before its opening fence is `<!-- fragment: WHY -->`, WHY saying what
  *   keeps it from running. Any other block fails the first test below.
  *
- * Then the Troubleshooting rows are checked against what the commands print. Needs `npm run
- * build` (npm test does it).
+ * Then the rows of docs/troubleshooting.md's messages are checked against what the commands
+ * print. Needs `npm run build` (npm test does it).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -62,7 +61,8 @@ function blocksOf(name: string, text: string): Block[] {
 
 async function documents(): Promise<Array<{ name: string; text: string }>> {
   const docs = [{ name: 'README.md', text: await readFile(join(root, 'README.md'), 'utf8') }];
-  const guides = existsSync(join(root, 'docs')) ? (await readdir(join(root, 'docs'), { recursive: true })).filter((f) => f.endsWith('.md')) : [];
+  // docs/api/ is TypeDoc's output (npm run docs), which copies the guides it links to.
+  const guides = (await readdir(join(root, 'docs'), { recursive: true })).filter((f) => f.endsWith('.md') && !f.startsWith('api/'));
   for (const guide of guides.sort()) docs.push({ name: `docs/${guide}`, text: await readFile(join(root, 'docs', guide), 'utf8') });
   return docs;
 }
@@ -71,8 +71,8 @@ const blocks = (await documents()).flatMap(({ name, text }) => blocksOf(name, te
 const programs = blocks.filter((b) => b.fragment === undefined && /^(ts|js|typescript|javascript)$/.test(b.lang));
 const scripts = blocks.filter((b) => b.fragment === undefined && /^(sh|bash|shell)$/.test(b.lang));
 
-const readme = await readFile(join(root, 'README.md'), 'utf8');
-const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'), readme.indexOf('## Performance'));
+const troubleshootingGuide = await readFile(join(root, 'docs', 'troubleshooting.md'), 'utf8');
+const troubleshooting = troubleshootingGuide.slice(troubleshootingGuide.indexOf('## Messages'), troubleshootingGuide.indexOf('\n## ', troubleshootingGuide.indexOf('## Messages') + 1));
 
 let dir: string;
 let installed: string;
@@ -178,6 +178,22 @@ const PROGRAM_CHECKS: Array<{ contains: string; check: (work: string, result: Ru
     },
   },
   {
+    contains: "createWriteStream('hello-tts.wav')",
+    check: async (work) => {
+      const out = await readFile(join(work, 'hello-tts.wav'));
+      expect(isWav(out)).toBe(true);
+      expect(out.length - 44).toBeGreaterThan(4_800);
+    },
+  },
+  {
+    contains: "client.waitForTask('translation', taskId",
+    check: async (_work, { stdout }) => {
+      const lines = stdout.trim().split('\n');
+      expect(lines).toContain('SUCCESS');
+      expect(lines.at(-1)).toMatch(/Good morning/);
+    },
+  },
+  {
     contains: 'new RealtimeFanout(',
     check: async (work, { stdout }) => {
       for (const lang of ['es-es', 'fr-fr', 'de-de']) {
@@ -203,7 +219,9 @@ describe('the documentation: every code block', () => {
     const unaccounted = blocks.filter((b) => b.fragment === undefined && !programs.includes(b) && !scripts.includes(b));
     expect(unaccounted.map((b) => `${b.where}: \`\`\`${b.lang} neither runs nor is marked <!-- fragment: WHY -->`)).toEqual([]);
     expect(blocks.filter((b) => b.fragment !== undefined && b.fragment.trim().length < 5).map((b) => b.where)).toEqual([]);
-    // The README's first screen runs: its two commands and its library example.
+    // The README runs: its two commands, and its examples of the three tasks (realtime, TTS, a task).
+    expect(scripts.filter((b) => b.where.startsWith('README.md:')).length).toBeGreaterThanOrEqual(2);
+    expect(programs.filter((b) => b.where.startsWith('README.md:')).length).toBeGreaterThanOrEqual(3);
     expect(scripts.length).toBeGreaterThanOrEqual(3);
     expect(programs.length).toBeGreaterThanOrEqual(4);
     // Every check above is about a program that is still there.
@@ -265,12 +283,12 @@ describe.concurrent('the documentation: shell lines run as written, on the embed
 });
 
 /**
- * The message of the Troubleshooting row whose message starts with `start`, as a pattern:
+ * The message of the row of docs/troubleshooting.md's messages whose message starts with `start`, as a pattern:
  * `...` stands for any text, the placeholders HOST, ID and TAG for a word.
  */
 function troubleRow(start: string): RegExp {
   const row = troubleshooting.split('\n').find((line) => line.startsWith(`| \`${start}`));
-  expect(row, `a Troubleshooting row starting with ${start}`).toBeDefined();
+  expect(row, `a row of docs/troubleshooting.md's messages starting with ${start}`).toBeDefined();
   const message = /^\| `([^`]+)`/.exec(row!)![1]!;
   const pattern = message
     .split(/(\.\.\.|\bHOST\b|\bID\b|\bTAG\b)/)
@@ -279,7 +297,7 @@ function troubleRow(start: string): RegExp {
   return new RegExp(pattern);
 }
 
-describe.concurrent('README: Troubleshooting', () => {
+describe.concurrent('docs/troubleshooting.md: the messages', () => {
   const fixture = join(root, 'test', 'fixtures', 'speech-en-24k.wav');
   it.each([
     { row: 'Refusing plain-text http://', args: ['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--base-url', 'http://service.example.com/apis', '--api-key', 'k'] },

@@ -1,55 +1,19 @@
 /**
  * `FlacDownloadStream`: a Readable of a FLAC result (`GET /tts-result/{run_id}` raw bytes, or a
  * presigned `file_url` / audio separation URL), as FLAC bytes or, with `decode: true`, as PCM16
- * LE interleaved decoded on the fly; with `content: 'any'`, any file (a dubbed MP4, a WAV).
+ * LE interleaved decoded on the fly; with `content: 'any'`, any file byte for byte.
+ *
+ * The body is read only while the reader wants it. An interrupted download resumes with `Range`
+ * and `If-Range` (strong ETag, or a `Last-Modified` that is a strong validator), each byte given
+ * exactly once and a changed file failing with `IntegrityError`; waits follow `Retry-After`;
+ * `maxAttempts` bounds the attempts in a row without progress. A 403 is an expired URL to
+ * refresh (`urlKind: 'presigned'`, `refreshUrl`) or a refusal (`urlKind: 'api'`). `headers` go
+ * only to the first URL's origin. With `decode`, STREAMINFO's sample count and MD5 are checked
+ * at the end. The policies in full: docs/http.md ("`FlacDownloadStream`").
  *
  * Three layers, composed with `pipeline`: `ResumableDownload` (the bytes, resumed across
  * failures), `HeaderTap` (STREAMINFO, read as the bytes pass) and `FlacDecodeStream` (with
  * `decode`). This class keeps the stream callbacks and the wiring.
- *
- * Policies:
- * - Backpressure: the body is read only while the reader wants data; when `push()` returns
- *   false, reading the response stops (and undici pauses the socket) until `_read`.
- * - Interruptions (connection lost mid-body, stalled body, 5xx, 408, 429): the download goes on
- *   with `Range: bytes=N-`, plus `If-Range` so that a file that changed is sent whole instead
- *   of spliced: the ETag when it is strong, else (no ETag at all) the `Last-Modified` date when
- *   it is a strong validator by RFC 9110 8.8.2.2, that is when the response's `Date` is at
- *   least one second later. A 206 may start at N or before it (block-aligned ranges; the bytes
- *   before N are skipped), never after it. A server that answers 200 instead is read again from
- *   the start and the first N bytes are skipped. Either way the response must be the same file
- *   (ETag, `Last-Modified`, length) and the reader gets every byte exactly once; a file that
- *   changed in between fails with `IntegrityError`. A 416 whose `Content-Range: bytes * /N`
- *   says the file has exactly the N bytes already received ends the download successfully.
- * - The wait after 408, 429 and 5xx is the server's (`Retry-After` in seconds, fractions
- *   included, or as a date; `X-RateLimit-Reset`), at most 60 s; otherwise an exponential
- *   back-off from `retryDelayMs`, at most 5 s, with jitter (`retry.ts`'s `backoffDelay`).
- * - `maxAttempts` bounds the attempts in a row that bring no new byte; progress resets it.
- *   Failures that another attempt cannot fix (a TLS/certificate failure, 401, 404, ...) end the
- *   download at once.
- * - Errors are the HTTP client's classes (`HttpStatusError`, `HttpForbiddenError`,
- *   `ServiceValidationError`, `RateLimitError`, `HttpConnectionError`, `HttpTlsError`,
- *   `HttpTimeoutError`, ...), with `method` GET and the URL's path, whether the failure came
- *   before the first byte or in the middle of the download.
- * - HTTP 403: from a URL that `url` redirected to (a storage URL that expired), the download
- *   starts again from `url`, which redirects anew. From `url` itself, by `urlKind`:
- *   `presigned` (default), an expired presigned URL: `refreshUrl()` is asked for a fresh one and
- *   the download goes on where it was; without `refreshUrl` it fails with `HttpForbiddenError`
- *   saying so. `api` (an interface address such as `/tts-result/{run_id}`): the key lacks
- *   permission; it fails at once.
- * - `headers` (for example `x-api-key` for `/tts-result`) go only to the origin of `url`: a
- *   redirect or refreshed URL on another origin (a storage host) gets none of them. No header
- *   value and no URL query (presigned signatures) ever appears in an error message.
- * - `decode: true`: a `'format'` event carries STREAMINFO (it is emitted in both modes); at the
- *   end the decoded sample count and the MD5 of the decoded audio are checked against STREAMINFO
- *   and a mismatch destroys the stream with `IntegrityError` once the last audio has been
- *   pushed (audio still buffered in the stream at that moment is dropped; use `pipeline` so
- *   the failure reaches you). The MD5 check is skipped when STREAMINFO's MD5 is
- *   all zeros, which the format uses for "not computed"; the sample count check when the total
- *   is 0 ("unknown").
- * - `bodyTimeoutMs`: the longest wait for the next body bytes (time spent waiting for the reader
- *   does not count); `headersTimeoutMs`: the longest wait for response headers.
- * - `destroy()` and the `signal` abort the request in flight; `_destroy` waits for it and for
- *   the decoder to be released.
  */
 import { inspect } from 'node:util';
 import { Readable, finished, pipeline } from 'node:stream';

@@ -3,31 +3,13 @@
  * 24 kHz output and producing Twilio messages through a sink: `media` of exactly 20 ms
  * (160 bytes of mu-law) and, after each response, a `mark`.
  *
- * Responses: the translator's output is one byte stream; the bridge reports where each response
- * ends (`responseEnded(totalBytes)`, the translator's byte count at `audio.done`), and this
- * stream cuts there. Each response is converted with a fresh 24 kHz -> 8 kHz mu-law converter
- * (the library's resampler and G.711 encoder), its filter tail flushed at the cut, and its last
- * frame padded with mu-law silence (0xFF) to 160 bytes, so a response's mark follows all of it.
- * Response `n` (counted from 1, in the order the service sent them) is marked `${markPrefix}n`;
- * a response without audio gets no mark.
- *
- * Pacing:
- * - `burst` (default): messages go out as soon as they are converted; Twilio buffers them and
- *   plays in real time. Lowest latency and no timers; after a barge-in the `clear` message makes
- *   Twilio drop what it buffered.
- * - `realtime`: frames go through the library's `Pacer` and leave at 20 ms intervals, the mark
- *   after the response's last frame. Twilio then holds at most a frame or two, so the app can
- *   see exactly what has gone out; at most the pacer's high-water mark (200 ms) is queued here.
- *
- * Barge-in: `clear(receivedBytes)` drops everything queued here and every response already
- * (partly) received from the translator, including the rest of the one still streaming; a
- * response that starts later plays normally. `discardAll()` drops everything from then on (the
- * far end is gone) while the translator's output is still read to its end.
- *
- * Backpressure: a write's callback waits while the sink's reader is behind (`burst`) or while
- * the pacer holds more than its high-water mark (`realtime`); `readerReady()` releases it. One
- * write (one piece of translator output, about 400 ms from the service) is converted whole, so
- * the sink may get that much beyond its own bound before the wait.
+ * The translator's output is one byte stream; the bridge reports where each response ends
+ * (`responseEnded(totalBytes)`, the byte count at `audio.done`) and this stream cuts there, each
+ * response through a fresh converter whose filter tail is flushed at the cut. `clear(receivedBytes)`
+ * drops what is queued and every response already (partly) received; `discardAll()` drops
+ * everything from then on while the translator's output is still read to its end. A write's
+ * callback waits on the sink's reader (`burst`) or the `Pacer`'s high-water mark (`realtime`);
+ * `readerReady()` releases it. Pacing and marks as a user sees them: docs/bots.md.
  */
 import { Writable } from 'node:stream';
 import { FrameCutter } from '../audio/frames.js';

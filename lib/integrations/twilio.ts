@@ -2,66 +2,13 @@
  * A Twilio Media Streams bridge: a phone call's audio through a `RealtimeTranslateStream` and the
  * translation back into the call.
  *
- * `TwilioMediaBridge` is a Duplex in object mode. Its writable side takes the messages of a
- * bidirectional Media Stream (`<Connect><Stream>`), as the WebSocket delivers them (text as a
- * string or Buffer) or already parsed; its readable side yields the messages to send back:
- * `media` (20 ms, 160 bytes of base64 mu-law each), a `mark` after each translated response, and
- * `clear` when the caller barges in. `bridgeTwilioSocket(ws, bridge)` wires one to a `ws`
- * WebSocket with backpressure both ways:
- *
- * ```ts
- * wss.on('connection', (ws) => {
- *   const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es' });
- *   bridgeTwilioSocket(ws, bridge).catch((err) => console.error(err));
- * });
- * ```
- *
- * or, as a stream, `pipeline(wsStream, bridge, wsStream)` with
- * `createWebSocketStream(ws, { readableObjectMode: true, decodeStrings: false })` and
- * `output: 'json'` (one message per text frame). `bridgeTwilioSocket` also copes with the call's
- * socket closing first (it discards the outbound audio and lets the session end); in the
- * pipeline form, output produced after that close fails the pipeline with the socket's error.
- *
- * Inbound audio: `media` of the configured track (`inbound`) is decoded from G.711 mu-law and
- * resampled 8 kHz -> 24 kHz in one pass of the library's resampler, and written to the
- * translator in appends of `appendMs` (default 100 ms). The timestamps keep the timeline real:
- * a jump over missing frames is filled with silence, at most `maxGapFillMs` per gap (see
- * `MediaTimeline`). Media before `start` or after `stop` is ignored with a warning.
- *
- * Outbound audio: see `TwilioOutbound` (responses, marks, `burst` or `realtime` pacing).
- *
- * Barge-in: the caller's mu-law is watched by level (`SpeechOnsetDetector`, 8 kHz, default
- * -35 dBFS for 100 ms); the service's transcript would come only after the caller stopped
- * talking. When speech starts while translated audio is pending (not yet sent, or sent and its
- * mark not yet echoed by Twilio, which means it is still playing), the bridge sends `clear` and
- * drops the queued audio and the rest of every response received so far (`TwilioOutbound.clear`).
- * `bargeIn: false` turns this off.
- *
- * Validation: a message that is not JSON, lacks what its event needs, or exceeds
- * `maxMessageBytes` is a `ProtocolError` warning and is ignored; an unknown event is ignored with
- * a warning; a `start` whose `mediaFormat` is not `audio/x-mulaw` 8000 Hz mono fails the bridge
- * with a `ValidationError` (field `start.mediaFormat`) naming both.
- *
- * End: `stop`, or the end of the writable side (the socket closed), ends the translator's input;
- * the bridge waits for the last response (the translator's own end-of-session rule), sends it,
- * then ends its readable side. `discardOutbound()` (called by `bridgeTwilioSocket` when the
- * socket closes) drops outbound audio meanwhile. `destroy()` tears everything down and calls back
- * once the translator's socket has closed. A fatal translator error destroys the bridge with it.
- *
- * What a call can be (the service bills by audio, and each session is paid for): the realtime
- * session opens only when `start` arrives (`openSession`). No `start` within
- * `startTimeoutMs` (10 s) or no `media` for `mediaTimeoutMs` (10 s; not while the bridge itself
- * waits on the service or the clock) fails the bridge with a `TimeoutError`. A `media` payload
- * over 160 bytes (20 ms) is refused, with one warning per call. The audio handed to the service
- * (frames and gap fill) runs at most `maxAheadMs` (1 s) ahead of the wall time since `start`: a
- * faster source waits (the write's callback is held, so the socket is paused). A timestamp more
- * than `maxTimestampLeadMs` (5 s) ahead of that time, or timestamps going backwards more than
- * `maxTimestampRewinds` (3) times, fail it with a `ProtocolError`. Each such failure says why in
- * `closeReason`. At most `maxWarningsPerKind` (5) warnings of each kind are emitted; the rest are
- * counted (`stats.suppressedWarnings`) for the call's summary.
- *
- * Memory: bounded by the stream buffers (the readable side holds `maxQueuedMessages` messages,
- * the translator its own bounds), one inbound message (`maxMessageBytes`) and one gap fill.
+ * `TwilioMediaBridge` is a Duplex in object mode: the messages of a bidirectional Media Stream
+ * in, the messages to send back out (`media` of 20 ms of mu-law, a `mark` after each response,
+ * `clear` on barge-in). This file holds the call's timeline and states: inbound media decoded,
+ * resampled 8 -> 24 kHz and appended (gaps filled by `MediaTimeline`), barge-in by level
+ * (`SpeechOnsetDetector`), the limits on what a caller can make it spend, and the end of a call.
+ * Outbound audio is `TwilioOutbound`'s; `bridgeTwilioSocket` wires a bridge to a `ws` socket.
+ * How to use it, its options and limits: docs/bots.md ("Telephony").
  */
 import { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';

@@ -2,69 +2,11 @@
  * The emulator's HTTP side: every endpoint of the interface's HTTP part and every one the
  * official SDK calls beyond it, at the root of the emulator's base URL and under `/apis` too
  * (the production base URL ends in `/apis`; clients treat the base URL as a prefix). The routes
- * are in `routes-*.ts` by area; `routes.ts` lists them.
- *
- * Order of checks for a request: control endpoint (`/_emulator/...`, no key needed) → armed
- * fault → presigned files (`/_files/...`, no key) → API key (`x-api-key`; 401 `{error, status}`
- * when missing or unknown) → rate limit (429 `{error, status}` with `Retry-After`) → route
- * (404 unknown path, 405 wrong method, 422 `{detail: [{loc, msg, type}]}` for invalid input,
- * 403 `{error, status}` for a task, run or voice of another key).
- *
- * Behaviour:
- * - Every answer names the emulator and its version (`x-rt-translate-emulator`), and the status
- *   of a PENDING task says in how many ms it will be final (`x-rt-translate-emulator-ready-in-ms`),
- *   unless `announce` is false. The service sends neither.
- * - Tasks stay PENDING for `taskMs`, then reach SUCCESS, or the failure status chosen by a
- *   marker in the request text (`[[ERROR]]`, `[[TIMEOUT]]`, `[[PAYMENT_REQUIRED]]`) or by
- *   `POST /_emulator/task-outcomes`.
- * - Results are real FLAC from `synthesizeFlac` (length follows the text, STREAMINFO MD5 set);
- *   `file_url` answers and separated tracks are presigned `/_files/...` URLs that expire after
- *   `urlTtlS` (403 afterwards). The translated flow answers `{audio_url}`, the legacy flow
- *   `{output_url}` (both forms seen from the real service).
- * - The "translation" of text T into L is `[L] T`.
- * - `/tts-stream` streams wav, flac, pcm_* and mp3 progressively (chunks of `ttsStreamChunkMs`
- *   of audio, `ttsStreamDelayMs` apart, PCM chunks ending mid-sample as the real service's do),
- *   with `X-Credits-Required` = characters of text. No format means mp3, the service's default
- *   (LAME compiled to WebAssembly, 64 kbit/s CBR; the sample rate must be one MP3 carries).
- *   adts answers 422 "not supported by the emulator": there is no AAC encoder to make it.
- * - Languages: the emulator's table (`../languages.ts`, the documented ids: 1 en-us, 4 ar-sa,
- *   31 de-de, 54 es-es, 76 fr-fr, 88 ja-jp, 139 zh-cn); a tag or id not in it is 422.
- * - `media_url` must be an absolute http(s) URL; it is never fetched.
- * - `POST /audio-separation`: multipart/form-data with one audio file part (any field name;
- *   WAV, MP3, FLAC or AAC by content), at most `maxUploadBytes` (413 beyond).
- *   `POST /audio-separation-results` always answers 200; runs that are unknown, of another key,
- *   of another kind, unfinished or failed carry `{run_id, status, error}` instead of URLs.
- * - Voices live in the shared `VoiceRegistry` (`../voices.ts`): `clonedVoices` seeds it, and
- *   voices made with `POST /create-custom-voice` or text-to-voice belong to the key that made
- *   them, on the realtime side too. `DELETE /delete-voice/{id}`: 200 `{status: "ok"}` for a
- *   voice the key owns (then gone on both sides), 403 for any other voice.
- * - `POST /sub` has no published body: it takes the project fields (`media_url`,
- *   `source_language`, `target_languages`); its transcript is `GET /transcript/{run}/{lang}`.
- *
- * Control endpoint (JSON, no API key; for tests and users):
- * - `POST /_emulator/faults` with one fault or an array; `GET` lists, `DELETE` clears. Fields:
- *   `status` (answer the next `count` requests with it, before any work, with `Retry-After:
- *   retryAfter` seconds on 429/503, default 1, `null` for none; with `afterBody: true`, once the
- *   whole request body was read), `dropAfterBytes` (handle the
- *   request, then cut the connection after that many body bytes; 0: before the headers),
- *   `stallMs` (hold the request that long before handling it; with `stallAfterBytes`, pause
- *   the body after that many bytes instead), `count` (default 1), `path` (path prefix) and
- *   `method` filters. Examples: `{"status": 503, "count": 2, "retryAfter": 1}`,
- *   `{"dropAfterBytes": 1000, "count": 1}`, `{"stallMs": 2000, "count": 1}`.
- * - `POST /_emulator/task-outcomes` `{status, count?, kind?, message?, exception_reason?}`: the
- *   next tasks created end with `status` (any string); `DELETE` clears.
- * - `POST /_emulator/tasks` `{kind, apiKey?, status?, message?, taskMs?, polls?, text?}`:
- *   creates a task directly (any kind of `task-kinds.ts`), PENDING for `taskMs` (default the
- *   emulator's) and its first `polls` status reads (default 0), and answers `{task_id, run_id}`.
- * - `POST /_emulator/file-faults`: replaces the file store's fault switches (`dropAfterBytes`,
- *   `stallAfterBytes`, `count`, `ignoreRange`; see `files.ts`).
- * - `POST /_emulator/realtime-faults`: a realtime fault now, `{refuse: N, status?, retryAfterS?}`
- *   (the next N handshakes; status 503 by default, 401 for a key refused), `{stall: N}` (the
- *   next N handshakes unanswered), `{drop: true, code?, reset?}` or `{halfOpen: true}` (every
- *   open session).
- * - `GET /_emulator/requests`: the last 500 requests `{method, path, status, uploads?}` (status
- *   0 when the connection was cut; `uploads`: each file of a multipart body as received,
- *   `{name, filename, size, sha256}`); `DELETE` clears.
+ * are in `routes-*.ts` by area; `routes.ts` lists them. This file holds the order of checks
+ * (control endpoint, armed fault, presigned files, API key, rate limit, route) and the control
+ * endpoint (`/_emulator/...`: faults, task outcomes, tasks, file and realtime faults, the
+ * request log). What each endpoint answers, the options and the control endpoint's fields are
+ * in docs/emulator.md ("The HTTP side").
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finished } from 'node:stream/promises';
@@ -272,7 +214,8 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         if (body.polls !== undefined && !(Number.isSafeInteger(body.polls) && (body.polls as number) >= 0)) {
           return sendError(res, 400, 'Invalid task: polls must be an integer >= 0.');
         }
-        // A seeded task is final at once unless it asks otherwise (taskMs, polls).
+        // A seeded task is PENDING for its own taskMs (default: the emulator's) and for its
+        // first `polls` status reads (default 0).
         const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined, (body.polls as number | undefined) ?? 0);
         return sendJson(res, 200, { task_id: task.id, run_id: task.runId });
       }
