@@ -95,3 +95,5 @@ export { contentTypeFor, type Upload, type UploadData, type UploadFile, type Upl
 export * from './client.js';
 export * from './requester.js';
 export * from './tts-stream-readable.js';
+export type { DownloadRetry } from './resumable-download.js';
+export type { RetryReason as DownloadRetryReason } from './download-policy.js';
