@@ -5,15 +5,93 @@
  * Ogg/Opus parsing pieces, the Opus codec loader, levels, voice and speech-onset detection, the
  * media timeline with gap filling, and finding ffmpeg. Stream classes are on the root module.
  */
-export * from './audio/audio-format.js';
-export * from './audio/processor.js';
-export * from './audio/resampler.js';
-export * from './audio/channels.js';
-export * from './audio/sample-format.js';
-export * from './audio/g711.js';
+export {
+  type AudioDescription,
+  bytesPerSample,
+  type ResolvedAudioDescription,
+  resolveDescription,
+  SAMPLE_FORMATS,
+  type SampleFormat,
+  SERVICE_FORMAT,
+  silenceByte,
+  SUPPORTED_CHANNELS,
+  SUPPORTED_RATES,
+  type SupportedRate,
+  validateChannels,
+  validateRate,
+  validateSampleFormat,
+} from './audio/audio-format.js';
+export {
+  type AudioProcessor,
+  AudioTransform,
+  type AudioTransformOptions,
+  ChainProcessor,
+  EMPTY,
+  FrameProcessor,
+  PassThroughProcessor,
+  toInt16,
+} from './audio/processor.js';
+export {
+  createResampleProcessor,
+  DESIGN_ATTENUATION_DB,
+  designResampler,
+  PASSBAND_EDGE,
+  type ResampleKernel,
+  type ResampleOptions,
+  Resampler,
+  type ResamplerDesign,
+  type ResamplerOptions,
+  STOPBAND_EDGE,
+} from './audio/resampler.js';
+export {
+  averageInt16,
+  type ChannelMixOptions,
+  ChannelMixTransform,
+  createChannelProcessor,
+} from './audio/channels.js';
+export {
+  createSampleFormatProcessor,
+  floatToInt16,
+  int16ToFloat,
+  PCM_SAMPLE_FORMATS,
+  type PcmSampleFormat,
+  type SampleFormatOptions,
+  SampleFormatTransform,
+} from './audio/sample-format.js';
+export {
+  ALAW_DECODE_TABLE,
+  createG711DecodeProcessor,
+  createG711EncodeProcessor,
+  decodeAlaw,
+  decodeMulaw,
+  encodeAlaw,
+  encodeMulaw,
+  G711Decoder,
+  G711Encoder,
+  type G711Law,
+  type G711Options,
+  MULAW_DECODE_TABLE,
+} from './audio/g711.js';
 export { planConversion, type ConversionPlan } from './audio/convert.js';
-export * from './audio/level.js';
-export * from './audio/vad.js';
+export {
+  dbfsToMeanSquare,
+  frameMeanSquares,
+  g711SquareTable,
+  meanSquare,
+  meanSquareG711,
+} from './audio/level.js';
+export {
+  checkVadNumber,
+  DEFAULT_VAD_SILENCE_MS,
+  DEFAULT_VAD_THRESHOLD_DBFS,
+  SpeechSegmentCounter,
+  VAD_FRAME_BYTES,
+  VAD_FRAME_MS,
+  VAD_FRAME_SAMPLES,
+  VoiceActivityDetector,
+  type VoiceActivityOptions,
+  type VoiceSegment,
+} from './audio/vad.js';
 export { FlacPcmDecoder, parseFlacStreamInfo, hasKnownMd5, floatToPcm16, FLAC_STREAMINFO_END, type FlacStreamInfo } from './audio/flac-decoder.js';
 export { FLAC_HEADER_BYTES, flacCrc8, flacCrc16 } from './audio/flac-encoder.js';
 export { oggPageCrc, parseOpusHead, OPUS_DECODE_RATES, type OpusDecodeRate, type OpusHead } from './audio/ogg-opus.js';
