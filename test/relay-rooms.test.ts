@@ -202,14 +202,17 @@ describe('one speaker, listeners in two languages', () => {
   it('listeners who come before the speaker wait for it, and their languages start when it arrives', async () => {
     const service = await closers.fake();
     const r = await relayFor(service.realtimeUrl);
-    const early = await listener(r, 'ja-jp');
-    expect(await early.waitForEvent('room.waiting')).toEqual({ type: 'room.waiting', room: ROOM, lang: 'ja-jp' });
+    const early = await Promise.all(['ja-jp', 'ja-jp', 'ko-kr'].map((lang) => listener(r, lang)));
+    expect(await early[0]!.waitForEvent('room.waiting')).toEqual({ type: 'room.waiting', room: ROOM, lang: 'ja-jp' });
+    for (const client of early) await client.waitForEvent('room.waiting');
     expect(service.connections).toBe(0);
     const talker = await speaker(r);
     await talker.waitForEvent('room.opened');
-    const { lang } = await acceptPeer(service);
-    expect(lang).toBe('ja-jp');
-    await early.waitForEvent('session.created');
+    const peers = [await acceptPeer(service), await acceptPeer(service)];
+    expect(peers.map((p) => p.lang)).toEqual(['ja-jp', 'ko-kr']);
+    for (const client of early) await client.waitForEvent('session.created');
+    expect(service.connections).toBe(2);
+    expect(talker.isClosed).toBe(false);
   });
 });
 

@@ -58,6 +58,8 @@ interface Talk {
   ended: boolean;
   /** Each running language's `session.created`, as sent, for listeners who join later. */
   created: Map<RealtimeLanguage, Buffer>;
+  /** Languages stopped because their last listener left, until their session is over. */
+  stopping: Set<RealtimeLanguage>;
   closed: Promise<void>;
 }
 
@@ -162,7 +164,7 @@ export class RelayRoom {
       },
     );
     const closed = new Promise<void>((resolve) => fanout.once('close', resolve));
-    const talk: Talk = { speaker, setup, fanout, ended: false, created: new Map(), closed };
+    const talk: Talk = { speaker, setup, fanout, ended: false, created: new Map(), stopping: new Set(), closed };
     this.#talk = talk;
     fanout.on('drain', () => speaker.resume());
     fanout.on('error', () => {
@@ -247,15 +249,21 @@ export class RelayRoom {
       this.#idle.delete(lang);
     }
     if (!this.#running(lang)) {
-      const target = talk.fanout.addTarget(lang);
-      talk.created.delete(lang);
-      // The audio reaches the listeners through the events, in order with the rest: the
-      // target's own Readable is drained so that it never holds the session back.
-      target.output.resume();
+      this.#startLanguage(talk, lang);
       return;
     }
+    // Stopped a moment ago (its last listener left): it starts again once that session is over.
+    if (talk.stopping.has(lang)) return;
     const created = talk.created.get(lang);
     if (created) listener.send(created, false);
+  }
+
+  #startLanguage(talk: Talk, lang: RealtimeLanguage): void {
+    const target = talk.fanout.addTarget(lang);
+    talk.created.delete(lang);
+    // The audio reaches the listeners through the events, in order with the rest: the target's
+    // own Readable is drained so that it never holds the session back.
+    target.output.resume();
   }
 
   #listenerLeft(listener: RoomListener): void {
@@ -283,6 +291,7 @@ export class RelayRoom {
       this.#idle.delete(lang);
       if (this.#listeners.has(lang)) return;
       // At once: nobody hears the rest.
+      talk.stopping.add(lang);
       talk.fanout.target(lang)?.output.destroy();
     };
     const ms = this.#ctx.rooms.keepLanguageMs;
@@ -290,9 +299,10 @@ export class RelayRoom {
     else this.#idle.set(lang, setTimeout(stop, ms));
   }
 
+  /** Whether `lang` has a session that is not over (starting, running, or stopping). */
   #running(lang: RealtimeLanguage): boolean {
     const target = this.#talk?.fanout.target(lang);
-    return target !== undefined && target.outcome === undefined && target.status !== 'finishing';
+    return target !== undefined && target.outcome === undefined;
   }
 
   /* ------------------------------------------------------------------ what the sessions say */
@@ -343,6 +353,12 @@ export class RelayRoom {
   #languageDone(talk: Talk, lang: RealtimeLanguage, error: RtTranslateError | undefined): void {
     talk.created.delete(lang);
     const set = this.#listeners.get(lang);
+    if (talk.stopping.delete(lang) && set && !talk.ended) {
+      // Listeners came while it stopped: it starts again for them.
+      this.#startLanguage(talk, lang);
+      this.#announce();
+      return;
+    }
     const secret = this.#ctx.options.connection.apiKey;
     if (set) {
       for (const listener of [...set]) {

@@ -41,8 +41,10 @@ export interface MintTokenOptions {
   /** How long the token opens sessions, in ms (1 to one day). Default 10 minutes. */
   ttlMs?: number;
   /**
-   * Sessions the token may hold at once (for a listener's token: the languages it may listen to
-   * at once, one connection each). Default: the relay's `maxSessionsPerToken`.
+   * Sessions the token may hold at once, up to the relay's `maxSessions`. For a listener's
+   * token: its listener connections at once (one per language a page listens to; a link shared
+   * by an audience needs as many as the audience), up to `rooms.maxListenersPerRoom`. Default:
+   * the relay's `maxSessionsPerToken`.
    */
   maxSessions?: number;
   /**

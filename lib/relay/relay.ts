@@ -28,6 +28,8 @@ import { resolveRelayOptions, type RealtimeRelayOptions, type RelayGrant, type R
 import { RelaySession, type RelayRefusal, type RelaySessionContext } from './relay-session.js';
 import { isRoomId, mintToken, verifyToken, type MintTokenOptions, type TokenClaims } from './relay-tokens.js';
 import { RelayRoom, type SpeakerSetup } from './relay-room.js';
+import type { RoomListener } from './room-listener.js';
+import type { RoomSpeaker } from './room-speaker.js';
 import { ValidationError } from '../errors.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../realtime/languages.js';
 
@@ -207,7 +209,9 @@ export class RealtimeRelay {
    * @throws ValidationError for a `ttlMs` or `maxSessions` out of bounds, or a bad `room` or `role`.
    */
   mintToken(options: MintTokenOptions = {}): string {
-    return mintToken(this.#o.secret, options, this.#o.maxSessions);
+    // A listener's token may be shared by a whole audience: its cap is bounded by the room's.
+    const listenerBound = options?.role === 'listener' && this.#o.rooms ? this.#o.rooms.maxListenersPerRoom : undefined;
+    return mintToken(this.#o.secret, options, listenerBound ?? this.#o.maxSessions);
   }
 
   /** Closes every session (browsers get 1001) and detaches from the server. Resolves once all are closed. */
@@ -400,7 +404,15 @@ export class RealtimeRelay {
         room = this.#newRoom(roomId, rooms);
         this.#rooms.set(roomId, room);
       }
-      const connection = speaker ? room.addSpeaker(ws, speaker) : room.addListener(ws, lang!);
+      let connection: RoomSpeaker | RoomListener;
+      try {
+        connection = speaker ? room.addSpeaker(ws, speaker) : room.addListener(ws, lang!);
+      } catch (error) {
+        // A fault of the relay's own: the browser is told, the slots given back.
+        ws.close(1011, `The relay could not join this room: ${error instanceof Error ? error.message : String(error)}`.slice(0, 120));
+        release();
+        return;
+      }
       void connection.closed.then(release);
     });
     return undefined;
