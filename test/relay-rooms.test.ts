@@ -14,7 +14,8 @@ import { startReferenceServer } from './reference-server/index.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { mintToken, resolveTokenSecret } from '../lib/relay/relay-tokens.js';
 import type { FakePeer } from './helpers/fake-realtime-server.js';
-import type { RealtimeRelayOptions } from '../lib/index.js';
+import { createRealtimeRelay, ValidationError, type RealtimeRelayOptions } from '../lib/index.js';
+import { listen } from './helpers/relay-setup.js';
 
 const closers = new Closers();
 let baseline: HandleCounts;
@@ -199,6 +200,52 @@ describe('one speaker, listeners in two languages', () => {
     expect(r.relay.stats.refusedEvents).toBe(1);
   });
 
+  it('a language whose session fails ends alone: its listeners get the error and 1011; the other language goes on', async () => {
+    const service = await closers.fake();
+    const r = await relayFor(service.realtimeUrl);
+    const talker = await speaker(r);
+    const spanish = await listener(r, 'es-es');
+    const es = await acceptPeer(service);
+    const french = await listener(r, 'fr-fr');
+    const fr = await acceptPeer(service);
+    await spanish.waitForEvent('session.created');
+    await french.waitForEvent('session.created');
+    fr.peer.sendError('Voice not available for fr-fr.', 403);
+    fr.peer.close(1008, 'voice');
+    const closed = await french.closed;
+    expect(closed.code).toBe(1011);
+    expect(french.ofType('error').at(-1)).toMatchObject({ error: { code: 403 } });
+    expect(spanish.isClosed).toBe(false);
+    const speech = Buffer.alloc(9600, 5);
+    talker.send(speech);
+    await es.peer.waitForAudioBytes(speech.length);
+    const answer = Buffer.alloc(4800, 9);
+    es.peer.sendResponse(answer, 'hola');
+    expect((await spanish.waitForAudio(answer.length)).equals(answer)).toBe(true);
+    expect(talker.isClosed).toBe(false);
+  });
+
+  it("a service that stops reading pauses the speaker's socket (the sessions' sending sides bound the relay's memory)", async () => {
+    const service = await closers.fake();
+    const r = await relayFor(service.realtimeUrl, { maxSocketBufferBytes: 64 * 1024 });
+    const talker = await speaker(r);
+    const client = await listener(r, 'es-es');
+    const { peer } = await acceptPeer(service);
+    await client.waitForEvent('session.created');
+    peer.pauseReading();
+    // More than the kernel's buffers and the sessions' bounds can hold: the relay must stop reading the speaker.
+    const piece = Buffer.alloc(96_000, 1);
+    const sent = 32 * 1024 * 1024 - ((32 * 1024 * 1024) % piece.length);
+    for (let at = 0; at < sent; at += piece.length) talker.send(piece);
+    await until(() => r.relay.stats.clientsPaused === 1, 'the speaker to be paused');
+    // Nothing was lost meanwhile, and the speaker was not cut.
+    expect(talker.isClosed).toBe(false);
+    expect(r.relay.stats.clientsPaused).toBe(1);
+    peer.resumeReading();
+    await peer.waitForAudioBytes(sent);
+    await until(() => r.relay.stats.clientsPaused === 0, 'the speaker to be read again');
+  });
+
   it('listeners who come before the speaker wait for it, and their languages start when it arrives', async () => {
     const service = await closers.fake();
     const r = await relayFor(service.realtimeUrl);
@@ -277,5 +324,34 @@ describe('credentials and caps, before any upgrade', () => {
     expect((await BrowserClient.refusal(url('lang=es-es'), as('listener'))).status).toBe(429);
     expect(r.relay.stats.refused).toMatchObject({ speakerPresent: 1, language: 1, maxLanguagesPerRoom: 1, maxListenersPerRoom: 1 });
     expect(service.connections).toBe(1);
+  });
+});
+
+describe('room options, checked before the relay attaches', () => {
+  it.for([
+    [{ maxLanguagesPerRoom: 65 }, 'rooms.maxLanguagesPerRoom'],
+    [{ maxListenersPerRoom: 0 }, 'rooms.maxListenersPerRoom'],
+    [{ path: '/v1/realtime' }, 'rooms.path'],
+    [{ path: 'rooms' }, 'rooms.path'],
+    [{ maxListenerBufferBytes: 10 }, 'rooms.maxListenerBufferBytes'],
+    ['yes', 'rooms'],
+  ] as const)('rooms %o: a ValidationError naming %s, and nothing attached', async ([rooms, field]) => {
+    const { server } = await listen(closers);
+    let caught: unknown;
+    try {
+      createRealtimeRelay({ server, apiKey: SERVICE_KEY, realtimeUrl: 'ws://127.0.0.1:1', rooms: rooms as never });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ValidationError);
+    expect((caught as ValidationError).field).toBe(field);
+    expect(server.listenerCount('upgrade')).toBe(0);
+  });
+
+  it('without rooms, the rooms path is not the relay's: 404 when nothing else answers it', async () => {
+    const service = await closers.fake();
+    const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
+    expect(r.relay.roomsPath).toBeUndefined();
+    expect((await BrowserClient.refusal(`${r.host}/v1/rooms?lang=es-es`)).status).toBe(404);
   });
 });
