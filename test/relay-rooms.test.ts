@@ -348,7 +348,7 @@ describe('room options, checked before the relay attaches', () => {
     expect(server.listenerCount('upgrade')).toBe(0);
   });
 
-  it('without rooms, the rooms path is not the relay's: 404 when nothing else answers it', async () => {
+  it("without rooms, the rooms path is not the relay's: 404 when nothing else answers it", async () => {
     const service = await closers.fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     expect(r.relay.roomsPath).toBeUndefined();
