@@ -51,11 +51,11 @@ async function relayFor(realtimeUrl: string, options: Partial<RealtimeRelayOptio
 }
 
 /** The fake service's next connection, its session created; returns it with the language it translates to. */
-async function acceptPeer(service: Awaited<ReturnType<Closers['fake']>>): Promise<{ peer: FakePeer; lang: string }> {
+async function acceptPeer(service: Awaited<ReturnType<Closers['fake']>>): Promise<{ peer: FakePeer; lang: string; id: string }> {
   const peer = await service.nextPeer();
   const update = await peer.waitForEvent('session.update');
-  peer.sendSessionCreated();
-  return { peer, lang: (update.session as { target_language: string }).target_language };
+  const id = peer.sendSessionCreated();
+  return { peer, lang: (update.session as { target_language: string }).target_language, id };
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -127,6 +127,29 @@ describe('one speaker, listeners in two languages', () => {
     // The speaker is told who listens to what.
     const last = talker.ofType('room.languages').at(-1)!;
     expect(last).toMatchObject({ listeners: 2, languages: [{ lang: 'fr-fr', listeners: 1 }, { lang: 'es-es', listeners: 1 }] });
+  });
+
+  it('a listener who comes just after the last one of its language left gets a new session, not the old one', async () => {
+    const service = await closers.fake();
+    const r = await relayFor(service.realtimeUrl);
+    const talker = await speaker(r);
+    const first = await listener(r, 'es-es');
+    const old = await acceptPeer(service);
+    await first.waitForEvent('session.created');
+    first.ws.close();
+    await until(() => r.relay.stats.rooms?.listeners === 0, 'the first listener to be gone');
+    const second = await listener(r, 'es-es');
+    await old.peer.closed;
+    const fresh = await acceptPeer(service);
+    expect(fresh.lang).toBe('es-es');
+    const created = await second.waitForEvent('session.created');
+    // The new session's, not the old one's.
+    expect((created.session as { id: string }).id).toBe(fresh.id);
+    expect(fresh.id).not.toBe(old.id);
+    expect(second.ofType('session.created')).toHaveLength(1);
+    talker.send(Buffer.alloc(4800, 2));
+    await fresh.peer.waitForAudioBytes(4800);
+    expect(old.peer.audioBytes).toBe(0);
   });
 
   it('a listener that reads nothing is dropped (slowListener); the one beside it gets every byte, and the speaker is never paused for it', async () => {
