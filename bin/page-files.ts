@@ -32,19 +32,35 @@ const PAGE = `<!doctype html>
   .transcript { color: #555; }
   .translation { font-size: 1.15rem; }
   .latency { color: #888; font-size: 0.8rem; }
+  .columns { display: flex; gap: 1rem; flex-wrap: wrap; }
+  .columns section { flex: 1 1 14rem; }
+  .columns h2 { font-size: 1rem; margin: 0.5rem 0; }
 </style>
 </head>
 <body>
 <h1>Live translation</h1>
-<fieldset>
+<fieldset id="solo">
   <label>From <select id="from"></select></label>
   <label>To <select id="to"></select></label>
   <label><input type="checkbox" id="mute"> Mute the microphone while the translation plays (speakers, no headphones)</label>
   <button id="start">Start</button>
   <button id="stop" disabled>Stop</button>
 </fieldset>
+<fieldset id="speaker" hidden>
+  <label>I speak <select id="speak-from"></select></label>
+  <button id="speak-start">Start speaking</button>
+  <button id="speak-stop" disabled>Stop</button>
+</fieldset>
+<fieldset id="listener" hidden>
+  <span>Languages</span> <span id="listen-languages"></span>
+  <label>Play <select id="listen-play"></select></label>
+  <button id="listen-start">Listen</button>
+  <button id="listen-stop" disabled>Stop</button>
+</fieldset>
 <p id="status">Press Start and allow the microphone.</p>
 <p id="played"></p>
+<ul id="room-languages"></ul>
+<div id="room-columns" class="columns"></div>
 <ol id="responses"></ol>
 <script type="module" src="${MODULE_PREFIX}bin/page/app.js"></script>
 </body>

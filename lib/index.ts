@@ -202,8 +202,8 @@ export {
 export { bridgeTwilioSocket, type TwilioSocketOptions } from './integrations/twilio-socket.js';
 
 // Realtime in the browser: the relay
-export { createRealtimeRelay, RealtimeRelay, MAX_CLIENT_FRAME_BYTES, type RelayStats } from './relay/relay.js';
-export type { RealtimeRelayOptions, RelayAuthorize, RelayConnectionOptions, RelayGrant } from './relay/relay-options.js';
+export { createRealtimeRelay, RealtimeRelay, MAX_CLIENT_FRAME_BYTES, type RelayStats, type RelayRoomStats } from './relay/relay.js';
+export type { RealtimeRelayOptions, RelayAuthorize, RelayConnectionOptions, RelayGrant, RelayRoomsOptions } from './relay/relay-options.js';
 export type { RelayRefusal } from './relay/relay-session.js';
 export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './relay/relay-admission.js';
-export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS, type MintTokenOptions } from './relay/relay-tokens.js';
+export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS, type MintTokenOptions, type RoomRole } from './relay/relay-tokens.js';

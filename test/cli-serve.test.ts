@@ -37,7 +37,7 @@ describe('rt-translate serve: refused before it listens (exit 2)', () => {
 
 describe('rt-translate serve: running', () => {
   let serve: SpawnedListener;
-  let printed: { url: string; realtimeUrl: string; token: string };
+  let printed: { url: string; realtimeUrl: string; token: string; speakerUrl: string; listenerUrl: string };
   let origin: string;
 
   beforeAll(async () => {
@@ -53,9 +53,17 @@ describe('rt-translate serve: running', () => {
   });
 
   it('prints one JSON line: the page with its token, and the relay', () => {
-    expect(Object.keys(printed).sort()).toEqual(['realtimeUrl', 'token', 'url']);
+    expect(Object.keys(printed).sort()).toEqual(['listenerUrl', 'realtimeUrl', 'speakerUrl', 'token', 'url']);
     expect(printed.url).toBe(`${origin}/?token=${encodeURIComponent(printed.token)}`);
     expect(printed.realtimeUrl).toBe(`${origin.replace('http:', 'ws:')}/v1/realtime`);
+    // The room's pages: each with a token for its role in the room, none the page's own.
+    const room = (url: string) => {
+      const page = new URL(url);
+      const claims = JSON.parse(Buffer.from(page.searchParams.get('token')!.split('.')[1]!, 'base64url').toString('utf8')) as { r: string; p: string };
+      return { origin: page.origin, role: page.searchParams.get('role'), claims: [claims.r, claims.p] };
+    };
+    expect(room(printed.speakerUrl)).toEqual({ origin, role: 'speaker', claims: ['main', 's'] });
+    expect(room(printed.listenerUrl)).toEqual({ origin, role: 'listener', claims: ['main', 'l'] });
   });
 
   it("serves the page and the modules it imports, and nothing else of the package; none holds the key", async () => {

@@ -11,6 +11,10 @@ import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { createOpusCodec } from '../lib/audio/opus.js';
 import { translateFile } from '../examples/discord-bot.js';
+import { translateSpeakerInto } from '../examples/discord-fanout-bot.js';
+import { packets as speakerPackets, sentFrames } from './helpers/discord-speaker.js';
+import { runChunked } from './helpers/streams.js';
+import type { FanoutEvent } from '../lib/index.js';
 import { startTwilioBridgeServer, type RunningTwilioBridgeServer } from '../examples/twilio-bridge.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
@@ -28,6 +32,57 @@ async function emulator(): Promise<RunningEmulator> {
   closers.push(started);
   return started;
 }
+
+describe.concurrent('examples: one Discord speaker into several languages', () => {
+  /** The speaker's packets as a voice receiver delivers them (none in silence), real Opus. */
+  const items = () => {
+    const list = speakerPackets('opusscript');
+    return sentFrames().map((i) => ({ packet: list[i]!, timestamp: i * 960 }));
+  };
+
+  /** Each language's audio as its session sent it (the fan-out's tagged events). */
+  function sessionAudio(events: FanoutEvent[], lang: string): Buffer {
+    return Buffer.concat(events.flatMap((e) => (e.type === 'audio.delta' && e.lang === lang ? [e.audio] : [])));
+  }
+
+  it.for(['pcm', 'opus'] as const)('translateSpeakerInto, %s playback: one session per language, each language its own frames of what its session sent', async (output) => {
+    const { realtimeUrl } = await emulator();
+    const path = translateSpeakerInto({ opusPackets: items(), from: 'en-us', to: ['es-es', 'fr-fr'], apiKey: KEY, realtimeUrl, quietPeriodMs: 300, output, opusBackend: 'opusscript' });
+    const events: FanoutEvent[] = [];
+    path.fanout.on('event', (e) => events.push(e));
+    const frames = new Map<string, Buffer[]>();
+    for (const [lang, playback] of path.playback) {
+      const list: Buffer[] = [];
+      frames.set(lang, list);
+      playback.on('data', (f: Buffer) => list.push(f));
+    }
+    await path.done;
+    expect([...path.playback.keys()]).toEqual(['es-es', 'fr-fr']);
+    const targets = path.fanout.targets;
+    expect(targets.map((t) => t.outcome)).toEqual(['complete', 'complete']);
+    expect(new Set(targets.map((t) => t.sessionId)).size).toBe(2);
+    const codec = createOpusCodec({ backend: 'opusscript' });
+    try {
+      for (const lang of ['es-es', 'fr-fr']) {
+        const audio = sessionAudio(events, lang);
+        expect(audio.length).toBeGreaterThan(0);
+        // The session's audio at 48 kHz stereo, in 20 ms frames, the last one padded with silence.
+        const converted = await runChunked(fromServiceFormat({ rate: 48000, channels: 2 }), audio, audio.length);
+        const got = frames.get(lang)!;
+        expect(got.length).toBe(Math.ceil(converted.length / 3840));
+        if (output === 'pcm') {
+          const padded = Buffer.alloc(got.length * 3840);
+          converted.copy(padded);
+          expect(Buffer.concat(got).equals(padded)).toBe(true);
+        } else {
+          for (const packet of got) expect(codec.decode(packet).length).toBe(3840);
+        }
+      }
+    } finally {
+      codec.close();
+    }
+  });
+});
 
 describe.concurrent('examples: playing a file', () => {
   it("the Discord bot's translateFile: a WAV file's translation as 20 ms Opus packets", async () => {

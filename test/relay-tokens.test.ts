@@ -121,3 +121,42 @@ describe('bounds and the secret', () => {
     expect(verifyToken(b, mintToken(a, {}, 1, NOW), NOW)).toMatchObject({ valid: true });
   });
 });
+
+describe("a room's token", () => {
+  it('says its room and role (r, p) and verifies with them; a token without them has no room', () => {
+    const token = mintToken(SECRET, { ttlMs: 1000, room: 'keynote-2', role: 'listener', maxSessions: 300 }, 500, NOW);
+    expect(claimsOf(token)).toMatchObject({ r: 'keynote-2', p: 'l', m: 300 });
+    expect(verifyToken(SECRET, token, NOW)).toMatchObject({ valid: true, claims: { room: { id: 'keynote-2', role: 'listener' }, maxSessions: 300 } });
+    const speaker = mintToken(SECRET, { room: 'keynote-2', role: 'speaker' }, 500, NOW);
+    expect(verifyToken(SECRET, speaker, NOW)).toMatchObject({ valid: true, claims: { room: { id: 'keynote-2', role: 'speaker' } } });
+    const plain = verifyToken(SECRET, mintToken(SECRET, {}, 100, NOW), NOW);
+    expect(plain.valid && plain.claims.room).toBeUndefined();
+  });
+
+  it.for([
+    [{ room: 'keynote' }, 'role'],
+    [{ role: 'speaker' }, 'room'],
+    [{ room: 'a b', role: 'listener' }, 'room'],
+    [{ room: 'x'.repeat(65), role: 'listener' }, 'room'],
+    [{ room: 'keynote', role: 'host' }, 'role'],
+  ] as const)('%o: a ValidationError naming %s', ([options, field]) => {
+    let caught: unknown;
+    try {
+      mintToken(SECRET, options as never, 100, NOW);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ValidationError);
+    expect((caught as ValidationError).field).toBe(field);
+  });
+
+  it('claims of a room that are not well formed, even signed: malformed', () => {
+    const signed = (claims: Record<string, unknown>): string => {
+      const body = `rtt1.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+      return `${body}.${createHmac('sha256', SECRET).update(body).digest('base64url')}`;
+    };
+    expect(verifyToken(SECRET, signed({ i: 'x', e: NOW + 1000, r: 'room' }), NOW)).toEqual({ valid: false, reason: 'malformed' });
+    expect(verifyToken(SECRET, signed({ i: 'x', e: NOW + 1000, r: 'a b', p: 'l' }), NOW)).toEqual({ valid: false, reason: 'malformed' });
+    expect(verifyToken(SECRET, signed({ i: 'x', e: NOW + 1000, r: 'room', p: 's' }), NOW)).toMatchObject({ valid: true });
+  });
+});

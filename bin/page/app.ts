@@ -6,8 +6,12 @@
  *
  * What it shows is also in `window.rtTranslatePage` (state, responses, errors, the playback
  * position), for scripts that drive the page.
+ *
+ * With `?role=speaker` or `?role=listener` (and a room token) it is a room's page instead: see
+ * `room-page.ts`.
  */
 import { REALTIME_LANGUAGES, RealtimeTranslator, type ResponseTiming, type TranslatorStats } from '../../lib/browser/index.js';
+import { startRoomPage, type RoomPageState } from './room-page.js';
 
 interface ResponseRow {
   transcript: string;
@@ -22,6 +26,8 @@ interface PageState {
   errors: string[];
   warnings: string[];
   stats: () => TranslatorStats | undefined;
+  /** A room's page: its own state. */
+  room: RoomPageState | undefined;
 }
 
 function byId<T extends HTMLElement>(id: string): T {
@@ -57,6 +63,7 @@ const page: PageState = {
   errors: [],
   warnings: [],
   stats: () => translator?.stats,
+  room: undefined,
 };
 (globalThis as unknown as { rtTranslatePage: PageState }).rtTranslatePage = page;
 
@@ -141,6 +148,8 @@ function start(): void {
   });
 }
 
+const role = params.get('role');
+if (role === 'speaker' || role === 'listener') page.room = startRoomPage(role, token, params, setStatus);
 startButton.addEventListener('click', start);
 stopButton.addEventListener('click', () => void translator?.stop());
 setInterval(showPosition, 250);

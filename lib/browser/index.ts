@@ -6,6 +6,10 @@
  * played gaplessly through one worklet queue, and the events under the Node stream's names.
  * `MicrophoneCapture`, `PcmPlayer` and `StreamResampler` are its parts, for pages that
  * assemble their own. The worklet module is `rt-translate/browser/worklet`.
+ *
+ * Rooms (a relay with `rooms`): `RealtimeRoomSpeaker` sends one microphone once, and
+ * `RealtimeRoomListener` receives its translation into the languages a listener picks, the
+ * relay running one session per language however many listen.
  */
 export {
   RealtimeTranslator,
@@ -16,6 +20,16 @@ export {
   type ClosedInfo,
   type WhilePlaying,
 } from './translator.js';
+export {
+  RealtimeRoomListener,
+  RealtimeRoomSpeaker,
+  type RealtimeRoomListenerOptions,
+  type RealtimeRoomListenerEvents,
+  type RealtimeRoomSpeakerOptions,
+  type RealtimeRoomSpeakerEvents,
+  type RoomListenerStats,
+  type RoomLanguageInfo,
+} from './room.js';
 export { MicrophoneCapture, type MicrophoneOptions } from './capture.js';
 export { PcmPlayer, type PcmPlayerEvents, type PlaybackPosition } from './playback.js';
 export { StreamResampler, BROWSER_RATES, checkBrowserRate } from './resampler.js';

@@ -10,6 +10,7 @@ import { ValidationError } from '../errors.js';
 import { REALTIME_PATH } from '../config.js';
 import { describeReceived, intOption } from '../options.js';
 import { resolveConnectionOptions, withApiKey, type RealtimeConnectionOptions, type ResolvedConnectionOptions } from '../realtime/realtime-options.js';
+import { MAX_FANOUT_TARGETS } from '../realtime/fanout-options.js';
 import { resolveTokenSecret } from './relay-tokens.js';
 
 /** What `authorize` may grant besides `true`: a cap on the sessions counted under `key`. */
@@ -35,7 +36,54 @@ export type RelayConnectionOptions = Pick<
   'apiKey' | 'realtimeUrl' | 'allowInsecure' | 'headers' | 'readyTimeoutMs' | 'reconnect' | 'pingIntervalMs' | 'livenessTimeoutMs' | 'maxSocketBufferBytes'
 >;
 
+/**
+ * Rooms: one speaker, many listeners, one upstream session per language someone listens to
+ * (see `createRealtimeRelay`). Off unless given.
+ */
+export interface RelayRoomsOptions {
+  /** Path of the rooms' WebSocket. Default `/v1/rooms`. */
+  path?: string;
+  /** Rooms at once (a room lives while its speaker or a listener is connected). Default 10. */
+  maxRooms?: number;
+  /** Listener connections at once in one room (one per language a page listens to). Default 500. */
+  maxListenersPerRoom?: number;
+  /** Languages translated at once in one room, one upstream session each (1 to 64). Default 8. */
+  maxLanguagesPerRoom?: number;
+  /**
+   * How long a language's session is kept once its last listener has left, in ms (a listener
+   * reloading the page finds it still running). Default 0: closed at once.
+   */
+  keepLanguageMs?: number;
+  /**
+   * Bytes a listener's socket may hold unsent: a listener further behind is dropped (close
+   * 1013), so that it never holds back the session or the other listeners. Default 1 MiB
+   * (about 20 s of audio).
+   */
+  maxListenerBufferBytes?: number;
+  /** How long a listener may wait for a speaker (before the talk, between talks), in ms. Default 600 000. */
+  listenerWaitMs?: number;
+  /**
+   * How long a language's session may keep the speaker waiting while the others take the audio,
+   * in ms: past it that language is stopped (its listeners get an error), the others go on.
+   * Default 15 000.
+   */
+  maxLagMs?: number;
+}
+
+export interface ResolvedRoomsOptions {
+  path: string;
+  maxRooms: number;
+  maxListenersPerRoom: number;
+  maxLanguagesPerRoom: number;
+  keepLanguageMs: number;
+  maxListenerBufferBytes: number;
+  listenerWaitMs: number;
+  maxLagMs: number;
+}
+
 export interface RealtimeRelayOptions extends RelayConnectionOptions {
+  /** Rooms: a speaker's audio translated into the languages its listeners pick, one session per language. Off by default. */
+  rooms?: boolean | RelayRoomsOptions;
   /** The HTTP(S) server whose upgrades on `path` the relay takes (Express: `app.listen()`'s value; Fastify: `fastify.server`). */
   server: HttpServer | HttpsServer;
   /** Path of the relay's WebSocket. Default `/v1/realtime`, the service's own. */
@@ -67,6 +115,10 @@ export interface ResolvedRelayOptions {
   path: string;
   /** The upstream connection (URL without the browser's query, headers with the key). */
   connection: ResolvedConnectionOptions;
+  /** The upstream options as the realtime streams take them (a room's sessions are a `RealtimeFanout`'s). */
+  upstream: RelayConnectionOptions & { apiKey: string };
+  /** Undefined: no rooms. */
+  rooms: ResolvedRoomsOptions | undefined;
   secret: Buffer;
   /** `'*'`, or the origins allowed; undefined: same host and loopback. */
   allowedOrigins: '*' | ReadonlySet<string> | undefined;
@@ -88,10 +140,10 @@ function resolveServer(server: unknown): HttpServer | HttpsServer {
   return server as HttpServer;
 }
 
-function resolvePath(path: unknown): string {
+function resolvePath(path: unknown, field = 'path'): string {
   if (path === undefined) return REALTIME_PATH;
   if (typeof path !== 'string' || !/^\/[^?#\s]*$/.test(path)) {
-    throw new ValidationError('path', "a URL path starting with '/' (no query)", describeReceived(path));
+    throw new ValidationError(field, "a URL path starting with '/' (no query)", describeReceived(path));
   }
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
@@ -119,6 +171,26 @@ function resolveOrigins(value: unknown): ResolvedRelayOptions['allowedOrigins'] 
   return new Set(value.map((origin, i) => resolveOrigin(origin, `allowedOrigins[${i}]`)));
 }
 
+function resolveRooms(value: unknown, relayPath: string): ResolvedRoomsOptions | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value !== true && (value === null || typeof value !== 'object' || Array.isArray(value))) {
+    throw new ValidationError('rooms', 'true, or an object of room options (path, maxRooms, maxListenersPerRoom, ...)', describeReceived(value));
+  }
+  const o = (value === true ? {} : value) as RelayRoomsOptions;
+  const path = o.path === undefined ? '/v1/rooms' : resolvePath(o.path, 'rooms.path');
+  if (path === relayPath) throw new ValidationError('rooms.path', `a path other than the relay's own (${relayPath})`, JSON.stringify(path));
+  return {
+    path,
+    maxRooms: intOption(o.maxRooms, 'rooms.maxRooms', { min: 1, max: 100_000, fallback: 10 }),
+    maxListenersPerRoom: intOption(o.maxListenersPerRoom, 'rooms.maxListenersPerRoom', { min: 1, max: 1_000_000, fallback: 500 }),
+    maxLanguagesPerRoom: intOption(o.maxLanguagesPerRoom, 'rooms.maxLanguagesPerRoom', { min: 1, max: MAX_FANOUT_TARGETS, fallback: 8 }),
+    keepLanguageMs: intOption(o.keepLanguageMs, 'rooms.keepLanguageMs', { min: 0, max: 3_600_000, fallback: 0 }),
+    maxListenerBufferBytes: intOption(o.maxListenerBufferBytes, 'rooms.maxListenerBufferBytes', { min: 1024, fallback: 1024 * 1024 }),
+    listenerWaitMs: intOption(o.listenerWaitMs, 'rooms.listenerWaitMs', { min: 1, max: 86_400_000, fallback: 600_000 }),
+    maxLagMs: intOption(o.maxLagMs, 'rooms.maxLagMs', { min: 1, fallback: 15_000 }),
+  };
+}
+
 /**
  * Checks every option and resolves the key, the upstream URL and the secret. Throws
  * `ValidationError` or `ConfigError` naming the option; never a message with the key in it.
@@ -133,10 +205,14 @@ export function resolveRelayOptions(options: RealtimeRelayOptions): ResolvedRela
       throw new ValidationError('tokenInSessionUpdate', 'true or false', describeReceived(options.tokenInSessionUpdate));
     }
     const maxSessions = intOption(options.maxSessions, 'maxSessions', { min: 1, max: 100_000, fallback: 100 });
+    const path = resolvePath(options.path);
+    const { realtimeUrl, allowInsecure, headers, readyTimeoutMs, reconnect, pingIntervalMs, livenessTimeoutMs, maxSocketBufferBytes } = options;
     return {
       server,
-      path: resolvePath(options.path),
+      path,
       connection: resolveConnectionOptions(options, apiKey, { path: REALTIME_PATH, readyTimeoutMs: 90_000 }),
+      upstream: { apiKey, realtimeUrl, allowInsecure, headers, readyTimeoutMs: readyTimeoutMs ?? 90_000, reconnect, pingIntervalMs, livenessTimeoutMs, maxSocketBufferBytes },
+      rooms: resolveRooms(options.rooms, path),
       secret: resolveTokenSecret(options.secret),
       allowedOrigins: resolveOrigins(options.allowedOrigins),
       authorize: options.authorize,

@@ -51,7 +51,21 @@ export type RelayRefusal =
   /** A browser that stopped answering pings (cut). */
   | 'unresponsive'
   /** The relay is closing (503). */
-  | 'closing';
+  | 'closing'
+  /** A room: `rooms.maxRooms` reached (429). */
+  | 'maxRooms'
+  /** A room: its `rooms.maxListenersPerRoom` reached (429). */
+  | 'maxListenersPerRoom'
+  /** A room: a listener's language would be one more than `rooms.maxLanguagesPerRoom` (429, or an error event). */
+  | 'maxLanguagesPerRoom'
+  /** A room: a second speaker while one talks, or its talk is finishing (409). */
+  | 'speakerPresent'
+  /** A room: a listener's language is not one the speaker offers (403, or an error event). */
+  | 'language'
+  /** A room: a listener sent something (an error event, then 1008). */
+  | 'listenerSent'
+  /** A room: a listener fell further behind than `rooms.maxListenerBufferBytes` (1013). */
+  | 'slowListener';
 
 /** What a session needs of its relay. */
 export interface RelaySessionContext {

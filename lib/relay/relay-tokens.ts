@@ -2,7 +2,7 @@
  * Relay tokens: short-lived permissions, handed to a browser, to open realtime sessions through
  * a relay that holds the service key. A token is `rtt1.<claims>.<signature>`: the claims are
  * base64url JSON (`i`, a random id; `e`, the expiry in epoch ms; `m`, the sessions it may hold at
- * once, when it says), the signature is base64url HMAC-SHA256 of `rtt1.<claims>` under the
+ * once, when it says; `r` and `p`, the room and the role in it, for a room's token), the signature is base64url HMAC-SHA256 of `rtt1.<claims>` under the
  * relay's secret. Every character is one a WebSocket subprotocol may hold, so a token travels
  * in the query, in a subprotocol or in `auth.api_key`.
  *
@@ -25,11 +25,35 @@ export const MIN_SECRET_BYTES = 32;
 const MAX_TOKEN_LENGTH = 512;
 const TOKEN_SHAPE = /^rtt1\.([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{43})$/;
 
+/** A role in a room: the one `speaker` who sends audio, or a `listener` who receives one language. */
+export type RoomRole = 'speaker' | 'listener';
+
+/** Longest room id, in characters. */
+export const MAX_ROOM_ID_LENGTH = 64;
+const ROOM_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Whether `value` is a room id: 1 to 64 letters, digits, `-` or `_`. */
+export function isRoomId(value: unknown): value is string {
+  return typeof value === 'string' && ROOM_ID.test(value);
+}
+
 export interface MintTokenOptions {
   /** How long the token opens sessions, in ms (1 to one day). Default 10 minutes. */
   ttlMs?: number;
-  /** Sessions the token may hold at once. Default: the relay's `maxSessionsPerToken`. */
+  /**
+   * Sessions the token may hold at once, up to the relay's `maxSessions`. For a listener's
+   * token: its listener connections at once (one per language a page listens to; a link shared
+   * by an audience needs as many as the audience), up to `rooms.maxListenersPerRoom`. Default:
+   * the relay's `maxSessionsPerToken`.
+   */
   maxSessions?: number;
+  /**
+   * A room's token: it opens connections to that room only (`rooms` path), never a session of
+   * its own. 1 to 64 letters, digits, `-` or `_`. Needs `role`.
+   */
+  room?: string;
+  /** The role a room's token admits: `speaker` (sends audio) or `listener` (receives). Needs `room`. */
+  role?: RoomRole;
 }
 
 /** What a valid token says. */
@@ -40,6 +64,8 @@ export interface TokenClaims {
   expiresAt: number;
   /** Sessions it may hold at once, when it says. */
   maxSessions: number | undefined;
+  /** A room's token: the room and the role it admits there. */
+  room: { id: string; role: RoomRole } | undefined;
 }
 
 export type TokenVerdict = { valid: true; claims: TokenClaims } | { valid: false; reason: 'malformed' | 'signature' | 'expired' };
@@ -67,8 +93,14 @@ function sign(secret: Buffer, signed: string): Buffer {
 export function mintToken(secret: Buffer, options: MintTokenOptions, maxSessionsBound: number, now = Date.now()): string {
   if (options === null || typeof options !== 'object') throw new ValidationError('mintToken options', 'an object with ttlMs and maxSessions, both optional', describeReceived(options));
   const ttlMs = intOption(options.ttlMs, 'ttlMs', { min: 1, max: MAX_TOKEN_TTL_MS, fallback: DEFAULT_TOKEN_TTL_MS });
-  const claims: { i: string; e: number; m?: number } = { i: randomBytes(12).toString('base64url'), e: now + ttlMs };
+  const claims: { i: string; e: number; m?: number; r?: string; p?: 's' | 'l' } = { i: randomBytes(12).toString('base64url'), e: now + ttlMs };
   if (options.maxSessions !== undefined) claims.m = intOption(options.maxSessions, 'maxSessions', { min: 1, max: maxSessionsBound, fallback: 1 });
+  if (options.room !== undefined || options.role !== undefined) {
+    if (!isRoomId(options.room)) throw new ValidationError('room', 'a room id of 1 to 64 letters, digits, - or _ (with role)', describeReceived(options.room));
+    if (options.role !== 'speaker' && options.role !== 'listener') throw new ValidationError('role', "'speaker' or 'listener' (with room)", describeReceived(options.role));
+    claims.r = options.room;
+    claims.p = options.role === 'speaker' ? 's' : 'l';
+  }
   const signed = `${TOKEN_PREFIX}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
   return `${signed}.${sign(secret, signed).toString('base64url')}`;
 }
@@ -83,16 +115,19 @@ export function verifyToken(secret: Buffer, token: string, now = Date.now()): To
   const expected = Buffer.from(sign(secret, `${TOKEN_PREFIX}.${shape[1]}`).toString('base64url'));
   const given = Buffer.from(shape[2]!);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'signature' };
-  let parsed: { i?: unknown; e?: unknown; m?: unknown };
+  let parsed: { i?: unknown; e?: unknown; m?: unknown; r?: unknown; p?: unknown };
   try {
     parsed = JSON.parse(Buffer.from(shape[1]!, 'base64url').toString('utf8')) as typeof parsed;
   } catch {
     return { valid: false, reason: 'malformed' };
   }
-  const { i, e, m } = parsed ?? {};
+  const { i, e, m, r, p } = parsed ?? {};
   if (typeof i !== 'string' || typeof e !== 'number' || (m !== undefined && (!Number.isSafeInteger(m) || (m as number) < 1))) {
     return { valid: false, reason: 'malformed' };
   }
+  const roomClaimed = r !== undefined || p !== undefined;
+  if (roomClaimed && (!isRoomId(r) || (p !== 's' && p !== 'l'))) return { valid: false, reason: 'malformed' };
   if (now >= e) return { valid: false, reason: 'expired' };
-  return { valid: true, claims: { id: i, expiresAt: e, maxSessions: m as number | undefined } };
+  const room = roomClaimed ? { id: r as string, role: (p === 's' ? 'speaker' : 'listener') as RoomRole } : undefined;
+  return { valid: true, claims: { id: i, expiresAt: e, maxSessions: m as number | undefined, room } };
 }

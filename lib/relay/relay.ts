@@ -11,6 +11,11 @@
  * fails), then the caps (429). A connection without a credential is upgraded only when tokens
  * may come in the first `session.update`, and counts against `maxPendingConnections` until then.
  * Nothing is connected upstream for a connection that is refused. The rest is `RelaySession`.
+ *
+ * With `rooms`, a second path (`/v1/rooms`) takes a room's speaker and its listeners, each with a
+ * room's token (`mintToken({ room, role })`) or `authorize`; judged in the same order, then the
+ * role's parameters (400), a second speaker (409), a language not offered (403) and the rooms'
+ * caps (429). The rest is `RelayRoom`: one upstream session per language listened to.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -19,9 +24,14 @@ import { SlotCounter, type SlotClaim } from '../integrations/slot-counter.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import { chooseSubprotocol, handshakeToken, originAllowed, upstreamUrl } from './relay-admission.js';
-import { resolveRelayOptions, type RealtimeRelayOptions, type RelayGrant, type ResolvedRelayOptions } from './relay-options.js';
+import { resolveRelayOptions, type RealtimeRelayOptions, type RelayGrant, type ResolvedRelayOptions, type ResolvedRoomsOptions } from './relay-options.js';
 import { RelaySession, type RelayRefusal, type RelaySessionContext } from './relay-session.js';
-import { mintToken, verifyToken, type MintTokenOptions, type TokenClaims } from './relay-tokens.js';
+import { isRoomId, mintToken, verifyToken, type MintTokenOptions, type TokenClaims } from './relay-tokens.js';
+import { RelayRoom, type SpeakerSetup } from './relay-room.js';
+import type { RoomListener } from './room-listener.js';
+import type { RoomSpeaker } from './room-speaker.js';
+import { ValidationError } from '../errors.js';
+import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../realtime/languages.js';
 
 /**
  * Largest frame read from a browser. Events over the service's 1 MiB limit are read up to this
@@ -50,6 +60,19 @@ export interface RelayStats {
   refusedEvents: number;
   /** Connections refused at the handshake or closed by the relay, by reason, in all. */
   refused: Record<RelayRefusal, number>;
+  /** Rooms, when the relay has them. */
+  rooms: RelayRoomStats | undefined;
+}
+
+/** The relay's rooms now. */
+export interface RelayRoomStats {
+  rooms: number;
+  /** Speakers connected. */
+  speakers: number;
+  /** Listener connections (one per language a page listens to). */
+  listeners: number;
+  /** Upstream sessions running, one per language of a room. */
+  languages: number;
 }
 
 const REFUSALS: readonly RelayRefusal[] = [
@@ -65,6 +88,13 @@ const REFUSALS: readonly RelayRefusal[] = [
   'protocol',
   'unresponsive',
   'closing',
+  'maxRooms',
+  'maxListenersPerRoom',
+  'maxLanguagesPerRoom',
+  'speakerPresent',
+  'language',
+  'listenerSent',
+  'slowListener',
 ];
 
 /** The slot keys of the caps: all sessions, connections waiting for a token. */
@@ -87,11 +117,22 @@ function tokenRefusal(reason: 'malformed' | 'signature' | 'expired'): { refusal:
     : { refusal: 'unauthorized', message: 'The relay token is not valid.', code: 401 };
 }
 
+/** A speaker's handshake query: `from`, and optionally the `languages` it offers, `model` and `mode`. */
+function speakerSetup(query: URLSearchParams): SpeakerSetup {
+  const from = normalizeRealtimeLanguage(query.get('from') ?? undefined, 'from');
+  const offered = query.get('languages');
+  const languages = offered === null ? undefined : new Set(offered.split(',').map((tag, i) => normalizeRealtimeLanguage(tag.trim(), `languages[${i}]`)));
+  return { from, languages, model: query.get('model') ?? undefined, mode: query.get('mode') ?? undefined };
+}
+
 export class RealtimeRelay {
   readonly #o: ResolvedRelayOptions;
   readonly #wss: WebSocketServer;
   readonly #slots = new SlotCounter();
   readonly #sessions = new Set<RelaySession>();
+  readonly #rooms = new Map<string, RelayRoom>();
+  /** Rooms closing after the relay's `close()`. */
+  readonly #roomsClosing: Array<Promise<void>> = [];
   /** Sockets whose handshake waits on `authorize`. */
   readonly #handshaking = new Set<Duplex>();
   readonly #refused = Object.fromEntries(REFUSALS.map((reason) => [reason, 0])) as Record<RelayRefusal, number>;
@@ -117,6 +158,11 @@ export class RealtimeRelay {
     return this.#o.path;
   }
 
+  /** The path of the rooms, when the relay has them. */
+  get roomsPath(): string | undefined {
+    return this.#o.rooms?.path;
+  }
+
   get stats(): RelayStats {
     let upstream = 0;
     let reconnects = this.#pastReconnects;
@@ -128,6 +174,19 @@ export class RealtimeRelay {
       reconnects += session.reconnects;
       bufferedBytes += session.bufferedBytes;
     }
+    let rooms: RelayRoomStats | undefined;
+    if (this.#o.rooms) {
+      rooms = { rooms: this.#rooms.size, speakers: 0, listeners: 0, languages: 0 };
+      for (const room of this.#rooms.values()) {
+        if (room.speakerConnected) rooms.speakers += 1;
+        if (room.speakerPaused) clientsPaused += 1;
+        rooms.listeners += room.listeners;
+        rooms.languages += room.languages;
+        upstream += room.languages;
+        reconnects += room.reconnects;
+        bufferedBytes += room.bufferedBytes;
+      }
+    }
     return {
       sessions: this.#slots.count(SESSIONS),
       pending: this.#slots.count(PENDING),
@@ -137,18 +196,22 @@ export class RealtimeRelay {
       bufferedBytes,
       refusedEvents: this.#refusedEvents,
       refused: { ...this.#refused },
+      rooms,
     };
   }
 
   /**
    * A token for one browser: it opens sessions through this relay (or any relay with the same
    * `secret`) until `ttlMs` has passed, at most `maxSessions` at once. Mint one per signed-in
-   * user and page load, behind the application's own login.
+   * user and page load, behind the application's own login. With `room` and `role`, it opens
+   * connections to that room in that role only (a speaker's or a listener's), never a session.
    *
-   * @throws ValidationError for a `ttlMs` or `maxSessions` out of bounds.
+   * @throws ValidationError for a `ttlMs` or `maxSessions` out of bounds, or a bad `room` or `role`.
    */
   mintToken(options: MintTokenOptions = {}): string {
-    return mintToken(this.#o.secret, options, this.#o.maxSessions);
+    // A listener's token may be shared by a whole audience: its cap is bounded by the room's.
+    const listenerBound = options?.role === 'listener' && this.#o.rooms ? this.#o.rooms.maxListenersPerRoom : undefined;
+    return mintToken(this.#o.secret, options, listenerBound ?? this.#o.maxSessions);
   }
 
   /** Closes every session (browsers get 1001) and detaches from the server. Resolves once all are closed. */
@@ -157,6 +220,8 @@ export class RealtimeRelay {
       this.#o.server.off('upgrade', this.#onUpgrade);
       for (const socket of this.#handshaking) socket.destroy();
       await Promise.all([...this.#sessions].map((session) => session.shutdown()));
+      await Promise.all([...[...this.#rooms.values()].map((room) => room.shutdown()), ...this.#roomsClosing]);
+      this.#rooms.clear();
       await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
     })();
     return this.#closing;
@@ -165,6 +230,11 @@ export class RealtimeRelay {
   readonly #onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(request.url ?? '/', 'http://relay');
     const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+    const rooms = this.#o.rooms;
+    if (rooms && path === rooms.path) {
+      this.#admitRoom(request, socket, head, url, rooms).catch(() => socket.destroy());
+      return;
+    }
     if (path !== this.#o.path) {
       // Another listener's path; when there is none, nobody else would ever answer.
       if (this.#o.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, 'No WebSocket endpoint at this path.');
@@ -193,6 +263,7 @@ export class RealtimeRelay {
         return this.#refuse(socket, refusal, code, message);
       }
       token = verdict.claims;
+      if (token.room) return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
     }
     let grant: RelayGrant | undefined;
     if (o.authorize) {
@@ -247,6 +318,117 @@ export class RealtimeRelay {
       });
     });
     return undefined;
+  }
+
+  /**
+   * A room's handshake: the origin, the credential (a room's token, or `authorize` with the room
+   * and role in the query), the role's parameters, then the caps; all before the upgrade.
+   */
+  async #admitRoom(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, rooms: ResolvedRoomsOptions): Promise<void> {
+    const o = this.#o;
+    if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+    if (!originAllowed(request.headers.origin, request.headers.host, o.allowedOrigins)) {
+      return this.#refuse(socket, 'origin', 403, "This page's origin may not connect to the relay.");
+    }
+    const query = url.searchParams;
+    let token: TokenClaims | undefined;
+    const presented = handshakeToken(request, url);
+    if (presented !== undefined) {
+      const verdict = verifyToken(o.secret, presented);
+      if (!verdict.valid) {
+        const { refusal, message, code } = tokenRefusal(verdict.reason);
+        return this.#refuse(socket, refusal, code, message);
+      }
+      token = verdict.claims;
+      const claimed = token.room;
+      if (!claimed) return this.#refuse(socket, 'unauthorized', 401, 'This token opens sessions, not rooms: the application mints a room token with { room, role }.');
+      if (query.has('room') && query.get('room') !== claimed.id) return this.#refuse(socket, 'unauthorized', 403, 'This token is for another room.');
+      if (query.has('role') && query.get('role') !== claimed.role) return this.#refuse(socket, 'unauthorized', 403, `This token admits a ${claimed.role} only.`);
+    }
+    let grant: RelayGrant | undefined;
+    if (o.authorize) {
+      const outcome = await this.#authorize(request, socket);
+      if (socket.destroyed) return undefined;
+      if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+      if ('failed' in outcome) return this.#refuse(socket, 'authorize', 503, 'Authorization is unavailable; try again later.');
+      if (outcome.grant === false) return this.#refuse(socket, 'unauthorized', 401, 'Not authorized to use the relay.');
+      grant = outcome.grant;
+    }
+    if (token === undefined && grant === undefined) {
+      return this.#refuse(socket, 'unauthorized', 401, 'No room token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.');
+    }
+    const roomId = token?.room?.id ?? query.get('room');
+    const role = token?.room?.role ?? query.get('role');
+    if (!isRoomId(roomId)) return this.#refuse(socket, 'protocol', 400, 'room: a room id of 1 to 64 letters, digits, - or _ is needed (?room=).');
+    if (role !== 'speaker' && role !== 'listener') return this.#refuse(socket, 'protocol', 400, "role: 'speaker' or 'listener' is needed (?role=).");
+    let speaker: SpeakerSetup | undefined;
+    let lang: RealtimeLanguage | undefined;
+    try {
+      if (role === 'listener') lang = normalizeRealtimeLanguage(query.get('lang') ?? undefined, 'lang');
+      else speaker = speakerSetup(query);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      return this.#refuse(socket, 'protocol', 400, error.message);
+    }
+    const existing = this.#rooms.get(roomId);
+    if (!existing && this.#rooms.size >= rooms.maxRooms) return this.#refuse(socket, 'maxRooms', 429, `The relay has its most rooms at once (${rooms.maxRooms}); try again later.`);
+    if (speaker && existing?.speaking) return this.#refuse(socket, 'speakerPresent', 409, 'This room has a speaker already (or its last talk is still finishing).');
+    if (lang && existing) {
+      const refusal = existing.listenerRefusal(lang);
+      if (refusal) return this.#refuse(socket, refusal.reason, refusal.status, refusal.message);
+    }
+    const claims: SlotClaim[] = this.#claims(token, grant, request.socket.remoteAddress ?? '').filter(([key]) => key !== SESSIONS);
+    if (lang) claims.push([`room ${roomId}`, rooms.maxListenersPerRoom]);
+    const full = this.#slots.take(claims);
+    if (full !== undefined) {
+      const reason = full.startsWith('room ') ? 'maxListenersPerRoom' : this.#capReason(full);
+      const message = reason === 'maxListenersPerRoom' ? `This room has its most listeners at once (${rooms.maxListenersPerRoom}); try again later.` : this.#capMessage(reason);
+      return this.#refuse(socket, reason, 429, message);
+    }
+    let released = false;
+    const release = (): void => {
+      if (!released) this.#slots.release(claims);
+      released = true;
+    };
+    socket.once('close', release);
+    this.#wss.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+      socket.off('close', release);
+      let room = this.#rooms.get(roomId);
+      // The room may have changed while the upgrade completed.
+      if (this.#closing || (speaker && room?.speaking) || (!room && this.#rooms.size >= rooms.maxRooms)) {
+        ws.terminate();
+        release();
+        return;
+      }
+      if (!room) {
+        room = this.#newRoom(roomId, rooms);
+        this.#rooms.set(roomId, room);
+      }
+      let connection: RoomSpeaker | RoomListener;
+      try {
+        connection = speaker ? room.addSpeaker(ws, speaker) : room.addListener(ws, lang!);
+      } catch (error) {
+        // A fault of the relay's own: the browser is told, the slots given back.
+        ws.close(1011, `The relay could not join this room: ${error instanceof Error ? error.message : String(error)}`.slice(0, 120));
+        release();
+        return;
+      }
+      void connection.closed.then(release);
+    });
+    return undefined;
+  }
+
+  #newRoom(id: string, rooms: ResolvedRoomsOptions): RelayRoom {
+    return new RelayRoom(id, {
+      options: this.#o,
+      rooms,
+      dropped: (reason) => (this.#refused[reason === 'sent' ? 'listenerSent' : reason === 'slow' ? 'slowListener' : 'unresponsive'] += 1),
+      refusedEvent: () => (this.#refusedEvents += 1),
+      unresponsive: () => (this.#refused.unresponsive += 1),
+      emptied: (room) => {
+        if (this.#rooms.get(room.id) === room) this.#rooms.delete(room.id);
+      },
+    });
   }
 
   /** `authorize`'s answer, bounded by `firstMessageTimeoutMs` and the socket; a throw, a wrong value or no answer in time is a failure. */

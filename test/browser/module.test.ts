@@ -3,7 +3,7 @@
  * `PcmPlayer` plays PCM16 24 kHz chunks through its worklet into a recording worklet the test
  * adds: the recording shows the chunks played without gaps at the context's rate, the reported
  * position counts every frame once played, and `interrupt()` drops the rest. Bad options of
- * `RealtimeTranslator` are refused with a `ValidationError` naming the option.
+ * `RealtimeTranslator` and the room classes are refused with a `ValidationError` naming the option.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -153,6 +153,33 @@ describe('rt-translate/browser in Chromium', () => {
       `import('/js/lib/browser/index.js').then(({ RealtimeTranslator }) => {
         try {
           new RealtimeTranslator(${JSON.stringify(options)});
+          return undefined;
+        } catch (error) {
+          return { name: error.name, code: error.code, field: error.field, message: error.message };
+        }
+      })`,
+    );
+    expect(error).toMatchObject({ name: 'ValidationError', code: 'RTT_VALIDATION', field });
+    expect((error as { message: string }).message).toContain(accepted);
+  });
+
+  it.each([
+    ['RealtimeRoomListener', { languages: [] }, 'languages', 'an array of 1 to 8 realtime language tags'],
+    ['RealtimeRoomListener', { languages: ['es-es', 'xx-yy'] }, 'languages[1]', 'one of'],
+    ['RealtimeRoomListener', { languages: ['es-es', 'ES-ES'] }, 'languages', 'each language once'],
+    ['RealtimeRoomListener', { play: 'fr-fr' }, 'play', 'one of languages, or false'],
+    ['RealtimeRoomListener', { room: 'a room' }, 'room', 'a room id'],
+    ['RealtimeRoomListener', { apiKey: 'a-key' }, 'apiKey', 'no API key in a web page'],
+    ['RealtimeRoomSpeaker', { from: 'xx-yy' }, 'from', 'one of'],
+    ['RealtimeRoomSpeaker', { languages: ['es-es', 7] }, 'languages[1]', 'one of'],
+    ['RealtimeRoomSpeaker', { url: 'ftp://relay.example' }, 'url', 'a ws:// or wss:// URL or a path'],
+    ['RealtimeRoomSpeaker', { token: 'two words' }, 'token', 'a room token minted by the relay'],
+  ])('%s options %j: a ValidationError naming %s', async (name, bad, field, accepted) => {
+    const options = { url: '/v1/rooms', token: 'token', from: 'en-us', languages: ['es-es'], ...bad };
+    const error = await page.evaluate(
+      `import('/js/lib/browser/index.js').then((module) => {
+        try {
+          new module[${JSON.stringify(name)}](${JSON.stringify(options)});
           return undefined;
         } catch (error) {
           return { name: error.name, code: error.code, field: error.field, message: error.message };

@@ -1,0 +1,568 @@
+/**
+ * A relay room in a web page: `RealtimeRoomSpeaker` sends the microphone to a room once, and
+ * `RealtimeRoomListener` receives the translation into one or several languages, sending
+ * nothing. However many pages listen, the relay runs one session per language (see the relay's
+ * `rooms` option); each page holds a room token its application minted for its role.
+ *
+ * A listener opens one connection per language (each carries that language's events as the
+ * service sent them, its audio as binary frames) and plays one language at a time (`play`),
+ * switched with `play(lang)`. Events come with their language first: `on('text.done', (lang,
+ * text) => ...)`.
+ *
+ * `start()` must run in a user gesture (a click) when anything plays or records: it creates or
+ * resumes the AudioContext before anything is awaited.
+ */
+import { ConnectionError, ProtocolError, RtTranslateError, TimeoutError, ValidationError, describeCause } from '../errors.js';
+import { describeReceived, intOption } from '../options.js';
+import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../realtime/languages.js';
+import { decodeServerEventWith, type ServerEventOf, type SessionStartedInfo } from '../realtime/wire-format.js';
+import { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from '../relay/subprotocols.js';
+import { base64ToBytes } from './base64.js';
+import { MicrophoneCapture, resolveMicrophoneOptions, type MicrophoneOptions } from './capture.js';
+import { TypedEmitter } from './emitter.js';
+import { PcmPlayer } from './playback.js';
+import type { ClosedInfo, TranslatorState } from './translator.js';
+
+/** The parts both roles check alike: the rooms endpoint, the token, the room. */
+interface RoomEndpoint {
+  url: URL;
+  protocols: string[];
+}
+
+/** The rooms' endpoint (`ws://`, `wss://` or a path resolved against the page) with the token as a subprotocol. */
+function resolveEndpoint(options: { url?: unknown; token?: unknown; room?: unknown }): RoomEndpoint {
+  if ('apiKey' in options) throw new ValidationError('apiKey', 'no API key in a web page: connect to a relay room with a token it minted', 'an API key');
+  const accepted = "the relay's rooms endpoint, a ws:// or wss:// URL or a path such as '/v1/rooms'";
+  if (typeof options.url !== 'string' || options.url === '') throw new ValidationError('url', accepted, describeReceived(options.url));
+  let url: URL;
+  try {
+    url = new URL(options.url, globalThis.location?.href);
+  } catch {
+    throw new ValidationError('url', accepted, describeReceived(options.url));
+  }
+  if (url.protocol === 'http:' || url.protocol === 'https:') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new ValidationError('url', accepted, describeReceived(options.url));
+  const token = options.token;
+  if (token !== undefined && (typeof token !== 'string' || !/^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/.test(token))) {
+    throw new ValidationError('token', 'a room token minted by the relay (a non-empty string of URL-safe characters)', describeReceived(token));
+  }
+  if (options.room !== undefined) {
+    if (typeof options.room !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(options.room)) {
+      throw new ValidationError('room', 'a room id of 1 to 64 letters, digits, - or _', describeReceived(options.room));
+    }
+    url.searchParams.set('room', options.room);
+  }
+  return { url, protocols: token === undefined ? [] : [RELAY_SUBPROTOCOL, `${TOKEN_SUBPROTOCOL_PREFIX}${token}`] };
+}
+
+/** A context created (or resumed) now, in the gesture; bounded by `ms` (outside a gesture it may wait forever). */
+async function resumedContext(context: AudioContext, ms: number): Promise<void> {
+  if (context.state === 'running') return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      context.resume(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(`The AudioContext did not start within ${ms} ms: call start() from a click or key handler.`, ms)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const closedError = (close: CloseEvent, what: string): ConnectionError =>
+  new ConnectionError(`${what} (code ${close.code}${close.reason ? `: ${close.reason}` : ''}).`, { closeCode: close.code });
+
+/* ============================================================================= the listener */
+
+export interface RealtimeRoomListenerOptions {
+  /** The relay's rooms endpoint: a `ws://` or `wss://` URL or a path (`/v1/rooms`). */
+  url: string;
+  /** The listener's room token (`relay.mintToken({ room, role: 'listener', maxSessions: languages })`). */
+  token?: string;
+  /** The room, when the token does not say it (a relay that admits by `authorize`). */
+  room?: string;
+  /** The languages to receive, one connection each (1 to 8 realtime tags). */
+  languages: readonly string[];
+  /** The language played (one of `languages`), or false to play none. Default the first. */
+  play?: string | false;
+  /** How long a connection may take to open, in ms. Default 30 000. */
+  connectTimeoutMs?: number;
+  /** An AudioContext to use (not closed by `stop()`). */
+  audioContext?: AudioContext;
+  /** Where the worklet module is served (see `loadWorklet`). */
+  workletUrl?: string | URL;
+}
+
+export interface RoomListenerStats {
+  /** Translated audio received per language, in ms. */
+  receivedAudioMs: Partial<Record<RealtimeLanguage, number>>;
+  /** Responses completed per language. */
+  responses: Partial<Record<RealtimeLanguage, number>>;
+}
+
+/** Listener arguments of a listener's events: the language first. */
+export interface RealtimeRoomListenerEvents {
+  state: [state: TranslatorState];
+  /** No speaker in the room yet: this language starts when one arrives. */
+  waiting: [lang: RealtimeLanguage];
+  'session.created': [lang: RealtimeLanguage, info: SessionStartedInfo];
+  'transcript.delta': [lang: RealtimeLanguage, delta: string];
+  'transcript.done': [lang: RealtimeLanguage, text: string];
+  'text.delta': [lang: RealtimeLanguage, delta: string];
+  'text.done': [lang: RealtimeLanguage, text: string];
+  'audio.delta': [lang: RealtimeLanguage, audio: Int16Array];
+  'audio.done': [lang: RealtimeLanguage];
+  'server.error': [lang: RealtimeLanguage, message: string, code: number | string | undefined];
+  /** Playback started (true) or played out (false). */
+  playing: [playing: boolean];
+  /** A language's connection failed or was refused; `closed` follows for it. */
+  error: [lang: RealtimeLanguage, error: RtTranslateError];
+  /** A language's connection closed (the speaker left, the relay dropped it, `stop()`). */
+  closed: [lang: RealtimeLanguage, info: ClosedInfo];
+}
+
+interface Channel {
+  lang: RealtimeLanguage;
+  socket: WebSocket;
+  oddByte: number | undefined;
+  receivedFrames: number;
+  responses: number;
+  open: boolean;
+  closed: boolean;
+}
+
+export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvents> {
+  readonly languages: readonly RealtimeLanguage[];
+  readonly #endpoint: RoomEndpoint;
+  readonly #connectTimeoutMs: number;
+  readonly #audioContext: AudioContext | undefined;
+  readonly #workletUrl: string | URL | undefined;
+  readonly #channels = new Map<RealtimeLanguage, Channel>();
+  #playing: RealtimeLanguage | undefined;
+  #state: TranslatorState = 'idle';
+  #context: AudioContext | undefined;
+  #player: PcmPlayer | undefined;
+
+  /** Checks the options (a `ValidationError` names the first field at fault); nothing connects before `start()`. */
+  constructor(options: RealtimeRoomListenerOptions) {
+    super();
+    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'an object { url, token, languages, ... }', describeReceived(options));
+    this.#endpoint = resolveEndpoint(options);
+    const list = options.languages as unknown;
+    if (!Array.isArray(list) || list.length === 0 || list.length > 8) {
+      throw new ValidationError('languages', 'an array of 1 to 8 realtime language tags', describeReceived(list));
+    }
+    const languages = list.map((tag, i) => normalizeRealtimeLanguage(tag, `languages[${i}]`));
+    if (new Set(languages).size !== languages.length) throw new ValidationError('languages', 'each language once', JSON.stringify(list));
+    this.languages = languages;
+    if (options.play === false) this.#playing = undefined;
+    else if (options.play === undefined) this.#playing = languages[0];
+    else {
+      const played = normalizeRealtimeLanguage(options.play, 'play');
+      if (!languages.includes(played)) throw new ValidationError('play', 'one of languages, or false', JSON.stringify(options.play));
+      this.#playing = played;
+    }
+    this.#connectTimeoutMs = intOption(options.connectTimeoutMs, 'connectTimeoutMs', { min: 1, max: 600_000, fallback: 30_000 });
+    if (options.audioContext !== undefined && !(options.audioContext instanceof AudioContext)) {
+      throw new ValidationError('audioContext', 'an AudioContext', describeReceived(options.audioContext));
+    }
+    this.#audioContext = options.audioContext;
+    this.#workletUrl = resolveMicrophoneOptions({ workletUrl: options.workletUrl }).workletUrl;
+  }
+
+  get state(): TranslatorState {
+    return this.#state;
+  }
+
+  /** The language played now, if any. */
+  get playing(): RealtimeLanguage | undefined {
+    return this.#playing;
+  }
+
+  get stats(): RoomListenerStats {
+    const stats: RoomListenerStats = { receivedAudioMs: {}, responses: {} };
+    for (const channel of this.#channels.values()) {
+      stats.receivedAudioMs[channel.lang] = channel.receivedFrames / 24;
+      stats.responses[channel.lang] = channel.responses;
+    }
+    return stats;
+  }
+
+  /**
+   * Connects every language (call it from a user gesture when a language plays). Resolves once
+   * each language's connection has opened or failed; rejects when none opened.
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per listener (make a new one to start again)', this.#state);
+    this.#setState('starting');
+    let resumed: Promise<void> = Promise.resolve();
+    if (this.#playing !== undefined) {
+      // Before any await: a context made or resumed outside the gesture stays suspended in Safari.
+      const context = this.#audioContext ?? new AudioContext();
+      this.#context = context;
+      resumed = resumedContext(context, this.#connectTimeoutMs);
+    }
+    const opened = this.languages.map((lang) => this.#connect(lang));
+    try {
+      if (this.#context) {
+        await resumed;
+        const player = await PcmPlayer.create(this.#context, this.#workletUrl !== undefined ? { workletUrl: this.#workletUrl } : {});
+        if (this.#is('stopped')) player.close();
+        else {
+          this.#player = player;
+          player.on('playing', (playing) => this.emit('playing', playing));
+        }
+      }
+    } catch (error) {
+      const failure = error instanceof RtTranslateError ? error : new ConnectionError(`Playback could not start: ${describeCause(error)}`, { cause: error });
+      await this.stop();
+      throw failure;
+    }
+    const results = await Promise.allSettled(opened);
+    if (!results.some((r) => r.status === 'fulfilled')) {
+      const first = results[0] as PromiseRejectedResult;
+      this.#finishAll();
+      throw first.reason instanceof RtTranslateError ? first.reason : new ConnectionError(String(first.reason));
+    }
+    if (this.#is('starting')) this.#setState('running');
+  }
+
+  /** Plays `lang` from now on (what was queued of another is dropped), or nothing (`false`). */
+  play(lang: string | false): void {
+    const next = lang === false ? undefined : normalizeRealtimeLanguage(lang, 'lang');
+    if (next !== undefined && !this.languages.includes(next)) throw new ValidationError('lang', 'one of the languages this listener receives', JSON.stringify(lang));
+    if (next === this.#playing) return;
+    this.#playing = next;
+    this.#player?.interrupt();
+  }
+
+  /** Closes every connection and stops playback. */
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    for (const channel of this.#channels.values()) {
+      if (channel.closed) continue;
+      channel.closed = true;
+      if (channel.socket.readyState <= WebSocket.OPEN) channel.socket.close(1000, 'stopped');
+      this.emit('closed', channel.lang, { byUser: true, code: 1000, reason: 'stopped' });
+    }
+    this.#finishAll();
+  }
+
+  /** Read through a method: the state changes while `start()` awaits. */
+  #is(state: TranslatorState): boolean {
+    return this.#state === state;
+  }
+
+  #setState(state: TranslatorState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.emit('state', state);
+  }
+
+  #finishAll(): void {
+    this.#setState('stopped');
+    this.#player?.close();
+    this.#player = undefined;
+    if (!this.#audioContext) void this.#context?.close();
+  }
+
+  /** One language's connection: resolves once open; rejects when refused, or not open in time. */
+  #connect(lang: RealtimeLanguage): Promise<void> {
+    const url = new URL(this.#endpoint.url);
+    url.searchParams.set('lang', lang);
+    const socket = new WebSocket(url, this.#endpoint.protocols);
+    socket.binaryType = 'arraybuffer';
+    const channel: Channel = { lang, socket, oddByte: undefined, receivedFrames: 0, responses: 0, open: false, closed: false };
+    this.#channels.set(lang, channel);
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const error = new TimeoutError(`The ${lang} connection did not open within ${this.#connectTimeoutMs} ms.`, this.#connectTimeoutMs);
+        reject(error);
+        this.#channelFailed(channel, error, 1006, 'timeout');
+        socket.close();
+      }, this.#connectTimeoutMs);
+      socket.onopen = () => {
+        clearTimeout(timer);
+        channel.open = true;
+        resolve();
+      };
+      socket.onmessage = (message: MessageEvent<string | ArrayBuffer>) => this.#onMessage(channel, message.data);
+      socket.onclose = (close: CloseEvent) => {
+        clearTimeout(timer);
+        if (channel.closed) return;
+        const error = channel.open ? undefined : closedError(close, `The relay refused the ${lang} connection`);
+        if (error) {
+          reject(error);
+          this.#channelFailed(channel, error, close.code, close.reason);
+        } else {
+          this.#channelClosed(channel, close.code, close.reason);
+        }
+      };
+    });
+  }
+
+  #onMessage(channel: Channel, data: string | ArrayBuffer): void {
+    const lang = channel.lang;
+    if (typeof data !== 'string') {
+      this.#audio(channel, this.#pcmOf(channel, new Uint8Array(data)));
+      return;
+    }
+    let event: ServerEventOf<Int16Array>;
+    try {
+      event = decodeServerEventWith(data, (b64) => this.#pcmOf(channel, base64ToBytes(b64)));
+    } catch (error) {
+      this.#channelFailed(channel, error instanceof ProtocolError ? error : new ProtocolError(String(error)), 1002, 'protocol');
+      channel.socket.close();
+      return;
+    }
+    switch (event.type) {
+      case 'session.created':
+        return this.emit('session.created', lang, { ...event.session, id: event.session.id ?? '' });
+      case 'transcript.delta':
+        return this.emit('transcript.delta', lang, event.delta);
+      case 'transcript.done':
+        return this.emit('transcript.done', lang, event.text);
+      case 'text.delta':
+        return this.emit('text.delta', lang, event.delta);
+      case 'text.done':
+        return this.emit('text.done', lang, event.text ?? '');
+      case 'audio.delta':
+        return this.#audio(channel, event.audio);
+      case 'audio.done':
+        channel.responses += 1;
+        return this.emit('audio.done', lang);
+      case 'server.error':
+        return this.emit('server.error', lang, event.message, event.code);
+      case 'unknown':
+        if (event.wireType === 'room.waiting') this.emit('waiting', lang);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #audio(channel: Channel, pcm: Int16Array): void {
+    channel.receivedFrames += pcm.length;
+    if (channel.lang === this.#playing) this.#player?.enqueue(pcm);
+    this.emit('audio.delta', channel.lang, pcm);
+  }
+
+  /** Bytes from the relay as PCM16 samples, a byte split across frames carried to the next. */
+  #pcmOf(channel: Channel, bytes: Uint8Array): Int16Array {
+    let all = bytes;
+    if (channel.oddByte !== undefined) {
+      all = new Uint8Array(bytes.length + 1);
+      all[0] = channel.oddByte;
+      all.set(bytes, 1);
+      channel.oddByte = undefined;
+    }
+    if (all.length % 2 === 1) channel.oddByte = all[all.length - 1];
+    const even = all.length & ~1;
+    const pcm = new Int16Array(even / 2);
+    new Uint8Array(pcm.buffer).set(all.subarray(0, even));
+    return pcm;
+  }
+
+  #channelFailed(channel: Channel, error: RtTranslateError, code: number, reason: string): void {
+    if (channel.closed) return;
+    this.emit('error', channel.lang, error);
+    this.#channelClosed(channel, code, reason);
+  }
+
+  #channelClosed(channel: Channel, code: number, reason: string): void {
+    if (channel.closed) return;
+    channel.closed = true;
+    this.emit('closed', channel.lang, { byUser: false, code, reason });
+    if ([...this.#channels.values()].every((c) => c.closed) && this.#state !== 'starting') this.#finishAll();
+  }
+}
+
+/* ============================================================================== the speaker */
+
+export interface RealtimeRoomSpeakerOptions extends MicrophoneOptions {
+  /** The relay's rooms endpoint: a `ws://` or `wss://` URL or a path (`/v1/rooms`). */
+  url: string;
+  /** The speaker's room token (`relay.mintToken({ room, role: 'speaker' })`). */
+  token?: string;
+  /** The room, when the token does not say it. */
+  room?: string;
+  /** The language spoken. */
+  from: string;
+  /** The languages listeners may pick; default any. */
+  languages?: readonly string[];
+  /** How long the room may take to open, in ms. Default 30 000. */
+  readyTimeoutMs?: number;
+  /** Bytes the socket may hold unsent before microphone audio is dropped. Default 1 MiB. */
+  maxSocketBufferBytes?: number;
+  /** An AudioContext to use (not closed by `stop()`). */
+  audioContext?: AudioContext;
+}
+
+/** A language of the room, as the relay reports it to the speaker. */
+export interface RoomLanguageInfo {
+  lang: RealtimeLanguage;
+  /** Its session's status (`connecting`, `active`, ...). */
+  status: string;
+  listeners: number;
+}
+
+export interface RealtimeRoomSpeakerEvents {
+  state: [state: TranslatorState];
+  /** Who listens to what, whenever it changes. */
+  languages: [languages: RoomLanguageInfo[], listeners: number];
+  /** Microphone audio was dropped (the connection is behind). */
+  warning: [warning: RtTranslateError];
+  error: [error: RtTranslateError];
+  closed: [info: ClosedInfo];
+}
+
+export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents> {
+  readonly from: RealtimeLanguage;
+  readonly #endpoint: RoomEndpoint;
+  readonly #options: RealtimeRoomSpeakerOptions;
+  readonly #readyTimeoutMs: number;
+  readonly #maxSocketBufferBytes: number;
+  #state: TranslatorState = 'idle';
+  #socket: WebSocket | undefined;
+  #context: AudioContext | undefined;
+  #microphone: MicrophoneCapture | undefined;
+  #sentFrames = 0;
+  #droppedFrames = 0;
+  #behind = false;
+
+  constructor(options: RealtimeRoomSpeakerOptions) {
+    super();
+    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'an object { url, token, from, ... }', describeReceived(options));
+    this.#endpoint = resolveEndpoint(options);
+    this.from = normalizeRealtimeLanguage(options.from, 'from');
+    this.#endpoint.url.searchParams.set('from', this.from);
+    if (options.languages !== undefined) {
+      if (!Array.isArray(options.languages) || options.languages.length === 0) throw new ValidationError('languages', 'an array of realtime language tags', describeReceived(options.languages));
+      const offered = options.languages.map((tag, i) => normalizeRealtimeLanguage(tag, `languages[${i}]`));
+      this.#endpoint.url.searchParams.set('languages', offered.join(','));
+    }
+    resolveMicrophoneOptions(options);
+    this.#readyTimeoutMs = intOption(options.readyTimeoutMs, 'readyTimeoutMs', { min: 1, max: 600_000, fallback: 30_000 });
+    this.#maxSocketBufferBytes = intOption(options.maxSocketBufferBytes, 'maxSocketBufferBytes', { min: 1024, fallback: 1024 * 1024 });
+    if (options.audioContext !== undefined && !(options.audioContext instanceof AudioContext)) {
+      throw new ValidationError('audioContext', 'an AudioContext', describeReceived(options.audioContext));
+    }
+    this.#options = options;
+  }
+
+  get state(): TranslatorState {
+    return this.#state;
+  }
+
+  get stats(): { sentMs: number; droppedInputMs: number } {
+    return { sentMs: this.#sentFrames / 24, droppedInputMs: this.#droppedFrames / 24 };
+  }
+
+  /** Opens the room and the microphone (call it from a user gesture); resolves once both are. */
+  async start(): Promise<void> {
+    if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per speaker (make a new one to start again)', this.#state);
+    const context = this.#options.audioContext ?? new AudioContext();
+    this.#context = context;
+    const resumed = resumedContext(context, this.#readyTimeoutMs);
+    this.#setState('starting');
+    try {
+      const opened = this.#open();
+      opened.catch(() => undefined);
+      await resumed;
+      const microphone = await MicrophoneCapture.open(context, this.#options, (pcm) => this.#send(pcm));
+      if (this.#is('stopped')) {
+        microphone.close();
+        throw new ConnectionError('The room closed while it was starting.');
+      }
+      this.#microphone = microphone;
+      await opened;
+      this.#setState('running');
+    } catch (error) {
+      const failure = error instanceof RtTranslateError ? error : new ConnectionError(`The room could not start: ${describeCause(error)}`, { cause: error });
+      this.#fail(failure, 1011, failure.message);
+      throw failure;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#finish({ byUser: true, code: 1000, reason: 'stopped' });
+  }
+
+  /** Read through a method: the state changes while `start()` awaits. */
+  #is(state: TranslatorState): boolean {
+    return this.#state === state;
+  }
+
+  #setState(state: TranslatorState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.emit('state', state);
+  }
+
+  /** Connects; resolves on `room.opened`. */
+  #open(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const socket = new WebSocket(this.#endpoint.url, this.#endpoint.protocols);
+      this.#socket = socket;
+      const timer = setTimeout(() => reject(new TimeoutError(`The room did not open within ${this.#readyTimeoutMs} ms.`, this.#readyTimeoutMs)), this.#readyTimeoutMs);
+      socket.onmessage = (message: MessageEvent<string | ArrayBuffer>) => {
+        if (typeof message.data !== 'string') return;
+        let event: { type?: unknown; languages?: unknown; listeners?: unknown; error?: { message?: unknown } };
+        try {
+          event = JSON.parse(message.data) as typeof event;
+        } catch {
+          return;
+        }
+        if (event.type === 'room.opened') {
+          clearTimeout(timer);
+          resolve();
+        } else if (event.type === 'room.languages' && Array.isArray(event.languages)) {
+          this.emit('languages', event.languages as RoomLanguageInfo[], typeof event.listeners === 'number' ? event.listeners : 0);
+        } else if (event.type === 'error') {
+          this.emit('warning', new ProtocolError(`The relay refused an event: ${String(event.error?.message ?? '')}`));
+        }
+      };
+      socket.onclose = (close: CloseEvent) => {
+        clearTimeout(timer);
+        if (this.#state === 'stopped') return;
+        const error = closedError(close, this.#state === 'starting' ? 'The relay closed the room before it opened' : 'The room closed');
+        reject(error);
+        this.#fail(error, close.code, close.reason);
+      };
+    });
+  }
+
+  #send(pcm: Int16Array): void {
+    const socket = this.#socket;
+    if (this.#state !== 'running' && this.#state !== 'starting') return;
+    if (!socket || socket.readyState !== WebSocket.OPEN) return;
+    if (socket.bufferedAmount > this.#maxSocketBufferBytes) {
+      this.#droppedFrames += pcm.length;
+      if (!this.#behind) this.emit('warning', new ConnectionError('Microphone audio was dropped: the connection is not keeping up.', { retryable: false }));
+      this.#behind = true;
+      return;
+    }
+    this.#behind = false;
+    // Binary PCM16 LE frames: the relay takes them as appends, without base64.
+    socket.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.#sentFrames += pcm.length;
+  }
+
+  #fail(error: RtTranslateError, code: number, reason: string): void {
+    if (this.#state === 'stopped') return;
+    this.emit('error', error);
+    this.#finish({ byUser: false, code, reason });
+  }
+
+  #finish(info: ClosedInfo): void {
+    if (this.#state === 'stopped') return;
+    this.#setState('stopped');
+    this.#microphone?.close();
+    const socket = this.#socket;
+    if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000, 'stopped');
+    if (!this.#options.audioContext) void this.#context?.close();
+    this.emit('closed', info);
+  }
+}
