@@ -13,7 +13,7 @@ import { TASK_KIND_SPECS, TASK_KINDS } from '../lib/http/task-kinds.js';
 import { TASK_STATUSES } from '../lib/http/tasks.js';
 import { RESOURCE_SPECS, resourceRoutes, taskResourceSpecs } from '../lib/http/resources.js';
 import type { LocalizationClient } from '../lib/http/client.js';
-import { KEY, VOICE_DESCRIPTION, control, sharedEmulator } from './http-test-helpers.js';
+import { KEY, VOICE_DESCRIPTION, control, logged, sharedEmulator } from './http-test-helpers.js';
 
 const env = sharedEmulator();
 
@@ -114,6 +114,14 @@ describe('the resource table', () => {
     for (const spec of Object.values(TASK_KIND_SPECS)) {
       expect(matchRoute('GET', `${spec.path}/abc`), spec.path).not.toBe(404);
     }
+  });
+
+  it('a result that needs a language refuses to go without one, naming the field, before any request', async () => {
+    await control(env.emu, 'DELETE', 'requests');
+    const noOptions = undefined as unknown as { targetLanguage: string; language: string };
+    await expect(env.client.translatedStory.result(1, noOptions)).rejects.toMatchObject({ name: 'ValidationError', field: 'targetLanguage' });
+    await expect(env.client.tasks.subtitles.result(1, noOptions)).rejects.toMatchObject({ name: 'ValidationError', field: 'language' });
+    expect(await logged(env.emu, 'GET', '/')).toEqual([]);
   });
 
   it('the client has a resource for every entry of the table', () => {

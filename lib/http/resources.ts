@@ -219,7 +219,8 @@ export const RESOURCE_SPECS = {
       projects.createTranslatedStory(client, request.runId, request.targetLanguage, options),
     ),
     result: op('GET /translated-story-result/{run_id}/{target_language}', (client: FlacDownloader, runId: number, options: projects.StoryResultOptions & { targetLanguage: endpoints.Language }) =>
-      projects.getTranslatedStoryResult(client, runId, options.targetLanguage, options),
+      // Without options, the language check names `targetLanguage` (a ValidationError, no request).
+      projects.getTranslatedStoryResult(client, runId, options?.targetLanguage, options),
     ),
   },
   translatedTts: {
@@ -272,7 +273,7 @@ export const RESOURCE_SPECS = {
         task: 'sub',
         create: op('POST /sub', dubbing.createSubtitles),
         result: op('GET /transcript/{run_id}/{language}', (client: FlacDownloader, runId: number, options: dubbing.RunTranscriptOptions & { language: endpoints.Language }) =>
-          dubbing.getRunTranscript(client, runId, options.language, options),
+          dubbing.getRunTranscript(client, runId, options?.language, options),
         ),
       },
     },
