@@ -127,13 +127,13 @@ async function main(): Promise<number> {
   };
 
   try {
-    await check('GET /source-languages', async () => [await sdk.languages!.getSourceLanguages!(), (await client.listLanguages('source')).map((l) => l.raw)]);
-    await check('GET /target-languages', async () => [await sdk.languages!.getTargetLanguages!(), (await client.listLanguages('target')).map((l) => l.raw)]);
+    await check('GET /source-languages', async () => [await sdk.languages!.getSourceLanguages!(), (await client.languages.list('source')).map((l) => l.raw)]);
+    await check('GET /target-languages', async () => [await sdk.languages!.getTargetLanguages!(), (await client.languages.list('target')).map((l) => l.raw)]);
 
     await check('POST /create-custom-voice, then GET /list-voices', async () => {
       const created = (await sdk.voiceCloning!.createCustomVoice!({ file: readFileSync(FIXTURE), voice_name: 'From the SDK', gender: 2, age: 30, language: 1 })) as { voice_id: number };
       const listed = (await sdk.voiceCloning!.listVoices!()) as Array<{ id: number }>;
-      const ours = (await client.listVoices()).map((v) => v.raw);
+      const ours = (await client.voices.list()).map((v) => v.raw);
       return [[listed, listed.some((v) => v.id === created.voice_id)], [ours, true]];
     });
 
@@ -142,17 +142,17 @@ async function main(): Promise<number> {
       const description = 'A calm, low voice of a man in his sixties, unhurried and warm, with a soft northern English accent and clear diction.';
       const task = (await sdk.textToVoice!.createTextToVoice!({ text: 'A voice for the late news.', voice_description: description })) as { task_id: string };
       const theirs = await settled(() => sdk.textToVoice!.getTextToVoiceStatus!({ task_id: task.task_id }));
-      const ours = await client.getTextToVoiceStatus(task.task_id);
+      const ours = await client.textToVoice.status(task.task_id);
       return [
         [theirs, await sdk.textToVoice!.getTextToVoiceResult!({ run_id: theirs.run_id })],
-        [ours.raw, (await client.getTextToVoiceResult(theirs.run_id)).raw],
+        [ours.raw, (await client.textToVoice.result(theirs.run_id)).raw],
       ];
     });
 
     await check('POST /translate, status, GET /translation-result', async () => {
       const task = (await sdk.translation!.createTranslation!({ texts: ['Good morning', 'Thank you'], source_language: 1, target_language: 54 })) as { task_id: string };
       const done = await settled(() => sdk.translation!.getTranslationTaskStatus!({ task_id: task.task_id }));
-      return [await sdk.translation!.getTranslationResult!({ run_id: done.run_id }), (await client.getTranslationResult(done.run_id)).raw];
+      return [await sdk.translation!.getTranslationResult!({ run_id: done.run_id }), (await client.translation.result(done.run_id)).raw];
     });
 
     await check('POST /translation/stream (the text)', async () => {
@@ -161,27 +161,27 @@ async function main(): Promise<number> {
       // The SDK reads every answer as JSON: a text answer comes back wrapped, as `error.rawBody`.
       const theirs = typeof answer === 'string' ? answer : (answer as { error?: { rawBody?: unknown } }).error?.rawBody;
       let ours = '';
-      for await (const piece of await client.translationStream({ text: request.text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })) ours += piece as string;
+      for await (const piece of await client.translation.openStream({ text: request.text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })) ours += piece as string;
       return [theirs, ours];
     });
 
     await check('POST /translated-tts, GET /translated-tts/{id}', async () => {
       const task = (await sdk.translatedTts!.createTranslatedTts!({ text: 'Hello', voice_id: 147_320, source_language: 1, target_language: 76 })) as { task_id: string };
       const theirs = await settled(() => sdk.translatedTts!.getTranslatedTtsTaskStatus!({ task_id: task.task_id }));
-      return [theirs, (await client.getTranslatedTtsStatus(task.task_id)).raw];
+      return [theirs, (await client.translatedTts.status(task.task_id)).raw];
     });
 
     await check('POST /transcribe (a media URL), GET /transcription-result with words', async () => {
       const task = (await sdk.transcription!.createTranscription!({ language: 1, media_url: MEDIA })) as { task_id: string };
       const done = await settled(() => sdk.transcription!.getTranscriptionTaskStatus!({ task_id: task.task_id }));
       const theirs = await sdk.transcription!.getTranscriptionResult!({ run_id: done.run_id, word_level_timestamps: true });
-      return [theirs, (await client.getTranscriptionResult(done.run_id, { wordLevelTimestamps: true })).raw];
+      return [theirs, (await client.transcription.result(done.run_id, { wordLevelTimestamps: true })).raw];
     });
 
     await check('POST /transcribe (an upload), the segments', async () => {
       const task = (await sdk.transcription!.createTranscription!({ language: 1, media_file: readFileSync(FIXTURE) })) as { task_id: string };
       const done = await settled(() => sdk.transcription!.getTranscriptionTaskStatus!({ task_id: task.task_id }));
-      const ours = await client.transcribe({ language: 'en-us', mediaFile: FIXTURE });
+      const ours = await client.transcription.run({ language: 'en-us', mediaFile: FIXTURE });
       return [await sdk.transcription!.getTranscriptionResult!({ run_id: done.run_id }), ours.raw];
     });
 
@@ -189,20 +189,20 @@ async function main(): Promise<number> {
     await check('POST /dub, GET /dub-result', async () => {
       const task = (await sdk.dub!.endToEndDubbing!({ video_url: MEDIA, source_language: 1, target_languages: [54] })) as { task_id: string };
       dubRun = (await settled(() => sdk.dub!.getEndToEndDubbingStatus!({ task_id: task.task_id }))).run_id;
-      return [await sdk.dub!.getDubbedRunInfo!({ run_id: dubRun }), (await client.getDubbingResult(dubRun)).raw];
+      return [await sdk.dub!.getDubbedRunInfo!({ run_id: dubRun }), (await client.dub.result(dubRun)).raw];
     });
     await check('GET /transcript/{run_id}/{language} (srt)', async () => [
       await sdk.dub!.getDubbedRunTranscript!({ run_id: dubRun, language: 54, format_type: 'srt', data_type: 'raw_data' }),
-      (await client.getRunTranscript(dubRun, 'es-es', { format: 'srt' })).raw,
+      (await client.dub.getTranscript(dubRun, 'es-es', { format: 'srt' })).raw,
     ]);
 
     await check('POST /dub-alt-format/{run_id}/{language}, status', async () => {
       const theirs = (await sdk.dub!.getDubbedOutputInAltFormat!({ run_id: dubRun, language: 54, output_format: 'wav' })) as { task_id: string };
-      const ours = await client.requestDubAltFormat(dubRun, 'es-es', 'wav');
+      const ours = await client.dub.altFormat.create({ runId: dubRun, language: 'es-es', format: 'wav' });
       const done = await settled(() => sdk.dub!.getDubbedOutputInAltFormatStatus!({ task_id: theirs.task_id }));
       return [
         [Object.keys(theirs), done],
-        [Object.keys(ours.raw), (await client.getDubAltFormatStatus(theirs.task_id)).raw],
+        [Object.keys(ours.raw), (await client.dub.altFormat.status(theirs.task_id)).raw],
       ];
     });
 
@@ -221,7 +221,7 @@ async function main(): Promise<number> {
         runs.push((await settled(() => sdk.textToAudio!.getTextToAudioStatus!({ task_id: task.task_id }))).run_id);
       }
       const theirs = (await sdk.textToAudio!.getTextToSoundResults!({ body: { run_ids: runs } })) as Record<string, { output_url: string }>;
-      const ours = await client.getTextToSoundResults(runs);
+      const ours = await client.textToAudio.getResults(runs);
       return [runs.map((r) => theirs[String(r)]?.output_url), runs.map((r) => ours.get(r)?.url)];
     });
 
@@ -230,14 +230,14 @@ async function main(): Promise<number> {
       writeFileSync(document, STORY);
       const task = (await sdk.story!.createStory!({ file: createReadStream(document), source_language: 1, title: 'The pier' })) as { task_id: string };
       const theirs = await settled(() => sdk.story!.getStoryStatus!({ task_id: task.task_id }));
-      const mine = await client.createStory({ file: document, sourceLanguage: 'en-us', title: 'The pier' });
-      const mineRun = (await client.waitForTask('story', mine.taskId!)).runId;
+      const mine = await client.story.create({ file: document, sourceLanguage: 'en-us', title: 'The pier' });
+      const mineRun = (await client.tasks.wait('story', mine.taskId!)).runId;
       const sdkResult = (await sdk.story!.getStoryRunInfo!({ run_id: theirs.run_id, include_transcript: true })) as { transcript?: unknown };
-      const ours = await client.getStoryResult(theirs.run_id, { includeTranscript: true });
+      const ours = await client.story.result(theirs.run_id, { includeTranscript: true });
       // Both creations narrate the same document: the same transcript.
       return [
         [Object.keys(task), theirs, sdkResult, sdkResult.transcript],
-        [Object.keys(mine.raw), (await client.getStoryStatus(task.task_id)).raw, ours.raw, (await client.getStoryResult(mineRun, { includeTranscript: true })).raw.transcript],
+        [Object.keys(mine.raw), (await client.story.status(task.task_id)).raw, ours.raw, (await client.story.result(mineRun, { includeTranscript: true })).raw.transcript],
       ];
     });
 
@@ -246,24 +246,24 @@ async function main(): Promise<number> {
       const theirs = await settled(() => sdk.audioSeparation!.getAudioSeparationStatus!({ task_id: task.task_id }));
       return [
         [theirs, await sdk.audioSeparation!.getAudioSeparationRunInfo!({ run_id: theirs.run_id })],
-        [(await client.getAudioSeparationStatus(task.task_id)).raw, (await client.getAudioSeparationResult(theirs.run_id)).raw],
+        [(await client.audioSeparation.status(task.task_id)).raw, (await client.audioSeparation.result(theirs.run_id)).raw],
       ];
     });
 
     await check('POST /project-setup, GET /project-setup-result', async () => {
       const task = (await sdk.projectSetup!.createProject!({ media_url: MEDIA, source_language: 1, target_languages: [54, 76], project_name: 'Check' })) as { task_id: string };
-      const ours = await client.waitForTask('project-setup', task.task_id);
-      return [await sdk.projectSetup!.getProjectSetupResult!({ run_id: ours.runId }), (await client.getProjectSetupResult(ours.runId))?.raw];
+      const ours = await client.tasks.wait('project-setup', task.task_id);
+      return [await sdk.projectSetup!.getProjectSetupResult!({ run_id: ours.runId }), (await client.projectSetup.result(ours.runId))?.raw];
     });
 
     await check('POST /dictionaries/create-from-file, GET /dictionaries', async () => {
       await sdk.dictionaries!.createDictionaryFromFile!({ dictionary_file: Buffer.from('en-us,es-es\nsea,mar\n'), dictionary_name: 'Sea' });
-      return [await sdk.dictionaries!.getDictionaries!(), (await client.listDictionaries()).map((d) => d.raw)];
+      return [await sdk.dictionaries!.getDictionaries!(), (await client.dictionaries.list()).map((d) => d.raw)];
     });
 
     await check('POST /folders/create, GET /folders', async () => {
       await sdk.folders!.createFolder!({ folder_name: 'From the SDK' });
-      return [await sdk.folders!.listFolders!(), (await client.listFolders()).map((f) => f.raw)];
+      return [await sdk.folders!.listFolders!(), (await client.folders.list()).map((f) => f.raw)];
     });
 
     await check('POST /stream, GET /stream/{id}', async () => {
@@ -274,12 +274,12 @@ async function main(): Promise<number> {
         source_stream: { language: 1, url: 'srt://ingest.example.com:9000' },
         target_streams: [{ languages: [54], url: 'rtmp://out.example.com/live/es', type: 1 }],
       })) as { stream_id: number };
-      return [await sdk.streaming!.getStreamResult!({ stream_id: created.stream_id }), (await client.getStream(created.stream_id)).raw];
+      return [await sdk.streaming!.getStreamResult!({ stream_id: created.stream_id }), (await client.streams.get(created.stream_id)).raw];
     });
 
     await check('POST /stream/probe', async () => [
       await sdk.streaming!.getProbeStream!({ body: { url: 'srt://ingest.example.com:9000' } }),
-      (await client.probeStream({ url: 'srt://ingest.example.com:9000' })).raw,
+      (await client.streams.probe({ url: 'srt://ingest.example.com:9000' })).raw,
     ]);
 
     await check('a 422 for an unknown language, both ways', async () => {
@@ -287,7 +287,7 @@ async function main(): Promise<number> {
         () => 'accepted',
         (error: { statusCode?: number }) => error.statusCode,
       );
-      const ours = await client.createTranslation({ texts: ['x'], sourceLanguage: 1, targetLanguage: 99_999 }).then(
+      const ours = await client.translation.create({ texts: ['x'], sourceLanguage: 1, targetLanguage: 99_999 }).then(
         () => 'accepted',
         (error: { status?: number }) => error.status,
       );

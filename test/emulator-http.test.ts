@@ -522,7 +522,7 @@ describe('cleanup', () => {
     const before = openNetHandles().length;
     const mine = await emulator({ ttsStreamDelayMs: 2 });
     const client = clientFor(mine);
-    const result = await client.translateAndSpeak({ text: tts.text, sourceLanguage: tts.source_language, targetLanguage: tts.target_language });
+    const result = await client.translatedTts.run({ text: tts.text, sourceLanguage: tts.source_language, targetLanguage: tts.target_language });
     await collect(result.audio);
     const stream = client.ttsStream({ text: 'A stream that is cut off early. '.repeat(20), language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } });
     await new Promise((resolve) => stream.once('data', resolve));

@@ -76,15 +76,15 @@ const lastLine = (text: string): string => text.trim().split('\n').at(-1)!;
 
 describe('a voice the key cannot use', () => {
   it('HTTP, library: 422 naming voiceId for /tts-stream, /translated-tts and /tts; a public voice and its own custom voice pass', async () => {
-    const { voiceId: theirs } = await other.createCustomVoice({ file: FIXTURE, voiceName: 'Theirs', gender: 2 });
-    const { voiceId: mine } = await client.createCustomVoice({ file: FIXTURE, voiceName: 'Mine', gender: 1 });
+    const { voiceId: theirs } = await other.voices.create({ file: FIXTURE, voiceName: 'Theirs', gender: 2 });
+    const { voiceId: mine } = await client.voices.create({ file: FIXTURE, voiceName: 'Mine', gender: 1 });
     for (const voiceId of [42, theirs]) {
       const errors = await Promise.all(
         [
           new Promise<unknown>((resolve, reject) => client.ttsStream({ text: 'Hello there.', language: 'en-us', voiceId }).once('error', reject).once('end', resolve).resume()),
-          client.createTranslatedTts({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId }),
+          client.translatedTts.create({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId }),
           // The deprecated flow on purpose: its deprecation notice is not what this checks.
-          handleDeprecations(() => {}, () => client.createTts({ text: 'Hello there.', language: 'en-us', voiceId })),
+          handleDeprecations(() => {}, () => client.textToSpeech.create({ text: 'Hello there.', language: 'en-us', voiceId })),
         ].map((attempt) => attempt.then(() => undefined, (e: unknown) => e)),
       );
       for (const error of errors) {
@@ -96,14 +96,14 @@ describe('a voice the key cannot use', () => {
       }
     }
     for (const voiceId of [20_299, mine]) {
-      const task = await client.createTranslatedTts({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId });
+      const task = await client.translatedTts.create({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId });
       expect(task.taskId).not.toBe('');
     }
   });
 
   it('realtime, library: a voice nobody owns, one of another key, a stock voice as cloned are rejected; its own is accepted', async () => {
-    const { voiceId: theirs } = await other.createCustomVoice({ file: FIXTURE, voiceName: 'Theirs', gender: 2 });
-    const { voiceId: mine } = await client.createCustomVoice({ file: FIXTURE, voiceName: 'Mine', gender: 1 });
+    const { voiceId: theirs } = await other.voices.create({ file: FIXTURE, voiceName: 'Theirs', gender: 2 });
+    const { voiceId: mine } = await client.voices.create({ file: FIXTURE, voiceName: 'Mine', gender: 1 });
     const rejected = await Promise.all([42, theirs, 147_320].map((voiceId) => realtimeSession({ voiceId }).then(() => undefined, (e: unknown) => e)));
     expect(rejected.map((e) => e instanceof VoiceRejectedError)).toEqual([true, true, true]);
     expect((rejected[0] as Error).message).toMatch(/Voice 42 is not a cloned voice owned by this API key\./);
@@ -125,7 +125,7 @@ describe('a voice the key cannot use', () => {
 
 describe('a language the emulator does not list', () => {
   it('HTTP, library: 422 naming the field', async () => {
-    const error = await client.createTranslatedTts({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'xx-yy' }).catch((e: unknown) => e);
+    const error = await client.translatedTts.create({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'xx-yy' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
     expect(error).toMatchObject({ status: 422, field: 'targetLanguage' });
   });
@@ -161,7 +161,7 @@ describe('a language the emulator does not list', () => {
 describe('identical source and target: accepted, as the interface says any language may be either', () => {
   it('realtime and HTTP, library', async () => {
     await realtimeSession({ from: 'en-us', to: 'en-us' });
-    const run = await client.translateAndSpeak({ text: 'Good morning.', sourceLanguage: 'en-us', targetLanguage: 'en-us' });
+    const run = await client.translatedTts.run({ text: 'Good morning.', sourceLanguage: 'en-us', targetLanguage: 'en-us' });
     expect(run.translatedText).toBe('[en-us] Good morning.');
     run.audio.destroy();
   });

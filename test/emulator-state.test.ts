@@ -67,55 +67,55 @@ describe('what one emulator made, the next on the same state directory knows', (
   it('custom voices (HTTP and realtime), tasks, runs and result files', async () => {
     const dir = await stateDir();
     const first = await emulatorOn(dir);
-    const { voiceId } = await first.client.createCustomVoice({ file: WAV.pathname, voiceName: 'Me', gender: 1 });
-    const dubbed = await first.client.dub({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const { voiceId } = await first.client.voices.create({ file: WAV.pathname, voiceName: 'Me', gender: 1 });
+    const dubbed = await first.client.dub.run({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     const firstUrl = dubbed.outputs[0]!.audioUrl!;
     const firstBytes = Buffer.from(await (await request(firstUrl)).body.arrayBuffer());
     await first.client.close();
     await first.emu.close();
 
     const second = await emulatorOn(dir);
-    expect((await second.client.listVoices()).map((v) => v.id)).toContain(voiceId);
+    expect((await second.client.voices.list()).map((v) => v.id)).toContain(voiceId);
     await sessionWithVoice(second.emu, KEY, voiceId);
     // The run of the first emulator, its result file the same bytes under the new address.
-    const again = await second.client.getDubbingResult(dubbed.runId);
+    const again = await second.client.dub.result(dubbed.runId);
     const url = again.outputs[0]!.audioUrl!;
     expect(new URL(url).pathname).toBe(new URL(firstUrl).pathname);
     expect(new URL(url).origin).toBe(second.emu.baseUrl);
     expect(Buffer.from(await (await request(url)).body.arrayBuffer()).equals(firstBytes)).toBe(true);
     expect((await readFile(second.emu.localFilePath(url)!)).equals(firstBytes)).toBe(true);
     // A new run goes on from the last one.
-    const next = await second.client.createTranslation({ texts: ['Hello'], sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    expect((await second.client.waitForTask('translation', next.taskId)).runId).toBe(dubbed.runId + 1);
+    const next = await second.client.translation.create({ texts: ['Hello'], sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    expect((await second.client.tasks.wait('translation', next.taskId)).runId).toBe(dubbed.runId + 1);
     // Deleted here, gone for the next one, on both sides.
-    await second.client.deleteVoice(voiceId);
+    await second.client.voices.delete(voiceId);
     const third = await emulatorOn(dir);
-    expect((await third.client.listVoices()).map((v) => v.id)).not.toContain(voiceId);
+    expect((await third.client.voices.list()).map((v) => v.id)).not.toContain(voiceId);
     await expect(sessionWithVoice(third.emu, KEY, voiceId)).rejects.toBeInstanceOf(VoiceRejectedError);
   });
 
   it("another key's voices and tasks stay another key's", async () => {
     const dir = await stateDir();
     const mine = await emulatorOn(dir, KEY);
-    const { voiceId } = await mine.client.createCustomVoice({ file: WAV.pathname, voiceName: 'Mine', gender: 2 });
-    const task = await mine.client.createTranslation({ texts: ['Hi'], sourceLanguage: 'en-us', targetLanguage: 'de-de' });
+    const { voiceId } = await mine.client.voices.create({ file: WAV.pathname, voiceName: 'Mine', gender: 2 });
+    const task = await mine.client.translation.create({ texts: ['Hi'], sourceLanguage: 'en-us', targetLanguage: 'de-de' });
     const theirs = await emulatorOn(dir, OTHER);
-    expect((await theirs.client.listVoices()).map((v) => v.id)).not.toContain(voiceId);
-    await expect(theirs.client.deleteVoice(voiceId)).rejects.toMatchObject({ status: 403 });
-    await expect(theirs.client.getTranslationStatus(task.taskId)).rejects.toMatchObject({ status: 403 });
+    expect((await theirs.client.voices.list()).map((v) => v.id)).not.toContain(voiceId);
+    await expect(theirs.client.voices.delete(voiceId)).rejects.toMatchObject({ status: 403 });
+    await expect(theirs.client.translation.status(task.taskId)).rejects.toMatchObject({ status: 403 });
     await expect(sessionWithVoice(theirs.emu, OTHER, voiceId)).rejects.toBeInstanceOf(VoiceRejectedError);
   });
 
   it('an emulator without a state directory remembers nothing', async () => {
     const first = await startEmulator({ apiKeys: [KEY], taskMs: 0 });
     const client = new LocalizationClient({ baseUrl: first.baseUrl, apiKey: KEY });
-    const { voiceId } = await client.createCustomVoice({ file: WAV.pathname, voiceName: 'Gone', gender: 1 });
+    const { voiceId } = await client.voices.create({ file: WAV.pathname, voiceName: 'Gone', gender: 1 });
     await client.close();
     await first.close();
     const second = await startEmulator({ apiKeys: [KEY] });
     const other = new LocalizationClient({ baseUrl: second.baseUrl, apiKey: KEY });
     try {
-      expect((await other.listVoices()).map((v) => v.id)).not.toContain(voiceId);
+      expect((await other.voices.list()).map((v) => v.id)).not.toContain(voiceId);
       expect(second.stateDir).toBeUndefined();
     } finally {
       await other.close();
@@ -128,14 +128,14 @@ describe('two emulators on one state directory at once', () => {
   it('never give out the same run id or voice id, and each knows what the other made', async () => {
     const dir = await stateDir();
     const [a, b] = await Promise.all([emulatorOn(dir), emulatorOn(dir)]);
-    const make = (c: LocalizationClient, i: number) => c.createTranslation({ texts: [`Text ${i}`], sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const make = (c: LocalizationClient, i: number) => c.translation.create({ texts: [`Text ${i}`], sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     const created = await Promise.all(Array.from({ length: 20 }, (_, i) => make(i % 2 === 0 ? a.client : b.client, i)));
-    const runs = await Promise.all(created.map((t, i) => (i % 2 === 0 ? b.client : a.client).waitForTask('translation', t.taskId)));
+    const runs = await Promise.all(created.map((t, i) => (i % 2 === 0 ? b.client : a.client).tasks.wait('translation', t.taskId)));
     const runIds = runs.map((r) => r.runId);
     expect(new Set(runIds).size).toBe(20);
     expect(Math.min(...runIds)).toBe(1001);
     expect(Math.max(...runIds)).toBe(1020);
-    const voices = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).client.createCustomVoice({ file: WAV.pathname, voiceName: `V${i}`, gender: 1 })));
+    const voices = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).client.voices.create({ file: WAV.pathname, voiceName: `V${i}`, gender: 1 })));
     expect(new Set(voices.map((v) => v.voiceId)).size).toBe(6);
     // Every record whole: no temporary file left behind.
     expect((await filesUnder(dir)).filter((f) => f.includes('.tmp-'))).toEqual([]);
@@ -177,8 +177,8 @@ describe('result files past stateMaxBytes', () => {
     const sizes: number[] = [];
     const urls: string[] = [];
     for (const text of ['One short line.', 'A second line, a little longer than the first.', 'Three.']) {
-      const run = await client.waitForTask('translated-tts', (await client.createTranslatedTts({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId);
-      const { url } = await client.getTtsResultUrl(run.runId);
+      const run = await client.tasks.wait('translated-tts', (await client.translatedTts.create({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId);
+      const { url } = await client.textToSpeech.getResultUrl(run.runId);
       urls.push(url);
       sizes.push((await readFile(emu.localFilePath(url)!)).length);
       // Only the newest is kept: a cap of 0 bytes.
@@ -194,8 +194,8 @@ describe('result files past stateMaxBytes', () => {
     const dir = await stateDir();
     const probe = await emulatorOn(await stateDir());
     const sized = async (c: LocalizationClient, e: RunningEmulator, text: string): Promise<{ url: string; size: number }> => {
-      const run = await c.waitForTask('translated-tts', (await c.createTranslatedTts({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId);
-      const { url } = await c.getTtsResultUrl(run.runId);
+      const run = await c.tasks.wait('translated-tts', (await c.translatedTts.create({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId);
+      const { url } = await c.textToSpeech.getResultUrl(run.runId);
       return { url, size: (await readFile(e.localFilePath(url)!)).length };
     };
     // The same texts make the same files: their sizes, measured without a cap.
@@ -215,8 +215,8 @@ describe('no API key on disk', () => {
   it('owners are kept as sha256 of the key: no file holds a key', async () => {
     const dir = await stateDir();
     const { client } = await emulatorOn(dir);
-    const { voiceId } = await client.createCustomVoice({ file: WAV.pathname, voiceName: 'Hashed', gender: 1 });
-    await client.dub({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const { voiceId } = await client.voices.create({ file: WAV.pathname, voiceName: 'Hashed', gender: 1 });
+    await client.dub.run({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     const files = await filesUnder(dir);
     expect(files.length).toBeGreaterThan(4);
     for (const file of files) {

@@ -96,13 +96,13 @@ function endpoint(
 }
 
 const ttsStream = endpoint('/tts-stream', (c, f) => drain(c.ttsStream({ ...TTS, ...f } as never)), TTS, TTS_WIRE);
-const translatedTts = endpoint('/translated-tts', (c, f) => c.createTranslatedTts(f as never), TRANSLATED, TRANSLATED_WIRE);
+const translatedTts = endpoint('/translated-tts', (c, f) => c.translatedTts.create(f as never), TRANSLATED, TRANSLATED_WIRE);
 // The deprecated flow on purpose: its deprecation notice is not what these cases check.
-const legacyTts = endpoint('/tts', (c, f) => handleDeprecations(() => {}, () => c.createTts(f as never)), { text: 'Legacy speech', language: 'en-us' }, { text: 'Legacy speech', language: 'en-us' });
-const projectSetup = endpoint('/project-setup', (c, f) => c.createProjectSetup(f as never), SETUP, SETUP_WIRE);
-const textToVoice = endpoint('/text-to-voice', (c, f) => c.createTextToVoice(f as never), { text: 'Hello there.' }, { text: 'Hello there.' });
-const textToSound = endpoint('/text-to-sound', (c, f) => c.createTextToSound(f as never), { prompt: 'rain on a tin roof' }, { prompt: 'rain on a tin roof' });
-const ttsResults = endpoint('/tts-results', (c, f) => c.getTtsResults(f.runIds as number[]), {}, {});
+const legacyTts = endpoint('/tts', (c, f) => handleDeprecations(() => {}, () => c.textToSpeech.create(f as never)), { text: 'Legacy speech', language: 'en-us' }, { text: 'Legacy speech', language: 'en-us' });
+const projectSetup = endpoint('/project-setup', (c, f) => c.projectSetup.create(f as never), SETUP, SETUP_WIRE);
+const textToVoice = endpoint('/text-to-voice', (c, f) => c.textToVoice.create(f as never), { text: 'Hello there.' }, { text: 'Hello there.' });
+const textToSound = endpoint('/text-to-sound', (c, f) => c.textToAudio.create(f as never), { prompt: 'rain on a tin roof' }, { prompt: 'rain on a tin roof' });
+const ttsResults = endpoint('/tts-results', (c, f) => c.textToSpeech.getResults(f.runIds as number[]), {}, {});
 
 /** `n` run ids. */
 const runIds = (n: number): number[] => Array.from({ length: n }, (_, i) => 900_001 + i);

@@ -72,7 +72,7 @@ describe('configuration', () => {
     expect(() => new LocalizationClient({ apiKey: KEY, env: {} })).toThrow(ConfigError);
     const client = new LocalizationClient({ apiKey: KEY, env: { RT_TRANSLATE_BASE_URL: `${base}/apis` } });
     try {
-      await client.createTranslatedTts(body);
+      await client.translatedTts.create(body);
       expect(seen[0]?.url).toBe('/apis/translated-tts');
     } finally {
       await client.close();
@@ -92,7 +92,7 @@ describe('configuration', () => {
     expect((error as Error).message).toContain('RT_TRANSLATE_API_KEY');
     const client = new LocalizationClient({ baseUrl: base, env: { RT_TRANSLATE_API_KEY: 'env-key-123456' } });
     try {
-      await client.createTranslatedTts(body);
+      await client.translatedTts.create(body);
       expect(seen[0]?.headers['x-api-key']).toBe('env-key-123456');
     } finally {
       await client.close();
@@ -125,7 +125,7 @@ describe('the API key', () => {
   it('is sent in x-api-key and nowhere else', async () => {
     const client = new LocalizationClient({ baseUrl: base, apiKey: secret });
     try {
-      await client.createTranslatedTts(body);
+      await client.translatedTts.create(body);
       const request = seen[0]!;
       expect(request.headers['x-api-key']).toBe(secret);
       const others = Object.entries(request.headers).filter(([name]) => name !== 'x-api-key');
@@ -150,7 +150,7 @@ describe('the API key', () => {
     handlers.set('/translated-tts', (req, res) => json(res, 401, { error: `Key ${String(req.headers['x-api-key'])} is unknown`, status: 401 }));
     const client = new LocalizationClient({ baseUrl: base, apiKey: secret });
     try {
-      const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+      const error = await client.translatedTts.create(body).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpAuthError);
       expect(error).toBeInstanceOf(AuthError);
       expect((error as Error).message).not.toContain(secret);
@@ -184,7 +184,7 @@ describe('server text in task failures', () => {
     handlers.set('/translated-tts/t-message', (_req, res) => json(res, 200, { status: 'ERROR', run_id: null, message: echo }));
     handlers.set('/translated-tts/t-reason', (_req, res) => json(res, 200, { status: 'ERROR', run_id: null, exception_reason: echo }));
     for (const id of ['t-message', 't-reason']) {
-      const error = (await client.waitForTranslatedTts(id, { initialIntervalMs: 1 }).catch((e: unknown) => e)) as TaskFailedError;
+      const error = (await client.translatedTts.wait(id, { initialIntervalMs: 1 }).catch((e: unknown) => e)) as TaskFailedError;
       expect(error).toBeInstanceOf(TaskFailedError);
       expectRedacted(error.message, error.taskMessage, error.serverMessage, inspect(error));
     }
@@ -192,7 +192,7 @@ describe('server text in task failures', () => {
 
   it('an unknown status that echoes the key is redacted in the ProtocolError naming it', async () => {
     handlers.set('/translated-tts/t-odd', (_req, res) => json(res, 200, { status: `BROKEN ${echo}`, run_id: null }));
-    const error = (await client.getTranslatedTtsStatus('t-odd').catch((e: unknown) => e)) as ProtocolError;
+    const error = (await client.translatedTts.status('t-odd').catch((e: unknown) => e)) as ProtocolError;
     expect(error).toBeInstanceOf(ProtocolError);
     expect(error.message).toContain('BROKEN');
     expectRedacted(error.message, error.serverMessage);
@@ -202,9 +202,9 @@ describe('server text in task failures', () => {
     handlers.set('/audio-separation-results', (_req, res) =>
       json(res, 200, { '5': { run_id: 5, status: 'ERROR', error: echo }, '6': { run_id: 6, status: 'PENDING' } }),
     );
-    const runs = await client.getAudioSeparationResults([5, 6]);
+    const runs = await client.audioSeparation.getResults([5, 6]);
     expectRedacted(runs.get(5)?.error, JSON.stringify(runs.get(5)?.raw));
-    const error = (await client.openSeparationTrack([5, 6], 5, 'foreground').catch((e: unknown) => e)) as ProtocolError;
+    const error = (await client.audioSeparation.openTrack([5, 6], 5, 'foreground').catch((e: unknown) => e)) as ProtocolError;
     expect(error).toBeInstanceOf(ProtocolError);
     expectRedacted(error.message, error.serverMessage);
   });
@@ -215,8 +215,8 @@ describe('TLS and connect failures', () => {
     const tls = await selfSignedHttpsServer();
     const client = new LocalizationClient({ baseUrl: tls.base, apiKey: KEY, retry: { retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
     try {
-      const read = await client.getSubtitleStatus('t1').catch((e: unknown) => e);
-      const creation = await client.createTranslatedTts(body).catch((e: unknown) => e);
+      const read = await client.tasks.subtitles.status('t1').catch((e: unknown) => e);
+      const creation = await client.translatedTts.create(body).catch((e: unknown) => e);
       for (const error of [read, creation]) {
         expect(error).toBeInstanceOf(HttpTlsError);
         expect(error).toBeInstanceOf(HttpConnectionError);
@@ -238,7 +238,7 @@ describe('TLS and connect failures', () => {
     const silent = await silentServer();
     const client = new LocalizationClient({ baseUrl: silent.base, apiKey: KEY, connectTimeoutMs: 150, retry: false });
     try {
-      const error = await client.getSubtitleStatus('t1').catch((e: unknown) => e);
+      const error = await client.tasks.subtitles.status('t1').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpTimeoutError);
       expect(error).toMatchObject({ code: 'RTT_TIMEOUT', phase: 'connect', timeoutMs: 150 });
       expect((error as Error).message).toContain('timed out after 150 ms connecting');
@@ -260,7 +260,7 @@ describe('status errors', () => {
 
   it('403 is HttpForbiddenError (a ForbiddenError) with the server message', async () => {
     handlers.set('/delete-voice/5', (_req, res) => json(res, 403, { error: 'Not your voice', status: 403 }));
-    const error = await client.deleteVoice(5).catch((e: unknown) => e);
+    const error = await client.voices.delete(5).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ForbiddenError);
     expect(error).toMatchObject({ code: 'RTT_FORBIDDEN', status: 403, serverMessage: 'Not your voice', retryable: false });
   });
@@ -271,7 +271,7 @@ describe('status errors', () => {
       { loc: ['body', 'run_ids', 2], msg: 'bad', type: 'int_type' },
     ];
     handlers.set('/translated-tts', (_req, res) => json(res, 422, { detail }));
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
     expect(error).toMatchObject({ code: 'RTT_VALIDATION', status: 422, field: 'projectName', retryable: false });
     expect((error as ServiceValidationError).detail).toEqual(detail);
@@ -280,14 +280,14 @@ describe('status errors', () => {
 
   it('422 with a string detail keeps it as the server message', async () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 422, { detail: 'Unsupported locale' }));
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toMatchObject({ detail: [], serverMessage: 'Unsupported locale', field: undefined });
   });
 
   it('429 is HttpRateLimitError with the wait from Retry-After as a date', async () => {
     const when = new Date(Date.now() + 30_000).toUTCString();
     handlers.set('/translated-tts', (_req, res) => json(res, 429, { error: 'Too many', status: 429 }, { 'retry-after': when }));
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpRateLimitError);
     expect(error).toBeInstanceOf(RateLimitError);
     const wait = (error as HttpRateLimitError).retryAfterMs!;
@@ -297,7 +297,7 @@ describe('status errors', () => {
 
   it('402 is out of credits: a BillingError, like a realtime billing stop', async () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 402, { error: 'No credits left', status: 402 }));
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(error).toBeInstanceOf(BillingError);
     expect(error).toMatchObject({ code: 'RTT_BILLING', status: 402, retryable: false, serverMessage: 'No credits left', taskId: undefined });
@@ -311,22 +311,22 @@ describe('status errors', () => {
       res.writeHead(418, { 'content-type': 'text/plain' });
       res.end('I am a teapot');
     });
-    const teapot = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const teapot = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(teapot).toBeInstanceOf(HttpStatusError);
     expect(teapot).toMatchObject({ status: 418, serverMessage: 'I am a teapot', retryable: false, path: '/translated-tts' });
     handlers.set('/translated-tts', (_req, res) => json(res, 502, { message: 'bad gateway' }));
-    expect(await client.createTranslatedTts(body).catch((e: unknown) => e)).toMatchObject({ status: 502, retryable: true, serverMessage: 'bad gateway' });
+    expect(await client.translatedTts.create(body).catch((e: unknown) => e)).toMatchObject({ status: 502, retryable: true, serverMessage: 'bad gateway' });
   });
 
   it('a service message that ends in a full stop is not given a second one', async () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 409, { message: 'Task is ERROR.' }));
-    const conflict = (await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error;
+    const conflict = (await client.translatedTts.create(body).catch((e: unknown) => e)) as Error;
     expect(conflict.message).toBe('POST /translated-tts failed with HTTP 409: Task is ERROR.');
     handlers.set('/translated-tts', (_req, res) => json(res, 401, { message: 'Key revoked.' }));
-    const auth = (await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error;
+    const auth = (await client.translatedTts.create(body).catch((e: unknown) => e)) as Error;
     expect(auth.message).toMatch(/missing or invalid\. The service said: Key revoked\.$/);
     handlers.set('/translated-tts', (_req, res) => res.writeHead(409).end());
-    expect(((await client.createTranslatedTts(body).catch((e: unknown) => e)) as Error).message).toBe('POST /translated-tts failed with HTTP 409.');
+    expect(((await client.translatedTts.create(body).catch((e: unknown) => e)) as Error).message).toBe('POST /translated-tts failed with HTTP 409.');
   });
 
   it('a 2xx body that is not JSON is a ProtocolError', async () => {
@@ -334,21 +334,21 @@ describe('status errors', () => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html>login</html>');
     });
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProtocolError);
     expect((error as ProtocolError).serverMessage).toBe('<html>login</html>');
   });
 
   it('a creation answer without task_id is a ProtocolError', async () => {
     handlers.set('/translated-tts', (_req, res) => json(res, 200, { ok: true }));
-    await expect(client.createTranslatedTts(body)).rejects.toThrow(/without a task_id/);
+    await expect(client.translatedTts.create(body)).rejects.toThrow(/without a task_id/);
   });
 
   it('401 from the emulator for a missing or unknown key', async () => {
     const emu = await emulator();
     try {
       const wrong = new LocalizationClient({ baseUrl: emu.baseUrl, apiKey: 'not-a-known-key', retry: false });
-      const error = await wrong.createTranslatedTts(body).catch((e: unknown) => e);
+      const error = await wrong.translatedTts.create(body).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'RTT_AUTH', status: 401, serverMessage: 'Invalid API key.' });
       await wrong.close();
     } finally {
@@ -376,23 +376,23 @@ describe('timeouts and aborts', () => {
   // undici runs these two limits on its own timer wheel, which fake timers cannot drive
   // reliably; the limits are short instead, and the assertions are on the error only.
   it('headersTimeoutMs fails a stalled answer with HttpTimeoutError (phase headers)', async () => {
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, path: '/translated-tts/' });
-    const error = await client.getTranslatedTtsStatus(task.taskId, { headersTimeoutMs: 150, retry: false }).catch((e: unknown) => e);
+    const error = await client.translatedTts.status(task.taskId, { headersTimeoutMs: 150, retry: false }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpTimeoutError);
     expect(error).toMatchObject({ code: 'RTT_TIMEOUT', phase: 'headers', timeoutMs: 150, retryable: true });
   });
 
   it('a read that timed out is retried and then succeeds', async () => {
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, path: '/translated-tts/' });
-    await expect(client.getTranslatedTtsStatus(task.taskId, { headersTimeoutMs: 150 })).resolves.toMatchObject({ status: 'PENDING' });
+    await expect(client.translatedTts.status(task.taskId, { headersTimeoutMs: 150 })).resolves.toMatchObject({ status: 'PENDING' });
     expect((await logged(emu, 'GET', '/translated-tts/')).map((r) => r.status)).toEqual([0, 200]);
   });
 
   it('a creation that timed out waiting for headers is NOT retried', async () => {
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, path: '/translated-tts' });
-    const error = await client.createTranslatedTts(body, { headersTimeoutMs: 150 }).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body, { headersTimeoutMs: 150 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ phase: 'headers' });
     expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
   });
@@ -401,7 +401,7 @@ describe('timeouts and aborts', () => {
     const seeded = await control(emu, 'POST', 'tasks', { kind: 'translated-tts', text: 'a long enough text to stall', taskMs: 0 });
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, stallAfterBytes: 100, path: '/tts-result/' });
     // One attempt: a download that may resume is covered in http-downloads.test.ts.
-    const result = await client.getTtsResultAudio(seeded.run_id, { bodyTimeoutMs: 150, maxAttempts: 1 });
+    const result = await client.textToSpeech.result(seeded.run_id, { bodyTimeoutMs: 150, maxAttempts: 1 });
     const received: Buffer[] = [];
     result.audio.on('data', (c: Buffer) => received.push(c));
     const error = await new Promise<unknown>((resolve) => result.audio.once('error', resolve));
@@ -414,16 +414,16 @@ describe('timeouts and aborts', () => {
   it('a result download cut mid-body, without resuming, fails with a retryable ConnectionError', async () => {
     const seeded = await control(emu, 'POST', 'tasks', { kind: 'translated-tts', text: 'a text that will be cut', taskMs: 0 });
     await control(emu, 'POST', 'faults', { dropAfterBytes: 200, path: '/tts-result/' });
-    const result = await client.getTtsResultAudio(seeded.run_id, { maxAttempts: 1 });
+    const result = await client.textToSpeech.result(seeded.run_id, { maxAttempts: 1 });
     const error = await collect(result.audio).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'RTT_CONNECTION', retryable: true });
   });
 
   it('an AbortSignal ends a request in flight with AbortError', async () => {
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     await control(emu, 'POST', 'faults', { stallMs: 3_600_000, path: '/translated-tts/' });
     const controller = new AbortController();
-    const promise = client.getTranslatedTtsStatus(task.taskId, { signal: controller.signal }).catch((e: unknown) => e);
+    const promise = client.translatedTts.status(task.taskId, { signal: controller.signal }).catch((e: unknown) => e);
     await until(async () => (await logged(emu, 'GET', '/translated-tts/')).length > 0);
     controller.abort();
     const error = await promise;
@@ -434,7 +434,7 @@ describe('timeouts and aborts', () => {
 
   it('an AbortSignal ends the wait of translateAndSpeak between polls', async () => {
     const controller = new AbortController();
-    const promise = client.translateAndSpeak(body, { signal: controller.signal, initialIntervalMs: 5 }).catch((e: unknown) => e);
+    const promise = client.translatedTts.run(body, { signal: controller.signal, initialIntervalMs: 5 }).catch((e: unknown) => e);
     await until(async () => (await logged(emu, 'GET', '/translated-tts/')).length >= 2);
     controller.abort();
     expect(await promise).toBeInstanceOf(AbortError);
@@ -444,10 +444,10 @@ describe('timeouts and aborts', () => {
 describe('dispatcher ownership', () => {
   it('close() closes the own agent; later calls fail with a non-retryable ConnectionError', async () => {
     const client = new LocalizationClient({ baseUrl: base, apiKey: KEY });
-    await client.createTranslatedTts(body);
+    await client.translatedTts.create(body);
     await client.close();
     expect(client.closed).toBe(true);
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error).toMatchObject({ retryable: false });
     expect(seen).toHaveLength(1);
@@ -456,7 +456,7 @@ describe('dispatcher ownership', () => {
   it("a caller's dispatcher is used and left open", async () => {
     const agent = new Agent();
     const client = new LocalizationClient({ baseUrl: base, apiKey: KEY, dispatcher: agent });
-    await client.createTranslatedTts(body);
+    await client.translatedTts.create(body);
     await client.close();
     const response = await request(`${base}/still-open`, { dispatcher: agent });
     expect(response.statusCode).toBe(200);
@@ -476,7 +476,7 @@ describe('dispatcher ownership', () => {
     const emu = await emulator({ taskMs: 0 });
     const client = clientFor(emu, { dispatcher: agent });
     try {
-      const result = await client.translateAndSpeak(body);
+      const result = await client.translatedTts.run(body);
       await collect(result.audio);
       // create, at least one status poll, translation result, audio.
       expect(dispatched).toBeGreaterThanOrEqual(4);
@@ -495,9 +495,9 @@ describe('result audio stream', () => {
     const client = clientFor(emu);
     try {
       const seeded = await control(emu, 'POST', 'tasks', { kind: 'tts', text: 'x'.repeat(400), taskMs: 0 });
-      const whole = await collect((await client.getTtsResultAudio(seeded.run_id)).audio);
+      const whole = await collect((await client.textToSpeech.result(seeded.run_id)).audio);
       expect(whole.subarray(0, 4).toString('latin1')).toBe('fLaC');
-      const partial = await client.getTtsResultAudio(seeded.run_id);
+      const partial = await client.textToSpeech.result(seeded.run_id);
       for await (const chunk of partial.audio) {
         expect((chunk as Buffer).length).toBeGreaterThan(0);
         break;

@@ -42,7 +42,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
     const runId = await seededRun(text);
     await control(emu, 'DELETE', 'requests');
     await control(emu, 'POST', 'faults', { dropAfterBytes: 1000, path: '/tts-result/' });
-    const result = await client.getTtsResultAudio(runId);
+    const result = await client.textToSpeech.result(runId);
     expect(result.audio).toBeInstanceOf(FlacDownloadStream);
     const seen = retries(result.audio);
     const bytes = await collect(result.audio);
@@ -62,7 +62,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
       { dropAfterBytes: 700, path: '/tts-result/' },
       { dropAfterBytes: 3000, path: '/tts-result/' },
     ]);
-    const result = await client.getTtsResultAudio(runId, { decode: true });
+    const result = await client.textToSpeech.result(runId, { decode: true });
     const seen = retries(result.audio);
     const pcm = await collect(result.audio);
     const expected = synthesizeSpeechPcm(text, { sampleRate: RATE });
@@ -75,7 +75,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
 
   it('translateAndSpeak returns the text and audio that survives a cut', async () => {
     await control(emu, 'POST', 'faults', { dropAfterBytes: 2048, path: '/tts-result/' });
-    const result = await client.translateAndSpeak({ text: 'Good evening, everyone.', sourceLanguage: 'en-us', targetLanguage: 'de-de' });
+    const result = await client.translatedTts.run({ text: 'Good evening, everyone.', sourceLanguage: 'en-us', targetLanguage: 'de-de' });
     expect(result.translatedText).toBe('[de-de] Good evening, everyone.');
     expect(result.audio).toBeInstanceOf(FlacDownloadStream);
     const seen = retries(result.audio);
@@ -86,10 +86,10 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
 
   it('a run without a result rejects with the typed status error before any audio', async () => {
     const pending = (await control(emu, 'POST', 'tasks', { kind: 'tts', text: 'later', taskMs: 60_000 })) as { run_id: number };
-    const missing = await client.getTtsResultAudio(pending.run_id).catch((e: unknown) => e);
+    const missing = await client.textToSpeech.result(pending.run_id).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(HttpStatusError);
     expect(missing).toMatchObject({ status: 404, code: 'RTT_HTTP', method: 'GET', path: `/tts-result/${pending.run_id}` });
-    const foreign = await client.getTtsResultAudio(await seededRun('not yours', OTHER_KEY)).catch((e: unknown) => e);
+    const foreign = await client.textToSpeech.result(await seededRun('not yours', OTHER_KEY)).catch((e: unknown) => e);
     expect(foreign).toBeInstanceOf(HttpForbiddenError);
     expect(foreign).toMatchObject({ status: 403, code: 'RTT_FORBIDDEN' });
   });
@@ -97,7 +97,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
   it('retry: false downloads once: a cut ends the stream with ConnectionError after the bytes received', async () => {
     const runId = await seededRun('This one is not resumed because retries are off.');
     await control(emu, 'POST', 'faults', { dropAfterBytes: 500, path: '/tts-result/' });
-    const result = await client.getTtsResultAudio(runId, { retry: false });
+    const result = await client.textToSpeech.result(runId, { retry: false });
     const received: Buffer[] = [];
     result.audio.on('data', (chunk: Buffer) => received.push(chunk));
     const error = await new Promise<unknown>((resolve) => result.audio.once('error', resolve));
@@ -108,7 +108,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
   });
 
   it('never shows the API key when the download is inspected or serialized', async () => {
-    const result = await client.getTtsResultAudio(await seededRun('Inspect me, please.'));
+    const result = await client.textToSpeech.result(await seededRun('Inspect me, please.'));
     try {
       expect(inspect(result.audio, { depth: 5, showHidden: true })).not.toContain(KEY);
       expect(inspect(result, { depth: 5 })).not.toContain(KEY);
@@ -126,7 +126,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
       { dropAfterBytes: 3000, path: '/tts-result/' },
       { status: 500, count: 2, path: '/tts-result/' },
     ]);
-    const result = await client.getTtsResultAudio(runId);
+    const result = await client.textToSpeech.result(runId);
     const error = await collect(result.audio).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpStatusError);
     expect(error).toMatchObject({ status: 500, code: 'RTT_HTTP', retryable: true, method: 'GET', path: `/tts-result/${runId}` });
@@ -140,7 +140,7 @@ describe('getTtsResultAudio: a resumable FlacDownloadStream', () => {
       { dropAfterBytes: 2000, path: '/tts-result/' },
       { status: 403, path: '/tts-result/' },
     ]);
-    const result = await client.getTtsResultAudio(runId);
+    const result = await client.textToSpeech.result(runId);
     const seen = retries(result.audio);
     const error = await collect(result.audio).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpForbiddenError);
@@ -182,7 +182,7 @@ describe('openSeparationTrack', () => {
     const batch = [a.runId, b.runId];
     // Each of the next two responses is cut 900 bytes after the start of what it serves.
     await control(timed, 'POST', 'file-faults', { dropAfterBytes: 900, count: 2 });
-    const foreground = await timedClient.openSeparationTrack(batch, a.runId, 'foreground');
+    const foreground = await timedClient.audioSeparation.openTrack(batch, a.runId, 'foreground');
     const fgRetries = retries(foreground);
     expect((await collect(foreground)).equals(a.tracks.foreground)).toBe(true);
     // The second request asked for the rest (Range), so its cut came 900 bytes further on.
@@ -191,7 +191,7 @@ describe('openSeparationTrack', () => {
       ['interrupted', 1800],
     ]);
     await control(timed, 'POST', 'file-faults', { dropAfterBytes: 900, count: 1 });
-    const background = await timedClient.openSeparationTrack(batch, b.runId, 'background');
+    const background = await timedClient.audioSeparation.openTrack(batch, b.runId, 'background');
     const bgRetries = retries(background);
     expect((await collect(background)).equals(b.tracks.background)).toBe(true);
     expect(bgRetries.map((r) => [r.reason, r.offset])).toEqual([['interrupted', 900]]);
@@ -200,10 +200,10 @@ describe('openSeparationTrack', () => {
   it('refreshes an expired URL by looking the runs up again', async () => {
     const [a, b] = [await seededSeparation(), await seededSeparation()];
     const batch = [b.runId, a.runId];
-    const url = (await timedClient.getAudioSeparationResults(batch)).get(a.runId)!.backgroundAudioUrl!;
+    const url = (await timedClient.audioSeparation.getResults(batch)).get(a.runId)!.backgroundAudioUrl!;
     now += 6_000;
     await control(timed, 'DELETE', 'requests');
-    const track = await timedClient.openSeparationTrack(batch, a.runId, 'background', { url });
+    const track = await timedClient.audioSeparation.openTrack(batch, a.runId, 'background', { url });
     expect((await collect(track)).equals(a.tracks.background)).toBe(true);
     const files = await logged(timed, 'GET', '/_files/');
     expect(files.map((r) => r.status)).toEqual([403, 200]);
@@ -212,10 +212,10 @@ describe('openSeparationTrack', () => {
 
   it('a run on its own ([runId]) is looked up again through GET /audio-separation-result/{run_id} when its URL expired', async () => {
     const a = await seededSeparation();
-    const url = (await timedClient.getAudioSeparationResult(a.runId)).foregroundAudioUrl!;
+    const url = (await timedClient.audioSeparation.result(a.runId)).foregroundAudioUrl!;
     now += 6_000;
     await control(timed, 'DELETE', 'requests');
-    const track = await timedClient.openSeparationTrack([a.runId], a.runId, 'foreground', { url });
+    const track = await timedClient.audioSeparation.openTrack([a.runId], a.runId, 'foreground', { url });
     expect((await collect(track)).equals(a.tracks.foreground)).toBe(true);
     expect((await logged(timed, 'GET', '/_files/')).map((r) => r.status)).toEqual([403, 200]);
     expect(await logged(timed, 'GET', `/audio-separation-result/${a.runId}`)).toHaveLength(1);
@@ -225,7 +225,7 @@ describe('openSeparationTrack', () => {
   it('an URL that expires mid-download is refreshed and the download goes on from where it stopped', async () => {
     const [a, b] = [await seededSeparation(), await seededSeparation()];
     await control(timed, 'POST', 'file-faults', { dropAfterBytes: 1200, count: 1 });
-    const track = await timedClient.openSeparationTrack([a.runId, b.runId], a.runId, 'foreground');
+    const track = await timedClient.audioSeparation.openTrack([a.runId, b.runId], a.runId, 'foreground');
     // The first request is under way with a fresh URL; it lapses before the second one.
     now += 6_000;
     const seen = retries(track);
@@ -241,7 +241,7 @@ describe('openSeparationTrack', () => {
     const seeded = (await control(timed, 'POST', 'tasks', { kind: 'tts', text, taskMs: 0, apiKey: KEY })) as { run_id: number };
     await control(timed, 'DELETE', 'requests');
     await control(timed, 'POST', 'file-faults', { dropAfterBytes: 1200, count: 1 });
-    const result = await timedClient.getTtsResultAudio(seeded.run_id, { outputType: 'file_url' });
+    const result = await timedClient.textToSpeech.result(seeded.run_id, { outputType: 'file_url' });
     now += 6_000;
     const seen = retries(result.audio);
     expect((await collect(result.audio)).equals(synthesizeFlac(text, { sampleRate: RATE }))).toBe(true);
@@ -256,10 +256,10 @@ describe('openSeparationTrack', () => {
   });
 
   it('checks its arguments before any request', async () => {
-    await expect(timedClient.openSeparationTrack([5, 6], 7, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
-    await expect(timedClient.openSeparationTrack([], 5, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
-    await expect(timedClient.openSeparationTrack([6], 5, 'foreground')).rejects.toBeInstanceOf(ValidationError);
-    await expect(timedClient.openSeparationTrack([5, 6], 5, 'middle' as 'foreground')).rejects.toMatchObject({ field: 'track' });
+    await expect(timedClient.audioSeparation.openTrack([5, 6], 7, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
+    await expect(timedClient.audioSeparation.openTrack([], 5, 'foreground')).rejects.toMatchObject({ field: 'runIds' });
+    await expect(timedClient.audioSeparation.openTrack([6], 5, 'foreground')).rejects.toBeInstanceOf(ValidationError);
+    await expect(timedClient.audioSeparation.openTrack([5, 6], 5, 'middle' as 'foreground')).rejects.toMatchObject({ field: 'track' });
   });
 
   it('a run without tracks is reported with its status and error', async () => {
@@ -271,7 +271,7 @@ describe('openSeparationTrack', () => {
       status: 'ERROR',
       message: 'unreadable audio',
     })) as { run_id: number };
-    const error = await timedClient.openSeparationTrack([a.runId, failed.run_id], failed.run_id, 'foreground').catch((e: unknown) => e);
+    const error = await timedClient.audioSeparation.openTrack([a.runId, failed.run_id], failed.run_id, 'foreground').catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'RTT_PROTOCOL' });
     expect((error as Error).message).toContain(`run ${failed.run_id} has no foreground track (status ERROR: unreadable audio)`);
   });
@@ -289,18 +289,18 @@ describe('DELETE /delete-voice is retried only where the service surely did not 
   it('an answer lost after the voice was deleted is not repeated (a repeat would be refused with 403)', async () => {
     await control(emu, 'DELETE', 'requests');
     await control(emu, 'POST', 'faults', { dropAfterBytes: 0, path: '/delete-voice/7001' });
-    const error = await client.deleteVoice(7001).catch((e: unknown) => e);
+    const error = await client.voices.delete(7001).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpConnectionError);
     expect(error).toMatchObject({ phase: 'exchange', code: 'RTT_CONNECTION' });
     expect(await logged(emu, 'DELETE', '/delete-voice/')).toHaveLength(1);
     // The service did act: the voice is gone.
-    await expect(client.deleteVoice(7001)).rejects.toBeInstanceOf(HttpForbiddenError);
+    await expect(client.voices.delete(7001)).rejects.toBeInstanceOf(HttpForbiddenError);
   });
 
   it('a 503 with Retry-After (the service did not act) is repeated and the voice deleted', async () => {
     await control(emu, 'DELETE', 'requests');
     await control(emu, 'POST', 'faults', { status: 503, retryAfter: 0, path: '/delete-voice/7002' });
-    await expect(client.deleteVoice(7002)).resolves.toEqual({ status: 'ok' });
+    await expect(client.voices.delete(7002)).resolves.toEqual({ status: 'ok' });
     expect((await logged(emu, 'DELETE', '/delete-voice/')).map((r) => r.status)).toEqual([503, 200]);
   });
 });
@@ -312,8 +312,8 @@ describe('cleanup', () => {
     const own = clientFor(mine);
     const seeded = (await control(mine, 'POST', 'tasks', { kind: 'tts', text: 'closing time', taskMs: 0 })) as { run_id: number };
     await control(mine, 'POST', 'faults', { dropAfterBytes: 300, path: '/tts-result/' });
-    await collect((await own.getTtsResultAudio(seeded.run_id)).audio);
-    const early = await own.getTtsResultAudio(seeded.run_id);
+    await collect((await own.textToSpeech.result(seeded.run_id)).audio);
+    const early = await own.textToSpeech.result(seeded.run_id);
     early.audio.destroy();
     await new Promise((resolve) => early.audio.once('close', resolve));
     await own.close();

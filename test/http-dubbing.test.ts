@@ -41,7 +41,7 @@ function dubbedFlac(tag: string): Buffer {
 
 describe('dub', () => {
   it('one target language: the dubbed audio and the translated transcript', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     expect(result.outputs).toHaveLength(1);
     const output = result.outputs[0]!;
     expect(output).toMatchObject({ language: undefined, videoUrl: undefined });
@@ -52,7 +52,7 @@ describe('dub', () => {
   });
 
   it('several target languages: one output per language', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 1, targetLanguages: ['fr-fr', 'de-de'] });
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 1, targetLanguages: ['fr-fr', 'de-de'] });
     expect(result.outputs.map((o) => o.language)).toEqual(['fr-fr', 'de-de']);
     expect(result.outputs[1]!.segments[2]!.text).toBe('[de-de] Thank you for listening.');
   });
@@ -64,7 +64,7 @@ describe('dub', () => {
     try {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
       const progress: TaskProgress[] = [];
-      const done = c.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' }, { onProgress: (p) => progress.push(p) });
+      const done = c.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' }, { onProgress: (p) => progress.push(p) });
       let settled = false;
       void done.finally(() => (settled = true)).catch(() => undefined);
       for (let i = 0; i < 400 && !settled; i++) await vi.advanceTimersByTimeAsync(1000);
@@ -94,7 +94,7 @@ describe('dub', () => {
   });
 
   it('a failed dubbing is TaskFailedError', async () => {
-    await expect(client.dub({ videoUrl: 'https://e.com/[[ERROR]].mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toBeInstanceOf(TaskFailedError);
+    await expect(client.dub.run({ videoUrl: 'https://e.com/[[ERROR]].mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toBeInstanceOf(TaskFailedError);
   });
 });
 
@@ -104,19 +104,19 @@ describe('dubbed files', () => {
     const timed = await emulator({ urlTtlS: 60, clock: () => now });
     const c = clientFor(timed);
     try {
-      const result = await c.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['es-es', 'it-it'] });
+      const result = await c.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['es-es', 'it-it'] });
       await control(timed, 'POST', 'file-faults', { dropAfterBytes: 5000, count: 1 });
-      const audio = await c.openDubbedFile(result.runId, 'audio', { language: 'it-it' });
+      const audio = await c.dub.openFile(result.runId, 'audio', { language: 'it-it' });
       const retries: string[] = [];
       audio.on('retry', (info) => retries.push(info.reason));
       const first = await collect(audio);
       expect(first.equals(dubbedFlac('it-it'))).toBe(true);
       expect(retries).toEqual(['interrupted']);
       now += 61_000;
-      const again = await collect(await c.openDubbedFile(result.runId, 'audio', { language: 'es-es' }));
+      const again = await collect(await c.dub.openFile(result.runId, 'audio', { language: 'es-es' }));
       expect(again.equals(dubbedFlac('es-es'))).toBe(true);
-      await expect(c.openDubbedFile(result.runId, 'audio')).rejects.toBeInstanceOf(ValidationError);
-      await expect(c.openDubbedFile(result.runId, 'video', { language: 'es-es' })).rejects.toMatchObject({ code: 'RTT_PROTOCOL' });
+      await expect(c.dub.openFile(result.runId, 'audio')).rejects.toBeInstanceOf(ValidationError);
+      await expect(c.dub.openFile(result.runId, 'video', { language: 'es-es' })).rejects.toMatchObject({ code: 'RTT_PROTOCOL' });
     } finally {
       await c.close();
       await timed.close();
@@ -126,39 +126,39 @@ describe('dubbed files', () => {
 
 describe('transcripts of a run', () => {
   it('as text in SRT, WebVTT and plain text, in the source language and a target', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const srt = await client.getRunTranscript(result.runId, 'es-es', { format: 'srt' });
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const srt = await client.dub.getTranscript(result.runId, 'es-es', { format: 'srt' });
     expect(srt.text).toBe(
       '1\n00:00:00,320 --> 00:00:02,620\n[es-es] Hello, this is a test of live translation.\n\n' +
         '2\n00:00:03,820 --> 00:00:05,040\n[es-es] The weather is nice today.\n\n' +
         '3\n00:00:06,260 --> 00:00:07,340\n[es-es] Thank you for listening.\n',
     );
-    const vtt = await client.getRunTranscript(result.runId, 1, { format: 'vtt' });
+    const vtt = await client.dub.getTranscript(result.runId, 1, { format: 'vtt' });
     expect(vtt.text!.startsWith('WEBVTT\n\n00:00:00.320 --> 00:00:02.620\nHello, this is a test')).toBe(true);
-    expect((await client.getRunTranscript(result.runId, 'en-us')).text).toBe(`${SENTENCES.join('\n')}\n`);
+    expect((await client.dub.getTranscript(result.runId, 'en-us')).text).toBe(`${SENTENCES.join('\n')}\n`);
   });
 
   it('as a presigned file', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const file = await client.getRunTranscript(result.runId, 'es-es', { format: 'txt', dataType: 'file' });
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const file = await client.dub.getTranscript(result.runId, 'es-es', { format: 'txt', dataType: 'file' });
     expect(file.text).toBeUndefined();
     const body = await (await fetch(file.url!)).text();
     expect(body.split('\n')[0]).toBe('[es-es] Hello, this is a test of live translation.');
   });
 
   it('a language the run does not have is 404; a bad format is refused before sending', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    await expect(client.getRunTranscript(result.runId, 'ja-jp')).rejects.toMatchObject({ status: 404 });
-    await expect(client.getRunTranscript(result.runId, 'es-es', { format: 'ass' as 'srt' })).rejects.toMatchObject({ field: 'format' });
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    await expect(client.dub.getTranscript(result.runId, 'ja-jp')).rejects.toMatchObject({ status: 404 });
+    await expect(client.dub.getTranscript(result.runId, 'es-es', { format: 'ass' as 'srt' })).rejects.toMatchObject({ field: 'format' });
   });
 });
 
 describe('other formats', () => {
   it('wav through a task; the file is the dubbed speech as WAV', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const answer = await client.requestDubAltFormat(result.runId, 'es-es', 'wav');
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const answer = await client.dub.altFormat.create({ runId: result.runId, language: 'es-es', format: 'wav' });
     expect(answer.kind).toBe('task');
-    const converted = await client.dubAltFormat(result.runId, 'es-es', 'wav');
+    const converted = await client.dub.altFormat.run({ runId: result.runId, language: 'es-es', format: 'wav' });
     const wav = Buffer.from(await (await fetch(converted.url)).arrayBuffer());
     expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
     expect(wav.subarray(44).equals(synthesizeSpeechPcm(SENTENCES.map((s) => `[es-es] ${s}`).join(' '), { sampleRate: 24_000 }))).toBe(true);
@@ -166,25 +166,25 @@ describe('other formats', () => {
   });
 
   it('a conversion left to finish by itself: its result read by run id, without starting another', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const answer = await client.requestDubAltFormat(result.runId, 'es-es', 'wav');
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const answer = await client.dub.altFormat.create({ runId: result.runId, language: 'es-es', format: 'wav' });
     expect(answer.kind).toBe('task');
-    const done = await client.waitForTask('dub-alt-format', (answer as { taskId: string }).taskId);
-    const url = await client.getDubAltFormatResult(done.runId);
+    const done = await client.tasks.wait('dub-alt-format', (answer as { taskId: string }).taskId);
+    const url = await client.dub.altFormat.result(done.runId);
     const wav = Buffer.from(await (await fetch(url)).arrayBuffer());
     expect(wav.toString('latin1', 0, 4)).toBe('RIFF');
     expect(wav.subarray(44).equals(synthesizeSpeechPcm(SENTENCES.map((s) => `[es-es] ${s}`).join(' '), { sampleRate: 24_000 }))).toBe(true);
   });
 
   it('mp3 is made too; a format the emulator cannot make ends in ERROR saying so', async () => {
-    const result = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const mp3 = await client.dubAltFormat(result.runId, 'es-es', 'mp3');
+    const result = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const mp3 = await client.dub.altFormat.run({ runId: result.runId, language: 'es-es', format: 'mp3' });
     const bytes = Buffer.from(await (await fetch(mp3.url)).arrayBuffer());
     expect(bytes[0]).toBe(0xff);
-    const error = await client.dubAltFormat(result.runId, 'es-es', 'mp4').catch((e: unknown) => e);
+    const error = await client.dub.altFormat.run({ runId: result.runId, language: 'es-es', format: 'mp4' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskFailedError);
     expect((error as TaskFailedError).taskMessage).toMatch(/mp4 \(video\) needs the service/);
-    await expect(client.requestDubAltFormat(result.runId, 'es-es', 'ogg' as 'wav')).rejects.toMatchObject({ field: 'outputFormat' });
+    await expect(client.dub.altFormat.create({ runId: result.runId, language: 'es-es', format: 'ogg' as 'wav' })).rejects.toMatchObject({ field: 'outputFormat' });
   });
 
   it('an answer with the URL at once is read as ready', () => {
@@ -198,10 +198,10 @@ describe('other formats', () => {
 
 describe('bulk results', () => {
   it('parses the finished runs, leaves the others undefined', async () => {
-    const a = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-    const b = await client.dub({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['fr-fr', 'ja-jp'] });
+    const a = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const b = await client.dub.run({ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['fr-fr', 'ja-jp'] });
     const pending = await control(emu, 'POST', 'tasks', { kind: 'dub', apiKey: KEY, taskMs: 60_000 });
-    const results = await client.getDubbingResults([a.runId, b.runId, pending.run_id]);
+    const results = await client.dub.getResults([a.runId, b.runId, pending.run_id]);
     expect(results.get(a.runId)?.outputs).toHaveLength(1);
     expect(results.get(b.runId)?.outputs.map((o) => o.language)).toEqual(['fr-fr', 'ja-jp']);
     expect(results.get(pending.run_id)).toBeUndefined();
@@ -210,14 +210,14 @@ describe('bulk results', () => {
 
 describe('subtitles', () => {
   it('a subtitle task, then its SRT per language', async () => {
-    const task = await client.createSubtitles({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['de-de'] });
-    const done = await client.waitForSubtitles(task.taskId);
-    expect((await client.getRunTranscript(done.runId, 'de-de', { format: 'srt' })).text!.split('\n').slice(0, 3)).toEqual([
+    const task = await client.tasks.subtitles.create({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['de-de'] });
+    const done = await client.tasks.subtitles.wait(task.taskId);
+    expect((await client.dub.getTranscript(done.runId, 'de-de', { format: 'srt' })).text!.split('\n').slice(0, 3)).toEqual([
       '1',
       '00:00:00,320 --> 00:00:02,620',
       '[de-de] Hello, this is a test of live translation.',
     ]);
-    await expect(client.createSubtitles({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['xx-yy'] })).rejects.toMatchObject({ status: 422 });
+    await expect(client.tasks.subtitles.create({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['xx-yy'] })).rejects.toMatchObject({ status: 422 });
   });
 });
 
@@ -230,7 +230,7 @@ describe('validation before any request', () => {
     [{ videoUrl: MEDIA, sourceLanguage: 'en-us', targetLanguage: 'zz-zz' }, 'targetLanguage'],
   ])('%j is refused at %s', async (request, field) => {
     await control(emu, 'DELETE', 'requests');
-    const error = await client.createDubbing(request as never).catch((e: unknown) => e);
+    const error = await client.dub.create(request as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).field).toBe(field);
     expect(await logged(emu, 'POST', '/dub')).toEqual([]);

@@ -25,8 +25,8 @@ describe('language lists', () => {
   it('reads records with id, name and tag; the target list has tags the source list lacks', async () => {
     const client = clientFor(emu);
     try {
-      const sources = await client.listLanguages('source');
-      const targets = await client.listLanguages('target');
+      const sources = await client.languages.list('source');
+      const targets = await client.languages.list('target');
       expect(sources).toHaveLength(SOURCE_LANGUAGES.length);
       expect(targets).toHaveLength(TARGET_LANGUAGES.length);
       expect(sources.find((l) => l.tag === 'en-us')).toMatchObject({ id: 1, name: 'English (United States)', raw: { id: 1, short_name: 'en-us' } });
@@ -41,14 +41,14 @@ describe('language lists', () => {
     const client = clientFor(emu);
     try {
       await control(emu, 'DELETE', 'requests');
-      expect(await client.languageId('ES-ES')).toBe(54);
-      expect(await client.languageId('fr-fr', 'source')).toBe(76);
-      expect(await client.languageTag(31)).toBe('de-de');
-      await Promise.all([client.languageId('ja-jp'), client.languageId('zh-cn')]);
+      expect(await client.languages.id('ES-ES')).toBe(54);
+      expect(await client.languages.id('fr-fr', 'source')).toBe(76);
+      expect(await client.languages.tag(31)).toBe('de-de');
+      await Promise.all([client.languages.id('ja-jp'), client.languages.id('zh-cn')]);
       expect(await logged(emu, 'GET', '/target-languages')).toHaveLength(1);
       expect(await logged(emu, 'GET', '/source-languages')).toHaveLength(1);
       client.languages.clear();
-      await client.languageId('en-us');
+      await client.languages.id('en-us');
       expect(await logged(emu, 'GET', '/target-languages')).toHaveLength(2);
     } finally {
       await client.close();
@@ -58,7 +58,7 @@ describe('language lists', () => {
   it('a tag only the other list has is found there', async () => {
     const client = clientFor(emu);
     try {
-      expect(await client.languageId('as-in', 'source')).toBe(TARGET_LANGUAGES.find((l) => l.short_name === 'as-in')!.id);
+      expect(await client.languages.id('as-in', 'source')).toBe(TARGET_LANGUAGES.find((l) => l.short_name === 'as-in')!.id);
     } finally {
       await client.close();
     }
@@ -79,11 +79,11 @@ describe('language lists', () => {
   it('languageId and languageTag name the argument the caller passed (tag, id) in their errors', async () => {
     const client = clientFor(emu);
     try {
-      const byId = await client.languageTag(99_999).catch((e: unknown) => e);
+      const byId = await client.languages.tag(99_999).catch((e: unknown) => e);
       expect(byId).toBeInstanceOf(ValidationError);
       expect(byId).toMatchObject({ field: 'id' });
       expect((byId as Error).message).toContain('(got 99999)');
-      await expect(client.languageId('xx-yy')).rejects.toMatchObject({ field: 'tag' });
+      await expect(client.languages.id('xx-yy')).rejects.toMatchObject({ field: 'tag' });
       await expect(client.languages.tagOf(99_999, 'source', 'sourceLanguage')).rejects.toMatchObject({ field: 'sourceLanguage' });
     } finally {
       await client.close();
@@ -94,8 +94,8 @@ describe('language lists', () => {
     const client = clientFor(emu, { retry: false });
     try {
       await control(emu, 'POST', 'faults', { status: 500, count: 1, path: '/target-languages' });
-      await expect(client.languageId('en-us')).rejects.toMatchObject({ status: 500 });
-      expect(await client.languageId('en-us')).toBe(1);
+      await expect(client.languages.id('en-us')).rejects.toMatchObject({ status: 500 });
+      expect(await client.languages.id('en-us')).toBe(1);
     } finally {
       await client.close();
     }
@@ -137,9 +137,9 @@ describe('a production-shaped base URL', () => {
   it('the emulator answers under /apis like at its root', async () => {
     const client = new LocalizationClient({ baseUrl: `${emu.baseUrl}/apis`, apiKey: KEY });
     try {
-      expect(await client.languageId('en-us')).toBe(1);
-      const task = await client.createTranslatedTts({ text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
-      expect((await client.getTranslatedTtsStatus(task.taskId)).status).toBe('PENDING');
+      expect(await client.languages.id('en-us')).toBe(1);
+      const task = await client.translatedTts.create({ text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+      expect((await client.translatedTts.status(task.taskId)).status).toBe('PENDING');
       expect((await logged(emu, 'POST', '/translated-tts')).length).toBeGreaterThan(0);
     } finally {
       await client.close();

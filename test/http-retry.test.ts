@@ -275,20 +275,20 @@ describe('policy over HTTP', () => {
 
   it('a creation is retried after 503 with Retry-After, and succeeds', async () => {
     await control(emu, 'POST', 'faults', { status: 503, count: 2, retryAfter: 0, path: '/translated-tts' });
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([503, 503, 200]);
   });
 
   it('a creation is retried after 429', async () => {
     await control(emu, 'POST', 'faults', { status: 429, count: 1, retryAfter: 0, path: '/translated-tts' });
-    await client.createTranslatedTts(body);
+    await client.translatedTts.create(body);
     expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([429, 200]);
   });
 
   it('a creation is NOT retried after a 500', async () => {
     await control(emu, 'POST', 'faults', { status: 500, count: 1, path: '/translated-tts' });
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpStatusError);
     expect(error).toMatchObject({ status: 500, code: 'RTT_HTTP', retryable: true });
     expect((await logged(emu, 'POST', '/translated-tts')).map((r) => r.status)).toEqual([500]);
@@ -296,13 +296,13 @@ describe('policy over HTTP', () => {
 
   it('a creation is NOT retried after a 503 that names no wait', async () => {
     await control(emu, 'POST', 'faults', { status: 503, count: 1, retryAfter: null, path: '/translated-tts' });
-    await expect(client.createTranslatedTts(body)).rejects.toMatchObject({ status: 503, unavailable: false });
+    await expect(client.translatedTts.create(body)).rejects.toMatchObject({ status: 503, unavailable: false });
     expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
   });
 
   it('a creation is NOT retried when the connection drops mid-response (the task was created)', async () => {
     await control(emu, 'POST', 'faults', { dropAfterBytes: 5, count: 1, path: '/translated-tts' });
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpConnectionError);
     expect(error).toMatchObject({ phase: 'exchange', code: 'RTT_CONNECTION' });
     expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
@@ -310,32 +310,32 @@ describe('policy over HTTP', () => {
 
   it('a creation is NOT retried when the connection drops before the headers', async () => {
     await control(emu, 'POST', 'faults', { dropAfterBytes: 0, count: 1, path: '/translated-tts' });
-    const error = await client.createTranslatedTts(body).catch((e: unknown) => e);
+    const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpConnectionError);
     expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
   });
 
   it('a read is retried after a 500 and after a dropped connection', async () => {
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     await control(emu, 'POST', 'faults', [
       { status: 500, count: 1, path: '/translated-tts/' },
       { dropAfterBytes: 3, count: 1, path: '/translated-tts/' },
     ]);
-    const answer = await client.getTranslatedTtsStatus(task.taskId);
+    const answer = await client.translatedTts.status(task.taskId);
     expect(answer.status).toBe('PENDING');
     expect((await logged(emu, 'GET', '/translated-tts/')).map((r) => r.status)).toEqual([500, 0, 200]);
   });
 
   it('a read gives up after the configured retries with the last error', async () => {
-    const task = await client.createTranslatedTts(body);
+    const task = await client.translatedTts.create(body);
     await control(emu, 'POST', 'faults', { status: 502, count: 5, path: '/translated-tts/' });
-    await expect(client.getTranslatedTtsStatus(task.taskId)).rejects.toMatchObject({ status: 502 });
+    await expect(client.translatedTts.status(task.taskId)).rejects.toMatchObject({ status: 502 });
     expect(await logged(emu, 'GET', '/translated-tts/')).toHaveLength(3);
   });
 
   it('retry: false (per call) turns retries off', async () => {
     await control(emu, 'POST', 'faults', { status: 503, count: 1, retryAfter: 0, path: '/translated-tts' });
-    await expect(client.createTranslatedTts(body, { retry: false })).rejects.toMatchObject({ status: 503 });
+    await expect(client.translatedTts.create(body, { retry: false })).rejects.toMatchObject({ status: 503 });
     expect(await logged(emu, 'POST', '/translated-tts')).toHaveLength(1);
   });
 
@@ -344,15 +344,15 @@ describe('policy over HTTP', () => {
     const retries: Array<RetryInfo & { path: string }> = [];
     const c = clientFor(limited, { retry: { retries: 1, maxDelayMs: 5_000 }, onRetry: (r) => retries.push(r) });
     try {
-      await c.createTranslatedTts(body);
-      await c.createTranslatedTts(body);
-      const error = await c.createTranslatedTts(body, { retry: false }).catch((e: unknown) => e);
+      await c.translatedTts.create(body);
+      await c.translatedTts.create(body);
+      const error = await c.translatedTts.create(body, { retry: false }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpRateLimitError);
       expect(error).toMatchObject({ code: 'RTT_RATE_LIMIT', retryable: true, retryAfterMs: 1000 });
       expect(retries).toHaveLength(0);
       // The other key has its own budget.
       const other = clientFor(limited, { apiKey: OTHER_KEY, retry: false });
-      expect((await other.createTranslatedTts(body)).taskId).toMatch(/^[0-9a-f-]{36}$/);
+      expect((await other.translatedTts.create(body)).taskId).toMatch(/^[0-9a-f-]{36}$/);
       await other.close();
     } finally {
       await c.close();
@@ -364,15 +364,15 @@ describe('policy over HTTP', () => {
 describe('every creation and deletion beyond the interface, after an ambiguous failure', () => {
   const env = sharedEmulator();
   const WAV = readFileSync(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
-  const dub = async (): Promise<number> => (await env.client.dub({ videoUrl: 'https://e.com/a.wav', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).runId;
-  const story = async (): Promise<number> => (await env.client.setupStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })).runId;
+  const dub = async (): Promise<number> => (await env.client.dub.run({ videoUrl: 'https://e.com/a.wav', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).runId;
+  const story = async (): Promise<number> => (await env.client.story.setup({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })).runId;
   const dictionary = async (): Promise<number> =>
-    (await env.client.createDictionaryFromFile({ dictionaryFile: Buffer.from('en-us,es-es\nsea,mar\n'), dictionaryName: 'd' })).dictionaryId!;
+    (await env.client.dictionaries.createFromFile({ dictionaryFile: Buffer.from('en-us,es-es\nsea,mar\n'), dictionaryName: 'd' })).dictionaryId!;
   const term = async (): Promise<number[]> => {
     const id = await dictionary();
-    return [id, (await env.client.addDictionaryTerm(id, [{ translation: 'sky', language: 'en-us' }])).termId!];
+    return [id, (await env.client.dictionaries.addTerm(id, [{ translation: 'sky', language: 'en-us' }])).termId!];
   };
-  const stream = async (): Promise<number> => (await env.client.createStream(STREAM_REQUEST)).streamId;
+  const stream = async (): Promise<number> => (await env.client.streams.create(STREAM_REQUEST)).streamId;
 
   // /v1/stream warns once that it is deprecated; the warning is not what these tests look at.
   beforeAll(() => {
@@ -386,26 +386,26 @@ describe('every creation and deletion beyond the interface, after an ambiguous f
   // exist first), and what makes those.
   type Case = [string, 'POST' | 'DELETE', string, (c: LocalizationClient, ...ids: number[]) => Promise<unknown>, (() => Promise<number | number[]>)?];
   const cases: Case[] = [
-    ['POST /translate', 'POST', '/translate', (c) => c.createTranslation({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
-    ['POST /translation/stream', 'POST', '/translation/stream', (c) => c.translationStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
-    ['POST /transcribe (an upload)', 'POST', '/transcribe', (c) => c.createTranscription({ language: 'en-us', mediaFile: WAV })],
-    ['POST /dub', 'POST', '/dub', (c) => c.createDubbing({ videoUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
-    ['POST /dub-alt-format', 'POST', '/dub-alt-format/', (c, runId) => c.requestDubAltFormat(runId!, 'es-es', 'wav'), dub],
-    ['POST /sub', 'POST', '/sub', (c) => c.createSubtitles({ mediaUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us' })],
-    ['POST /text-to-sound', 'POST', '/text-to-sound', (c) => c.createTextToSound({ prompt: 'rain' })],
-    ['POST /text-to-voice', 'POST', '/text-to-voice', (c) => c.createTextToVoice({ text: 'hello', voiceDescription: VOICE_DESCRIPTION })],
-    ['POST /create-custom-voice', 'POST', '/create-custom-voice', (c) => c.createCustomVoice({ file: WAV, voiceName: 'v', gender: 1 })],
-    ['POST /story', 'POST', '/story', (c) => c.createStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
-    ['POST /story-setup', 'POST', '/story-setup', (c) => c.setupStory({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
-    ['POST /translated-story', 'POST', '/translated-story/', (c, runId) => c.createTranslatedStory(runId!, 'es-es'), story],
-    ['POST /dictionaries/create-from-file', 'POST', '/dictionaries/create-from-file', (c) => c.createDictionaryFromFile({ dictionaryFile: Buffer.from('en-us\nx\n'), dictionaryName: 'd' })],
-    ['POST /dictionaries/{id}/add-term', 'POST', '/dictionaries/', (c, id) => c.addDictionaryTerm(id!, [{ translation: 'x', language: 'en-us' }]), dictionary],
-    ['POST /folders/create', 'POST', '/folders/create', (c) => c.createFolder('f')],
-    ['POST /stream', 'POST', '/stream', (c) => c.createStream(STREAM_REQUEST)],
-    ['POST /v1/stream', 'POST', '/v1/stream', (c) => c.createStreamV1(STREAM_REQUEST)],
-    ['DELETE /dictionaries/{id} (deleteDictionary)', 'DELETE', '/dictionaries/', (c, id) => c.deleteDictionary(id!), dictionary],
-    ['DELETE /dictionaries/term/{id}/{term_id} (deleteDictionaryTerm)', 'DELETE', '/dictionaries/term/', (c, id, termId) => c.deleteDictionaryTerm(id!, termId!), term],
-    ['DELETE /stream/{id} (deleteStream)', 'DELETE', '/stream/', (c, id) => c.deleteStream(id!), stream],
+    ['POST /translate', 'POST', '/translate', (c) => c.translation.create({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /translation/stream', 'POST', '/translation/stream', (c) => c.translation.openStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /transcribe (an upload)', 'POST', '/transcribe', (c) => c.transcription.create({ language: 'en-us', mediaFile: WAV })],
+    ['POST /dub', 'POST', '/dub', (c) => c.dub.create({ videoUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    ['POST /dub-alt-format', 'POST', '/dub-alt-format/', (c, runId) => c.dub.altFormat.create({ runId: runId!, language: 'es-es', format: 'wav' }), dub],
+    ['POST /sub', 'POST', '/sub', (c) => c.tasks.subtitles.create({ mediaUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us' })],
+    ['POST /text-to-sound', 'POST', '/text-to-sound', (c) => c.textToAudio.create({ prompt: 'rain' })],
+    ['POST /text-to-voice', 'POST', '/text-to-voice', (c) => c.textToVoice.create({ text: 'hello', voiceDescription: VOICE_DESCRIPTION })],
+    ['POST /create-custom-voice', 'POST', '/create-custom-voice', (c) => c.voices.create({ file: WAV, voiceName: 'v', gender: 1 })],
+    ['POST /story', 'POST', '/story', (c) => c.story.create({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
+    ['POST /story-setup', 'POST', '/story-setup', (c) => c.story.setup({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
+    ['POST /translated-story', 'POST', '/translated-story/', (c, runId) => c.translatedStory.create({ runId: runId!, targetLanguage: 'es-es' }), story],
+    ['POST /dictionaries/create-from-file', 'POST', '/dictionaries/create-from-file', (c) => c.dictionaries.createFromFile({ dictionaryFile: Buffer.from('en-us\nx\n'), dictionaryName: 'd' })],
+    ['POST /dictionaries/{id}/add-term', 'POST', '/dictionaries/', (c, id) => c.dictionaries.addTerm(id!, [{ translation: 'x', language: 'en-us' }]), dictionary],
+    ['POST /folders/create', 'POST', '/folders/create', (c) => c.folders.create('f')],
+    ['POST /stream', 'POST', '/stream', (c) => c.streams.create(STREAM_REQUEST)],
+    ['POST /v1/stream', 'POST', '/v1/stream', (c) => c.streams.createV1(STREAM_REQUEST)],
+    ['DELETE /dictionaries/{id} (deleteDictionary)', 'DELETE', '/dictionaries/', (c, id) => c.dictionaries.delete(id!), dictionary],
+    ['DELETE /dictionaries/term/{id}/{term_id} (deleteDictionaryTerm)', 'DELETE', '/dictionaries/term/', (c, id, termId) => c.dictionaries.deleteTerm(id!, termId!), term],
+    ['DELETE /stream/{id} (deleteStream)', 'DELETE', '/stream/', (c, id) => c.streams.delete(id!), stream],
   ];
 
   it.each(cases)('%s is sent once when the connection drops', async (_name, method, path, send, prepare) => {
@@ -448,7 +448,7 @@ describe('connection refused', () => {
       onRetry: (r) => retries.push(r),
     });
     try {
-      const error = await client.createTranslatedTts({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' }).catch((e: unknown) => e);
+      const error = await client.translatedTts.create({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpConnectionError);
       expect(error).toMatchObject({ phase: 'connect', syscall: 'ECONNREFUSED', code: 'RTT_CONNECTION' });
       expect(retries.map((r) => r.retry)).toEqual([1, 2]);

@@ -15,14 +15,14 @@ const request: StreamRequest = STREAM_REQUEST;
 
 describe('live streams', () => {
   it('created with ids for every language; read, rescheduled and deleted', async () => {
-    const created = await env.client.createStream(request);
+    const created = await env.client.streams.create(request);
     expect(created.streamId).toBeGreaterThan(0);
     expect(created.taskId).toMatch(/^[0-9a-f-]{36}$/);
     expect(created.urls).toEqual([
       { languages: [54], url: 'rtmp://out.example.com/live/es' },
       { languages: [76, 31], url: 'srt://out.example.com:9001' },
     ]);
-    const read = await env.client.getStream(created.streamId);
+    const read = await env.client.streams.get(created.streamId);
     expect(read).toMatchObject({
       name: 'Morning show',
       status: 'RUNNING',
@@ -30,25 +30,25 @@ describe('live streams', () => {
       config: { mixing: { backgroundAudioGain: -6, fadeTime: 0.5 } },
       raw: { source_stream: { language: 1 }, target_streams: [{ languages: [54] }, { languages: [76, 31], embed_subtitles: true }] },
     });
-    const moved = await env.client.updateStream(created.streamId, { endTime: '2030-01-01T10:00:00Z', payload: { note: 'extended' } });
+    const moved = await env.client.streams.update(created.streamId, { endTime: '2030-01-01T10:00:00Z', payload: { note: 'extended' } });
     expect(moved).toMatchObject({ endTime: '2030-01-01T10:00:00Z', note: 'extended' });
-    expect(await env.client.deleteStream(created.streamId)).toMatchObject({ status: 'ok' });
-    await expect(env.client.getStream(created.streamId)).rejects.toMatchObject({ status: 404 });
+    expect(await env.client.streams.delete(created.streamId)).toMatchObject({ status: 'ok' });
+    await expect(env.client.streams.get(created.streamId)).rejects.toMatchObject({ status: 404 });
   });
 
   it('another key\'s stream is 403', async () => {
-    const created = await env.client.createStream(request);
+    const created = await env.client.streams.create(request);
     const other = clientFor(env.emu, { apiKey: OTHER_KEY });
     try {
-      await expect(other.getStream(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
-      await expect(other.deleteStream(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
+      await expect(other.streams.get(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
+      await expect(other.streams.delete(created.streamId)).rejects.toBeInstanceOf(HttpForbiddenError);
     } finally {
       await other.close();
     }
   });
 
   it('a probe lists the source\'s tracks in camelCase', async () => {
-    const probe = await env.client.probeStream({ url: 'rtmp://ingest.example.com/live/abc', streamId: 'abc' });
+    const probe = await env.client.streams.probe({ url: 'rtmp://ingest.example.com/live/abc', streamId: 'abc' });
     expect(probe.videoStreams).toEqual([expect.objectContaining({ codecName: 'h264', width: 1920, height: 1080 })]);
     expect(probe.audioStreams).toEqual([expect.objectContaining({ codecName: 'aac', sampleRate: 48_000, channels: 2 })]);
     expect(probe.dataStreams).toEqual([]);
@@ -64,12 +64,12 @@ describe('live streams', () => {
       [{ ...request, voices: [0] }, 'voices.0'],
     ];
     for (const [bad, field] of cases) {
-      const error = await env.client.createStream(bad).catch((e: unknown) => e);
+      const error = await env.client.streams.create(bad).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ValidationError);
       expect((error as ValidationError).field).toBe(field);
     }
-    await expect(env.client.probeStream({ url: 'mailto:x' })).rejects.toMatchObject({ field: 'url' });
-    await expect(env.client.createStream({ ...request, sourceStream: { ...request.sourceStream, language: 'xx-yy' } })).rejects.toMatchObject({ field: 'sourceStream.language' });
+    await expect(env.client.streams.probe({ url: 'mailto:x' })).rejects.toMatchObject({ field: 'url' });
+    await expect(env.client.streams.create({ ...request, sourceStream: { ...request.sourceStream, language: 'xx-yy' } })).rejects.toMatchObject({ field: 'sourceStream.language' });
     expect(await logged(env.emu, 'POST', '/stream')).toEqual([]);
   });
 
@@ -90,14 +90,14 @@ describe('live streams', () => {
     const emit = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     try {
       await control(env.emu, 'DELETE', 'requests');
-      const created = await env.client.createStreamV1(request);
+      const created = await env.client.streams.createV1(request);
       expect(created.urls).toEqual([
         { languages: [54], url: 'rtmp://out.example.com/live/es' },
         { languages: [76, 31], url: 'srt://out.example.com:9001' },
       ]);
-      expect(await env.client.getStreamV1(created.streamId)).toMatchObject({ status: 'RUNNING', name: 'Morning show' });
-      expect((await env.client.stopStreamV1(created.streamId)).status).toBe('STOPPED');
-      expect((await env.client.probeStreamV1({ url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
+      expect(await env.client.streams.getV1(created.streamId)).toMatchObject({ status: 'RUNNING', name: 'Morning show' });
+      expect((await env.client.streams.stopV1(created.streamId)).status).toBe('STOPPED');
+      expect((await env.client.streams.probeV1({ url: 'srt://x.example.com:1' })).audioStreams).toHaveLength(1);
       const paths = (await control(env.emu, 'GET', 'requests')).requests.map((r: { method: string; path: string }) => `${r.method} ${r.path}`);
       expect(paths.filter((p: string) => !p.includes('-languages'))).toEqual([
         'POST /v1/stream',

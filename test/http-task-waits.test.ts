@@ -170,14 +170,14 @@ function useFakeTime(): void {
 describe('a long wait survives failed status reads and fetches the result (real sockets, fake time)', () => {
   it('dub: 500s and resets, then a minute of 429s (Retry-After: 1); 70 reads, 66 failed, 215.6 s', async () => {
     const t = await drivenWait('/dub/', { taskPolls: 3 });
-    const created = await t.client.createDubbing({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
+    const created = await t.client.dub.create({ videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' });
     await control(t.emu, 'POST', 'faults', [
       { status: 500, count: 3, path: '/dub/', method: 'GET' },
       { dropAfterBytes: 0, count: 3, path: '/dub/', method: 'GET' },
     ]);
     useFakeTime();
     let armed = false;
-    const wait = t.client.waitForTask('dub', created.taskId, { onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) });
+    const wait = t.client.tasks.wait('dub', created.taskId, { onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) });
     const run = await t.drive(wait, async () => {
       // After the first PENDING answer: a minute of 429s.
       if (armed || t.progress.length !== 1) return;
@@ -186,7 +186,7 @@ describe('a long wait survives failed status reads and fetches the result (real 
     });
     vi.useRealTimers();
 
-    const result = await t.client.getDubbingResult(run.runId);
+    const result = await t.client.dub.result(run.runId);
     expect(result.outputs).toHaveLength(1);
     expect(result.outputs[0]!.audioUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/_files\//);
 
@@ -226,7 +226,7 @@ describe('a long wait survives failed status reads and fetches the result (real 
       { dropAfterBytes: 0, count: 10, path: '/translated-tts/', method: 'GET' },
     ]);
     useFakeTime();
-    const wait = t.client.waitForTask('translated-tts', taskId, { onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) });
+    const wait = t.client.tasks.wait('translated-tts', taskId, { onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) });
     const run = await t.drive(wait);
     expect(run.runId).toBeGreaterThan(0);
     expect(t.dispatched()).toBe(22);
@@ -247,7 +247,7 @@ describe('the deadline still ends a wait during failures', () => {
     useFakeTime();
     let armed = false;
     const wait = t.client
-      .waitForTask('translated-tts', taskId, { maxWaitMs: 30_000, onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) })
+      .tasks.wait('translated-tts', taskId, { maxWaitMs: 30_000, onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) })
       .catch((error: unknown) => error);
     const error = await t.drive(wait, async () => {
       if (armed || t.progress.length !== 1) return;
@@ -279,7 +279,7 @@ describe('the deadline still ends a wait during failures', () => {
     const taskId = await seededTask(t.emu, 'dub', 1000);
     await control(t.emu, 'POST', 'faults', { status: 429, retryAfter: 30, count: 1000, path: '/dub/', method: 'GET' });
     useFakeTime();
-    const error = (await t.drive(t.client.waitForTask('dub', taskId, { maxWaitMs: 120_000, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e))) as TaskWaitTimeoutError;
+    const error = (await t.drive(t.client.tasks.wait('dub', taskId, { maxWaitMs: 120_000, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e))) as TaskWaitTimeoutError;
     expect(error).toBeInstanceOf(TaskWaitTimeoutError);
     // At 15 s, then every 30 s as asked: 15, 45, 75, 105; the next would be past 120 s.
     expect(error).toMatchObject({ taskId, reads: 4, failedReads: 4, waitedMs: 120_000 });
@@ -304,7 +304,7 @@ describe('failures no retry can fix still end a wait at once', () => {
       { status, count: 1, path: '/dub/', method: 'GET' },
     ]);
     useFakeTime();
-    const error = await t.drive(t.client.waitForTask('dub', taskId, { onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
+    const error = await t.drive(t.client.tasks.wait('dub', taskId, { onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
     expect(error).toBeInstanceOf(type);
     expect(error).toMatchObject({ status });
     expect(t.failures.map((f) => f.error.status)).toEqual([502, 502]);
@@ -317,7 +317,7 @@ describe('failures no retry can fix still end a wait at once', () => {
     const { task_id: taskId } = (await control(t.emu, 'POST', 'tasks', { kind: 'dub', status: 'ERROR', message: 'the video is private' })) as { task_id: string };
     await control(t.emu, 'POST', 'faults', { dropAfterBytes: 0, count: 2, path: '/dub/', method: 'GET' });
     useFakeTime();
-    const error = await t.drive(t.client.waitForTask('dub', taskId, { onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
+    const error = await t.drive(t.client.tasks.wait('dub', taskId, { onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
     expect(error).toBeInstanceOf(TaskFailedError);
     expect(error).toMatchObject({ taskId, taskMessage: 'the video is private' });
     expect(t.failures).toHaveLength(2);
@@ -329,7 +329,7 @@ describe('failures no retry can fix still end a wait at once', () => {
     const taskId = await seededTask(t.emu, 'dub', 1000);
     await control(t.emu, 'POST', 'faults', { status: 500, count: 1, path: '/dub/', method: 'GET' });
     useFakeTime();
-    const error = await t.drive(t.client.waitForTask('dub', taskId, { retry: false, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
+    const error = await t.drive(t.client.tasks.wait('dub', taskId, { retry: false, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
     expect(error).toBeInstanceOf(HttpStatusError);
     expect(error).toMatchObject({ status: 500 });
     expect(t.failures).toEqual([]);
@@ -343,9 +343,9 @@ describe("a server that says when a task will be done is read then; one that doe
   it('the emulator, once it announced itself: the first read at once, the next when it said (a 2 s dub: 2 reads, 2 s)', async () => {
     const t = await drivenWait('/dub/', { announce: true, taskMs: 2000, taskPolls: 0, clock: () => Date.now() });
     useFakeTime();
-    const created = await t.client.createDubbing(dub);
+    const created = await t.client.dub.create(dub);
     expect(t.client.emulatorVersion).toMatch(/^\d+\.\d+\.\d+/);
-    const run = await t.drive(t.client.waitForTask('dub', created.taskId, { onProgress: (p) => t.progress.push(p) }));
+    const run = await t.drive(t.client.tasks.wait('dub', created.taskId, { onProgress: (p) => t.progress.push(p) }));
     expect(run.runId).toBeGreaterThan(0);
     expect(t.readTimes()).toEqual([0, 2000]);
     expect(t.progress.map((p) => [p.status, p.nextPollInMs])).toEqual([
@@ -359,7 +359,7 @@ describe("a server that says when a task will be done is read then; one that doe
     const t = await drivenWait('/dub/', { announce: true, clock: () => Date.now() });
     useFakeTime();
     const taskId = ((await control(t.emu, 'POST', 'tasks', { kind: 'dub', taskMs: 20_000 })) as { task_id: string }).task_id;
-    await t.drive(t.client.waitForTask('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
+    await t.drive(t.client.tasks.wait('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
     expect(t.readTimes()).toEqual([15_000, 20_000]);
     expect(t.dispatched()).toBe(2);
   });
@@ -368,8 +368,8 @@ describe("a server that says when a task will be done is read then; one that doe
     const t = await drivenWait('/dub/', { announce: true, clock: () => Date.now() });
     useFakeTime();
     const taskId = ((await control(t.emu, 'POST', 'tasks', { kind: 'dub', taskMs: 100_000 })) as { task_id: string }).task_id;
-    await t.client.listVoices();
-    await t.drive(t.client.waitForTask('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
+    await t.client.voices.list();
+    await t.drive(t.client.tasks.wait('dub', taskId, { onProgress: (p) => t.progress.push(p) }));
     // At once, then 15, 22.5 and 33.75 s later (the schedule), then when the emulator said: 100 s.
     expect(t.readTimes()).toEqual([0, 15_000, 37_500, 71_250, 100_000]);
   });
@@ -404,7 +404,7 @@ describe("a server that says when a task will be done is read then; one that doe
     const server = await plainServer();
     const t = drivenClient(server.baseUrl, '/dub/', () => server.close());
     useFakeTime();
-    const run = await t.drive(t.client.waitForTask('dub', 'plain-1', { readAtOnce, onProgress: (p) => t.progress.push(p) }));
+    const run = await t.drive(t.client.tasks.wait('dub', 'plain-1', { readAtOnce, onProgress: (p) => t.progress.push(p) }));
     expect(run.runId).toBe(7);
     expect(t.client.emulatorVersion).toBeUndefined();
     expect(t.readTimes()).toEqual(times);

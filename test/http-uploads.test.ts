@@ -153,7 +153,7 @@ describe('upload progress (onUploadProgress)', () => {
     await writeFile(path, Buffer.concat([wavHeader(600_000), Buffer.alloc(600_000, 3)]));
     await control(env.emu, 'DELETE', 'requests');
     const seen: Array<{ sentBytes: number; totalBytes: number | undefined }> = [];
-    await env.client.createTranscription({ language: 'en-us', mediaFile: path }, { onUploadProgress: (p) => seen.push({ ...p }) });
+    await env.client.transcription.create({ language: 'en-us', mediaFile: path }, { onUploadProgress: (p) => seen.push({ ...p }) });
     const total = seen[0]!.totalBytes!;
     expect(total).toBeGreaterThan(600_044);
     // The file goes in pieces of 64 KiB: several reports, each later one further, the last the whole body.
@@ -167,7 +167,7 @@ describe('upload progress (onUploadProgress)', () => {
   it('a Readable: no total, and the bytes handed on count the whole body', async () => {
     const seen: Array<{ sentBytes: number; totalBytes: number | undefined }> = [];
     const data = Readable.from([wavHeader(140_000), Buffer.alloc(70_000, 1), Buffer.alloc(70_000, 2)]);
-    await env.client.createCustomVoice({ file: { data, filename: 'voice.wav' }, voiceName: 'Progress', gender: 2 }, { onUploadProgress: (p) => seen.push({ ...p }) });
+    await env.client.voices.create({ file: { data, filename: 'voice.wav' }, voiceName: 'Progress', gender: 2 }, { onUploadProgress: (p) => seen.push({ ...p }) });
     expect(seen.every((p) => p.totalBytes === undefined)).toBe(true);
     expect(seen.at(-1)!.sentBytes).toBeGreaterThan(140_000);
   });
@@ -176,7 +176,7 @@ describe('upload progress (onUploadProgress)', () => {
     await control(env.emu, 'DELETE', 'requests');
     await control(env.emu, 'POST', 'faults', { status: 429, retryAfter: 0, afterBody: true, count: 1, path: '/transcribe' });
     const seen: number[] = [];
-    await env.client.createTranscription(
+    await env.client.transcription.create(
       { language: 'en-us', mediaFile: Buffer.concat([wavHeader(48_000), Buffer.alloc(48_000)]) },
       { onUploadProgress: (p) => seen.push(p.sentBytes) },
     );
@@ -241,7 +241,7 @@ describe('a 200 MB upload', () => {
     const expectedHash = await sha256Of(path);
 
     const peak = await peakMemoryDuring(async () => {
-      const task = await env.client.createAudioSeparation({ mediaFile: path });
+      const task = await env.client.audioSeparation.create({ mediaFile: path });
       expect(typeof task.taskId).toBe('string');
     });
     const [entry] = await logged(env.emu, 'POST', '/audio-separation');
@@ -256,14 +256,14 @@ describe('a 200 MB upload', () => {
       method: 'createCustomVoice',
       path: '/create-custom-voice',
       field: 'file',
-      send: (data: Readable | Buffer) => env.client.createCustomVoice({ file: { data, filename: 'long.wav' }, voiceName: 'Long reference', gender: 2 }),
+      send: (data: Readable | Buffer) => env.client.voices.create({ file: { data, filename: 'long.wav' }, voiceName: 'Long reference', gender: 2 }),
       created: (answer: unknown) => expect((answer as { voiceId: number }).voiceId).toBeGreaterThan(0),
     },
     {
       method: 'createTranscription',
       path: '/transcribe',
       field: 'media_file',
-      send: (data: Readable | Buffer) => env.client.createTranscription({ language: 'en-us', mediaFile: { data, filename: 'long.wav' } }),
+      send: (data: Readable | Buffer) => env.client.transcription.create({ language: 'en-us', mediaFile: { data, filename: 'long.wav' } }),
       created: (answer: unknown) => expect(typeof (answer as { taskId: string }).taskId).toBe('string'),
     },
   ];

@@ -186,7 +186,7 @@ const PROGRAM_CHECKS: Array<{ contains: string; check: (work: string, result: Ru
     },
   },
   {
-    contains: "client.waitForTask('translation', taskId",
+    contains: "client.tasks.wait('translation', taskId",
     check: async (_work, { stdout }) => {
       const lines = stdout.trim().split('\n');
       expect(lines).toContain('SUCCESS');

@@ -102,9 +102,9 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;
-    const run = await taskRun(io, service, 'dub', values, (s) => client.createDubbing(request!, { signal: s }));
+    const run = await taskRun(io, service, 'dub', values, (s) => client.dub.create(request!, { signal: s }));
     if (run === undefined) return EXIT_OK;
-    const result = await client.getDubbingResult(run, { signal });
+    const result = await client.dub.result(run, { signal });
     // One output carries no language key: it is the one target asked for.
     const languageOf = (output: DubbedOutput): string | undefined => output.language ?? (targets.length === 1 ? targets[0] : undefined);
     if (values.output === undefined) {
@@ -126,7 +126,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
         if (url === undefined) continue;
         const path = join(dir, `${stem}${kind === 'video' ? '-video' : ''}${extensionOf(url, kind === 'audio' ? '.audio' : '.video')}`);
         try {
-          await downloadToFile(service, () => client.openDubbedFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, `${kind} of run ${run}`);
+          await downloadToFile(service, () => client.dub.openFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, `${kind} of run ${run}`);
           io.stdout.write(`${path}\n`);
         } catch (error) {
           if (signal.aborted) throw error instanceof DownloadError ? error.failure : error;
@@ -138,7 +138,7 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
       }
       if (transcript !== undefined) {
         if (language === undefined) throw new UsageError('give --to with --run to name the language of the transcript.');
-        const text = await client.getRunTranscript(run, languageValue(language), { signal, format: transcript });
+        const text = await client.dub.getTranscript(run, languageValue(language), { signal, format: transcript });
         const path = join(dir, `${stem}.${transcript}`);
         await writeTextOutput(path, io, text.text ?? '');
         io.stdout.write(`${path}\n`);

@@ -450,7 +450,7 @@ export async function waitForRun(
     seen?.(p);
   };
   try {
-    return await service.client.waitForTask(kind, taskId, { signal: service.signal, onProgress, onReadFailure, ...(readAtOnce ? { readAtOnce } : {}) });
+    return await service.client.tasks.wait(kind, taskId, { signal: service.signal, onProgress, onReadFailure, ...(readAtOnce ? { readAtOnce } : {}) });
   } catch (error) {
     progress.stop();
     // An embedded emulator without a state directory forgets the task with this command.

@@ -32,7 +32,7 @@ export async function runLanguages(args: string[], io: CliIo): Promise<number> {
   if (values.source && values.target) throw new UsageError('give --source or --target, not both.');
   const settings = await serviceSettings(values, io);
   return withService(settings, io, async ({ client, signal }) => {
-    for (const language of await client.listLanguages(values.source ? 'source' : 'target', { signal })) {
+    for (const language of await client.languages.list(values.source ? 'source' : 'target', { signal })) {
       io.stdout.write(`${values.json ? JSON.stringify(language.raw) : `${language.id}\t${language.tag}\t${language.name}`}\n`);
     }
     return EXIT_OK;

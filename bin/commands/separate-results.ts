@@ -128,7 +128,7 @@ export async function downloadRuns(io: CliIo, service: Service, ids: number[], d
         const url = track === 'foreground' ? run.foregroundAudioUrl! : run.backgroundAudioUrl!;
         const path = join(dir, `${track}-${runId}.flac`);
         try {
-          await downloadToFile(service, () => client.openSeparationTrack(batch, runId, track, { url, signal }), path, `run ${runId} ${track}`);
+          await downloadToFile(service, () => client.audioSeparation.openTrack(batch, runId, track, { url, signal }), path, `run ${runId} ${track}`);
           io.stdout.write(`${path}\n`);
         } catch (error) {
           const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };

@@ -99,7 +99,7 @@ export async function runSeparate(args: string[], io: CliIo): Promise<number> {
     const mediaFile = typeof media === 'string' ? media : { data: media!, filename: 'stdin' };
     const shown = typeof media === 'string' ? basename(media) : 'standard input';
     const run = await taskRun(io, service, 'audio-separation', values, (signal) =>
-      withUploadProgress(service.progress, shown, (onUploadProgress) => service.client.createAudioSeparation({ mediaFile }, { signal, onUploadProgress })),
+      withUploadProgress(service.progress, shown, (onUploadProgress) => service.client.audioSeparation.create({ mediaFile }, { signal, onUploadProgress })),
     );
     if (run === undefined) return EXIT_OK;
     return downloadRuns(io, service, [run], dir);

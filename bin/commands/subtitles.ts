@@ -94,10 +94,10 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
 
   return withService(settings, io, async (service) => {
     const { client, signal } = service;
-    const run = await taskRun(io, service, 'sub', values, (s) => client.createSubtitles(request!, { signal: s }));
+    const run = await taskRun(io, service, 'sub', values, (s) => client.tasks.subtitles.create(request!, { signal: s }));
     if (run === undefined) return EXIT_OK;
     for (const language of languages as string[]) {
-      const { text } = await client.getRunTranscript(run, languageValue(language), { signal, format });
+      const { text } = await client.dub.getTranscript(run, languageValue(language), { signal, format });
       const path = toDirectory ? join(values.output!, `sub-${run}-${language}.${format}`) : values.output;
       await writeTextOutput(path, io, text ?? '');
       if (toDirectory) io.stdout.write(`${path}\n`);

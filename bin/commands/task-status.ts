@@ -57,7 +57,7 @@ export async function runTaskStatus(args: string[], io: CliIo): Promise<number> 
 
   return withService(settings, io, async (service) => {
     if (values.wait !== true) {
-      const status = await service.client.getTaskStatus(kind, taskId, { signal: service.signal });
+      const status = await service.client.tasks.status(kind, taskId, { signal: service.signal });
       io.stdout.write(`${JSON.stringify(status.raw)}\n`);
       return EXIT_OK;
     }

@@ -109,13 +109,13 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
     const { client, signal } = service;
     const run = await taskRun(io, service, 'transcription', values, (s) =>
       request!.mediaFile === undefined
-        ? client.createTranscription(request!, { signal: s })
+        ? client.transcription.create(request!, { signal: s })
         : withUploadProgress(service.progress, values.input === '-' ? 'standard input' : basename(values.input!), (onUploadProgress) =>
-            client.createTranscription(request!, { signal: s, onUploadProgress }),
+            client.transcription.create(request!, { signal: s, onUploadProgress }),
           ),
     );
     if (run === undefined) return EXIT_OK;
-    const result = await client.getTranscriptionResult(run, { signal, wordLevelTimestamps: values.words === true ? true : undefined });
+    const result = await client.transcription.result(run, { signal, wordLevelTimestamps: values.words === true ? true : undefined });
     await writeTextOutput(values.output, io, transcriptText(result.segments, format, values.speakers === true));
     return EXIT_OK;
   });

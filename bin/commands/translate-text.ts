@@ -91,14 +91,14 @@ export async function runTranslateText(args: string[], io: CliIo): Promise<numbe
     const { client, signal } = service;
     if (values.stream && request) {
       const { sourceLanguage, targetLanguage, formality } = request;
-      const stream = await client.translationStream({ text: request.texts[0]!, sourceLanguage, targetLanguage, formality }, { signal });
+      const stream = await client.translation.openStream({ text: request.texts[0]!, sourceLanguage, targetLanguage, formality }, { signal });
       for await (const piece of stream) io.stdout.write(piece as string);
       io.stdout.write('\n');
       return EXIT_OK;
     }
-    const run = await taskRun(io, service, 'translation', values, (s) => client.createTranslation(request!, { signal: s }));
+    const run = await taskRun(io, service, 'translation', values, (s) => client.translation.create(request!, { signal: s }));
     if (run === undefined) return EXIT_OK;
-    for (const text of (await client.getTranslationResult(run, { signal })).texts) io.stdout.write(`${text}\n`);
+    for (const text of (await client.translation.result(run, { signal })).texts) io.stdout.write(`${text}\n`);
     return EXIT_OK;
   });
 }

@@ -90,9 +90,9 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
 
   return withService(settings, io, async (service) => {
     const { client, signal, progress } = service;
-    const run = await taskRun(io, service, 'translated-tts', values, (s) => client.createTranslatedTts(body!, { signal: s }));
+    const run = await taskRun(io, service, 'translated-tts', values, (s) => client.translatedTts.create(body!, { signal: s }));
     if (run === undefined) return EXIT_OK;
-    const { translatedText } = await client.getTranslationResult(run, { signal });
+    const { translatedText } = await client.translation.result(run, { signal });
     const textOut = isStdout(output) ? io.stderr : io.stdout;
     textOut.write(`${translatedText}\n`);
 
@@ -100,7 +100,7 @@ export async function runTranslatedTts(args: string[], io: CliIo): Promise<numbe
     const label = `audio of run ${run}`;
     const where = isStdout(output) ? 'standard output' : output;
     await withTransfer(progress, { what: `receiving the ${label}`, done: `received the ${label} into ${where}` }, async (transfer) => {
-      const result = await client.getTtsResultAudio(run, { signal, decode });
+      const result = await client.textToSpeech.result(run, { signal, decode });
       transfer.source(downloadSource(result.audio, decode));
       result.audio.on('retry', (info) => progress.print(describeRetry(label, info)));
       const format = result.audio.format!;

@@ -78,7 +78,7 @@ async function deleteVoice(args: string[], io: CliIo): Promise<number> {
   const voiceId = intFlag(text, 'ID', 1)!;
   const settings = await serviceSettings(values, io);
   return withService(settings, io, async ({ client, signal }) => {
-    await client.deleteVoice(voiceId, { signal });
+    await client.voices.delete(voiceId, { signal });
     io.stdout.write(`deleted voice ${voiceId}\n`);
     return EXIT_OK;
   });
@@ -122,7 +122,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
     const shown = typeof media === 'string' ? basename(values.file) : 'standard input';
     return withService(settings, io, async ({ client, signal, progress }) => {
       const created = await withUploadProgress(progress, shown, (onUploadProgress) =>
-        client.createCustomVoice({ ...request, file }, { signal, onUploadProgress }),
+        client.voices.create({ ...request, file }, { signal, onUploadProgress }),
       );
       io.stdout.write(`created voice ${created.voiceId}\n`);
       return EXIT_OK;
@@ -133,9 +133,9 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
     const request = { text: values.text ?? '', voiceDescription: values.description ?? '' };
     if (values.run === undefined) checkRequest(textToVoiceSchema, request);
     return withService(settings, io, async (service) => {
-      const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.createTextToVoice(request, { signal }));
+      const run = await taskRun(io, service, 'text-to-voice', values, (signal) => service.client.textToVoice.create(request, { signal }));
       if (run === undefined) return EXIT_OK;
-      const result = await service.client.getTextToVoiceResult(run, { signal: service.signal });
+      const result = await service.client.textToVoice.result(run, { signal: service.signal });
       // The embedded emulator's URLs die with this command: its files on disk are given instead.
       for (const url of result.previews) io.stdout.write(`${localResult(service, url) ?? url}\n`);
       return EXIT_OK;
@@ -143,7 +143,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
   }
 
   return withService(settings, io, async ({ client, signal }) => {
-    for (const voice of await client.listVoices({ signal })) io.stdout.write(`${values.json ? JSON.stringify(voice.raw) : voiceLine(voice)}\n`);
+    for (const voice of await client.voices.list({ signal })) io.stdout.write(`${values.json ? JSON.stringify(voice.raw) : voiceLine(voice)}\n`);
     return EXIT_OK;
   });
 }

@@ -14,7 +14,10 @@
  *   `bodyTimeoutMs` between two pieces of a body (default 60 s).
  * - `dispatcher`: a caller's undici dispatcher; then `close()` leaves it open. Otherwise the
  *   client makes one `Agent` and `close()` closes it.
- * - Result audio (`getTtsResultAudio`, `translateAndSpeak`, `openSeparationTrack`) comes as a
+ * - Resources: `client.dub`, `client.textToSpeech`, `client.dictionaries`, ... (see `resources.ts`,
+ *   the one table they are built from); every task kind has `create`, `status`, `result`, `wait`
+ *   and `run`.
+ * - Result audio (`textToSpeech.result`, `translatedTts.run`, `audioSeparation.openTrack`) comes as a
  *   `FlacDownloadStream` made by `openFlacDownload`: over the same dispatcher, with the key sent
  *   to the service's own origin only, and resumed (HTTP Range, or a restart that skips what was
  *   delivered) when the connection drops, and an expired URL on the way is replaced without the
@@ -32,33 +35,11 @@ import { FlacDownloadStream } from './flac-download-stream.js';
 import type { HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
 import { withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
-import { announcedEmulator, resolvePolling, type CompletedTask, type PollingOptions, type PollingProfile, type TaskStatusResponse } from './tasks.js';
-import * as endpoints from './endpoints.js';
-import * as kit from './endpoint-kit.js';
-import * as voices from './voices.js';
-import * as translation from './translation.js';
-import * as transcription from './transcription.js';
-import * as dubbing from './dubbing.js';
-import * as projects from './projects.js';
-import * as library from './library.js';
-import * as streams from './streams.js';
-import type { TaskKind } from './task-kinds.js';
-import type { DubAltFormat } from './schemas.js';
-import type { ParseTranscriptOptions } from './transcript.js';
-import { LanguageCatalog, type Language, type LanguageSide } from './languages.js';
+import { announcedEmulator, resolvePolling, type PollingOptions, type PollingProfile } from './tasks.js';
+import { buildResources, type Resources } from './resources.js';
+import { LanguageCatalog } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
-import type {
-  RequestOptions,
-  RequestSpec,
-  FlacDownloadRequest,
-  AudioDownloadOptions,
-  TtsResultAudioOptions,
-  SeparationTrack,
-  SeparationTrackOptions,
-  StreamResponse,
-  HttpRequester,
-} from './requester.js';
-import type { TranslateAndSpeakOptions } from './endpoints.js';
+import type { RequestSpec, FlacDownloadRequest, FlacDownloader, StreamResponse, HttpRequester } from './requester.js';
 
 export interface LocalizationClientOptions {
   /** Base of the HTTP interface. Default: `RT_TRANSLATE_BASE_URL`. One of the two is required. */
@@ -138,6 +119,28 @@ export class LocalizationClient implements HttpRequester {
   /** The service's source and target language lists, fetched once and kept. */
   readonly languages: LanguageCatalog = new LanguageCatalog(this);
 
+  // The resources, grouped as the service's official SDK groups them (built from the one table
+  // of `resources.ts`; every task kind has `create`, `status`, `result`, `wait`, `run`).
+  declare readonly audioSeparation: Resources['audioSeparation'];
+  declare readonly dictionaries: Resources['dictionaries'];
+  declare readonly dub: Resources['dub'];
+  declare readonly folders: Resources['folders'];
+  declare readonly projectSetup: Resources['projectSetup'];
+  declare readonly story: Resources['story'];
+  declare readonly textToAudio: Resources['textToAudio'];
+  declare readonly textToSpeech: Resources['textToSpeech'];
+  declare readonly textToVoice: Resources['textToVoice'];
+  declare readonly transcription: Resources['transcription'];
+  declare readonly translatedStory: Resources['translatedStory'];
+  declare readonly translatedTts: Resources['translatedTts'];
+  declare readonly translation: Resources['translation'];
+  /** What the SDK lacks: the key's voices (list, create, delete). */
+  declare readonly voices: Resources['voices'];
+  /** Live streams dubbed to target streams (`/stream`). */
+  declare readonly streams: Resources['streams'];
+  /** Any task by kind (`status`, `wait`), and subtitles (`/sub`). */
+  declare readonly tasks: Resources['tasks'];
+
   constructor(options: LocalizationClientOptions = {}) {
     const env = options.env ?? process.env;
     const rawBase = options.baseUrl ?? env[ENV_BASE_URL];
@@ -171,6 +174,7 @@ export class LocalizationClient implements HttpRequester {
       });
       this.#ownsDispatcher = true;
     }
+    Object.assign(this, buildResources(this as FlacDownloader));
   }
 
   /** True after `close()`. */
@@ -367,501 +371,9 @@ export class LocalizationClient implements HttpRequester {
     return typedStatusError(response.statusCode, response.headers as HeaderBag, text, this.#info(spec), this.#redactor);
   }
 
-  /* --------------------------------------------------------------------------------------- */
-  /* Endpoints (see endpoints.ts for each one's policy)                                       */
-
-  /** `POST /translated-tts`: starts a translate-then-speak task. */
-  createTranslatedTts(body: endpoints.TranslatedTtsRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return endpoints.createTranslatedTts(this, body, options);
-  }
-
-  /** `GET /translated-tts/{task_id}`. */
-  getTranslatedTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return endpoints.getTranslatedTtsStatus(this, taskId, options);
-  }
-
-  /** `GET /translation-result/{run_id}`: the translated text. */
-  getTranslationResult(runId: number, options?: RequestOptions): Promise<endpoints.TranslationResult> {
-    return endpoints.getTranslationResult(this, runId, options);
-  }
-
-  /**
-   * `GET /tts-result/{run_id}?output_type=raw_bytes` (or, with `outputType: 'file_url'`, the
-   * presigned URL of `file_url`): the FLAC audio (or PCM16 with `decode`) as a resumable
-   * `FlacDownloadStream`, once its first bytes arrived (errors before that reject). An expired
-   * URL on the way is replaced by a fresh one without the caller's help.
-   */
-  getTtsResultAudio(runId: number, options?: TtsResultAudioOptions): Promise<endpoints.AudioResult<FlacDownloadStream>> {
-    return endpoints.getTtsResultAudio(this, runId, options);
-  }
-
-  /** `GET /tts-result/{run_id}?output_type=file_url`: a presigned URL (`output_url` or `audio_url`). */
-  getTtsResultUrl(runId: number, options?: RequestOptions): Promise<endpoints.AudioFileUrl> {
-    return endpoints.getTtsResultUrl(this, runId, options);
-  }
-
-  /** `POST /project-setup`: creates a dubbing project from a media URL. */
-  createProjectSetup(body: endpoints.ProjectSetupRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return endpoints.createProjectSetup(this, body, options);
-  }
-
-  /** `GET /sub/{task_id}`: status of a subtitle task. */
-  getSubtitleStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return endpoints.getSubtitleStatus(this, taskId, options);
-  }
-
-  /**
-   * `POST /tts`.
-   * @deprecated The service deprecates the asynchronous TTS flow; use `ttsStream()`.
-   */
-  createTts(body: endpoints.LegacyTtsRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return endpoints.createTts(this, body, options);
-  }
-
-  /**
-   * `GET /tts/{task_id}`.
-   * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
-   */
-  getTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return endpoints.getTtsStatus(this, taskId, options);
-  }
-
-  /** `POST /audio-separation`: uploads audio (multipart) and starts a separation task. */
-  createAudioSeparation(upload: endpoints.AudioSeparationRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return endpoints.createAudioSeparation(this, upload, options);
-  }
-
-  /** `GET /audio-separation/{task_id}`. */
-  getAudioSeparationStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return endpoints.getAudioSeparationStatus(this, taskId, options);
-  }
-
-  /** `POST /audio-separation-results` for 2 to 5 runs; keyed by integer run id. */
-  getAudioSeparationResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioSeparationRun>> {
-    return endpoints.getAudioSeparationResults(this, runIds, options);
-  }
-
-  /**
-   * One track of a finished audio separation run as a resumable download whose presigned URL is
-   * refreshed by looking `runIds` up again: `[runId]` alone through `GET
-   * /audio-separation-result/{run_id}`, 2 to 5 runs through `POST /audio-separation-results`
-   * (see `endpoints.openSeparationTrack`).
-   */
-  openSeparationTrack(
-    runIds: number[],
-    runId: number,
-    track: SeparationTrack,
-    options?: SeparationTrackOptions,
-  ): Promise<FlacDownloadStream> {
-    return endpoints.openSeparationTrack(this, runIds, runId, track, options);
-  }
-
-  /** `DELETE /delete-voice/{voice_id}`: permanent; only the key's own voices. */
-  deleteVoice(voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
-    return endpoints.deleteVoice(this, voiceId, options);
-  }
-
   /** `POST /tts-stream` as a Readable of audio bytes. */
   ttsStream(body: TtsStreamRequest, options?: TtsStreamReadableOptions): TtsStreamReadable {
     return new TtsStreamReadable(this, body, options);
-  }
-
-  /** Create, poll, fetch text and audio (a resumable `FlacDownloadStream`) of a translated TTS task in one call. */
-  translateAndSpeak(
-    body: endpoints.TranslatedTtsRequest,
-    options?: TranslateAndSpeakOptions,
-  ): Promise<endpoints.TranslateAndSpeakResult<FlacDownloadStream>> {
-    return endpoints.translateAndSpeak(this, body, options);
-  }
-
-  /** Upload audio for separation and wait for its run. */
-  separateAudio(upload: endpoints.AudioSeparationRequest, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return endpoints.separateAudio(this, upload, options);
-  }
-
-  /** Wait for a subtitle task (long-media polling: 15 s growing to 60 s). */
-  waitForSubtitles(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return kit.waitForTaskOf(this, 'sub', taskId, options);
-  }
-
-  /** Wait for a translated TTS task (speech polling: 2 s growing to 5 s). */
-  waitForTranslatedTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return kit.waitForTaskOf(this, 'translated-tts', taskId, options);
-  }
-
-  /**
-   * Wait for a legacy TTS task.
-   * @deprecated Part of the deprecated asynchronous TTS flow; use `ttsStream()`.
-   */
-  waitForTts(taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return kit.waitForTaskOf(this, 'tts', taskId, options);
-  }
-
-  /* --------------------------------------------------------------------------------------- */
-  /* Beyond the interface: the official SDK's operations (see each module for its policy)     */
-
-  /** The status of any task kind of `task-kinds.ts` (`GET {path}/{task_id}`). */
-  getTaskStatus(kind: TaskKind, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return kit.getTaskStatus(this, kind, taskId, options);
-  }
-
-  /** Waits for a task of any kind, polled as its kind advises (speech or long media). */
-  waitForTask(kind: TaskKind, taskId: string, options?: endpoints.TaskCallOptions): Promise<CompletedTask> {
-    return kit.waitForTaskOf(this, kind, taskId, options);
-  }
-
-  /** `GET /source-languages` or `/target-languages`, fetched once per client (`languages.clear()` forgets them). */
-  listLanguages(side: LanguageSide, options?: RequestOptions): Promise<Language[]> {
-    return this.languages.list(side, options);
-  }
-
-  /** The numeric id of a locale tag in the service's lists (a `ValidationError` naming `tag` when it has none). */
-  languageId(tag: string, side: LanguageSide = 'target', options?: RequestOptions): Promise<number> {
-    return this.languages.idOf(tag, side, 'tag', options);
-  }
-
-  /** The locale tag of a numeric language id in the service's lists (a `ValidationError` naming `id` when it has none). */
-  languageTag(id: number, side: LanguageSide = 'target', options?: RequestOptions): Promise<string> {
-    return this.languages.tagOf(id, side, 'id', options);
-  }
-
-  /** `GET /list-voices`. */
-  listVoices(options?: RequestOptions): Promise<voices.Voice[]> {
-    return voices.listVoices(this, options);
-  }
-
-  /** `POST /create-custom-voice`: a voice cloned from a recording (path, Buffer, Blob or Readable, streamed). */
-  createCustomVoice(request: voices.CustomVoiceRequest, options?: RequestOptions): Promise<voices.CreatedVoice> {
-    return voices.createCustomVoice(this, request, options);
-  }
-
-  /** `POST /text-to-voice`. */
-  createTextToVoice(request: voices.TextToVoiceRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return voices.createTextToVoice(this, request, options);
-  }
-
-  getTextToVoiceStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return voices.getTextToVoiceStatus(this, taskId, options);
-  }
-
-  /** `GET /text-to-voice-result/{run_id}`: preview URLs. */
-  getTextToVoiceResult(runId: number, options?: RequestOptions): Promise<voices.TextToVoiceResult> {
-    return voices.getTextToVoiceResult(this, runId, options);
-  }
-
-  /** A voice from a description in one call: create, wait, previews. */
-  textToVoice(request: voices.TextToVoiceRequest, options?: endpoints.TaskCallOptions): Promise<voices.TextToVoiceResult & { taskId: string; runId: number }> {
-    return voices.textToVoice(this, request, options);
-  }
-
-  /** `POST /translate`. */
-  createTranslation(request: translation.TranslationRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return translation.createTranslation(this, request, options);
-  }
-
-  getTranslationStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return translation.getTranslationStatus(this, taskId, options);
-  }
-
-  /** `POST /translation-results`. */
-  getTranslationResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.TranslationResult | undefined>> {
-    return translation.getTranslationResults(this, runIds, options);
-  }
-
-  /** Translates texts in one call: create, wait, the translations in order. */
-  translateTexts(texts: string[], options: translation.TranslateTextsOptions): Promise<string[]> {
-    return translation.translateTexts(this, texts, options);
-  }
-
-  /** `POST /translation/stream` as a Readable of text (deprecated by the service). */
-  translationStream(request: translation.TranslationStreamRequest, options?: RequestOptions): Promise<Readable> {
-    return translation.translationStream(this, request, options);
-  }
-
-  /** `POST /transcribe`: an upload (streamed) or a media URL. */
-  createTranscription(request: transcription.TranscriptionRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return transcription.createTranscription(this, request, options);
-  }
-
-  getTranscriptionStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return transcription.getTranscriptionStatus(this, taskId, options);
-  }
-
-  /** `GET /transcription-result/{run_id}`, with word timings on request. */
-  getTranscriptionResult(runId: number, options?: transcription.TranscriptionResultOptions): Promise<transcription.TranscriptionResult> {
-    return transcription.getTranscriptionResult(this, runId, options);
-  }
-
-  /** `POST /transcription-results`. */
-  getTranscriptionResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, transcription.TranscriptionResult | undefined>> {
-    return transcription.getTranscriptionResults(this, runIds, options);
-  }
-
-  /** Transcription in one call: create, wait (long media), segments. */
-  transcribe(
-    request: transcription.TranscriptionRequest,
-    options?: endpoints.TaskCallOptions & Omit<transcription.TranscriptionResultOptions, keyof RequestOptions>,
-  ): Promise<transcription.TranscriptionResult & { taskId: string; runId: number }> {
-    return transcription.transcribe(this, request, options);
-  }
-
-  /** `GET /discord/dub/{task_id}`: a dubbing started from the service's Discord bot. */
-  getDiscordDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return dubbing.getDiscordDubStatus(this, taskId, options);
-  }
-
-  /** `GET /twitter/dub/{task_id}`: a dubbing started from the service's X (Twitter) bot. */
-  getTwitterDubStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return dubbing.getTwitterDubStatus(this, taskId, options);
-  }
-
-  /** `GET /discord/tts/{task_id}`: text to speech started from the service's Discord bot. */
-  getDiscordTtsStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return dubbing.getDiscordTtsStatus(this, taskId, options);
-  }
-
-  /** `POST /dub`. */
-  createDubbing(request: dubbing.DubbingRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return dubbing.createDubbing(this, request, options);
-  }
-
-  getDubbingStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return dubbing.getDubbingStatus(this, taskId, options);
-  }
-
-  /** `GET /dub-result/{run_id}`. */
-  getDubbingResult(runId: number, options?: RequestOptions & ParseTranscriptOptions): Promise<dubbing.DubbingResult> {
-    return dubbing.getDubbingResult(this, runId, options);
-  }
-
-  /** `POST /dubbing-results`. */
-  getDubbingResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, dubbing.DubbingResult | undefined>> {
-    return dubbing.getDubbingResults(this, runIds, options);
-  }
-
-  /** Dubbing in one call: create, wait (15 s growing to 60 s), result. */
-  dub(request: dubbing.DubbingRequest, options?: endpoints.TaskCallOptions & ParseTranscriptOptions): Promise<dubbing.DubbingResult & { taskId: string; runId: number }> {
-    return dubbing.dub(this, request, options);
-  }
-
-  /** A dubbed audio or video file as a resumable download (its URL looked up again when it expires). */
-  openDubbedFile(runId: number, kind: 'audio' | 'video', options?: dubbing.DubbedFileOptions): Promise<FlacDownloadStream> {
-    return dubbing.openDubbedFile(this, runId, kind, options);
-  }
-
-  /** `GET /transcript/{run_id}/{language}`: a dubbing or subtitle run's transcript as SRT, WebVTT or text. */
-  getRunTranscript(runId: number, language: endpoints.Language, options?: dubbing.RunTranscriptOptions): Promise<dubbing.RunTranscript> {
-    return dubbing.getRunTranscript(this, runId, language, options);
-  }
-
-  /** `POST /dub-alt-format/{run_id}/{language}`: a URL at once or a task. */
-  requestDubAltFormat(runId: number, language: endpoints.Language, format: DubAltFormat, options?: RequestOptions): Promise<dubbing.DubAltFormatAnswer> {
-    return dubbing.requestDubAltFormat(this, runId, language, format, options);
-  }
-
-  getDubAltFormatStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return dubbing.getDubAltFormatStatus(this, taskId, options);
-  }
-
-  /** The converted file's URL of a finished conversion run (`GET /dub-result/{run_id}`). */
-  getDubAltFormatResult(runId: number, options?: RequestOptions): Promise<string> {
-    return dubbing.getDubAltFormatResult(this, runId, options);
-  }
-
-  /** Another format of a dubbed output in one call: the converted file's URL. */
-  dubAltFormat(runId: number, language: endpoints.Language, format: DubAltFormat, options?: endpoints.TaskCallOptions): Promise<{ url: string; runId: number | undefined }> {
-    return dubbing.dubAltFormat(this, runId, language, format, options);
-  }
-
-  /** `POST /sub`: a subtitle task (results: `getRunTranscript`). */
-  createSubtitles(request: dubbing.SubtitlesRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return dubbing.createSubtitles(this, request, options);
-  }
-
-  getProjectSetupStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return projects.getProjectSetupStatus(this, taskId, options);
-  }
-
-  /** `GET /project-setup-result/{run_id}`. */
-  getProjectSetupResult(runId: number, options?: RequestOptions): Promise<projects.ProjectSetupResult | null> {
-    return projects.getProjectSetupResult(this, runId, options);
-  }
-
-  /** `POST /project-setup-results`. */
-  getProjectSetupResults(runIds: number[], options?: RequestOptions): Promise<Map<number, projects.ProjectSetupResult | undefined>> {
-    return projects.getProjectSetupResults(this, runIds, options);
-  }
-
-  /** `POST /text-to-sound`. */
-  createTextToSound(request: projects.TextToSoundRequest, options?: RequestOptions): Promise<endpoints.CreatedTask> {
-    return projects.createTextToSound(this, request, options);
-  }
-
-  getTextToSoundStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return projects.getTextToSoundStatus(this, taskId, options);
-  }
-
-  /** `GET /text-to-sound-result/{run_id}`: WAV, as a resumable download. */
-  getTextToSoundResultAudio(runId: number, options?: Omit<TtsResultAudioOptions, 'decode'>): Promise<endpoints.AudioResult<FlacDownloadStream>> {
-    return projects.getTextToSoundResultAudio(this, runId, options) as Promise<endpoints.AudioResult<FlacDownloadStream>>;
-  }
-
-  /** `POST /text-to-sound-results`. */
-  getTextToSoundResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioFileUrl | undefined>> {
-    return projects.getTextToSoundResults(this, runIds, options);
-  }
-
-  /** Text to sound in one call: create, wait, the sound. */
-  textToSound(request: projects.TextToSoundRequest, options?: endpoints.TaskCallOptions): Promise<endpoints.AudioResult<FlacDownloadStream> & { taskId: string; runId: number }> {
-    return projects.textToSound(this, request, options) as Promise<endpoints.AudioResult<FlacDownloadStream> & { taskId: string; runId: number }>;
-  }
-
-  /** `POST /tts-results`. */
-  getTtsResults(runIds: number[], options?: RequestOptions): Promise<Map<number, endpoints.AudioFileUrl | undefined>> {
-    return endpoints.getTtsResults(this, runIds, options);
-  }
-
-  /** `GET /audio-separation-result/{run_id}`. */
-  getAudioSeparationResult(runId: number, options?: RequestOptions): Promise<endpoints.AudioSeparationRun> {
-    return endpoints.getAudioSeparationResult(this, runId, options);
-  }
-
-  /** `POST /story`: a document to narrate. */
-  createStory(request: projects.StoryRequest, options?: RequestOptions): Promise<projects.StoryCreated> {
-    return projects.createStory(this, request, options);
-  }
-
-  /** `POST /story-setup`: the story set up at once. */
-  setupStory(request: projects.StoryRequest, options?: RequestOptions): Promise<projects.StorySetup> {
-    return projects.setupStory(this, request, options);
-  }
-
-  getStoryStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return projects.getStoryStatus(this, taskId, options);
-  }
-
-  /** `GET /story-result/{run_id}`. */
-  getStoryResult(runId: number, options?: projects.StoryResultOptions): Promise<projects.StoryResult> {
-    return projects.getStoryResult(this, runId, options);
-  }
-
-  /** A story's narration as a resumable download; an expired link is refreshed. */
-  openStoryAudio(runId: number, options?: AudioDownloadOptions): Promise<FlacDownloadStream> {
-    return projects.openStoryAudio(this, runId, options);
-  }
-
-  /** `POST /stories-results`. */
-  getStoriesResults(runIds: number[], options?: RequestOptions & ParseTranscriptOptions): Promise<Map<number, projects.StoryResult | undefined>> {
-    return projects.getStoriesResults(this, runIds, options);
-  }
-
-  /** `POST /translated-story/{run_id}`. */
-  createTranslatedStory(runId: number, targetLanguage: endpoints.Language, options?: RequestOptions): Promise<endpoints.CreatedTask & { message: string | undefined }> {
-    return projects.createTranslatedStory(this, runId, targetLanguage, options);
-  }
-
-  getTranslatedStoryStatus(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-    return projects.getTranslatedStoryStatus(this, taskId, options);
-  }
-
-  /** `GET /translated-story-result/{run_id}/{target_language}`. */
-  getTranslatedStoryResult(runId: number, targetLanguage: endpoints.Language, options?: projects.StoryResultOptions): Promise<projects.StoryResult> {
-    return projects.getTranslatedStoryResult(this, runId, targetLanguage, options);
-  }
-
-  /** `GET /dictionaries`. */
-  listDictionaries(options?: RequestOptions): Promise<library.Dictionary[]> {
-    return library.listDictionaries(this, options);
-  }
-
-  /** `POST /dictionaries/create-from-file`: a CSV file (streamed). */
-  createDictionaryFromFile(request: library.DictionaryFromFileRequest, options?: RequestOptions): Promise<library.LooseAnswer & { dictionaryId: number | undefined }> {
-    return library.createDictionaryFromFile(this, request, options);
-  }
-
-  /** `GET /dictionaries/{id}`. */
-  getDictionary(dictionaryId: number, options?: RequestOptions): Promise<library.Dictionary> {
-    return library.getDictionary(this, dictionaryId, options);
-  }
-
-  /** `GET /dictionaries/{id}/full-details`. */
-  getDictionaryDetails(dictionaryId: number, options?: library.DictionaryDetailsOptions): Promise<library.Dictionary> {
-    return library.getDictionaryDetails(this, dictionaryId, options);
-  }
-
-  /** `DELETE /dictionaries/{id}`. */
-  deleteDictionary(dictionaryId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return library.deleteDictionary(this, dictionaryId, options);
-  }
-
-  /** `POST /dictionaries/{id}/add-term`. */
-  addDictionaryTerm(dictionaryId: number, translations: library.TermTranslationInput[], options?: RequestOptions): Promise<library.LooseAnswer & { termId: number | undefined }> {
-    return library.addDictionaryTerm(this, dictionaryId, translations, options);
-  }
-
-  /** `PUT /dictionaries/term/{id}/{term_id}`. */
-  updateDictionaryTerm(dictionaryId: number, termId: number, translations: library.TermTranslationInput[], options?: RequestOptions): Promise<library.LooseAnswer> {
-    return library.updateDictionaryTerm(this, dictionaryId, termId, translations, options);
-  }
-
-  /** `DELETE /dictionaries/term/{id}/{term_id}`. */
-  deleteDictionaryTerm(dictionaryId: number, termId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return library.deleteDictionaryTerm(this, dictionaryId, termId, options);
-  }
-
-  /** `GET /folders`. */
-  listFolders(options?: library.ListFoldersOptions): Promise<library.Folder[]> {
-    return library.listFolders(this, options);
-  }
-
-  /** `POST /folders/create`. */
-  createFolder(folderName: string, options?: RequestOptions): Promise<library.Folder> {
-    return library.createFolder(this, folderName, options);
-  }
-
-  /** `POST /stream`: dubs a live stream (SRT, RTMP, HLS) to target streams. */
-  createStream(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
-    return streams.createStream(this, request, options);
-  }
-
-  /** `GET /stream/{id}`. */
-  getStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return streams.getStream(this, streamId, options);
-  }
-
-  /** `PATCH /stream/{id}`: reschedules a stream or changes its settings. */
-  updateStream(streamId: number, update: Parameters<typeof streams.updateStream>[2], options?: RequestOptions): Promise<library.LooseAnswer> {
-    return streams.updateStream(this, streamId, update, options);
-  }
-
-  /** `DELETE /stream/{id}`. */
-  deleteStream(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return streams.deleteStream(this, streamId, options);
-  }
-
-  /** `POST /stream/probe`: the tracks of a source stream. */
-  probeStream(request: Parameters<typeof streams.probeStream>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
-    return streams.probeStream(this, request, options);
-  }
-
-  /** `POST /v1/stream`. @deprecated The service deprecates `/v1/stream`; use `createStream`. */
-  createStreamV1(request: streams.StreamRequest, options?: RequestOptions): Promise<streams.CreatedStream> {
-    return streams.createStreamV1(this, request, options);
-  }
-
-  /** `GET /v1/stream/{id}`. @deprecated Use `getStream`. */
-  getStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return streams.getStreamV1(this, streamId, options);
-  }
-
-  /** `GET /v1/stream/{id}/stop`: stops a stream. @deprecated Use `deleteStream`. */
-  stopStreamV1(streamId: number, options?: RequestOptions): Promise<library.LooseAnswer> {
-    return streams.stopStreamV1(this, streamId, options);
-  }
-
-  /** `POST /v1/stream/probe`. @deprecated Use `probeStream`. */
-  probeStreamV1(request: Parameters<typeof streams.probeStreamV1>[1], options?: RequestOptions): Promise<streams.StreamProbe> {
-    return streams.probeStreamV1(this, request, options);
   }
 
   /** What `util.inspect` shows: never the key. */

@@ -474,6 +474,22 @@ export interface TranslateAndSpeakResult<A extends Readable = Readable> {
   contentType: string | undefined;
 }
 
+/**
+ * A finished translated TTS run: the translated text (`GET /translation-result/{run_id}`), then
+ * its audio opened (see `getTtsResultAudio`).
+ */
+export function getTranslatedTtsResult(
+  client: FlacDownloader,
+  runId: number,
+  options?: TtsResultAudioOptions,
+): Promise<Omit<TranslateAndSpeakResult<FlacDownloadStream>, 'taskId' | 'runId'>>;
+export function getTranslatedTtsResult(client: HttpRequester, runId: number, options?: TtsResultAudioOptions): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>>;
+export async function getTranslatedTtsResult(client: HttpRequester, runId: number, options: TtsResultAudioOptions = {}): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>> {
+  const text = await getTranslationResult(client, runId, callOptions(options));
+  const audio = await getTtsResultAudio(client, runId, options);
+  return { translatedText: text.translatedText, audio: audio.audio, contentType: audio.contentType };
+}
+
 /** `translateAndSpeak` options: the task's, and `decode` for its audio. */
 export interface TranslateAndSpeakOptions extends TaskCallOptions, Pick<AudioDownloadOptions, 'decode'> {}
 
@@ -493,11 +509,11 @@ export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequ
     {
       create: async () => (await createTranslatedTts(client, body, req)).taskId,
       status: (taskId, signal) => getTranslatedTtsStatus(client, taskId, { ...req, signal }),
-      result: async (run: CompletedTask) => {
-        const text = await getTranslationResult(client, run.runId, req);
-        const audio = await getTtsResultAudio(client, run.runId, { ...req, decode: options.decode } satisfies AudioDownloadOptions);
-        return { taskId: run.taskId, runId: run.runId, translatedText: text.translatedText, audio: audio.audio, contentType: audio.contentType };
-      },
+      result: async (run: CompletedTask) => ({
+        taskId: run.taskId,
+        runId: run.runId,
+        ...(await getTranslatedTtsResult(client, run.runId, { ...req, decode: options.decode } satisfies AudioDownloadOptions)),
+      }),
     },
     waitSettings(client, options, 'speech'),
   );

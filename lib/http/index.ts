@@ -81,6 +81,7 @@ export {
   type TranslateAndSpeakResult,
   type TranslatedTtsRequest,
   type TranslationResult,
+  getTranslatedTtsResult,
 } from './endpoints.js';
 export { LanguageCatalog, fetchLanguages, parseLanguages, type Language, type LanguageSide } from './languages.js';
 export * from './voices.js';
@@ -93,6 +94,21 @@ export * from './library.js';
 export * from './streams.js';
 export { contentTypeFor, type Upload, type UploadData, type UploadFile, type UploadProgress } from './multipart.js';
 export * from './client.js';
+export {
+  RESOURCE_SPECS,
+  buildResource,
+  buildResources,
+  resourceRoutes,
+  taskResourceSpecs,
+  type OperationSpec,
+  type ResourceOf,
+  type ResourceSpec,
+  type ResourceSpecs,
+  type Resources,
+  type RunResult,
+  type TaskIds,
+  type TaskStatusVerbs,
+} from './resources.js';
 export * from './requester.js';
 export * from './tts-stream-readable.js';
 export type { DownloadRetry } from './resumable-download.js';

@@ -70,6 +70,16 @@ export class LanguageCatalog implements LanguageLookup {
   }
 
   /** Forgets both lists: the next call fetches them again. */
+  /** The service's id of a language tag (`side` default `target`). */
+  id(tag: string, side: LanguageSide = 'target', options: RequestOptions = {}): Promise<number> {
+    return this.idOf(tag, side, 'tag', options);
+  }
+
+  /** The language tag of a service id (`side` default `target`). */
+  tag(id: number, side: LanguageSide = 'target', options: RequestOptions = {}): Promise<string> {
+    return this.tagOf(id, side, 'id', options);
+  }
+
   clear(): void {
     this.#lists.clear();
   }
