@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AbortError, BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
-import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from '../lib/http/errors.js';
+import { HttpStatusError, PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from '../lib/http/errors.js';
 import {
   LONG_MEDIA_POLLING,
   SPEECH_POLLING,
@@ -120,6 +120,23 @@ describe('waitForTask', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toMatchObject({ field, received });
     expect(source.calls).toEqual([]);
+  });
+
+  it('a read abandoned at the deadline after failed reads counts among them: no read is said to have succeeded', async () => {
+    let calls = 0;
+    const get = (_id: string, signal: AbortSignal | undefined): Promise<unknown> => {
+      calls += 1;
+      if (calls < 3) return Promise.reject(new HttpStatusError(503, { method: 'GET', path: '/dub/t6' }));
+      // The third read hangs until the wait's deadline abandons it.
+      return new Promise((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    };
+    const promise = waitForTask('t6', get, { initialIntervalMs: 10, maxIntervalMs: 10, maxWaitMs: 200, retry: { minDelayMs: 10, maxDelayMs: 10 } }).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1000);
+    const error = await promise;
+    expect(error).toBeInstanceOf(TaskWaitTimeoutError);
+    expect(error).toMatchObject({ reads: 3, failedReads: 3 });
+    expect((error as Error).message).toContain('none of its 3 status reads succeeded');
+    expect((error as Error).message).toContain('HTTP 503');
   });
 
   it('a status it does not know is a ProtocolError naming it, not an endless loop', async () => {

@@ -318,7 +318,7 @@ export interface TaskWaitTimeoutOptions extends RtTranslateErrorOptions {
   waitedMs?: number;
   /** Status reads made (failed ones included). */
   reads?: number;
-  /** Status reads that failed (and were retried: the wait went on after each). */
+  /** Status reads that failed (the wait went on after each), and one abandoned at the deadline after them. */
   failedReads?: number;
   /** The error of the last failed read. */
   lastFailure?: unknown;

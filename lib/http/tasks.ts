@@ -360,7 +360,12 @@ export async function waitForTask(
     reads++;
     let answer: unknown;
     try {
-      answer = await statusWithin(taskId, getStatus, left, signal, timedOut);
+      // A read still running at the deadline is abandoned. After a run of failed reads it
+      // counts as one more (the message must not say that a read of that run succeeded).
+      answer = await statusWithin(taskId, getStatus, left, signal, (cause) => {
+        if (failuresInARow > 0) failedReads++;
+        return timedOut(cause);
+      });
     } catch (error) {
       if (error instanceof TaskWaitTimeoutError || signal?.aborted) throw error;
       const retryInMs = statusReadDelay(error, failuresInARow + 1, policy, interval);
