@@ -248,23 +248,34 @@ export class RealtimeRelay {
     refuseUpgrade(socket, status, message);
   }
 
+  /**
+   * What every handshake passes first, sessions and rooms alike: the relay is open, the origin
+   * is allowed, a presented token is valid. The token's claims (undefined when none was
+   * presented), or null once the socket has been refused.
+   */
+  #checkHandshake(request: IncomingMessage, socket: Duplex, url: URL): TokenClaims | undefined | null {
+    if (this.#closing) {
+      this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+      return null;
+    }
+    if (!originAllowed(request.headers.origin, request.headers.host, this.#o.allowedOrigins)) {
+      this.#refuse(socket, 'origin', 403, "This page's origin may not connect to the relay.");
+      return null;
+    }
+    const presented = handshakeToken(request, url);
+    if (presented === undefined) return undefined;
+    const verdict = verifyToken(this.#o.secret, presented);
+    if (verdict.valid) return verdict.claims;
+    const { refusal, message, code } = tokenRefusal(verdict.reason);
+    this.#refuse(socket, refusal, code, message);
+    return null;
+  }
+
   async #admit(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const o = this.#o;
-    if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
-    if (!originAllowed(request.headers.origin, request.headers.host, o.allowedOrigins)) {
-      return this.#refuse(socket, 'origin', 403, "This page's origin may not connect to the relay.");
-    }
-    let token: TokenClaims | undefined;
-    const presented = handshakeToken(request, url);
-    if (presented !== undefined) {
-      const verdict = verifyToken(o.secret, presented);
-      if (!verdict.valid) {
-        const { refusal, message, code } = tokenRefusal(verdict.reason);
-        return this.#refuse(socket, refusal, code, message);
-      }
-      token = verdict.claims;
-      if (token.room) return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
-    }
+    const token = this.#checkHandshake(request, socket, url);
+    if (token === null) return;
+    if (token?.room) return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
     let grant: RelayGrant | undefined;
     if (o.authorize) {
       const outcome = await this.#authorize(request, socket);
@@ -326,20 +337,10 @@ export class RealtimeRelay {
    */
   async #admitRoom(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, rooms: ResolvedRoomsOptions): Promise<void> {
     const o = this.#o;
-    if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
-    if (!originAllowed(request.headers.origin, request.headers.host, o.allowedOrigins)) {
-      return this.#refuse(socket, 'origin', 403, "This page's origin may not connect to the relay.");
-    }
+    const token = this.#checkHandshake(request, socket, url);
+    if (token === null) return;
     const query = url.searchParams;
-    let token: TokenClaims | undefined;
-    const presented = handshakeToken(request, url);
-    if (presented !== undefined) {
-      const verdict = verifyToken(o.secret, presented);
-      if (!verdict.valid) {
-        const { refusal, message, code } = tokenRefusal(verdict.reason);
-        return this.#refuse(socket, refusal, code, message);
-      }
-      token = verdict.claims;
+    if (token !== undefined) {
       const claimed = token.room;
       if (!claimed) return this.#refuse(socket, 'unauthorized', 401, 'This token opens sessions, not rooms: the application mints a room token with { room, role }.');
       if (query.has('room') && query.get('room') !== claimed.id) return this.#refuse(socket, 'unauthorized', 403, 'This token is for another room.');
