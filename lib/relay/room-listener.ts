@@ -9,11 +9,7 @@
 import type { WebSocket } from 'ws';
 import { encodeServerEvent } from '../realtime/codec.js';
 import type { RealtimeLanguage } from '../realtime/languages.js';
-import { PeerPings } from '../integrations/peer-pings.js';
-import { closeReason } from './scrub.js';
-
-/** After our close frame, how long a listener has to answer it before its socket is cut. */
-const CLOSE_GRACE_MS = 2000;
+import { RoomSocket } from './room-socket.js';
 
 export interface RoomListenerOptions {
   maxBufferBytes: number;
@@ -28,11 +24,9 @@ export class RoomListener {
   /** Resolves once its socket has closed. */
   readonly closed: Promise<void>;
   readonly #ws: WebSocket;
+  readonly #socket: RoomSocket;
   readonly #o: RoomListenerOptions;
-  readonly #pings: PeerPings;
   readonly #dropped: (reason: ListenerDrop) => void;
-  #grace: NodeJS.Timeout | undefined;
-  #closing = false;
 
   /** `gone` is called once, when the socket has closed; `dropped` when the relay lets it go. */
   constructor(ws: WebSocket, lang: RealtimeLanguage, options: RoomListenerOptions, gone: (listener: RoomListener) => void, dropped: (reason: ListenerDrop) => void) {
@@ -40,23 +34,12 @@ export class RoomListener {
     this.lang = lang;
     this.#o = options;
     this.#dropped = dropped;
-    this.#pings = new PeerPings(ws, options.pingIntervalMs, () => {
-      dropped('unresponsive');
-      ws.terminate();
+    this.#socket = new RoomSocket(ws, options.pingIntervalMs, {
+      message: this.#onMessage,
+      unresponsive: () => dropped('unresponsive'),
+      gone: () => gone(this),
     });
-    ws.on('error', () => {
-      // `ws` closes the socket after an error; the close listener below follows.
-    });
-    ws.on('message', this.#onMessage);
-    this.closed = new Promise((resolve) =>
-      ws.once('close', () => {
-        this.#pings.stop();
-        clearTimeout(this.#grace);
-        ws.off('message', this.#onMessage);
-        gone(this);
-        resolve();
-      }),
-    );
+    this.closed = this.#socket.closed;
   }
 
   /** Bytes its socket holds unsent. */
@@ -67,7 +50,7 @@ export class RoomListener {
   /** A frame of its language's session (or a notice of the room's); a listener too far behind is dropped instead. */
   send(data: Buffer | string, binary: boolean): void {
     const ws = this.#ws;
-    if (this.#closing || ws.readyState !== ws.OPEN) return;
+    if (this.#socket.closing || ws.readyState !== ws.OPEN) return;
     if (ws.bufferedAmount > this.#o.maxBufferBytes) {
       this.#dropped('slow');
       this.close(1013, `This listener fell more than ${this.#o.maxBufferBytes} bytes behind the translation and was dropped; reconnect to listen live.`);
@@ -83,18 +66,12 @@ export class RoomListener {
 
   /** Closes it (cut if it does not answer the close frame in time). */
   close(code: number, reason: string): void {
-    if (this.#closing) return;
-    this.#closing = true;
-    const ws = this.#ws;
-    this.#pings.stop();
-    this.#grace = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
-    if (ws.readyState === ws.OPEN) ws.close(code, closeReason(reason));
-    else ws.terminate();
+    this.#socket.close(code, reason);
   }
 
   /** A listener receives only: what it sends is refused, and it is closed. */
   readonly #onMessage = (): void => {
-    if (this.#closing) return;
+    if (this.#socket.closing) return;
     this.#dropped('sent');
     this.#ws.send(encodeServerEvent.error('A room listener receives only: it may not send audio or events. Connect as the room\'s speaker to send audio.', 403));
     this.close(1008, 'A room listener may not send.');

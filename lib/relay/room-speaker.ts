@@ -9,11 +9,8 @@
  */
 import type { RawData, WebSocket } from 'ws';
 import { encodeServerEvent } from '../realtime/codec.js';
-import { PeerPings } from '../integrations/peer-pings.js';
 import { readClientFrame } from './client-frames.js';
-import { closeReason } from './scrub.js';
-
-const CLOSE_GRACE_MS = 2000;
+import { RoomSocket } from './room-socket.js';
 
 export interface RoomSpeakerOptions {
   pingIntervalMs: number;
@@ -43,28 +40,14 @@ export class RoomSpeaker {
   readonly #ws: WebSocket;
   readonly #o: RoomSpeakerOptions;
   readonly #hooks: SpeakerHooks;
-  readonly #pings: PeerPings;
-  #grace: NodeJS.Timeout | undefined;
-  #closing = false;
+  readonly #socket: RoomSocket;
 
   constructor(ws: WebSocket, options: RoomSpeakerOptions, hooks: SpeakerHooks) {
     this.#ws = ws;
     this.#o = options;
     this.#hooks = hooks;
-    this.#pings = new PeerPings(ws, options.pingIntervalMs, this.#stoppedReading);
-    ws.on('error', () => {
-      // `ws` closes the socket after an error; the close listener below follows.
-    });
-    ws.on('message', this.#onMessage);
-    this.closed = new Promise((resolve) =>
-      ws.once('close', () => {
-        this.#pings.stop();
-        clearTimeout(this.#grace);
-        ws.off('message', this.#onMessage);
-        hooks.gone();
-        resolve();
-      }),
-    );
+    this.#socket = new RoomSocket(ws, options.pingIntervalMs, { message: this.#onMessage, unresponsive: () => hooks.unresponsive(), gone: () => hooks.gone() });
+    this.closed = this.#socket.closed;
   }
 
   /** Whether the socket is paused because the room cannot take more audio yet. */
@@ -78,34 +61,27 @@ export class RoomSpeaker {
 
   /** The room takes audio again. */
   resume(): void {
-    if (!this.#closing) this.#ws.resume();
+    if (!this.#socket.closing) this.#ws.resume();
   }
 
   notice(event: Record<string, unknown>): void {
     const ws = this.#ws;
-    if (this.#closing || ws.readyState !== ws.OPEN) return;
+    if (this.#socket.closing || ws.readyState !== ws.OPEN) return;
     ws.send(JSON.stringify(event));
     if (ws.bufferedAmount > this.#o.maxBufferBytes) this.#stoppedReading();
   }
 
   close(code: number, reason: string): void {
-    if (this.#closing) return;
-    this.#closing = true;
-    const ws = this.#ws;
-    this.#pings.stop();
-    ws.resume();
-    this.#grace = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
-    if (ws.readyState === ws.OPEN) ws.close(code, closeReason(reason));
-    else ws.terminate();
+    this.#socket.close(code, reason);
   }
 
   readonly #onMessage = (data: RawData, isBinary: boolean): void => {
-    if (this.#closing) return;
+    if (this.#socket.closing) return;
     const frame = readClientFrame(rawToBuffer(data), isBinary);
     if (frame.kind === 'audio') {
       if (!this.#hooks.audio(frame.pcm) && !this.#ws.isPaused) {
         this.#ws.pause();
-        this.#pings.paused();
+        this.#socket.pings.paused();
       }
       return;
     }
@@ -117,11 +93,10 @@ export class RoomSpeaker {
     this.notice(JSON.parse(encodeServerEvent.error(message, code)) as Record<string, unknown>);
   };
 
-  readonly #stoppedReading = (): void => {
-    if (this.#closing) return;
+  /** Its refusals and notices pile up unread: it counts as unresponsive and is cut. */
+  #stoppedReading(): void {
+    if (this.#socket.closing) return;
     this.#hooks.unresponsive();
-    this.#closing = true;
-    this.#pings.stop();
-    this.#ws.terminate();
-  };
+    this.#socket.cut();
+  }
 }
