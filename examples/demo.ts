@@ -9,7 +9,8 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pipeline } from 'node:stream/promises';
-import { PcmChunker, RealtimeTranslateStream, SERVICE_FORMAT, WavFileWriter, openAudioSource } from '../lib/index.js';
+import { PcmChunker, RealtimeTranslateStream, WavFileWriter, openAudioSource } from '../lib/index.js';
+import { SERVICE_FORMAT } from '../lib/dsp.js';
 import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../lib/emulator/index.js';
 
 const sample = new URL('../../examples/assets/sample-en.wav', import.meta.url);

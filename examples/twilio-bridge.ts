@@ -64,7 +64,6 @@ import {
   PcmChunker,
   TwilioMediaBridge,
   bridgeTwilioSocket,
-  describeTwilioValue,
   fromServiceFormat,
   openAudioSource,
   type TwilioMediaBridgeOptions,
@@ -72,7 +71,7 @@ import {
 } from '../lib/index.js';
 import { SlotCounter, type SlotClaim } from '../lib/integrations/slot-counter.js';
 import { intOption } from '../lib/options.js';
-import { TWILIO_FRAME_BYTES, TWILIO_SAMPLE_RATE, twilioMarkMessage, twilioMediaMessage } from '../lib/protocol.js';
+import { TWILIO_FRAME_BYTES, TWILIO_SAMPLE_RATE, describeTwilioValue, twilioMarkMessage, twilioMediaMessage } from '../lib/protocol.js';
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from '../lib/emulator/index.js';
 
 /** One call: its bridge, and a promise settled when the bridge has finished. */

@@ -1,9 +1,11 @@
 /**
  * `rt-translate/dsp`: the building blocks under the audio streams, for callers who assemble
- * their own: synchronous processors (resampling, channel mixing, sample formats, G.711) and
- * their filter design, the conversion planner, format descriptions and checks, the FLAC and
- * Ogg/Opus parsing pieces, the Opus codec loader, levels, voice and speech-onset detection, the
- * media timeline with gap filling, and finding ffmpeg. Stream classes are on the root module.
+ * their own: the single-step Transforms that `createConverter` chains (`Resampler`,
+ * `ChannelMixTransform`, `SampleFormatTransform`, G.711), their synchronous processors and
+ * filter design, the conversion planner, format descriptions and checks, sniffing an input's
+ * container, the FLAC and Ogg/Opus parsing pieces, the Opus codec and its loader, Discord's
+ * frame format and pacer, levels, voice and speech-onset detection, the media timeline with gap
+ * filling, and finding ffmpeg. The streams a program pipes through are on the root module.
  */
 export {
   type AudioDescription,
@@ -96,8 +98,11 @@ export { FlacPcmDecoder, parseFlacStreamInfo, hasKnownMd5, floatToPcm16, FLAC_ST
 export { FLAC_HEADER_BYTES, flacCrc8, flacCrc16 } from './audio/flac-encoder.js';
 export { oggPageCrc, parseOpusHead, OPUS_DECODE_RATES, type OpusDecodeRate, type OpusHead } from './audio/ogg-opus.js';
 export {
+  createOpusCodec,
   FrameAssembler,
+  isOpusBackendAvailable,
   loadOpusBackend,
+  OPUS_BACKEND_CHOICES,
   OPUS_BACKEND_PACKAGES,
   OPUS_CHANNELS,
   OPUS_FRAME_BYTES,
@@ -105,10 +110,18 @@ export {
   OPUS_FRAME_SAMPLES,
   OPUS_PCM_RATES,
   OPUS_SAMPLE_RATE,
+  OpusPacketEncoder,
   type ModuleLoader,
+  type OpusBackend,
+  type OpusBackendChoice,
+  type OpusCodec,
+  type OpusCodecOptions,
+  type OpusPacketEncoderOptions,
 } from './audio/opus.js';
 export { MAX_PCM_CHUNK_BYTES, pcmBytesForMs, msForPcmBytes, type PcmFormat } from './audio/pcm-chunker.js';
-export { findFfmpegOnPath, isExecutableFile } from './audio/ffmpeg.js';
-export { createDiscordPacer, type DiscordPacerOptions } from './integrations/discord.js';
+export { findFfmpeg, findFfmpegOnPath, isExecutableFile, ENV_FFMPEG_PATH } from './audio/ffmpeg.js';
+export { sniffAudio, isSniffResult, SNIFF_BYTES, type SniffResult, type SniffMore, type SniffedKind } from './audio/sniff.js';
+export { SOURCE_FORMATS, type SourceFormat } from './audio/source.js';
+export { createDiscordPacer, DISCORD_PCM_FORMAT, DISCORD_FRAME_BYTES, type DiscordPacerOptions } from './integrations/discord.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './integrations/media-timeline.js';
 export { SpeechOnsetDetector, type SpeechOnsetOptions } from './integrations/speech-onset.js';

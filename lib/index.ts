@@ -58,14 +58,13 @@ export {
   type EndedInfo,
 } from './realtime/realtime-events.js';
 export type { ResponseTiming, LatencySummary } from './realtime/speech-ledger.js';
-export { REALTIME_LANGUAGES, isRealtimeLanguage, normalizeRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
-export { LANGUAGE_TAGS, type LanguageTag, type OpenUnion } from './language-tags.js';
-export { REALTIME_SAMPLE_RATE, REALTIME_CHANNELS, type OutputModality, type ServerEvent, type SessionInfo } from './realtime/codec.js';
+export { REALTIME_LANGUAGES, isRealtimeLanguage, type RealtimeLanguage } from './realtime/languages.js';
+export type { LanguageTag, OpenUnion } from './language-tags.js';
+export type { OutputModality, ServerEvent, SessionInfo } from './realtime/codec.js';
 export { PcmChunker, type PcmChunkerEvents, type PcmChunkerOptions, type PartialFrameInfo, type PartialFramePolicy } from './audio/pcm-chunker.js';
 export type { RealtimeConnectionOptions } from './realtime/realtime-options.js';
 export {
   RealtimeFanout,
-  MAX_FANOUT_TARGETS,
   fanoutEventToRecord,
   type RealtimeFanoutOptions,
   type FanoutTargetOptions,
@@ -91,51 +90,57 @@ export {
   type LiveTranscriptionEvents,
   type LiveTranscriptionStats,
 } from './realtime/live-transcription-stream.js';
-export { LIVE_ENCODINGS, type LiveEncoding, type LiveResults, type LiveWord } from './realtime/transcription-codec.js';
+export type { LiveEncoding, LiveResults, LiveWord } from './realtime/transcription-codec.js';
 
 // HTTP interface: the client, its streams and errors, and every request and response type.
 // The endpoint functions over any requester, task helpers, retry policy and validation limits
 // are on `rt-translate/http`.
-export type * from './http/index.js';
+export type {
+  AudioDownloadOptions, AudioFileUrl, AudioResult, AudioSeparationRequest, AudioSeparationRun,
+  CompletedTask, ConnectionPhase, CreatedStream, CreatedTask, CreatedVoice, CustomVoiceRequest,
+  Dictionary, DictionaryDetailsOptions, DictionaryFromFileRequest, DictionaryTerm, DownloadRetry,
+  DownloadRetryReason, DubAltFormat, DubAltFormatAnswer, DubbedFileOptions, DubbedOutput,
+  DubbingRequest, DubbingResult, FlacDownloader, FlacDownloadRequest, Folder, HttpErrorOptions,
+  HttpMethod, HttpRequester, HttpRequestInfo, HttpTimeoutPhase, Language, LanguageLookup,
+  LanguageRef, LanguageSide, LegacyTtsRequest, ListFoldersOptions, LocalizationClientOptions,
+  LooseAnswer, OperationSpec, OutputFormat, OutputType, ParseTranscriptOptions,
+  PaymentRequiredOptions, PollingOptions, PollingProfile, ProjectDetails, ProjectFields,
+  ProjectSetupRequest, ProjectSetupResult, RenderOptions, RequestKind, RequestOptions, RequestSpec,
+  ResourceOf, Resources, ResourceSpec, ResourceSpecs, RetryInfo, RetryOptions, RetrySetting,
+  RunResult, RunTranscript, RunTranscriptOptions, SeparationTrack, SeparationTrackOptions,
+  ServiceValidationDetail, SoundType, StoryCreated, StoryRequest, StoryResult, StoryResultOptions,
+  StorySetup, StreamProbe, StreamRequest, StreamResponse, SubtitlesRequest, TaskCallOptions,
+  TaskErrorOptions, TaskFailureStatus, TaskIds, TaskKind, TaskKindSpec, TaskProgress,
+  TaskReadFailure, TaskStatus, TaskStatusResponse, TaskStatusVerbs, TaskSteps,
+  TaskWaitTimeoutOptions, TermTranslation, TermTranslationInput, TextToSoundRequest,
+  TextToVoiceRequest, TextToVoiceResult, TimeUnit, TranscriptFormat, TranscriptionMode,
+  TranscriptionRequest, TranscriptionResult, TranscriptionResultOptions, TranscriptSegment,
+  TranscriptWord, TranslateAndSpeakOptions, TranslateAndSpeakResult, TranslatedTtsRequest,
+  TranslateTextsOptions, TranslationRequest, TranslationResult, TranslationStreamRequest,
+  TtsResultAudioOptions, TtsStreamReadableEvents, TtsStreamReadableOptions, TtsStreamRequest,
+  TtsStreamResponseInfo, Upload, UploadData, UploadFile, UploadProgress, Voice, WaitOptions
+} from './http/index.js';
 export {
   LocalizationClient,
   TtsStreamReadable,
-  LanguageCatalog,
-  renderTranscript,
-  TASK_STATUSES,
-  HttpAuthError,
-  HttpConnectionError,
-  HttpForbiddenError,
-  HttpPaymentRequiredError,
-  HttpRateLimitError,
   HttpStatusError,
-  HttpTimeoutError,
-  HttpTlsError,
   PaymentRequiredError,
   ServiceValidationError,
   TaskFailedError,
   TaskTimeoutError,
-  TaskWaitTimeoutError,
 } from './http/index.js';
-export * from './http/flac-download-stream.js';
+export {
+  FlacDownloadStream,
+  type FlacDownloadRetry,
+  type FlacDownloadStreamEvents,
+  type FlacDownloadStreamOptions,
+  type FlacFormat,
+} from './http/flac-download-stream.js';
 
 // Audio: any input as service PCM, conversion, files, pacing
-export { openAudioSource, AudioSource, SOURCE_FORMATS, type AudioSourceDescription, type AudioSourceOptions, type RawWhen, type SourceFormat } from './audio/source.js';
-export {
-  SERVICE_FORMAT,
-  SAMPLE_FORMATS,
-  SUPPORTED_RATES,
-  SUPPORTED_CHANNELS,
-  type AudioDescription,
-  type ResolvedAudioDescription,
-  type SampleFormat,
-  type SupportedRate,
-} from './audio/audio-format.js';
+export { openAudioSource, AudioSource, type AudioSourceDescription, type AudioSourceOptions, type RawWhen, type SourceFormat } from './audio/source.js';
+export type { AudioDescription, ResolvedAudioDescription, SampleFormat, SupportedRate } from './audio/audio-format.js';
 export { toServiceFormat, fromServiceFormat, createConverter, AudioConverter } from './audio/convert.js';
-export { Resampler, type ResamplerOptions } from './audio/resampler.js';
-export { ChannelMixTransform, type ChannelMixOptions } from './audio/channels.js';
-export { SampleFormatTransform, type SampleFormatOptions } from './audio/sample-format.js';
-export { G711Encoder, G711Decoder, type G711Law, type G711Options } from './audio/g711.js';
 export {
   WavReader,
   WavWriter,
@@ -151,8 +156,7 @@ export { FlacDecodeStream, type FlacDecodeStreamEvents, type FlacDecodeStreamOpt
 export type { FlacStreamInfo } from './audio/flac-decoder.js';
 export { encodeFlac, type FlacEncoderOptions } from './audio/flac-encoder.js';
 export { OggOpusDecoder, type OggOpusDecoderEvents, type OggOpusDecoderOptions, type OggOpusFormat, type OpusHead } from './audio/ogg-opus.js';
-export { sniffAudio, isSniffResult, SNIFF_BYTES, type SniffResult, type SniffMore, type SniffedKind } from './audio/sniff.js';
-export { FfmpegDecoder, findFfmpeg, ENV_FFMPEG_PATH, type FfmpegDecoderOptions } from './audio/ffmpeg.js';
+export { FfmpegDecoder, type FfmpegDecoderOptions } from './audio/ffmpeg.js';
 export { Pacer, type PacerOptions } from './audio/pacer.js';
 
 // Integrations: Discord voice
@@ -160,8 +164,6 @@ export {
   DiscordReceiveAdapter,
   DiscordPlaybackAdapter,
   translateSpeaker,
-  DISCORD_PCM_FORMAT,
-  DISCORD_FRAME_BYTES,
   type DiscordReceiveOptions,
   type DiscordReceiveStats,
   type DiscordReceiveEvents,
@@ -175,22 +177,11 @@ export {
   type SpeakerTranslation,
   type TranslateSpeakerOptions,
 } from './integrations/discord.js';
-export {
-  OpusPacketEncoder,
-  createOpusCodec,
-  isOpusBackendAvailable,
-  OPUS_BACKEND_CHOICES,
-  type OpusBackend,
-  type OpusBackendChoice,
-  type OpusCodec,
-  type OpusCodecOptions,
-  type OpusPacketEncoderOptions,
-} from './audio/opus.js';
+export type { OpusBackend, OpusBackendChoice, OpusCodec, OpusCodecOptions } from './audio/opus.js';
 
 // Integrations: telephony (Twilio Media Streams)
 export {
   TwilioMediaBridge,
-  describeTwilioValue,
   type TwilioBargeInOptions,
   type TwilioBridgeStats,
   type TwilioClearInfo,
@@ -202,8 +193,7 @@ export {
 export { bridgeTwilioSocket, type TwilioSocketOptions } from './integrations/twilio-socket.js';
 
 // Realtime in the browser: the relay
-export { createRealtimeRelay, RealtimeRelay, MAX_CLIENT_FRAME_BYTES, type RelayStats, type RelayRoomStats } from './relay/relay.js';
+export { createRealtimeRelay, RealtimeRelay, type RelayStats, type RelayRoomStats } from './relay/relay.js';
 export type { RealtimeRelayOptions, RelayAuthorize, RelayConnectionOptions, RelayGrant, RelayRoomsOptions } from './relay/relay-options.js';
 export type { RelayRefusal } from './relay/relay-session.js';
-export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './relay/relay-admission.js';
-export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS, type MintTokenOptions, type RoomRole } from './relay/relay-tokens.js';
+export type { MintTokenOptions, RoomRole } from './relay/relay-tokens.js';

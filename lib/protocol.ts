@@ -66,6 +66,11 @@ export {
   parseLiveQuery,
 } from './realtime/transcription-codec.js';
 export { normalizeRealtimeLanguage, isRealtimeLanguage, REALTIME_LANGUAGES, type RealtimeLanguage } from './realtime/languages.js';
+export { LANGUAGE_TAGS, type LanguageTag } from './language-tags.js';
+export { MAX_FANOUT_TARGETS } from './realtime/fanout.js';
+export { MAX_CLIENT_FRAME_BYTES } from './relay/relay.js';
+export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './relay/relay-admission.js';
+export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS } from './relay/relay-tokens.js';
 export { classifyServerError } from './realtime/server-errors.js';
 export {
   checkTwilioMediaFormat,

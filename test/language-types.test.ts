@@ -6,8 +6,8 @@
  * are what refuse a tag.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { LANGUAGE_TAGS } from '../lib/protocol.js';
 import {
-  LANGUAGE_TAGS,
   REALTIME_LANGUAGES,
   RealtimeTranslateStream,
   ValidationError,

@@ -13,7 +13,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MAX_TOKEN_TTL_MS, createRealtimeRelay } from '../../lib/index.js';
+import { createRealtimeRelay } from '../../lib/index.js';
+import { MAX_TOKEN_TTL_MS } from '../../lib/protocol.js';
 import { ENV_API_KEY, ENV_REALTIME_URL, isLoopbackHost } from '../../lib/config.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 import { collectPageModules, servePageRequest } from '../page-files.js';

@@ -1,5 +1,41 @@
-/** The HTTP interface: client, endpoints, task helpers, retry policy, validation limits, streams. */
-export * from './errors.js';
+/**
+ * `rt-translate/http`: the HTTP interface, each name listed so the surface is a reviewed choice
+ * (`api/http.api.md`):
+ *
+ * - the client (`LocalizationClient`, whose resources are built from `RESOURCE_SPECS`) and the
+ *   streams it opens (`TtsStreamReadable`, downloads);
+ * - every operation as a free function over any `HttpRequester`, for callers who bundle only
+ *   what they call;
+ * - task helpers (`waitForTask`, `runTask`, the task kinds and their polling), the retry policy,
+ *   the validation limits the service documents, transcripts (`renderTranscript`) and languages;
+ * - the errors, each HTTP-specific class a subclass of one on the root module.
+ *
+ * Response parsers, wire-name conversion and the emulator's headers stay inside the library.
+ */
+export {
+  type ConnectionPhase,
+  HttpAuthError,
+  HttpConnectionError,
+  type HttpErrorOptions,
+  HttpForbiddenError,
+  HttpPaymentRequiredError,
+  HttpRateLimitError,
+  type HttpRequestInfo,
+  HttpStatusError,
+  HttpTimeoutError,
+  type HttpTimeoutPhase,
+  HttpTlsError,
+  PaymentRequiredError,
+  type PaymentRequiredOptions,
+  type ServiceValidationDetail,
+  ServiceValidationError,
+  type TaskErrorOptions,
+  TaskFailedError,
+  type TaskFailureStatus,
+  TaskTimeoutError,
+  TaskWaitTimeoutError,
+  type TaskWaitTimeoutOptions,
+} from './errors.js';
 export {
   DEFAULT_RETRY,
   NO_CONNECTION_CODES,
@@ -38,8 +74,24 @@ export {
   type TranscriptionMode,
 } from './schemas.js';
 export { NUMERIC_LANGUAGE_WARNING, characterCount } from './validation.js';
-export { fromWireName, toWireName } from './wire.js';
-export * from './tasks.js';
+export {
+  type CompletedTask,
+  LONG_MEDIA_POLLING,
+  MIN_PACED_POLL_MS,
+  type PollingOptions,
+  type PollingProfile,
+  resolvePolling,
+  runTask,
+  SPEECH_POLLING,
+  TASK_STATUSES,
+  type TaskProgress,
+  type TaskReadFailure,
+  type TaskStatus,
+  type TaskStatusResponse,
+  type TaskSteps,
+  waitForTask,
+  type WaitOptions,
+} from './tasks.js';
 export { TASK_KINDS, TASK_KIND_SPECS, isTaskKind, type TaskKind, type TaskKindSpec } from './task-kinds.js';
 export {
   createAndWait,
@@ -66,7 +118,6 @@ export {
   getTtsResults,
   getTtsStatus,
   openSeparationTrack,
-  parseAudioSeparationResults,
   separateAudio,
   translateAndSpeak,
   type AudioFileUrl,
@@ -83,23 +134,141 @@ export {
   type TranslationResult,
   getTranslatedTtsResult,
 } from './endpoints.js';
-export { LanguageCatalog, fetchLanguages, parseLanguages, type Language, type LanguageSide } from './languages.js';
-export * from './voices.js';
-export * from './translation.js';
-export * from './transcription.js';
-export * from './transcript.js';
-export * from './dubbing.js';
-export * from './projects.js';
-export * from './library.js';
-export * from './streams.js';
+export { LanguageCatalog, fetchLanguages, type Language, type LanguageSide } from './languages.js';
+export {
+  createCustomVoice,
+  type CreatedVoice,
+  createTextToVoice,
+  type CustomVoiceRequest,
+  getTextToVoiceResult,
+  getTextToVoiceStatus,
+  listVoices,
+  textToVoice,
+  type TextToVoiceRequest,
+  type TextToVoiceResult,
+  type Voice,
+} from './voices.js';
+export {
+  createTranslation,
+  getTranslationResults,
+  getTranslationStatus,
+  translateTexts,
+  type TranslateTextsOptions,
+  type TranslationRequest,
+  translationStream,
+  type TranslationStreamRequest,
+} from './translation.js';
+export {
+  createTranscription,
+  getTranscriptionResult,
+  getTranscriptionResults,
+  getTranscriptionStatus,
+  transcribe,
+  type TranscriptionRequest,
+  type TranscriptionResult,
+  type TranscriptionResultOptions,
+} from './transcription.js';
+export {
+  formatTimestamp,
+  parseTranscript,
+  type ParseTranscriptOptions,
+  type RenderOptions,
+  renderTranscript,
+  type TimeUnit,
+  type TranscriptSegment,
+  type TranscriptWord,
+} from './transcript.js';
+export {
+  createDubbing,
+  createSubtitles,
+  dub,
+  dubAltFormat,
+  type DubAltFormatAnswer,
+  type DubbedFileOptions,
+  type DubbedOutput,
+  type DubbingRequest,
+  type DubbingResult,
+  getDiscordDubStatus,
+  getDiscordTtsStatus,
+  getDubAltFormatResult,
+  getDubAltFormatStatus,
+  getDubbingResult,
+  getDubbingResults,
+  getDubbingStatus,
+  getRunTranscript,
+  getTwitterDubStatus,
+  openDubbedFile,
+  requestDubAltFormat,
+  type RunTranscript,
+  type RunTranscriptOptions,
+  type SubtitlesRequest,
+} from './dubbing.js';
+export {
+  createStory,
+  createTextToSound,
+  createTranslatedStory,
+  getProjectSetupResult,
+  getProjectSetupResults,
+  getProjectSetupStatus,
+  getStoriesResults,
+  getStoryResult,
+  getStoryStatus,
+  getTextToSoundResultAudio,
+  getTextToSoundResults,
+  getTextToSoundStatus,
+  getTranslatedStoryResult,
+  getTranslatedStoryStatus,
+  openStoryAudio,
+  type ProjectDetails,
+  type ProjectSetupResult,
+  setupStory,
+  type StoryCreated,
+  type StoryRequest,
+  type StoryResult,
+  type StoryResultOptions,
+  type StorySetup,
+  textToSound,
+  type TextToSoundRequest,
+} from './projects.js';
+export {
+  addDictionaryTerm,
+  createDictionaryFromFile,
+  createFolder,
+  deleteDictionary,
+  deleteDictionaryTerm,
+  type Dictionary,
+  type DictionaryDetailsOptions,
+  type DictionaryFromFileRequest,
+  type DictionaryTerm,
+  type Folder,
+  getDictionary,
+  getDictionaryDetails,
+  listDictionaries,
+  listFolders,
+  type ListFoldersOptions,
+  type LooseAnswer,
+  type TermTranslation,
+  type TermTranslationInput,
+  updateDictionaryTerm,
+} from './library.js';
+export {
+  type CreatedStream,
+  createStream,
+  createStreamV1,
+  deleteStream,
+  getStream,
+  getStreamV1,
+  probeStream,
+  probeStreamV1,
+  stopStreamV1,
+  type StreamProbe,
+  type StreamRequest,
+  updateStream,
+} from './streams.js';
 export { contentTypeFor, type Upload, type UploadData, type UploadFile, type UploadProgress } from './multipart.js';
-export * from './client.js';
+export { LocalizationClient, type LocalizationClientOptions } from './client.js';
 export {
   RESOURCE_SPECS,
-  buildResource,
-  buildResources,
-  resourceRoutes,
-  taskResourceSpecs,
   type OperationSpec,
   type ResourceOf,
   type ResourceSpec,
@@ -109,7 +278,26 @@ export {
   type TaskIds,
   type TaskStatusVerbs,
 } from './resources.js';
-export * from './requester.js';
-export * from './tts-stream-readable.js';
+export {
+  type AudioDownloadOptions,
+  type FlacDownloader,
+  type FlacDownloadRequest,
+  type HttpMethod,
+  type HttpRequester,
+  type LanguageLookup,
+  type RequestOptions,
+  type RequestSpec,
+  type SeparationTrack,
+  type SeparationTrackOptions,
+  type StreamResponse,
+  type TtsResultAudioOptions,
+} from './requester.js';
+export {
+  TtsStreamReadable,
+  type TtsStreamReadableEvents,
+  type TtsStreamReadableOptions,
+  type TtsStreamRequest,
+  type TtsStreamResponseInfo,
+} from './tts-stream-readable.js';
 export type { DownloadRetry } from './resumable-download.js';
 export type { RetryReason as DownloadRetryReason } from './download-policy.js';

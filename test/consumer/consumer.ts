@@ -21,7 +21,6 @@ import {
   createRealtimeRelay,
   fromServiceFormat,
   openAudioSource,
-  renderTranscript,
   toServiceFormat,
   translateSpeaker,
   type AudioSourceOptions,
@@ -34,7 +33,7 @@ import {
 import { EMULATOR_DEFAULT_API_KEY, startEmulator, type RunningEmulator } from 'rt-translate/emulator';
 import { MAX_APPEND_AUDIO_BYTES, decodeServerEvent, encodeAudioAppend, parseTwilioMessage } from 'rt-translate/protocol';
 import { designResampler, encodeMulaw, oggPageCrc } from 'rt-translate/dsp';
-import { backoffDelay, createTranslatedTts } from 'rt-translate/http';
+import { backoffDelay, createTranslatedTts, renderTranscript } from 'rt-translate/http';
 
 // Building blocks are not on the root; each line below fails to compile if one is.
 // @ts-expect-error on rt-translate/dsp
@@ -53,9 +52,12 @@ import { startEmulator as rootEmulator } from 'rt-translate';
 import { backoffDelay as rootBackoff } from 'rt-translate';
 // @ts-expect-error on rt-translate/http
 import { createTranslatedTts as rootCreate } from 'rt-translate';
+// @ts-expect-error a single conversion step: on rt-translate/dsp (createConverter is on the root)
+import { Resampler as rootResampler } from 'rt-translate';
+// @ts-expect-error a specific HTTP error: on rt-translate/http (its base class is on the root)
+import { HttpRateLimitError as rootRateLimit } from 'rt-translate';
 
-// The HTTP functions are there as types only (with every request and response type), not values.
-void [rootCrc, averageInt16, rootDesign, PASSBAND_EDGE, encodeSessionUpdate, rootEmulator];
+void [rootCrc, averageInt16, rootDesign, PASSBAND_EDGE, encodeSessionUpdate, rootEmulator, rootResampler, rootRateLimit];
 
 /** Translates a file through the emulator into a WAV file. */
 export async function translateFile(input: string, output: string, to: RealtimeLanguage = 'es-es'): Promise<number> {
