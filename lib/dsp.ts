@@ -83,7 +83,6 @@ export {
   meanSquareG711,
 } from './audio/level.js';
 export {
-  checkVadNumber,
   DEFAULT_VAD_SILENCE_MS,
   DEFAULT_VAD_THRESHOLD_DBFS,
   SpeechSegmentCounter,

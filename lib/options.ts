@@ -28,27 +28,37 @@ export function withArticle(phrase: string): string {
 }
 
 export interface NumberBounds {
+  /** Smallest accepted value. */
   min?: number;
+  /** Accepted values are greater than this (`above: 0`: positive). */
+  above?: number;
   max?: number;
-  /** The value when the option is absent. */
-  fallback: number;
+  /** The value when the option is absent; without one, the option is required. */
+  fallback?: number;
+  /** `Infinity` is accepted ("no limit"); numbers are otherwise finite. */
+  infinity?: boolean;
+  /** What is accepted, in the option's own words (`a positive number of milliseconds`); by default said from the bounds. */
+  accepted?: string;
 }
 
-function accepted(kind: string, { min, max }: NumberBounds): string {
+function accepted(kind: string, { min, above, max }: NumberBounds): string {
+  const low = min !== undefined ? `>= ${min}` : above !== undefined ? `> ${above}` : undefined;
   if (min !== undefined && max !== undefined) return `${kind} from ${min} to ${max}`;
-  if (min !== undefined) return `${kind} >= ${min}`;
+  if (low !== undefined && max !== undefined) return `${kind} ${low} and <= ${max}`;
+  if (low !== undefined) return `${kind} ${low}`;
   if (max !== undefined) return `${kind} <= ${max}`;
   return kind;
 }
 
 function numeric(value: unknown, field: string, bounds: NumberBounds, integer: boolean): number {
-  if (value === undefined) return bounds.fallback;
+  if (value === undefined && bounds.fallback !== undefined) return bounds.fallback;
   const ok =
     typeof value === 'number' &&
-    (integer ? Number.isSafeInteger(value) : Number.isFinite(value)) &&
+    (integer ? Number.isSafeInteger(value) : Number.isFinite(value) || (bounds.infinity === true && value === Infinity)) &&
     (bounds.min === undefined || value >= bounds.min) &&
+    (bounds.above === undefined || value > bounds.above) &&
     (bounds.max === undefined || value <= bounds.max);
-  if (!ok) throw new ValidationError(field, accepted(integer ? 'an integer' : 'a number', bounds), describeReceived(value));
+  if (!ok) throw new ValidationError(field, bounds.accepted ?? accepted(integer ? 'an integer' : 'a number', bounds), describeReceived(value));
   return value;
 }
 

@@ -4,7 +4,8 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { AbortError, AuthError, BillingError, ConfigError, ConnectionError, ForbiddenError, ProtocolError, RateLimitError } from '../lib/errors.js';
+import { AbortError, AuthError, BillingError, ConfigError, ConnectionError, ForbiddenError, ProtocolError, RateLimitError, ValidationError } from '../lib/errors.js';
+import { FlacDownloadStream } from '../lib/http/flac-download-stream.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import {
   HttpAuthError,
@@ -67,6 +68,15 @@ afterEach(() => {
 
 const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
+function catchError(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
 describe('configuration', () => {
   it('needs a base URL, from the option or RT_TRANSLATE_BASE_URL', async () => {
     expect(() => new LocalizationClient({ apiKey: KEY, env: {} })).toThrow(ConfigError);
@@ -115,6 +125,13 @@ describe('configuration', () => {
 
   it('refuses bad timeouts and retry options', () => {
     expect(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, headersTimeoutMs: -1 })).toThrow(/headersTimeoutMs/);
+    // The same mistake is the same error wherever it is made: the client and a download both say ValidationError, field and value kept.
+    const fromClient = catchError(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, headersTimeoutMs: -1 }));
+    const fromDownload = catchError(() => new FlacDownloadStream({ url: `${base}/file.flac`, headersTimeoutMs: -1 }));
+    for (const error of [fromClient, fromDownload]) {
+      expect(error).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ field: 'headersTimeoutMs', received: '-1' });
+    }
     expect(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, retry: { retries: Number.NaN } })).toThrow(/retries/);
   });
 });

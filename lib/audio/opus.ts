@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { Transform, type TransformCallback } from 'node:stream';
 import { IntegrityError, UnsupportedError, UsageError, ValidationError, describeCause } from '../errors.js';
 import { FrameCutter } from './frames.js';
-import { describeReceived } from '../options.js';
+import { describeReceived, intOption } from '../options.js';
 
 /** Sample rate of Discord voice Opus, Hz. */
 export const OPUS_SAMPLE_RATE = 48_000;
@@ -203,8 +203,7 @@ function validateLayout(options: OpusCodecOptions): { sampleRate: number; channe
 
 function validateBitrate(value: unknown): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 6000 && value <= 510_000) return value;
-  throw new ValidationError('bitrate', 'an integer number of bits per second from 6000 to 510000', describeReceived(value));
+  return intOption(value, 'bitrate', { min: 6000, max: 510_000, accepted: 'an integer number of bits per second from 6000 to 510000' });
 }
 
 class NativeCodec implements OpusCodec {

@@ -32,7 +32,7 @@ import { Duplex } from 'node:stream';
 import { ValidationError } from '../errors.js';
 import { bytesPerSample, silenceByte, validateSampleFormat, type SampleFormat } from './audio-format.js';
 import { FrameCutter } from './frames.js';
-import { describeReceived } from '../options.js';
+import { describeReceived, intOption } from '../options.js';
 
 const EMPTY_FRAME = Buffer.alloc(0);
 
@@ -51,11 +51,6 @@ export interface PacerOptions {
   highWaterMs?: number;
   /** Monotonic clock in milliseconds; default `performance.now()`. */
   now?: () => number;
-}
-
-function positiveInteger(value: unknown, field: string, accepted: string): number {
-  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
-  throw new ValidationError(field, accepted, describeReceived(value));
 }
 
 /** Releases audio at real-time rate in fixed frames (see the module comment for the policies). */
@@ -90,8 +85,8 @@ export class Pacer extends Duplex {
     if (typeof options !== 'object' || options === null) {
       throw new ValidationError('options', 'an object { sampleRate, channels?, format?, frameMs?, fillGaps? }', describeReceived(options));
     }
-    const sampleRate = positiveInteger(options.sampleRate, 'sampleRate', 'a positive integer sample rate in Hz');
-    const channels = positiveInteger(options.channels ?? 1, 'channels', 'a positive integer channel count');
+    const sampleRate = intOption(options.sampleRate, 'sampleRate', { min: 1, accepted: 'a positive integer sample rate in Hz' });
+    const channels = intOption(options.channels, 'channels', { min: 1, fallback: 1, accepted: 'a positive integer channel count' });
     const format = validateSampleFormat(options.format ?? 's16le', 'format');
     const frameMs = options.frameMs ?? 20;
     const samples = (sampleRate * frameMs) / 1000;

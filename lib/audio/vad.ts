@@ -11,10 +11,9 @@
  *   brings it to `maxSegmentMs` (the next voiced frame then starts a new segment).
  * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
  */
-import { ValidationError } from '../errors.js';
 import { FrameCutter } from './frames.js';
 import { dbfsToMeanSquare, frameMeanSquares } from './level.js';
-import { describeReceived } from '../options.js';
+import { numberOption } from '../options.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
 export const VAD_FRAME_SAMPLES = 480;
@@ -47,13 +46,6 @@ export interface VoiceSegment {
   readonly endedAt: number;
 }
 
-export function checkVadNumber(field: string, value: number, accepted: string, ok: (v: number) => boolean): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || !ok(value)) {
-    throw new ValidationError(field, accepted, describeReceived(value));
-  }
-  return value;
-}
-
 export class VoiceActivityDetector {
   readonly #powerThreshold: number;
   readonly #silenceFrames: number;
@@ -71,9 +63,9 @@ export class VoiceActivityDetector {
   #lastVoicedEnd = 0;
 
   constructor(options: VoiceActivityOptions = {}) {
-    const db = checkVadNumber('thresholdDbfs', options.thresholdDbfs ?? DEFAULT_VAD_THRESHOLD_DBFS, 'a number of dBFS, at most 0', (v) => Number.isFinite(v) && v <= 0);
-    const silence = checkVadNumber('silenceMs', options.silenceMs ?? DEFAULT_VAD_SILENCE_MS, 'a positive number of milliseconds', (v) => Number.isFinite(v) && v > 0);
-    const max = checkVadNumber('maxSegmentMs', options.maxSegmentMs ?? Infinity, 'a positive number of milliseconds', (v) => v > 0);
+    const db = numberOption(options.thresholdDbfs, 'thresholdDbfs', { max: 0, fallback: DEFAULT_VAD_THRESHOLD_DBFS, accepted: 'a number of dBFS, at most 0' });
+    const silence = numberOption(options.silenceMs, 'silenceMs', { above: 0, fallback: DEFAULT_VAD_SILENCE_MS, accepted: 'a positive number of milliseconds' });
+    const max = numberOption(options.maxSegmentMs, 'maxSegmentMs', { above: 0, fallback: Infinity, infinity: true, accepted: 'a positive number of milliseconds' });
     this.#powerThreshold = dbfsToMeanSquare(db);
     this.#silenceFrames = Math.max(1, Math.ceil(silence / VAD_FRAME_MS));
     this.#maxFrames = Number.isFinite(max) ? Math.max(1, Math.ceil(max / VAD_FRAME_MS)) : Infinity;
@@ -160,7 +152,7 @@ export class SpeechSegmentCounter {
   #completed = 0;
 
   constructor(options: { thresholdDbfs?: number; silenceMs?: number; minSpeechMs?: number } = {}) {
-    const min = checkVadNumber('minSpeechMs', options.minSpeechMs ?? 100, 'a number of milliseconds >= 0', (v) => Number.isFinite(v) && v >= 0);
+    const min = numberOption(options.minSpeechMs, 'minSpeechMs', { min: 0, fallback: 100, accepted: 'a number of milliseconds >= 0' });
     this.#detector = new VoiceActivityDetector({
       ...(options.thresholdDbfs !== undefined ? { thresholdDbfs: options.thresholdDbfs } : {}),
       ...(options.silenceMs !== undefined ? { silenceMs: options.silenceMs } : {}),

@@ -9,6 +9,7 @@
  */
 import { encodeFlac } from '../audio/flac-encoder.js';
 import { ValidationError } from '../errors.js';
+import { intOption, numberOption } from '../options.js';
 
 export interface SynthOptions {
   /** Samples per second, 8000 to 192000. */
@@ -61,14 +62,11 @@ export function prng(seed: number): () => number {
 }
 
 function checkOptions(options: SynthOptions): { sampleRate: number; seed: number } {
-  const { sampleRate, seed = 0 } = options;
-  if (!Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 192000) {
-    throw new ValidationError('sampleRate', 'an integer from 8000 to 192000 Hz', String(sampleRate));
+  const sampleRate = intOption(options.sampleRate, 'sampleRate', { min: 8000, max: 192_000, accepted: 'an integer from 8000 to 192000 Hz' });
+  if (options.durationMs !== undefined) {
+    numberOption(options.durationMs, 'durationMs', { above: 0, max: 3_600_000, accepted: 'a number of milliseconds above 0 and at most one hour' });
   }
-  if (options.durationMs !== undefined && !(options.durationMs > 0 && options.durationMs <= 3_600_000)) {
-    throw new ValidationError('durationMs', 'a number of milliseconds above 0 and at most one hour', String(options.durationMs));
-  }
-  return { sampleRate, seed };
+  return { sampleRate, seed: options.seed ?? 0 };
 }
 
 function toPcm16(signal: Float64Array, channels: number): Buffer {

@@ -13,7 +13,7 @@
  * Memory: about `paddingMs + maxUtteranceMs + silenceMs` plus one chunk, whatever the input's
  * length; any byte count per call is accepted (odd counts included).
  */
-import { ValidationError } from '../errors.js';
+import { intOption, numberOption } from '../options.js';
 import { frameMeanSquares, meanSquare } from '../audio/level.js';
 
 /** PCM16 mono 24 kHz: bytes per millisecond of audio. */
@@ -78,11 +78,6 @@ interface Piece {
   bytes: Buffer;
 }
 
-function checked(field: string, value: number, accepted: string, ok: (v: number) => boolean): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value)) throw new ValidationError(field, accepted, String(value));
-  return value;
-}
-
 /** Segments a PCM16 LE mono 24 kHz stream into utterances; see the module comment for the policy. */
 export class UtteranceSegmenter {
   readonly #frameBytes: number;
@@ -120,12 +115,13 @@ export class UtteranceSegmenter {
   #out: SegmentedUtterance[] = [];
 
   constructor(options: UtteranceSegmenterOptions = {}) {
-    const frameMs = checked('frameMs', options.frameMs ?? DEFAULT_VAD_FRAME_MS, 'a whole number of milliseconds, 1 to 1000', (v) => Number.isInteger(v) && v >= 1 && v <= 1000);
-    const db = checked('thresholdDbfs', options.thresholdDbfs ?? DEFAULT_VAD_THRESHOLD_DBFS, 'a number of dBFS, at most 0', (v) => v <= 0);
-    const silence = checked('silenceMs', options.silenceMs ?? DEFAULT_VAD_SILENCE_MS, 'a positive number of milliseconds', (v) => v > 0);
-    const max = checked('maxUtteranceMs', options.maxUtteranceMs ?? DEFAULT_MAX_UTTERANCE_MS, 'a positive number of milliseconds', (v) => v > 0);
-    const pad = checked('paddingMs', options.paddingMs ?? DEFAULT_PADDING_MS, `0 to ${MAX_PADDING_MS} milliseconds`, (v) => v >= 0 && v <= MAX_PADDING_MS);
-    const split = options.splitMs === undefined ? undefined : checked('splitMs', options.splitMs, 'a positive number of milliseconds', (v) => v > 0);
+    const ms = 'a positive number of milliseconds';
+    const frameMs = intOption(options.frameMs, 'frameMs', { min: 1, max: 1000, fallback: DEFAULT_VAD_FRAME_MS, accepted: 'a whole number of milliseconds, 1 to 1000' });
+    const db = numberOption(options.thresholdDbfs, 'thresholdDbfs', { max: 0, fallback: DEFAULT_VAD_THRESHOLD_DBFS, accepted: 'a number of dBFS, at most 0' });
+    const silence = numberOption(options.silenceMs, 'silenceMs', { above: 0, fallback: DEFAULT_VAD_SILENCE_MS, accepted: ms });
+    const max = numberOption(options.maxUtteranceMs, 'maxUtteranceMs', { above: 0, fallback: DEFAULT_MAX_UTTERANCE_MS, accepted: ms });
+    const pad = numberOption(options.paddingMs, 'paddingMs', { min: 0, max: MAX_PADDING_MS, fallback: DEFAULT_PADDING_MS, accepted: `0 to ${MAX_PADDING_MS} milliseconds` });
+    const split = options.splitMs === undefined ? undefined : numberOption(options.splitMs, 'splitMs', { above: 0, fallback: 0, accepted: ms });
     const samples = frameMs * (BYTES_PER_MS / 2);
     this.#frameBytes = samples * 2;
     this.#frame = Buffer.alloc(this.#frameBytes);

@@ -35,6 +35,7 @@ import { FlacDownloadStream } from './flac-download-stream.js';
 import type { HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
 import { withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
+import { numberOption } from '../options.js';
 import { announcedEmulator, resolvePolling, type PollingOptions, type PollingProfile } from './tasks.js';
 import { buildResources, type Resources } from './resources.js';
 import { LanguageCatalog } from './languages.js';
@@ -75,12 +76,9 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
 const USER_AGENT = 'rt-translate/0.1 (+node)';
 
-function checkTimeout(value: number | undefined, field: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new ConfigError(field, `Invalid ${field}: expected a number of milliseconds >= 0 (0 disables it).`);
-  }
-  return value;
+/** A timeout option: milliseconds, 0 disabling it; `ValidationError` naming the option otherwise. */
+function timeoutOption(value: unknown, field: string, fallback: number): number {
+  return numberOption(value, field, { min: 0, fallback, accepted: 'a number of milliseconds >= 0 (0 disables it)' });
 }
 
 async function readLimited(body: Readable, limit: number): Promise<{ buffer: Buffer; truncated: boolean }> {
@@ -155,9 +153,9 @@ export class LocalizationClient implements HttpRequester {
     const key = resolveApiKey(options.apiKey, env);
     if (key === undefined) throw new ConfigError('apiKey', `No API key: pass apiKey or set ${ENV_API_KEY}.`);
     this.#apiKey = key;
-    this.#connectTimeoutMs = checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    this.#headersTimeoutMs = checkTimeout(options.headersTimeoutMs, 'headersTimeoutMs') ?? DEFAULT_HEADERS_TIMEOUT_MS;
-    this.#bodyTimeoutMs = checkTimeout(options.bodyTimeoutMs, 'bodyTimeoutMs') ?? DEFAULT_BODY_TIMEOUT_MS;
+    this.#connectTimeoutMs = timeoutOption(options.connectTimeoutMs, 'connectTimeoutMs', DEFAULT_CONNECT_TIMEOUT_MS);
+    this.#headersTimeoutMs = timeoutOption(options.headersTimeoutMs, 'headersTimeoutMs', DEFAULT_HEADERS_TIMEOUT_MS);
+    this.#bodyTimeoutMs = timeoutOption(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS);
     resolveRetry(options.retry);
     this.#retry = options.retry === false ? false : options.retry === undefined ? undefined : { ...options.retry };
     this.#polling = options.polling;
