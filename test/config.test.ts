@@ -10,16 +10,8 @@ import {
   resolveRealtimeUrl,
 } from '../lib/config.js';
 import { ConfigError } from '../lib/errors.js';
+import { caught } from './helpers/caught.js';
 
-/** Runs `fn` and returns what it threw; fails the test when it returns normally. */
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to throw');
-}
 
 describe('names', () => {
   it('are the documented environment variables and path', () => {

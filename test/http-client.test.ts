@@ -21,6 +21,7 @@ import {
 } from '../lib/http/errors.js';
 import { isRetryable } from '../lib/http/retry.js';
 import { KEY, clientFor, collect, control, emulator, logged, selfSignedHttpsServer, silentServer, until } from './http-test-helpers.js';
+import { caught } from './helpers/caught.js';
 
 /** A server answering by path; records each request's method, URL, headers and body. */
 interface Seen {
@@ -68,14 +69,6 @@ afterEach(() => {
 
 const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
 
-function catchError(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('configuration', () => {
   it('needs a base URL, from the option or RT_TRANSLATE_BASE_URL', async () => {
@@ -126,8 +119,8 @@ describe('configuration', () => {
   it('refuses bad timeouts and retry options', () => {
     expect(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, headersTimeoutMs: -1 })).toThrow(/headersTimeoutMs/);
     // The same mistake is the same error wherever it is made: the client and a download both say ValidationError, field and value kept.
-    const fromClient = catchError(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, headersTimeoutMs: -1 }));
-    const fromDownload = catchError(() => new FlacDownloadStream({ url: `${base}/file.flac`, headersTimeoutMs: -1 }));
+    const fromClient = caught(() => new LocalizationClient({ baseUrl: base, apiKey: KEY, headersTimeoutMs: -1 }));
+    const fromDownload = caught(() => new FlacDownloadStream({ url: `${base}/file.flac`, headersTimeoutMs: -1 }));
     for (const error of [fromClient, fromDownload]) {
       expect(error).toBeInstanceOf(ValidationError);
       expect(error).toMatchObject({ field: 'headersTimeoutMs', received: '-1' });

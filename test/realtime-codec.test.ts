@@ -16,6 +16,7 @@ import {
 import { APPEND_BYTES_FROM, encodeAudioAppendBytes, encodeAudioAppendFrame, releaseAppendFrame } from '../lib/realtime/append-frame.js';
 import { alignKernel, firKernel } from '../lib/audio/wasm/fir.js';
 import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
+import { caught } from './helpers/caught.js';
 
 /** The 14 tags of the interface, written out so a drift in languages.ts fails here. */
 const TAGS_14 = [
@@ -23,15 +24,6 @@ const TAGS_14 = [
   'fr-ca', 'fr-fr', 'hi-in', 'ja-jp', 'ko-kr', 'pt-br', 'zh-cn',
 ];
 
-/** Runs `fn` and returns what it threw; fails the test when it returns normally. */
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to throw');
-}
 
 /** Lets a test pass values the types forbid, as a JavaScript caller could. */
 function untyped(value: unknown): SessionConfigInput {
