@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dbfsToMeanSquare, frameMeanSquares, meanSquare } from '../lib/audio/level.js';
+import { SharedFrameLevels, dbfsToMeanSquare, frameMeanSquares, meanSquare } from '../lib/audio/level.js';
 import { firKernel } from '../lib/audio/wasm/fir.js';
 import { SpeechSegmentCounter, VoiceActivityDetector, type VoiceSegment } from '../lib/audio/vad.js';
 import { loadSpeechFixture } from './helpers/speech.js';
@@ -108,5 +108,71 @@ describe('VoiceActivityDetector and SpeechSegmentCounter', () => {
     for (let i = 0; i < speechLike.length / 2; i++) speechLike.writeInt16LE(i % 2 ? 20_000 : -20_000, i * 2); // 300 ms loud
     counter.push(Buffer.concat([speechLike, Buffer.alloc(48_000)]));
     expect(counter.segments).toBe(1);
+  });
+});
+
+describe('SharedFrameLevels: a fan-out\'s detectors measure one piece once', () => {
+  const fixture = loadSpeechFixture();
+
+  it('detectors fed the same pieces in one pass find exactly what lone detectors find', () => {
+    const shared = new SharedFrameLevels();
+    const alone = new VoiceActivityDetector();
+    const together = [new VoiceActivityDetector(), new VoiceActivityDetector(), new VoiceActivityDetector()];
+    for (const d of together) d.shareLevels(shared);
+    const found = { alone: [] as VoiceSegment[], together: together.map(() => [] as VoiceSegment[]) };
+    for (let o = 0; o < fixture.pcm.length; o += 4800) {
+      const piece = fixture.pcm.subarray(o, o + 4800);
+      alone.push(piece, (s) => found.alone.push(s));
+      shared.open();
+      together.forEach((d, i) => d.push(piece, (s) => found.together[i]!.push(s)));
+      shared.close();
+    }
+    expect(found.alone).toHaveLength(fixture.utterances.length);
+    for (const segments of found.together) expect(segments).toEqual(found.alone);
+    // Two of the three copied each piece's levels.
+    expect(shared.reused).toBe(2 * Math.ceil(fixture.pcm.length / 4800));
+  });
+
+  it('keeps a measurement only within a pass: the same memory with other bytes is measured again', () => {
+    const shared = new SharedFrameLevels();
+    const piece = Buffer.alloc(960 * 5, 0);
+    const out = new Float64Array(5);
+    shared.open();
+    shared.measure(piece, 0, 5, 960, out);
+    expect(out[0]).toBe(0);
+    shared.close();
+    // The writer reuses its buffer for the next piece (loud now): a new pass measures it afresh.
+    for (let i = 0; i < piece.length; i += 2) piece.writeInt16LE(10_000, i);
+    shared.open();
+    shared.measure(piece, 0, 5, 960, out);
+    shared.close();
+    expect(out[0]).toBe(10_000 * 10_000);
+    // Outside a pass nothing is kept at all.
+    piece.fill(0);
+    shared.measure(piece, 0, 5, 960, out);
+    expect(out[0]).toBe(0);
+  });
+
+  it('within a pass, a second reader of the same frames copies them; other offsets or lengths are measured', () => {
+    const shared = new SharedFrameLevels();
+    const piece = Buffer.alloc(960 * 4);
+    for (let i = 0; i < piece.length; i += 2) piece.writeInt16LE(i % 4 ? 1000 : -3000, i);
+    const out = new Float64Array(4);
+    const expected = new Float64Array(4);
+    frameMeanSquares(piece, 0, 4, 960, expected);
+    shared.open();
+    shared.measure(piece, 0, 4, 960, out);
+    expect(Array.from(out)).toEqual(Array.from(expected));
+    expect(shared.reused).toBe(0);
+    out.fill(-1);
+    // A view of the same memory (each session cuts its own view of the piece) is the same run.
+    shared.measure(piece.subarray(0), 0, 4, 960, out);
+    expect(Array.from(out)).toEqual(Array.from(expected));
+    expect(shared.reused).toBe(1);
+    shared.measure(piece, 960, 3, 960, out);
+    expect(Array.from(out.subarray(0, 3))).toEqual(Array.from(expected.subarray(1)));
+    shared.measure(piece, 0, 2, 960, out);
+    shared.close();
+    expect(shared.reused).toBe(1);
   });
 });

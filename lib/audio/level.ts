@@ -89,3 +89,58 @@ export function frameMeanSquares(buf: Buffer, offset: number, frames: number, fr
     for (let f = 0; f < count; f++) out[first + f] = totals[f]! / samples;
   }
 }
+
+/** Runs of frames a pass keeps measured (a fan-out's piece is one or a few runs of up to 64 frames). */
+const MAX_SHARED_RUNS = 16;
+
+interface MeasuredRun {
+  buffer: ArrayBufferLike;
+  start: number;
+  frames: number;
+  frameBytes: number;
+  levels: Float64Array;
+}
+
+/**
+ * Frame levels measured once for several detectors fed the same bytes in one synchronous pass (a
+ * fan-out writing one piece of input into each of its sessions): the first to measure a run of
+ * frames keeps the levels, the others, reading the same memory, copy them. A kept measurement
+ * is good only between `open()` and `close()`, which the owner calls around its pass: no code
+ * that could change the bytes runs in between. Outside a pass, `measure` is `frameMeanSquares`.
+ */
+export class SharedFrameLevels {
+  #open = false;
+  readonly #runs: MeasuredRun[] = [];
+  #reused = 0;
+
+  /** Runs of frames copied from an earlier measurement of the same pass, since creation. */
+  get reused(): number {
+    return this.#reused;
+  }
+
+  /** A pass begins: measurements are kept until `close()`. */
+  open(): void {
+    this.#open = true;
+  }
+
+  /** The pass is over: every kept measurement is forgotten. */
+  close(): void {
+    this.#open = false;
+    this.#runs.length = 0;
+  }
+
+  /** `frameMeanSquares(buf, offset, frames, frameBytes, out)`, measured once per pass for the same memory. */
+  measure(buf: Buffer, offset: number, frames: number, frameBytes: number, out: Float64Array): void {
+    if (!this.#open) return frameMeanSquares(buf, offset, frames, frameBytes, out);
+    const start = buf.byteOffset + offset;
+    for (const run of this.#runs) {
+      if (run.buffer === buf.buffer && run.start === start && run.frames === frames && run.frameBytes === frameBytes) {
+        out.set(run.levels);
+        this.#reused += 1;
+        return;
+      }
+    }
+    frameMeanSquares(buf, offset, frames, frameBytes, out);
+    if (this.#runs.length < MAX_SHARED_RUNS) this.#runs.push({ buffer: buf.buffer, start, frames, frameBytes, levels: out.slice(0, frames) });
+  }
+}

@@ -12,7 +12,7 @@
  * Any byte count per call is accepted (odd counts included): frames are assembled across calls.
  */
 import { FrameCutter } from './frames.js';
-import { dbfsToMeanSquare, frameMeanSquares } from './level.js';
+import { dbfsToMeanSquare, frameMeanSquares, type SharedFrameLevels } from './level.js';
 import { numberOption } from '../options.js';
 
 /** Samples per detector frame: 20 ms at 24 kHz. */
@@ -99,12 +99,22 @@ export class VoiceActivityDetector {
 
   /** The levels of up to 64 frames (1.28 s), measured together. */
   readonly #levels = new Float64Array(64);
+  #shared: SharedFrameLevels | undefined;
+
+  /**
+   * Measures frame levels through `shared`, so detectors fed the same bytes in one pass (a
+   * fan-out's sessions) measure them once. What the detector finds is unchanged.
+   */
+  shareLevels(shared: SharedFrameLevels): void {
+    this.#shared = shared;
+  }
 
   readonly #run = (buf: Buffer, offset: number, frames: number): void => {
     const levels = this.#levels;
     for (let first = 0; first < frames; first += levels.length) {
       const count = Math.min(levels.length, frames - first);
-      frameMeanSquares(buf, offset + first * VAD_FRAME_BYTES, count, VAD_FRAME_BYTES, levels);
+      if (this.#shared) this.#shared.measure(buf, offset + first * VAD_FRAME_BYTES, count, VAD_FRAME_BYTES, levels);
+      else frameMeanSquares(buf, offset + first * VAD_FRAME_BYTES, count, VAD_FRAME_BYTES, levels);
       for (let i = 0; i < count; i++) this.#frame(levels[i]! > this.#powerThreshold, this.#onEnd);
     }
   };

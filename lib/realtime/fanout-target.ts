@@ -9,13 +9,14 @@
  * figures.
  */
 import { Readable } from 'node:stream';
+import type { SharedFrameLevels } from '../audio/level.js';
 import { RtTranslateError } from '../errors.js';
 import type { FanoutOutcome, FanoutTargetStats, FanoutTargetStatus, TargetDoneInfo } from './fanout-events.js';
 import type { ResolvedTarget } from './fanout-options.js';
 import type { RealtimeLanguage } from './languages.js';
 import type { EndedInfo, RealtimeEvent, RealtimeStats } from './realtime-events.js';
 import type { RealtimeTranslateOptions } from './realtime-options.js';
-import { RealtimeTranslateStream } from './realtime-translate-stream.js';
+import { RealtimeTranslateStream, shareInputLevels } from './realtime-translate-stream.js';
 
 /** A target of a fan-out, as its caller sees it. */
 export interface FanoutTarget {
@@ -49,6 +50,8 @@ export interface TargetHooks {
   changed(): void;
   /** It is over (`info` is what its `target.done` says). */
   settled(target: TargetSession, info: TargetDoneInfo): void;
+  /** The input's frame levels, measured once per piece for every session it is written to. */
+  readonly levels: SharedFrameLevels;
 }
 
 /**
@@ -135,6 +138,7 @@ export class TargetSession implements FanoutTarget {
     this.#hooks = hooks;
     const stream = new RealtimeTranslateStream({ ...options, to: target.lang, ...(target.voiceId === undefined ? {} : { voiceId: target.voiceId }) });
     this.#stream = stream;
+    shareInputLevels(stream, hooks.levels);
     stream.on('event', (event: RealtimeEvent) => hooks.event(this, event));
     stream.on('drain', () => hooks.drained());
     // The session is over: its end (unless reconnecting gave up: the error follows), its error,

@@ -19,6 +19,7 @@
 import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { FrameCutter } from '../audio/frames.js';
+import { SharedFrameLevels } from '../audio/level.js';
 import { AbortError, TimeoutError, ValidationError, type RtTranslateError } from '../errors.js';
 import { REALTIME_BYTES_PER_FRAME } from './codec.js';
 import type { StreamCallback } from './duplex-lifecycle.js';
@@ -66,6 +67,8 @@ export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable)
   /** The targets the current write is given to. */
   #fed: readonly TargetSession[] = [];
   readonly #cutter = new FrameCutter(REALTIME_BYTES_PER_FRAME);
+  /** The input's frame levels, measured once per piece for all the sessions it is written to. */
+  readonly #levels = new SharedFrameLevels();
   readonly #events: EventFanout<FanoutEvent>;
   readonly #hooks: TargetHooks;
   #state: FanoutState = { status: 'open' };
@@ -98,6 +101,7 @@ export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable)
         this.#publish({ type: 'target.done', ...info });
         this.#changed();
       },
+      levels: this.#levels,
     };
     const signal = o.signal;
     if (signal) {
@@ -221,7 +225,14 @@ export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable)
   readonly #feed = (buf: Buffer, offset: number, frames: number): void => {
     const audio = buf.subarray(offset, offset + frames * REALTIME_BYTES_PER_FRAME);
     this.#inputBytes += audio.length;
-    for (const target of this.#fed) target.write(audio);
+    // One pass: sessions that take the piece now measure its levels once between them.
+    const levels = this.#levels;
+    levels.open();
+    try {
+      for (const target of this.#fed) target.write(audio);
+    } finally {
+      levels.close();
+    }
   };
 
   /* ------------------------------------------------------------------ targets */

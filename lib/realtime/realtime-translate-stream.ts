@@ -13,6 +13,7 @@
  * (`ending-controller.ts` over the pure `ending-policy.ts`). The README explains the rules.
  */
 import { inspect } from 'node:util';
+import type { SharedFrameLevels } from '../audio/level.js';
 import { ValidationError, type RtTranslateError } from '../errors.js';
 import { REALTIME_BYTES_PER_FRAME, type ServerEvent, type SessionInfo } from './codec.js';
 import type { ConnectionEnd } from './connection.js';
@@ -34,6 +35,18 @@ export type { RealtimeTranslateOptions, ReconnectOptions } from './realtime-opti
 
 export type { RealtimeStats, RealtimeTranslateEvents, SessionStartedInfo } from './realtime-events.js';
 
+/** The ledger of a stream, for `shareInputLevels` (set by the class, which alone can read it). */
+let ledgerOf: (stream: RealtimeTranslateStream) => SpeechLedger;
+
+/**
+ * Has `stream` measure its input's frame levels through `shared`, so sessions fed the same input
+ * in one pass (a fan-out's targets) measure it once; what each finds is unchanged. For the
+ * fan-out, not part of the public surface.
+ */
+export function shareInputLevels(stream: RealtimeTranslateStream, shared: SharedFrameLevels): void {
+  ledgerOf(stream).shareLevels(shared);
+}
+
 export class RealtimeTranslateStream extends withEvents<RealtimeTranslateEvents>()(RealtimeDuplex<RealtimeEvent, ServerEvent, EndingWait>) {
   readonly #o: ResolvedRealtimeOptions;
   /** What the service owes: the speech sent, and what its responses answered. */
@@ -46,6 +59,10 @@ export class RealtimeTranslateStream extends withEvents<RealtimeTranslateEvents>
   /** Pings behind the input: what the service has shown it has read. */
   readonly #fences = new ReceiptFences();
   #session: SessionStartedInfo | undefined;
+
+  static {
+    ledgerOf = (stream) => stream.#ledger;
+  }
 
   constructor(options: RealtimeTranslateOptions) {
     const o = resolveRealtimeOptions(options);

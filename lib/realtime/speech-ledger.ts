@@ -15,6 +15,7 @@
  *   response's audio. A response that starts while the speech it would answer is still being
  *   sent is a piece of longer speech and moves nothing.
  */
+import type { SharedFrameLevels } from '../audio/level.js';
 import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } from '../audio/vad.js';
 import type { ResponseTiming } from './response-timing.js';
 
@@ -95,6 +96,11 @@ export class SpeechLedger {
   /** Responses completed so far. */
   get responsesCompleted(): number {
     return this.#completed;
+  }
+
+  /** Frame levels measured once for several ledgers fed the same input (see `SharedFrameLevels`). */
+  shareLevels(shared: SharedFrameLevels): void {
+    this.#detector.shareLevels(shared);
   }
 
   /** Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector. */
