@@ -53,6 +53,13 @@ export interface CompareOptions {
    * (the ratio of the medians, the subject always first).
    */
   paired?: boolean;
+  /**
+   * A full garbage collection before each round (default true), so a round does not pay for the
+   * other case's garbage. Off for long runs of live sessions (`paired` splits what one run
+   * leaves between both cases): after a forced collection every run of them costs about a
+   * third more CPU, both cases alike, a state a session that runs for an hour is never in.
+   */
+  collect?: boolean;
 }
 
 export interface CompareResult {
@@ -176,11 +183,11 @@ const collect: (() => void) | undefined = (() => {
   }
 })();
 
-async function round(c: BenchCase, minMs: number, clock: Clock): Promise<number> {
-  collect?.();
+async function round(c: BenchCase, minMs: number, clock: Clock, gc = true): Promise<number> {
+  if (gc) collect?.();
   const total = await timeRuns(c.run, minMs, clock);
   if (!c.overhead) return total;
-  collect?.();
+  if (gc) collect?.();
   return Math.max(total - (await timeRuns(c.overhead, minMs / 2, clock)), 1e-6);
 }
 
@@ -212,17 +219,18 @@ export async function compare(
   const minMs = options.minRoundMs ?? 200;
   const clock = options.clock ?? 'wall';
   // Warm-up: long enough for the JIT to settle both cases.
-  await round(subject, Math.max(100, minMs / 2), clock);
-  await round(baseline, Math.max(100, minMs / 2), clock);
+  const gc = options.collect ?? true;
+  await round(subject, Math.max(100, minMs / 2), clock, gc);
+  await round(baseline, Math.max(100, minMs / 2), clock, gc);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
     if (options.paired && i % 2 === 1) {
-      b.push(await round(baseline, minMs, clock));
-      s.push(await round(subject, minMs, clock));
+      b.push(await round(baseline, minMs, clock, gc));
+      s.push(await round(subject, minMs, clock, gc));
     } else {
-      s.push(await round(subject, minMs, clock));
-      b.push(await round(baseline, minMs, clock));
+      s.push(await round(subject, minMs, clock, gc));
+      b.push(await round(baseline, minMs, clock, gc));
     }
   }
   const result: CompareResult = {
