@@ -5,7 +5,7 @@
  * bounded rate elsewhere when asked for (`--progress`), silent with `--no-progress`; permanent
  * lines printed around it. The realtime command's session (`SessionReport`: its progress as
  * text, pure functions of numbers, `progressText` and `summaryText`) and the HTTP commands'
- * waits, uploads and downloads (`progress-text.ts`) both draw through it (the latter's texts are in `commands/http-common.ts`).
+ * waits, uploads and downloads (`progress-text.ts`) both draw through it (the latter's texts are in `commands/transfers.ts`).
  */
 import { Transform, type Writable } from 'node:stream';
 import type { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';

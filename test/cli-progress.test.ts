@@ -14,7 +14,7 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { UsageError } from '../bin/cli.js';
 import { LiveStatus, PROGRESS_LINE_MS, progressMode, type ProgressMode } from '../bin/status-line.js';
-import { byteText, elapsedText, transferText, waitText, type WaitProgress } from '../bin/commands/http-common.js';
+import { byteText, elapsedText, transferText, waitText, type WaitProgress } from '../bin/commands/transfers.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { permanentLines, runInProcess, statusTexts, type InProcessOptions } from './helpers/cli.js';
 import { KEY, VOICE_DESCRIPTION, control, logged, sharedEmulator } from './http-test-helpers.js';

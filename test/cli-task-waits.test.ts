@@ -15,7 +15,7 @@ import { LocalizationClient } from '../lib/http/client.js';
 import { HttpStatusError, TaskWaitTimeoutError } from '../lib/http/errors.js';
 import { describeFailure, type CliIo } from '../bin/cli.js';
 import { LiveStatus } from '../bin/status-line.js';
-import { waitForRun } from '../bin/commands/http-common.js';
+import { waitForRun } from '../bin/commands/task-waits.js';
 import { runDub } from '../bin/commands/dub.js';
 import { runTaskStatus } from '../bin/commands/task-status.js';
 import { runTranslatedTts } from '../bin/commands/translated-tts.js';

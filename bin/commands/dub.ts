@@ -8,23 +8,9 @@ import { extname, join } from 'node:path';
 import type { DubbingRequest, DubbedOutput } from '../../lib/http/dubbing.js';
 import { TRANSCRIPT_FORMATS, dubSchema, type TranscriptFormat } from '../../lib/http/schemas.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  checkRequest,
-  DownloadError,
-  downloadToFile,
-  listFlag,
-  localResult,
-  parseCommand,
-  taskRun,
-  taskSettings,
-  withService,
-  writeTextOutput,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, listFlag, parseCommand, taskSettings, withService } from './service.js';
+import { localResult, taskRun } from './task-waits.js';
+import { DownloadError, downloadToFile, writeTextOutput } from './outputs.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 
 export const DUB_USAGE = `Usage: rt-translate dub --url URL --from TAG --to TAG[,TAG...] [options]      dub a video or recording

@@ -3,7 +3,7 @@
  * name), or as the service's JSON records.
  */
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService } from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService } from './service.js';
 
 export const LANGUAGES_USAGE = `Usage: rt-translate languages [--source | --target] [--json]      the service's languages
 

@@ -12,19 +12,8 @@ import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
 import { lookUpSeparationRuns } from '../../lib/http/endpoints.js';
 import type { SeparationTrack } from '../../lib/http/requester.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  PROGRESS_OPTIONS,
-  PROGRESS_USAGE,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  DownloadError,
-  downloadToFile,
-  parseCommand,
-  serviceSettings,
-  withService,
-  type Service,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, PROGRESS_OPTIONS, PROGRESS_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService, type Service } from './service.js';
+import { DownloadError, downloadToFile } from './outputs.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 
 export const SEPARATE_RESULTS_USAGE = `Usage: rt-translate separate-results RUN_ID... [options]      download separated tracks

@@ -9,18 +9,9 @@ import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import { isSniffResult, sniffAudio } from '../../lib/audio/sniff.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  parseCommand,
-  taskRun,
-  taskSettings,
-  withService,
-  withUploadProgress,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, parseCommand, taskSettings, withService } from './service.js';
+import { taskRun } from './task-waits.js';
+import { withUploadProgress } from './transfers.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 import { checkMediaInput } from '../media-input.js';
 import { downloadRuns, outputDirectory } from './separate-results.js';

@@ -10,21 +10,9 @@ import { subtitlesSchema } from '../../lib/http/schemas.js';
 import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 import { languageValue } from './dub.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  checkOutput,
-  checkRequest,
-  listFlag,
-  parseCommand,
-  taskRun,
-  taskSettings,
-  withService,
-  writeTextOutput,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, listFlag, parseCommand, taskSettings, withService } from './service.js';
+import { taskRun } from './task-waits.js';
+import { checkOutput, writeTextOutput } from './outputs.js';
 import { transcriptFormat } from './transcribe.js';
 
 export const SUBTITLES_USAGE = `Usage: rt-translate subtitles --url URL --from TAG [--to TAG,...] [options]      subtitles of a media

@@ -7,21 +7,10 @@ import { TRANSCRIPTION_MODES, transcriptionSchema, type TranscriptionMode } from
 import { renderTranscript, type TranscriptSegment } from '../../lib/http/transcript.js';
 import type { TranscriptionRequest } from '../../lib/http/transcription.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  checkOutput,
-  checkRequest,
-  parseCommand,
-  taskRun,
-  taskSettings,
-  withService,
-  withUploadProgress,
-  writeTextOutput,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, taskSettings, withService } from './service.js';
+import { taskRun } from './task-waits.js';
+import { checkOutput, writeTextOutput } from './outputs.js';
+import { withUploadProgress } from './transfers.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { checkMediaInput } from '../media-input.js';
 

@@ -10,18 +10,8 @@ import { translationSchema } from '../../lib/http/schemas.js';
 import type { TranslationRequest } from '../../lib/http/translation.js';
 import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
 import { fileError } from '../file-errors.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  checkRequest,
-  parseCommand,
-  taskRun,
-  taskSettings,
-  withService,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, taskSettings, withService } from './service.js';
+import { taskRun } from './task-waits.js';
 
 export const TRANSLATE_TEXT_USAGE = `Usage: rt-translate translate-text --from TAG --to TAG [TEXT...] [options]      translate texts
 

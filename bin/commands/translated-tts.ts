@@ -7,25 +7,10 @@
 import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
 import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  audioOutput,
-  checkOutput,
-  checkRequest,
-  describeRetry,
-  downloadSource,
-  isStdout,
-  parseCommand,
-  runFlag,
-  taskRun,
-  taskSettings,
-  withService,
-  withTransfer,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, runFlag, taskSettings, withService } from './service.js';
+import { taskRun } from './task-waits.js';
+import { audioOutput, checkOutput, isStdout } from './outputs.js';
+import { describeRetry, downloadSource, withTransfer } from './transfers.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const TRANSLATED_TTS_USAGE = `Usage: rt-translate translated-tts --text TEXT --from TAG --to TAG [options]      translate, then speak

@@ -7,21 +7,9 @@ import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSche
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
 import { wavDataLayout, type WavDataLayout } from '../../lib/audio/wav.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  PROGRESS_OPTIONS,
-  PROGRESS_USAGE,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  audioOutput,
-  checkOutput,
-  checkRequest,
-  parseCommand,
-  serviceSettings,
-  withService,
-  withTransfer,
-  type TransferSource,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, PROGRESS_OPTIONS, PROGRESS_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, checkRequest, parseCommand, serviceSettings, withService } from './service.js';
+import { audioOutput, checkOutput } from './outputs.js';
+import { withTransfer, type TransferSource } from './transfers.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 
 export const FORMAT_BY_EXTENSION: Record<string, OutputFormat> = {

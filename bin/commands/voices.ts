@@ -8,21 +8,9 @@ import { basename } from 'node:path';
 import { GENDER_VALUES } from '../../lib/http/schemas.js';
 import type { Voice } from '../../lib/http/voices.js';
 import { EXIT_OK, UsageError, didYouMean, intFlag, type CliIo } from '../cli.js';
-import {
-  EXIT_USAGE_TEXT,
-  SERVICE_OPTIONS,
-  SERVICE_USAGE,
-  TASK_OPTIONS,
-  TASK_USAGE,
-  checkRequest,
-  localResult,
-  parseCommand,
-  serviceSettings,
-  taskRun,
-  taskSettings,
-  withService,
-  withUploadProgress,
-} from './http-common.js';
+import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, serviceSettings, taskSettings, withService } from './service.js';
+import { localResult, taskRun } from './task-waits.js';
+import { withUploadProgress } from './transfers.js';
 import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
 import { checkMediaInput } from '../media-input.js';
 
