@@ -78,6 +78,7 @@ export { planConversion, type ConversionPlan } from './audio/convert.js';
 export {
   dbfsToMeanSquare,
   frameMeanSquares,
+  SharedFrameLevels,
   g711SquareTable,
   meanSquare,
   meanSquareG711,
