@@ -21,140 +21,29 @@ import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
 import {
-  DEFAULT_VOICE_ID,
   MAX_APPEND_AUDIO_BYTES,
   MAX_CLIENT_EVENT_BYTES,
   base64DecodedLength,
   decodeClientEvent,
   encodeServerEvent,
   isBase64,
-  normalizeSessionConfig,
   type ClientEvent,
-  type OutputModality,
-  type SessionConfig,
-  type SessionConfigInput,
   type WireSessionInfo,
-  type VoiceSelection,
 } from '../realtime/codec.js';
-import { ValidationError } from '../errors.js';
-import { UtteranceSegmenter, type SegmentedUtterance, type UtteranceSegmenterOptions } from './vad.js';
-import type { VoiceOwnership } from './voices.js';
+import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
+import { checkSessionUpdate, isRefusal, rawLength, rawText, responseFrames, sessionInfo } from './session-messages.js';
+import {
+  BYTES_PER_SECOND,
+  MAX_GROUP_BYTES,
+  SESSION_END_CLOSE_CODE,
+  type DropOptions,
+  type RealtimeHandshake,
+  type RealtimeSessionSettings,
+  type RealtimeSessionStats,
+} from './session-settings.js';
+import { CLOSED, timersOf, type ActiveConfig, type Heard, type SessionState } from './session-state.js';
 
-/** Bytes of PCM16 mono 24 kHz per second of audio. */
-const BYTES_PER_SECOND = 48_000;
-/**
- * Speech held to be answered as one (`segmentation: 'idle'`, `mergeUtterances`) is answered once
- * it reaches this much, pause or not: a source that never pauses (a microphone, a phone call)
- * cannot make the emulator keep its audio without bound.
- */
-export const MAX_GROUP_BYTES = 60 * BYTES_PER_SECOND;
-/** Output audio piece: 400 ms, 9600 samples. */
-export const OUTPUT_PIECE_BYTES = 19_200;
-/** WebSocket close code for every session-ending error. */
-export const SESSION_END_CLOSE_CODE = 1008;
-/** Voice ids of the service's stock voices; never accepted as `cloned`. */
-export const STOCK_VOICE_IDS: ReadonlySet<number> = new Set([DEFAULT_VOICE_ID]);
 
-/** The session settings, resolved from the emulator options (see `RealtimeEmulatorOptions`). */
-export interface RealtimeSessionSettings {
-  apiKeys: ReadonlySet<string>;
-  /** Which key owns which cloned voice (the emulator's voice registry). */
-  voices: VoiceOwnership;
-  sessionUpdateTimeoutMs: number;
-  creditBytes: number | undefined;
-  creditSeconds: number | undefined;
-  /** The detector's settings; `splitMs` set when the segmentation is 'split'. */
-  segmenter: UtteranceSegmenterOptions;
-  segmentation: Segmentation;
-  idleMs: number;
-  lastAnswer: LastAnswer;
-  latencyMs: number;
-  audioFrames: 'json' | 'binary';
-  coldStartMs: number;
-  inputBytesPerSecond: number | undefined;
-  sendBufferLimitBytes: number;
-  faults: SessionFaultPlan;
-}
-
-/** A fault armed when a session is created (`dropAfterMs`, `halfOpenAfterMs`). */
-export interface TimedFault {
-  afterMs: number;
-  fault: 'drop' | 'half-open';
-}
-
-/**
- * The fault switches as a session meets them (built from `RealtimeFaults` by `realtime.ts`):
- * each is consulted at one named point of the protocol, so the protocol logic holds none.
- */
-export interface SessionFaultPlan {
-  /** When grouping answers: how many utterances make one (`mergeUtterances`; 1: the segmentation decides). */
-  readonly mergeUtterances: number;
-  /** When `session.created` is sent: the faults armed for later (their timers belong to the created session). */
-  readonly created: readonly TimedFault[];
-  /** When a fault drops the session: how. */
-  readonly dropWith: DropOptions;
-  /** When an answer is scheduled: extra delay of the one ending with utterance `index` (1-based), in ms. */
-  lateMs(index: number): number;
-  /**
-   * Before a response goes out, `sent` responses having gone before it: undefined to send it, or
-   * how many of its `frames` go out before the session is dropped (0: dropped before it).
-   */
-  beforeResponse(sent: number, frames: ReadonlyArray<string | Buffer>): number | undefined;
-  /** After an append has been heard, `heardBytes` in all: true to drop the session now. */
-  afterInput(heardBytes: number): boolean;
-  /** When the key could be shown (`session.created`, error messages): the key echoed back, or undefined. */
-  echo(key: string | undefined): string | undefined;
-}
-
-/**
- * When the service answers: each utterance when it ends ('utterance'), everything heard once the
- * appends pause ('idle'), or long utterances in two parts ('split').
- */
-export type Segmentation = 'utterance' | 'idle' | 'split';
-
-/**
- * When a finished answer is sent: at once ('prompt'), or held until speech is heard again; an
- * answer still held when the appends pause is the last one: sent `lateMs` later, or never.
- */
-export type LastAnswer = 'prompt' | 'never' | { readonly lateMs: number };
-
-/** How a session is ended on purpose: cut without a close frame, or closed with `code`. */
-export interface DropOptions {
-  /** Close with this code instead of cutting the connection (the client then sees 1006). */
-  code?: number;
-  /** Reset the connection (TCP RST) at once: what was in flight is lost, as on a real network. */
-  reset?: boolean;
-}
-
-/** What the handshake established. */
-export interface RealtimeHandshake {
-  /** The `x-api-key` header, already checked against the accepted keys; absent when not sent. */
-  headerKey: string | undefined;
-  /** `?model=` and `?mode=` of the handshake URL, echoed in `session.created`. */
-  model: string | undefined;
-  mode: string | undefined;
-}
-
-/**
- * Where a session is: waiting for its first `session.update`, cold-starting, running, stopping
- * after billing, half-open (a fault: reading and answering nothing), closed.
- */
-export type RealtimeSessionState = 'awaiting-update' | 'starting' | 'active' | 'stopping' | 'half-open' | 'closed';
-
-/** A snapshot of one session, for tests and diagnostics. */
-export interface RealtimeSessionStats {
-  /** The session id, once `session.created` was sent. */
-  id: string | undefined;
-  state: RealtimeSessionState;
-  /** Bytes of input audio processed (after `session.created`, within the credit). */
-  audioBytes: number;
-  /** Bytes queued on the socket, not yet written. */
-  bufferedAmount: number;
-  /** The largest `bufferedAmount` seen right after a send. */
-  peakBufferedAmount: number;
-  /** True while the emulator is not reading the client's input (slow client or `inputBytesPerSecond`). */
-  readingPaused: boolean;
-}
 type PauseReason = 'throttle' | 'backpressure' | 'half-open';
 
 /** How long a half-open session keeps its socket before cutting it. */
@@ -162,90 +51,7 @@ const HALF_OPEN_HOLD_MS = 60_000;
 /** How long a dropped session waits for the client to close its end before cutting the socket. */
 const DROP_BACKSTOP_MS = 1000;
 
-interface ActiveConfig {
-  source_language: string;
-  target_language: string;
-  output_modalities: OutputModality[];
-  voice: VoiceSelection;
-}
 
-interface PendingResponse {
-  dueAt: number;
-  frames: Array<string | Buffer>;
-}
-
-type Timer = NodeJS.Timeout;
-
-/** What an active session has heard and not answered yet (data only: the timers are the state's). */
-interface Heard {
-  readonly segmenter: UtteranceSegmenter;
-  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
-  grouped: SegmentedUtterance[];
-  /** Their audio, in bytes: a group this long is answered even if the appends never pause. */
-  groupedBytes: number;
-  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
-  held: SegmentedUtterance[][];
-}
-
-/** What a created session keeps while it answers: carried from `active` into `stopping`. */
-interface Answering {
-  config: ActiveConfig;
-  /** Responses not sent yet, in order; `queueTimer` waits for the first one's time. */
-  readonly queue: PendingResponse[];
-  queueTimer: Timer | undefined;
-  /** `inputBytesPerSecond`: reading waits until `readAllowedAt`; `throttleTimer` looks again then. */
-  readAllowedAt: number;
-  throttleTimer: Timer | undefined;
-  /** The fault plan's timers armed at `session.created`. */
-  readonly faultTimers: readonly Timer[];
-}
-
-/**
- * Where a session is, with the timers and data that belong there. Changed only through `#set`,
- * which clears every timer of the old state that the new one does not keep.
- */
-type SessionState =
-  /** `timer`: no `session.update` in time. */
-  | { status: 'awaiting-update'; timer: Timer }
-  /** Cold start: `timer` creates the session. */
-  | { status: 'starting'; config: ActiveConfig; timer: Timer }
-  /** `idleTimer`, then `idleCheck`: the audio stopped arriving (see `#armIdle`). */
-  | ({ status: 'active'; heard: Heard; idleTimer: Timer | undefined; idleCheck: NodeJS.Immediate | undefined } & Answering)
-  /** Credits used up: what is queued still goes out, then the session ends. */
-  | ({ status: 'stopping' } & Answering)
-  /** `timer`: the socket is cut after `HALF_OPEN_HOLD_MS`. */
-  | { status: 'half-open'; timer: Timer }
-  /** A drop's `cut` waits for what was sent to be flushed; `timer` then cuts the socket if the client does not close. */
-  | { status: 'closed'; cut: (() => void) | undefined; timer: Timer | undefined };
-
-const CLOSED: SessionState = Object.freeze({ status: 'closed', cut: undefined, timer: undefined });
-
-function timersOf(state: SessionState): Array<Timer | undefined> {
-  switch (state.status) {
-    case 'active':
-      return [state.idleTimer, state.queueTimer, state.throttleTimer, ...state.faultTimers];
-    case 'stopping':
-      return [state.queueTimer, state.throttleTimer, ...state.faultTimers];
-    default:
-      return [state.timer];
-  }
-}
-
-function rawLength(data: RawData): number {
-  if (Buffer.isBuffer(data)) return data.length;
-  if (Array.isArray(data)) return data.reduce((total, part) => total + part.length, 0);
-  return data.byteLength;
-}
-
-function rawText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
-}
-
-function words(text: string): string[] {
-  return text.split(' ').map((word, i) => (i === 0 ? word : ` ${word}`));
-}
 
 /**
  * The server side of one realtime WebSocket. Created by the emulator once the handshake is
@@ -429,39 +235,13 @@ export class RealtimeSession {
     if (state.status === 'active') this.#send(encodeServerEvent.sessionUpdated(this.#sessionInfo(config)));
   }
 
-  /**
-   * The configuration in its resolved form, or undefined after answering with `error`. An
-   * invalid configuration ends the session when it is the first one; a rejected voice always does.
-   */
+  /** The configuration in its resolved form, or undefined after answering with `error` (see `checkSessionUpdate`). */
   #validate(session: unknown, key: string | undefined, first: boolean): ActiveConfig | undefined {
-    let config: SessionConfig;
-    try {
-      config = normalizeSessionConfig(session as SessionConfigInput);
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      const message = first ? error.message : `${error.message} The previous configuration stays active.`;
-      if (first) this.#fail(message, 400);
-      else this.#sendError(message, 400);
-      return undefined;
-    }
-    const voice = config.voice ?? { type: 'default' };
-    if (voice.type === 'cloned') {
-      const owner = key ?? this.#ownerKey;
-      if (STOCK_VOICE_IDS.has(voice.voice_id)) {
-        this.#fail(`Voice ${voice.voice_id} is a stock voice; voice.type "cloned" needs a voice you cloned.`, 403);
-        return undefined;
-      }
-      if (owner === undefined || !this.#settings.voices.owns(owner, voice.voice_id)) {
-        this.#fail(`Voice ${voice.voice_id} is not a cloned voice owned by this API key.`, 403);
-        return undefined;
-      }
-    }
-    return {
-      source_language: config.source_language,
-      target_language: config.target_language,
-      output_modalities: config.output_modalities ?? ['text', 'audio'],
-      voice,
-    };
+    const result = checkSessionUpdate(session, key ?? this.#ownerKey, first, this.#settings.voices);
+    if (!isRefusal(result)) return result;
+    if (result.fatal) this.#fail(result.message, result.code);
+    else this.#sendError(result.message, result.code);
+    return undefined;
   }
 
   /** `session.created`: the session is active, with the fault plan's timers armed. */
@@ -479,19 +259,7 @@ export class RealtimeSession {
   }
 
   #sessionInfo(config: ActiveConfig): WireSessionInfo {
-    const info: WireSessionInfo = {
-      id: this.#id,
-      source_language: config.source_language,
-      target_language: config.target_language,
-      output_modalities: [...config.output_modalities],
-      voice: { ...config.voice },
-    };
-    if (this.#handshake.model !== undefined) info.model = this.#handshake.model;
-    if (this.#handshake.mode !== undefined) info.mode = this.#handshake.mode;
-    // A misbehaving service (fault switch): the caller's key echoed back.
-    const echoed = this.#settings.faults.echo(this.#ownerKey);
-    if (echoed !== undefined) info.api_key = echoed;
-    return info;
+    return sessionInfo(config, this.#id, this.#handshake, this.#settings.faults.echo(this.#ownerKey));
   }
 
   #onAppend(audio: unknown): void {
@@ -615,31 +383,8 @@ export class RealtimeSession {
   #schedule(utterances: SegmentedUtterance[], extraMs = 0): void {
     const state = this.#state;
     if (state.status !== 'active' && state.status !== 'stopping') return;
-    const { config } = state;
-    const first = utterances[0]!;
+    const frames = responseFrames(utterances, state.config, this.#settings.audioFrames);
     const last = utterances[utterances.length - 1]!;
-    const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);
-    const which =
-      first.index !== last.index
-        ? `utterances ${first.index}-${last.index}`
-        : utterances.length === 1 && first.part !== 'whole'
-          ? `utterance ${first.index} part ${first.part === 'first' ? 1 : 2}`
-          : `utterance ${first.index}`;
-    const transcript = `[${config.source_language} ${which}, ${seconds} s]`;
-    const translation = `[${config.target_language} translation of ${which}, ${seconds} s]`;
-    const frames: Array<string | Buffer> = [encodeServerEvent.transcriptCompleted(transcript)];
-    if (config.output_modalities.includes('text')) {
-      for (const delta of words(translation)) frames.push(encodeServerEvent.textDelta(delta));
-      frames.push(encodeServerEvent.textDone(translation));
-    }
-    if (config.output_modalities.includes('audio')) {
-      const audio = utterances.length === 1 ? first.audio : Buffer.concat(utterances.map((u) => u.audio));
-      for (let at = 0; at < audio.length; at += OUTPUT_PIECE_BYTES) {
-        const piece = audio.subarray(at, Math.min(audio.length, at + OUTPUT_PIECE_BYTES));
-        frames.push(this.#settings.audioFrames === 'binary' ? piece : encodeServerEvent.audioDelta(piece));
-      }
-      frames.push(encodeServerEvent.audioDone());
-    }
     const late = this.#settings.faults.lateMs(last.index);
     state.queue.push({ dueAt: Date.now() + this.#settings.latencyMs + late + extraMs, frames });
     this.#pump();

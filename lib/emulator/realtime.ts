@@ -14,22 +14,14 @@ import { describeReceived, intOption, numberOption } from '../options.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
 import type { EmulatorContext, EmulatorPart } from './context.js';
-import {
-  RealtimeSession,
-  type DropOptions,
-  type LastAnswer,
-  type Segmentation,
-  type SessionFaultPlan,
-  type RealtimeSessionSettings,
-  type TimedFault,
-  type RealtimeSessionStats,
-} from './realtime-session.js';
+import { RealtimeSession } from './realtime-session.js';
+import type { DropOptions, LastAnswer, RealtimeSessionSettings, RealtimeSessionStats, Segmentation, SessionFaultPlan, TimedFault } from './session-settings.js';
 import { isCount } from './http/faults.js';
 import { UtteranceSegmenter, type UtteranceSegmenterOptions } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
-export { MAX_GROUP_BYTES, OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './realtime-session.js';
-export type { DropOptions, LastAnswer, RealtimeSessionState, RealtimeSessionStats, Segmentation } from './realtime-session.js';
+export { MAX_GROUP_BYTES, OUTPUT_PIECE_BYTES, SESSION_END_CLOSE_CODE, STOCK_VOICE_IDS } from './session-settings.js';
+export type { DropOptions, LastAnswer, RealtimeSessionState, RealtimeSessionStats, Segmentation } from './session-settings.js';
 export {
   DEFAULT_MAX_UTTERANCE_MS,
   DEFAULT_PADDING_MS,
