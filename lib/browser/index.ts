@@ -20,16 +20,8 @@ export {
   type ClosedInfo,
   type WhilePlaying,
 } from './translator.js';
-export {
-  RealtimeRoomListener,
-  RealtimeRoomSpeaker,
-  type RealtimeRoomListenerOptions,
-  type RealtimeRoomListenerEvents,
-  type RealtimeRoomSpeakerOptions,
-  type RealtimeRoomSpeakerEvents,
-  type RoomListenerStats,
-  type RoomLanguageInfo,
-} from './room.js';
+export { RealtimeRoomListener, type RealtimeRoomListenerOptions, type RealtimeRoomListenerEvents, type RoomListenerStats } from './room.js';
+export { RealtimeRoomSpeaker, type RealtimeRoomSpeakerOptions, type RealtimeRoomSpeakerEvents, type RoomLanguageInfo } from './room-speaker.js';
 export { MicrophoneCapture, type MicrophoneOptions } from './capture.js';
 export { PcmPlayer, type PcmPlayerEvents, type PlaybackPosition } from './playback.js';
 export { StreamResampler, BROWSER_RATES, checkBrowserRate } from './resampler.js';
