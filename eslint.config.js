@@ -20,7 +20,10 @@ export default tseslint.config(
       // A closure may read a binding assigned once after it (a timer, a server's relay).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // `_name` marks a parameter kept for its position; `const { a, ...rest } = x` leaves `a` out of `rest`.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {
@@ -39,7 +42,7 @@ export default tseslint.config(
         'error',
         ...PRIVATE_MEMBERS,
         {
-          selector: "ThrowStatement > NewExpression[callee.name=/^(Error|TypeError|RangeError|SyntaxError)$/]",
+          selector: 'ThrowStatement > NewExpression[callee.name=/^(Error|TypeError|RangeError|SyntaxError)$/]',
           message: 'Throw one of the typed errors of lib/errors.ts (ValidationError, UsageError, ...).',
         },
       ],

@@ -79,8 +79,23 @@ export default async function (): Promise<void> {
     // 1. Start-up: the first translated byte of a short file.
     const short = join(dir, 'speech.pcm');
     await writeFile(short, speech24k());
-    const cliArgs = (input: string, output: string): string[] =>
-      [CLI, '--from', 'en-us', '--to', 'es-es', '-f', 's16le', '-i', input, '-o', output, '--quiet-ms', String(QUIET_MS), '--realtime-url', url];
+    const cliArgs = (input: string, output: string): string[] => [
+      CLI,
+      '--from',
+      'en-us',
+      '--to',
+      'es-es',
+      '-f',
+      's16le',
+      '-i',
+      input,
+      '-o',
+      output,
+      '--quiet-ms',
+      String(QUIET_MS),
+      '--realtime-url',
+      url,
+    ];
     let cliFirst = 0;
     let bareFirst = 0;
     const startup = await compare(

@@ -60,7 +60,14 @@ async function runCallers(request: CallersRequest): Promise<void> {
         JSON.stringify({
           event: 'start',
           sequenceNumber: '1',
-          start: { streamSid: sid, callSid: `CA${i}`, accountSid: 'AC0', tracks: ['inbound'], customParameters: {}, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+          start: {
+            streamSid: sid,
+            callSid: `CA${i}`,
+            accountSid: 'AC0',
+            tracks: ['inbound'],
+            customParameters: {},
+            mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+          },
           streamSid: sid,
         }),
       );
@@ -69,7 +76,9 @@ async function runCallers(request: CallersRequest): Promise<void> {
         chunk++;
         const payload = payloads[frame]!;
         frame = (frame + 1) % payloads.length;
-        ws.send(`{"event":"media","sequenceNumber":"${chunk + 1}","media":{"track":"inbound","chunk":"${chunk}","timestamp":"${(chunk - 1) * 20}","payload":"${payload}"},"streamSid":"${sid}"}`);
+        ws.send(
+          `{"event":"media","sequenceNumber":"${chunk + 1}","media":{"track":"inbound","chunk":"${chunk}","timestamp":"${(chunk - 1) * 20}","payload":"${payload}"},"streamSid":"${sid}"}`,
+        );
         sent++;
       });
     });
@@ -89,7 +98,10 @@ process.on('message', (message: { type: string }) => {
   if (message.type === 'callers') {
     runCallers(message as CallersRequest).catch((error: unknown) => send({ type: 'error', message: String(error) }));
   } else if (message.type === 'exit') {
-    emulator.close().then(() => process.exit(0), () => process.exit(1));
+    emulator.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   }
 });
 

@@ -322,7 +322,15 @@ function openDiscord(n: number, url: string, clock: FrameClock, opus: OpusMateri
   const playbacks: Readable[] = [];
   for (let i = 0; i < n; i++) {
     const source = new Readable({ objectMode: true, read() {} });
-    const path = translateSpeaker({ opusPackets: source, output: 'pcm', from: 'en-us', to: 'es-es', apiKey: CONCURRENCY_KEY, realtimeUrl: url, opusBackend: opus.backend });
+    const path = translateSpeaker({
+      opusPackets: source,
+      output: 'pcm',
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: CONCURRENCY_KEY,
+      realtimeUrl: url,
+      opusBackend: opus.backend,
+    });
     path.done.catch(() => {});
     playbacks.push(path.playback);
     let slot = randomStart(opus.packets.length);
@@ -435,7 +443,10 @@ async function measure(path: PathName, n: number, seconds: number, peers: Peers,
   else if (path === 'discord') opened = openDiscord(n, peer.realtimeUrl, clock, opus!);
   else if (path === 'bare-discord') opened = openBareDiscord(n, peer.realtimeUrl, clock, opus!);
   else {
-    const t = path === 'twilio' ? await openTwilio(n, peer.realtimeUrl, peers.callers, callSeconds) : await openBareTwilio(n, peer.realtimeUrl, peers.callers, callSeconds);
+    const t =
+      path === 'twilio'
+        ? await openTwilio(n, peer.realtimeUrl, peers.callers, callSeconds)
+        : await openBareTwilio(n, peer.realtimeUrl, peers.callers, callSeconds);
     opened = t;
     twilioDone = t.done;
   }
@@ -531,7 +542,14 @@ function combine(list: Scenario[]): Scenario {
  * so that a change in the machine's load falls on every path; prints every window, then (with
  * several rounds) each path's combined row. Returns the combined scenario of each path measured.
  */
-async function measureAlternating(paths: readonly PathName[], n: number, rounds: number, seconds: number, peers: Peers, opus: OpusMaterial | undefined): Promise<Map<PathName, Scenario>> {
+async function measureAlternating(
+  paths: readonly PathName[],
+  n: number,
+  rounds: number,
+  seconds: number,
+  peers: Peers,
+  opus: OpusMaterial | undefined,
+): Promise<Map<PathName, Scenario>> {
   const windows = new Map<PathName, Scenario[]>();
   for (let round = 0; round < rounds; round++) {
     for (const path of round % 2 === 0 ? paths : [...paths].reverse()) {
@@ -555,7 +573,10 @@ function row(s: Scenario): string {
 }
 
 export default async function (): Promise<void> {
-  const counts = (process.env.CONCURRENCY ?? '50,100,200').split(',').map(Number).filter((v) => v > 0);
+  const counts = (process.env.CONCURRENCY ?? '50,100,200')
+    .split(',')
+    .map(Number)
+    .filter((v) => v > 0);
   const seconds = Number(process.env.CONCURRENCY_SECONDS ?? 20);
   const twilioMax = Number(process.env.CONCURRENCY_TWILIO_MAX ?? 500);
   const paths = (process.env.CONCURRENCY_PATHS ?? 'bare,plain,bare-twilio,twilio,bare-discord,discord').split(',') as PathName[];
@@ -566,7 +587,9 @@ export default async function (): Promise<void> {
   try {
     const decodePerHour = opus ? opusDecodePerHour(opus) : 0;
     if (opus) console.log(`bare Opus decode (${opus.backend}) of the Discord packets: ${decodePerHour.toFixed(1)} CPU-s per speaker-hour`);
-    console.log(`each row: ${seconds} s measured after ${WARMUP_MS / 1000} s of warm-up; CPU of this process only (the emulator and the callers run in another)`);
+    console.log(
+      `each row: ${seconds} s measured after ${WARMUP_MS / 1000} s of warm-up; CPU of this process only (the emulator and the callers run in another)`,
+    );
     // The calls-on-one-core scenario first, so that `CONCURRENCY=0` measures it in the same
     // conditions as the full run. Its baseline is the same work by hand at the same load, in
     // alternating windows like the rows below: the calls' figures are the mean CPU and the worst
@@ -578,7 +601,12 @@ export default async function (): Promise<void> {
       record({ name: `twilio ${twilioMax} calls: calls that reached the service in time`, value: s.started, kind: 'min', bound: twilioMax, unit: '' });
       record({ name: `twilio ${twilioMax} calls: share of one core`, value: s.corePercent, kind: 'max', bound: 100, unit: ' %' });
       record({ name: `twilio ${twilioMax} calls: event-loop lag p99`, value: s.lagP99, kind: 'max', bound: 50, unit: ' ms' });
-      record({ name: `twilio ${twilioMax} calls / the same work by hand, CPU per call-hour`, value: s.cpuPerHour / byHand.cpuPerHour, kind: 'max', bound: 1.3 });
+      record({
+        name: `twilio ${twilioMax} calls / the same work by hand, CPU per call-hour`,
+        value: s.cpuPerHour / byHand.cpuPerHour,
+        kind: 'max',
+        bound: 1.3,
+      });
       record({ name: `twilio ${twilioMax} calls by hand (baseline): share of one core`, value: byHand.corePercent, kind: 'max', bound: undefined, unit: ' %' });
       record({ name: `twilio ${twilioMax} calls by hand (baseline): event-loop lag p99`, value: byHand.lagP99, kind: 'max', bound: undefined, unit: ' ms' });
     }

@@ -138,7 +138,9 @@ export default async function (): Promise<void> {
       if (fanoutBytes === 0 || Math.abs(fanoutBytes - handBytes) > 0.05 * handBytes) {
         throw new Error(`the fan-out received ${fanoutBytes} bytes in its last run, the streams by hand ${handBytes}`);
       }
-      console.log(`  last runs: ${n} x ${(fanoutBytes / n / 48_000).toFixed(1)} s (fan-out), ${n} x ${(handBytes / n / 48_000).toFixed(1)} s (by hand) of translated audio received`);
+      console.log(
+        `  last runs: ${n} x ${(fanoutBytes / n / 48_000).toFixed(1)} s (fan-out), ${n} x ${(handBytes / n / 48_000).toFixed(1)} s (by hand) of translated audio received`,
+      );
     }
   } finally {
     child.send({ type: 'exit' });

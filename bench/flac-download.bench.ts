@@ -60,8 +60,17 @@ export default async function (): Promise<void> {
     };
     const title = `FlacDownloadStream decode (${AUDIO_SECONDS} s mono ${SAMPLE_RATE / 1000} kHz, ${(flac.length / 1024).toFixed(0)} KiB FLAC)`;
     const options = { unit: 'x realtime', audioSeconds: AUDIO_SECONDS, rounds: 9, minRoundMs: 300 } as const;
-    await compare(`${title}, CPU time`, subject, baseline, { ...options, clock: 'cpu', target: 1.1, label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, CPU' });
-    await compare(`${title}, wall clock`, subject, baseline, { ...options, target: 1.1, label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, wall clock' });
+    await compare(`${title}, CPU time`, subject, baseline, {
+      ...options,
+      clock: 'cpu',
+      target: 1.1,
+      label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, CPU',
+    });
+    await compare(`${title}, wall clock`, subject, baseline, {
+      ...options,
+      target: 1.1,
+      label: 'FlacDownloadStream download + decode + MD5 vs decodeFile, wall clock',
+    });
     const own = {
       name: "FlacPcmDecoder (the library's decoder) on the whole file in memory, MD5 checked",
       units: pcmBytes,
@@ -73,7 +82,12 @@ export default async function (): Promise<void> {
         if (bytes !== pcmBytes) throw new Error(`decoded ${bytes} bytes, expected ${pcmBytes}`);
       },
     };
-    await compare(`${title}, CPU time, vs the same decoder in memory`, subject, own, { ...options, clock: 'cpu', target: 1.1, label: 'FlacDownloadStream download + decode + MD5 vs its decoder in memory, CPU' });
+    await compare(`${title}, CPU time, vs the same decoder in memory`, subject, own, {
+      ...options,
+      clock: 'cpu',
+      target: 1.1,
+      label: 'FlacDownloadStream download + decode + MD5 vs its decoder in memory, CPU',
+    });
   } finally {
     await agent.close();
     const exited = once(server, 'exit');

@@ -209,12 +209,7 @@ function rate(c: BenchCase, msPerRun: number, options: CompareOptions): string {
  * Runs both cases alternately (warm-up first), prints one block with the ratio, and records it
  * for the summary under `options.target`'s bound (or none).
  */
-export async function compare(
-  title: string,
-  subject: BenchCase,
-  baseline: BenchCase,
-  options: CompareOptions = {},
-): Promise<CompareResult> {
+export async function compare(title: string, subject: BenchCase, baseline: BenchCase, options: CompareOptions = {}): Promise<CompareResult> {
   const rounds = options.rounds ?? 7;
   const minMs = options.minRoundMs ?? 200;
   const clock = options.clock ?? 'wall';

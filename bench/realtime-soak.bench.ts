@@ -86,7 +86,6 @@ interface SoakRun {
 }
 
 async function soak({ minutes, speed, dropMinutes, quietPeriodMs, fixture, totalBytes, realtimeUrl }: SoakRun): Promise<void> {
-
   // What the emulator must answer, utterance by utterance, in order. A session that starts with
   // a replay counts its 30 ms frames from the replay's start, which the client puts on its own
   // 20 ms frames: each answer is the one of one of three grid phases (leading silence of 0, 240
@@ -141,7 +140,7 @@ async function soak({ minutes, speed, dropMinutes, quietPeriodMs, fixture, total
   }, 250);
   const started = performance.now();
   const step = (STEP_MS * BYTES_PER_SECOND) / 1000;
-  for (let offset = 0; offset < totalBytes && !stream.destroyed; ) {
+  for (let offset = 0; offset < totalBytes && !stream.destroyed;) {
     const at = offset % fixture.length;
     const piece = Buffer.from(fixture.subarray(at, Math.min(fixture.length, at + step)));
     offset += piece.length;

@@ -45,9 +45,7 @@ export function program(rate: number, channels: number, seconds: number): Buffer
     for (let c = 0; c < channels; c++) {
       s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
       const v =
-        6000 * Math.sin(2 * Math.PI * (180 + 40 * Math.sin(t) + 30 * c) * t) +
-        3000 * Math.sin(2 * Math.PI * (1200 + 300 * c) * t) +
-        ((s >>> 16) - 32768) / 16;
+        6000 * Math.sin(2 * Math.PI * (180 + 40 * Math.sin(t) + 30 * c) * t) + 3000 * Math.sin(2 * Math.PI * (1200 + 300 * c) * t) + ((s >>> 16) - 32768) / 16;
       b.writeInt16LE(Math.round(v), (n * channels + c) * 2);
     }
   }
@@ -171,7 +169,11 @@ export default async function (): Promise<void> {
     { filter: 'aresample=resampler=swr', label: 'swr default (32 taps, weaker)' },
   ];
   try {
-    await throughFfmpeg(binary, [...ffmpegFormat(SERVICE), '-i', 'pipe:0', '-af', filters[0]!.filter, ...ffmpegFormat({ rate: 48000, channels: 1 }), 'pipe:1'], Buffer.alloc(9600));
+    await throughFfmpeg(
+      binary,
+      [...ffmpegFormat(SERVICE), '-i', 'pipe:0', '-af', filters[0]!.filter, ...ffmpegFormat({ rate: 48000, channels: 1 }), 'pipe:1'],
+      Buffer.alloc(9600),
+    );
   } catch {
     console.log('resample: this ffmpeg has no soxr; comparing with swr only');
     filters.splice(0, 2);
@@ -183,7 +185,8 @@ export default async function (): Promise<void> {
     const short = inputFor(conversion.from, SHORT_SECONDS);
     const frameMs20 = input.length / SECONDS / 50;
     const inFrames = input.length / (conversion.from.channels * bytesPerSample(conversion.from.format ?? 's16le'));
-    const expected = Math.ceil((inFrames * conversion.to.rate) / conversion.from.rate) * conversion.to.channels * bytesPerSample(conversion.to.format ?? 's16le');
+    const expected =
+      Math.ceil((inFrames * conversion.to.rate) / conversion.from.rate) * conversion.to.channels * bytesPerSample(conversion.to.format ?? 's16le');
     for (const size of [65536, frameMs20]) {
       const ours = await throughTransform(conversion.make(), input, size);
       if (ours !== expected) throw new Error(`${conversion.label}: ours gave ${ours} bytes, expected ${expected}`);
@@ -207,7 +210,11 @@ export default async function (): Promise<void> {
       await compare(
         `${conversion.label} vs ffmpeg ${label}, wall clock`,
         bulk,
-        { name: `ffmpeg -threads 1, ${label} (elapsed, start-up subtracted)`, run: () => throughFfmpeg(binary, args, input), overhead: () => throughFfmpeg(binary, args, short) },
+        {
+          name: `ffmpeg -threads 1, ${label} (elapsed, start-up subtracted)`,
+          run: () => throughFfmpeg(binary, args, input),
+          overhead: () => throughFfmpeg(binary, args, short),
+        },
         { ...options, clock: 'wall' },
       );
     }

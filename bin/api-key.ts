@@ -73,7 +73,11 @@ async function readKeyFile(path: string, io: CliIo): Promise<string> {
  * then cannot share (`the audio must come from a file: pass -i PATH`). Every problem is a
  * usage error, before any traffic; the key never appears in a message.
  */
-export async function resolveKeyFlags(values: ApiKeyFlags, io: CliIo, options: { required: boolean; stdinTaken?: string | undefined }): Promise<string | undefined> {
+export async function resolveKeyFlags(
+  values: ApiKeyFlags,
+  io: CliIo,
+  options: { required: boolean; stdinTaken?: string | undefined },
+): Promise<string | undefined> {
   const keyFile = values['api-key-file'];
   if (keyFile !== undefined && values['api-key'] !== undefined) throw new UsageError('give the key once: --api-key or --api-key-file, not both.');
   if (keyFile === '-' && options.stdinTaken !== undefined) {

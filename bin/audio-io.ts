@@ -17,7 +17,15 @@ import { extname } from 'node:path';
 import { pipeline, finished } from 'node:stream/promises';
 import type { Duplex, Writable } from 'node:stream';
 import { ValidationError } from '../lib/errors.js';
-import { SAMPLE_FORMATS, SERVICE_FORMAT, bytesPerSample, validateChannels, validateRate, type ResolvedAudioDescription, type SampleFormat } from '../lib/audio/audio-format.js';
+import {
+  SAMPLE_FORMATS,
+  SERVICE_FORMAT,
+  bytesPerSample,
+  validateChannels,
+  validateRate,
+  type ResolvedAudioDescription,
+  type SampleFormat,
+} from '../lib/audio/audio-format.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
 import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
 import { UsageError, checkOutputName, type CliIo } from './cli.js';
@@ -57,13 +65,7 @@ export function inputDescription(flags: { format?: string; ar?: string; ac?: str
 }
 
 /** Checks `--out-format`, `--out-ar`, `--out-ac` against the output path and `--text-only`. */
-export function parseOutputSpec(flags: {
-  output?: string;
-  outFormat?: string;
-  outAr?: string;
-  outAc?: string;
-  textOnly: boolean;
-}): OutputSpec {
+export function parseOutputSpec(flags: { output?: string; outFormat?: string; outAr?: string; outAc?: string; textOnly: boolean }): OutputSpec {
   if (flags.textOnly) {
     const conflicting = [
       ['--out-format', flags.outFormat],

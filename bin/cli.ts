@@ -157,7 +157,10 @@ export type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>;
  * (`help`, default the top-level `rt-translate --help`); an unknown flag close to one of the
  * command's flags gets a suggestion (`Did you mean --language?`).
  */
-export function parseCommandLine<T extends ParseArgsConfig & { options: ParseArgsOptions }>(config: T, help = 'rt-translate --help'): ReturnType<typeof parseArgs<T>> {
+export function parseCommandLine<T extends ParseArgsConfig & { options: ParseArgsOptions }>(
+  config: T,
+  help = 'rt-translate --help',
+): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (error) {

@@ -7,7 +7,17 @@
  */
 import type { Transform } from 'node:stream';
 import type { FanoutEvent, FanoutOutcome, RealtimeFanout } from '../lib/realtime/fanout.js';
-import { LiveStatus, STARTING_NOTICE, STOPPING_NOTICE, inputCounter, reconnectedText, reconnectingText, type ProgressMode, type ProgressStream, type SessionPhase } from './status-line.js';
+import {
+  LiveStatus,
+  STARTING_NOTICE,
+  STOPPING_NOTICE,
+  inputCounter,
+  reconnectedText,
+  reconnectingText,
+  type ProgressMode,
+  type ProgressStream,
+  type SessionPhase,
+} from './status-line.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */
 const SERVICE_BYTES_PER_SECOND = 48_000;

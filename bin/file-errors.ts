@@ -91,7 +91,13 @@ export async function fileError(error: unknown, use: FileUse, absolute = use.pat
       return fail('is-directory', `${what}; ${flag} takes a ${role === 'input' ? 'file' : 'file name'} here`);
     }
     case 'ENOTDIR': {
-      if (role === 'directory' && (await stat(absolute).then((info) => !info.isDirectory(), () => false))) {
+      if (
+        role === 'directory' &&
+        (await stat(absolute).then(
+          (info) => !info.isDirectory(),
+          () => false,
+        ))
+      ) {
         return fail('not-directory', `it is a file; ${flag} takes a directory here`);
       }
       const file = await fileInPath(absolute, path);
@@ -125,7 +131,8 @@ export async function checkInputFile(io: CliIo, path: string, flag: string, regu
     try {
       const info = await handle.stat();
       if (info.isDirectory()) throw errno('EISDIR');
-      if (regular && !info.isFile()) throw new FileError('other', use, `cannot read ${flag} ${path}: it is not a regular file (a device or a pipe); ${flag} takes a file here.`);
+      if (regular && !info.isFile())
+        throw new FileError('other', use, `cannot read ${flag} ${path}: it is not a regular file (a device or a pipe); ${flag} takes a file here.`);
     } finally {
       await handle.close();
     }

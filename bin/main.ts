@@ -77,8 +77,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   // error can still arrive after the command has returned.
   let stdoutFailure: NodeJS.ErrnoException | undefined;
   io.stdout.on('error', (error: NodeJS.ErrnoException) => (stdoutFailure ??= error));
-  const brokenPipe = (error?: unknown): boolean =>
-    stdoutFailure?.code === 'EPIPE' || (error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+  const brokenPipe = (error?: unknown): boolean => stdoutFailure?.code === 'EPIPE' || (error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
   try {
     if (first === '--version') {
       io.stdout.write(`${packageVersion()}\n`);

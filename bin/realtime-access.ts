@@ -59,7 +59,10 @@ export async function resolveAccess(values: AccessFlags, io: CliIo): Promise<Rea
  * stderr; it takes its own key, never the user's: `./embedded-emulator.ts`). `emulator` is to be
  * closed when the command ends.
  */
-export async function connect(access: RealtimeAccess, io: CliIo): Promise<{ apiKey: string | undefined; realtimeUrl: string | undefined; emulator: RunningEmulator | undefined }> {
+export async function connect(
+  access: RealtimeAccess,
+  io: CliIo,
+): Promise<{ apiKey: string | undefined; realtimeUrl: string | undefined; emulator: RunningEmulator | undefined }> {
   if (!access.useEmulator) return { apiKey: access.apiKey, realtimeUrl: access.realtimeUrl, emulator: undefined };
   const { startEmbeddedEmulator, EMULATOR_DEFAULT_API_KEY } = await import('./embedded-emulator.js');
   const emulator = await startEmbeddedEmulator(io, access.keySource);
@@ -147,5 +150,8 @@ export function logEvents<E>(events: AsyncIterable<E>, record: (event: E) => unk
     }
     if (trailer) yield `${JSON.stringify(trailer())}\n`;
   }
-  return pipeline(lines(), file).then(() => undefined, (error: unknown) => error);
+  return pipeline(lines(), file).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 }

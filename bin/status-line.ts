@@ -275,12 +275,7 @@ export class SessionReport {
   #phaseStart = performance.now();
   #started = false;
 
-  constructor(
-    rt: RealtimeTranslateStream,
-    stderr: ProgressStream,
-    labels: { from: string; to: string; textOnly: boolean },
-    mode?: ProgressMode,
-  ) {
+  constructor(rt: RealtimeTranslateStream, stderr: ProgressStream, labels: { from: string; to: string; textOnly: boolean }, mode?: ProgressMode) {
     this.#rt = rt;
     this.#status = new LiveStatus(stderr, mode);
     this.#progress = { phase: 'connecting', phaseMs: 0, sentBytes: 0, receivedBytes: 0, responses: 0, textOnly: labels.textOnly };

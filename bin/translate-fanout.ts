@@ -97,10 +97,14 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   const output = values.output;
   if (!textOnly) {
     if (output === undefined || output === '-') {
-      throw new UsageError(`several target languages are written to one file each, not to standard output: pass -o with ${LANG_PLACEHOLDER} in the name (-o talk-${LANG_PLACEHOLDER}.wav), or --text-only.`);
+      throw new UsageError(
+        `several target languages are written to one file each, not to standard output: pass -o with ${LANG_PLACEHOLDER} in the name (-o talk-${LANG_PLACEHOLDER}.wav), or --text-only.`,
+      );
     }
     if (!output.includes(LANG_PLACEHOLDER)) {
-      throw new UsageError(`with several target languages, -o must contain ${LANG_PLACEHOLDER}, replaced by each language (-o talk-${LANG_PLACEHOLDER}.wav); got -o ${output}.`);
+      throw new UsageError(
+        `with several target languages, -o must contain ${LANG_PLACEHOLDER}, replaced by each language (-o talk-${LANG_PLACEHOLDER}.wav); got -o ${output}.`,
+      );
     }
   }
 
@@ -155,7 +159,12 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   const targets = fan.targets;
   const writing = textOnly
     ? []
-    : targets.map((t, i) => writeInto(sinks[i]!, t.output, (chunk) => report.received(t.lang, chunk.length)).then(() => undefined, (error: unknown) => error));
+    : targets.map((t, i) =>
+        writeInto(sinks[i]!, t.output, (chunk) => report.received(t.lang, chunk.length)).then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      );
   let failure: unknown;
   try {
     await pipeline(source, report.counter, fan);
@@ -168,7 +177,8 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   const kept: string[] = [];
   for (const [i, sink] of sinks.entries()) {
     const t = targets[i]!;
-    const outcome = interruptedBy !== undefined ? 'interrupted' : failure === undefined && written[i] === undefined && t.outcome !== 'failed' ? 'complete' : 'failed';
+    const outcome =
+      interruptedBy !== undefined ? 'interrupted' : failure === undefined && written[i] === undefined && t.outcome !== 'failed' ? 'complete' : 'failed';
     const line = await sink.settle(outcome).catch((error: unknown) => void (written[i] ??= error));
     if (line) kept.push(line);
   }
@@ -211,7 +221,8 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   }
   if (failed === targets.length) {
     const first = targets.find((t) => t.error)?.error;
-    const hint = emulator === undefined || first === undefined ? undefined : (await import('./embedded-emulator.js')).embeddedRefusalHint(first, emulator.stateDir);
+    const hint =
+      emulator === undefined || first === undefined ? undefined : (await import('./embedded-emulator.js')).embeddedRefusalHint(first, emulator.stateDir);
     if (hint !== undefined) io.stderr.write(`${hint}\n`);
     return EXIT_FAILURE;
   }

@@ -37,12 +37,7 @@ const source = await openAudioSource(fileURLToPath(sample));
 console.log(`input: ${source.label}, decoded as ${source.decoder}`);
 
 try {
-  await pipeline(
-    source,
-    new PcmChunker({ chunkMs: 40 }),
-    translator,
-    new WavFileWriter(output, SERVICE_FORMAT),
-  );
+  await pipeline(source, new PcmChunker({ chunkMs: 40 }), translator, new WavFileWriter(output, SERVICE_FORMAT));
   const seconds = translator.stats.bytesReceived / 48_000;
   const responses = translator.stats.responses;
   console.log(`wrote ${output} (${seconds.toFixed(2)} s of translated audio, ${responses} ${responses === 1 ? 'response' : 'responses'})`);

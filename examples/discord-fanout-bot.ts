@@ -137,7 +137,14 @@ interface AudioPlayer {
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 interface DiscordVoice {
-  joinVoiceChannel(options: { channelId: string; guildId: string; adapterCreator: unknown; selfDeaf: boolean; selfMute: boolean; group?: string }): VoiceConnection;
+  joinVoiceChannel(options: {
+    channelId: string;
+    guildId: string;
+    adapterCreator: unknown;
+    selfDeaf: boolean;
+    selfMute: boolean;
+    group?: string;
+  }): VoiceConnection;
   entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
   VoiceConnectionStatus: { Ready: string };
   EndBehaviorType: { Manual: number };
@@ -168,7 +175,13 @@ function env(name: string, fallback?: string): string {
 }
 
 /** A bot logged in, in a voice channel: its connection and its client. */
-async function joinAs(discord: DiscordJs, voice: DiscordVoice, token: string, channelId: string, group: string): Promise<{ client: DiscordClient; connection: VoiceConnection; channel: VoiceChannelLike }> {
+async function joinAs(
+  discord: DiscordJs,
+  voice: DiscordVoice,
+  token: string,
+  channelId: string,
+  group: string,
+): Promise<{ client: DiscordClient; connection: VoiceConnection; channel: VoiceChannelLike }> {
   const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
   const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));
   await client.login(token);
@@ -176,14 +189,23 @@ async function joinAs(discord: DiscordJs, voice: DiscordVoice, token: string, ch
   const channel = await client.channels.fetch(channelId);
   if (!channel || !channel.isVoiceBased()) throw new Error(`${channelId} is not a voice channel ${client.user?.tag} can see.`);
   // `group`: each bot's connections apart (@discordjs/voice keys them by guild within a group).
-  const connection = voice.joinVoiceChannel({ channelId: channel.id, guildId: channel.guild.id, adapterCreator: channel.guild.voiceAdapterCreator, selfDeaf: false, selfMute: false, group });
+  const connection = voice.joinVoiceChannel({
+    channelId: channel.id,
+    guildId: channel.guild.id,
+    adapterCreator: channel.guild.voiceAdapterCreator,
+    selfDeaf: false,
+    selfMute: false,
+    group,
+  });
   await voice.entersState(connection, voice.VoiceConnectionStatus.Ready, 30_000);
   return { client, connection, channel };
 }
 
 async function main(): Promise<void> {
   const from = env('TRANSLATE_FROM', 'en-us');
-  const languages = env('TRANSLATE_TO', 'es-es,fr-fr').split(',').map((tag) => tag.trim().toLowerCase());
+  const languages = env('TRANSLATE_TO', 'es-es,fr-fr')
+    .split(',')
+    .map((tag) => tag.trim().toLowerCase());
   const wantedSpeaker = process.env.DISCORD_SPEAKER_ID;
   const service: { realtimeUrl?: string; apiKey?: string } = {};
   let emulator: Awaited<ReturnType<typeof startEmulator>> | undefined;

@@ -138,7 +138,13 @@ export async function playAudioFile(socket: Pick<WebSocket, 'send'>, path: strin
     new Writable({
       // The last frame, short, is filled with mu-law silence (0xff) to a whole 20 ms.
       write: (frame: Buffer, _encoding, callback) =>
-        send(twilioMediaMessage(streamSid, frame.length === TWILIO_FRAME_BYTES ? frame : Buffer.concat([frame, Buffer.alloc(TWILIO_FRAME_BYTES - frame.length, 0xff)])), callback),
+        send(
+          twilioMediaMessage(
+            streamSid,
+            frame.length === TWILIO_FRAME_BYTES ? frame : Buffer.concat([frame, Buffer.alloc(TWILIO_FRAME_BYTES - frame.length, 0xff)]),
+          ),
+          callback,
+        ),
     }),
   );
   await new Promise<void>((resolve, reject) => send(twilioMarkMessage(streamSid, markName), (error) => (error ? reject(error) : resolve())));
@@ -288,8 +294,12 @@ export async function startTwilioBridgeServer(options: TwilioBridgeServerOptions
   const clientAddress = options.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown');
   const log = options.log ?? (() => undefined);
   const calls = new Set<TwilioCall>();
-  const refusals = new CountedLine((n, last) => log('warn', `refused ${count(n)} connection(s) since the last such line${last ? `, the last from ${last}` : ''}`));
-  const noCalls = new CountedLine((n, last) => log('info', `${count(n)} connection(s) closed without a call since the last such line${last ? `, the last from ${last}` : ''}`));
+  const refusals = new CountedLine((n, last) =>
+    log('warn', `refused ${count(n)} connection(s) since the last such line${last ? `, the last from ${last}` : ''}`),
+  );
+  const noCalls = new CountedLine((n, last) =>
+    log('info', `${count(n)} connection(s) closed without a call since the last such line${last ? `, the last from ${last}` : ''}`),
+  );
   const noteNoCall = (address: string, why: string | undefined) => noCalls.note(why === undefined ? address : `${address} (${why})`);
   // Twilio's messages are small (a 20 ms media message is about 400 bytes).
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });

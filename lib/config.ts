@@ -23,12 +23,7 @@ export function isLoopbackHost(hostname: string): boolean {
   if (family === 6) {
     // IPv4-mapped 127.0.0.0/8, both as written (::ffff:127.0.0.1) and as the URL parser
     // normalises it (::ffff:7f00:1).
-    return (
-      host === '::1' ||
-      host === '0:0:0:0:0:0:0:1' ||
-      /^::ffff:127\./.test(host) ||
-      /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(host)
-    );
+    return host === '::1' || host === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(host) || /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(host);
   }
   return false;
 }
@@ -66,12 +61,7 @@ export interface UrlSafetyOptions {
  * Parses a URL given for `field` and refuses plain text (`ws:`/`http:`) to a non-loopback host
  * unless `allowInsecure` is set. Never echoes credentials embedded in the URL.
  */
-export function parseServiceUrl(
-  raw: string,
-  field: string,
-  secureProtocol: 'wss:' | 'https:',
-  options: UrlSafetyOptions = {},
-): URL {
+export function parseServiceUrl(raw: string, field: string, secureProtocol: 'wss:' | 'https:', options: UrlSafetyOptions = {}): URL {
   const plainProtocol = secureProtocol === 'wss:' ? 'ws:' : 'http:';
   let url: URL;
   try {
@@ -80,10 +70,7 @@ export function parseServiceUrl(
     throw new ConfigError(field, `Invalid ${field}: expected an absolute ${secureProtocol}// URL.`);
   }
   if (url.protocol !== secureProtocol && url.protocol !== plainProtocol) {
-    throw new ConfigError(
-      field,
-      `Invalid ${field}: expected a ${secureProtocol}// or ${plainProtocol}// URL (got ${url.protocol}//).`,
-    );
+    throw new ConfigError(field, `Invalid ${field}: expected a ${secureProtocol}// or ${plainProtocol}// URL (got ${url.protocol}//).`);
   }
   if (url.username || url.password) {
     throw new ConfigError(field, `Invalid ${field}: credentials in the URL are not accepted; ${options.hints?.apiKey ?? 'pass apiKey'} instead.`);

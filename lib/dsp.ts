@@ -45,12 +45,7 @@ export {
   type ResamplerOptions,
   STOPBAND_EDGE,
 } from './audio/resampler.js';
-export {
-  averageInt16,
-  type ChannelMixOptions,
-  ChannelMixTransform,
-  createChannelProcessor,
-} from './audio/channels.js';
+export { averageInt16, type ChannelMixOptions, ChannelMixTransform, createChannelProcessor } from './audio/channels.js';
 export {
   createSampleFormatProcessor,
   floatToInt16,
@@ -75,14 +70,7 @@ export {
   MULAW_DECODE_TABLE,
 } from './audio/g711.js';
 export { planConversion, type ConversionPlan } from './audio/convert.js';
-export {
-  dbfsToMeanSquare,
-  frameMeanSquares,
-  SharedFrameLevels,
-  g711SquareTable,
-  meanSquare,
-  meanSquareG711,
-} from './audio/level.js';
+export { dbfsToMeanSquare, frameMeanSquares, SharedFrameLevels, g711SquareTable, meanSquare, meanSquareG711 } from './audio/level.js';
 export {
   DEFAULT_VAD_SILENCE_MS,
   DEFAULT_VAD_THRESHOLD_DBFS,

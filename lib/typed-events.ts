@@ -39,6 +39,5 @@ export type WithEvents<A extends unknown[], I extends object, E extends EventMap
  * and `emit` calls are checked against `SEvents`.
  */
 export function withEvents<E extends EventMap<E>>() {
-  return <A extends unknown[], I extends object>(base: abstract new (...args: A) => I): WithEvents<A, I, E> =>
-    base as unknown as WithEvents<A, I, E>;
+  return <A extends unknown[], I extends object>(base: abstract new (...args: A) => I): WithEvents<A, I, E> => base as unknown as WithEvents<A, I, E>;
 }

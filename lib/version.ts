@@ -17,6 +17,7 @@ export function packageVersion(): string {
     } catch {
       // no package.json here
     }
-    if (dir.pathname === '/') throw new ConfigError('package.json', 'The package.json of rt-translate was not found above its modules: the installation is incomplete.');
+    if (dir.pathname === '/')
+      throw new ConfigError('package.json', 'The package.json of rt-translate was not found above its modules: the installation is incomplete.');
   }
 }

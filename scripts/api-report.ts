@@ -77,7 +77,9 @@ function describeExport(checker: ts.TypeChecker, exported: ts.Symbol, runtime: R
     const heritage = checker.getBaseTypes(instance as ts.InterfaceType).map((t) => checker.typeToString(t, undefined, FORMAT));
     lines.push(`class ${name}${heritage.length > 0 ? ` extends ${heritage.join(', ')}` : ''}`);
     for (const signature of constructorType.getConstructSignatures()) {
-      const params = signature.getParameters().map((p) => `${p.getName()}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(p, declaration), undefined, FORMAT)}`);
+      const params = signature
+        .getParameters()
+        .map((p) => `${p.getName()}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(p, declaration), undefined, FORMAT)}`);
       lines.push(`  constructor(${params.join(', ')})`);
     }
     // Static members the class declares itself (not those of Duplex, Error, ...).
@@ -85,9 +87,7 @@ function describeExport(checker: ts.TypeChecker, exported: ts.Symbol, runtime: R
       if (member.getName() === 'prototype' || !isPublicMember(member)) continue;
       lines.push(`  static ${member.getName()}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(member, declaration), undefined, FORMAT)}`);
     }
-    const own = new Set(
-      (symbol.members ? [...(symbol.members.values() as Iterable<ts.Symbol>)] : []).map((m) => m.getName()),
-    );
+    const own = new Set((symbol.members ? [...(symbol.members.values() as Iterable<ts.Symbol>)] : []).map((m) => m.getName()));
     for (const member of checker.getPropertiesOfType(instance)) {
       if (!own.has(member.getName()) || !isPublicMember(member)) continue;
       lines.push(`  ${member.getName()}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(member, declaration), undefined, FORMAT)}`);
@@ -104,9 +104,7 @@ function describeExport(checker: ts.TypeChecker, exported: ts.Symbol, runtime: R
     const type = checker.getDeclaredTypeOfSymbol(symbol);
     const heritage = checker.getBaseTypes(type as ts.InterfaceType).map((t) => checker.typeToString(t, undefined, FORMAT));
     lines.push(`interface ${name}${heritage.length > 0 ? ` extends ${heritage.join(', ')}` : ''}`);
-    const own = new Set(
-      (symbol.members ? [...(symbol.members.values() as Iterable<ts.Symbol>)] : []).map((m) => m.getName()),
-    );
+    const own = new Set((symbol.members ? [...(symbol.members.values() as Iterable<ts.Symbol>)] : []).map((m) => m.getName()));
     for (const member of checker.getPropertiesOfType(type)) {
       if (!own.has(member.getName())) continue;
       const at = member.valueDeclaration ?? member.declarations?.[0];
@@ -117,7 +115,9 @@ function describeExport(checker: ts.TypeChecker, exported: ts.Symbol, runtime: R
   }
   if (flags & ts.SymbolFlags.TypeAlias) {
     const alias = symbol.declarations?.find(ts.isTypeAliasDeclaration);
-    lines.push(`type ${name} = ${alias ? alias.type.getText().replace(/\s+/g, ' ') : checker.typeToString(checker.getDeclaredTypeOfSymbol(symbol), undefined, FORMAT)}`);
+    lines.push(
+      `type ${name} = ${alias ? alias.type.getText().replace(/\s+/g, ' ') : checker.typeToString(checker.getDeclaredTypeOfSymbol(symbol), undefined, FORMAT)}`,
+    );
   }
   if (lines.length === 0) lines.push(`${value ? 'value' : 'type'} ${name}`);
   return { lines, value };
@@ -139,7 +139,11 @@ export async function apiReports(root = repositoryRoot()): Promise<Map<string, s
   const all = entries(root);
   for (const tsconfig of new Set(all.map((e) => e.tsconfig))) {
     const group = all.filter((e) => e.tsconfig === tsconfig);
-    const built = program(root, tsconfig, group.map((e) => e.source));
+    const built = program(
+      root,
+      tsconfig,
+      group.map((e) => e.source),
+    );
     const checker = built.getTypeChecker();
     for (const entry of group) {
       const file = built.getSourceFile(join(root, entry.source));

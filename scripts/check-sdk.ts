@@ -40,7 +40,9 @@ function installSdk(): { dir: string; cleanup: () => void } {
   if (given > 0 && process.argv[given + 1]) return { dir: process.argv[given + 1]!, cleanup: () => undefined };
   const dir = mkdtempSync(join(tmpdir(), 'rt-translate-sdk-'));
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['install', '--prefix', dir, '--no-save', '--no-audit', '--no-fund', '--ignore-scripts', SDK], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const result = spawnSync(npm, ['install', '--prefix', dir, '--no-save', '--no-audit', '--no-fund', '--ignore-scripts', SDK], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (result.status !== 0) throw new Error(`npm install ${SDK} failed (status ${result.status}).`);
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -131,10 +133,19 @@ async function main(): Promise<number> {
     await check('GET /target-languages', async () => [await sdk.languages!.getTargetLanguages!(), (await client.languages.list('target')).map((l) => l.raw)]);
 
     await check('POST /create-custom-voice, then GET /list-voices', async () => {
-      const created = (await sdk.voiceCloning!.createCustomVoice!({ file: readFileSync(FIXTURE), voice_name: 'From the SDK', gender: 2, age: 30, language: 1 })) as { voice_id: number };
+      const created = (await sdk.voiceCloning!.createCustomVoice!({
+        file: readFileSync(FIXTURE),
+        voice_name: 'From the SDK',
+        gender: 2,
+        age: 30,
+        language: 1,
+      })) as { voice_id: number };
       const listed = (await sdk.voiceCloning!.listVoices!()) as Array<{ id: number }>;
       const ours = (await client.voices.list()).map((v) => v.raw);
-      return [[listed, listed.some((v) => v.id === created.voice_id)], [ours, true]];
+      return [
+        [listed, listed.some((v) => v.id === created.voice_id)],
+        [ours, true],
+      ];
     });
 
     await check('POST /text-to-voice, status, GET /text-to-voice-result', async () => {
@@ -150,7 +161,9 @@ async function main(): Promise<number> {
     });
 
     await check('POST /translate, status, GET /translation-result', async () => {
-      const task = (await sdk.translation!.createTranslation!({ texts: ['Good morning', 'Thank you'], source_language: 1, target_language: 54 })) as { task_id: string };
+      const task = (await sdk.translation!.createTranslation!({ texts: ['Good morning', 'Thank you'], source_language: 1, target_language: 54 })) as {
+        task_id: string;
+      };
       const done = await settled(() => sdk.translation!.getTranslationTaskStatus!({ task_id: task.task_id }));
       return [await sdk.translation!.getTranslationResult!({ run_id: done.run_id }), (await client.translation.result(done.run_id)).raw];
     });
@@ -161,12 +174,15 @@ async function main(): Promise<number> {
       // The SDK reads every answer as JSON: a text answer comes back wrapped, as `error.rawBody`.
       const theirs = typeof answer === 'string' ? answer : (answer as { error?: { rawBody?: unknown } }).error?.rawBody;
       let ours = '';
-      for await (const piece of await client.translation.openStream({ text: request.text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })) ours += piece as string;
+      for await (const piece of await client.translation.openStream({ text: request.text, sourceLanguage: 'en-us', targetLanguage: 'es-es' }))
+        ours += piece as string;
       return [theirs, ours];
     });
 
     await check('POST /translated-tts, GET /translated-tts/{id}', async () => {
-      const task = (await sdk.translatedTts!.createTranslatedTts!({ text: 'Hello', voice_id: 147_320, source_language: 1, target_language: 76 })) as { task_id: string };
+      const task = (await sdk.translatedTts!.createTranslatedTts!({ text: 'Hello', voice_id: 147_320, source_language: 1, target_language: 76 })) as {
+        task_id: string;
+      };
       const theirs = await settled(() => sdk.translatedTts!.getTranslatedTtsTaskStatus!({ task_id: task.task_id }));
       return [theirs, (await client.translatedTts.status(task.task_id)).raw];
     });
@@ -210,7 +226,8 @@ async function main(): Promise<number> {
       const request = { text: 'The same speech both ways.', language: 'en-us', voice_id: 147_320, output_configuration: { format: 'wav' } };
       const theirs = Buffer.from(await ((await sdk.textToSpeech!.tts!(request)) as { arrayBuffer: () => Promise<ArrayBuffer> }).arrayBuffer());
       const chunks: Buffer[] = [];
-      for await (const chunk of client.ttsStream({ text: request.text, language: 'en-us', outputConfiguration: { format: 'wav' } })) chunks.push(chunk as Buffer);
+      for await (const chunk of client.ttsStream({ text: request.text, language: 'en-us', outputConfiguration: { format: 'wav' } }))
+        chunks.push(chunk as Buffer);
       return [theirs.toString('base64'), Buffer.concat(chunks).toString('base64')];
     });
 
@@ -237,7 +254,12 @@ async function main(): Promise<number> {
       // Both creations narrate the same document: the same transcript.
       return [
         [Object.keys(task), theirs, sdkResult, sdkResult.transcript],
-        [Object.keys(mine.raw), (await client.story.status(task.task_id)).raw, ours.raw, (await client.story.result(mineRun, { includeTranscript: true })).raw.transcript],
+        [
+          Object.keys(mine.raw),
+          (await client.story.status(task.task_id)).raw,
+          ours.raw,
+          (await client.story.result(mineRun, { includeTranscript: true })).raw.transcript,
+        ],
       ];
     });
 
@@ -251,7 +273,9 @@ async function main(): Promise<number> {
     });
 
     await check('POST /project-setup, GET /project-setup-result', async () => {
-      const task = (await sdk.projectSetup!.createProject!({ media_url: MEDIA, source_language: 1, target_languages: [54, 76], project_name: 'Check' })) as { task_id: string };
+      const task = (await sdk.projectSetup!.createProject!({ media_url: MEDIA, source_language: 1, target_languages: [54, 76], project_name: 'Check' })) as {
+        task_id: string;
+      };
       const ours = await client.tasks.wait('project-setup', task.task_id);
       return [await sdk.projectSetup!.getProjectSetupResult!({ run_id: ours.runId }), (await client.projectSetup.result(ours.runId))?.raw];
     });
@@ -294,7 +318,7 @@ async function main(): Promise<number> {
       return [theirs, ours];
     });
 
-    const realtime = 'realtime through createRealtimeRelay, a token in place of the key (the SDK\'s realtime client)';
+    const realtime = "realtime through createRealtimeRelay, a token in place of the key (the SDK's realtime client)";
     if (sdk.realtime === undefined) skipped.push(`${realtime}: this SDK has no realtime client`);
     else {
       await check(realtime, async () => {
@@ -303,7 +327,8 @@ async function main(): Promise<number> {
         const relay = createRealtimeRelay({ server, apiKey: KEY, realtimeUrl: emulator.realtimeUrl });
         try {
           const relayUrl = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-          const utterances = (JSON.parse(readFileSync(new URL('../../test/fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as { utterances: unknown[] }).utterances.length;
+          const utterances = (JSON.parse(readFileSync(new URL('../../test/fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as { utterances: unknown[] })
+            .utterances.length;
           return [await sdkRealtime(mod, relayUrl, relay.mintToken(), utterances), await sdkRealtime(mod, emulator.realtimeUrl, KEY, utterances)];
         } finally {
           await relay.close();

@@ -81,11 +81,7 @@ const FIXTURES: readonly FixtureSpec[] = [
   {
     wavPath: 'test/fixtures/speech-en-24k.wav',
     jsonPath: 'test/fixtures/speech-en-24k.json',
-    sentences: [
-      'Hello, this is a test of live translation.',
-      'The weather is nice today.',
-      'Thank you for listening.',
-    ],
+    sentences: ['Hello, this is a test of live translation.', 'The weather is nice today.', 'Thank you for listening.'],
     leadSeconds: 0.3,
     gapSeconds: 1.2,
     tailSeconds: 1.0,
@@ -94,10 +90,7 @@ const FIXTURES: readonly FixtureSpec[] = [
   },
   {
     wavPath: 'examples/assets/sample-en.wav',
-    sentences: [
-      'Good morning. I would like to book a table for two people tonight.',
-      'Is there anything available at eight?',
-    ],
+    sentences: ['Good morning. I would like to book a table for two people tonight.', 'Is there anything available at eight?'],
     leadSeconds: 0.3,
     gapSeconds: 0.8,
     tailSeconds: 0.8,
@@ -117,11 +110,7 @@ interface EspeakModule {
 }
 
 /** `espeak-ng`'s default export: runs the espeak-ng command line once with `arguments`. */
-type EspeakFactory = (options: {
-  arguments: string[];
-  print?: (line: string) => void;
-  printErr?: (line: string) => void;
-}) => Promise<EspeakModule>;
+type EspeakFactory = (options: { arguments: string[]; print?: (line: string) => void; printErr?: (line: string) => void }) => Promise<EspeakModule>;
 
 /** Mono PCM16 samples with their rate. */
 interface Pcm16 {
@@ -194,10 +183,7 @@ function parseWav(buf: Buffer): Pcm16 {
   }
   if (format === undefined || data === undefined) throw new Error('WAV has no fmt or data chunk');
   if (format.audioFormat !== 1 || format.channels !== 1 || format.bitsPerSample !== 16) {
-    throw new Error(
-      `WAV format ${format.audioFormat}, ${format.channels} channel(s), ${format.bitsPerSample} bits; ` +
-        'expected PCM (1), mono, 16 bits',
-    );
+    throw new Error(`WAV format ${format.audioFormat}, ${format.channels} channel(s), ${format.bitsPerSample} bits; ` + 'expected PCM (1), mono, 16 bits');
   }
   const samples = new Int16Array(Math.floor(data.length / 2));
   for (let i = 0; i < samples.length; i++) samples[i] = data.readInt16LE(i * 2);
@@ -486,10 +472,7 @@ async function buildFixture(espeak: EspeakFactory, spec: FixtureSpec): Promise<B
   }
   const maxGap = Math.round((MAX_INTERNAL_GAP_MS / 1000) * OUTPUT_RATE);
   const frame = Math.round((CLIENT.frameMs / 1000) * OUTPUT_RATE);
-  const lines = [
-    `${spec.wavPath}: ${decoded.samples.length} samples = ${seconds.toFixed(3)} s, ${wav.length} bytes, ` +
-      `${clipped} sample(s) clipped`,
-  ];
+  const lines = [`${spec.wavPath}: ${decoded.samples.length} samples = ${seconds.toFixed(3)} s, ${wav.length} bytes, ` + `${clipped} sample(s) clipped`];
   regions.forEach((region, index) => {
     const placement = placements[index];
     if (placement === undefined) throw new Error('unreachable: one placement per sentence');

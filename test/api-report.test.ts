@@ -12,7 +12,11 @@ const API = new URL('../api/', import.meta.url);
 describe('the public surface', () => {
   it('is the one committed under api/ (run `npm run api:report` and commit its diff after a deliberate change)', async () => {
     const reports = await apiReports();
-    expect([...reports.keys()].sort()).toEqual(readdirSync(API).filter((f) => f.endsWith('.api.md')).sort());
+    expect([...reports.keys()].sort()).toEqual(
+      readdirSync(API)
+        .filter((f) => f.endsWith('.api.md'))
+        .sort(),
+    );
     for (const [file, text] of reports) expect(text, `api/${file}`).toBe(readFileSync(new URL(file, API), 'utf8'));
   });
 

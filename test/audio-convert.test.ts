@@ -80,7 +80,7 @@ describe('48 kHz stereo (Discord PCM) to the service format', () => {
     expect(out.equals(expected)).toBe(true);
   });
 
-  it('keeps both channels\' tones at half their level (averaged), within 0.1 dB', async () => {
+  it("keeps both channels' tones at half their level (averaged), within 0.1 dB", async () => {
     const out = samples(await run(toServiceFormat({ rate: 48000, channels: 2 }), input, 3840));
     for (const f of [440, 660]) expect(Math.abs(20 * Math.log10(amplitudeOf(out, 24000, f, 240, 6840) / 8000))).toBeLessThan(0.1);
   });

@@ -67,7 +67,7 @@ describe('a FLAC file cut short: cut after its last whole frame, STREAMINFO tell
   // Where to cut, as a share of the file: early (after ffmpeg's 8 KiB of padding), in the middle, near the end.
   const cuts = [0.25, 0.5, 0.97];
 
-  it.each(sources)('$name: cut anywhere, ffmpeg decodes exactly the samples announced, the original\'s first', async ({ flac }) => {
+  it.each(sources)("$name: cut anywhere, ffmpeg decodes exactly the samples announced, the original's first", async ({ flac }) => {
     const whole = flac();
     for (const share of cuts) {
       const cut = Math.floor(whole.length * share);

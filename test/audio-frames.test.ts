@@ -15,7 +15,7 @@ function bytes(length: number, seed: number): Buffer {
 function randomPieces(data: Buffer, seed: number, max: number): Buffer[] {
   const out: Buffer[] = [];
   let s = seed;
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     const n = 1 + ((s >>> 8) % max);
     out.push(data.subarray(at, at + n));

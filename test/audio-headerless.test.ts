@@ -74,7 +74,10 @@ describe('judgePcm16: whether bytes read as PCM16 look like sound', () => {
   it.each([
     { name: 'random bytes', bytes: () => randomBytes(PCM16_JUDGED_BYTES) },
     { name: 'compressed data (gzip of the README)', bytes: () => gzipSync(readme).subarray(10) },
-    { name: 'the speech fixture byte-swapped (s16be read as s16le)', bytes: () => Buffer.from(fixture.pcm.subarray(20_000, 20_000 + PCM16_JUDGED_BYTES)).swap16() },
+    {
+      name: 'the speech fixture byte-swapped (s16be read as s16le)',
+      bytes: () => Buffer.from(fixture.pcm.subarray(20_000, 20_000 + PCM16_JUDGED_BYTES)).swap16(),
+    },
     { name: 'a 10 kHz tone at 24 kHz (a documented false negative)', bytes: () => pcm16(16_384, (n) => 8000 * Math.sin((2 * Math.PI * 10_000 * n) / 24_000)) },
   ])('$name: not sound', ({ bytes }) => {
     const judged = judgePcm16(bytes());

@@ -111,7 +111,7 @@ describe('VoiceActivityDetector and SpeechSegmentCounter', () => {
   });
 });
 
-describe('SharedFrameLevels: a fan-out\'s detectors measure one piece once', () => {
+describe("SharedFrameLevels: a fan-out's detectors measure one piece once", () => {
   const fixture = loadSpeechFixture();
 
   it('detectors fed the same pieces in one pass find exactly what lone detectors find', () => {

@@ -200,7 +200,7 @@ describe('end of input', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('pads with the format\'s silence: 0xFF for mu-law', async () => {
+  it("pads with the format's silence: 0xFF for mu-law", async () => {
     const { pacer, sent } = recorded({ sampleRate: 8000, format: 'mulaw' });
     pacer.end(Buffer.from([1, 2, 3]));
     await vi.advanceTimersByTimeAsync(0);

@@ -14,7 +14,8 @@ function program(rate: number, channels: number, frames: number, seed = 7): Buff
   for (let n = 0; n < frames; n++) {
     for (let c = 0; c < channels; c++) {
       s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      const v = 11000 * Math.sin((2 * Math.PI * (310 + 170 * c) * n) / rate) + 7000 * Math.sin((2 * Math.PI * 0.47 * rate * n) / rate) + ((s >>> 16) - 32768) / 6;
+      const v =
+        11000 * Math.sin((2 * Math.PI * (310 + 170 * c) * n) / rate) + 7000 * Math.sin((2 * Math.PI * 0.47 * rate * n) / rate) + ((s >>> 16) - 32768) / 6;
       b.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(v))), (n * channels + c) * 2);
     }
   }

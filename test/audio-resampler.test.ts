@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DESIGN_ATTENUATION_DB,
-  Resampler,
-  SUPPORTED_RATES,
-  createResampleProcessor,
-  designResampler,
-} from '../lib/audio/resampler.js';
+import { DESIGN_ATTENUATION_DB, Resampler, SUPPORTED_RATES, createResampleProcessor, designResampler } from '../lib/audio/resampler.js';
 import { ValidationError } from '../lib/errors.js';
 import { runChunked } from './helpers/streams.js';
 import { SKIP, WINDOW, dB, defineQualityTests, tones, toSamples } from './helpers/tone-analysis.js';

@@ -131,7 +131,11 @@ describe.concurrent('openAudioSource: errors before any audio', () => {
       [chunks(wav(Buffer.alloc(0)), 10), {}, 'No audio in the call.'],
       [chunks(second.subarray(0, 1), 1), {}, 'No audio in the call: it holds 1 byte, less than one sample frame (2 bytes of s16le mono).'],
       [path('one-byte.pcm'), { format: 's16le' }, 'No audio in the call: it holds 1 byte, less than one sample frame (2 bytes of s16le mono).'],
-      [chunks(second.subarray(0, 3), 1), { format: 's16le', channels: 2 }, 'No audio in the call: it holds 3 bytes, less than one sample frame (4 bytes of s16le stereo).'],
+      [
+        chunks(second.subarray(0, 3), 1),
+        { format: 's16le', channels: 2 },
+        'No audio in the call: it holds 3 bytes, less than one sample frame (4 bytes of s16le stereo).',
+      ],
     ] as const) {
       const error = await rejection(openAudioSource(input, description, { label: 'the call' }));
       expect(error).toBeInstanceOf(AudioInputError);
@@ -279,7 +283,9 @@ describe.concurrent('openAudioSource: which ffmpeg runs', () => {
     const byEnv = await rejection(openAudioSource(mp3, {}, { env: { FFMPEG_PATH: path('nothing-here'), PATH: dirname(FFMPEG) } }));
     expect(byEnv).toBeInstanceOf(ConfigError);
     expect(byEnv).toMatchObject({ field: 'FFMPEG_PATH' });
-    expect(byEnv.message).toBe(`FFMPEG_PATH names ${path('nothing-here')}, which is not an executable file: name an ffmpeg executable, or leave it out to use ffmpeg on PATH.`);
+    expect(byEnv.message).toBe(
+      `FFMPEG_PATH names ${path('nothing-here')}, which is not an executable file: name an ffmpeg executable, or leave it out to use ffmpeg on PATH.`,
+    );
     const byOption = await rejection(openAudioSource(mp3, {}, { ffmpegPath: log }));
     expect(byOption).toMatchObject({ field: 'ffmpegPath' });
     // Inputs that do not need ffmpeg never look at it.

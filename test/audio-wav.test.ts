@@ -229,9 +229,7 @@ describe('WavReader: format reporting and conversion', () => {
     const reader = new WavReader({ to: { rate: 24000, channels: 1 } });
     reader.on('format', (f) => formats.push(f));
     const converted = await run(reader, file, 1000);
-    expect(formats).toEqual([
-      { audioFormat: 1, channels: 2, sampleRate: 44100, bitDepth: 16, endianness: 'LE', sampleFormat: 's16le' },
-    ]);
+    expect(formats).toEqual([{ audioFormat: 1, channels: 2, sampleRate: 44100, bitDepth: 16, endianness: 'LE', sampleFormat: 's16le' }]);
     const direct = await run(toServiceFormat({ rate: 44100, channels: 2 }), raw, 1 << 20);
     expect(converted.equals(direct)).toBe(true);
     expect(converted.length).toBe(12000 * 2);

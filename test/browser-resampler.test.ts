@@ -157,11 +157,11 @@ describe('block-size independence', () => {
     const write = sizes(7, 700);
     const pull = sizes(11, 300);
     let n = 0;
-    for (let at = 0; at < input.length; ) {
+    for (let at = 0; at < input.length;) {
       const end = Math.min(input.length, at + write());
       r.writeFloat(input, at, end);
       at = end;
-      for (let got = -1; got !== 0; ) {
+      for (let got = -1; got !== 0;) {
         got = r.read(out, n, Math.min(pull(), out.length - n));
         n += got;
       }

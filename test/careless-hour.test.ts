@@ -167,7 +167,9 @@ describe('a new user, careless for an hour', () => {
       run(['listen', '--language', 'xx-yy', '-i', 'speech.wav']),
     ]);
     expect(key.code).toBe(0);
-    expect(key.stderr).toMatch(/^rt-translate: warning: the API key from --api-key is not used: no service URL is configured, so the embedded emulator answers/m);
+    expect(key.stderr).toMatch(
+      /^rt-translate: warning: the API key from --api-key is not used: no service URL is configured, so the embedded emulator answers/m,
+    );
     expect(key.stderr).not.toContain('sk-meant-for-the-service');
     expect(voice.code).toBe(1);
     expect(voice.stderr).toMatch(/--voice: .*voice 42 is not a voice of this API key/);
@@ -184,7 +186,9 @@ describe('a new user, careless for an hour', () => {
       run(['transcribe', '-i', 'nope.wav', '--language', 'en-us']),
     ]);
     const [noDir, noDubs, isDir, rtMissing, uploadMissing] = results;
-    expect(noDir!.stderr).toBe('rt-translate: cannot write -o nodir/out.wav: the directory nodir does not exist; create it, or pass --create-dirs. [RTT_FILE]\n');
+    expect(noDir!.stderr).toBe(
+      'rt-translate: cannot write -o nodir/out.wav: the directory nodir does not exist; create it, or pass --create-dirs. [RTT_FILE]\n',
+    );
     expect(noDubs!.stderr).toBe('rt-translate: cannot write into -o no-dubs: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n');
     expect(isDir!.stderr).toBe(`rt-translate: cannot write -o ${tmpdir()}: it is a directory; -o takes a file name here. [RTT_FILE]\n`);
     expect(rtMissing!.stderr).toBe('rt-translate: cannot read -i nope.wav: no such file. [RTT_FILE]\n');
@@ -214,7 +218,10 @@ describe('a new user, careless for an hour', () => {
       Promise.all(['separate', 'separate-results', 'task-status'].map((name) => run([name, '--help']))),
     ]);
     expect(separate.code).toBe(0);
-    expect((await readdir(join(dir, 'tracks'))).sort()).toEqual([expect.stringMatching(/^background-\d+\.flac$/), expect.stringMatching(/^foreground-\d+\.flac$/)]);
+    expect((await readdir(join(dir, 'tracks'))).sort()).toEqual([
+      expect.stringMatching(/^background-\d+\.flac$/),
+      expect.stringMatching(/^foreground-\d+\.flac$/),
+    ]);
     expect(flag.stderr).toBe("rt-translate: Unknown option '--bogus'. See rt-translate tts --help.\n");
     expect(command.stderr).toBe("rt-translate: unknown command 'translat'. Did you mean translate? See rt-translate --help.\n");
     expect(alias.stderr).toMatch(/delete-voice is deprecated.*voices delete/);

@@ -45,7 +45,10 @@ async function stateHome(): Promise<{ home: string; state: string; run(args: str
 }
 
 function lines(text: string | Buffer): string[] {
-  return text.toString().split('\n').filter((line) => line !== '');
+  return text
+    .toString()
+    .split('\n')
+    .filter((line) => line !== '');
 }
 
 /** Every file under `dir`, with its path. */
@@ -75,7 +78,11 @@ describe('what one command made, the next ones use', () => {
     expect(refused.code).toBe(1);
     expect(lines(refused.stderr).slice(-2)).toEqual([
       `rt-translate: the embedded emulator answered: it knows the voices, tasks and runs that commands made without a service URL (kept in ${state} until \`rt-translate emulator --reset\`), not those of a service or of a running \`rt-translate emulator\``,
-      expect.stringMatching(new RegExp(`^rt-translate: The realtime service rejected the voice: Voice ${id} is not a cloned voice owned by this API key\\..*\\[RTT_VOICE_REJECTED\\]$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^rt-translate: The realtime service rejected the voice: Voice ${id} is not a cloned voice owned by this API key\\..*\\[RTT_VOICE_REJECTED\\]$`,
+        ),
+      ),
     ]);
     const again = await run(['voices', 'delete', id]);
     expect(again.code).toBe(1);
@@ -98,7 +105,10 @@ describe('what one command made, the next ones use', () => {
     const out = await tempDir('dubbed');
     const dub = (url: string) => runCli(['dub', '--url', url, '--from', 'en-us', '--to', 'es-es', '-o', out], { env: { XDG_STATE_HOME: home } });
     const results = await Promise.all([dub('https://media.example.com/a.mp4'), dub('https://media.example.com/b.mp4')]);
-    expect(results.map((r) => r.code), results.map((r) => r.stderr).join('\n')).toEqual([0, 0]);
+    expect(
+      results.map((r) => r.code),
+      results.map((r) => r.stderr).join('\n'),
+    ).toEqual([0, 0]);
     expect((await readdir(out)).sort()).toEqual(['dub-1001-es-es.flac', 'dub-1002-es-es.flac']);
   });
 
@@ -156,7 +166,10 @@ describe('results are files, not URLs that die with the command', () => {
         env: { RT_TRANSLATE_BASE_URL: running.baseUrl, RT_TRANSLATE_API_KEY: 'emulator-key' },
       });
       expect(result.code, result.stderr).toBe(0);
-      expect(JSON.parse(result.stdout.toString())).toMatchObject({ language: 'es-es', audioUrl: expect.stringMatching(new RegExp(`^${running.baseUrl}/_files/`)) });
+      expect(JSON.parse(result.stdout.toString())).toMatchObject({
+        language: 'es-es',
+        audioUrl: expect.stringMatching(new RegExp(`^${running.baseUrl}/_files/`)),
+      });
     } finally {
       await running.stop();
     }
@@ -244,7 +257,11 @@ describe('the state directory', () => {
   it.each([
     ['XDG_STATE_HOME', { XDG_STATE_HOME: '/x/state', HOME: '/home/u' }, '/x/state/rt-translate/emulator'],
     ['HOME without XDG_STATE_HOME', { HOME: '/home/u' }, '/home/u/.local/state/rt-translate/emulator'],
-    ['HOME when XDG_STATE_HOME is relative (ignored, as the XDG rule says)', { XDG_STATE_HOME: 'state', HOME: '/home/u' }, '/home/u/.local/state/rt-translate/emulator'],
+    [
+      'HOME when XDG_STATE_HOME is relative (ignored, as the XDG rule says)',
+      { XDG_STATE_HOME: 'state', HOME: '/home/u' },
+      '/home/u/.local/state/rt-translate/emulator',
+    ],
     ['neither', {}, undefined],
     ['a relative HOME', { HOME: 'u' }, undefined],
   ])('%s', (_name, env, expected) => {

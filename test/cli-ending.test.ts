@@ -127,13 +127,16 @@ describe.concurrent('a file sent as fast as it is read ends one quiet period aft
     expectComplete(ctx, result, result.stdout, server);
   });
 
-  it('--events: every event the service sent, under the library name with its wire name, then the command\'s own', async (ctx) => {
+  it("--events: every event the service sent, under the library name with its wire name, then the command's own", async (ctx) => {
     const { expect } = ctx;
     const server = await reference(ctx, { answer: 'split', audio: 'binary' });
     const events = outPath('events.jsonl');
     const result = await timed(runInProcess([...FROM_TO, ...at(server), '--events', events, '--stats'], { stdin: fixture.pcm }), server);
     expectComplete(ctx, result, result.stdout, server);
-    const lines = (await readFile(events, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = (await readFile(events, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const own = new Set(['response', 'reconnecting', 'reconnected', 'warning', 'ended', 'stats']);
     for (const line of lines) {
       expect(typeof line.type).toBe('string');
@@ -154,7 +157,7 @@ describe.concurrent('a file sent as fast as it is read ends one quiet period aft
   });
 });
 
-describe.concurrent('sentences spoken one after the other\'s answer began', () => {
+describe.concurrent("sentences spoken one after the other's answer began", () => {
   it('c. the last one answered 8 s after the input ended: written, exit 0', { timeout: 30_000 }, async (ctx) => {
     const server = await reference(ctx, { last: { lateMs: 8000 } });
     const result = await timed(runSpoken([...FROM_TO, ...at(server)], parts()), server);
@@ -176,7 +179,9 @@ describe.concurrent('sentences spoken one after the other\'s answer began', () =
     expect(result.stdout.equals(server.sentAudio())).toBe(true);
     expect(server.responses).toHaveLength(2);
     expect(result.exitAfterLastMs).toBeGreaterThanOrEqual(2000);
-    expect(result.stderr).toMatch(/^rt-translate: warning: The service did not answer 0\.\d s of speech sent after its last response began within 2000 ms after end\(\); closing without it\.$/m);
+    expect(result.stderr).toMatch(
+      /^rt-translate: warning: The service did not answer 0\.\d s of speech sent after its last response began within 2000 ms after end\(\); closing without it\.$/m,
+    );
     expect(result.stderr).toMatch(/^rt-translate: sent 8\.3 s of audio, received [\d.]+ s in 2 responses\.$/m);
   });
 });
@@ -198,7 +203,9 @@ describe.concurrent('g. no speech', () => {
     const result = await runInProcess([...FROM_TO, ...at(server)], { stdin: Buffer.from([1]) });
     ctx.expect(result.code).toBe(2);
     ctx.expect(result.stdout.length).toBe(0);
-    ctx.expect(result.stderr).toBe('rt-translate: No audio in standard input: it holds 1 byte, less than one sample frame (2 bytes of s16le mono). [RTT_INPUT]\n');
+    ctx
+      .expect(result.stderr)
+      .toBe('rt-translate: No audio in standard input: it holds 1 byte, less than one sample frame (2 bytes of s16le mono). [RTT_INPUT]\n');
     ctx.expect(server.sessions).toBe(0);
   });
 

@@ -87,7 +87,24 @@ describe.concurrent('rt-translate --to with several languages', () => {
     const out = await outDir('events');
     const events = join(dir, 'fanout-events.jsonl');
     const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'es-es,ja-jp', '-i', wavIn, '-o', join(out, '{lang}.pcm'), '--events', events, '--stats', '--realtime-url', url, '--quiet-ms', '400', '--create-dirs'],
+      [
+        '--from',
+        'en-us',
+        '--to',
+        'es-es,ja-jp',
+        '-i',
+        wavIn,
+        '-o',
+        join(out, '{lang}.pcm'),
+        '--events',
+        events,
+        '--stats',
+        '--realtime-url',
+        url,
+        '--quiet-ms',
+        '400',
+        '--create-dirs',
+      ],
       { env: { RT_TRANSLATE_API_KEY: KEY } },
     );
     expect(result.code, result.stderr).toBe(0);
@@ -136,7 +153,10 @@ describe.concurrent('rt-translate --to with several languages', () => {
 
   it('every language failing is exit 1, each named', async () => {
     const out = await outDir('all-fail');
-    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es,fr-fr', '--voice', '424242', '-i', wavIn, '-o', join(out, '{lang}.wav'), '--create-dirs'], {});
+    const result = await runInProcess(
+      ['--from', 'en-us', '--to', 'es-es,fr-fr', '--voice', '424242', '-i', wavIn, '-o', join(out, '{lang}.wav'), '--create-dirs'],
+      {},
+    );
     expect(result.code, result.stderr).toBe(1);
     for (const lang of ['es-es', 'fr-fr']) expect(result.stderr).toMatch(new RegExp(`^rt-translate: ${lang} failed: .*\\[RTT_VOICE_REJECTED\\]$`, 'm'));
     expect(await readdir(out).catch(() => [])).toEqual([]);
@@ -147,7 +167,23 @@ describe.concurrent('rt-translate --to with several languages', () => {
     closers.push(() => proxy.close());
     const out = await outDir('incomplete');
     const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'es-es,fr-fr', '-i', wavIn, '-o', join(out, '{lang}.pcm'), '--realtime-url', proxy.realtimeUrl, '--quiet-ms', '300', '--stall-ms', '300', '--create-dirs'],
+      [
+        '--from',
+        'en-us',
+        '--to',
+        'es-es,fr-fr',
+        '-i',
+        wavIn,
+        '-o',
+        join(out, '{lang}.pcm'),
+        '--realtime-url',
+        proxy.realtimeUrl,
+        '--quiet-ms',
+        '300',
+        '--stall-ms',
+        '300',
+        '--create-dirs',
+      ],
       { env: { RT_TRANSLATE_API_KEY: KEY } },
     );
     expect(result.code, result.stderr).toBe(3);
@@ -224,6 +260,8 @@ describe('the fan-out progress line', () => {
     const done = progress({});
     done.targets[0]!.outcome = 'complete';
     done.targets[1]!.outcome = 'incomplete';
-    expect(fanoutSummaryText(done)).toBe('sent 2.0 s of audio; es-es received 1.0 s in 1 response; fr-fr received 0.5 s in 1 response (incomplete); de-de received 0.0 s in 0 responses (failed).');
+    expect(fanoutSummaryText(done)).toBe(
+      'sent 2.0 s of audio; es-es received 1.0 s in 1 response; fr-fr received 0.5 s in 1 response (incomplete); de-de received 0.0 s in 0 responses (failed).',
+    );
   });
 });

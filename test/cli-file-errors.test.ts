@@ -67,9 +67,7 @@ describe.concurrent('a missing input: one wording for every command', () => {
   ])('$name', async ({ args, flag, path }) => {
     // --api-key-file and --api-key do not go together: that case names its own service.
     const result =
-      flag === '--api-key-file'
-        ? await runInProcess([...args, '--base-url', counter.url.replace('ws:', 'http:')], { cwd: dir })
-        : await inDir(args);
+      flag === '--api-key-file' ? await runInProcess([...args, '--base-url', counter.url.replace('ws:', 'http:')], { cwd: dir }) : await inDir(args);
     expectFileError(result, `cannot read ${flag} ${path}: no such file.`);
   });
 });
@@ -77,7 +75,12 @@ describe.concurrent('a missing input: one wording for every command', () => {
 describe.concurrent('an output into a missing directory names the directory', () => {
   it.each([
     { name: 'translate -o', args: [...TRANSLATE, '-o', 'dubs/out.wav'], flag: '-o', path: 'dubs/out.wav' },
-    { name: 'translate --events', args: [...TRANSLATE, '-o', 'out.wav', '--events', 'logs/today/events.jsonl'], flag: '--events', path: 'logs/today/events.jsonl' },
+    {
+      name: 'translate --events',
+      args: [...TRANSLATE, '-o', 'out.wav', '--events', 'logs/today/events.jsonl'],
+      flag: '--events',
+      path: 'logs/today/events.jsonl',
+    },
     { name: 'listen -o', args: ['listen', '-o', 'dubs/out.txt'], flag: '-o', path: 'dubs/out.txt' },
     { name: 'tts -o', args: [...TTS, '-o', 'dubs/out.wav'], flag: '-o', path: 'dubs/out.wav' },
     { name: 'translated-tts -o', args: ['translated-tts', '--text', 'Hello there', ...TRANSLATE, '-o', 'dubs/out.flac'], flag: '-o', path: 'dubs/out.flac' },
@@ -104,9 +107,21 @@ describe.concurrent('a directory where a file is expected, and a file where a di
     { name: 'tts -o DIR', args: [...TTS, '-o', 'adir'], message: 'cannot write -o adir: it is a directory; -o takes a file name here.' },
     { name: 'tts -o NAME/', args: [...TTS, '-o', 'new/'], message: 'cannot write -o new/: it names a directory; -o takes a file name here.' },
     { name: 'translate -i DIR', args: [...TRANSLATE, '-i', 'adir'], message: 'cannot read -i adir: it is a directory; -i takes a file here.' },
-    { name: 'transcribe -i DIR', args: ['transcribe', '--language', 'en-us', '-i', 'adir'], message: 'cannot read -i adir: it is a directory; -i takes a file here.' },
-    { name: 'dub -o FILE', args: ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', 'afile'], message: 'cannot write into -o afile: it is a file; -o takes a directory here.' },
-    { name: 'separate-results -o FILE', args: ['separate-results', '12', '-o', 'afile'], message: 'cannot write into -o afile: it is a file; -o takes a directory here.' },
+    {
+      name: 'transcribe -i DIR',
+      args: ['transcribe', '--language', 'en-us', '-i', 'adir'],
+      message: 'cannot read -i adir: it is a directory; -i takes a file here.',
+    },
+    {
+      name: 'dub -o FILE',
+      args: ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', 'afile'],
+      message: 'cannot write into -o afile: it is a file; -o takes a directory here.',
+    },
+    {
+      name: 'separate-results -o FILE',
+      args: ['separate-results', '12', '-o', 'afile'],
+      message: 'cannot write into -o afile: it is a file; -o takes a directory here.',
+    },
   ])('$name', async ({ args, message }) => {
     expectFileError(await inDir(args), message);
   });
@@ -115,7 +130,11 @@ describe.concurrent('a directory where a file is expected, and a file where a di
     { name: 'translate -o', args: [...TRANSLATE, '-o', 'afile/out.wav'], message: 'cannot write -o afile/out.wav: afile is a file, not a directory.' },
     { name: 'tts -o', args: [...TTS, '-o', 'afile/deeper/out.wav'], message: 'cannot write -o afile/deeper/out.wav: afile is a file, not a directory.' },
     { name: 'listen -i', args: ['listen', '-i', 'afile/in.wav'], message: 'cannot read -i afile/in.wav: afile is a file, not a directory.' },
-    { name: 'dub -o', args: ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', 'afile/dubs'], message: 'cannot write into -o afile/dubs: afile is a file, not a directory.' },
+    {
+      name: 'dub -o',
+      args: ['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '-o', 'afile/dubs'],
+      message: 'cannot write into -o afile/dubs: afile is a file, not a directory.',
+    },
   ])('a path through a regular file: $name', async ({ args, message }) => {
     expectFileError(await inDir(args), message);
   });
@@ -164,7 +183,10 @@ describe.concurrent('--create-dirs creates what an output needs (embedded emulat
   it('tts -o a/b/out.wav, translate -o and --events into new directories, dub -o DIR, subtitles -o DIR/, separate -o DIR', async () => {
     const [tts, translate, dub, subtitles, separate] = await Promise.all([
       runInProcess([...TTS, '-o', 'made/tts/out.wav', '--create-dirs'], { cwd: dir }),
-      runInProcess([...TRANSLATE, '--quiet-ms', '300', '-o', 'made/rt/out.wav', '--events', 'made/logs/events.jsonl', '--create-dirs'], { cwd: dir, stdin: fixture.pcm.subarray(0, 96_000) }),
+      runInProcess([...TRANSLATE, '--quiet-ms', '300', '-o', 'made/rt/out.wav', '--events', 'made/logs/events.jsonl', '--create-dirs'], {
+        cwd: dir,
+        stdin: fixture.pcm.subarray(0, 96_000),
+      }),
       runInProcess(['dub', '--url', MEDIA, '--from', 'en-us', '--to', 'es-es', '--poll-ms', '10', '-o', 'made/dubs', '--create-dirs'], { cwd: dir }),
       runInProcess(['subtitles', '--url', MEDIA, '--from', 'en-us', '--poll-ms', '10', '-o', 'made/subs/', '--create-dirs'], { cwd: dir }),
       runInProcess(['separate', '-i', 'speech.wav', '--poll-ms', '10', '-o', 'made/tracks', '--create-dirs'], { cwd: dir }),
@@ -175,6 +197,9 @@ describe.concurrent('--create-dirs creates what an output needs (embedded emulat
     expect((await stat(join(dir, 'made/logs/events.jsonl'))).size).toBeGreaterThan(0);
     expect((await readdir(join(dir, 'made/dubs'))).length).toBeGreaterThan(0);
     expect(await readdir(join(dir, 'made/subs'))).toEqual([expect.stringMatching(/^sub-\d+-en-us\.srt$/)]);
-    expect((await readdir(join(dir, 'made/tracks'))).sort()).toEqual([expect.stringMatching(/^background-\d+\.flac$/), expect.stringMatching(/^foreground-\d+\.flac$/)]);
+    expect((await readdir(join(dir, 'made/tracks'))).sort()).toEqual([
+      expect.stringMatching(/^background-\d+\.flac$/),
+      expect.stringMatching(/^foreground-\d+\.flac$/),
+    ]);
   });
 });

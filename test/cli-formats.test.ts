@@ -241,7 +241,7 @@ async function expectSpeech(output: Buffer, events: string, reference: Buffer, m
 }
 
 describe.concurrent('rt-translate input formats', () => {
-  it('raw s16le 48 kHz stereo on stdin (-f s16le --ar 48000 --ac 2, and ffmpeg\'s -ar/-ac spelling)', async () => {
+  it("raw s16le 48 kHz stereo on stdin (-f s16le --ar 48000 --ac 2, and ffmpeg's -ar/-ac spelling)", async () => {
     const stdin = await readFile(inputs.s16le48kStereo!);
     const [long, short] = await Promise.all([
       translate(['-f', 's16le', '--ar', '48000', '--ac', '2'], { stdin }),
@@ -352,7 +352,7 @@ describe.concurrent('rt-translate: an input that fails midway', () => {
   /** Offsets of the Ogg pages of `data`. */
   function oggPages(data: Buffer): number[] {
     const pages: number[] = [];
-    for (let at = 0; at + 27 <= data.length; ) {
+    for (let at = 0; at + 27 <= data.length;) {
       expect(data.toString('latin1', at, at + 4)).toBe('OggS');
       pages.push(at);
       const segments = data[at + 26]!;
@@ -583,12 +583,17 @@ describe.concurrent('rt-translate: audio usage errors exit 2 before any connecti
       args: () => ['--out-format', 'mp3'],
       message: /Invalid --out-format: expected one of s16le, s16be, f32le, mulaw, alaw, wav \(got "mp3"\)/,
     },
-    { name: '-f wav with --ar', args: () => ['-f', 'wav', '--ar', '48000'], message: /Invalid --ar: expected nothing for wav input, whose header gives its rate and channels \(--ar and --ac describe raw input/ },
+    {
+      name: '-f wav with --ar',
+      args: () => ['-f', 'wav', '--ar', '48000'],
+      message: /Invalid --ar: expected nothing for wav input, whose header gives its rate and channels \(--ar and --ac describe raw input/,
+    },
     {
       name: '--ac given for a WAV found by its header',
       args: () => ['--ac', '2'],
       stdin: async () => fixture.wav,
-      message: /Invalid --ac: expected nothing for standard input, which is WAV \(recognised by its header\): its rate and channels come from the file \(--ar and --ac describe raw input; force raw input with -f\) \(got 2\)/,
+      message:
+        /Invalid --ac: expected nothing for standard input, which is WAV \(recognised by its header\): its rate and channels come from the file \(--ar and --ac describe raw input; force raw input with -f\) \(got 2\)/,
     },
     {
       name: 'a .wav output with --out-format s16be',
@@ -618,7 +623,8 @@ describe.concurrent('rt-translate: audio usage errors exit 2 before any connecti
       name: 'a 24-bit WAV without ffmpeg on PATH',
       args: () => ['-i', inputs.wav24bit!],
       env: { PATH: PATH_WITHOUT_FFMPEG },
-      message: /Cannot decode .*in-24bit\.wav as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit, 1 channel\(s\), 24000 Hz, LE; accepted: PCM 16-bit/,
+      message:
+        /Cannot decode .*in-24bit\.wav as WAV: Cannot convert this WAV stream: found format 65534\/1, 24-bit, 1 channel\(s\), 24000 Hz, LE; accepted: PCM 16-bit/,
     },
     {
       name: 'a 24-bit WAV on stdin, even with ffmpeg on PATH (it decodes files only)',
@@ -631,7 +637,8 @@ describe.concurrent('rt-translate: audio usage errors exit 2 before any connecti
       name: 'a FLAC at 32 kHz without ffmpeg on PATH',
       args: () => ['-i', inputs.flac32k!],
       env: { PATH: PATH_WITHOUT_FFMPEG },
-      message: /Cannot decode .*in-32k\.flac as FLAC: Cannot convert this FLAC stream: found 16-bit, 1 channel\(s\), 32000 Hz; accepted: 1 or 2 channels at one of 8000, .*48000 Hz/,
+      message:
+        /Cannot decode .*in-32k\.flac as FLAC: Cannot convert this FLAC stream: found 16-bit, 1 channel\(s\), 32000 Hz; accepted: 1 or 2 channels at one of 8000, .*48000 Hz/,
     },
   ];
 

@@ -201,7 +201,7 @@ describe('rt-translate tts', () => {
     expectKeyNotLeaked(result);
   });
 
-  it('--voice defaults to the service\'s default voice, as translated-tts does', async () => {
+  it("--voice defaults to the service's default voice, as translated-tts does", async () => {
     const result = await cli(['tts', '--text', text, '--language', 'en-us', '-o', path('default-voice.wav')], { env: serviceEnv() });
     expect(result.code).toBe(0);
     expect(wavData(await readFile(path('default-voice.wav'))).equals(pcm)).toBe(true);
@@ -259,7 +259,9 @@ describe('rt-translate tts', () => {
     expect(locale.stderr).toMatch(/^rt-translate: --language expects a locale tag .*\(got "english"\)\.\n$/);
     expect(voice.stderr).toBe('rt-translate: --voice expects an integer >= 1 (got "abc").\n');
     expect(format.stderr).toMatch(/^rt-translate: --format expects one of wav, flac, .* \(got "ogg"\)\.\n$/);
-    expect(ogg.stderr).toMatch(/^rt-translate: -o .*speech\.ogg: tts writes the audio the service streams, not \.ogg; -o accepts \.wav \.flac \.mp3 .* or a name without extension, or pass --format \(wav, flac, /);
+    expect(ogg.stderr).toMatch(
+      /^rt-translate: -o .*speech\.ogg: tts writes the audio the service streams, not \.ogg; -o accepts \.wav \.flac \.mp3 .* or a name without extension, or pass --format \(wav, flac, /,
+    );
     expect(unknownFlag.stderr).toMatch(/^rt-translate: Unknown option '--speed'/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
   });
@@ -270,9 +272,23 @@ describe('rt-translate translated-tts', () => {
   const translated = `[es-es] ${text}`;
 
   it('waits for the task, prints the translation on stdout and writes the FLAC the service synthesized', async () => {
-    const result = await cli(
-      ['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path('out.flac'), '--poll-ms', '10', '--base-url', emu.baseUrl, '--api-key', KEY],
-    );
+    const result = await cli([
+      'translated-tts',
+      '--text',
+      text,
+      '--from',
+      'en-us',
+      '--to',
+      'es-es',
+      '-o',
+      path('out.flac'),
+      '--poll-ms',
+      '10',
+      '--base-url',
+      emu.baseUrl,
+      '--api-key',
+      KEY,
+    ]);
     expect(result.code).toBe(0);
     expect(lines(result.stderr)).toEqual(TASK_LINES('translated-tts').map((re) => expect.stringMatching(re)));
     expect(result.stdout.toString()).toBe(`${translated}\n`);
@@ -315,9 +331,12 @@ describe('rt-translate translated-tts', () => {
     expect(badLocale.stderr).toMatch(/^rt-translate: --to expects a locale tag .*\(got "spanish"\)\.\n$/);
     expect(await requestsTo(emu.baseUrl)).toEqual([]);
 
-    const failed = await cli(['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '10'], {
-      env: serviceEnv(),
-    });
+    const failed = await cli(
+      ['translated-tts', '--text', 'please fail [[ERROR]]', '--from', 'en-us', '--to', 'es-es', '-o', path('x.flac'), '--poll-ms', '10'],
+      {
+        env: serviceEnv(),
+      },
+    );
     expect(failed.code).toBe(1);
     expect(failed.stdout.length).toBe(0);
     expect(lines(failed.stderr)).toEqual([
@@ -331,12 +350,22 @@ describe('rt-translate translated-tts', () => {
 describe('rt-translate translated-tts: the output name', () => {
   const text = 'Good morning, dear listeners';
   it.each([
-    ['y.ogg', [], /^rt-translate: -o .*y\.ogg: translated-tts writes FLAC, not \.ogg; -o accepts \.flac or a name without extension, or with --decode \.wav \.pcm \.raw\.\n$/],
+    [
+      'y.ogg',
+      [],
+      /^rt-translate: -o .*y\.ogg: translated-tts writes FLAC, not \.ogg; -o accepts \.flac or a name without extension, or with --decode \.wav \.pcm \.raw\.\n$/,
+    ],
     ['y.wav', [], /^rt-translate: -o .*y\.wav: translated-tts writes FLAC, not \.wav; .*or with --decode \.wav \.pcm \.raw\.\n$/],
-    ['y.flac', ['--decode'], /^rt-translate: -o .*y\.flac: with --decode, translated-tts writes PCM16 LE, not \.flac; -o accepts \.wav \.pcm \.raw or a name without extension\.\n$/],
+    [
+      'y.flac',
+      ['--decode'],
+      /^rt-translate: -o .*y\.flac: with --decode, translated-tts writes PCM16 LE, not \.flac; -o accepts \.wav \.pcm \.raw or a name without extension\.\n$/,
+    ],
   ])('-o %s %j is refused before any request, naming -o and what it accepts', async (name, extra, message) => {
     await control(emu.baseUrl, 'DELETE', 'requests');
-    const result = await runInProcess(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path(name), ...extra], { env: serviceEnv() });
+    const result = await runInProcess(['translated-tts', '--text', text, '--from', 'en-us', '--to', 'es-es', '-o', path(name), ...extra], {
+      env: serviceEnv(),
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stdout.length).toBe(0);
@@ -369,17 +398,23 @@ describe('rt-translate translated-tts: --no-wait, then --run', () => {
       cli(['translated-tts', '--run', '5', '--no-wait'], { env: serviceEnv() }),
     ]);
     expect(embedded.code).toBe(2);
-    expect(embedded.stderr).toMatch(/^rt-translate: --run 5 needs the service that made it, but no base URL is configured, and the embedded emulator remembers nothing between commands here .*`rt-translate emulator`/);
+    expect(embedded.stderr).toMatch(
+      /^rt-translate: --run 5 needs the service that made it, but no base URL is configured, and the embedded emulator remembers nothing between commands here .*`rt-translate emulator`/,
+    );
     expect(both.code).toBe(2);
     expect(both.stderr).toBe('rt-translate: --run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.\n');
   });
 
   it('the embedded emulator answers an unknown language with 422, as the service does', async () => {
-    const result = await cli(['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', path('never.flac')], { env: { RT_TRANSLATE_API_KEY: KEY } });
+    const result = await cli(['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', path('never.flac')], {
+      env: { RT_TRANSLATE_API_KEY: KEY },
+    });
     expect(result.code).toBe(1);
     expect(lines(result.stderr)).toEqual([
       EMBEDDED_NOTICE,
-      expect.stringMatching(/^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/),
+      expect.stringMatching(
+        /^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/,
+      ),
     ]);
   });
 });
@@ -392,10 +427,16 @@ describe('rt-translate separate-results', () => {
 
   /** A separation run that ended with ERROR ('unreadable audio'). */
   async function seededFailure(): Promise<{ run_id: number }> {
-    return (await control(emu.baseUrl, 'POST', 'tasks', { kind: 'audio-separation', apiKey: KEY, taskMs: 0, status: 'ERROR', message: 'unreadable audio' })) as { run_id: number };
+    return (await control(emu.baseUrl, 'POST', 'tasks', {
+      kind: 'audio-separation',
+      apiKey: KEY,
+      taskMs: 0,
+      status: 'ERROR',
+      message: 'unreadable audio',
+    })) as { run_id: number };
   }
 
-  it('writes both tracks of each run, equal to the service\'s, resuming a cut download', async () => {
+  it("writes both tracks of each run, equal to the service's, resuming a cut download", async () => {
     const out = path('tracks');
     await mkdir(out);
     const [a, b] = [await seeded(), await seeded()];
@@ -436,7 +477,9 @@ describe('rt-translate separate-results', () => {
       const errors = lines(result.stderr);
       expect(errors[0]).toBe(`rt-translate: run ${a.runId} foreground: the connection was lost; going on from byte ${cut}`);
       expect(errors[1]).toMatch(
-        new RegExp(`^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the first \\d+\\.\\d s of audio received$`),
+        new RegExp(
+          `^rt-translate: run ${a.runId}: foreground track failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the first \\d+\\.\\d s of audio received$`,
+        ),
       );
       expect(errors.slice(2)).toEqual(['rt-translate: 1 of 2 run(s) failed']);
       expect((await readdir(out)).sort()).toEqual(
@@ -497,7 +540,7 @@ describe('rt-translate separate-results', () => {
     }
   });
 
-  it('one run without tracks is reported with the service\'s answer and exits 1', async () => {
+  it("one run without tracks is reported with the service's answer and exits 1", async () => {
     const out = path('single-failed');
     await mkdir(out);
     const failed = await seededFailure();
@@ -566,7 +609,11 @@ describe('rt-translate separate', () => {
     expect(created.code).toBe(0);
     const { task_id: taskId, kind } = JSON.parse(created.stdout.toString()) as { task_id: string; kind: string };
     expect(kind).toBe('audio-separation');
-    const [upload] = (await control(emu.baseUrl, 'GET', 'requests')).requests as Array<{ method: string; path: string; uploads?: Array<{ filename: string; size: number }> }>;
+    const [upload] = (await control(emu.baseUrl, 'GET', 'requests')).requests as Array<{
+      method: string;
+      path: string;
+      uploads?: Array<{ filename: string; size: number }>;
+    }>;
     expect(upload).toMatchObject({ method: 'POST', path: '/audio-separation' });
     expect(upload!.uploads).toEqual([expect.objectContaining({ filename: basename(FIXTURE), size: (await stat(FIXTURE)).size })]);
 
@@ -593,12 +640,21 @@ describe('rt-translate separate', () => {
       [[], 'rt-translate: -i PATH is required: the recording to separate (see rt-translate separate --help).\n'],
       [['-i', path('no-such.wav')], `rt-translate: cannot read -i ${path('no-such.wav')}: no such file. [RTT_FILE]\n`],
       [['-i', empty], `rt-translate: -i ${empty} is empty: there is no recording to upload. [RTT_INPUT]\n`],
-      [['-i', ogg], `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`],
+      [
+        ['-i', ogg],
+        `rt-translate: -i ${ogg} is Ogg: the service separates WAV, MP3, FLAC or AAC audio; convert it first (for example ffmpeg -i ${ogg} song.wav).\n`,
+      ],
       [['-i', FIXTURE, '-o', '-'], 'rt-translate: -o expects a directory: two files are written per run.\n'],
       [['-i', FIXTURE, '--run', '12'], 'rt-translate: give -i PATH (a recording to separate) or --run ID (the tracks of a finished run), not both.\n'],
       [['-i', FIXTURE, '--ouput', 'x'], "rt-translate: Unknown option '--ouput'. Did you mean --output? See rt-translate separate --help.\n"],
-      [['-i', notes], `rt-translate: -i ${notes} looks like text, not a recording the service can read: it takes WAV, MP3, FLAC or AAC audio. Convert it first, e.g. ffmpeg -i IN OUT.wav. [RTT_INPUT]\n`],
-      [['-i', FIXTURE, '-o', path('no-dir/x')], `rt-translate: cannot write into -o ${path('no-dir/x')}: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n`],
+      [
+        ['-i', notes],
+        `rt-translate: -i ${notes} looks like text, not a recording the service can read: it takes WAV, MP3, FLAC or AAC audio. Convert it first, e.g. ffmpeg -i IN OUT.wav. [RTT_INPUT]\n`,
+      ],
+      [
+        ['-i', FIXTURE, '-o', path('no-dir/x')],
+        `rt-translate: cannot write into -o ${path('no-dir/x')}: no such directory; create it, or pass --create-dirs. [RTT_FILE]\n`,
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => cli(['separate', ...args], { env: serviceEnv() })));
     for (const [i, result] of results.entries()) {
@@ -700,7 +756,9 @@ describe('rt-translate task-status', () => {
   it('without a base URL nor a state directory it explains why the embedded emulator could only answer 404 (exit 2)', async () => {
     const result = await cli(['task-status', 'dub', 'some-task'], { env: { RT_TRANSLATE_API_KEY: KEY } });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^rt-translate: task some-task needs the service that made it, .*embedded emulator remembers nothing between commands here .*: it could only answer 404\. Set XDG_STATE_HOME or HOME, point --base-url/);
+    expect(result.stderr).toMatch(
+      /^rt-translate: task some-task needs the service that made it, .*embedded emulator remembers nothing between commands here .*: it could only answer 404\. Set XDG_STATE_HOME or HOME, point --base-url/,
+    );
   });
 
   it('knows every task kind', async () => {
@@ -768,14 +826,10 @@ describe('rt-translate emulator: HTTP flags', () => {
     const status = await cli(['task-status', 'translated-tts', task_id], { env: serviceEnv(slow.baseUrl) });
     expect(JSON.parse(status.stdout.toString())).toEqual({ status: 'PENDING', run_id: null });
 
-    const [negative, word] = await Promise.all([
-      cli(['emulator', '--task-ms=-1']),
-      cli(['emulator', '--rate-limit', 'many']),
-    ]);
+    const [negative, word] = await Promise.all([cli(['emulator', '--task-ms=-1']), cli(['emulator', '--rate-limit', 'many'])]);
     expect(negative.code).toBe(2);
     expect(negative.stderr).toBe('rt-translate: --task-ms expects an integer >= 0 (got "-1").\n');
     expect(word.code).toBe(2);
     expect(word.stderr).toBe('rt-translate: --rate-limit expects a number >= 0 (got "many").\n');
   });
 });
-

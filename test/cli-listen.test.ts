@@ -14,11 +14,7 @@ import { runChunked } from './helpers/streams.js';
 const fixture = loadSpeechFixture();
 const FIXTURE_PATH = new URL('./fixtures/speech-en-24k.wav', import.meta.url).pathname;
 /** The emulator knows the fixture's sentences: what `listen` prints for it. */
-const LINES = [
-  '[0.32-2.62] Hello, this is a test of live translation.',
-  '[3.82-5.04] The weather is nice today.',
-  '[6.26-7.34] Thank you for listening.',
-];
+const LINES = ['[0.32-2.62] Hello, this is a test of live translation.', '[3.82-5.04] The weather is nice today.', '[6.26-7.34] Thank you for listening.'];
 
 let dir: string;
 beforeAll(async () => {
@@ -41,7 +37,9 @@ describe.concurrent('rt-translate listen', () => {
   it('--json: one object per final result with word timings; --interim adds the interim results on stderr', async () => {
     const result = await runInProcess(['listen', '--json', '--interim'], { stdin: fixture.wav });
     expect(result.code).toBe(0);
-    const results = lines(result.stdout.toString()).map((line) => JSON.parse(line) as { start: number; end: number; transcript: string; words: Array<{ start: number; end: number }> });
+    const results = lines(result.stdout.toString()).map(
+      (line) => JSON.parse(line) as { start: number; end: number; transcript: string; words: Array<{ start: number; end: number }> },
+    );
     expect(results.map((r) => r.transcript)).toEqual(LINES.map((l) => l.replace(/^\[[^\]]+\] /, '')));
     for (const r of results) {
       expect(r.words[0]!.start).toBeCloseTo(r.start, 2);

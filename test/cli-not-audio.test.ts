@@ -73,12 +73,25 @@ const INSIST = 'If it is raw PCM after all, say so with -f s16le (or s16be, f32l
 
 /** Refusals of the decoding commands: the input, and what the message says it looks like. */
 const refused: Array<{ name: string; file: string; says: (path: string) => string }> = [
-  { name: 'a text file', file: 'notes.txt', says: (p) => `${p} looks like text, not audio: it has no audio header (WAV, Ogg/Opus, FLAC, MP3, MP4, WebM, ...). ${INSIST}` },
+  {
+    name: 'a text file',
+    file: 'notes.txt',
+    says: (p) => `${p} looks like text, not audio: it has no audio header (WAV, Ogg/Opus, FLAC, MP3, MP4, WebM, ...). ${INSIST}`,
+  },
   { name: 'a JSON file', file: 'data.json', says: (p) => `${p} looks like JSON, not audio: ` },
   { name: 'the README', file: 'README.md', says: (p) => `${p} looks like text, not audio: ` },
   { name: 'a PNG image', file: 'picture.png', says: (p) => `${p} looks like a PNG image, not audio: ` },
-  { name: 'random bytes', file: 'random.bin', says: (p) => `${p} does not look like audio: it has no audio header (WAV, Ogg/Opus, FLAC, MP3, MP4, WebM, ...), and its bytes do not look like raw PCM16 sound either (unknown binary data: ` },
-  { name: 'an MP4 without ffmpeg on PATH', file: 'speech.mp4', says: (p) => `${p} is MP4/M4A/MOV (recognised by its header), which the library does not decode itself: install ffmpeg` },
+  {
+    name: 'random bytes',
+    file: 'random.bin',
+    says: (p) =>
+      `${p} does not look like audio: it has no audio header (WAV, Ogg/Opus, FLAC, MP3, MP4, WebM, ...), and its bytes do not look like raw PCM16 sound either (unknown binary data: `,
+  },
+  {
+    name: 'an MP4 without ffmpeg on PATH',
+    file: 'speech.mp4',
+    says: (p) => `${p} is MP4/M4A/MOV (recognised by its header), which the library does not decode itself: install ffmpeg`,
+  },
   { name: 'a file of 1 byte', file: 'one-byte.bin', says: (p) => `No audio in ${p}: it holds 1 byte, less than one sample frame (2 bytes of s16le mono).` },
   { name: 'an empty file', file: 'empty.bin', says: (p) => `No audio in ${p}: it holds nothing.` },
 ];

@@ -61,7 +61,10 @@ function escapeRegExp(text: string): string {
 }
 
 function lines(text: string | Buffer): string[] {
-  return text.toString().split('\n').filter((line) => line !== '');
+  return text
+    .toString()
+    .split('\n')
+    .filter((line) => line !== '');
 }
 
 /** Checks a PCM16 mono 24 kHz WAV's header sizes against its length and returns its data. */
@@ -85,7 +88,13 @@ async function closedPort(): Promise<number> {
 describe('a failure before the answer leaves no file', () => {
   it.each([
     ['tts, 500 before the headers', ['tts', '--text', TEXT, '--language', 'en-us'], 'out.wav', { status: 500, path: '/tts-stream' }, /HTTP 500.*\[RTT_HTTP\]$/],
-    ['tts, a reset before the headers', ['tts', '--text', TEXT, '--language', 'en-us'], 'out.wav', { dropAfterBytes: 0, path: '/tts-stream' }, /lost its connection.*\[RTT_CONNECTION\]$/],
+    [
+      'tts, a reset before the headers',
+      ['tts', '--text', TEXT, '--language', 'en-us'],
+      'out.wav',
+      { dropAfterBytes: 0, path: '/tts-stream' },
+      /lost its connection.*\[RTT_CONNECTION\]$/,
+    ],
     [
       'translated-tts, 500s on the result download',
       ['translated-tts', '--text', 'Good morning', '--from', 'en-us', '--to', 'es-es'],
@@ -93,7 +102,13 @@ describe('a failure before the answer leaves no file', () => {
       { status: 500, count: 3, path: '/tts-result/' },
       /HTTP 500.*\[RTT_HTTP\]$/,
     ],
-    ['transcribe, a reset on the create', ['transcribe', '--url', MEDIA, '--language', 'en-us'], 't.json', { dropAfterBytes: 0, path: '/transcribe', method: 'POST' }, /\[RTT_CONNECTION\]$/],
+    [
+      'transcribe, a reset on the create',
+      ['transcribe', '--url', MEDIA, '--language', 'en-us'],
+      't.json',
+      { dropAfterBytes: 0, path: '/transcribe', method: 'POST' },
+      /\[RTT_CONNECTION\]$/,
+    ],
     [
       'transcribe, resets on the result read',
       ['transcribe', '--url', MEDIA, '--language', 'en-us'],
@@ -101,7 +116,13 @@ describe('a failure before the answer leaves no file', () => {
       { dropAfterBytes: 0, count: 3, path: '/transcription-result/' },
       /\[RTT_CONNECTION\]$/,
     ],
-    ['subtitles, 500s on the transcript', ['subtitles', '--url', MEDIA, '--from', 'en-us'], 's.srt', { status: 500, count: 3, path: '/transcript/' }, /HTTP 500.*\[RTT_HTTP\]$/],
+    [
+      'subtitles, 500s on the transcript',
+      ['subtitles', '--url', MEDIA, '--from', 'en-us'],
+      's.srt',
+      { status: 500, count: 3, path: '/transcript/' },
+      /HTTP 500.*\[RTT_HTTP\]$/,
+    ],
   ])('%s: exit 1, neither OUT nor OUT.partial', async (_name, args, name, fault, message) => {
     const out = await caseDir();
     await control('POST', 'faults', fault);
@@ -177,7 +198,9 @@ describe('a failure midway keeps what arrived in OUT.partial, never in OUT', () 
     const partial = join(out, `dub-${runId}-es-es.flac.partial`);
     expect(lines(result.stderr)).toContainEqual(
       expect.stringMatching(
-        new RegExp(`^rt-translate: audio of run ${runId} \\(es-es\\) failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${escapeRegExp(partial)} holds the first \\d+\\.\\d s of audio received$`),
+        new RegExp(
+          `^rt-translate: audio of run ${runId} \\(es-es\\) failed: .*HTTP 404.*\\[RTT_HTTP\\]; ${escapeRegExp(partial)} holds the first \\d+\\.\\d s of audio received$`,
+        ),
       ),
     );
     expect((await readdir(out)).sort()).toEqual([`dub-${runId}-es-es.flac.partial`, `dub-${runId}-es-es.srt`]);
@@ -271,9 +294,12 @@ describe('the realtime command and listen', () => {
   it('listen -o that never connects (exit 1): no file at all', async () => {
     const out = await caseDir();
     const port = await closedPort();
-    const result = await runInProcess(['listen', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--no-reconnect', '-o', join(out, 'lines.txt')], {
-      stdin: fixture.pcm,
-    });
+    const result = await runInProcess(
+      ['listen', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--no-reconnect', '-o', join(out, 'lines.txt')],
+      {
+        stdin: fixture.pcm,
+      },
+    );
     expect(result.code).toBe(1);
     expect(await readdir(out)).toEqual([]);
   });

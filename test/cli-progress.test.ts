@@ -52,14 +52,34 @@ describe('progress texts', () => {
     expect(elapsedText(ms)).toBe(text);
   });
 
-  const wait = (over: Partial<WaitProgress>): WaitProgress => ({ kind: 'dub', status: undefined, failedReads: 0, nextCheckAt: 15_000, now: 0, start: 0, ...over });
+  const wait = (over: Partial<WaitProgress>): WaitProgress => ({
+    kind: 'dub',
+    status: undefined,
+    failedReads: 0,
+    nextCheckAt: 15_000,
+    now: 0,
+    start: 0,
+    ...over,
+  });
   it.each([
     ['before the first read', wait({}), 'waiting for the dub task (submitted, first check in 15 s), 0 s'],
     ['pending', wait({ status: 'PENDING', nextCheckAt: 16_000, now: 12_200 }), 'waiting for the dub task (status PENDING, next check in 4 s), 12 s'],
-    ['a read failed', wait({ status: 'PENDING', failedReads: 1, nextCheckAt: 3000, now: 2000 }), 'waiting for the dub task (status PENDING, 1 status read failed, next check in 1 s), 2 s'],
-    ['failed before any status', wait({ failedReads: 2, nextCheckAt: 9000, now: 5000 }), 'waiting for the dub task (submitted, 2 status reads failed, next check in 4 s), 5 s'],
+    [
+      'a read failed',
+      wait({ status: 'PENDING', failedReads: 1, nextCheckAt: 3000, now: 2000 }),
+      'waiting for the dub task (status PENDING, 1 status read failed, next check in 1 s), 2 s',
+    ],
+    [
+      'failed before any status',
+      wait({ failedReads: 2, nextCheckAt: 9000, now: 5000 }),
+      'waiting for the dub task (submitted, 2 status reads failed, next check in 4 s), 5 s',
+    ],
     ['a check under way', wait({ status: 'PENDING', nextCheckAt: 5000, now: 5100 }), 'waiting for the dub task (status PENDING, checking now), 5 s'],
-    ['final', wait({ kind: 'translated-tts', status: 'SUCCESS', nextCheckAt: undefined, now: 61_000 }), 'waiting for the translated-tts task (status SUCCESS), 1 min 01 s'],
+    [
+      'final',
+      wait({ kind: 'translated-tts', status: 'SUCCESS', nextCheckAt: undefined, now: 61_000 }),
+      'waiting for the translated-tts task (status SUCCESS), 1 min 01 s',
+    ],
   ])('waitText: %s', (_name, progress, text) => {
     expect(waitText(progress)).toBe(text);
   });
@@ -68,7 +88,11 @@ describe('progress texts', () => {
     ['before the first byte', { what: 'receiving the audio', bytes: undefined, elapsedMs: 3400 }, 'receiving the audio: waiting for the service, 3 s'],
     ['bytes alone', { what: 'uploading talk.wav', bytes: 2_100_000, elapsedMs: 9000 }, 'uploading talk.wav: 2.1 MB, 9 s'],
     ['bytes of a total', { what: 'uploading talk.wav', bytes: 2_100_000, totalBytes: 3_400_000, elapsedMs: 9000 }, 'uploading talk.wav: 2.1 MB of 3.4 MB, 9 s'],
-    ['seconds of audio', { what: 'receiving the audio', bytes: 2_160_000, audioSeconds: 45, elapsedMs: 9000 }, 'receiving the audio: 2.2 MB, 45.0 s of audio, 9 s'],
+    [
+      'seconds of audio',
+      { what: 'receiving the audio', bytes: 2_160_000, audioSeconds: 45, elapsedMs: 9000 },
+      'receiving the audio: 2.2 MB, 45.0 s of audio, 9 s',
+    ],
     [
       'seconds of audio of a total',
       { what: 'receiving the audio', bytes: 2_160_000, audioSeconds: 45, totalAudioSeconds: 1800, elapsedMs: 9000 },
@@ -155,7 +179,10 @@ describe('LiveStatus', () => {
 
   it(`lines: one line when a step starts, then one every ${PROGRESS_LINE_MS / 1000} s at most, refresh or not; never a carriage return`, () => {
     const { status, written } = started('lines', false);
-    const lines = () => written().split('\n').filter((line) => line !== '');
+    const lines = () =>
+      written()
+        .split('\n')
+        .filter((line) => line !== '');
     expect(lines()).toEqual(['step one, tick 0, a text long enough to be cut on a narrow terminal']);
     status.refresh();
     vi.advanceTimersByTime(PROGRESS_LINE_MS - 1);
@@ -215,7 +242,9 @@ describe('tts: bytes and seconds of audio as they arrive', () => {
     for (const text of texts) expect(text.length).toBeLessThanOrEqual(59);
     const [summary] = permanentLines(result.stderr);
     const bytes = statSync(out).size;
-    expect(summary).toMatch(new RegExp(`^rt-translate: received the audio into ${out.replaceAll('.', '\\.')} \\([\\d.]+ kB, \\d+\\.\\d s of audio\\) in \\d+ s$`));
+    expect(summary).toMatch(
+      new RegExp(`^rt-translate: received the audio into ${out.replaceAll('.', '\\.')} \\([\\d.]+ kB, \\d+\\.\\d s of audio\\) in \\d+ s$`),
+    );
     expect(summary).toContain(byteText(bytes));
   });
 
@@ -279,12 +308,28 @@ describe('translated-tts: the wait, then the download', () => {
   });
 
   it('--decode: seconds of audio so far (the PCM), on a pipe with --progress', async () => {
-    const result = await cli(['translated-tts', '--text', TEXT, '--from', 'en-us', '--to', 'es-es', '-o', join(dir, 'tt.wav'), '--decode', '--poll-ms', '10', '--progress']);
+    const result = await cli([
+      'translated-tts',
+      '--text',
+      TEXT,
+      '--from',
+      'en-us',
+      '--to',
+      'es-es',
+      '-o',
+      join(dir, 'tt.wav'),
+      '--decode',
+      '--poll-ms',
+      '10',
+      '--progress',
+    ]);
     expect(result.code).toBe(0);
     expect(result.stderr).not.toContain('\r');
     const said = lines(result.stderr);
     expect(said).toContainEqual(expect.stringMatching(firstWait('translated-tts')));
-    expect(said).toContainEqual('receiving the audio of run ' + /run (\d+)$/.exec(said.find((l) => / run \d+$/.test(l))!)![1] + ': waiting for the service, 0 s');
+    expect(said).toContainEqual(
+      'receiving the audio of run ' + /run (\d+)$/.exec(said.find((l) => / run \d+$/.test(l))!)![1] + ': waiting for the service, 0 s',
+    );
     expect(said.at(-1)).toMatch(/^rt-translate: received the audio of run \d+ into .*tt\.wav \([\d.]+ kB, \d+\.\d s of audio\) in \d+ s$/);
   });
 
@@ -302,7 +347,20 @@ describe('other waits, uploads and downloads', () => {
   it('dub -o DIR --progress: the wait for the dub task, then each download with its size', async () => {
     const out = join(dir, 'dub');
     await mkdir(out);
-    const result = await cli(['dub', '--url', 'https://media.example.com/talk.wav', '--from', 'en-us', '--to', 'es-es', '-o', out, '--poll-ms', '10', '--progress']);
+    const result = await cli([
+      'dub',
+      '--url',
+      'https://media.example.com/talk.wav',
+      '--from',
+      'en-us',
+      '--to',
+      'es-es',
+      '-o',
+      out,
+      '--poll-ms',
+      '10',
+      '--progress',
+    ]);
     expect(result.code).toBe(0);
     const said = lines(result.stderr);
     expect(said).toContainEqual(expect.stringMatching(firstWait('dub')));
@@ -315,7 +373,10 @@ describe('other waits, uploads and downloads', () => {
   it('transcribe -i FILE on a terminal: the upload of the file, bytes of its whole, then the wait', async () => {
     const path = join(dir, 'speech.wav');
     await writeFile(path, loadSpeechFixture().wav);
-    const result = await cli(['transcribe', '-i', path, '--language', 'en-us', '-o', join(dir, 'speech.json'), '--poll-ms', '10'], { stderrTTY: true, columns: 200 });
+    const result = await cli(['transcribe', '-i', path, '--language', 'en-us', '-o', join(dir, 'speech.json'), '--poll-ms', '10'], {
+      stderrTTY: true,
+      columns: 200,
+    });
     expect(result.code).toBe(0);
     const texts = statusTexts(result.stderr);
     expect(texts[0]).toBe('uploading speech.wav: 0 B, 0 s');
@@ -369,7 +430,9 @@ describe('other waits, uploads and downloads', () => {
     for (const { run_id: run } of runs) {
       for (const track of ['foreground', 'background']) {
         expect(said).toContain(`downloading run ${run} ${track}: waiting for the service, 0 s`);
-        expect(said).toContainEqual(expect.stringMatching(new RegExp(`^rt-translate: downloaded run ${run} ${track} \\([\\d.]+ kB, \\d+\\.\\d s of audio\\) in \\d+ s$`)));
+        expect(said).toContainEqual(
+          expect.stringMatching(new RegExp(`^rt-translate: downloaded run ${run} ${track} \\([\\d.]+ kB, \\d+\\.\\d s of audio\\) in \\d+ s$`)),
+        );
       }
     }
   });

@@ -66,7 +66,7 @@ describe('rt-translate serve: running', () => {
     expect(room(printed.listenerUrl)).toEqual({ origin, role: 'listener', claims: ['main', 'l'] });
   });
 
-  it("serves the page and the modules it imports, and nothing else of the package; none holds the key", async () => {
+  it('serves the page and the modules it imports, and nothing else of the package; none holds the key', async () => {
     const page = await fetch(`${origin}/`);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");

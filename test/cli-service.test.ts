@@ -44,7 +44,8 @@ const FIXTURE_SRT =
   '3\n00:00:06,260 --> 00:00:07,340\nThank you for listening.\n';
 
 /** What `translate-text --stream` says on stderr. */
-const STREAM_DEPRECATED = 'rt-translate: --stream is deprecated by the service; without --stream, translate-text gives the same translation through a translation task.';
+const STREAM_DEPRECATED =
+  'rt-translate: --stream is deprecated by the service; without --stream, translate-text gives the same translation through a translation task.';
 
 const ENTRIES: Record<string, CommandEntry> = {
   voices: runVoices,
@@ -84,7 +85,10 @@ function cli(args: string[], options: CommandOptions = {}): Promise<CommandResul
 }
 
 function lines(text: string | Buffer): string[] {
-  return text.toString().split('\n').filter((line) => line !== '');
+  return text
+    .toString()
+    .split('\n')
+    .filter((line) => line !== '');
 }
 
 /** The stderr lines of a command that created a task of `kind` and waited for it. */
@@ -130,7 +134,11 @@ describe('rt-translate voices', () => {
     const fromStdin = await cli(['voices', 'create', '--name', 'Piped', '--gender', '2', '--file', '-'], { stdin: await readFile(FIXTURE) });
     expect(fromStdin.stdout.toString()).toMatch(/^created voice \d+\n$/);
     const json = await cli(['voices', 'list', '--json']);
-    expect(lines(json.stdout).map((l) => JSON.parse(l) as { id: number; voice_name: string }).find((v) => v.id === id)).toMatchObject({ voice_name: 'Narrator', age: 33 });
+    expect(
+      lines(json.stdout)
+        .map((l) => JSON.parse(l) as { id: number; voice_name: string })
+        .find((v) => v.id === id),
+    ).toMatchObject({ voice_name: 'Narrator', age: 33 });
     const deleted = await cli(['voices', 'delete', String(id)]);
     expect(deleted.stdout.toString()).toBe(`deleted voice ${id}\n`);
     expect(lines((await cli(['voices'])).stdout).some((l) => l.startsWith(`${id}\t`))).toBe(false);
@@ -166,7 +174,9 @@ describe('rt-translate voices', () => {
     expect(gender.stderr).toBe('rt-translate: --gender expects one of 0, 1, 2 or 9 (got 5).\n');
     expect(file.stderr).toBe(`rt-translate: cannot read --file ${join(dir, 'none.wav')}: no such file. [RTT_FILE]\n`);
     expect(action.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "rename"). See rt-translate voices --help.\n');
-    expect(slip.stderr).toBe('rt-translate: voices expects list, create, delete or design (got "delte"). Did you mean delete? See rt-translate voices --help.\n');
+    expect(slip.stderr).toBe(
+      'rt-translate: voices expects list, create, delete or design (got "delte"). Did you mean delete? See rt-translate voices --help.\n',
+    );
     for (const r of [name, gender, file, action, slip]) expect(r.code).toBe(2);
   });
 });
@@ -232,7 +242,9 @@ describe('rt-translate translate-text', () => {
     const result = await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'Streamed words']);
     expect(result.stdout.toString()).toBe('[ja-jp] Streamed words\n');
     expect(result.stderr).toBe(`${STREAM_DEPRECATED}\n`);
-    expect((await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'a', 'b'])).stderr).toBe('rt-translate: --stream translates one text (got 2).\n');
+    expect((await cli(['translate-text', '--from', 'en-us', '--to', 'ja-jp', '--stream', 'a', 'b'])).stderr).toBe(
+      'rt-translate: --stream translates one text (got 2).\n',
+    );
   });
 
   it('--no-wait, then --run', async () => {
@@ -255,7 +267,7 @@ describe('rt-translate translate-text', () => {
 });
 
 describe('rt-translate transcribe', () => {
-  it('a file to SRT (by the output\'s extension)', async () => {
+  it("a file to SRT (by the output's extension)", async () => {
     const out = join(dir, 'talk.srt');
     const result = await cli(['transcribe', '-i', FIXTURE, '--language', 'en-us', '-o', out]);
     expect(result.code).toBe(0);
@@ -467,7 +479,10 @@ describe('the API key from a file: --api-key-file', () => {
     await writeFile(join(dir, 'wrong-key.txt'), 'sk-cli-service-wrong-8f3a\n');
     const [fromFile, fromStdin, wrong] = await Promise.all([
       runInProcess(['languages', '--api-key-file', 'key.txt'], { env: service(), cwd: dir }),
-      runInProcess(['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
+      runInProcess(['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--api-key-file', '-'], {
+        env: service(),
+        stdin: Buffer.from(`${KEY}\n`),
+      }),
       runInProcess(['languages', '--api-key-file', join(dir, 'wrong-key.txt')], { env: service() }),
     ]);
     expect(fromFile.code).toBe(0);
@@ -483,7 +498,7 @@ describe('the API key from a file: --api-key-file', () => {
     }
   });
 
-  it('- is refused where standard input carries the command\'s own input, and with --api-key', async () => {
+  it("- is refused where standard input carries the command's own input, and with --api-key", async () => {
     const [recording, voice, texts, both] = await Promise.all([
       runInProcess(['transcribe', '-i', '-', '--language', 'en-us', '--api-key-file', '-'], { env: service(), stdin: Buffer.from(`${KEY}\n`) }),
       runInProcess(['voices', 'create', '--name', 'x', '--gender', '1', '--file', '-', '--api-key-file', '-'], { env: service() }),
@@ -498,7 +513,7 @@ describe('the API key from a file: --api-key-file', () => {
   });
 });
 
-describe('messages name the flags, not the library\'s options', () => {
+describe("messages name the flags, not the library's options", () => {
   it('a base URL that cannot be used: --base-url or the variable, and --allow-insecure', async () => {
     for (const [command, args] of Object.entries(MINIMAL_ARGS)) {
       const [flag, variable, plain] = await Promise.all([
@@ -517,14 +532,34 @@ describe('messages name the flags, not the library\'s options', () => {
   });
 
   it.each([
-    ['tts', ['--text', 'Hello there', '--language', 'xx-yy', '-o', '-'], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --language: Value error, unsupported language "xx-yy"/, 1],
+    [
+      'tts',
+      ['--text', 'Hello there', '--language', 'xx-yy', '-o', '-'],
+      /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --language: Value error, unsupported language "xx-yy"/,
+      1,
+    ],
     ['translated-tts', ['--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'], /: --to: Value error, unsupported language "xx-yy"/, 1],
     ['translated-tts', ['--text', 'Hello', '--from', 'xx-yy', '--to', 'es-es', '-o', '-'], /: --from: Value error, unsupported language "xx-yy"/, 1],
     ['subtitles', ['--url', MEDIA, '--from', 'xx-yy'], /^rt-translate: POST \/sub was rejected with 422 \(validation\): --from: Value error/, 1],
-    ['translate-text', ['--from', 'en-us', '--to', 'xx-yy', 'Hello'], /^rt-translate: --to expects a language the service lists as a target language .*see rt-translate languages --target\), or its numeric id \(got "xx-yy"\)\.$/, 2],
-    ['transcribe', ['-i', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language the service lists as a source language .*\(got "xx-yy"\)\.$/, 2],
+    [
+      'translate-text',
+      ['--from', 'en-us', '--to', 'xx-yy', 'Hello'],
+      /^rt-translate: --to expects a language the service lists as a target language .*see rt-translate languages --target\), or its numeric id \(got "xx-yy"\)\.$/,
+      2,
+    ],
+    [
+      'transcribe',
+      ['-i', FIXTURE, '--language', 'xx-yy'],
+      /^rt-translate: --language expects a language the service lists as a source language .*\(got "xx-yy"\)\.$/,
+      2,
+    ],
     ['dub', ['--url', MEDIA, '--from', 'en-us', '--to', 'es-es,xx-yy'], /^rt-translate: --to expects a language .*\(got "xx-yy"\)\.$/, 2],
-    ['voices', ['create', '--name', 'x', '--gender', '1', '--file', FIXTURE, '--language', 'xx-yy'], /^rt-translate: --language expects a language .*\(got "xx-yy"\)\.$/, 2],
+    [
+      'voices',
+      ['create', '--name', 'x', '--gender', '1', '--file', FIXTURE, '--language', 'xx-yy'],
+      /^rt-translate: --language expects a language .*\(got "xx-yy"\)\.$/,
+      2,
+    ],
   ])('%s %j: an unsupported language is named by its flag', async (command, args, message, code) => {
     const result = await runInProcess([command, ...args], { env: { RT_TRANSLATE_BASE_URL: emu.baseUrl, RT_TRANSLATE_API_KEY: KEY } });
     expect(result.stderr.trimEnd()).toMatch(message);

@@ -43,7 +43,10 @@ async function statusReads(prefix: string): Promise<number> {
 }
 
 function lines(text: string | Buffer): string[] {
-  return text.toString().split('\n').filter((line) => line !== '');
+  return text
+    .toString()
+    .split('\n')
+    .filter((line) => line !== '');
 }
 
 /** A burst of failed status reads under `path`: 429s (no wait, then 1 s), 500s, resets. */
@@ -130,7 +133,11 @@ describe('a wait that ends without the final status names the task and how to re
     const taskId = /task ([0-9a-f-]{36})/.exec(failed.stderr)![1]!;
     expect(lines(failed.stderr)).toEqual([
       `rt-translate: task ${taskId} (translated-tts) created`,
-      expect.stringMatching(new RegExp(`^rt-translate: task ${taskId}: reading its status failed \\(GET /translated-tts/${taskId} failed with HTTP 500: Injected fault: 500 \\[RTT_HTTP\\]\\); trying again in 0\\.0 s, until the wait's limit$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^rt-translate: task ${taskId}: reading its status failed \\(GET /translated-tts/${taskId} failed with HTTP 500: Injected fault: 500 \\[RTT_HTTP\\]\\); trying again in 0\\.0 s, until the wait's limit$`,
+        ),
+      ),
       `rt-translate: task ${taskId} (translated-tts) may still be running, and the service bills it: wait for it again with ` +
         `\`rt-translate task-status translated-tts ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
       expect.stringMatching(new RegExp(`^rt-translate: GET /translated-tts/${escape(taskId)} was refused with 403: .*\\[RTT_FORBIDDEN\\]$`)),
@@ -167,7 +174,9 @@ describe('a wait that ends without the final status names the task and how to re
     };
     try {
       const progress = new LiveStatus(io.stderr, 'off');
-      const error = await waitForRun(io, { client, emulator: undefined, signal: new AbortController().signal, progress }, 'dub', taskId).catch((e: unknown) => e);
+      const error = await waitForRun(io, { client, emulator: undefined, signal: new AbortController().signal, progress }, 'dub', taskId).catch(
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(TaskWaitTimeoutError);
       const timeout = error as TaskWaitTimeoutError;
       expect(timeout.taskId).toBe(taskId);
@@ -179,7 +188,11 @@ describe('a wait that ends without the final status names the task and how to re
       expect(timeout.lastFailure).toBeInstanceOf(HttpStatusError);
       expect(await statusReads(`/dub/${taskId}`)).toBe(timeout.reads);
       expect(lines(stderr)).toEqual([
-        expect.stringMatching(new RegExp(`^rt-translate: task ${taskId}: reading its status failed \\(GET /dub/${taskId} failed with HTTP 503: Injected fault: 503 \\[RTT_HTTP\\]\\); trying again in 0\\.0 s, until the wait's limit$`)),
+        expect.stringMatching(
+          new RegExp(
+            `^rt-translate: task ${taskId}: reading its status failed \\(GET /dub/${taskId} failed with HTTP 503: Injected fault: 503 \\[RTT_HTTP\\]\\); trying again in 0\\.0 s, until the wait's limit$`,
+          ),
+        ),
         `rt-translate: task ${taskId} (dub) may still be running, and the service bills it: wait for it again with ` +
           `\`rt-translate task-status dub ${taskId} --wait\`, then fetch its result with --run RUN_ID`,
       ]);

@@ -371,7 +371,9 @@ describe.concurrent('--events, --stats and a network that drops', () => {
     });
     expect(result.code).toBe(1);
     expect(result.stdout.equals(firstUtteranceOnly)).toBe(true);
-    expect(lines(result.stderr).at(-1)).toMatch(/closed the connection \(code 1006\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_CONNECTION\]$/);
+    expect(lines(result.stderr).at(-1)).toMatch(
+      /closed the connection \(code 1006\)\. Up to \d+\.\d s of input audio may not have been processed\. \[RTT_CONNECTION\]$/,
+    );
   });
 
   it('exit 3 when the service closes before answering speech sent after its last answer began: what arrived is written, the summary says it', async () => {
@@ -414,10 +416,9 @@ describe.concurrent('rt-translate emulator', () => {
     expect(match![1]).toBe(match![2]);
     expect(Number(match![1])).toBeGreaterThan(0);
 
-    const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'],
-      { stdin: fixture.pcm },
-    );
+    const result = await runInProcess(['--from', 'en-us', '--to', 'fr-fr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '500'], {
+      stdin: fixture.pcm,
+    });
     expect(result.code).toBe(0);
     expect(result.stdout.equals(expected)).toBe(true);
     // A configured URL: no notice about the embedded emulator, only the text.
@@ -488,15 +489,12 @@ describe.concurrent('rt-translate emulator', () => {
     const emulator = await startInProcessEmulator(['--api-key', KEY, '--latency-ms', String(latencyMs)]);
     const started = performance.now();
     let firstTranscriptAfter: number | undefined;
-    const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '300'],
-      {
-        stdin: fixture.pcm,
-        onStderr: (text) => {
-          if (text.includes('transcript (')) firstTranscriptAfter ??= performance.now() - started;
-        },
+    const result = await runInProcess(['--from', 'en-us', '--to', 'ko-kr', '--realtime-url', emulator.realtimeUrl, '--api-key', KEY, '--quiet-ms', '300'], {
+      stdin: fixture.pcm,
+      onStderr: (text) => {
+        if (text.includes('transcript (')) firstTranscriptAfter ??= performance.now() - started;
       },
-    );
+    });
     expect(result.code).toBe(0);
     // The wait after the input ends is bounded by inactivity once a response has completed:
     // a server slower than the quiet period must not lose the translation.
@@ -562,8 +560,10 @@ describe.concurrent('rt-translate emulator: handshakes refused or stalled after 
     const reconnecting = outcome.events.flatMap((e) => (e.type === 'reconnecting' ? [[e.attempt, e.cause.code]] : []));
     // Per drop: attempt 1 (the drop), attempt 2 (the stalled handshake timed out).
     expect(reconnecting).toEqual([
-      [1, 'RTT_CONNECTION'], [2, 'RTT_TIMEOUT'],
-      [1, 'RTT_CONNECTION'], [2, 'RTT_TIMEOUT'],
+      [1, 'RTT_CONNECTION'],
+      [2, 'RTT_TIMEOUT'],
+      [1, 'RTT_CONNECTION'],
+      [2, 'RTT_TIMEOUT'],
     ]);
   });
 
@@ -609,7 +609,11 @@ describe.concurrent('rt-translate emulator: handshakes refused or stalled after 
       runInProcess(['emulator', '--stall-after-drop', '0']),
       runInProcess(['emulator', '--refuse-handshakes', '1:401', '--refuse-after-drop', '1:503']),
     ]);
-    expect([malformed, zero, disagree].map((r) => [r.code, r.stdout.length])).toEqual([[2, 0], [2, 0], [2, 0]]);
+    expect([malformed, zero, disagree].map((r) => [r.code, r.stdout.length])).toEqual([
+      [2, 0],
+      [2, 0],
+      [2, 0],
+    ]);
     expect(malformed.stderr).toBe('rt-translate: --refuse-after-drop expects N[:STATUS[:RETRY_AFTER_S]] (got "1:x").\n');
     expect(zero.stderr).toBe('rt-translate: --stall-after-drop expects an integer >= 1 (got "0").\n');
     expect(disagree.stderr).toBe('rt-translate: --refuse-handshakes and --refuse-after-drop refuse with one status: give it once, or the same.\n');
@@ -668,7 +672,9 @@ describe.concurrent('rt-translate emulator: how the service cuts the audio and w
 
   /** The transcripts of `utterances` as the emulator labels them: index (and part) and voiced seconds. */
   function labels(utterances: Array<{ index: number; part: string; durationSeconds: number }>): string[] {
-    return utterances.map((u) => `[en-us utterance ${u.index}${u.part === 'whole' ? '' : ` part ${u.part === 'first' ? 1 : 2}`}, ${u.durationSeconds.toFixed(2)} s]`);
+    return utterances.map(
+      (u) => `[en-us utterance ${u.index}${u.part === 'whole' ? '' : ` part ${u.part === 'first' ? 1 : 2}`}, ${u.durationSeconds.toFixed(2)} s]`,
+    );
   }
 
   it('--segmentation idle: the whole fixture, sent at once, is one answer', async () => {
@@ -827,10 +833,9 @@ describe.concurrent('rt-translate: exit status 1 after writing what was received
   it('a refused connection names ECONNREFUSED', async () => {
     const port = await closedPort();
     const events = path('refused-events.jsonl');
-    const result = await runInProcess(
-      ['--from', 'en-us', '--to', 'es-es', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--events', events],
-      { stdin: fixture.pcm },
-    );
+    const result = await runInProcess(['--from', 'en-us', '--to', 'es-es', '--realtime-url', `ws://127.0.0.1:${port}`, '--api-key', KEY, '--events', events], {
+      stdin: fixture.pcm,
+    });
     expect(result.code).toBe(1);
     expect(result.stdout.length).toBe(0);
     expect(result.stderr).toMatch(/^rt-translate: .*ECONNREFUSED 127\.0\.0\.1:\d+.*\[RTT_CONNECTION\]\n$/);
@@ -858,23 +863,43 @@ describe.concurrent('rt-translate: exit status 2 before any connection', () => {
       stdin: fixture.pcm,
       message: new RegExp(`--to.*${REALTIME_LANGUAGES.join(', ')}.*"xx"`),
     },
-    { name: 'an unreadable input', args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'], message: /cannot read -i \/nonexistent: no such file\. \[RTT_FILE\]/ },
+    {
+      name: 'an unreadable input',
+      args: ['--from', 'en-us', '--to', 'es-es', '-i', '/nonexistent'],
+      message: /cannot read -i \/nonexistent: no such file\. \[RTT_FILE\]/,
+    },
     {
       name: 'a WAV of a format the library cannot read (ADPCM)',
       args: ['--from', 'en-us', '--to', 'es-es'],
       stdin: adpcm,
       message: /Cannot decode standard input as WAV: .*found format 17, 4-bit, 1 channel\(s\), 8000 Hz, LE; accepted: PCM 16-bit .*convert it to raw PCM first/,
     },
-    { name: 'a non-numeric voice', args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'], stdin: fixture.pcm, message: /--voice expects an integer >= 1 \(got "abc"\)/ },
-    { name: 'a stall bound of zero', args: ['--from', 'en-us', '--to', 'es-es', '--stall-ms', '0'], stdin: fixture.pcm, message: /--stall-ms expects an integer >= 1 \(got "0"\)/ },
+    {
+      name: 'a non-numeric voice',
+      args: ['--from', 'en-us', '--to', 'es-es', '--voice', 'abc'],
+      stdin: fixture.pcm,
+      message: /--voice expects an integer >= 1 \(got "abc"\)/,
+    },
+    {
+      name: 'a stall bound of zero',
+      args: ['--from', 'en-us', '--to', 'es-es', '--stall-ms', '0'],
+      stdin: fixture.pcm,
+      message: /--stall-ms expects an integer >= 1 \(got "0"\)/,
+    },
     { name: 'a missing --from', args: ['--to', 'es-es'], stdin: fixture.pcm, message: /--from TAG is required/ },
     {
       name: 'an output name it cannot write (-o z.ogg)',
       args: ['--from', 'en-us', '--to', 'es-es', '-o', '/nonexistent/z.ogg'],
       stdin: fixture.pcm,
-      message: /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
+      message:
+        /^rt-translate: -o \/nonexistent\/z\.ogg: rt-translate writes WAV or raw samples \(--out-format\), not \.ogg; -o accepts \.wav \.pcm \.raw .* or a name without extension\.$/m,
     },
-    { name: 'an empty stdin', args: ['--from', 'en-us', '--to', 'es-es'], stdin: Buffer.alloc(0), message: /No audio in standard input: it holds nothing\. \[RTT_INPUT\]/ },
+    {
+      name: 'an empty stdin',
+      args: ['--from', 'en-us', '--to', 'es-es'],
+      stdin: Buffer.alloc(0),
+      message: /No audio in standard input: it holds nothing\. \[RTT_INPUT\]/,
+    },
   ];
 
   it.each(cases)('$name', async ({ args, stdin, message }) => {
@@ -927,10 +952,19 @@ describe.concurrent('rt-translate: flags and messages', () => {
     {
       name: 'plain ws:// to a remote host',
       args: ['--realtime-url', 'ws://example.com', '--api-key', KEY],
-      message: /^rt-translate: Refusing plain-text ws:\/\/ to example\.com, which is not a loopback host: use wss:\/\/, or pass --allow-insecure if you really mean it\. \[RTT_CONFIG\]$/,
+      message:
+        /^rt-translate: Refusing plain-text ws:\/\/ to example\.com, which is not a loopback host: use wss:\/\/, or pass --allow-insecure if you really mean it\. \[RTT_CONFIG\]$/,
     },
-    { name: 'a --realtime-url that is no URL', args: ['--realtime-url', 'not a url', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected an absolute wss:\/\/ URL/ },
-    { name: 'an http:// --realtime-url', args: ['--realtime-url', 'http://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --realtime-url: expected a wss:\/\/ or ws:\/\/ URL \(got http:\/\/\)/ },
+    {
+      name: 'a --realtime-url that is no URL',
+      args: ['--realtime-url', 'not a url', '--api-key', KEY],
+      message: /^rt-translate: Invalid --realtime-url: expected an absolute wss:\/\/ URL/,
+    },
+    {
+      name: 'an http:// --realtime-url',
+      args: ['--realtime-url', 'http://example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid --realtime-url: expected a wss:\/\/ or ws:\/\/ URL \(got http:\/\/\)/,
+    },
     {
       name: 'a bad RT_TRANSLATE_REALTIME_URL',
       args: ['--api-key', KEY],
@@ -940,12 +974,29 @@ describe.concurrent('rt-translate: flags and messages', () => {
     {
       name: 'credentials in the URL',
       args: ['--realtime-url', 'wss://user:secret@example.com', '--api-key', KEY],
-      message: /^rt-translate: Invalid --realtime-url: credentials in the URL are not accepted; pass the key with --api-key-file or RT_TRANSLATE_API_KEY instead/,
+      message:
+        /^rt-translate: Invalid --realtime-url: credentials in the URL are not accepted; pass the key with --api-key-file or RT_TRANSLATE_API_KEY instead/,
     },
-    { name: 'an empty --api-key', args: ['--realtime-url', 'wss://example.com', '--api-key', ''], message: /^rt-translate: Invalid --api-key: expected a non-empty string/ },
-    { name: 'a misspelt --from', args: ['--from', 'EN_US', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --from: expected one of/ },
-    { name: 'an empty --to', args: ['--to', '', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid --to: expected one of/ },
-    { name: 'a bad -f', args: ['-f', 'mp3', '--realtime-url', 'wss://example.com', '--api-key', KEY], message: /^rt-translate: Invalid -f: expected one of .* leave -f out/ },
+    {
+      name: 'an empty --api-key',
+      args: ['--realtime-url', 'wss://example.com', '--api-key', ''],
+      message: /^rt-translate: Invalid --api-key: expected a non-empty string/,
+    },
+    {
+      name: 'a misspelt --from',
+      args: ['--from', 'EN_US', '--realtime-url', 'wss://example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid --from: expected one of/,
+    },
+    {
+      name: 'an empty --to',
+      args: ['--to', '', '--realtime-url', 'wss://example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid --to: expected one of/,
+    },
+    {
+      name: 'a bad -f',
+      args: ['-f', 'mp3', '--realtime-url', 'wss://example.com', '--api-key', KEY],
+      message: /^rt-translate: Invalid -f: expected one of .* leave -f out/,
+    },
   ];
 
   it.each(cases)('$name: the message names the flag or variable', async ({ args, env, message }) => {
@@ -991,13 +1042,19 @@ describe.concurrent('rt-translate: flags and messages', () => {
     ]);
     for (const result of [withOutput, textOnly]) {
       expect(result.code).toBe(0);
-      const events = result.stdout.toString().trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string });
+      const events = result.stdout
+        .toString()
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { type: string });
       expect(events[0]!.type).toBe('session.created');
       expect(events.filter((e) => e.type === 'text.done')).toHaveLength(3);
     }
     expect((await readFile(out)).equals(expected)).toBe(true);
     expect(clash.code).toBe(2);
-    expect(clash.stderr).toBe('rt-translate: --events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.\n');
+    expect(clash.stderr).toBe(
+      'rt-translate: --events - and the translated audio would both go to standard output: pass -o PATH for the audio, or --text-only.\n',
+    );
     await expect(readFile(join(dir, '-'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
@@ -1032,7 +1089,9 @@ describe.concurrent('the status texts (pure)', () => {
     expect(progressText(at('starting'))).toBe('the service is starting: 12 s');
     expect(progressText(at('translating'))).toBe('sent 3.5 s, received 1.3 s, 1 response');
     expect(progressText(at('translating', { responses: 2, textOnly: true }))).toBe('sent 3.5 s, 2 responses');
-    expect(progressText(at('finishing', { responses: 0 }))).toBe('input done: sent 3.5 s; waiting for the last translations: received 1.3 s, 0 responses, 12 s');
+    expect(progressText(at('finishing', { responses: 0 }))).toBe(
+      'input done: sent 3.5 s; waiting for the last translations: received 1.3 s, 0 responses, 12 s',
+    );
     expect(progressText(at('stopping'))).toMatch(/^stopping \(Ctrl-C again to abort\): sent 3\.5 s; waiting/);
     expect(summaryText(at('finishing'))).toBe('sent 3.5 s of audio, received 1.3 s in 1 response.');
     expect(summaryText(at('finishing', { responses: 3, textOnly: true }))).toBe('sent 3.5 s of audio, 3 responses (text only).');
@@ -1172,9 +1231,21 @@ describe.concurrent('rt-translate: the API key off the command line', () => {
   });
 
   it.each([
-    { name: 'a missing file', args: ['--api-key-file', '/nonexistent/key'], message: 'rt-translate: cannot read --api-key-file /nonexistent/key: no such file. [RTT_FILE]' },
-    { name: 'an empty file', args: ['--api-key-file', 'empty-key.txt'], message: 'rt-translate: --api-key-file empty-key.txt holds no key (the file is empty).' },
-    { name: 'both ways at once', args: ['--api-key', KEY, '--api-key-file', 'key.txt'], message: 'rt-translate: give the key once: --api-key or --api-key-file, not both.' },
+    {
+      name: 'a missing file',
+      args: ['--api-key-file', '/nonexistent/key'],
+      message: 'rt-translate: cannot read --api-key-file /nonexistent/key: no such file. [RTT_FILE]',
+    },
+    {
+      name: 'an empty file',
+      args: ['--api-key-file', 'empty-key.txt'],
+      message: 'rt-translate: --api-key-file empty-key.txt holds no key (the file is empty).',
+    },
+    {
+      name: 'both ways at once',
+      args: ['--api-key', KEY, '--api-key-file', 'key.txt'],
+      message: 'rt-translate: give the key once: --api-key or --api-key-file, not both.',
+    },
     {
       name: 'the key and the audio both on standard input',
       args: ['--api-key-file', '-'],
@@ -1239,10 +1310,20 @@ describe.concurrent('rt-translate: help, version and usage', () => {
     expect(emulatorHelp.code).toBe(0);
     expect(emulatorHelp.stdout.toString()).toMatch(/^Usage: rt-translate emulator \[options\]/);
     expect(emulatorHelp.stdout.toString()).toContain('--credit-seconds S');
-    expect(emulatorHelp.stdout.toString()).toMatch(/\n {2}--refuse-after-drop N\[:STATUS\[:RETRY_AFTER_S\]\]\n {28}after each drop, refuse the next N handshakes/);
+    expect(emulatorHelp.stdout.toString()).toMatch(
+      /\n {2}--refuse-after-drop N\[:STATUS\[:RETRY_AFTER_S\]\]\n {28}after each drop, refuse the next N handshakes/,
+    );
     expect(emulatorHelp.stdout.toString()).toMatch(/\n {2}--stall-after-drop N {6}after each drop, leave the next N handshakes unanswered/);
     expect(emulatorHelp.stdout.toString()).toContain(`-d '{"refuse": 1, "status": 401}'`);
-    for (const flag of ['--segmentation MODE', '--split-ms MS', '--vad-silence-ms MS', '--vad-threshold-dbfs=DB', '--idle-ms MS', '--never-answer-last', '--late-last MS']) {
+    for (const flag of [
+      '--segmentation MODE',
+      '--split-ms MS',
+      '--vad-silence-ms MS',
+      '--vad-threshold-dbfs=DB',
+      '--idle-ms MS',
+      '--never-answer-last',
+      '--late-last MS',
+    ]) {
       expect(emulatorHelp.stdout.toString()).toMatch(new RegExp(`\\n {2}${flag.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\S`));
     }
 

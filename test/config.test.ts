@@ -12,7 +12,6 @@ import {
 import { ConfigError } from '../lib/errors.js';
 import { caught } from './helpers/caught.js';
 
-
 describe('names', () => {
   it('are the documented environment variables and path', () => {
     expect([ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL, REALTIME_PATH]).toEqual([
@@ -67,15 +66,12 @@ describe('parseServiceUrl', () => {
     expect(url.href).toBe('ws://example.com:8080/x');
   });
 
-  it.each([
-    'ws://localhost:8080',
-    'ws://127.0.0.1:8080',
-    'ws://127.5.6.7',
-    'ws://[::1]:8080',
-    'ws://[::ffff:127.0.0.1]:8080',
-  ])('accepts plain %s without allowInsecure (loopback)', (raw) => {
-    expect(parseServiceUrl(raw, 'realtimeUrl', 'wss:').protocol).toBe('ws:');
-  });
+  it.each(['ws://localhost:8080', 'ws://127.0.0.1:8080', 'ws://127.5.6.7', 'ws://[::1]:8080', 'ws://[::ffff:127.0.0.1]:8080'])(
+    'accepts plain %s without allowInsecure (loopback)',
+    (raw) => {
+      expect(parseServiceUrl(raw, 'realtimeUrl', 'wss:').protocol).toBe('ws:');
+    },
+  );
 
   it('accepts wss://', () => {
     const url = parseServiceUrl('wss://realtime.example.com/v1/realtime?model=iris', 'realtimeUrl', 'wss:');
@@ -104,18 +100,17 @@ describe('parseServiceUrl', () => {
     expect(message).toContain('wss://');
   });
 
-  it.each([
-    'wss://alice:hunter2-pw@realtime.example.com/',
-    'wss://:hunter2-pw@realtime.example.com/',
-    'ws://alice:hunter2-pw@127.0.0.1:8080/',
-  ])('refuses credentials in %s without echoing the password', (raw) => {
-    const err = caught(() => parseServiceUrl(raw, 'realtimeUrl', 'wss:'));
-    expect(err).toBeInstanceOf(ConfigError);
-    expect(err).toMatchObject({ code: 'RTT_CONFIG', field: 'realtimeUrl' });
-    const message = (err as Error).message;
-    expect(message).toContain('credentials');
-    expect(message).not.toContain('hunter2');
-  });
+  it.each(['wss://alice:hunter2-pw@realtime.example.com/', 'wss://:hunter2-pw@realtime.example.com/', 'ws://alice:hunter2-pw@127.0.0.1:8080/'])(
+    'refuses credentials in %s without echoing the password',
+    (raw) => {
+      const err = caught(() => parseServiceUrl(raw, 'realtimeUrl', 'wss:'));
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err).toMatchObject({ code: 'RTT_CONFIG', field: 'realtimeUrl' });
+      const message = (err as Error).message;
+      expect(message).toContain('credentials');
+      expect(message).not.toContain('hunter2');
+    },
+  );
 
   it('refuses text that is not an absolute URL without echoing it', () => {
     const err = caught(() => parseServiceUrl('realtime.example.com/sk-live-abcdef', 'realtimeUrl', 'wss:'));
@@ -145,9 +140,7 @@ describe('resolveRealtimeUrl', () => {
 
   it('adds query options after the ones in the URL and skips undefined values', () => {
     const options = Object.freeze({ env: {}, query: Object.freeze({ mode: 'fast', voice: undefined }) });
-    expect(resolveRealtimeUrl('wss://rt.example.com/?model=iris', options)?.href).toBe(
-      'wss://rt.example.com/v1/realtime?model=iris&mode=fast',
-    );
+    expect(resolveRealtimeUrl('wss://rt.example.com/?model=iris', options)?.href).toBe('wss://rt.example.com/v1/realtime?model=iris&mode=fast');
   });
 
   it('lets a query option replace the same parameter in the URL', () => {
@@ -163,9 +156,7 @@ describe('resolveRealtimeUrl', () => {
 
   it('prefers the option to the env', () => {
     const env = { RT_TRANSLATE_REALTIME_URL: 'wss://from-env.example.com' };
-    expect(resolveRealtimeUrl('wss://from-option.example.com', { env })?.href).toBe(
-      'wss://from-option.example.com/v1/realtime',
-    );
+    expect(resolveRealtimeUrl('wss://from-option.example.com', { env })?.href).toBe('wss://from-option.example.com/v1/realtime');
   });
 
   it.each([

@@ -27,7 +27,7 @@ function captureWarnings(): Array<{ message: string; options: unknown }> {
 
 // The tests of this file share the process's record of what was warned: each uses its own code.
 describe('deprecations the library meets', () => {
-  it('outside a handler: one DeprecationWarning per process and code, with the library\'s message', () => {
+  it("outside a handler: one DeprecationWarning per process and code, with the library's message", () => {
     const warnings = captureWarnings();
     reportDeprecation('RTT_DEP_STREAM_V1');
     reportDeprecation('RTT_DEP_STREAM_V1');
@@ -59,7 +59,9 @@ describe('deprecations the library meets', () => {
     expect(warnings).toEqual([]);
     // Outside the handler again, the process warning is emitted (once).
     validate(translatedTtsSchema, { ...TTS, sourceLanguage: 7, targetLanguage: 'es-es' });
-    expect(warnings).toEqual([{ message: expect.stringContaining('(sourceLanguage = 7)'), options: { type: 'DeprecationWarning', code: 'RTT_DEP_NUMERIC_LANGUAGE' } }]);
+    expect(warnings).toEqual([
+      { message: expect.stringContaining('(sourceLanguage = 7)'), options: { type: 'DeprecationWarning', code: 'RTT_DEP_NUMERIC_LANGUAGE' } },
+    ]);
   });
 
   it('two pieces of work running at once each get their own deprecations', async () => {

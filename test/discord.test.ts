@@ -15,14 +15,7 @@ import {
   type OpusPacketInput,
   type ReceiveWarningDetail,
 } from '../lib/integrations/discord.js';
-import {
-  OPUS_FRAME_BYTES,
-  OpusPacketEncoder,
-  createOpusCodec,
-  isOpusBackendAvailable,
-  loadOpusBackend,
-  type OpusBackend,
-} from '../lib/audio/opus.js';
+import { OPUS_FRAME_BYTES, OpusPacketEncoder, createOpusCodec, isOpusBackendAvailable, loadOpusBackend, type OpusBackend } from '../lib/audio/opus.js';
 import { SpeakerSlot } from '../examples/discord-bot.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { FIRST_SENT, FRAMES, LAST_SENT, packets, pcm48, sentFrames } from './helpers/discord-speaker.js';
@@ -332,9 +325,18 @@ describe.each(BACKENDS)('DiscordReceiveAdapter (%s)', (backend) => {
       { opusBackend: backend, toleranceMs: 10, maxGapMs: 0 },
       sent.map((i) => ({ packet: list[i]!, at: i * 20 + jitter(i) })),
     );
-    const stamped = await feedObjects({ opusBackend: backend, maxGapMs: 0 }, sent.map((i) => ({ packet: list[i]!, timestamp: i * 960 })));
-    const numbered = await feedObjects({ opusBackend: backend, maxGapMs: 0 }, sent.map((i) => ({ packet: list[i]!, sequence: i })));
-    const backToBack = await reference(sent.map((i) => list[i]!), backend);
+    const stamped = await feedObjects(
+      { opusBackend: backend, maxGapMs: 0 },
+      sent.map((i) => ({ packet: list[i]!, timestamp: i * 960 })),
+    );
+    const numbered = await feedObjects(
+      { opusBackend: backend, maxGapMs: 0 },
+      sent.map((i) => ({ packet: list[i]!, sequence: i })),
+    );
+    const backToBack = await reference(
+      sent.map((i) => list[i]!),
+      backend,
+    );
     for (const r of [clock, stamped, numbered]) {
       expect(r.gaps).toEqual([]);
       expect(r.adapter.stats).toMatchObject({ gaps: 0, cappedGaps: 0, silenceSamples: 0, packets: sent.length });
@@ -439,9 +441,9 @@ describe('DiscordReceiveAdapter: input checks and idle filling', () => {
 
   it('a write that is not a packet fails the stream with a ValidationError naming the field', async () => {
     await expect(feedObjects({ opusBackend: backend }, ['not a packet' as never])).rejects.toMatchObject({ code: 'RTT_VALIDATION', field: 'packet' });
-    await expect(
-      feedObjects({ opusBackend: backend }, [{ packet: list[FIRST_SENT]!, timestamp: 0 }, list[FIRST_SENT + 1]!]),
-    ).rejects.toMatchObject({ field: 'packet.timestamp' });
+    await expect(feedObjects({ opusBackend: backend }, [{ packet: list[FIRST_SENT]!, timestamp: 0 }, list[FIRST_SENT + 1]!])).rejects.toMatchObject({
+      field: 'packet.timestamp',
+    });
     await expect(feedObjects({ opusBackend: backend }, [{ packet: list[FIRST_SENT]!, sequence: 70_000 }])).rejects.toMatchObject({
       field: 'packet.sequence',
     });

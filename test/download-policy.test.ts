@@ -92,7 +92,12 @@ describe('decideAfterFailure', () => {
       [7000, 1, 0.999, 4998],
       [0, 4, 0.7, 0],
     ] as const)('retryDelayMs %i, failure %i, random %d: %i ms', (retryDelayMs, failures, random, delayMs) => {
-      const decision = decideAfterFailure(network(new HttpConnectionError('exchange', 'ECONNRESET', 'reset', info), 'body'), failures, { ...presigned, retryDelayMs, maxAttempts: 20 }, random);
+      const decision = decideAfterFailure(
+        network(new HttpConnectionError('exchange', 'ECONNRESET', 'reset', info), 'body'),
+        failures,
+        { ...presigned, retryDelayMs, maxAttempts: 20 },
+        random,
+      );
       expect(decision).toEqual(retry('interrupted', delayMs));
     });
 

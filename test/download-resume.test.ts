@@ -4,15 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { IntegrityError, ProtocolError } from '../lib/errors.js';
-import {
-  UNKNOWN_FILE,
-  acceptAnswer,
-  completeAt416,
-  ifRange,
-  resumeHeaders,
-  strongDate,
-  type FileIdentity,
-} from '../lib/http/download-resume.js';
+import { UNKNOWN_FILE, acceptAnswer, completeAt416, ifRange, resumeHeaders, strongDate, type FileIdentity } from '../lib/http/download-resume.js';
 
 const WHERE = 'https://files.example/f.flac';
 const MODIFIED = 'Tue, 03 Nov 2026 10:00:00 GMT';
@@ -63,9 +55,21 @@ describe('acceptAnswer', () => {
   });
 
   it('keeps the validators of the first answer that named any, and whether its date is strong', () => {
-    const first = acceptAnswer(200, { etag: '"v1"', 'last-modified': MODIFIED, date: 'Tue, 03 Nov 2026 10:00:07 GMT', 'content-length': '9000' }, 0, UNKNOWN_FILE, WHERE);
+    const first = acceptAnswer(
+      200,
+      { etag: '"v1"', 'last-modified': MODIFIED, date: 'Tue, 03 Nov 2026 10:00:07 GMT', 'content-length': '9000' },
+      0,
+      UNKNOWN_FILE,
+      WHERE,
+    );
     expect(first.file).toEqual({ etag: '"v1"', lastModified: MODIFIED, lastModifiedStrong: true, total: 9000 });
-    const later = acceptAnswer(206, { etag: '"v1"', 'last-modified': 'Tue, 03 Nov 2026 12:00:00 GMT', 'content-range': 'bytes 5000-8999/9000' }, 5000, first.file, WHERE);
+    const later = acceptAnswer(
+      206,
+      { etag: '"v1"', 'last-modified': 'Tue, 03 Nov 2026 12:00:00 GMT', 'content-range': 'bytes 5000-8999/9000' },
+      5000,
+      first.file,
+      WHERE,
+    );
     expect(later.file).toEqual(first.file);
   });
 
@@ -80,7 +84,11 @@ describe('acceptAnswer', () => {
   });
 
   it.each([
-    ['the same ETag, another Last-Modified', { etag: '"v1"', 'last-modified': 'Tue, 03 Nov 2026 10:05:00 GMT' }, file({ etag: '"v1"', lastModified: MODIFIED })],
+    [
+      'the same ETag, another Last-Modified',
+      { etag: '"v1"', 'last-modified': 'Tue, 03 Nov 2026 10:05:00 GMT' },
+      file({ etag: '"v1"', lastModified: MODIFIED }),
+    ],
     ['validators the first answer did not name', { etag: '"v1"' }, file({ total: 9000 })],
   ] as const)('accepts a resumed 200 with %s', (_name, headers, known) => {
     expect(acceptAnswer(200, headers, 5000, known, WHERE).skip).toBe(5000);
@@ -92,7 +100,11 @@ describe('acceptAnswer', () => {
 
   it.each([
     ['no Content-Range', {}, `The server answered a request for ${WHERE} from byte 5000 with 206 but no valid Content-Range.`],
-    ['a Content-Range of another unit', { 'content-range': 'items 0-1/2' }, `The server answered a request for ${WHERE} from byte 5000 with 206 but no valid Content-Range.`],
+    [
+      'a Content-Range of another unit',
+      { 'content-range': 'items 0-1/2' },
+      `The server answered a request for ${WHERE} from byte 5000 with 206 but no valid Content-Range.`,
+    ],
     [
       'a range that starts later',
       { 'content-range': 'bytes 6000-8999/9000' },

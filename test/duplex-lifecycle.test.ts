@@ -77,7 +77,7 @@ async function ending(host: Host): Promise<void> {
 }
 
 describe('DuplexLifecycle: the one setter', () => {
-  it('clears the old state\'s timer and settles its callback; reports each change', async () => {
+  it("clears the old state's timer and settles its callback; reports each change", async () => {
     vi.useFakeTimers();
     const host = new Host();
     const fired: string[] = [];

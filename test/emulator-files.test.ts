@@ -87,7 +87,14 @@ describe('createFileStore', () => {
   });
 
   for (const [name, tamper] of [
-    ['a changed signature', (u: URL) => u.searchParams.set('sig', u.searchParams.get('sig')!.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')))],
+    [
+      'a changed signature',
+      (u: URL) =>
+        u.searchParams.set(
+          'sig',
+          u.searchParams.get('sig')!.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')),
+        ),
+    ],
     ['a later expiry', (u: URL) => u.searchParams.set('expires', String(Number(u.searchParams.get('expires')) + 1000))],
     ['no signature', (u: URL) => u.searchParams.delete('sig')],
     ['another file path', (u: URL) => (u.pathname = u.pathname.replace(/[^/]+$/, 'other.flac'))],

@@ -129,7 +129,9 @@ describe('422 detail', () => {
     const ok = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 1, target_languages: [54, 'fr-fr'] } });
     expect(ok.status).toBe(200);
     expect(typeof ok.json.task_id).toBe('string');
-    const unknown = await raw(emu, 'POST', '/project-setup', { json: { media_url: 'https://e.com/v', source_language: 987_654, target_languages: ['es-es', 'xx-yy'] } });
+    const unknown = await raw(emu, 'POST', '/project-setup', {
+      json: { media_url: 'https://e.com/v', source_language: 987_654, target_languages: ['es-es', 'xx-yy'] },
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.json.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([
       ['body', 'source_language'],
@@ -147,7 +149,9 @@ describe('422 detail', () => {
     const json = await raw(emu, 'POST', '/tts', { body: '{"text": ', headers: { 'content-type': 'application/json' } });
     expect(json.json.detail[0]).toMatchObject({ msg: 'JSON decode error', type: 'json_invalid' });
     const path = await raw(emu, 'GET', '/tts-result/abc');
-    expect(path.json).toEqual({ detail: [{ loc: ['path', 'run_id'], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' }] });
+    expect(path.json).toEqual({
+      detail: [{ loc: ['path', 'run_id'], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' }],
+    });
     const query = await raw(emu, 'GET', '/tts-result/1?output_type=zip');
     expect(query.json.detail[0]).toMatchObject({ loc: ['query', 'output_type'], type: 'enum' });
   });
@@ -302,7 +306,7 @@ describe('multipart parser', () => {
       body([
         'Content-Disposition: form-data; name="a"\r\n\r\nvalue one',
         'Content-Disposition: form-data; name="f"; filename="x.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF\r\n--not-a-boundary',
-        "Content-Disposition: form-data; name=\"g\"; filename*=UTF-8''caf%C3%A9.flac\r\n\r\n",
+        'Content-Disposition: form-data; name="g"; filename*=UTF-8\'\'caf%C3%A9.flac\r\n\r\n',
       ]),
       'XyZ',
     );
@@ -429,7 +433,11 @@ describe('control endpoint', () => {
         }
       })(),
     );
-    const answer = await request(`${emu.baseUrl}/translate`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: upload });
+    const answer = await request(`${emu.baseUrl}/translate`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: upload,
+    });
     const sentWhenAnswered = sent;
     expect(answer.statusCode).toBe(503);
     expect(answer.headers['retry-after']).toBe('2');
@@ -491,7 +499,9 @@ describe('the emulator says it answers', () => {
     let now = 5_000_000;
     const timed = await emulator({ taskMs: 2000, taskPolls: 0, clock: () => now });
     try {
-      const created = await raw(timed, 'POST', '/dub', { json: { video_url: 'https://example.com/a.mp4', source_language: 'en-us', target_language: 'es-es' } });
+      const created = await raw(timed, 'POST', '/dub', {
+        json: { video_url: 'https://example.com/a.mp4', source_language: 'en-us', target_language: 'es-es' },
+      });
       now += 1500;
       const status = await raw(timed, 'GET', `/dub/${created.json.task_id}`);
       expect(status.json.status).toBe('PENDING');

@@ -191,10 +191,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function connect(
-  server: { realtimeUrl: string },
-  { key = 'k1', query = '' }: { key?: string | null; query?: string } = {},
-): Promise<Client> {
+async function connect(server: { realtimeUrl: string }, { key = 'k1', query = '' }: { key?: string | null; query?: string } = {}): Promise<Client> {
   const ws = new WebSocket(`${server.realtimeUrl}/v1/realtime${query}`, {
     headers: key === null ? {} : { 'x-api-key': key },
   });
@@ -503,7 +500,14 @@ describe('realtime emulator: events after activation', () => {
     const second = responseTypes(900 * MS, kinds);
     expect(client.types().slice(2)).toEqual([...first, ...second, 'session.updated']);
     if (kinds.audio) {
-      expect(Buffer.concat(outputAudio(client.frames)).equals(slices(Buffer.concat([input, tone(300), zeros(700)]), [[90 * MS, 1290 * MS], [1680 * MS, 2580 * MS]]))).toBe(true);
+      expect(
+        Buffer.concat(outputAudio(client.frames)).equals(
+          slices(Buffer.concat([input, tone(300), zeros(700)]), [
+            [90 * MS, 1290 * MS],
+            [1680 * MS, 2580 * MS],
+          ]),
+        ),
+      ).toBe(true);
     }
   });
 
@@ -553,8 +557,16 @@ describe('realtime emulator: events after activation', () => {
   it.each([
     ['no audio field', { type: 'input_audio_buffer.append' }, 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.'],
     ['a number as audio', { type: 'input_audio_buffer.append', audio: 5 }, 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.'],
-    ['characters outside base64', { type: 'input_audio_buffer.append', audio: 'AA*=' }, 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.'],
-    ['a truncated base64 string', { type: 'input_audio_buffer.append', audio: 'AAAAA' }, 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.'],
+    [
+      'characters outside base64',
+      { type: 'input_audio_buffer.append', audio: 'AA*=' },
+      'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.',
+    ],
+    [
+      'a truncated base64 string',
+      { type: 'input_audio_buffer.append', audio: 'AAAAA' },
+      'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.',
+    ],
   ])('answers an append with %s with error and goes on', async (_name, event, message) => {
     const server = await emulator();
     const client = await session(server);
@@ -648,12 +660,7 @@ describe('realtime emulator: options', () => {
     client.send({ type: 'session.update', session: SESSION });
     await client.waitType('response.audio.done', 3);
     const expected = paddedSlices(bursts);
-    expect(client.types()).toEqual([
-      'session.created',
-      'session.updated',
-      'session.updated',
-      ...expected.flatMap(([a, b]) => responseTypes(b - a)),
-    ]);
+    expect(client.types()).toEqual(['session.created', 'session.updated', 'session.updated', ...expected.flatMap(([a, b]) => responseTypes(b - a))]);
     expect(Buffer.concat(outputAudio(client.frames)).equals(slices(pcm, expected))).toBe(true);
   });
 
@@ -710,11 +717,7 @@ describe('realtime emulator: options', () => {
     client.sendAudio(input);
     await client.waitType('response.audio.done', 3);
     const transcripts = client.events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
-    expect(transcripts.map((e) => e.transcript)).toEqual([
-      '[en-us utterance 1, 0.42 s]',
-      '[en-us utterance 2, 0.42 s]',
-      '[en-us utterance 3, 0.15 s]',
-    ]);
+    expect(transcripts.map((e) => e.transcript)).toEqual(['[en-us utterance 1, 0.42 s]', '[en-us utterance 2, 0.42 s]', '[en-us utterance 3, 0.15 s]']);
     expect(Buffer.concat(outputAudio(client.frames)).equals(input.subarray(210 * MS, 1800 * MS))).toBe(true);
   });
 

@@ -81,17 +81,31 @@ describe('a voice the key cannot use', () => {
     for (const voiceId of [42, theirs]) {
       const errors = await Promise.all(
         [
-          new Promise<unknown>((resolve, reject) => client.ttsStream({ text: 'Hello there.', language: 'en-us', voiceId }).once('error', reject).once('end', resolve).resume()),
+          new Promise<unknown>((resolve, reject) =>
+            client.ttsStream({ text: 'Hello there.', language: 'en-us', voiceId }).once('error', reject).once('end', resolve).resume(),
+          ),
           client.translatedTts.create({ text: 'Hello there.', sourceLanguage: 'en-us', targetLanguage: 'es-es', voiceId }),
           // The deprecated flow on purpose: its deprecation notice is not what this checks.
-          handleDeprecations(() => {}, () => client.textToSpeech.create({ text: 'Hello there.', language: 'en-us', voiceId })),
-        ].map((attempt) => attempt.then(() => undefined, (e: unknown) => e)),
+          handleDeprecations(
+            () => {},
+            () => client.textToSpeech.create({ text: 'Hello there.', language: 'en-us', voiceId }),
+          ),
+        ].map((attempt) =>
+          attempt.then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        ),
       );
       for (const error of errors) {
         expect(error, String(voiceId)).toBeInstanceOf(ServiceValidationError);
         expect(error).toMatchObject({ status: 422, field: 'voiceId' });
         expect((error as ServiceValidationError).detail).toEqual([
-          { loc: ['body', 'voice_id'], msg: `Value error, voice ${voiceId} is not a voice of this API key: give a public voice or one of its custom voices (see /list-voices)`, type: 'value_error' },
+          {
+            loc: ['body', 'voice_id'],
+            msg: `Value error, voice ${voiceId} is not a voice of this API key: give a public voice or one of its custom voices (see /list-voices)`,
+            type: 'value_error',
+          },
         ]);
       }
     }
@@ -104,7 +118,14 @@ describe('a voice the key cannot use', () => {
   it('realtime, library: a voice nobody owns, one of another key, a stock voice as cloned are rejected; its own is accepted', async () => {
     const { voiceId: theirs } = await other.voices.create({ file: FIXTURE, voiceName: 'Theirs', gender: 2 });
     const { voiceId: mine } = await client.voices.create({ file: FIXTURE, voiceName: 'Mine', gender: 1 });
-    const rejected = await Promise.all([42, theirs, 147_320].map((voiceId) => realtimeSession({ voiceId }).then(() => undefined, (e: unknown) => e)));
+    const rejected = await Promise.all(
+      [42, theirs, 147_320].map((voiceId) =>
+        realtimeSession({ voiceId }).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     expect(rejected.map((e) => e instanceof VoiceRejectedError)).toEqual([true, true, true]);
     expect((rejected[0] as Error).message).toMatch(/Voice 42 is not a cloned voice owned by this API key\./);
     expect((rejected[2] as Error).message).toMatch(/Voice 147320 is a stock voice; voice\.type "cloned" needs a voice you cloned\./);
@@ -112,9 +133,21 @@ describe('a voice the key cannot use', () => {
   });
 
   it.each([
-    ['tts', ['tts', '--text', 'Hello there.', '--language', 'en-us', '--voice', '42', '-o', never('never.wav')], /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key: give a public voice or one of its custom voices \(see \/list-voices\)\. \[RTT_VALIDATION\]$/],
-    ['translated-tts', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'es-es', '--voice', '42', '-o', never('never.flac')], /^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key.*\[RTT_VALIDATION\]$/],
-    ['the realtime command', ['--from', 'en-us', '--to', 'es-es', '--voice', '42', '-i', FIXTURE, '--text-only'], /^rt-translate: The realtime service rejected the voice: Voice 42 is not a cloned voice owned by this API key\..*\[RTT_VOICE_REJECTED\]$/],
+    [
+      'tts',
+      ['tts', '--text', 'Hello there.', '--language', 'en-us', '--voice', '42', '-o', never('never.wav')],
+      /^rt-translate: POST \/tts-stream was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key: give a public voice or one of its custom voices \(see \/list-voices\)\. \[RTT_VALIDATION\]$/,
+    ],
+    [
+      'translated-tts',
+      ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'es-es', '--voice', '42', '-o', never('never.flac')],
+      /^rt-translate: POST \/translated-tts was rejected with 422 \(validation\): --voice: Value error, voice 42 is not a voice of this API key.*\[RTT_VALIDATION\]$/,
+    ],
+    [
+      'the realtime command',
+      ['--from', 'en-us', '--to', 'es-es', '--voice', '42', '-i', FIXTURE, '--text-only'],
+      /^rt-translate: The realtime service rejected the voice: Voice 42 is not a cloned voice owned by this API key\..*\[RTT_VOICE_REJECTED\]$/,
+    ],
   ])('CLI, %s --voice 42: exit 1, the service-shaped refusal naming --voice', async (_name, args, message) => {
     const result = await cli(args as string[]);
     expect(result.code).toBe(1);
@@ -146,10 +179,30 @@ describe('a language the emulator does not list', () => {
   });
 
   it.each([
-    ['translated-tts --to xx-yy', ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'xx-yy', '-o', never('never.flac')], 1, /--to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
-    ['tts --language xx-yy', ['tts', '--text', 'Hello there.', '--language', 'xx-yy', '-o', never('never.wav')], 1, /--language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/],
-    ['listen --language xx-yy', ['listen', '--language', 'xx-yy', '-i', FIXTURE], 1, /Unsupported language "xx-yy": see GET \/source-languages for the languages it transcribes\. \[RTT_SERVER\]$/],
-    ['the realtime command --to xx-yy (refused before connecting)', ['--from', 'en-us', '--to', 'xx-yy', '-i', FIXTURE, '--text-only'], 2, /^rt-translate: Invalid --to: expected one of the realtime language tags .* \(got "xx-yy"\)\. \[RTT_VALIDATION\]$/],
+    [
+      'translated-tts --to xx-yy',
+      ['translated-tts', '--text', 'Hello there.', '--from', 'en-us', '--to', 'xx-yy', '-o', never('never.flac')],
+      1,
+      /--to: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/,
+    ],
+    [
+      'tts --language xx-yy',
+      ['tts', '--text', 'Hello there.', '--language', 'xx-yy', '-o', never('never.wav')],
+      1,
+      /--language: Value error, unsupported language "xx-yy".*\[RTT_VALIDATION\]$/,
+    ],
+    [
+      'listen --language xx-yy',
+      ['listen', '--language', 'xx-yy', '-i', FIXTURE],
+      1,
+      /Unsupported language "xx-yy": see GET \/source-languages for the languages it transcribes\. \[RTT_SERVER\]$/,
+    ],
+    [
+      'the realtime command --to xx-yy (refused before connecting)',
+      ['--from', 'en-us', '--to', 'xx-yy', '-i', FIXTURE, '--text-only'],
+      2,
+      /^rt-translate: Invalid --to: expected one of the realtime language tags .* \(got "xx-yy"\)\. \[RTT_VALIDATION\]$/,
+    ],
   ])('CLI, %s: refused', async (_name, args, code, message) => {
     const result = await cli(args as string[]);
     expect(result.code).toBe(code);

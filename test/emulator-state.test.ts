@@ -37,7 +37,11 @@ async function stateDir(): Promise<string> {
 /** An emulator on `dir` whose tasks are final at their second status read, and a client of `key` on it. */
 async function emulatorOn(dir: string, key = KEY, options: EmulatorOptions = {}): Promise<{ emu: RunningEmulator; client: LocalizationClient }> {
   const emu = await startEmulator({ stateDir: dir, apiKeys: [KEY, OTHER], taskMs: 0, taskPolls: 1, ...options });
-  const client = new LocalizationClient({ baseUrl: emu.baseUrl, apiKey: key, polling: { speech: { initialIntervalMs: 5 }, longMedia: { initialIntervalMs: 5 } } });
+  const client = new LocalizationClient({
+    baseUrl: emu.baseUrl,
+    apiKey: key,
+    polling: { speech: { initialIntervalMs: 5 }, longMedia: { initialIntervalMs: 5 } },
+  });
   cleanups.push(async () => {
     await client.close();
     await emu.close();
@@ -135,7 +139,9 @@ describe('two emulators on one state directory at once', () => {
     expect(new Set(runIds).size).toBe(20);
     expect(Math.min(...runIds)).toBe(1001);
     expect(Math.max(...runIds)).toBe(1020);
-    const voices = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).client.voices.create({ file: WAV.pathname, voiceName: `V${i}`, gender: 1 })));
+    const voices = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).client.voices.create({ file: WAV.pathname, voiceName: `V${i}`, gender: 1 })),
+    );
     expect(new Set(voices.map((v) => v.voiceId)).size).toBe(6);
     // Every record whole: no temporary file left behind.
     expect((await filesUnder(dir)).filter((f) => f.includes('.tmp-'))).toEqual([]);
@@ -163,8 +169,24 @@ describe('an id another emulator claimed after this one looked is skipped, never
   it('a voice id', async () => {
     const state = new StateDir(await stateDir());
     const made = state.records<StoredVoice>('voices');
-    const theirs = new VoiceRegistry({}, made).add(OTHER, { voice_name: 'Theirs', gender: 1, age: null, language: null, description: null, is_published: false, transcript: null });
-    const mine = new VoiceRegistry({}, staleNames(made)).add(KEY, { voice_name: 'Mine', gender: 2, age: null, language: null, description: null, is_published: false, transcript: null });
+    const theirs = new VoiceRegistry({}, made).add(OTHER, {
+      voice_name: 'Theirs',
+      gender: 1,
+      age: null,
+      language: null,
+      description: null,
+      is_published: false,
+      transcript: null,
+    });
+    const mine = new VoiceRegistry({}, staleNames(made)).add(KEY, {
+      voice_name: 'Mine',
+      gender: 2,
+      age: null,
+      language: null,
+      description: null,
+      is_published: false,
+      transcript: null,
+    });
     expect([theirs.id, mine.id]).toEqual([300_001, 300_002]);
     expect(made.get('300001')?.voice_name).toBe('Theirs');
   });
@@ -177,7 +199,10 @@ describe('result files past stateMaxBytes', () => {
     const sizes: number[] = [];
     const urls: string[] = [];
     for (const text of ['One short line.', 'A second line, a little longer than the first.', 'Three.']) {
-      const run = await client.tasks.wait('translated-tts', (await client.translatedTts.create({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId);
+      const run = await client.tasks.wait(
+        'translated-tts',
+        (await client.translatedTts.create({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' })).taskId,
+      );
       const { url } = await client.textToSpeech.getResultUrl(run.runId);
       urls.push(url);
       sizes.push((await readFile(emu.localFilePath(url)!)).length);

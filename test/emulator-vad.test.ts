@@ -155,21 +155,45 @@ describe('UtteranceSegmenter: threshold', () => {
 describe('UtteranceSegmenter: hangover', () => {
   it.each([
     ['870 ms: under the default 900', {}, 870, [[0, 1470]], 1470 + 900],
-    ['900 ms: the default ends the first', {}, 900, [[0, 300], [1200, 1500]], 1200],
+    [
+      '900 ms: the default ends the first',
+      {},
+      900,
+      [
+        [0, 300],
+        [1200, 1500],
+      ],
+      1200,
+    ],
     ['600 ms (the client’s silence) keeps one utterance', {}, 600, [[0, 1200]], 1200 + 900],
     ['570 ms with silenceMs 600', { silenceMs: 600 }, 570, [[0, 1170]], 1170 + 600],
-    ['600 ms with silenceMs 600', { silenceMs: 600 }, 600, [[0, 300], [900, 1200]], 900],
+    [
+      '600 ms with silenceMs 600',
+      { silenceMs: 600 },
+      600,
+      [
+        [0, 300],
+        [900, 1200],
+      ],
+      900,
+    ],
     ['600 ms with silenceMs 610, rounded up to 630 ms of frames', { silenceMs: 610 }, 600, [[0, 1200]], 1200 + 630],
-    ['630 ms with silenceMs 610', { silenceMs: 610 }, 630, [[0, 300], [930, 1230]], 930],
-  ] as Array<[string, UtteranceSegmenterOptions, number, Array<[number, number]>, number]>)(
-    'a gap of %s',
-    (_name, options, gap, expected, firstEndedAt) => {
-      const input = Buffer.concat([tone(300), zeros(gap), tone(300), zeros(2000)]);
-      const got = run(new UtteranceSegmenter(options), input);
-      expect(regions(got)).toEqual(expected);
-      expect(got[0]!.endedAt / MS).toBe(firstEndedAt);
-    },
-  );
+    [
+      '630 ms with silenceMs 610',
+      { silenceMs: 610 },
+      630,
+      [
+        [0, 300],
+        [930, 1230],
+      ],
+      930,
+    ],
+  ] as Array<[string, UtteranceSegmenterOptions, number, Array<[number, number]>, number]>)('a gap of %s', (_name, options, gap, expected, firstEndedAt) => {
+    const input = Buffer.concat([tone(300), zeros(gap), tone(300), zeros(2000)]);
+    const got = run(new UtteranceSegmenter(options), input);
+    expect(regions(got)).toEqual(expected);
+    expect(got[0]!.endedAt / MS).toBe(firstEndedAt);
+  });
 
   it('pads 300 ms each side, never into the previous utterance, never past what was heard', () => {
     const input = Buffer.concat([zeros(120), tone(420), zeros(390), tone(390), zeros(600)]);
@@ -190,9 +214,35 @@ describe('UtteranceSegmenter: hangover', () => {
 
 describe('UtteranceSegmenter: length', () => {
   it.each([
-    ['the default 15 s', {}, 16_500, [[0, 15_000], [15_000, 16_500]]],
-    ['600 ms', { maxUtteranceMs: 600 }, 1500, [[0, 600], [600, 1200], [1200, 1500]]],
-    ['610 ms, rounded up to 630 ms of frames', { maxUtteranceMs: 610 }, 1500, [[0, 630], [630, 1260], [1260, 1500]]],
+    [
+      'the default 15 s',
+      {},
+      16_500,
+      [
+        [0, 15_000],
+        [15_000, 16_500],
+      ],
+    ],
+    [
+      '600 ms',
+      { maxUtteranceMs: 600 },
+      1500,
+      [
+        [0, 600],
+        [600, 1200],
+        [1200, 1500],
+      ],
+    ],
+    [
+      '610 ms, rounded up to 630 ms of frames',
+      { maxUtteranceMs: 610 },
+      1500,
+      [
+        [0, 630],
+        [630, 1260],
+        [1260, 1500],
+      ],
+    ],
   ] as Array<[string, UtteranceSegmenterOptions, number, Array<[number, number]>]>)(
     'endless speech is ended at %s, without gaps or overlaps',
     (_name, options, length, expected) => {
@@ -240,7 +290,14 @@ describe('UtteranceSegmenter: end() (the audio stopped arriving)', () => {
 
 describe('UtteranceSegmenter: split', () => {
   it.each([
-    ['a long utterance: its first part at 720 ms (700 rounded up to frames), the rest when it ends', 1500, [['first', 0, 720], ['rest', 720, 1500]]],
+    [
+      'a long utterance: its first part at 720 ms (700 rounded up to frames), the rest when it ends',
+      1500,
+      [
+        ['first', 0, 720],
+        ['rest', 720, 1500],
+      ],
+    ],
     ['an utterance shorter than splitMs: whole', 690, [['whole', 0, 690]]],
     ['an utterance whose last voiced frame reaches splitMs: the first part only', 720, [['first', 0, 720]]],
   ] as Array<[string, number, Array<[string, number, number]>]>)('%s', (_name, length, expected) => {

@@ -30,11 +30,21 @@ function turns(): void {
 }
 
 function controller() {
-  const host = new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
+  const host = new Duplex({
+    read() {},
+    write(_c, _e, cb) {
+      cb();
+    },
+  });
   const life = new DuplexLifecycle<EndingWait>(host, { signal: undefined, name: 'test session', shutdown: () => undefined });
   const ledger = new SpeechLedger();
   // The service read everything at once, unless a test says otherwise.
-  const facts: { ready: boolean; paused: boolean; drained: boolean; fence: InputFence } = { ready: true, paused: false, drained: true, fence: { sentAt: Date.now(), receivedAt: Date.now() } };
+  const facts: { ready: boolean; paused: boolean; drained: boolean; fence: InputFence } = {
+    ready: true,
+    paused: false,
+    drained: true,
+    fence: { sentAt: Date.now(), receivedAt: Date.now() },
+  };
   const warnings: RtTranslateError[] = [];
   let closes = 0;
   const ending = new EndingController({

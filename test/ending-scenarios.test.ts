@@ -60,7 +60,12 @@ async function drive(stream: RealtimeTranslateStream, script: Script): Promise<T
   async function* input(): AsyncGenerator<Buffer> {
     if (script === 'file') yield* chunked(fixture.pcm, [65_536]);
     else if (script === 'silence') yield Buffer.alloc(3 * 48_000);
-    else yield* speak(spokenFixture(), () => transcripts, () => once(stream, 'transcript.done'));
+    else
+      yield* speak(
+        spokenFixture(),
+        () => transcripts,
+        () => once(stream, 'transcript.done'),
+      );
     inputEndAt = Date.now();
   }
   const outcome = await runSession(stream, input(), events);
@@ -115,15 +120,72 @@ interface Scenario {
 }
 
 const SCENARIOS: Scenario[] = [
-  { id: 'a', name: 'a file, answered in one response once the appends stop', script: 'file', reference: { answer: 'idle' }, emulator: { segmentation: 'idle' }, reconnect: true },
-  { id: 'b', name: 'a file, answered utterance by utterance after the input ended', script: 'file', reference: { answer: 'utterance' }, emulator: {}, reconnect: false },
-  { id: 'c', name: 'spoken, the last sentence answered late', script: 'spoken', reference: { last: { lateMs: LATE_MS } }, emulator: { lastAnswer: { lateMs: LATE_MS } }, reconnect: true },
+  {
+    id: 'a',
+    name: 'a file, answered in one response once the appends stop',
+    script: 'file',
+    reference: { answer: 'idle' },
+    emulator: { segmentation: 'idle' },
+    reconnect: true,
+  },
+  {
+    id: 'b',
+    name: 'a file, answered utterance by utterance after the input ended',
+    script: 'file',
+    reference: { answer: 'utterance' },
+    emulator: {},
+    reconnect: false,
+  },
+  {
+    id: 'c',
+    name: 'spoken, the last sentence answered late',
+    script: 'spoken',
+    reference: { last: { lateMs: LATE_MS } },
+    emulator: { lastAnswer: { lateMs: LATE_MS } },
+    reconnect: true,
+  },
   { id: 'd', name: 'spoken, each sentence answered promptly', script: 'spoken', reference: { answer: 'utterance' }, emulator: {}, reconnect: false },
-  { id: 'e', name: 'a file, each long sentence split into two responses', script: 'file', reference: { answer: 'split' }, emulator: { segmentation: 'split' }, reconnect: false },
-  { id: 'e', name: 'spoken, each long sentence split into two responses', script: 'spoken', reference: { answer: 'split' }, emulator: { segmentation: 'split' }, reconnect: false },
-  { id: 'e', name: 'a file, two of three sentences merged into one response', script: 'file', reference: { answer: 'merge', mergeCount: 2 }, emulator: { faults: { mergeUtterances: 2 } }, reconnect: false },
-  { id: 'e', name: 'spoken, two of three sentences merged into one response', script: 'spoken', reference: { answer: 'merge', mergeCount: 2 }, emulator: { faults: { mergeUtterances: 2 } }, reconnect: false },
-  { id: 'f', name: 'spoken, the last sentence never answered', script: 'spoken', reference: { last: 'never' }, emulator: { lastAnswer: 'never' }, reconnect: true, unanswered: true },
+  {
+    id: 'e',
+    name: 'a file, each long sentence split into two responses',
+    script: 'file',
+    reference: { answer: 'split' },
+    emulator: { segmentation: 'split' },
+    reconnect: false,
+  },
+  {
+    id: 'e',
+    name: 'spoken, each long sentence split into two responses',
+    script: 'spoken',
+    reference: { answer: 'split' },
+    emulator: { segmentation: 'split' },
+    reconnect: false,
+  },
+  {
+    id: 'e',
+    name: 'a file, two of three sentences merged into one response',
+    script: 'file',
+    reference: { answer: 'merge', mergeCount: 2 },
+    emulator: { faults: { mergeUtterances: 2 } },
+    reconnect: false,
+  },
+  {
+    id: 'e',
+    name: 'spoken, two of three sentences merged into one response',
+    script: 'spoken',
+    reference: { answer: 'merge', mergeCount: 2 },
+    emulator: { faults: { mergeUtterances: 2 } },
+    reconnect: false,
+  },
+  {
+    id: 'f',
+    name: 'spoken, the last sentence never answered',
+    script: 'spoken',
+    reference: { last: 'never' },
+    emulator: { lastAnswer: 'never' },
+    reconnect: true,
+    unanswered: true,
+  },
   { id: 'g', name: 'silence only', script: 'silence', reference: {}, emulator: {}, reconnect: false },
 ];
 

@@ -10,7 +10,13 @@ import { EventOutlet } from '../lib/realtime/event-outlet.js';
 type Ev = { type: 'said'; text: string } | { type: 'big'; bytes: number };
 
 function outlet(options: { count?: number; readableHighWaterMark?: number } = {}) {
-  const stream = new Duplex({ readableHighWaterMark: options.readableHighWaterMark ?? 16, read() {}, write(_c, _e, cb) { cb(); } });
+  const stream = new Duplex({
+    readableHighWaterMark: options.readableHighWaterMark ?? 16,
+    read() {},
+    write(_c, _e, cb) {
+      cb();
+    },
+  });
   const pauses = new Set<string>();
   const link = {
     pause: (reason: string) => void pauses.add(reason),
@@ -36,7 +42,10 @@ describe('EventOutlet', () => {
     stream.on('said', (text) => seen.push(['said', text]));
     const iterator = out.subscribe();
     out.publish({ type: 'said', text: 'hola' });
-    expect(seen).toEqual([['event', 'said'], ['said', 'hola']]);
+    expect(seen).toEqual([
+      ['event', 'said'],
+      ['said', 'hola'],
+    ]);
     expect(await iterator.next()).toEqual({ value: { type: 'said', text: 'hola' }, done: false });
     out.end();
     expect(await iterator.next()).toEqual({ value: undefined, done: true });

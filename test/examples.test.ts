@@ -45,43 +45,55 @@ describe.concurrent('examples: one Discord speaker into several languages', () =
     return Buffer.concat(events.flatMap((e) => (e.type === 'audio.delta' && e.lang === lang ? [e.audio] : [])));
   }
 
-  it.for(['pcm', 'opus'] as const)('translateSpeakerInto, %s playback: one session per language, each language its own frames of what its session sent', async (output) => {
-    const { realtimeUrl } = await emulator();
-    const path = translateSpeakerInto({ opusPackets: items(), from: 'en-us', to: ['es-es', 'fr-fr'], apiKey: KEY, realtimeUrl, quietPeriodMs: 300, output, opusBackend: 'opusscript' });
-    const events: FanoutEvent[] = [];
-    path.fanout.on('event', (e) => events.push(e));
-    const frames = new Map<string, Buffer[]>();
-    for (const [lang, playback] of path.playback) {
-      const list: Buffer[] = [];
-      frames.set(lang, list);
-      playback.on('data', (f: Buffer) => list.push(f));
-    }
-    await path.done;
-    expect([...path.playback.keys()]).toEqual(['es-es', 'fr-fr']);
-    const targets = path.fanout.targets;
-    expect(targets.map((t) => t.outcome)).toEqual(['complete', 'complete']);
-    expect(new Set(targets.map((t) => t.sessionId)).size).toBe(2);
-    const codec = createOpusCodec({ backend: 'opusscript' });
-    try {
-      for (const lang of ['es-es', 'fr-fr']) {
-        const audio = sessionAudio(events, lang);
-        expect(audio.length).toBeGreaterThan(0);
-        // The session's audio at 48 kHz stereo, in 20 ms frames, the last one padded with silence.
-        const converted = await runChunked(fromServiceFormat({ rate: 48000, channels: 2 }), audio, audio.length);
-        const got = frames.get(lang)!;
-        expect(got.length).toBe(Math.ceil(converted.length / 3840));
-        if (output === 'pcm') {
-          const padded = Buffer.alloc(got.length * 3840);
-          converted.copy(padded);
-          expect(Buffer.concat(got).equals(padded)).toBe(true);
-        } else {
-          for (const packet of got) expect(codec.decode(packet).length).toBe(3840);
-        }
+  it.for(['pcm', 'opus'] as const)(
+    'translateSpeakerInto, %s playback: one session per language, each language its own frames of what its session sent',
+    async (output) => {
+      const { realtimeUrl } = await emulator();
+      const path = translateSpeakerInto({
+        opusPackets: items(),
+        from: 'en-us',
+        to: ['es-es', 'fr-fr'],
+        apiKey: KEY,
+        realtimeUrl,
+        quietPeriodMs: 300,
+        output,
+        opusBackend: 'opusscript',
+      });
+      const events: FanoutEvent[] = [];
+      path.fanout.on('event', (e) => events.push(e));
+      const frames = new Map<string, Buffer[]>();
+      for (const [lang, playback] of path.playback) {
+        const list: Buffer[] = [];
+        frames.set(lang, list);
+        playback.on('data', (f: Buffer) => list.push(f));
       }
-    } finally {
-      codec.close();
-    }
-  });
+      await path.done;
+      expect([...path.playback.keys()]).toEqual(['es-es', 'fr-fr']);
+      const targets = path.fanout.targets;
+      expect(targets.map((t) => t.outcome)).toEqual(['complete', 'complete']);
+      expect(new Set(targets.map((t) => t.sessionId)).size).toBe(2);
+      const codec = createOpusCodec({ backend: 'opusscript' });
+      try {
+        for (const lang of ['es-es', 'fr-fr']) {
+          const audio = sessionAudio(events, lang);
+          expect(audio.length).toBeGreaterThan(0);
+          // The session's audio at 48 kHz stereo, in 20 ms frames, the last one padded with silence.
+          const converted = await runChunked(fromServiceFormat({ rate: 48000, channels: 2 }), audio, audio.length);
+          const got = frames.get(lang)!;
+          expect(got.length).toBe(Math.ceil(converted.length / 3840));
+          if (output === 'pcm') {
+            const padded = Buffer.alloc(got.length * 3840);
+            converted.copy(padded);
+            expect(Buffer.concat(got).equals(padded)).toBe(true);
+          } else {
+            for (const packet of got) expect(codec.decode(packet).length).toBe(3840);
+          }
+        }
+      } finally {
+        codec.close();
+      }
+    },
+  );
 });
 
 describe.concurrent('examples: playing a file', () => {

@@ -98,7 +98,16 @@ function endpoint(
 const ttsStream = endpoint('/tts-stream', (c, f) => drain(c.ttsStream({ ...TTS, ...f } as never)), TTS, TTS_WIRE);
 const translatedTts = endpoint('/translated-tts', (c, f) => c.translatedTts.create(f as never), TRANSLATED, TRANSLATED_WIRE);
 // The deprecated flow on purpose: its deprecation notice is not what these cases check.
-const legacyTts = endpoint('/tts', (c, f) => handleDeprecations(() => {}, () => c.textToSpeech.create(f as never)), { text: 'Legacy speech', language: 'en-us' }, { text: 'Legacy speech', language: 'en-us' });
+const legacyTts = endpoint(
+  '/tts',
+  (c, f) =>
+    handleDeprecations(
+      () => {},
+      () => c.textToSpeech.create(f as never),
+    ),
+  { text: 'Legacy speech', language: 'en-us' },
+  { text: 'Legacy speech', language: 'en-us' },
+);
 const projectSetup = endpoint('/project-setup', (c, f) => c.projectSetup.create(f as never), SETUP, SETUP_WIRE);
 const textToVoice = endpoint('/text-to-voice', (c, f) => c.textToVoice.create(f as never), { text: 'Hello there.' }, { text: 'Hello there.' });
 const textToSound = endpoint('/text-to-sound', (c, f) => c.textToAudio.create(f as never), { prompt: 'rain on a tin roof' }, { prompt: 'rain on a tin roof' });

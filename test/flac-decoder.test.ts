@@ -125,7 +125,7 @@ function makeSource(signal: Signal, frames: number, channels: number, rate: numb
       break;
     case 'dc':
       for (let i = 0; i < frames; i++) {
-        for (let c = 0; c < channels; c++) set(i, c, (i < frames / 2 ? -0.377 : 0.213) * max * (c + 1) / channels);
+        for (let c = 0; c < channels; c++) set(i, c, ((i < frames / 2 ? -0.377 : 0.213) * max * (c + 1)) / channels);
       }
       break;
     case 'square':
@@ -314,7 +314,17 @@ function parseReference(file: Uint8Array): Reference {
     if (bsCode === 0) throw new Error('reference parser: reserved block size code');
     see(`sr:code${srCode}`);
     const frameRate =
-      srCode === 0 ? rate : srCode <= 11 ? SAMPLE_RATES[srCode]! : srCode === 12 ? br.read(8) * 1000 : srCode === 13 ? br.read(16) : srCode === 14 ? br.read(16) * 10 : -1;
+      srCode === 0
+        ? rate
+        : srCode <= 11
+          ? SAMPLE_RATES[srCode]!
+          : srCode === 12
+            ? br.read(8) * 1000
+            : srCode === 13
+              ? br.read(16)
+              : srCode === 14
+                ? br.read(16) * 10
+                : -1;
     if (frameRate !== rate) throw new Error(`reference parser: frame rate ${frameRate} differs from STREAMINFO ${rate}`);
     see(`bps:code${sizeCode}`);
     const frameBps = sizeCode === 0 ? bps : SAMPLE_SIZES[sizeCode]!;
@@ -533,7 +543,21 @@ interface HandStream {
 
 const HAND_RATES: Record<number, number> = { 88200: 1, 176400: 2, 192000: 3, 8000: 4, 16000: 5, 22050: 6, 24000: 7, 32000: 8, 44100: 9, 48000: 10, 96000: 11 };
 const HAND_SIZES: Record<number, number> = { 8: 1, 12: 2, 16: 4, 20: 5, 24: 6 };
-const HAND_BLOCKS: Record<number, number> = { 192: 1, 576: 2, 1152: 3, 2304: 4, 4608: 5, 256: 8, 512: 9, 1024: 10, 2048: 11, 4096: 12, 8192: 13, 16384: 14, 32768: 15 };
+const HAND_BLOCKS: Record<number, number> = {
+  192: 1,
+  576: 2,
+  1152: 3,
+  2304: 4,
+  4608: 5,
+  256: 8,
+  512: 9,
+  1024: 10,
+  2048: 11,
+  4096: 12,
+  8192: 13,
+  16384: 14,
+  32768: 15,
+};
 
 function writeResidual(w: BitWriter, residual: number[], n: number, order: number, plan: Extract<HandSubframe, { kind: 'fixed' }>): void {
   // The highest partition order up to the plan's that divides the block and leaves the first partition its warm-up.
@@ -602,7 +626,13 @@ function buildFlac(s: HandStream): Buffer {
       const side = l.map((v, i) => v - r[i]!);
       if (mode === 'left_side') chans[1] = side;
       if (mode === 'right_side') chans[0] = side;
-      if (mode === 'mid_side') chans.splice(0, 2, l.map((v, i) => Math.floor((v + r[i]!) / 2)), side);
+      if (mode === 'mid_side')
+        chans.splice(
+          0,
+          2,
+          l.map((v, i) => Math.floor((v + r[i]!) / 2)),
+          side,
+        );
       sideChannel = mode === 'right_side' ? 0 : 1;
     }
     for (let c = 0; c < s.channels; c++) {
@@ -698,18 +728,113 @@ const LAYOUT_COMPLAINT = /^(\[flac @ 0x[0-9a-f]+\] Channel layout not supported 
 
 const cases: Case[] = [
   // Compression levels.
-  { name: 'level 0, sweep, mono 44.1 kHz', signal: 'sweep', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.6), args: ['-compression_level', '0'], expect: ['sub:fixed2', 'sub:fixed3', 'bs:code3'], forbid: [/^sub:lpc/] },
-  { name: 'level 5, speech, stereo 44.1 kHz', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 1), args: ['-compression_level', '5'], expect: ['bs:code5', 'sr:code9', 'sub:lpc8', 'ch:mid_side'] },
-  { name: 'level 8, speech, stereo 48 kHz', signal: 'speech', bits: 16, channels: 2, rate: 48000, frames: sec(48000, 1), args: ['-compression_level', '8'], expect: ['sr:code10', 'sub:lpc12'] },
-  { name: 'level 12, speech, mono 16 kHz', signal: 'speech', bits: 16, channels: 1, rate: 16000, frames: sec(16000, 1.5), args: ['-compression_level', '12'], expect: ['sr:code5', 'sub:lpc1'] },
+  {
+    name: 'level 0, sweep, mono 44.1 kHz',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: sec(44100, 0.6),
+    args: ['-compression_level', '0'],
+    expect: ['sub:fixed2', 'sub:fixed3', 'bs:code3'],
+    forbid: [/^sub:lpc/],
+  },
+  {
+    name: 'level 5, speech, stereo 44.1 kHz',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 1),
+    args: ['-compression_level', '5'],
+    expect: ['bs:code5', 'sr:code9', 'sub:lpc8', 'ch:mid_side'],
+  },
+  {
+    name: 'level 8, speech, stereo 48 kHz',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 48000,
+    frames: sec(48000, 1),
+    args: ['-compression_level', '8'],
+    expect: ['sr:code10', 'sub:lpc12'],
+  },
+  {
+    name: 'level 12, speech, mono 16 kHz',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 16000,
+    frames: sec(16000, 1.5),
+    args: ['-compression_level', '12'],
+    expect: ['sr:code5', 'sub:lpc1'],
+  },
   // Predictor choice.
   // lpc_type none means FIXED order 0 only; ffmpeg writes a frame VERBATIM when its coded form would be larger.
-  { name: 'lpc_type none (VERBATIM here), sweep, mono 22.05 kHz', signal: 'sweep', bits: 16, channels: 1, rate: 22050, frames: sec(22050, 0.5), args: ['-lpc_type', 'none'], expect: ['sr:code6', 'sub:verbatim'], forbid: [/^sub:(lpc|fixed[1-4])/] },
-  { name: 'lpc_type fixed, speech, stereo 32 kHz', signal: 'speech', bits: 16, channels: 2, rate: 32000, frames: sec(32000, 0.8), args: ['-lpc_type', 'fixed'], expect: ['sr:code8', 'sub:fixed1', 'sub:fixed2'], forbid: [/^sub:lpc/] },
-  { name: 'lpc_type fixed, sweep, mono 96 kHz, frame_size 1024', signal: 'sweep', bits: 16, channels: 1, rate: 96000, frames: sec(96000, 0.5), args: ['-lpc_type', 'fixed', '-frame_size', '1024'], expect: ['sub:fixed3', 'sub:fixed4', 'bs:code10'], forbid: [/^sub:lpc/] },
-  { name: 'lpc_type fixed, order 0, low-level noise, mono', signal: 'lownoise', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.3), args: ['-lpc_type', 'fixed', '-min_prediction_order', '0', '-max_prediction_order', '0'], expect: ['sub:fixed0'], forbid: [/^sub:lpc/, /^sub:fixed[1-4]/] },
-  { name: 'lpc_type levinson, sweep, stereo 24 kHz', signal: 'sweep', bits: 16, channels: 2, rate: 24000, frames: sec(24000, 0.6), args: ['-lpc_type', 'levinson'], expect: ['sr:code7', 'ch:right_side'] },
-  { name: 'lpc_type cholesky, 3 passes, speech, mono 44.1 kHz', signal: 'speech', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.6), args: ['-lpc_type', 'cholesky', '-lpc_passes', '3'], expect: ['sub:lpc8'] },
+  {
+    name: 'lpc_type none (VERBATIM here), sweep, mono 22.05 kHz',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 22050,
+    frames: sec(22050, 0.5),
+    args: ['-lpc_type', 'none'],
+    expect: ['sr:code6', 'sub:verbatim'],
+    forbid: [/^sub:(lpc|fixed[1-4])/],
+  },
+  {
+    name: 'lpc_type fixed, speech, stereo 32 kHz',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 32000,
+    frames: sec(32000, 0.8),
+    args: ['-lpc_type', 'fixed'],
+    expect: ['sr:code8', 'sub:fixed1', 'sub:fixed2'],
+    forbid: [/^sub:lpc/],
+  },
+  {
+    name: 'lpc_type fixed, sweep, mono 96 kHz, frame_size 1024',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 96000,
+    frames: sec(96000, 0.5),
+    args: ['-lpc_type', 'fixed', '-frame_size', '1024'],
+    expect: ['sub:fixed3', 'sub:fixed4', 'bs:code10'],
+    forbid: [/^sub:lpc/],
+  },
+  {
+    name: 'lpc_type fixed, order 0, low-level noise, mono',
+    signal: 'lownoise',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-lpc_type', 'fixed', '-min_prediction_order', '0', '-max_prediction_order', '0'],
+    expect: ['sub:fixed0'],
+    forbid: [/^sub:lpc/, /^sub:fixed[1-4]/],
+  },
+  {
+    name: 'lpc_type levinson, sweep, stereo 24 kHz',
+    signal: 'sweep',
+    bits: 16,
+    channels: 2,
+    rate: 24000,
+    frames: sec(24000, 0.6),
+    args: ['-lpc_type', 'levinson'],
+    expect: ['sr:code7', 'ch:right_side'],
+  },
+  {
+    name: 'lpc_type cholesky, 3 passes, speech, mono 44.1 kHz',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: sec(44100, 0.6),
+    args: ['-lpc_type', 'cholesky', '-lpc_passes', '3'],
+    expect: ['sub:lpc8'],
+  },
   {
     name: 'order 32 forced, precision 15, speech, stereo 48 kHz',
     signal: 'speech',
@@ -720,73 +845,469 @@ const cases: Case[] = [
     args: ['-min_prediction_order', '32', '-max_prediction_order', '32', '-prediction_order_method', 'search', '-lpc_coeff_precision', '15'],
     expect: ['sub:lpc32', 'lpc:precision15'],
   },
-  { name: 'orders up to 32 (log search), precision 5, sweep, mono 96 kHz', signal: 'sweep', bits: 16, channels: 1, rate: 96000, frames: sec(96000, 0.5), args: ['-max_prediction_order', '32', '-prediction_order_method', 'log', '-lpc_coeff_precision', '5'], expect: ['sr:code11', 'lpc:precision5', 'bs:code13'] },
-  { name: 'precision 1, speech, stereo', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-lpc_coeff_precision', '1'], expect: ['lpc:precision1'] },
-  { name: 'exact Rice parameters, level 8, speech, stereo', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.6), args: ['-compression_level', '8', '-exact_rice_parameters', '1'], expect: [] },
+  {
+    name: 'orders up to 32 (log search), precision 5, sweep, mono 96 kHz',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 96000,
+    frames: sec(96000, 0.5),
+    args: ['-max_prediction_order', '32', '-prediction_order_method', 'log', '-lpc_coeff_precision', '5'],
+    expect: ['sr:code11', 'lpc:precision5', 'bs:code13'],
+  },
+  {
+    name: 'precision 1, speech, stereo',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-lpc_coeff_precision', '1'],
+    expect: ['lpc:precision1'],
+  },
+  {
+    name: 'exact Rice parameters, level 8, speech, stereo',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.6),
+    args: ['-compression_level', '8', '-exact_rice_parameters', '1'],
+    expect: [],
+  },
   // multi_dim_quant tries coefficient roundings exhaustively: about 9 times slower per two orders (order 8 takes seconds per second of audio).
-  { name: 'multi-dimensional quantization, order 6, speech, mono', signal: 'speech', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.3), args: ['-multi_dim_quant', '1', '-max_prediction_order', '6'], expect: ['sub:lpc6'] },
-  { name: 'partition order 8 forced, speech, mono', signal: 'speech', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.5), args: ['-min_partition_order', '8', '-max_partition_order', '8', '-frame_size', '4096'], expect: ['rice:po8'] },
+  {
+    name: 'multi-dimensional quantization, order 6, speech, mono',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-multi_dim_quant', '1', '-max_prediction_order', '6'],
+    expect: ['sub:lpc6'],
+  },
+  {
+    name: 'partition order 8 forced, speech, mono',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-min_partition_order', '8', '-max_partition_order', '8', '-frame_size', '4096'],
+    expect: ['rice:po8'],
+  },
   // Stereo decorrelation.
-  { name: 'ch_mode indep, speech', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'indep'], expect: ['ch:independent2'], forbid: [/^ch:(left|right|mid)/] },
-  { name: 'ch_mode left_side, speech', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'left_side'], expect: ['ch:left_side'], forbid: [/^ch:(independent|right|mid)/] },
-  { name: 'ch_mode right_side, speech', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'right_side'], expect: ['ch:right_side'], forbid: [/^ch:(independent|left|mid)/] },
-  { name: 'ch_mode mid_side, speech', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'mid_side'], expect: ['ch:mid_side'], forbid: [/^ch:(independent|left|right)/] },
+  {
+    name: 'ch_mode indep, speech',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'indep'],
+    expect: ['ch:independent2'],
+    forbid: [/^ch:(left|right|mid)/],
+  },
+  {
+    name: 'ch_mode left_side, speech',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'left_side'],
+    expect: ['ch:left_side'],
+    forbid: [/^ch:(independent|right|mid)/],
+  },
+  {
+    name: 'ch_mode right_side, speech',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'right_side'],
+    expect: ['ch:right_side'],
+    forbid: [/^ch:(independent|left|mid)/],
+  },
+  {
+    name: 'ch_mode mid_side, speech',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'mid_side'],
+    expect: ['ch:mid_side'],
+    forbid: [/^ch:(independent|left|right)/],
+  },
   // Extremes.
-  { name: 'full-scale white noise, stereo (VERBATIM)', signal: 'noise', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: [], expect: ['sub:verbatim'] },
-  { name: 'low-level noise, mono 8 kHz', signal: 'lownoise', bits: 16, channels: 1, rate: 8000, frames: sec(8000, 1), args: [], expect: ['sr:code4', 'bs:code9'] },
+  {
+    name: 'full-scale white noise, stereo (VERBATIM)',
+    signal: 'noise',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: [],
+    expect: ['sub:verbatim'],
+  },
+  {
+    name: 'low-level noise, mono 8 kHz',
+    signal: 'lownoise',
+    bits: 16,
+    channels: 1,
+    rate: 8000,
+    frames: sec(8000, 1),
+    args: [],
+    expect: ['sr:code4', 'bs:code9'],
+  },
   { name: 'digital silence, stereo', signal: 'silence', bits: 16, channels: 2, rate: 48000, frames: sec(48000, 0.5), args: [], expect: ['sub:constant'] },
-  { name: 'constant levels, 6 channels', signal: 'dc', bits: 16, channels: 6, rate: 48000, frames: sec(48000, 0.3), args: [], expect: ['sub:constant', 'ch:independent6'] },
-  { name: 'square wave at -32768 and 32767, stereo mid_side', signal: 'square', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-ch_mode', 'mid_side'], expect: ['ch:mid_side'] },
-  { name: 'square wave at -32768 and 32767, stereo left_side', signal: 'square', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-ch_mode', 'left_side'], expect: ['ch:left_side'] },
+  {
+    name: 'constant levels, 6 channels',
+    signal: 'dc',
+    bits: 16,
+    channels: 6,
+    rate: 48000,
+    frames: sec(48000, 0.3),
+    args: [],
+    expect: ['sub:constant', 'ch:independent6'],
+  },
+  {
+    name: 'square wave at -32768 and 32767, stereo mid_side',
+    signal: 'square',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-ch_mode', 'mid_side'],
+    expect: ['ch:mid_side'],
+  },
+  {
+    name: 'square wave at -32768 and 32767, stereo left_side',
+    signal: 'square',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-ch_mode', 'left_side'],
+    expect: ['ch:left_side'],
+  },
   { name: 'square wave, mono', signal: 'square', bits: 16, channels: 1, rate: 22050, frames: sec(22050, 0.4), args: [], expect: [] },
-  { name: 'one channel silent, stereo', signal: 'halfsilent', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'indep'], expect: ['sub:constant'] },
+  {
+    name: 'one channel silent, stereo',
+    signal: 'halfsilent',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'indep'],
+    expect: ['sub:constant'],
+  },
   // Wasted bits.
   { name: 'multiples of 8, mono', signal: 'wasted', bits: 16, channels: 1, rate: 44100, frames: sec(44100, 0.5), args: [], expect: ['wasted:3'] },
-  { name: 'multiples of 8, stereo mid_side', signal: 'wasted', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: ['-ch_mode', 'mid_side'], expect: ['ch:mid_side', 'wasted:2', 'wasted:3'] },
+  {
+    name: 'multiples of 8, stereo mid_side',
+    signal: 'wasted',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: ['-ch_mode', 'mid_side'],
+    expect: ['ch:mid_side', 'wasted:2', 'wasted:3'],
+  },
   // Channel counts.
   { name: 'sweep, 3 channels', signal: 'sweep', bits: 16, channels: 3, rate: 44100, frames: sec(44100, 0.2), args: [], expect: ['ch:independent3'] },
   { name: 'speech, 4 channels', signal: 'speech', bits: 16, channels: 4, rate: 32000, frames: sec(32000, 0.3), args: [], expect: ['ch:independent4'] },
-  { name: 'low-level noise, 5 channels', signal: 'lownoise', bits: 16, channels: 5, rate: 16000, frames: sec(16000, 0.3), args: [], expect: ['ch:independent5'] },
-  { name: 'speech, 6 channels, 48 kHz, frame_size 2048', signal: 'speech', bits: 16, channels: 6, rate: 48000, frames: sec(48000, 0.5), args: ['-frame_size', '2048'], expect: ['ch:independent6', 'bs:code11'] },
+  {
+    name: 'low-level noise, 5 channels',
+    signal: 'lownoise',
+    bits: 16,
+    channels: 5,
+    rate: 16000,
+    frames: sec(16000, 0.3),
+    args: [],
+    expect: ['ch:independent5'],
+  },
+  {
+    name: 'speech, 6 channels, 48 kHz, frame_size 2048',
+    signal: 'speech',
+    bits: 16,
+    channels: 6,
+    rate: 48000,
+    frames: sec(48000, 0.5),
+    args: ['-frame_size', '2048'],
+    expect: ['ch:independent6', 'bs:code11'],
+  },
   { name: 'speech, 7 channels', signal: 'speech', bits: 16, channels: 7, rate: 22050, frames: sec(22050, 0.3), args: [], expect: ['ch:independent7'] },
   { name: 'sweep, 8 channels, 96 kHz', signal: 'sweep', bits: 16, channels: 8, rate: 96000, frames: sec(96000, 0.25), args: [], expect: ['ch:independent8'] },
   // Sample rates the table has no code for: coded in the frame header itself.
   { name: 'rate 12 kHz (header kHz field)', signal: 'speech', bits: 16, channels: 1, rate: 12000, frames: sec(12000, 0.5), args: [], expect: ['sr:code12'] },
-  { name: 'rate 192 kHz (header kHz field)', signal: 'sweep', bits: 16, channels: 2, rate: 192000, frames: sec(192000, 0.2), args: [], expect: ['sr:code12', 'bs:code14'] },
+  {
+    name: 'rate 192 kHz (header kHz field)',
+    signal: 'sweep',
+    bits: 16,
+    channels: 2,
+    rate: 192000,
+    frames: sec(192000, 0.2),
+    args: [],
+    expect: ['sr:code12', 'bs:code14'],
+  },
   { name: 'rate 11025 Hz (header Hz field)', signal: 'speech', bits: 16, channels: 2, rate: 11025, frames: sec(11025, 0.6), args: [], expect: ['sr:code13'] },
-  { name: 'rate 88.2 kHz (header tens-of-Hz field)', signal: 'sweep', bits: 16, channels: 1, rate: 88200, frames: sec(88200, 0.3), args: [], expect: ['sr:code14'] },
+  {
+    name: 'rate 88.2 kHz (header tens-of-Hz field)',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 88200,
+    frames: sec(88200, 0.3),
+    args: [],
+    expect: ['sr:code14'],
+  },
   // Block sizes (STREAMINFO's, and the frame header's table codes and 8- and 16-bit fields).
-  { name: 'frame_size 16, mono 48 kHz (3-byte frame numbers)', signal: 'speech', bits: 16, channels: 1, rate: 48000, frames: 16 * 2100 + 1, args: ['-frame_size', '16'], expect: ['bs:code6', 'utf8:1', 'utf8:2', 'utf8:3', 'frame:short-last'] },
-  { name: 'frame_size 32, stereo', signal: 'sweep', bits: 16, channels: 2, rate: 16000, frames: 32 * 100 + 7, args: ['-frame_size', '32'], expect: ['bs:code6'] },
+  {
+    name: 'frame_size 16, mono 48 kHz (3-byte frame numbers)',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 48000,
+    frames: 16 * 2100 + 1,
+    args: ['-frame_size', '16'],
+    expect: ['bs:code6', 'utf8:1', 'utf8:2', 'utf8:3', 'frame:short-last'],
+  },
+  {
+    name: 'frame_size 32, stereo',
+    signal: 'sweep',
+    bits: 16,
+    channels: 2,
+    rate: 16000,
+    frames: 32 * 100 + 7,
+    args: ['-frame_size', '32'],
+    expect: ['bs:code6'],
+  },
   { name: 'frame_size 192', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: 192 * 40 + 1, args: ['-frame_size', '192'], expect: ['bs:code1'] },
-  { name: 'frame_size 256, stereo', signal: 'speech', bits: 16, channels: 2, rate: 16000, frames: 256 * 30 + 255, args: ['-frame_size', '256'], expect: ['bs:code8'] },
+  {
+    name: 'frame_size 256, stereo',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 16000,
+    frames: 256 * 30 + 255,
+    args: ['-frame_size', '256'],
+    expect: ['bs:code8'],
+  },
   { name: 'frame_size 576', signal: 'speech', bits: 16, channels: 1, rate: 44100, frames: 576 * 20 + 1, args: ['-frame_size', '576'], expect: ['bs:code2'] },
-  { name: 'frame_size 1000 (16-bit header field)', signal: 'sweep', bits: 16, channels: 2, rate: 44100, frames: 1000 * 10 + 999, args: ['-frame_size', '1000'], expect: ['bs:code7'] },
-  { name: 'frame_size 4096', signal: 'speech', bits: 16, channels: 2, rate: 48000, frames: 4096 * 8 + 1, args: ['-frame_size', '4096'], expect: ['bs:code12', 'bs:code6'] },
-  { name: 'frame_size 4608', signal: 'sweep', bits: 16, channels: 2, rate: 44100, frames: 4608 * 5 + 300, args: ['-frame_size', '4608'], expect: ['bs:code5', 'bs:code7'] },
-  { name: 'frame_size 16384', signal: 'speech', bits: 16, channels: 1, rate: 44100, frames: 16384 * 2 + 5000, args: ['-frame_size', '16384'], expect: ['bs:code14'] },
-  { name: 'frame_size 32768', signal: 'speech', bits: 16, channels: 2, rate: 48000, frames: 32768 + 100, args: ['-frame_size', '32768'], expect: ['bs:code15'] },
-  { name: 'frame_size 65535 (the largest)', signal: 'sweep', bits: 16, channels: 1, rate: 44100, frames: 65535 + 2000, args: ['-frame_size', '65535'], expect: ['bs:code7'] },
+  {
+    name: 'frame_size 1000 (16-bit header field)',
+    signal: 'sweep',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: 1000 * 10 + 999,
+    args: ['-frame_size', '1000'],
+    expect: ['bs:code7'],
+  },
+  {
+    name: 'frame_size 4096',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 48000,
+    frames: 4096 * 8 + 1,
+    args: ['-frame_size', '4096'],
+    expect: ['bs:code12', 'bs:code6'],
+  },
+  {
+    name: 'frame_size 4608',
+    signal: 'sweep',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: 4608 * 5 + 300,
+    args: ['-frame_size', '4608'],
+    expect: ['bs:code5', 'bs:code7'],
+  },
+  {
+    name: 'frame_size 16384',
+    signal: 'speech',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: 16384 * 2 + 5000,
+    args: ['-frame_size', '16384'],
+    expect: ['bs:code14'],
+  },
+  {
+    name: 'frame_size 32768',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 48000,
+    frames: 32768 + 100,
+    args: ['-frame_size', '32768'],
+    expect: ['bs:code15'],
+  },
+  {
+    name: 'frame_size 65535 (the largest)',
+    signal: 'sweep',
+    bits: 16,
+    channels: 1,
+    rate: 44100,
+    frames: 65535 + 2000,
+    args: ['-frame_size', '65535'],
+    expect: ['bs:code7'],
+  },
   // Lengths.
-  { name: 'shorter than one block, stereo', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: 1000, args: [], expect: ['bs:code7'], byteByByte: true },
+  {
+    name: 'shorter than one block, stereo',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: 1000,
+    args: [],
+    expect: ['bs:code7'],
+    byteByByte: true,
+  },
   { name: 'a single sample, mono', signal: 'sweep', bits: 16, channels: 1, rate: 44100, frames: 1, args: [], expect: ['bs:code6'], byteByByte: true },
-  { name: 'fewer samples than the smallest block (15), stereo', signal: 'noise', bits: 16, channels: 2, rate: 8000, frames: 15, args: [], expect: ['bs:code6'], byteByByte: true },
-  { name: 'frame_size 16, square wave, byte by byte (15 wasted bits)', signal: 'square', bits: 16, channels: 1, rate: 8000, frames: 16 * 300 + 1, args: ['-frame_size', '16'], expect: ['utf8:2', 'wasted:15'], byteByByte: true },
+  {
+    name: 'fewer samples than the smallest block (15), stereo',
+    signal: 'noise',
+    bits: 16,
+    channels: 2,
+    rate: 8000,
+    frames: 15,
+    args: [],
+    expect: ['bs:code6'],
+    byteByByte: true,
+  },
+  {
+    name: 'frame_size 16, square wave, byte by byte (15 wasted bits)',
+    signal: 'square',
+    bits: 16,
+    channels: 1,
+    rate: 8000,
+    frames: 16 * 300 + 1,
+    args: ['-frame_size', '16'],
+    expect: ['utf8:2', 'wasted:15'],
+    byteByByte: true,
+  },
   // 24 bits.
-  { name: '24-bit sweep, stereo 96 kHz, level 8', signal: 'sweep', bits: 24, channels: 2, rate: 96000, frames: sec(96000, 0.4), args: ['-compression_level', '8'], expect: ['bps:code6', 'rice:method1', 'sub:lpc12'] },
-  { name: '24-bit speech, orders up to 32, precision 15, stereo 48 kHz', signal: 'speech', bits: 24, channels: 2, rate: 48000, frames: sec(48000, 0.5), args: ['-max_prediction_order', '32', '-prediction_order_method', 'search', '-lpc_coeff_precision', '15'], expect: ['rice:method1'] },
-  { name: '24-bit speech, order 32 forced, stereo', signal: 'speech', bits: 24, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-min_prediction_order', '32', '-max_prediction_order', '32'], expect: ['sub:lpc32'] },
+  {
+    name: '24-bit sweep, stereo 96 kHz, level 8',
+    signal: 'sweep',
+    bits: 24,
+    channels: 2,
+    rate: 96000,
+    frames: sec(96000, 0.4),
+    args: ['-compression_level', '8'],
+    expect: ['bps:code6', 'rice:method1', 'sub:lpc12'],
+  },
+  {
+    name: '24-bit speech, orders up to 32, precision 15, stereo 48 kHz',
+    signal: 'speech',
+    bits: 24,
+    channels: 2,
+    rate: 48000,
+    frames: sec(48000, 0.5),
+    args: ['-max_prediction_order', '32', '-prediction_order_method', 'search', '-lpc_coeff_precision', '15'],
+    expect: ['rice:method1'],
+  },
+  {
+    name: '24-bit speech, order 32 forced, stereo',
+    signal: 'speech',
+    bits: 24,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-min_prediction_order', '32', '-max_prediction_order', '32'],
+    expect: ['sub:lpc32'],
+  },
   { name: '24-bit white noise, stereo', signal: 'noise', bits: 24, channels: 2, rate: 48000, frames: sec(48000, 0.2), args: [], expect: [] },
-  { name: '24-bit white noise, lpc_type fixed (VERBATIM, 25-bit side channel)', signal: 'noise', bits: 24, channels: 2, rate: 48000, frames: sec(48000, 0.2), args: ['-lpc_type', 'fixed'], expect: ['sub:verbatim', 'ch:mid_side'], forbid: [/^sub:lpc/] },
+  {
+    name: '24-bit white noise, lpc_type fixed (VERBATIM, 25-bit side channel)',
+    signal: 'noise',
+    bits: 24,
+    channels: 2,
+    rate: 48000,
+    frames: sec(48000, 0.2),
+    args: ['-lpc_type', 'fixed'],
+    expect: ['sub:verbatim', 'ch:mid_side'],
+    forbid: [/^sub:lpc/],
+  },
   { name: '24-bit low-level noise, mono', signal: 'lownoise', bits: 24, channels: 1, rate: 44100, frames: sec(44100, 0.3), args: [], expect: [] },
-  { name: '24-bit square at the extremes, stereo left_side', signal: 'square', bits: 24, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-ch_mode', 'left_side'], expect: ['ch:left_side'] },
-  { name: '24-bit square at the extremes, stereo mid_side', signal: 'square', bits: 24, channels: 2, rate: 44100, frames: sec(44100, 0.3), args: ['-ch_mode', 'mid_side'], expect: ['ch:mid_side'] },
-  { name: '24-bit speech, right_side', signal: 'speech', bits: 24, channels: 2, rate: 44100, frames: sec(44100, 0.4), args: ['-ch_mode', 'right_side'], expect: ['ch:right_side'] },
-  { name: '24-bit holding 16-bit audio (8 wasted bits), stereo', signal: 'upper16', bits: 24, channels: 2, rate: 48000, frames: sec(48000, 0.4), args: [], expect: ['wasted:8'] },
-  { name: '24-bit multiples of 8, 6 channels', signal: 'wasted', bits: 24, channels: 6, rate: 48000, frames: sec(48000, 0.3), args: [], expect: ['wasted:3', 'ch:independent6'] },
-  { name: '24-bit silence and a one-sample tail, mono 88.2 kHz', signal: 'silence', bits: 24, channels: 1, rate: 88200, frames: 4608 + 1, args: [], expect: ['sub:constant', 'sr:code14'] },
+  {
+    name: '24-bit square at the extremes, stereo left_side',
+    signal: 'square',
+    bits: 24,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-ch_mode', 'left_side'],
+    expect: ['ch:left_side'],
+  },
+  {
+    name: '24-bit square at the extremes, stereo mid_side',
+    signal: 'square',
+    bits: 24,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.3),
+    args: ['-ch_mode', 'mid_side'],
+    expect: ['ch:mid_side'],
+  },
+  {
+    name: '24-bit speech, right_side',
+    signal: 'speech',
+    bits: 24,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.4),
+    args: ['-ch_mode', 'right_side'],
+    expect: ['ch:right_side'],
+  },
+  {
+    name: '24-bit holding 16-bit audio (8 wasted bits), stereo',
+    signal: 'upper16',
+    bits: 24,
+    channels: 2,
+    rate: 48000,
+    frames: sec(48000, 0.4),
+    args: [],
+    expect: ['wasted:8'],
+  },
+  {
+    name: '24-bit multiples of 8, 6 channels',
+    signal: 'wasted',
+    bits: 24,
+    channels: 6,
+    rate: 48000,
+    frames: sec(48000, 0.3),
+    args: [],
+    expect: ['wasted:3', 'ch:independent6'],
+  },
+  {
+    name: '24-bit silence and a one-sample tail, mono 88.2 kHz',
+    signal: 'silence',
+    bits: 24,
+    channels: 1,
+    rate: 88200,
+    frames: 4608 + 1,
+    args: [],
+    expect: ['sub:constant', 'sr:code14'],
+  },
   // Written to a pipe: no MD5, no total.
-  { name: 'streamed (no MD5, no total), speech, stereo', signal: 'speech', bits: 16, channels: 2, rate: 44100, frames: sec(44100, 0.5), args: [], expect: [], pipe: true },
+  {
+    name: 'streamed (no MD5, no total), speech, stereo',
+    signal: 'speech',
+    bits: 16,
+    channels: 2,
+    rate: 44100,
+    frames: sec(44100, 0.5),
+    args: [],
+    expect: [],
+    pipe: true,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -836,7 +1357,15 @@ const handCases: HandCase[] = [
     stream: () => {
       const samples = handSignal(16, 1, 4096 * 2, 2);
       samples.fill(0, 0, 3000);
-      return { bits: 16, channels: 1, rate: 44100, blocks: [4096, 4096], variable: false, samples, subframe: () => ({ kind: 'fixed', order: 0, partitionOrder: 2, method: 0, escape: () => true }) };
+      return {
+        bits: 16,
+        channels: 1,
+        rate: 44100,
+        blocks: [4096, 4096],
+        variable: false,
+        samples,
+        subframe: () => ({ kind: 'fixed', order: 0, partitionOrder: 2, method: 0, escape: () => true }),
+      };
     },
     expect: ['rice:escape', 'sub:fixed0'],
     byteByByte: true,
@@ -907,13 +1436,19 @@ const handCases: HandCase[] = [
     }),
     expect: ['bps:code1', 'ch:mid_side', 'sub:verbatim'],
   },
-  ...[88200, 176400, 192000].map(
-    (rate, i): HandCase => ({
-      name: `rate ${rate} Hz through the frame header's table code ${i + 1}`,
-      stream: () => ({ bits: 16, channels: 1, rate, blocks: [4096, 50], variable: false, samples: handSignal(16, 1, 4146, 7 + i), subframe: () => ({ kind: 'fixed', order: 2, partitionOrder: 0, method: 0, escape: () => false }) }),
-      expect: [`sr:code${i + 1}`],
+  ...[88200, 176400, 192000].map((rate, i): HandCase => ({
+    name: `rate ${rate} Hz through the frame header's table code ${i + 1}`,
+    stream: () => ({
+      bits: 16,
+      channels: 1,
+      rate,
+      blocks: [4096, 50],
+      variable: false,
+      samples: handSignal(16, 1, 4146, 7 + i),
+      subframe: () => ({ kind: 'fixed', order: 2, partitionOrder: 0, method: 0, escape: () => false }),
     }),
-  ),
+    expect: [`sr:code${i + 1}`],
+  })),
   {
     name: '12-bit mono (a depth below 16: samples shifted up, MD5 over 2-byte samples)',
     stream: () => ({
@@ -942,7 +1477,7 @@ const handCases: HandCase[] = [
     expect: ['bps:code5', 'ch:left_side', 'rice:method1'],
   },
   {
-    name: "frame headers that leave the rate and depth to STREAMINFO (codes 0)",
+    name: 'frame headers that leave the rate and depth to STREAMINFO (codes 0)',
     stream: () => ({
       bits: 16,
       channels: 2,
@@ -961,7 +1496,15 @@ const handCases: HandCase[] = [
     name: 'fixed order 4, partition order 8, wasted bits, escapes',
     stream: () => {
       const samples = handSignal(16, 1, 4096, 10).map((v) => Math.max(-32768, Math.min(32764, Math.round(v / 4) * 4)));
-      return { bits: 16, channels: 1, rate: 44100, blocks: [4096], variable: false, samples, subframe: () => ({ kind: 'fixed', order: 4, partitionOrder: 8, method: 0, escape: (p) => p % 3 === 0, wasted: 2 }) };
+      return {
+        bits: 16,
+        channels: 1,
+        rate: 44100,
+        blocks: [4096],
+        variable: false,
+        samples,
+        subframe: () => ({ kind: 'fixed', order: 4, partitionOrder: 8, method: 0, escape: (p) => p % 3 === 0, wasted: 2 }),
+      };
     },
     expect: ['sub:fixed4', 'rice:po8', 'wasted:2', 'rice:escape'],
   },
@@ -1113,14 +1656,18 @@ function expectPrefix(actual: Buffer, expected: Buffer, channels: number, label:
 type Feed = { kind: 'whole' } | { kind: 'bytes' } | { kind: 'random'; seed: number; min: number; max: number };
 
 function describeFeed(feed: Feed): string {
-  return feed.kind === 'random' ? `fed in random chunks of ${feed.min} to ${feed.max} bytes (seed ${feed.seed})` : feed.kind === 'bytes' ? 'fed byte by byte' : 'fed whole';
+  return feed.kind === 'random'
+    ? `fed in random chunks of ${feed.min} to ${feed.max} bytes (seed ${feed.seed})`
+    : feed.kind === 'bytes'
+      ? 'fed byte by byte'
+      : 'fed whole';
 }
 
 function chunksOf(data: Buffer, feed: Feed): Buffer[] {
   if (feed.kind === 'whole') return [data];
   const out: Buffer[] = [];
   const random = prng(feed.kind === 'random' ? feed.seed : 0);
-  for (let o = 0; o < data.length; ) {
+  for (let o = 0; o < data.length;) {
     const size = feed.kind === 'bytes' ? 1 : feed.min + Math.floor(random() * (feed.max - feed.min + 1));
     out.push(data.subarray(o, o + size));
     o += size;
@@ -1143,12 +1690,7 @@ interface Run {
  * Feeds `chunks` (awaiting each decode), then end() and verify(); stops at the first failure and
  * closes the decoder. After every call it checks that samplesDecoded matches the PCM returned.
  */
-async function run(
-  chunks: Buffer[],
-  channels: number,
-  onChunk?: (decoder: FlacPcmDecoder, fed: number) => void,
-  engine: FlacEngine = 'auto',
-): Promise<Run> {
+async function run(chunks: Buffer[], channels: number, onChunk?: (decoder: FlacPcmDecoder, fed: number) => void, engine: FlacEngine = 'auto'): Promise<Run> {
   const decoder = new FlacPcmDecoder({ engine });
   const out: Buffer[] = [];
   let fed = 0;
@@ -1224,7 +1766,11 @@ function checkFixture(name: string, index: number): () => Promise<void> {
     const used = [...f.ref.features.keys()];
     if (process.env.FLAC_CENSUS) console.log(`CENSUS ${name}: ${[...f.ref.features].map(([k, n]) => `${k}=${n}`).join(' ')}`);
     for (const feature of f.expect) expect(used, `${name}: the file does not use ${feature}`).toContain(feature);
-    for (const pattern of f.forbid) expect(used.filter((u) => pattern.test(u)), `${name}: unexpected features`).toEqual([]);
+    for (const pattern of f.forbid)
+      expect(
+        used.filter((u) => pattern.test(u)),
+        `${name}: unexpected features`,
+      ).toEqual([]);
 
     const feeds: Feed[] = [
       { kind: 'whole' },
@@ -1244,7 +1790,7 @@ describe('FlacPcmDecoder decodes hand-built FLAC exactly', () => {
   for (const [index, h] of handCases.entries()) it(h.name, checkFixture(h.name, 500 + index));
 });
 
-describe("libFLAC, the fallback for depths above 24 bits and engines without WebAssembly SIMD", () => {
+describe('libFLAC, the fallback for depths above 24 bits and engines without WebAssembly SIMD', () => {
   for (const name of ['level 5, speech, stereo 44.1 kHz', '24-bit speech, right_side', 'frame_size 16, mono 48 kHz (3-byte frame numbers)']) {
     it(`decodes exactly what the library's own decoder does: ${name}`, async () => {
       const f = fixture(name);
@@ -1288,11 +1834,21 @@ describe('coverage', () => {
       'frame:short-last',
     ];
     expect(required.filter((f) => !all.has(f))).toEqual([]);
-    if (process.env.FLAC_CENSUS) console.log([...all].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true })).map(([k, n]) => `${k}=${n}`).join('\n'));
+    if (process.env.FLAC_CENSUS)
+      console.log(
+        [...all]
+          .sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))
+          .map(([k, n]) => `${k}=${n}`)
+          .join('\n'),
+      );
   });
 
   it("ffmpeg's files carry a VORBIS_COMMENT and a PADDING block after STREAMINFO, which the decoder skips", () => {
-    for (const c of cases) expect(fixture(c.name).ref.blocks.map((b) => b.type), c.name).toEqual([0, 4, 1]);
+    for (const c of cases)
+      expect(
+        fixture(c.name).ref.blocks.map((b) => b.type),
+        c.name,
+      ).toEqual([0, 4, 1]);
   });
 });
 
@@ -1307,7 +1863,16 @@ const DAMAGE_TARGETS = [
 
 describe("the decoder's 4 MiB input window", () => {
   it('decodes a file larger than the window handed over in one piece', async () => {
-    const c: Case = { name: 'noise, 25 s stereo 48 kHz', signal: 'noise', bits: 16, channels: 2, rate: 48000, frames: sec(48000, 25), args: ['-compression_level', '0'], expect: [] };
+    const c: Case = {
+      name: 'noise, 25 s stereo 48 kHz',
+      signal: 'noise',
+      bits: 16,
+      channels: 2,
+      rate: 48000,
+      frames: sec(48000, 25),
+      args: ['-compression_level', '0'],
+      expect: [],
+    };
     const source = makeSource(c.signal, c.frames, c.channels, c.rate, c.bits, 77);
     const flac = await encode(c, source, 900);
     expect(flac.length).toBeGreaterThan(4 << 20);
@@ -1490,7 +2055,12 @@ function patchStreamInfo(flac: Buffer, patch: { totalSamples?: number; md5?: str
 }
 
 describe("STREAMINFO's total and MD5", () => {
-  const names = ['level 5, speech, stereo 44.1 kHz', '24-bit speech, right_side', '8-bit stereo, mid_side and verbatim', 'speech, 6 channels, 48 kHz, frame_size 2048'];
+  const names = [
+    'level 5, speech, stereo 44.1 kHz',
+    '24-bit speech, right_side',
+    '8-bit stereo, mid_side and verbatim',
+    'speech, 6 channels, 48 kHz, frame_size 2048',
+  ];
   for (const name of names) {
     it(`verify() rejects intact frames that disagree with STREAMINFO, and accepts unknown values: ${name}`, async () => {
       const f = fixture(name);
@@ -1513,7 +2083,12 @@ describe("STREAMINFO's total and MD5", () => {
       const unknown = { ...f, md5: '0'.repeat(32) };
       await expectDecodesExactly(unknown, patchStreamInfo(f.flac, { md5: '0'.repeat(32) }), { kind: 'whole' }, `${name}, MD5 unknown`);
       const noTotal = { ...f, totalSamples: 0 };
-      await expectDecodesExactly(noTotal, patchStreamInfo(f.flac, { totalSamples: 0 }), { kind: 'random', seed: 22, min: 1, max: 4000 }, `${name}, total unknown`);
+      await expectDecodesExactly(
+        noTotal,
+        patchStreamInfo(f.flac, { totalSamples: 0 }),
+        { kind: 'random', seed: 22, min: 1, max: 4000 },
+        `${name}, total unknown`,
+      );
     });
   }
 });
@@ -1556,7 +2131,10 @@ function pictureBlock(seed: number): Buffer {
     b.writeUInt32BE(v);
     return b;
   };
-  return metadataBlock(6, Buffer.concat([u32(3), u32(mime.length), mime, u32(description.length), description, u32(1), u32(1), u32(24), u32(0), u32(image.length), image]));
+  return metadataBlock(
+    6,
+    Buffer.concat([u32(3), u32(mime.length), mime, u32(description.length), description, u32(1), u32(1), u32(24), u32(0), u32(image.length), image]),
+  );
 }
 
 /** A SEEKTABLE with a point per frame (offsets from the first frame) and one placeholder. */
@@ -1585,13 +2163,21 @@ function extraBlocks(f: Fixture, padding: number, seed: number): Buffer[] {
 }
 
 describe('metadata blocks', () => {
-  for (const [i, name] of ['level 5, speech, stereo 44.1 kHz', '24-bit speech, right_side', 'variable block sizes (sample numbers up to 4-byte UTF-8)'].entries()) {
+  for (const [i, name] of [
+    'level 5, speech, stereo 44.1 kHz',
+    '24-bit speech, right_side',
+    'variable block sizes (sample numbers up to 4-byte UTF-8)',
+  ].entries()) {
     it(`skips APPLICATION, SEEKTABLE, PICTURE, a reserved type, an empty and a 150 kB PADDING: ${name}`, async () => {
       const f = fixture(name);
       const flac = rechain(f.flac, extraBlocks(f, 150_000, 70 + i), true);
       expect(metadataBlocks(flac).blocks.map((b) => b.type)).toEqual([0, ...f.ref.blocks.slice(1).map((b) => b.type), 2, 3, 6, 100, 1, 1]);
       expect(parseReference(flac).samples.length).toBe(f.samples.length);
-      for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 7 + i, min: 1, max: 70000 }, { kind: 'random', seed: 8 + i, min: 1, max: 500 }] as Feed[]) {
+      for (const feed of [
+        { kind: 'whole' },
+        { kind: 'random', seed: 7 + i, min: 1, max: 70000 },
+        { kind: 'random', seed: 8 + i, min: 1, max: 500 },
+      ] as Feed[]) {
         await expectDecodesExactly(f, flac, feed, `${name} with extra metadata`);
       }
     });
@@ -1610,7 +2196,11 @@ describe('metadata blocks', () => {
   it('ignores what follows the last frame (an ID3v1 tag, zero padding) once every announced sample is out', async () => {
     const f = fixture('level 5, speech, stereo 44.1 kHz');
     const tag = Buffer.concat([Buffer.from('TAG', 'latin1'), Buffer.alloc(125, 0x20)]);
-    for (const [what, tail] of [['an ID3v1 tag', tag], ['32 zero bytes', Buffer.alloc(32)], ['1 zero byte', Buffer.alloc(1)]] as const) {
+    for (const [what, tail] of [
+      ['an ID3v1 tag', tag],
+      ['32 zero bytes', Buffer.alloc(32)],
+      ['1 zero byte', Buffer.alloc(1)],
+    ] as const) {
       for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 4, min: 1, max: 3000 }] as Feed[]) {
         await expectDecodesExactly(f, Buffer.concat([f.flac, tail]), feed, `followed by ${what}`);
       }
@@ -1648,7 +2238,8 @@ describe('metadata blocks', () => {
       const flac = rechain(f.flac, [], false);
       expect(flac[4]).toBe(0x80);
       expect(metadataBlocks(flac).audioStart).toBe(42);
-      for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 3, min: 1, max: 200 }] as Feed[]) await expectDecodesExactly(f, flac, feed, `${name}, STREAMINFO only`);
+      for (const feed of [{ kind: 'whole' }, { kind: 'random', seed: 3, min: 1, max: 200 }] as Feed[])
+        await expectDecodesExactly(f, flac, feed, `${name}, STREAMINFO only`);
     }
   });
 
@@ -1663,7 +2254,12 @@ describe('metadata blocks', () => {
 // Streaming
 
 describe('streaming', () => {
-  for (const name of ['level 5, speech, stereo 44.1 kHz', 'frame_size 4096', '24-bit speech, right_side', 'variable block sizes (sample numbers up to 4-byte UTF-8)']) {
+  for (const name of [
+    'level 5, speech, stereo 44.1 kHz',
+    'frame_size 4096',
+    '24-bit speech, right_side',
+    'variable block sizes (sample numbers up to 4-byte UTF-8)',
+  ]) {
     it(`returns each frame's audio before the end of the stream: ${name}`, async () => {
       const f = fixture(name);
       const { frames } = f.ref;

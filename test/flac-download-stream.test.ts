@@ -730,7 +730,13 @@ describe('FlacDownloadStream', () => {
         res.end('{"error":"AccessDenied","status":403}');
       });
       let n = 0;
-      const stream = new FlacDownloadStream({ url: `${base}/f.flac?v=0`, dispatcher: agent, retryDelayMs: 0, maxAttempts: 3, refreshUrl: async () => `${base}/f.flac?v=${++n}` });
+      const stream = new FlacDownloadStream({
+        url: `${base}/f.flac?v=0`,
+        dispatcher: agent,
+        retryDelayMs: 0,
+        maxAttempts: 3,
+        refreshUrl: async () => `${base}/f.flac?v=${++n}`,
+      });
       const err = (await collect(stream).catch((e: unknown) => e)) as RtTranslateError;
       expect(err).toBeInstanceOf(HttpForbiddenError);
       expect(err.message).toMatch(/although it came fresh from refreshUrl\(\)/);

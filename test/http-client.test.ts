@@ -4,7 +4,17 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import type { RunningEmulator } from '../lib/emulator/server.js';
-import { AbortError, AuthError, BillingError, ConfigError, ConnectionError, ForbiddenError, ProtocolError, RateLimitError, ValidationError } from '../lib/errors.js';
+import {
+  AbortError,
+  AuthError,
+  BillingError,
+  ConfigError,
+  ConnectionError,
+  ForbiddenError,
+  ProtocolError,
+  RateLimitError,
+  ValidationError,
+} from '../lib/errors.js';
 import { FlacDownloadStream } from '../lib/http/flac-download-stream.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import {
@@ -68,7 +78,6 @@ afterEach(() => {
 });
 
 const body = { text: 'Hello', sourceLanguage: 'en-us', targetLanguage: 'es-es' };
-
 
 describe('configuration', () => {
   it('needs a base URL, from the option or RT_TRANSLATE_BASE_URL', async () => {

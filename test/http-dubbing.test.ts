@@ -94,7 +94,9 @@ describe('dub', () => {
   });
 
   it('a failed dubbing is TaskFailedError', async () => {
-    await expect(client.dub.run({ videoUrl: 'https://e.com/[[ERROR]].mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toBeInstanceOf(TaskFailedError);
+    await expect(client.dub.run({ videoUrl: 'https://e.com/[[ERROR]].mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toBeInstanceOf(
+      TaskFailedError,
+    );
   });
 });
 
@@ -184,11 +186,19 @@ describe('other formats', () => {
     const error = await client.dub.altFormat.run({ runId: result.runId, language: 'es-es', format: 'mp4' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskFailedError);
     expect((error as TaskFailedError).taskMessage).toMatch(/mp4 \(video\) needs the service/);
-    await expect(client.dub.altFormat.create({ runId: result.runId, language: 'es-es', format: 'ogg' as 'wav' })).rejects.toMatchObject({ field: 'outputFormat' });
+    await expect(client.dub.altFormat.create({ runId: result.runId, language: 'es-es', format: 'ogg' as 'wav' })).rejects.toMatchObject({
+      field: 'outputFormat',
+    });
   });
 
   it('an answer with the URL at once is read as ready', () => {
-    expect(parseDubbingResult({ output_audio_url: 'https://a/x.mp3', output_video_url: 'https://a/x.mp4', transcript: [{ start: 0, end: 5000, text: 'Hi', speaker: 'S' }] }).outputs[0]).toMatchObject({
+    expect(
+      parseDubbingResult({
+        output_audio_url: 'https://a/x.mp3',
+        output_video_url: 'https://a/x.mp4',
+        transcript: [{ start: 0, end: 5000, text: 'Hi', speaker: 'S' }],
+      }).outputs[0],
+    ).toMatchObject({
       audioUrl: 'https://a/x.mp3',
       videoUrl: 'https://a/x.mp4',
       segments: [{ startMs: 0, endMs: 5000, text: 'Hi' }],
@@ -217,7 +227,9 @@ describe('subtitles', () => {
       '00:00:00,320 --> 00:00:02,620',
       '[de-de] Hello, this is a test of live translation.',
     ]);
-    await expect(client.tasks.subtitles.create({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['xx-yy'] })).rejects.toMatchObject({ status: 422 });
+    await expect(client.tasks.subtitles.create({ mediaUrl: MEDIA, sourceLanguage: 'en-us', targetLanguages: ['xx-yy'] })).rejects.toMatchObject({
+      status: 422,
+    });
   });
 });
 

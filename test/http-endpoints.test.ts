@@ -5,13 +5,7 @@ import type { RunningEmulator } from '../lib/emulator/server.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { separateTracks, synthesizeFlac } from '../lib/emulator/synth.js';
 import { BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
-import {
-  HttpForbiddenError,
-  HttpStatusError,
-  PaymentRequiredError,
-  TaskFailedError,
-  TaskTimeoutError,
-} from '../lib/http/errors.js';
+import { HttpForbiddenError, HttpStatusError, PaymentRequiredError, TaskFailedError, TaskTimeoutError } from '../lib/http/errors.js';
 import { parseAudioSeparationResults } from '../lib/http/endpoints.js';
 import { pickFileUrl } from '../lib/http/endpoint-kit.js';
 import type { TaskProgress } from '../lib/http/tasks.js';

@@ -102,7 +102,9 @@ describe('language lists', () => {
   });
 
   it('records without an id or a tag are skipped; a non-list answer is a ProtocolError', () => {
-    expect(parseLanguages([{ id: 3, short_name: 'EN-GB', language: 'English' }, { id: 'x' }, { short_name: 'fr-fr' }, 7], 'x').map((l) => l.tag)).toEqual(['en-gb']);
+    expect(parseLanguages([{ id: 3, short_name: 'EN-GB', language: 'English' }, { id: 'x' }, { short_name: 'fr-fr' }, 7], 'x').map((l) => l.tag)).toEqual([
+      'en-gb',
+    ]);
     expect(() => parseLanguages({ languages: [] }, 'GET /x')).toThrow(/list of languages/);
   });
 

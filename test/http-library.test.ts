@@ -46,7 +46,10 @@ describe('dictionaries', () => {
   });
 
   it('terms added, updated and deleted, languages as tags or ids', async () => {
-    const { dictionaryId } = await env.client.dictionaries.createFromFile({ dictionaryFile: { data: Buffer.from(CSV), filename: 'g.csv' }, dictionaryName: 'Terms' });
+    const { dictionaryId } = await env.client.dictionaries.createFromFile({
+      dictionaryFile: { data: Buffer.from(CSV), filename: 'g.csv' },
+      dictionaryName: 'Terms',
+    });
     const added = await env.client.dictionaries.addTerm(dictionaryId!, [
       { translation: 'anchor', language: 'en-us' },
       { translation: 'ancla', language: 54 },
@@ -68,8 +71,11 @@ describe('dictionaries', () => {
     await expect(env.client.dictionaries.deleteTerm(dictionaryId!, added.termId!)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('deleted for good; another key\'s dictionary is 403', async () => {
-    const { dictionaryId } = await env.client.dictionaries.createFromFile({ dictionaryFile: { data: Buffer.from(CSV), filename: 'g.csv' }, dictionaryName: 'Gone' });
+  it("deleted for good; another key's dictionary is 403", async () => {
+    const { dictionaryId } = await env.client.dictionaries.createFromFile({
+      dictionaryFile: { data: Buffer.from(CSV), filename: 'g.csv' },
+      dictionaryName: 'Gone',
+    });
     const other = clientFor(env.emu, { apiKey: OTHER_KEY });
     try {
       await expect(other.dictionaries.get(dictionaryId!)).rejects.toBeInstanceOf(HttpForbiddenError);
@@ -82,11 +88,16 @@ describe('dictionaries', () => {
   });
 
   it('a CSV the service cannot read is its 422; bad input is refused before any request', async () => {
-    await expect(env.client.dictionaries.createFromFile({ dictionaryFile: { data: Buffer.from('klingon,vulcan\nqapla,x\n'), filename: 'bad.csv' }, dictionaryName: 'Bad' })).rejects.toBeInstanceOf(
-      ServiceValidationError,
-    );
+    await expect(
+      env.client.dictionaries.createFromFile({
+        dictionaryFile: { data: Buffer.from('klingon,vulcan\nqapla,x\n'), filename: 'bad.csv' },
+        dictionaryName: 'Bad',
+      }),
+    ).rejects.toBeInstanceOf(ServiceValidationError);
     await control(env.emu, 'DELETE', 'requests');
-    await expect(env.client.dictionaries.createFromFile({ dictionaryFile: Buffer.from(CSV), dictionaryName: '' })).rejects.toMatchObject({ field: 'dictionaryName' });
+    await expect(env.client.dictionaries.createFromFile({ dictionaryFile: Buffer.from(CSV), dictionaryName: '' })).rejects.toMatchObject({
+      field: 'dictionaryName',
+    });
     await expect(env.client.dictionaries.addTerm(0, [{ translation: 'x', language: 1 }])).rejects.toMatchObject({ field: 'dictionaryId' });
     await expect(env.client.dictionaries.addTerm(5, [])).rejects.toMatchObject({ field: 'translations' });
     await expect(env.client.dictionaries.getDetails(5, { limit: 0 })).rejects.toMatchObject({ field: 'limit' });

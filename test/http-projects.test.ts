@@ -17,13 +17,25 @@ const env = sharedEmulator();
 
 describe('project setup', () => {
   it('status and result, in camelCase, with the languages as ids', async () => {
-    const task = await env.client.projectSetup.create({ mediaUrl: 'https://e.com/talk.mp4', sourceLanguage: 'en-us', targetLanguages: ['es-es', 'de-de'], projectName: 'Talk', folderId: 9 });
+    const task = await env.client.projectSetup.create({
+      mediaUrl: 'https://e.com/talk.mp4',
+      sourceLanguage: 'en-us',
+      targetLanguages: ['es-es', 'de-de'],
+      projectName: 'Talk',
+      folderId: 9,
+    });
     expect((await env.client.projectSetup.status(task.taskId)).status).toBe('PENDING');
     const done = await env.client.tasks.wait('project-setup', task.taskId);
     const result = await env.client.projectSetup.result(done.runId);
     expect(result).toMatchObject({
       runId: done.runId,
-      projectDetails: { projectName: 'Talk', sourceLanguage: 1, targetLanguages: [54, 31], folderId: 9, studioUrl: expect.stringContaining(String(done.runId)) },
+      projectDetails: {
+        projectName: 'Talk',
+        sourceLanguage: 1,
+        targetLanguages: [54, 31],
+        folderId: 9,
+        studioUrl: expect.stringContaining(String(done.runId)),
+      },
       raw: { project_details: { project_name: 'Talk' } },
     });
     expect(Date.parse(result!.projectDetails.createdAt)).not.toBeNaN();
@@ -32,7 +44,12 @@ describe('project setup', () => {
   it('bulk results come as a list; runs without a result are undefined', async () => {
     const runs = [];
     for (const name of ['One', 'Two']) {
-      const task = await env.client.projectSetup.create({ mediaUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us', targetLanguages: ['fr-fr'], projectName: name });
+      const task = await env.client.projectSetup.create({
+        mediaUrl: 'https://e.com/a.mp4',
+        sourceLanguage: 'en-us',
+        targetLanguages: ['fr-fr'],
+        projectName: name,
+      });
       runs.push((await env.client.tasks.wait('project-setup', task.taskId)).runId);
     }
     const results = await env.client.projectSetup.getResults([...runs, 999_999]);
@@ -101,13 +118,25 @@ describe('stories', () => {
   const DOCUMENT = 'Once upon a time there was a lighthouse. Its keeper sang every night! Did the ships hear him?';
 
   it('a story task from a document (a Readable), its narration and its transcript', async () => {
-    const created = await env.client.story.create({ file: { data: Readable.from([Buffer.from(DOCUMENT)]), filename: 'tale.txt' }, sourceLanguage: 'en-us', title: 'The keeper' });
+    const created = await env.client.story.create({
+      file: { data: Readable.from([Buffer.from(DOCUMENT)]), filename: 'tale.txt' },
+      sourceLanguage: 'en-us',
+      title: 'The keeper',
+    });
     expect(created.setup).toBeUndefined();
     const done = await env.client.tasks.wait('story', created.taskId!);
     const result = await env.client.story.result(done.runId, { includeTranscript: true });
-    expect(result.segments?.map((s) => s.text)).toEqual(['Once upon a time there was a lighthouse.', 'Its keeper sang every night!', 'Did the ships hear him?']);
+    expect(result.segments?.map((s) => s.text)).toEqual([
+      'Once upon a time there was a lighthouse.',
+      'Its keeper sang every night!',
+      'Did the ships hear him?',
+    ]);
     expect(result.details).toMatchObject({ storyTitle: 'The keeper', sourceLanguage: 1 });
-    expect((await collect((await fetch(result.audioUrl!)).body as unknown as AsyncIterable<Uint8Array>)).equals(synthesizeFlac(result.segments!.map((s) => s.text).join(' '), { sampleRate: 24_000 }))).toBe(true);
+    expect(
+      (await collect((await fetch(result.audioUrl!)).body as unknown as AsyncIterable<Uint8Array>)).equals(
+        synthesizeFlac(result.segments!.map((s) => s.text).join(' '), { sampleRate: 24_000 }),
+      ),
+    ).toBe(true);
     expect((await env.client.story.result(done.runId)).segments).toBeUndefined();
   });
 
@@ -151,7 +180,11 @@ describe('stories', () => {
     const results = await env.client.story.getResults([a.runId, b.runId, 424_242]);
     expect(results.get(a.runId)?.audioUrl).toMatch(/^http/);
     expect(results.get(424_242)).toBeUndefined();
-    await expect(env.client.story.create({ file: { data: Buffer.from('No money. [[PAYMENT_REQUIRED]]'), filename: 'x.txt' }, sourceLanguage: 'en-us', title: '[[PAYMENT_REQUIRED]]' }).then((c) => env.client.tasks.wait('story', c.taskId!))).rejects.toBeInstanceOf(PaymentRequiredError);
+    await expect(
+      env.client.story
+        .create({ file: { data: Buffer.from('No money. [[PAYMENT_REQUIRED]]'), filename: 'x.txt' }, sourceLanguage: 'en-us', title: '[[PAYMENT_REQUIRED]]' })
+        .then((c) => env.client.tasks.wait('story', c.taskId!)),
+    ).rejects.toBeInstanceOf(PaymentRequiredError);
   });
 
   it('refuses a story without a file before sending', async () => {
@@ -160,7 +193,7 @@ describe('stories', () => {
 });
 
 describe('more results', () => {
-  it('bulk TTS results give each run\'s presigned URL', async () => {
+  it("bulk TTS results give each run's presigned URL", async () => {
     const runs = [];
     for (const text of ['first speech', 'second speech']) {
       const task = await env.client.translatedTts.create({ text, sourceLanguage: 'en-us', targetLanguage: 'es-es' });
@@ -180,7 +213,7 @@ describe('more results', () => {
     expect(foreground.equals(separateTracks(seeded.task_id, { sampleRate: 24_000 }).foreground)).toBe(true);
   });
 
-  it('every task kind has a status endpoint the client reads, the bots\' ones included', async () => {
+  it("every task kind has a status endpoint the client reads, the bots' ones included", async () => {
     for (const kind of TASK_KINDS) {
       const seeded = await control(env.emu, 'POST', 'tasks', { kind, apiKey: KEY, polls: 1 });
       expect((await env.client.tasks.status(kind, seeded.task_id)).status).toBe('PENDING');
@@ -201,6 +234,10 @@ describe('more results', () => {
     expect(await resource.status(seeded.task_id)).toMatchObject({ status: 'PENDING', runId: null });
     expect(await resource.status(seeded.task_id)).toMatchObject({ status: 'SUCCESS', runId: seeded.run_id });
     await expect(resource.status(other.task_id)).rejects.toMatchObject({ status: 404 });
-    expect((await logged(env.emu, 'GET', path)).map((r) => r.path)).toEqual([`${path}${seeded.task_id}`, `${path}${seeded.task_id}`, `${path}${other.task_id}`]);
+    expect((await logged(env.emu, 'GET', path)).map((r) => r.path)).toEqual([
+      `${path}${seeded.task_id}`,
+      `${path}${seeded.task_id}`,
+      `${path}${other.task_id}`,
+    ]);
   });
 });

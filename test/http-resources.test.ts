@@ -27,7 +27,11 @@ async function dubRun(client: LocalizationClient): Promise<number> {
 
 /** A set-up story run, for the translated story. */
 async function storyRun(client: LocalizationClient): Promise<number> {
-  const setup = await client.story.setup({ file: { data: Buffer.from('Once upon a time there was a lighthouse.'), filename: 'tale.txt' }, sourceLanguage: 'en-us', title: 'Tale' });
+  const setup = await client.story.setup({
+    file: { data: Buffer.from('Once upon a time there was a lighthouse.'), filename: 'tale.txt' },
+    sourceLanguage: 'en-us',
+    title: 'Tale',
+  });
   return setup.runId;
 }
 
@@ -72,20 +76,20 @@ function release(value: unknown): void {
 /** The five verbs of the task resource at `path`, each against the emulator. */
 async function fiveVerbs(path: string): Promise<void> {
   const resource = resourceAt(env.client, path);
-    const sample = SAMPLES[path];
-    expect(sample, `a sample request for ${path}`).toBeDefined();
-    const created = (await resource.create!(await sample!.request(env.client))) as { taskId?: string; kind?: string; runId?: number | null };
-    expect(created.taskId).toBeTypeOf('string');
-    const status = (await resource.status!(created.taskId)) as { status: string };
-    expect(TASK_STATUSES).toContain(status.status);
-    const done = (await resource.wait!(created.taskId)) as { taskId: string; runId: number };
-    expect(done).toMatchObject({ taskId: created.taskId, runId: expect.any(Number) });
-    const result = await resource.result!(done.runId, sample!.resultOptions);
-    expect(result).toBeDefined();
-    release(result);
-    const run = (await resource.run!(await sample!.request(env.client), sample!.resultOptions)) as { runId?: number };
-    expect(run.runId).toBeTypeOf('number');
-    release(run);
+  const sample = SAMPLES[path];
+  expect(sample, `a sample request for ${path}`).toBeDefined();
+  const created = (await resource.create!(await sample!.request(env.client))) as { taskId?: string; kind?: string; runId?: number | null };
+  expect(created.taskId).toBeTypeOf('string');
+  const status = (await resource.status!(created.taskId)) as { status: string };
+  expect(TASK_STATUSES).toContain(status.status);
+  const done = (await resource.wait!(created.taskId)) as { taskId: string; runId: number };
+  expect(done).toMatchObject({ taskId: created.taskId, runId: expect.any(Number) });
+  const result = await resource.result!(done.runId, sample!.resultOptions);
+  expect(result).toBeDefined();
+  release(result);
+  const run = (await resource.run!(await sample!.request(env.client), sample!.resultOptions)) as { runId?: number };
+  expect(run.runId).toBeTypeOf('number');
+  release(run);
 }
 
 const TASK_RESOURCES = taskResourceSpecs();
@@ -99,9 +103,7 @@ describe('the resource table', () => {
     const unmatched: string[] = [];
     for (const { path, route } of resourceRoutes()) {
       const [method, pattern] = route.split(' ') as [string, string];
-      const concrete = pattern.includes('{kind}')
-        ? Object.values(TASK_KIND_SPECS).map((k) => pattern.replace('/{kind}', k.path))
-        : [pattern];
+      const concrete = pattern.includes('{kind}') ? Object.values(TASK_KIND_SPECS).map((k) => pattern.replace('/{kind}', k.path)) : [pattern];
       for (const url of concrete) {
         const match = matchRoute(method, url.replace(/\{[a-z_]+\}/g, '1'));
         if (match === 404 || match === 405) unmatched.push(`${path}: ${method} ${url} (${match})`);
@@ -138,20 +140,29 @@ describe.each(TASK_RESOURCES.map((r) => [r.path, r] as const))('client.%s', (pat
   });
 });
 
-describe.each(TASK_RESOURCES.filter((r) => r.spec.create !== undefined).map((r) => [r.path, r] as const))('client.%s against the emulator', (path, { spec }) => {
-  it('create, status, wait, result and run work', async () => {
-    // Deprecated flows (the asynchronous TTS) are reported to this test, not as process warnings.
-    const deprecations: string[] = [];
-    await handleDeprecations((d) => deprecations.push(d.code), () => fiveVerbs(path));
-    if (spec.task !== 'tts') expect(deprecations).toEqual([]);
-  });
-});
+describe.each(TASK_RESOURCES.filter((r) => r.spec.create !== undefined).map((r) => [r.path, r] as const))(
+  'client.%s against the emulator',
+  (path, { spec }) => {
+    it('create, status, wait, result and run work', async () => {
+      // Deprecated flows (the asynchronous TTS) are reported to this test, not as process warnings.
+      const deprecations: string[] = [];
+      await handleDeprecations(
+        (d) => deprecations.push(d.code),
+        () => fiveVerbs(path),
+      );
+      if (spec.task !== 'tts') expect(deprecations).toEqual([]);
+    });
+  },
+);
 
-describe.each(TASK_RESOURCES.filter((r) => r.spec.create === undefined).map((r) => [r.path, r] as const))('client.%s against the emulator', (path, { spec }) => {
-  it('status and wait work on a task the bots started', async () => {
-    const resource = resourceAt(env.client, path);
-    const seeded = await control(env.emu, 'POST', 'tasks', { kind: spec.task, apiKey: KEY, polls: 1 });
-    expect(((await resource.status!(seeded.task_id)) as { status: string }).status).toBe('PENDING');
-    expect(await resource.wait!(seeded.task_id)).toMatchObject({ taskId: seeded.task_id, runId: seeded.run_id });
-  });
-});
+describe.each(TASK_RESOURCES.filter((r) => r.spec.create === undefined).map((r) => [r.path, r] as const))(
+  'client.%s against the emulator',
+  (path, { spec }) => {
+    it('status and wait work on a task the bots started', async () => {
+      const resource = resourceAt(env.client, path);
+      const seeded = await control(env.emu, 'POST', 'tasks', { kind: spec.task, apiKey: KEY, polls: 1 });
+      expect(((await resource.status!(seeded.task_id)) as { status: string }).status).toBe('PENDING');
+      expect(await resource.wait!(seeded.task_id)).toMatchObject({ taskId: seeded.task_id, runId: seeded.run_id });
+    });
+  },
+);

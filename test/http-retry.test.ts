@@ -6,13 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { AbortError, ValidationError } from '../lib/errors.js';
 import { LocalizationClient } from '../lib/http/client.js';
-import {
-  HttpConnectionError,
-  HttpStatusError,
-  HttpTimeoutError,
-  HttpTlsError,
-  HttpRateLimitError,
-} from '../lib/http/errors.js';
+import { HttpConnectionError, HttpStatusError, HttpTimeoutError, HttpTlsError, HttpRateLimitError } from '../lib/http/errors.js';
 import { isTlsFailureCode, typedNetworkError } from '../lib/http/failures.js';
 import {
   DEFAULT_RETRY,
@@ -364,7 +358,8 @@ describe('policy over HTTP', () => {
 describe('every creation and deletion beyond the interface, after an ambiguous failure', () => {
   const env = sharedEmulator();
   const WAV = readFileSync(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
-  const dub = async (): Promise<number> => (await env.client.dub.run({ videoUrl: 'https://e.com/a.wav', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).runId;
+  const dub = async (): Promise<number> =>
+    (await env.client.dub.run({ videoUrl: 'https://e.com/a.wav', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).runId;
   const story = async (): Promise<number> => (await env.client.story.setup({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })).runId;
   const dictionary = async (): Promise<number> =>
     (await env.client.dictionaries.createFromFile({ dictionaryFile: Buffer.from('en-us,es-es\nsea,mar\n'), dictionaryName: 'd' })).dictionaryId!;
@@ -387,7 +382,12 @@ describe('every creation and deletion beyond the interface, after an ambiguous f
   type Case = [string, 'POST' | 'DELETE', string, (c: LocalizationClient, ...ids: number[]) => Promise<unknown>, (() => Promise<number | number[]>)?];
   const cases: Case[] = [
     ['POST /translate', 'POST', '/translate', (c) => c.translation.create({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
-    ['POST /translation/stream', 'POST', '/translation/stream', (c) => c.translation.openStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
+    [
+      'POST /translation/stream',
+      'POST',
+      '/translation/stream',
+      (c) => c.translation.openStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' }),
+    ],
     ['POST /transcribe (an upload)', 'POST', '/transcribe', (c) => c.transcription.create({ language: 'en-us', mediaFile: WAV })],
     ['POST /dub', 'POST', '/dub', (c) => c.dub.create({ videoUrl: 'https://e.com/a.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' })],
     ['POST /dub-alt-format', 'POST', '/dub-alt-format/', (c, runId) => c.dub.altFormat.create({ runId: runId!, language: 'es-es', format: 'wav' }), dub],
@@ -398,13 +398,30 @@ describe('every creation and deletion beyond the interface, after an ambiguous f
     ['POST /story', 'POST', '/story', (c) => c.story.create({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
     ['POST /story-setup', 'POST', '/story-setup', (c) => c.story.setup({ file: Buffer.from('A story.'), sourceLanguage: 'en-us' })],
     ['POST /translated-story', 'POST', '/translated-story/', (c, runId) => c.translatedStory.create({ runId: runId!, targetLanguage: 'es-es' }), story],
-    ['POST /dictionaries/create-from-file', 'POST', '/dictionaries/create-from-file', (c) => c.dictionaries.createFromFile({ dictionaryFile: Buffer.from('en-us\nx\n'), dictionaryName: 'd' })],
-    ['POST /dictionaries/{id}/add-term', 'POST', '/dictionaries/', (c, id) => c.dictionaries.addTerm(id!, [{ translation: 'x', language: 'en-us' }]), dictionary],
+    [
+      'POST /dictionaries/create-from-file',
+      'POST',
+      '/dictionaries/create-from-file',
+      (c) => c.dictionaries.createFromFile({ dictionaryFile: Buffer.from('en-us\nx\n'), dictionaryName: 'd' }),
+    ],
+    [
+      'POST /dictionaries/{id}/add-term',
+      'POST',
+      '/dictionaries/',
+      (c, id) => c.dictionaries.addTerm(id!, [{ translation: 'x', language: 'en-us' }]),
+      dictionary,
+    ],
     ['POST /folders/create', 'POST', '/folders/create', (c) => c.folders.create('f')],
     ['POST /stream', 'POST', '/stream', (c) => c.streams.create(STREAM_REQUEST)],
     ['POST /v1/stream', 'POST', '/v1/stream', (c) => c.streams.createV1(STREAM_REQUEST)],
     ['DELETE /dictionaries/{id} (deleteDictionary)', 'DELETE', '/dictionaries/', (c, id) => c.dictionaries.delete(id!), dictionary],
-    ['DELETE /dictionaries/term/{id}/{term_id} (deleteDictionaryTerm)', 'DELETE', '/dictionaries/term/', (c, id, termId) => c.dictionaries.deleteTerm(id!, termId!), term],
+    [
+      'DELETE /dictionaries/term/{id}/{term_id} (deleteDictionaryTerm)',
+      'DELETE',
+      '/dictionaries/term/',
+      (c, id, termId) => c.dictionaries.deleteTerm(id!, termId!),
+      term,
+    ],
     ['DELETE /stream/{id} (deleteStream)', 'DELETE', '/stream/', (c, id) => c.streams.delete(id!), stream],
   ];
 

@@ -36,7 +36,7 @@ describe('live streams', () => {
     await expect(env.client.streams.get(created.streamId)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('another key\'s stream is 403', async () => {
+  it("another key's stream is 403", async () => {
     const created = await env.client.streams.create(request);
     const other = clientFor(env.emu, { apiKey: OTHER_KEY });
     try {
@@ -47,7 +47,7 @@ describe('live streams', () => {
     }
   });
 
-  it('a probe lists the source\'s tracks in camelCase', async () => {
+  it("a probe lists the source's tracks in camelCase", async () => {
     const probe = await env.client.streams.probe({ url: 'rtmp://ingest.example.com/live/abc', streamId: 'abc' });
     expect(probe.videoStreams).toEqual([expect.objectContaining({ codecName: 'h264', width: 1920, height: 1080 })]);
     expect(probe.audioStreams).toEqual([expect.objectContaining({ codecName: 'aac', sampleRate: 48_000, channels: 2 })]);
@@ -69,7 +69,9 @@ describe('live streams', () => {
       expect((error as ValidationError).field).toBe(field);
     }
     await expect(env.client.streams.probe({ url: 'mailto:x' })).rejects.toMatchObject({ field: 'url' });
-    await expect(env.client.streams.create({ ...request, sourceStream: { ...request.sourceStream, language: 'xx-yy' } })).rejects.toMatchObject({ field: 'sourceStream.language' });
+    await expect(env.client.streams.create({ ...request, sourceStream: { ...request.sourceStream, language: 'xx-yy' } })).rejects.toMatchObject({
+      field: 'sourceStream.language',
+    });
     expect(await logged(env.emu, 'POST', '/stream')).toEqual([]);
   });
 

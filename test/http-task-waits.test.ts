@@ -128,7 +128,8 @@ function drivenClient(baseUrl: string, statusPath: string, closeServer: () => Pr
     dispatched: () => statusRequests,
     progress,
     failures,
-    readTimes: () => [...progress.map((p) => [p.poll, p.elapsedMs]), ...failures.map((f) => [f.poll, f.elapsedMs])].sort((a, b) => a[0]! - b[0]!).map((x) => x[1]!),
+    readTimes: () =>
+      [...progress.map((p) => [p.poll, p.elapsedMs]), ...failures.map((f) => [f.poll, f.elapsedMs])].sort((a, b) => a[0]! - b[0]!).map((x) => x[1]!),
     async drive(wait, onIdle) {
       let settled = false;
       void wait.then(
@@ -246,8 +247,8 @@ describe('the deadline still ends a wait during failures', () => {
     const taskId = await seededTask(t.emu, 'translated-tts', 1000);
     useFakeTime();
     let armed = false;
-    const wait = t.client
-      .tasks.wait('translated-tts', taskId, { maxWaitMs: 30_000, onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) })
+    const wait = t.client.tasks
+      .wait('translated-tts', taskId, { maxWaitMs: 30_000, onProgress: (p) => t.progress.push(p), onReadFailure: (f) => t.failures.push(f) })
       .catch((error: unknown) => error);
     const error = await t.drive(wait, async () => {
       if (armed || t.progress.length !== 1) return;
@@ -279,13 +280,17 @@ describe('the deadline still ends a wait during failures', () => {
     const taskId = await seededTask(t.emu, 'dub', 1000);
     await control(t.emu, 'POST', 'faults', { status: 429, retryAfter: 30, count: 1000, path: '/dub/', method: 'GET' });
     useFakeTime();
-    const error = (await t.drive(t.client.tasks.wait('dub', taskId, { maxWaitMs: 120_000, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e))) as TaskWaitTimeoutError;
+    const error = (await t.drive(
+      t.client.tasks.wait('dub', taskId, { maxWaitMs: 120_000, onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e),
+    )) as TaskWaitTimeoutError;
     expect(error).toBeInstanceOf(TaskWaitTimeoutError);
     // At 15 s, then every 30 s as asked: 15, 45, 75, 105; the next would be past 120 s.
     expect(error).toMatchObject({ taskId, reads: 4, failedReads: 4, waitedMs: 120_000 });
     expect(error.lastFailure).toBeInstanceOf(HttpRateLimitError);
     expect(error.message).toMatch(
-      new RegExp(`^Task ${taskId}: none of its 4 status reads succeeded in 120\\.0 s \\(maxWaitMs 120000\\); the last failed with: GET /dub/${taskId} was rate limited \\(429\\)\\. It asked to wait 30000 ms\\. Slow down or retry later\\. It may still finish`),
+      new RegExp(
+        `^Task ${taskId}: none of its 4 status reads succeeded in 120\\.0 s \\(maxWaitMs 120000\\); the last failed with: GET /dub/${taskId} was rate limited \\(429\\)\\. It asked to wait 30000 ms\\. Slow down or retry later\\. It may still finish`,
+      ),
     );
   });
 });
@@ -314,7 +319,9 @@ describe('failures no retry can fix still end a wait at once', () => {
 
   it('a task ERROR after failed reads: TaskFailedError', async () => {
     const t = await drivenWait('/dub/');
-    const { task_id: taskId } = (await control(t.emu, 'POST', 'tasks', { kind: 'dub', status: 'ERROR', message: 'the video is private' })) as { task_id: string };
+    const { task_id: taskId } = (await control(t.emu, 'POST', 'tasks', { kind: 'dub', status: 'ERROR', message: 'the video is private' })) as {
+      task_id: string;
+    };
     await control(t.emu, 'POST', 'faults', { dropAfterBytes: 0, count: 2, path: '/dub/', method: 'GET' });
     useFakeTime();
     const error = await t.drive(t.client.tasks.wait('dub', taskId, { onReadFailure: (f) => t.failures.push(f) }).catch((e: unknown) => e));
@@ -337,7 +344,7 @@ describe('failures no retry can fix still end a wait at once', () => {
   });
 });
 
-describe("a server that says when a task will be done is read then; one that does not, on the documented schedule", () => {
+describe('a server that says when a task will be done is read then; one that does not, on the documented schedule', () => {
   const dub = { videoUrl: 'https://example.com/talk.mp4', sourceLanguage: 'en-us', targetLanguage: 'es-es' } as const;
 
   it('the emulator, once it announced itself: the first read at once, the next when it said (a 2 s dub: 2 reads, 2 s)', async () => {

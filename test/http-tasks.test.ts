@@ -1,15 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AbortError, BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
 import { HttpStatusError, PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from '../lib/http/errors.js';
-import {
-  LONG_MEDIA_POLLING,
-  SPEECH_POLLING,
-  parseTaskStatus,
-  resolvePolling,
-  runTask,
-  waitForTask,
-  type TaskProgress,
-} from '../lib/http/tasks.js';
+import { LONG_MEDIA_POLLING, SPEECH_POLLING, parseTaskStatus, resolvePolling, runTask, waitForTask, type TaskProgress } from '../lib/http/tasks.js';
 
 /** A status source answering `answers` in turn (the last one repeats), recording call times. */
 function statuses(answers: unknown[]): { get: (id: string) => Promise<unknown>; calls: number[] } {
@@ -130,7 +122,9 @@ describe('waitForTask', () => {
       // The third read hangs until the wait's deadline abandons it.
       return new Promise((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
     };
-    const promise = waitForTask('t6', get, { initialIntervalMs: 10, maxIntervalMs: 10, maxWaitMs: 200, retry: { minDelayMs: 10, maxDelayMs: 10 } }).catch((e: unknown) => e);
+    const promise = waitForTask('t6', get, { initialIntervalMs: 10, maxIntervalMs: 10, maxWaitMs: 200, retry: { minDelayMs: 10, maxDelayMs: 10 } }).catch(
+      (e: unknown) => e,
+    );
     await vi.advanceTimersByTimeAsync(1000);
     const error = await promise;
     expect(error).toBeInstanceOf(TaskWaitTimeoutError);

@@ -19,7 +19,7 @@ const SENTENCES = ['Hello, this is a test of live translation.', 'The weather is
 const env = sharedEmulator();
 
 describe('transcribe', () => {
-  it('a file path: the recording\'s sentences at their times, in milliseconds', async () => {
+  it("a file path: the recording's sentences at their times, in milliseconds", async () => {
     const result = await env.client.transcription.run({ language: 'en-us', mediaFile: FIXTURE_PATH });
     expect(result.segments.map((s) => s.text)).toEqual(SENTENCES);
     expect(result.segments.map((s) => [s.startMs, s.endMs])).toEqual([
@@ -32,7 +32,11 @@ describe('transcribe', () => {
 
   it('a Buffer and a Readable give the same transcript; word timings on request cover each segment', async () => {
     const fromBuffer = await env.client.transcription.run({ language: 1, mediaFile: { data: WAV, filename: 'talk.wav' } }, { wordLevelTimestamps: true });
-    const fromStream = await env.client.transcription.run({ language: 1, mediaFile: { data: Readable.from([WAV.subarray(0, 7), WAV.subarray(7)]), filename: 'talk.wav' }, transcriptionMode: 'slow' });
+    const fromStream = await env.client.transcription.run({
+      language: 1,
+      mediaFile: { data: Readable.from([WAV.subarray(0, 7), WAV.subarray(7)]), filename: 'talk.wav' },
+      transcriptionMode: 'slow',
+    });
     expect(fromStream.segments.map((s) => s.text)).toEqual(SENTENCES);
     const first = fromBuffer.segments[0]!;
     expect(first.words?.map((w) => w.word)).toEqual(['Hello,', 'this', 'is', 'a', 'test', 'of', 'live', 'translation.']);
@@ -44,7 +48,10 @@ describe('transcribe', () => {
 
   it('a media URL: the service fetches it (the emulator knows its sample by name)', async () => {
     const result = await env.client.transcription.run({ language: 'en-us', mediaUrl: 'https://media.example.com/audio/sample-en.wav' });
-    expect(result.segments.map((s) => s.text)).toEqual(['Good morning. I would like to book a table for two people tonight.', 'Is there anything available at eight?']);
+    expect(result.segments.map((s) => s.text)).toEqual([
+      'Good morning. I would like to book a table for two people tonight.',
+      'Is there anything available at eight?',
+    ]);
     const unknown = await env.client.transcription.run({ language: 'en-us', mediaUrl: 'https://media.example.com/meeting.mp3' });
     expect(unknown.segments.map((s) => s.text)).toEqual(['Transcript of meeting.mp3.']);
   });

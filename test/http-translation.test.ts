@@ -14,7 +14,13 @@ const env = sharedEmulator();
 describe('the translation task', () => {
   it('step by step: ids converted, PENDING then SUCCESS, one translation per text', async () => {
     await control(env.emu, 'DELETE', 'requests');
-    const task = await env.client.translation.create({ texts: ['Good morning', 'Thank you'], sourceLanguage: 'en-us', targetLanguage: 'es-es', formality: 2, projectName: 'Greetings' });
+    const task = await env.client.translation.create({
+      texts: ['Good morning', 'Thank you'],
+      sourceLanguage: 'en-us',
+      targetLanguage: 'es-es',
+      formality: 2,
+      projectName: 'Greetings',
+    });
     expect((await env.client.translation.status(task.taskId)).status).toBe('PENDING');
     const done = await env.client.tasks.wait('translation', task.taskId);
     const result = await env.client.translation.result(done.runId);
@@ -75,7 +81,9 @@ describe('validation before any request', () => {
 
   it('a well-formed tag the service does not list stops before the creation', async () => {
     await control(env.emu, 'DELETE', 'requests');
-    await expect(env.client.translation.create({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'xx-yy' })).rejects.toMatchObject({ field: 'targetLanguage' });
+    await expect(env.client.translation.create({ texts: ['x'], sourceLanguage: 'en-us', targetLanguage: 'xx-yy' })).rejects.toMatchObject({
+      field: 'targetLanguage',
+    });
     expect(await logged(env.emu, 'POST', '/translate')).toEqual([]);
   });
 
@@ -123,7 +131,9 @@ describe('the translation stream', () => {
 
   it('an HTTP failure rejects before any text', async () => {
     await control(env.emu, 'POST', 'faults', { status: 401, count: 1, path: '/translation/stream' });
-    await expect(env.client.translation.openStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toMatchObject({ code: 'RTT_AUTH' });
+    await expect(env.client.translation.openStream({ text: 'x', sourceLanguage: 'en-us', targetLanguage: 'es-es' })).rejects.toMatchObject({
+      code: 'RTT_AUTH',
+    });
   });
 
   it('a stream cut in the middle fails with a connection error after the text received', async () => {

@@ -148,7 +148,7 @@ describe('multipart bodies', () => {
 });
 
 describe('upload progress (onUploadProgress)', () => {
-  it('a file: the bytes handed on grow to the body\'s exact length, which the emulator received', async () => {
+  it("a file: the bytes handed on grow to the body's exact length, which the emulator received", async () => {
     const path = join(dir, 'progress.wav');
     await writeFile(path, Buffer.concat([wavHeader(600_000), Buffer.alloc(600_000, 3)]));
     await control(env.emu, 'DELETE', 'requests');
@@ -167,7 +167,10 @@ describe('upload progress (onUploadProgress)', () => {
   it('a Readable: no total, and the bytes handed on count the whole body', async () => {
     const seen: Array<{ sentBytes: number; totalBytes: number | undefined }> = [];
     const data = Readable.from([wavHeader(140_000), Buffer.alloc(70_000, 1), Buffer.alloc(70_000, 2)]);
-    await env.client.voices.create({ file: { data, filename: 'voice.wav' }, voiceName: 'Progress', gender: 2 }, { onUploadProgress: (p) => seen.push({ ...p }) });
+    await env.client.voices.create(
+      { file: { data, filename: 'voice.wav' }, voiceName: 'Progress', gender: 2 },
+      { onUploadProgress: (p) => seen.push({ ...p }) },
+    );
     expect(seen.every((p) => p.totalBytes === undefined)).toBe(true);
     expect(seen.at(-1)!.sentBytes).toBeGreaterThan(140_000);
   });
@@ -187,11 +190,13 @@ describe('upload progress (onUploadProgress)', () => {
   });
 });
 
-describe('the emulator\'s streaming parser', () => {
+describe("the emulator's streaming parser", () => {
   const boundary = 'b0undary';
   const data = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 31) % 256));
   const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="x"\r\n\r\nhello\r\n--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="x"\r\n\r\nhello\r\n--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n\r\n`,
+    ),
     data,
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
@@ -205,7 +210,7 @@ describe('the emulator\'s streaming parser', () => {
     let seed = 7;
     for (let run = 0; run < 50; run++) {
       const parser = new MultipartParser(boundary);
-      for (let at = 0; at < body.length; ) {
+      for (let at = 0; at < body.length;) {
         seed = (seed * 1103515245 + 12345) & 0x7fffffff;
         const size = run === 0 ? 1 : 1 + (seed % 40);
         parser.write(body.subarray(at, at + size));

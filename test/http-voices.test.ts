@@ -27,13 +27,37 @@ describe('listing and cloning', () => {
   it('lists the stock voices, typed in camelCase with the wire record in raw', async () => {
     const voices = await env.client.voices.list();
     expect(voices.map((v) => v.id)).toEqual(STOCK_VOICES.map((v) => v.id).sort((a, b) => a - b));
-    expect(voices.find((v) => v.id === 147_320)).toMatchObject({ id: 147_320, voiceName: 'Alice', gender: 2, age: 28, language: 1, isPublished: true, raw: { voice_name: 'Alice', is_published: true } });
+    expect(voices.find((v) => v.id === 147_320)).toMatchObject({
+      id: 147_320,
+      voiceName: 'Alice',
+      gender: 2,
+      age: 28,
+      language: 1,
+      isPublished: true,
+      raw: { voice_name: 'Alice', is_published: true },
+    });
   });
 
   it('clones from a path, a Buffer and a Readable; each new voice is listed for its key only', async () => {
-    const fromPath = await env.client.voices.create({ file: FIXTURE_PATH, voiceName: 'From a path', gender: 1, language: 'en-us', age: 40, enhanceAudio: true });
-    const fromBuffer = await env.client.voices.create({ file: { data: fixture.wav, filename: 'me.wav' }, voiceName: 'From a Buffer', gender: 2, description: 'calm' });
-    const fromStream = await env.client.voices.create({ file: { data: Readable.from([fixture.wav.subarray(0, 1000), fixture.wav.subarray(1000)]), filename: 'me.wav' }, voiceName: 'From a stream', gender: 9 });
+    const fromPath = await env.client.voices.create({
+      file: FIXTURE_PATH,
+      voiceName: 'From a path',
+      gender: 1,
+      language: 'en-us',
+      age: 40,
+      enhanceAudio: true,
+    });
+    const fromBuffer = await env.client.voices.create({
+      file: { data: fixture.wav, filename: 'me.wav' },
+      voiceName: 'From a Buffer',
+      gender: 2,
+      description: 'calm',
+    });
+    const fromStream = await env.client.voices.create({
+      file: { data: Readable.from([fixture.wav.subarray(0, 1000), fixture.wav.subarray(1000)]), filename: 'me.wav' },
+      voiceName: 'From a stream',
+      gender: 9,
+    });
     const ids = [fromPath.voiceId, fromBuffer.voiceId, fromStream.voiceId];
     expect(new Set(ids).size).toBe(3);
     const mine = await env.client.voices.list();
@@ -75,8 +99,10 @@ describe('listing and cloning', () => {
     expect(await logged(env.emu, 'POST', '/create-custom-voice')).toEqual([]);
   });
 
-  it('a reference that is not audio is the service\'s 422, naming the file field', async () => {
-    const error = await env.client.voices.create({ file: { data: Buffer.from('just text'), filename: 'notes.txt' }, voiceName: 'x', gender: 1 }).catch((e: unknown) => e);
+  it("a reference that is not audio is the service's 422, naming the file field", async () => {
+    const error = await env.client.voices
+      .create({ file: { data: Buffer.from('just text'), filename: 'notes.txt' }, voiceName: 'x', gender: 1 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceValidationError);
     expect(error).toMatchObject({ status: 422, field: 'file' });
   });
@@ -134,7 +160,9 @@ describe('text to voice', () => {
     const task = await env.client.textToVoice.create({ text: 'hello there', voiceDescription: VOICE_DESCRIPTION });
     expect((await env.client.textToVoice.status(task.taskId)).status).toBe('PENDING');
     expect((await env.client.textToVoice.status(task.taskId)).status).toBe('SUCCESS');
-    await expect(env.client.textToVoice.run({ text: 'fail [[ERROR]]', voiceDescription: VOICE_DESCRIPTION })).rejects.toMatchObject({ code: 'RTT_TASK_FAILED' });
+    await expect(env.client.textToVoice.run({ text: 'fail [[ERROR]]', voiceDescription: VOICE_DESCRIPTION })).rejects.toMatchObject({
+      code: 'RTT_TASK_FAILED',
+    });
   });
 });
 

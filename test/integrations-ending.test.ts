@@ -44,8 +44,7 @@ describe.concurrent('Discord: a bot that stops listening', () => {
   const list = packets('opusscript');
   const all = sentFrames();
   /** The speaker's packets from frame index `from` (inclusive) to `to` (exclusive), with their RTP timestamps. */
-  const items = (from = 0, to = Infinity): OpusPacketInput[] =>
-    all.filter((i) => i >= from && i < to).map((i) => ({ packet: list[i]!, timestamp: i * 960 }));
+  const items = (from = 0, to = Infinity): OpusPacketInput[] => all.filter((i) => i >= from && i < to).map((i) => ({ packet: list[i]!, timestamp: i * 960 }));
 
   function speaker(ctx: TestContext, server: ReferenceServer, opusPackets: Iterable<OpusPacketInput> | AsyncIterable<OpusPacketInput>) {
     const path = translateSpeaker({
@@ -103,7 +102,9 @@ describe.concurrent('Discord: a bot that stops listening', () => {
     path.translator.on('transcript.done', () => transcripts++);
     await path.done;
     expect(path.translator.stats.ending).toMatchObject({ complete: false, reason: 'speech-unanswered' });
-    expect(path.warnings.map((w) => w.message)).toEqual([expect.stringMatching(/^The service did not answer \d\.\d s of speech sent after its last response began within 1500 ms/)]);
+    expect(path.warnings.map((w) => w.message)).toEqual([
+      expect.stringMatching(/^The service did not answer \d\.\d s of speech sent after its last response began within 1500 ms/),
+    ]);
     expect(Date.now() - server.responses.at(-1)!.doneAt).toBeGreaterThanOrEqual(STALL_MS - 10);
   });
 });
@@ -164,7 +165,9 @@ describe.concurrent('Twilio: a call that hangs up', () => {
     twilio.stop();
     await made.done;
     expect(translator.stats.ending).toMatchObject({ complete: false, reason: 'speech-unanswered' });
-    expect(warnings.map((w) => w.message)).toEqual([expect.stringMatching(/^The service did not answer 0\.\d s of speech sent after its last response began within 1500 ms/)]);
+    expect(warnings.map((w) => w.message)).toEqual([
+      expect.stringMatching(/^The service did not answer 0\.\d s of speech sent after its last response began within 1500 ms/),
+    ]);
     expect(Date.now() - server.responses.at(-1)!.doneAt).toBeGreaterThanOrEqual(STALL_MS - 10);
   });
 });

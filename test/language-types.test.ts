@@ -40,7 +40,9 @@ describe('language tags as types', () => {
     // Any string still type-checks where a tag is taken: a new tag needs no new release.
     const options: RealtimeTranslateOptions = { from: 'en-us', to: notRealtime };
     expect(() => new RealtimeTranslateStream({ ...options, apiKey: 'k', realtimeUrl: 'ws://127.0.0.1:9' })).toThrow(ValidationError);
-    expect(() => new RealtimeTranslateStream({ ...options, apiKey: 'k', realtimeUrl: 'ws://127.0.0.1:9' })).toThrow(/Invalid to: expected one of the realtime language tags/);
+    expect(() => new RealtimeTranslateStream({ ...options, apiKey: 'k', realtimeUrl: 'ws://127.0.0.1:9' })).toThrow(
+      /Invalid to: expected one of the realtime language tags/,
+    );
   });
 
   it('the HTTP requests offer the documented tags (and numeric ids), and take any string', () => {

@@ -111,7 +111,9 @@ function circles(g: Graph): string[][] {
 describe('the library is layered', () => {
   it('reads every library file and each import resolves to one', () => {
     expect(graph.size).toBeGreaterThan(100);
-    const missing = [...graph].flatMap(([file, imports]) => imports.filter((target) => !graph.has(target) && !target.endsWith('.json')).map((target) => `${file} -> ${target}`));
+    const missing = [...graph].flatMap(([file, imports]) =>
+      imports.filter((target) => !graph.has(target) && !target.endsWith('.json')).map((target) => `${file} -> ${target}`),
+    );
     expect(missing).toEqual([]);
   });
 

@@ -12,7 +12,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, ServerError, ValidationError, type RtTranslateError } from '../lib/errors.js';
 import { startEmulator, type RunningEmulator } from '../lib/emulator/server.js';
 import { fromServiceFormat } from '../lib/audio/convert.js';
-import { LiveTranscriptionStream, type LiveTranscript, type LiveTranscriptionEvent, type LiveTranscriptionOptions } from '../lib/realtime/live-transcription-stream.js';
+import {
+  LiveTranscriptionStream,
+  type LiveTranscript,
+  type LiveTranscriptionEvent,
+  type LiveTranscriptionOptions,
+} from '../lib/realtime/live-transcription-stream.js';
 import type { ReconnectedInfo, ReconnectingInfo } from '../lib/realtime/realtime-events.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
@@ -114,7 +119,9 @@ describe('LiveTranscriptionStream against the emulator', () => {
     const { results, error } = await transcribe(stream, pieces(mulaw, 160));
     expect(error).toBeUndefined();
     expect(results.map((r) => r.isFinal)).toEqual([false, true, false, true, false, true]);
-    expect(results.filter((r) => r.isFinal).map((r) => Math.round(r.start * 10))).toEqual(fixture.utterances.map((u) => Math.round(seconds(u.startSample) * 10)));
+    expect(results.filter((r) => r.isFinal).map((r) => Math.round(r.start * 10))).toEqual(
+      fixture.utterances.map((u) => Math.round(seconds(u.startSample) * 10)),
+    );
   });
 
   it('an events()-only caller gets every result, and the stream ends by itself', async () => {
@@ -143,7 +150,9 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     channel: { alternatives: [{ transcript, confidence: 0.9, words: [{ word: transcript, start, end: start + duration, confidence: 0.9 }] }] },
   });
 
-  async function session(options: Partial<LiveTranscriptionOptions> = {}): Promise<{ stream: LiveTranscriptionStream; peer: FakePeer; fake: FakeRealtimeServer }> {
+  async function session(
+    options: Partial<LiveTranscriptionOptions> = {},
+  ): Promise<{ stream: LiveTranscriptionStream; peer: FakePeer; fake: FakeRealtimeServer }> {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl, options);
     stream.resume();
@@ -191,10 +200,14 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     await peer.waitForEvent('CloseStream');
     // The service answers 100 ms after CloseStream, from work it defers by a turn of the event
     // loop, then closes; this process is stalled for 600 ms first, past finishTimeoutMs.
-    setTimeout(() => setImmediate(() => {
-      peer.send(final(0, 0.2, 'last words'));
-      peer.close(1000);
-    }), 100);
+    setTimeout(
+      () =>
+        setImmediate(() => {
+          peer.send(final(0, 0.2, 'last words'));
+          peer.close(1000);
+        }),
+      100,
+    );
     const stalledUntil = Date.now() + 600;
     while (Date.now() < stalledUntil) {
       // A process busy elsewhere.
@@ -256,10 +269,12 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     const { stream, peer, fake } = await session({ reconnect: { maxAttempts: 1, initialDelayMs: 5, maxDelayMs: 20 } });
     const order: string[] = [];
     stream.on('ended', (info) => order.push(`ended ${info.reason}`));
-    const failed = new Promise<RtTranslateError>((resolve) => stream.once('error', (error) => {
-      order.push('error');
-      resolve(error as RtTranslateError);
-    }));
+    const failed = new Promise<RtTranslateError>((resolve) =>
+      stream.once('error', (error) => {
+        order.push('error');
+        resolve(error as RtTranslateError);
+      }),
+    );
     stream.write(Buffer.alloc(32_000)); // one second, never answered
     await peer.waitForBinaryBytes(32_000);
     peer.terminate();

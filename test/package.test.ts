@@ -110,7 +110,9 @@ describe.concurrent('the package surface', () => {
       // and the build of this checkout) and its dependencies beside it, none of its
       // devDependencies; the application's own @types/node.
       const modules = await installBuild(dir);
-      const typesNode = JSON.parse(readFileSync(join(root, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+      const typesNode = JSON.parse(readFileSync(join(root, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as {
+        dependencies?: Record<string, string>;
+      };
       for (const name of [...Object.keys(pkg.dependencies ?? {}), '@types/node', ...Object.keys(typesNode.dependencies ?? {})]) {
         await mkdir(dirname(join(modules, name)), { recursive: true });
         await symlink(join(root, 'node_modules', name), join(modules, name), 'dir');
@@ -124,7 +126,14 @@ describe.concurrent('the package surface', () => {
         for (const [, spec] of text.matchAll(/(?:from |import\()['"]([^'"./][^'"]*)['"]/g)) imported.add(spec!);
       }
       // Node's own modules (`node:stream`, or `stream` as the compiler sometimes writes it) come with @types/node.
-      const packages = [...imported].filter((spec) => !isBuiltin(spec)).map((spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+      const packages = [...imported]
+        .filter((spec) => !isBuiltin(spec))
+        .map((spec) =>
+          spec
+            .split('/')
+            .slice(0, spec.startsWith('@') ? 2 : 1)
+            .join('/'),
+        );
       expect(packages.length).toBeGreaterThan(0);
       for (const name of new Set(packages)) {
         const own = JSON.parse(await readFile(join(modules, name, 'package.json'), 'utf8').catch(() => '{}')) as { types?: string; typings?: string };
@@ -144,14 +153,23 @@ describe.concurrent('the package surface', () => {
       await installBuild(dir);
       await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'page', private: true, type: 'module' }));
       // The declarations are checked too (no skipLibCheck): a Buffer or a node: import in them fails.
-      const compilerOptions = { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2023', 'DOM'], types: [], strict: true, noEmit: true, preserveSymlinks: true };
+      const compilerOptions = {
+        target: 'ES2022',
+        module: 'ESNext',
+        moduleResolution: 'bundler',
+        lib: ['ES2023', 'DOM'],
+        types: [],
+        strict: true,
+        noEmit: true,
+        preserveSymlinks: true,
+      };
       await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['page.ts'] }));
       await writeFile(
         join(dir, 'page.ts'),
         [
           "import { RealtimeTranslator, PcmPlayer, StreamResampler, type ResponseTiming } from 'rt-translate/browser';",
           "const translator = new RealtimeTranslator({ url: '/v1/realtime', token: 'token', from: 'en-us', to: 'es-es', whilePlaying: 'duck' });",
-          'translator.on(\'response\', (timing: ResponseTiming) => timing.firstAudioMs);',
+          "translator.on('response', (timing: ResponseTiming) => timing.firstAudioMs);",
           "translator.on('audio.delta', (pcm: Int16Array) => pcm.length);",
           '// @ts-expect-error the audio of an event is an Int16Array here',
           "translator.on('audio.delta', (pcm: string) => pcm);",
@@ -167,10 +185,30 @@ describe.concurrent('the package surface', () => {
   it('the root is grouped by use: what a program needs, no building blocks', async () => {
     const rootModule = (await import('../lib/index.js')) as Record<string, unknown>;
     const names = Object.keys(rootModule);
-    for (const internal of ['oggPageCrc', 'averageInt16', 'designResampler', 'PASSBAND_EDGE', 'encodeSessionUpdate', 'redactSecret', 'FrameAssembler', 'startEmulator', 'backoffDelay', 'createTranslatedTts']) {
+    for (const internal of [
+      'oggPageCrc',
+      'averageInt16',
+      'designResampler',
+      'PASSBAND_EDGE',
+      'encodeSessionUpdate',
+      'redactSecret',
+      'FrameAssembler',
+      'startEmulator',
+      'backoffDelay',
+      'createTranslatedTts',
+    ]) {
       expect(names).not.toContain(internal);
     }
-    for (const used of ['RealtimeTranslateStream', 'openAudioSource', 'LocalizationClient', 'toServiceFormat', 'DiscordReceiveAdapter', 'TwilioMediaBridge', 'AudioInputError', 'createRealtimeRelay']) {
+    for (const used of [
+      'RealtimeTranslateStream',
+      'openAudioSource',
+      'LocalizationClient',
+      'toServiceFormat',
+      'DiscordReceiveAdapter',
+      'TwilioMediaBridge',
+      'AudioInputError',
+      'createRealtimeRelay',
+    ]) {
       expect(names).toContain(used);
     }
     const dsp = (await import('../lib/dsp.js')) as Record<string, unknown>;

@@ -2,14 +2,7 @@ import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import {
-  MAX_PCM_CHUNK_BYTES,
-  PcmChunker,
-  msForPcmBytes,
-  pcmBytesForMs,
-  type PartialFrameInfo,
-  type PcmChunkerOptions,
-} from '../lib/audio/pcm-chunker.js';
+import { MAX_PCM_CHUNK_BYTES, PcmChunker, msForPcmBytes, pcmBytesForMs, type PartialFrameInfo, type PcmChunkerOptions } from '../lib/audio/pcm-chunker.js';
 import { ValidationError } from '../lib/errors.js';
 
 /** Deterministic 32-bit PRNG (mulberry32). */
@@ -37,7 +30,7 @@ function pcmBytes(length: number, seed = 1): Buffer {
 /** Views of `data` cut at the sizes `nextSize` gives (the last piece may be shorter). */
 function cut(data: Buffer, nextSize: () => number): Buffer[] {
   const pieces: Buffer[] = [];
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     const size = Math.max(1, nextSize());
     pieces.push(data.subarray(at, at + size));
     at += size;
@@ -150,7 +143,10 @@ describe('PcmChunker re-framing', () => {
     { name: '5 MiB single write', pieces: 5 * MiB + 1 },
   ])('capped 256 KiB chunks with $name', async ({ pieces }) => {
     const data = fiveMiBPlus(1);
-    const { chunks, chunker } = await run({ chunkMs: 10_000 }, cut(data, () => pieces));
+    const { chunks, chunker } = await run(
+      { chunkMs: 10_000 },
+      cut(data, () => pieces),
+    );
     expect(chunker.chunkBytes).toBe(262_144);
     expect(Buffer.concat(chunks).equals(data.subarray(0, 5 * MiB))).toBe(true);
     expect(chunks.map((c) => c.length)).toEqual(Array<number>(20).fill(262_144));
@@ -173,7 +169,10 @@ describe('PcmChunker re-framing', () => {
 
   it('handles 24-bit mono (3-byte frames) from 1-byte writes', async () => {
     const data = pcmBytes(3 * 1000 + 2, 4);
-    const { chunks, partial } = await run({ bytesPerSample: 3, chunkBytes: 300 }, cut(data, () => 1));
+    const { chunks, partial } = await run(
+      { bytesPerSample: 3, chunkBytes: 300 },
+      cut(data, () => 1),
+    );
     expect(chunks.map((c) => c.length)).toEqual(Array<number>(10).fill(300));
     expect(Buffer.concat(chunks).equals(data.subarray(0, 3000))).toBe(true);
     expect(partial).toEqual([{ droppedBytes: 2, frameBytes: 3 }]);
@@ -202,10 +201,7 @@ describe('PcmChunker partial-frame policies', () => {
     { name: 'trailing bytes across 1-byte writes', pieces: (d: Buffer) => cut(d, () => 1) },
   ])('pad: the last frame is completed with zero bytes ($name)', async ({ pieces }) => {
     const data = Buffer.alloc(7680 + 4 + 3, 0xab);
-    const { chunks, partial, chunker } = await run(
-      { sampleRate: 48_000, channels: 2, partialFrame: 'pad' },
-      pieces(data),
-    );
+    const { chunks, partial, chunker } = await run({ sampleRate: 48_000, channels: 2, partialFrame: 'pad' }, pieces(data));
     expect(chunks.map((c) => c.length)).toEqual([7680, 8]);
     const last = chunks[1]!;
     expect([...last]).toEqual([0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0]);
@@ -296,7 +292,10 @@ describe('PcmChunker options', () => {
     { field: 'partialFrame', options: { partialFrame: true } },
     { field: 'options', options: null },
   ])('$field rejects $options', ({ field, options }) => {
-    expectValidation(thrown(() => new PcmChunker(options as unknown as PcmChunkerOptions)), field);
+    expectValidation(
+      thrown(() => new PcmChunker(options as unknown as PcmChunkerOptions)),
+      field,
+    );
   });
 
   it('does not mutate the options object and forces byte mode', () => {
@@ -370,12 +369,7 @@ describe('PcmChunker copies', () => {
     const second = pcmBytes(1920 * 100, 11);
     const { chunks } = await run({}, [first, second]);
     const owners = chunks.map((c) => (c.buffer === first.buffer ? 'first' : c.buffer === second.buffer ? 'second' : 'copy'));
-    expect(owners).toEqual([
-      ...Array<string>(100).fill('first'),
-      'copy',
-      ...Array<string>(99).fill('second'),
-      'second',
-    ]);
+    expect(owners).toEqual([...Array<string>(100).fill('first'), 'copy', ...Array<string>(99).fill('second'), 'second']);
     expect(chunks[100]!.equals(Buffer.concat([first.subarray(192_000), second.subarray(0, 920)]))).toBe(true);
     expect(chunks.map((c) => c.length).slice(-2)).toEqual([1920, 1000]);
     expect(Buffer.concat(chunks).equals(Buffer.concat([first, second]))).toBe(true);

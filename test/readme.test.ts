@@ -72,7 +72,10 @@ const programs = blocks.filter((b) => b.fragment === undefined && /^(ts|js|types
 const scripts = blocks.filter((b) => b.fragment === undefined && /^(sh|bash|shell)$/.test(b.lang));
 
 const troubleshootingGuide = await readFile(join(root, 'docs', 'troubleshooting.md'), 'utf8');
-const troubleshooting = troubleshootingGuide.slice(troubleshootingGuide.indexOf('## Messages'), troubleshootingGuide.indexOf('\n## ', troubleshootingGuide.indexOf('## Messages') + 1));
+const troubleshooting = troubleshootingGuide.slice(
+  troubleshootingGuide.indexOf('## Messages'),
+  troubleshootingGuide.indexOf('\n## ', troubleshootingGuide.indexOf('## Messages') + 1),
+);
 
 let dir: string;
 let installed: string;
@@ -225,7 +228,11 @@ describe('the documentation: every code block', () => {
     expect(scripts.length).toBeGreaterThanOrEqual(3);
     expect(programs.length).toBeGreaterThanOrEqual(4);
     // Every check above is about a program that is still there.
-    for (const { contains } of PROGRAM_CHECKS) expect(programs.some((b) => b.code.includes(contains)), contains).toBe(true);
+    for (const { contains } of PROGRAM_CHECKS)
+      expect(
+        programs.some((b) => b.code.includes(contains)),
+        contains,
+      ).toBe(true);
   });
 
   it('the package publishes the sample the examples read', async () => {
@@ -241,7 +248,12 @@ describe.concurrent('the documentation: programs run as written, against the emu
       const work = await workspace(block, 'program');
       const { outputText } = ts.transpileModule(block.code, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
       await writeFile(join(work, 'example.mjs'), outputText);
-      const env = { PATH: process.env.PATH, RT_TRANSLATE_REALTIME_URL: emulator.realtimeUrl, RT_TRANSLATE_BASE_URL: emulator.baseUrl, RT_TRANSLATE_API_KEY: KEY };
+      const env = {
+        PATH: process.env.PATH,
+        RT_TRANSLATE_REALTIME_URL: emulator.realtimeUrl,
+        RT_TRANSLATE_BASE_URL: emulator.baseUrl,
+        RT_TRANSLATE_API_KEY: KEY,
+      };
       const result = await run(process.execPath, ['example.mjs'], work, env);
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
@@ -300,7 +312,10 @@ function troubleRow(start: string): RegExp {
 describe.concurrent('docs/troubleshooting.md: the messages', () => {
   const fixture = join(root, 'test', 'fixtures', 'speech-en-24k.wav');
   it.each([
-    { row: 'Refusing plain-text http://', args: ['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--base-url', 'http://service.example.com/apis', '--api-key', 'k'] },
+    {
+      row: 'Refusing plain-text http://',
+      args: ['tts', '--text', 'Hello there', '--language', 'en-us', '-o', '-', '--base-url', 'http://service.example.com/apis', '--api-key', 'k'],
+    },
     { row: 'Invalid --base-url', args: ['voices', '--base-url', 'service.example.com', '--api-key', 'k'] },
     { row: 'was rejected with 422', args: ['translated-tts', '--text', 'Hello', '--from', 'en-us', '--to', 'xx-yy', '-o', '-'] },
     // No state directory: the embedded emulator could remember nothing.

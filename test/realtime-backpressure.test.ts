@@ -290,73 +290,70 @@ describe('RealtimeTranslateStream backpressure: a slow reader', () => {
   /** The test gives up (fails) if the producer got this far without being held back. */
   const RUNAWAY_BYTES = 64 * 1024 * 1024;
 
-  it.each(['json', 'binary'] as const)(
-    'pauses the socket, holds the writer back, then delivers every byte (%s audio frames)',
-    async (audioFrames) => {
-      const baseline = countHandles();
-      const server = await emulator({ audioFrames, sendBufferLimitBytes: 64 * 1024 });
-      const stream = open(server.realtimeUrl, {
-        readableHighWaterMark: READABLE_HWM,
-        writableHighWaterMark: WRITABLE_HWM,
-        maxSocketBufferBytes: MAX_SOCKET_BUFFER,
-        maxAppendBytes: APPEND,
-      });
-      const closed = closedWith(stream);
-      const figures = new Figures(stream);
-      const expected = new ExpectedTranslation();
-      // The reader stays away: nothing reads the readable side yet.
-      const producer = new Producer(stream, repeatedSpeech(APPEND, RUNAWAY_BYTES), figures, (chunk) => expected.feed(chunk));
+  it.each(['json', 'binary'] as const)('pauses the socket, holds the writer back, then delivers every byte (%s audio frames)', async (audioFrames) => {
+    const baseline = countHandles();
+    const server = await emulator({ audioFrames, sendBufferLimitBytes: 64 * 1024 });
+    const stream = open(server.realtimeUrl, {
+      readableHighWaterMark: READABLE_HWM,
+      writableHighWaterMark: WRITABLE_HWM,
+      maxSocketBufferBytes: MAX_SOCKET_BUFFER,
+      maxAppendBytes: APPEND,
+    });
+    const closed = closedWith(stream);
+    const figures = new Figures(stream);
+    const expected = new ExpectedTranslation();
+    // The reader stays away: nothing reads the readable side yet.
+    const producer = new Producer(stream, repeatedSpeech(APPEND, RUNAWAY_BYTES), figures, (chunk) => expected.feed(chunk));
 
-      await untilAtRest(
-        () => producer.accepted + stream.stats.bytesReceived,
-        () => producer.waiting && stream.stats.paused,
-        'the writer to be held back while nothing reads',
-      );
-      figures.sample();
-      const held = { offered: producer.offered, accepted: producer.accepted, received: stream.stats.bytesReceived };
-      // The socket is paused for the reader; write() said false and a write callback waits.
-      expect(stream.stats.paused).toBe(true);
-      expect(producer.refused).toBeGreaterThan(0);
-      expect(producer.waiting).toBe(true);
-      expect(producer.offered - producer.accepted).toBeGreaterThan(0);
-      // write() said false at the high-water mark and 'drain' is still owed. How much of that is
-      // still queued (one append or two) depends on how far the stream had taken the queue when
-      // the socket filled, so the bound is "not emptied", not the high-water mark.
-      expect(stream.writableNeedDrain).toBe(true);
-      expect(stream.writableLength).toBeGreaterThan(0);
-      expect(producer.offered).toBeLessThan(RUNAWAY_BYTES);
-      // Nothing was read: all that was received is still buffered, and that is bounded.
-      expect(stream.readableLength).toBe(held.received);
-      expect(held.received).toBeLessThanOrEqual(READABLE_HWM + OUTPUT_PIECE + SOCKET_READ);
-      expect(held.received).toBeGreaterThan(0);
+    await untilAtRest(
+      () => producer.accepted + stream.stats.bytesReceived,
+      () => producer.waiting && stream.stats.paused,
+      'the writer to be held back while nothing reads',
+    );
+    figures.sample();
+    const held = { offered: producer.offered, accepted: producer.accepted, received: stream.stats.bytesReceived };
+    // The socket is paused for the reader; write() said false and a write callback waits.
+    expect(stream.stats.paused).toBe(true);
+    expect(producer.refused).toBeGreaterThan(0);
+    expect(producer.waiting).toBe(true);
+    expect(producer.offered - producer.accepted).toBeGreaterThan(0);
+    // write() said false at the high-water mark and 'drain' is still owed. How much of that is
+    // still queued (one append or two) depends on how far the stream had taken the queue when
+    // the socket filled, so the bound is "not emptied", not the high-water mark.
+    expect(stream.writableNeedDrain).toBe(true);
+    expect(stream.writableLength).toBeGreaterThan(0);
+    expect(producer.offered).toBeLessThan(RUNAWAY_BYTES);
+    // Nothing was read: all that was received is still buffered, and that is bounded.
+    expect(stream.readableLength).toBe(held.received);
+    expect(held.received).toBeLessThanOrEqual(READABLE_HWM + OUTPUT_PIECE + SOCKET_READ);
+    expect(held.received).toBeGreaterThan(0);
 
-      // Now the reader reads; the producer adds a few seconds more and ends.
-      const output: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => output.push(chunk));
-      await until(() => producer.accepted > held.accepted + 5 * 48_000, 'the writer to move again');
-      producer.stop();
-      await producer.done;
-      expect(await closed).toBeNull();
-      expected.feed(END_PADDING);
-      expected.end();
+    // Now the reader reads; the producer adds a few seconds more and ends.
+    const output: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => output.push(chunk));
+    await until(() => producer.accepted > held.accepted + 5 * 48_000, 'the writer to move again');
+    producer.stop();
+    await producer.done;
+    expect(await closed).toBeNull();
+    expected.feed(END_PADDING);
+    expected.end();
 
-      const got = Buffer.concat(output);
-      const want = expected.bytes;
-      expect(got.length).toBe(want.length);
-      expect(got.equals(want)).toBe(true);
-      expect(stream.stats.bytesSent).toBe(producer.offered + END_PADDING.length);
-      expect(producer.errors).toEqual([]);
+    const got = Buffer.concat(output);
+    const want = expected.bytes;
+    expect(got.length).toBe(want.length);
+    expect(got.equals(want)).toBe(true);
+    expect(stream.stats.bytesSent).toBe(producer.offered + END_PADDING.length);
+    expect(producer.errors).toEqual([]);
 
-      // The figures never went over their bounds, before or after the reader came.
-      expect(figures.samples).toBeGreaterThan(100);
-      expect(figures.max.readableLength).toBeLessThanOrEqual(READABLE_HWM + OUTPUT_PIECE + SOCKET_READ);
-      expect(figures.max.writableLength).toBeLessThanOrEqual(WRITABLE_HWM + APPEND);
-      expect(figures.max.socketBufferedAmount).toBeLessThanOrEqual(MAX_SOCKET_BUFFER + appendEventBytes(APPEND));
+    // The figures never went over their bounds, before or after the reader came.
+    expect(figures.samples).toBeGreaterThan(100);
+    expect(figures.max.readableLength).toBeLessThanOrEqual(READABLE_HWM + OUTPUT_PIECE + SOCKET_READ);
+    expect(figures.max.writableLength).toBeLessThanOrEqual(WRITABLE_HWM + APPEND);
+    expect(figures.max.socketBufferedAmount).toBeLessThanOrEqual(MAX_SOCKET_BUFFER + appendEventBytes(APPEND));
 
-      await closeAll();
-      await expectNoLeakedHandles(baseline);
-    },
-  );
+    await closeAll();
+    await expectNoLeakedHandles(baseline);
+  });
 });
 
 /* ------------------------------------------------------------------------------------------- */
@@ -387,7 +384,11 @@ describe('RealtimeTranslateStream backpressure: a slow server', () => {
     const producer = new Producer(stream, repeatedSpeech(APPEND, OFFERED), figures, (chunk) => digest.update(chunk));
 
     // Stalled: the kernel's buffers fill, then the stream's own, then the writer waits.
-    await untilAtRest(() => producer.accepted, () => producer.waiting, 'the writer to be held back by the stalled server');
+    await untilAtRest(
+      () => producer.accepted,
+      () => producer.waiting,
+      'the writer to be held back by the stalled server',
+    );
     const held = { offered: producer.offered, accepted: producer.accepted, buffered: stream.stats.socketBufferedAmount };
     const atRest = liveMemory();
     expect(held.buffered).toBeGreaterThan(MAX_SOCKET_BUFFER);
@@ -514,7 +515,11 @@ describe('RealtimeTranslateStream backpressure: a slow events() consumer', () =>
     stream.write(input);
 
     // Nobody pulls: the queue fills past its bound and the socket is paused.
-    await untilAtRest(() => emitted.length, () => stream.stats.paused, 'the socket to be paused for the events() consumer');
+    await untilAtRest(
+      () => emitted.length,
+      () => stream.stats.paused,
+      'the socket to be paused for the events() consumer',
+    );
     const queuedAtRest = emitted.length;
     expect(stream.stats.paused).toBe(true);
     expect(queuedAtRest).toBeGreaterThan(MAX_QUEUED);
@@ -571,7 +576,11 @@ describe('RealtimeTranslateStream backpressure: chunks larger than one append ev
     const figures = new Figures(stream);
     const digest = createHash('sha256');
     const producer = new Producer(stream, repeatedSpeech(CHUNK, 16 * 1024 * 1024), figures, (chunk) => digest.update(chunk));
-    await untilAtRest(() => producer.accepted, () => producer.waiting, 'the writer to be held back by the stalled server');
+    await untilAtRest(
+      () => producer.accepted,
+      () => producer.waiting,
+      'the writer to be held back by the stalled server',
+    );
     figures.sample();
     const held = { buffered: stream.stats.socketBufferedAmount, max: { ...figures.max } };
     peer.resumeReading();
@@ -655,16 +664,7 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
     expect(error).toBeNull();
     expect(warnings).toEqual([]);
     const types = ['transcript.done', 'text.delta', 'text.done', 'audio.delta', 'audio.done', 'response'];
-    expect(pulled.map((e) => e.type)).toEqual([
-      ...types,
-      ...types.slice(0, 3),
-      'audio.delta',
-      'audio.delta',
-      'audio.delta',
-      'audio.done',
-      'response',
-      'ended',
-    ]);
+    expect(pulled.map((e) => e.type)).toEqual([...types, ...types.slice(0, 3), 'audio.delta', 'audio.delta', 'audio.delta', 'audio.done', 'response', 'ended']);
     expect(Buffer.concat(output).equals(Buffer.concat([one, two]))).toBe(true);
   });
 

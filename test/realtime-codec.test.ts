@@ -19,11 +19,7 @@ import { REALTIME_LANGUAGES } from '../lib/realtime/languages.js';
 import { caught } from './helpers/caught.js';
 
 /** The 14 tags of the interface, written out so a drift in languages.ts fails here. */
-const TAGS_14 = [
-  'ar-ae', 'ar-eg', 'ar-sa', 'de-de', 'en-gb', 'en-us', 'es-es',
-  'fr-ca', 'fr-fr', 'hi-in', 'ja-jp', 'ko-kr', 'pt-br', 'zh-cn',
-];
-
+const TAGS_14 = ['ar-ae', 'ar-eg', 'ar-sa', 'de-de', 'en-gb', 'en-us', 'es-es', 'fr-ca', 'fr-fr', 'hi-in', 'ja-jp', 'ko-kr', 'pt-br', 'zh-cn'];
 
 /** Lets a test pass values the types forbid, as a JavaScript caller could. */
 function untyped(value: unknown): SessionConfigInput {
@@ -42,9 +38,7 @@ describe('limits', () => {
 
 describe('encodeSessionUpdate', () => {
   it('encodes a minimal configuration', () => {
-    expect(encodeSessionUpdate(base)).toBe(
-      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es"}}',
-    );
+    expect(encodeSessionUpdate(base)).toBe('{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es"}}');
   });
 
   it('normalizes language tags in mixed case to lower case', () => {
@@ -67,22 +61,18 @@ describe('encodeSessionUpdate', () => {
     { modalities: ['audio', 'audio', 'text', 'audio'], wire: '["audio","text"]' },
   ])('encodes output_modalities $modalities as $wire', ({ modalities, wire }) => {
     expect(encodeSessionUpdate({ ...base, output_modalities: modalities })).toBe(
-      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es",' +
-        `"output_modalities":${wire}}}`,
+      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es",' + `"output_modalities":${wire}}}`,
     );
   });
 
   it('encodes the default voice', () => {
     expect(encodeSessionUpdate({ ...base, voice: { type: 'default' } })).toBe(
-      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es",' +
-        '"voice":{"type":"default"}}}',
+      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es",' + '"voice":{"type":"default"}}}',
     );
   });
 
   it('encodes a cloned voice with its id', () => {
-    expect(
-      encodeSessionUpdate({ ...base, output_modalities: ['audio', 'text'], voice: { type: 'cloned', voice_id: 4242 } }),
-    ).toBe(
+    expect(encodeSessionUpdate({ ...base, output_modalities: ['audio', 'text'], voice: { type: 'cloned', voice_id: 4242 } })).toBe(
       '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es",' +
         '"output_modalities":["audio","text"],"voice":{"type":"cloned","voice_id":4242}}}',
     );
@@ -90,8 +80,7 @@ describe('encodeSessionUpdate', () => {
 
   it('puts the key in auth.api_key only when authApiKey is given', () => {
     expect(encodeSessionUpdate(base, { authApiKey: 'rtt-key-0123456789' })).toBe(
-      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es"},' +
-        '"auth":{"api_key":"rtt-key-0123456789"}}',
+      '{"type":"session.update","session":{"source_language":"en-us","target_language":"es-es"},' + '"auth":{"api_key":"rtt-key-0123456789"}}',
     );
   });
 
@@ -210,9 +199,7 @@ describe('normalizeSessionConfig', () => {
 
 describe('encodeAudioAppend', () => {
   it('encodes a small buffer', () => {
-    expect(encodeAudioAppend(Buffer.from([0x01, 0x02, 0x03, 0x04, 0xff, 0xfe]))).toBe(
-      '{"type":"input_audio_buffer.append","audio":"AQIDBP/+"}',
-    );
+    expect(encodeAudioAppend(Buffer.from([0x01, 0x02, 0x03, 0x04, 0xff, 0xfe]))).toBe('{"type":"input_audio_buffer.append","audio":"AQIDBP/+"}');
   });
 
   it('encodes only the bytes of a Uint8Array view with a non-zero byteOffset', () => {
@@ -359,9 +346,7 @@ describe('decodeServerEvent', () => {
 
   it('decodes session.updated', () => {
     expect(
-      decodeServerEvent(
-        '{"type":"session.updated","session":{"source_language":"fr-fr","target_language":"de-de","voice":{"type":"default"}}}',
-      ),
+      decodeServerEvent('{"type":"session.updated","session":{"source_language":"fr-fr","target_language":"de-de","voice":{"type":"default"}}}'),
     ).toMatchObject({
       type: 'session.updated',
       wireType: 'session.updated',
@@ -507,9 +492,7 @@ describe('decodeServerEvent', () => {
 
 describe('decodeClientEvent (emulator side)', () => {
   it('decodes what encodeSessionUpdate sends', () => {
-    const event = decodeClientEvent(
-      encodeSessionUpdate({ ...base, voice: { type: 'cloned', voice_id: 4242 } }, { authApiKey: 'rtt-key-0123456789' }),
-    );
+    const event = decodeClientEvent(encodeSessionUpdate({ ...base, voice: { type: 'cloned', voice_id: 4242 } }, { authApiKey: 'rtt-key-0123456789' }));
     expect(event).toMatchObject({
       type: 'session.update',
       session: { source_language: 'en-us', target_language: 'es-es', voice: { type: 'cloned', voice_id: 4242 } },
@@ -529,14 +512,11 @@ describe('decodeClientEvent (emulator side)', () => {
     expect(Buffer.from(event.audio as string, 'base64')).toEqual(pcm);
   });
 
-  it.each(['input_audio_buffer.clear', 'input_audio_buffer.commit', 'response.cancel'] as const)(
-    'encodes and decodes the bare event %s',
-    (type) => {
-      const text = encodeBareEvent(type);
-      expect(text).toBe(`{"type":"${type}"}`);
-      expect(decodeClientEvent(text)).toEqual({ type, raw: { type } });
-    },
-  );
+  it.each(['input_audio_buffer.clear', 'input_audio_buffer.commit', 'response.cancel'] as const)('encodes and decodes the bare event %s', (type) => {
+    const text = encodeBareEvent(type);
+    expect(text).toBe(`{"type":"${type}"}`);
+    expect(decodeClientEvent(text)).toEqual({ type, raw: { type } });
+  });
 
   it('keeps an unknown client event as unknown', () => {
     expect(decodeClientEvent('{"type":"conversation.item.create","item":{}}')).toEqual({

@@ -61,7 +61,10 @@ async function run(stream: RealtimeTranslateStream, input: Iterable<Buffer> | As
 }
 
 /** A scripted session: the peer has seen session.update and answered session.created. */
-async function scripted(options: Partial<RealtimeTranslateOptions> = {}, server: { autoPong?: boolean } = {}): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
+async function scripted(
+  options: Partial<RealtimeTranslateOptions> = {},
+  server: { autoPong?: boolean } = {},
+): Promise<{ stream: RealtimeTranslateStream; peer: FakePeer }> {
   const fake = await fakeServer(server);
   const stream = open(fake.realtimeUrl, options);
   const peer = await fake.acceptSession(stream);

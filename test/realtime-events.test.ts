@@ -33,7 +33,10 @@ describe('eventToRecord', () => {
     ],
     ['{"type":"response.text.done","text":"Hola."}', { type: 'text.done', wireType: 'response.text.done', text: 'Hola.' }],
     ['{"type":"error","error":{"message":"Out of credits.","code":402}}', { type: 'server.error', wireType: 'error', message: 'Out of credits.', code: 402 }],
-    ['{"type":"rate_limits.updated","rate_limits":[]}', { type: 'unknown', wireType: 'rate_limits.updated', raw: { type: 'rate_limits.updated', rate_limits: [] } }],
+    [
+      '{"type":"rate_limits.updated","rate_limits":[]}',
+      { type: 'unknown', wireType: 'rate_limits.updated', raw: { type: 'rate_limits.updated', rate_limits: [] } },
+    ],
   ])('records %s under its one name', (wire, record) => {
     expect(JSON.parse(JSON.stringify(eventToRecord(decodeServerEvent(wire))))).toEqual(record);
   });

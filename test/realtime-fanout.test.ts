@@ -326,7 +326,7 @@ describe('RealtimeFanout: one input, a session per language', () => {
     expect(fan.targets.map((t) => t.lang)).toEqual(['es-es', 'de-de', 'fr-fr', 'ja-jp']);
   });
 
-  it('one events() iterator yields every target\'s events, in order per target; a consumer that is behind pauses the sockets and loses nothing', async () => {
+  it("one events() iterator yields every target's events, in order per target; a consumer that is behind pauses the sockets and loses nothing", async () => {
     const emu = await emulate();
     const fan = fanout(emu.realtimeUrl, { maxQueuedEvents: 4 });
     const emitted: FanoutEvent[] = [];
@@ -420,7 +420,9 @@ describe('RealtimeFanout options: checked before any traffic', () => {
   });
 
   it('without a key: a ConfigError naming apiKey; the key never in a message', () => {
-    expect(() => new RealtimeFanout({ from: 'en-us', to: ['es-es'], realtimeUrl: emu.realtimeUrl })).toThrow(expect.objectContaining({ code: 'RTT_CONFIG', field: 'apiKey' }));
+    expect(() => new RealtimeFanout({ from: 'en-us', to: ['es-es'], realtimeUrl: emu.realtimeUrl })).toThrow(
+      expect.objectContaining({ code: 'RTT_CONFIG', field: 'apiKey' }),
+    );
     const secret = 'sk-this-is-a-secret-key-123456';
     let message = '';
     try {
@@ -513,7 +515,7 @@ describe('RealtimeFanout memory over a long input', () => {
   }, 60_000);
 });
 
-describe('RealtimeFanout against the reference server (a service whose judgement is not the emulator\'s)', () => {
+describe("RealtimeFanout against the reference server (a service whose judgement is not the emulator's)", () => {
   async function reference(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
     const server = await startReferenceServer(options);
     closers.push(() => server.close());
@@ -545,7 +547,16 @@ describe('RealtimeFanout against the reference server (a service whose judgement
 
   it('a voice the service does not know fails that target alone', async () => {
     const server = await reference({ clonedVoices: [77] });
-    const fan = fanout(server.realtimeUrl, { to: [{ lang: 'es-es', voiceId: 77 }, { lang: 'fr-fr', voiceId: 78 }] }, server.apiKey);
+    const fan = fanout(
+      server.realtimeUrl,
+      {
+        to: [
+          { lang: 'es-es', voiceId: 77 },
+          { lang: 'fr-fr', voiceId: 78 },
+        ],
+      },
+      server.apiKey,
+    );
     const result = await run(fan, chunked(fixture.pcm, [4800]));
     expect(fan.target('fr-fr')!.outcome).toBe('failed');
     expect(fan.target('fr-fr')!.error).toBeInstanceOf(RtTranslateError);

@@ -204,9 +204,16 @@ describe('a session that drops while active or ending', () => {
     expect(outcome.endedEarly).toBe(false);
     expectAllAnswers(outcome.output);
     expect(summary(outcome.events)).toEqual([
-      'session.created', 'response',
-      'reconnecting', 'session.created', 'reconnected', 'response',
-      'reconnecting', 'session.created', 'reconnected', 'response',
+      'session.created',
+      'response',
+      'reconnecting',
+      'session.created',
+      'reconnected',
+      'response',
+      'reconnecting',
+      'session.created',
+      'reconnected',
+      'response',
       'ended',
     ]);
     const reconnecting = outcome.events.filter((e) => e.type === 'reconnecting');
@@ -413,7 +420,7 @@ describe('refused handshakes while reconnecting', () => {
     const result = await run(stream, pieces(), events);
     expect(result.error).toBeInstanceOf(ConnectionError);
     expect(result.error!.message).toMatch(/^Gave up reconnecting after 3 attempts in \d+ s \(reconnect\.maxAttempts\): /);
-    expect(result.error!.unprocessedInputMs).toBeGreaterThanOrEqual(((fixture.utterances[2]!.endSample - fixture.utterances[1]!.startSample) / 24));
+    expect(result.error!.unprocessedInputMs).toBeGreaterThanOrEqual((fixture.utterances[2]!.endSample - fixture.utterances[1]!.startSample) / 24);
     expect(result.events.filter((e) => e.type === 'reconnecting').map((e) => e.type === 'reconnecting' && e.attempt)).toEqual([1, 2, 3]);
     expect(result.output.equals(ANSWERS[0]!)).toBe(true);
   });

@@ -505,7 +505,7 @@ describe('RealtimeTranslateStream: output received before a fatal server error i
     const expected = expectedTranslation(SENT, CREDIT_BYTES);
     const slices = fixtureSlices();
     const [u1, u2] = FIXTURE_INFO.utterances.map((u) => u.emulator) as [Region, Region];
-    const twoSlices = ((u1.endSample - u1.startSample) + (u2.endSample - u2.startSample)) * 2;
+    const twoSlices = (u1.endSample - u1.startSample + (u2.endSample - u2.startSample)) * 2;
     expect(expected.length).toBe(twoSlices);
     expect(expected.equals(slices.subarray(0, twoSlices))).toBe(true);
   });

@@ -21,7 +21,14 @@ function failure(options: Partial<RealtimeTranslateOptions>): ValidationError | 
 describe('resolveRealtimeOptions', () => {
   it('resolves the defaults: reconnect on, liveness within about 20 s, 64 KiB appends', () => {
     const o = resolveRealtimeOptions(BASE);
-    expect(o.reconnect).toEqual({ maxAttempts: 8, initialDelayMs: 500, maxDelayMs: 10_000, giveUpAfterMs: 60_000, attemptTimeoutMs: 10_000, maxReplayMs: 30_000 });
+    expect(o.reconnect).toEqual({
+      maxAttempts: 8,
+      initialDelayMs: 500,
+      maxDelayMs: 10_000,
+      giveUpAfterMs: 60_000,
+      attemptTimeoutMs: 10_000,
+      maxReplayMs: 30_000,
+    });
     expect(o.pingIntervalMs + o.livenessTimeoutMs).toBe(20_000);
     expect(o.maxAppendBytes).toBe(64 * 1024);
     expect(o.headers['x-api-key']).toBe(KEY);

@@ -61,15 +61,31 @@ describe('decideEnding', () => {
     // name, facts, decision at `now`
     ['nothing owed: the quiet period counts from the latest response', {}, { kind: 'wait', until: 12_000 }],
     ['... and ends the session once over', { now: 12_000 }, { kind: 'finish' }],
-    ['the service read the latest speech after its latest response: quiet counts from that', { fence: { sentAt: 9_400, receivedAt: 9_500 } }, { kind: 'wait', until: 12_500 }],
+    [
+      'the service read the latest speech after its latest response: quiet counts from that',
+      { fence: { sentAt: 9_400, receivedAt: 9_500 } },
+      { kind: 'wait', until: 12_500 },
+    ],
     ['no speech and no response: quiet counts from when the service read all the input', { lastActivityAt: 0 }, { kind: 'wait', until: 11_000 }],
     ['a response open: up to the stall timeout of silence', { responseOpen: true }, { kind: 'wait', until: 39_000 }],
     ['... then given up', { responseOpen: true, now: 39_000 }, { kind: 'give-up', reason: 'response-stalled' }],
     ['speech sent after the latest response began: an answer 8 s later still comes', { owedSpeechMs: 1_200, now: 17_000 }, { kind: 'wait', until: 39_000 }],
     ['... and is given up after the stall timeout', { owedSpeechMs: 1_200, now: 39_000 }, { kind: 'give-up', reason: 'speech-unanswered' }],
-    ['speech with no response at all yet: the stall timeout counts from when the service read it', { owedSpeechMs: 2_000, lastActivityAt: 0 }, { kind: 'wait', until: 38_000 }],
-    ['the fence behind the latest speech not answered yet: wait for its pong', { fence: { sentAt: 9_990, receivedAt: undefined } }, { kind: 'wait', until: 24_990 }],
-    ['a fence never answered counts as passed after fenceTimeoutMs', { now: 25_000, fence: { sentAt: 9_990, receivedAt: undefined } }, { kind: 'wait', until: 27_990 }],
+    [
+      'speech with no response at all yet: the stall timeout counts from when the service read it',
+      { owedSpeechMs: 2_000, lastActivityAt: 0 },
+      { kind: 'wait', until: 38_000 },
+    ],
+    [
+      'the fence behind the latest speech not answered yet: wait for its pong',
+      { fence: { sentAt: 9_990, receivedAt: undefined } },
+      { kind: 'wait', until: 24_990 },
+    ],
+    [
+      'a fence never answered counts as passed after fenceTimeoutMs',
+      { now: 25_000, fence: { sentAt: 9_990, receivedAt: undefined } },
+      { kind: 'wait', until: 27_990 },
+    ],
     ['... and the quiet period then runs from there', { now: 27_990, fence: { sentAt: 9_990, receivedAt: undefined } }, { kind: 'finish' }],
   ] as Array<[string, Partial<EndingFacts>, EndingDecision]>)('%s', (_name, change, decision) => {
     expect(decideEnding({ ...BASE, ...change })).toEqual(decision);

@@ -3,15 +3,7 @@
  * it (the reconnect follows `retryable`). Pure functions over the service's words and codes.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  AuthError,
-  BillingError,
-  ConnectionError,
-  ForbiddenError,
-  RateLimitError,
-  ServerError,
-  VoiceRejectedError,
-} from '../lib/errors.js';
+import { AuthError, BillingError, ConnectionError, ForbiddenError, RateLimitError, ServerError, VoiceRejectedError } from '../lib/errors.js';
 import { classifyServerError, errorForConnectionEnd } from '../lib/realtime/server-errors.js';
 
 const KEY = 'sk-live-0123456789abcdef';
@@ -33,7 +25,11 @@ describe('classifyServerError', () => {
   });
 
   it('never retries credentials, billing, voices; retries a generic failure only when the close says "try again"', () => {
-    for (const [message, code] of [['Invalid API key.', 401], ['no credits', 402], ['bad voice', 403]] as const) {
+    for (const [message, code] of [
+      ['Invalid API key.', 401],
+      ['no credits', 402],
+      ['bad voice', 403],
+    ] as const) {
       expect(classifyServerError(message, code, KEY, 1011).retryable).toBe(false);
     }
     expect(classifyServerError('overloaded', 500, KEY, 1013)).toMatchObject({ retryable: true, closeCode: 1013, status: 500 });
@@ -49,8 +45,7 @@ describe('classifyServerError', () => {
 });
 
 describe('errorForConnectionEnd', () => {
-  const refused = (status: number, body = '', retryAfterMs?: number) =>
-    errorForConnectionEnd({ kind: 'refused', status, retryAfterMs, body }, KEY, false);
+  const refused = (status: number, body = '', retryAfterMs?: number) => errorForConnectionEnd({ kind: 'refused', status, retryAfterMs, body }, KEY, false);
 
   it.each([
     [401, AuthError, false],

@@ -184,10 +184,12 @@ describe('RealtimeTranslateStream against the emulator', () => {
     expect(types.at(-1)).toBe('ended');
     const perResponse = types.slice(2, -1);
     // transcript, text deltas, text done, audio deltas, audio done, the response's timing: three times.
-    const compact = perResponse.join(' ').replace(/(text\.delta ?)+/g, 'text.delta+ ').replace(/(audio\.delta ?)+/g, 'audio.delta+ ').trim();
-    expect(compact).toBe(
-      Array(3).fill('transcript.done text.delta+ text.done audio.delta+ audio.done response').join(' '),
-    );
+    const compact = perResponse
+      .join(' ')
+      .replace(/(text\.delta ?)+/g, 'text.delta+ ')
+      .replace(/(audio\.delta ?)+/g, 'audio.delta+ ')
+      .trim();
+    expect(compact).toBe(Array(3).fill('transcript.done text.delta+ text.done audio.delta+ audio.done response').join(' '));
   });
 
   it('sends the key in auth.api_key only when asked, and the session works that way', async () => {
@@ -318,10 +320,9 @@ describe('RealtimeTranslateStream failures', () => {
     const url = emu.realtimeUrl;
     await emu.close();
     emulator = undefined;
-    const error = (await translate(
-      new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: url }),
-      [fixture.pcm],
-    ).catch((e: unknown) => e)) as RtTranslateError;
+    const error = (await translate(new RealtimeTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: url }), [fixture.pcm]).catch(
+      (e: unknown) => e,
+    )) as RtTranslateError;
     expect(error.code).toBe('RTT_CONNECTION');
     expect(error.retryable).toBe(true);
     expect(error.message).toMatch(/ECONNREFUSED/);
@@ -335,7 +336,10 @@ describe('RealtimeTranslateStream environment', () => {
     saved.url = process.env.RT_TRANSLATE_REALTIME_URL;
   });
   afterEach(() => {
-    for (const [name, value] of [['RT_TRANSLATE_API_KEY', saved.key], ['RT_TRANSLATE_REALTIME_URL', saved.url]] as const) {
+    for (const [name, value] of [
+      ['RT_TRANSLATE_API_KEY', saved.key],
+      ['RT_TRANSLATE_REALTIME_URL', saved.url],
+    ] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }

@@ -24,9 +24,11 @@ const silence = (ms: number): Buffer => Buffer.alloc(ms * MS);
 const pcm = (...parts: Buffer[]): Buffer => Buffer.concat(parts);
 
 const fixture = readFileSync(new URL('./fixtures/speech-en-24k.wav', import.meta.url)).subarray(44);
-const fixtureUtterances = (JSON.parse(readFileSync(new URL('./fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as {
-  utterances: Array<{ startSample: number; endSample: number }>;
-}).utterances;
+const fixtureUtterances = (
+  JSON.parse(readFileSync(new URL('./fixtures/speech-en-24k.json', import.meta.url), 'utf8')) as {
+    utterances: Array<{ startSample: number; endSample: number }>;
+  }
+).utterances;
 
 /** A received event (binary frames as `{ type: 'binary', data }`), with how much audio the client had sent by then. */
 interface Received {
@@ -185,7 +187,12 @@ describe('reference server: detection and the utterance policy', () => {
   it('answers each utterance once it ends, ignores noise, and keeps a short pause inside one utterance', async () => {
     const { s, client } = await startSession(undefined, { source_language: 'EN-US', target_language: 'ES-es' });
     const created = client.all('session.created')[0]!;
-    expect(created.session).toMatchObject({ source_language: 'en-us', target_language: 'es-es', output_modalities: ['text', 'audio'], voice: { type: 'default' } });
+    expect(created.session).toMatchObject({
+      source_language: 'en-us',
+      target_language: 'es-es',
+      output_modalities: ['text', 'audio'],
+      voice: { type: 'default' },
+    });
     expect((created.session as { id: string }).id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
     // utterance 1 at 100-400 ms; 100 ms of noise; utterance 2 at 1700-2650 ms with a 250 ms pause inside
@@ -213,7 +220,12 @@ describe('reference server: detection and the utterance policy', () => {
     client.append(pcm(burst(2500), silence(600), burst(500)));
     const sentAt = Date.now();
     await s.waitForResponses(4);
-    expect(s.responses.map((r) => [r.from / MS, r.to / MS])).toEqual([[0, 1000], [1000, 2000], [2000, 2500], [3100, 3600]]);
+    expect(s.responses.map((r) => [r.from / MS, r.to / MS])).toEqual([
+      [0, 1000],
+      [1000, 2000],
+      [2000, 2500],
+      [3100, 3600],
+    ]);
     // the last one has no silence after it: answered once no append came for idleMs (300)
     expect(s.responses[3]!.startedAt - sentAt).toBeGreaterThanOrEqual(290);
   });
@@ -273,7 +285,7 @@ describe('reference server: other answering policies', () => {
     expect(client.all('response.audio.done')[0]!.sentBytes).toBeLessThan(1300 * MS);
   });
 
-  it("last { lateMs } holds each answer until speech comes again, and the last one until lateMs after the appends stop", async () => {
+  it('last { lateMs } holds each answer until speech comes again, and the last one until lateMs after the appends stop', async () => {
     const { s, client } = await startSession({ last: { lateMs: 400 } });
     const one = pcm(burst(300), silence(600));
     client.append(one);
@@ -387,7 +399,11 @@ describe('reference server: handshake and errors', () => {
 
   it.each([
     ['an unsupported language', [{ type: 'session.update', session: { source_language: 'en-us', target_language: 'xx-yy' } }], 400],
-    ['a cloned voice not owned', [{ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es', voice: { type: 'cloned', voice_id: 8 } } }], 403],
+    [
+      'a cloned voice not owned',
+      [{ type: 'session.update', session: { source_language: 'en-us', target_language: 'es-es', voice: { type: 'cloned', voice_id: 8 } } }],
+      403,
+    ],
     ['another event first', [{ type: 'input_audio_buffer.append', audio: '' }], 400],
   ])('%s as the first event gets an error and close 1008', async (_name, events, code) => {
     await start({ clonedVoices: [7] });
@@ -413,7 +429,7 @@ describe('reference server: handshake and errors', () => {
     client.ws.send(Buffer.alloc(4800)); // binary client frames are ignored
     client.append(pcm(burst(300), silence(600)));
     await client.next('response.audio.done');
-    const errors = client.all('error').map((e) => (e.error as { code: number; message: string }));
+    const errors = client.all('error').map((e) => e.error as { code: number; message: string });
     expect(errors.map((e) => e.code)).toEqual([400, 400, 400, 400, 400, 413, 413]);
     expect(errors[0]!.message).toContain('input_audio_buffer.clear');
     expect(errors[3]!.message).toContain('conversation.item.create');
@@ -438,7 +454,10 @@ describe('reference server: faults', () => {
     await second.next('response.audio.done');
     second.ws.close();
     expect(await second.closed()).toBe(1005);
-    expect(s.responses.map((r) => [r.session, r.index])).toEqual([[1, 1], [2, 1]]);
+    expect(s.responses.map((r) => [r.session, r.index])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it('spaces the pieces by pieceGapMs, and a drop due meanwhile waits for the last of them', async () => {

@@ -98,7 +98,7 @@ describe('oversized frames', () => {
 });
 
 describe('a browser that never reads', () => {
-  it('refused events, sent without end: each reply waits on the browser\'s socket, so the relay stops reading it, holds at most maxClientBufferBytes, and cuts it after two ping intervals', async () => {
+  it("refused events, sent without end: each reply waits on the browser's socket, so the relay stops reading it, holds at most maxClientBufferBytes, and cuts it after two ping intervals", async () => {
     fakeClock();
     const maxClientBufferBytes = 64 * 1024;
     const { r, browser, peer } = await openSession(closers, { maxClientBufferBytes });
@@ -158,7 +158,9 @@ describe('a browser that never reads', () => {
       return r.relay.stats.bufferedBytes > maxClientBufferBytes && peer.bufferedAmount > 8 * 1024 * 1024;
     }, 'the relay to stop reading the service');
     expect(peak).toBeLessThan(maxClientBufferBytes + 2 * event.length);
-    console.log(`relay abuse: a browser that never reads: the relay held at most ${(peak / 1024).toFixed(0)} KiB while the service had ${(peer.bufferedAmount / 1024 / 1024).toFixed(1)} MiB waiting`);
+    console.log(
+      `relay abuse: a browser that never reads: the relay held at most ${(peak / 1024).toFixed(0)} KiB while the service had ${(peer.bufferedAmount / 1024 / 1024).toFixed(1)} MiB waiting`,
+    );
 
     await vi.advanceTimersByTimeAsync(10_000);
     expect(r.relay.stats.refused.unresponsive).toBe(0);

@@ -113,7 +113,10 @@ class SdkWire {
   /** `client.realtime.connect(options)`: resolves once the handshake is done and session.update sent; rejects as the SDK's transport does when it fails. */
   static async connect(options: SdkConnect): Promise<SdkWire> {
     const key = typeof options.apiKey === 'function' ? await options.apiKey() : options.apiKey;
-    const base = options.baseUrl.replace(/^https:\/\//, 'wss://').replace(/^http:\/\//, 'ws://').replace(/\/$/, '');
+    const base = options.baseUrl
+      .replace(/^https:\/\//, 'wss://')
+      .replace(/^http:\/\//, 'ws://')
+      .replace(/\/$/, '');
     const url = `${base}/v1/realtime?${new URLSearchParams({ model: options.model ?? 'iris' }).toString()}`;
     const session: Record<string, unknown> = {
       model: options.model ?? 'iris',
@@ -162,7 +165,9 @@ class SdkWire {
  * An application: its HTTP server answers `GET /realtime-token` for a signed-in user (the
  * `session=USER` cookie) with a token minted for them, and holds the relay.
  */
-async function startApp(options: Partial<RealtimeRelayOptions> & { realtimeUrl: string }): Promise<{ relay: RealtimeRelay; base: string; origin: string; tokensFor: string[] }> {
+async function startApp(
+  options: Partial<RealtimeRelayOptions> & { realtimeUrl: string },
+): Promise<{ relay: RealtimeRelay; base: string; origin: string; tokensFor: string[] }> {
   const tokensFor: string[] = [];
   let relay: RealtimeRelay | undefined;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -202,8 +207,8 @@ function speak(session: SdkWire): void {
 
 describe('the official SDK realtime client through the relay, a token in place of the key', () => {
   it.for([
-    ['in Node (the ws package, the client\'s headers, no Origin)', 'node'],
-    ['in a browser (no headers, the page\'s Origin: the app\'s own)', 'browser'],
+    ["in Node (the ws package, the client's headers, no Origin)", 'node'],
+    ["in a browser (no headers, the page's Origin: the app's own)", 'browser'],
   ] as const)('%s: the fixture translated bit for bit; the token came from the app for its signed-in user', async ([, runsIn]) => {
     const service = await closers.emulator();
     const app = await startApp({ realtimeUrl: service.realtimeUrl });
@@ -217,7 +222,10 @@ describe('the official SDK realtime client through the relay, a token in place o
     closers.add(() => session.ws.terminate());
     await session.ready;
     expect(session.ofType('session.created')).toEqual([
-      { type: 'session.created', session: expect.objectContaining({ model: 'iris', source_language: 'en-us', target_language: 'es-es', id: expect.any(String) }) },
+      {
+        type: 'session.created',
+        session: expect.objectContaining({ model: 'iris', source_language: 'en-us', target_language: 'es-es', id: expect.any(String) }),
+      },
     ]);
     speak(session);
     expect((await session.waitForAudio(expected.length)).equals(expected)).toBe(true);
@@ -234,7 +242,13 @@ describe('the official SDK realtime client through the relay, a token in place o
   it('binary output audio (newer servers): reaches the SDK as binary frames, bit for bit', async () => {
     const service = await closers.emulator({ audioFrames: 'binary' });
     const app = await startApp({ realtimeUrl: service.realtimeUrl });
-    const session = await SdkWire.connect({ baseUrl: app.base, apiKey: tokenSupplier(app.origin, 'ada'), sourceLanguage: 'en-US', targetLanguage: 'es-ES', headers: { 'x-app': 'sdk-test' } });
+    const session = await SdkWire.connect({
+      baseUrl: app.base,
+      apiKey: tokenSupplier(app.origin, 'ada'),
+      sourceLanguage: 'en-US',
+      targetLanguage: 'es-ES',
+      headers: { 'x-app': 'sdk-test' },
+    });
     closers.add(() => session.ws.terminate());
     await session.ready;
     speak(session);
@@ -242,7 +256,7 @@ describe('the official SDK realtime client through the relay, a token in place o
     expect(session.ofType('response.audio.delta')).toEqual([]);
   });
 
-  it('what reaches the service: the relay\'s key and ?model=, the SDK\'s session.update without auth, its audio byte for byte (odd-sized appends included); nothing of the token', async () => {
+  it("what reaches the service: the relay's key and ?model=, the SDK's session.update without auth, its audio byte for byte (odd-sized appends included); nothing of the token", async () => {
     const service = await closers.fake();
     const app = await startApp({ realtimeUrl: service.realtimeUrl });
     let token = '';
@@ -289,12 +303,14 @@ describe('the official SDK realtime client through the relay, a token in place o
     expect((await peer.closed).code).toBe(1000);
   });
 
-  it('a token that has expired: the SDK\'s session gets the service\'s error shape, then 1008; waitUntilReady fails with it; nothing opened upstream', async () => {
+  it("a token that has expired: the SDK's session gets the service's error shape, then 1008; waitUntilReady fails with it; nothing opened upstream", async () => {
     const service = await closers.fake();
     const app = await startApp({ realtimeUrl: service.realtimeUrl });
     const expired = mintToken(Buffer.from(RELAY_SECRET), { ttlMs: 1000 }, 10, Date.now() - 2000);
     const session = await SdkWire.connect({ baseUrl: app.base, apiKey: expired, sourceLanguage: 'en-US', targetLanguage: 'es-ES', pageOrigin: app.origin });
-    await expect(session.ready).rejects.toThrow('WebSocket closed before the session became ready: code=1008 reason=The relay token has expired: get a new one.');
+    await expect(session.ready).rejects.toThrow(
+      'WebSocket closed before the session became ready: code=1008 reason=The relay token has expired: get a new one.',
+    );
     expect(session.errors).toEqual(['The relay token has expired: get a new one.']);
     expect(service.upgradeRequests).toBe(0);
     expect(app.relay.stats.refused.expired).toBe(1);
@@ -302,11 +318,22 @@ describe('the official SDK realtime client through the relay, a token in place o
 
   it.for([
     ['a page of another site', { pageOrigin: 'https://elsewhere.example' }, {}, 403],
-    ['tokens only in the handshake (tokenInSessionUpdate: false), which the SDK cannot do', { headers: { 'x-app': 'sdk-test' } }, { tokenInSessionUpdate: false }, 401],
-  ] as const)('%s: the SDK\'s connect() fails at the handshake (HTTP %i), nothing opened upstream', async ([, transport, relayOptions, status]) => {
+    [
+      'tokens only in the handshake (tokenInSessionUpdate: false), which the SDK cannot do',
+      { headers: { 'x-app': 'sdk-test' } },
+      { tokenInSessionUpdate: false },
+      401,
+    ],
+  ] as const)("%s: the SDK's connect() fails at the handshake (HTTP %i), nothing opened upstream", async ([, transport, relayOptions, status]) => {
     const service = await closers.fake();
     const app = await startApp({ realtimeUrl: service.realtimeUrl, ...relayOptions });
-    const attempt = SdkWire.connect({ baseUrl: app.base, apiKey: tokenSupplier(app.origin, 'ada'), sourceLanguage: 'en-US', targetLanguage: 'es-ES', ...transport });
+    const attempt = SdkWire.connect({
+      baseUrl: app.base,
+      apiKey: tokenSupplier(app.origin, 'ada'),
+      sourceLanguage: 'en-US',
+      targetLanguage: 'es-ES',
+      ...transport,
+    });
     await expect(attempt).rejects.toThrow(`WebSocket connect failed: Unexpected server response: ${status}`);
     expect(service.upgradeRequests).toBe(0);
   });

@@ -67,7 +67,10 @@ describe("the service's limits, applied before forwarding", () => {
     const error = await browser.waitForEvent('error');
     expect(error).toEqual({
       type: 'error',
-      error: { message: `The event is ${MAX_CLIENT_EVENT_BYTES + 1} bytes; a client event may be at most 1048576 bytes (1 MiB) of JSON text. It was not forwarded.`, code: 413 },
+      error: {
+        message: `The event is ${MAX_CLIENT_EVENT_BYTES + 1} bytes; a client event may be at most 1048576 bytes (1 MiB) of JSON text. It was not forwarded.`,
+        code: 413,
+      },
     });
     browser.send(eventOfSize(MAX_CLIENT_EVENT_BYTES));
     browser.send({ type: 'response.cancel' });
@@ -116,8 +119,16 @@ describe("the service's limits, applied before forwarding", () => {
   });
 
   it.for([
-    ['not base64', JSON.stringify({ type: 'input_audio_buffer.append', audio: 'not base64!' }), 'input_audio_buffer.append "audio" is not valid base64. It was not forwarded.'],
-    ['no audio field', JSON.stringify({ type: 'input_audio_buffer.append' }), 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.'],
+    [
+      'not base64',
+      JSON.stringify({ type: 'input_audio_buffer.append', audio: 'not base64!' }),
+      'input_audio_buffer.append "audio" is not valid base64. It was not forwarded.',
+    ],
+    [
+      'no audio field',
+      JSON.stringify({ type: 'input_audio_buffer.append' }),
+      'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.',
+    ],
     ['not JSON', 'hello', 'The event is not valid JSON. It was not forwarded.'],
     ['no type', '{"audio":"AAAA"}', 'The event is not a JSON object with a string "type" field. It was not forwarded.'],
   ] as const)('%s: the error event (400), nothing forwarded', async ([, text, message]) => {
@@ -288,13 +299,25 @@ describe('upstream drops', () => {
     await browser.waitForEvent('session.created');
     for (const text of appends(fixture.pcm)) browser.send(text);
     await waitFor(
-      () => service.sessions === 2 && service.responses.length >= fixture.utterances.length && browser.ofType('response.audio.done').length === service.responses.length,
+      () =>
+        service.sessions === 2 &&
+        service.responses.length >= fixture.utterances.length &&
+        browser.ofType('response.audio.done').length === service.responses.length,
       { onEvent: [browser.emitter, 'frame'] },
     );
     expect(browser.ofType('session.created')).toHaveLength(1);
-    expect(browser.ofType('relay.reconnecting')).toEqual([{ type: 'relay.reconnecting', attempt: 1, delay_ms: expect.any(Number), reason: expect.stringContaining('closed') }]);
+    expect(browser.ofType('relay.reconnecting')).toEqual([
+      { type: 'relay.reconnecting', attempt: 1, delay_ms: expect.any(Number), reason: expect.stringContaining('closed') },
+    ]);
     expect(browser.ofType('relay.reconnected')).toEqual([
-      { type: 'relay.reconnected', session_id: expect.any(String), attempt: 1, outage_ms: expect.any(Number), replayed_ms: expect.any(Number), not_replayed_ms: 0 },
+      {
+        type: 'relay.reconnected',
+        session_id: expect.any(String),
+        attempt: 1,
+        outage_ms: expect.any(Number),
+        replayed_ms: expect.any(Number),
+        not_replayed_ms: 0,
+      },
     ]);
     expect(browser.ofType('relay.reconnected')[0]!.replayed_ms).toBeGreaterThan(0);
     // Every byte the service sent, delivered once, in order; the second session answered what the first did not.
@@ -307,13 +330,15 @@ describe('upstream drops', () => {
     const { r, service, browser, peer } = await opened({ reconnect: false });
     peer.terminate();
     const closed = await browser.closed;
-    expect(browser.ofType('error')).toEqual([{ type: 'error', error: { message: expect.stringMatching(/^The realtime service closed the connection \(code 1006\)|^Realtime connection failed/) } }]);
+    expect(browser.ofType('error')).toEqual([
+      { type: 'error', error: { message: expect.stringMatching(/^The realtime service closed the connection \(code 1006\)|^Realtime connection failed/) } },
+    ]);
     expect(closed.code).toBe(1013);
     expect(service.upgradeRequests).toBe(1);
     expect(r.relay.stats.reconnects).toBe(0);
   });
 
-  it('a billing stop (the service\'s error, then its close 1008): passed on once, closed with 1008, not reconnected', async () => {
+  it("a billing stop (the service's error, then its close 1008): passed on once, closed with 1008, not reconnected", async () => {
     const service = await closers.emulator({ creditSeconds: 1 });
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     const browser = await r.connect();

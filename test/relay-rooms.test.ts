@@ -61,7 +61,7 @@ async function acceptPeer(service: Awaited<ReturnType<Closers['fake']>>): Promis
 /* ------------------------------------------------------------------------------------------- */
 
 describe('one speaker, listeners in two languages', () => {
-  it('exactly one upstream session per language; every listener gets its language\'s audio and text as the session sent them', async () => {
+  it("exactly one upstream session per language; every listener gets its language's audio and text as the session sent them", async () => {
     const reference = await startReferenceServer({ apiKey: SERVICE_KEY });
     closers.add(() => reference.close());
     const r = await relayFor(reference.realtimeUrl);
@@ -126,7 +126,13 @@ describe('one speaker, listeners in two languages', () => {
     await fr.peer.waitForAudioBytes(2 * speech.length);
     // The speaker is told who listens to what.
     const last = talker.ofType('room.languages').at(-1)!;
-    expect(last).toMatchObject({ listeners: 2, languages: [{ lang: 'fr-fr', listeners: 1 }, { lang: 'es-es', listeners: 1 }] });
+    expect(last).toMatchObject({
+      listeners: 2,
+      languages: [
+        { lang: 'fr-fr', listeners: 1 },
+        { lang: 'es-es', listeners: 1 },
+      ],
+    });
   });
 
   it('a listener who comes just after the last one of its language left gets a new session, not the old one', async () => {
@@ -290,15 +296,60 @@ describe('one speaker, listeners in two languages', () => {
 
 describe('credentials and caps, before any upgrade', () => {
   it.for([
-    ['a listener token as the speaker', (r: RunningRelay) => ({ query: 'role=speaker&from=en-us', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }), 403, 'This token admits a listener only.'],
-    ['a speaker token as a listener', (r: RunningRelay) => ({ query: 'role=listener&lang=es-es', token: r.relay.mintToken({ room: ROOM, role: 'speaker' }) }), 403, 'This token admits a speaker only.'],
-    ['another room', (r: RunningRelay) => ({ query: 'room=other&lang=es-es', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }), 403, 'This token is for another room.'],
-    ['a session token', (r: RunningRelay) => ({ query: 'lang=es-es', token: r.relay.mintToken() }), 401, 'This token opens sessions, not rooms: the application mints a room token with { room, role }.'],
-    ['no token', () => ({ query: 'room=keynote&role=listener&lang=es-es', token: undefined }), 401, 'No room token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.'],
-    ['a forged token', () => ({ query: 'lang=es-es', token: mintToken(resolveTokenSecret('another-secret-of-at-least-32-bytes!'), { room: ROOM, role: 'listener' }, 10) }), 401, 'The relay token is not valid.'],
-    ['an expired token', () => ({ query: 'lang=es-es', token: mintToken(resolveTokenSecret(RELAY_SECRET), { room: ROOM, role: 'listener', ttlMs: 1 }, 10, Date.now() - 10) }), 401, 'The relay token has expired: get a new one.'],
-    ['a listener without a language', (r: RunningRelay) => ({ query: '', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }), 400, expect.stringContaining('lang')],
-    ['a speaker without a source language', (r: RunningRelay) => ({ query: 'from=xx-yy', token: r.relay.mintToken({ room: ROOM, role: 'speaker' }) }), 400, expect.stringContaining('from')],
+    [
+      'a listener token as the speaker',
+      (r: RunningRelay) => ({ query: 'role=speaker&from=en-us', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }),
+      403,
+      'This token admits a listener only.',
+    ],
+    [
+      'a speaker token as a listener',
+      (r: RunningRelay) => ({ query: 'role=listener&lang=es-es', token: r.relay.mintToken({ room: ROOM, role: 'speaker' }) }),
+      403,
+      'This token admits a speaker only.',
+    ],
+    [
+      'another room',
+      (r: RunningRelay) => ({ query: 'room=other&lang=es-es', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }),
+      403,
+      'This token is for another room.',
+    ],
+    [
+      'a session token',
+      (r: RunningRelay) => ({ query: 'lang=es-es', token: r.relay.mintToken() }),
+      401,
+      'This token opens sessions, not rooms: the application mints a room token with { room, role }.',
+    ],
+    [
+      'no token',
+      () => ({ query: 'room=keynote&role=listener&lang=es-es', token: undefined }),
+      401,
+      'No room token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.',
+    ],
+    [
+      'a forged token',
+      () => ({ query: 'lang=es-es', token: mintToken(resolveTokenSecret('another-secret-of-at-least-32-bytes!'), { room: ROOM, role: 'listener' }, 10) }),
+      401,
+      'The relay token is not valid.',
+    ],
+    [
+      'an expired token',
+      () => ({ query: 'lang=es-es', token: mintToken(resolveTokenSecret(RELAY_SECRET), { room: ROOM, role: 'listener', ttlMs: 1 }, 10, Date.now() - 10) }),
+      401,
+      'The relay token has expired: get a new one.',
+    ],
+    [
+      'a listener without a language',
+      (r: RunningRelay) => ({ query: '', token: r.relay.mintToken({ room: ROOM, role: 'listener' }) }),
+      400,
+      expect.stringContaining('lang'),
+    ],
+    [
+      'a speaker without a source language',
+      (r: RunningRelay) => ({ query: 'from=xx-yy', token: r.relay.mintToken({ room: ROOM, role: 'speaker' }) }),
+      400,
+      expect.stringContaining('from'),
+    ],
   ] as const)('%s: refused', async ([, make, status, message]) => {
     const service = await closers.fake();
     const r = await relayFor(service.realtimeUrl);
@@ -324,8 +375,13 @@ describe('credentials and caps, before any upgrade', () => {
     for (const role of ['speaker', 'listener'] as const) {
       const token = r.relay.mintToken({ room: ROOM, role });
       const url = `${r.host}${r.relay.roomsPath}?from=en-us&lang=es-es`;
-      expect((await BrowserClient.refusal(url, { origin: 'https://evil.example.com', protocols: ['rt-translate', `rt-translate.token.${token}`] })).status).toBe(403);
-      expect((await BrowserClient.refusal(`${url}&banned`, { origin: 'https://app.example.com', protocols: ['rt-translate', `rt-translate.token.${token}`] })).status).toBe(401);
+      expect(
+        (await BrowserClient.refusal(url, { origin: 'https://evil.example.com', protocols: ['rt-translate', `rt-translate.token.${token}`] })).status,
+      ).toBe(403);
+      expect(
+        (await BrowserClient.refusal(`${url}&banned`, { origin: 'https://app.example.com', protocols: ['rt-translate', `rt-translate.token.${token}`] }))
+          .status,
+      ).toBe(401);
     }
     expect(r.relay.stats.refused.origin).toBe(2);
   });

@@ -113,7 +113,7 @@ describe('bounds and the secret', () => {
     expect(() => resolveTokenSecret(12345)).toThrow('(got number).');
   });
 
-  it('without a secret, one random secret for the process: two relays accept each other\'s tokens', () => {
+  it("without a secret, one random secret for the process: two relays accept each other's tokens", () => {
     const a = resolveTokenSecret(undefined);
     const b = resolveTokenSecret(undefined);
     expect(a.length).toBe(32);

@@ -133,14 +133,23 @@ describe('refused at the handshake, before any upstream connection', () => {
       'unauthorized',
       'The relay token is not valid.',
     ],
-    ['an expired token', (): string => mintToken(Buffer.from(RELAY_SECRET), { ttlMs: 1 }, 10, Date.now() - 1000), 'expired', 'The relay token has expired: get a new one.'],
-  ] as const)('%s: HTTP 401 in the service\'s error shape', async ([, token, reason, message]) => {
+    [
+      'an expired token',
+      (): string => mintToken(Buffer.from(RELAY_SECRET), { ttlMs: 1 }, 10, Date.now() - 1000),
+      'expired',
+      'The relay token has expired: get a new one.',
+    ],
+  ] as const)("%s: HTTP 401 in the service's error shape", async ([, token, reason, message]) => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     for (const where of ['query', 'subprotocol', 'header'] as const) {
       const t = token();
       const options =
-        where === 'query' ? { token: t } : where === 'subprotocol' ? { token: null, protocols: [`rt-translate.token.${t}`] } : { token: null, headers: { 'x-api-key': t } };
+        where === 'query'
+          ? { token: t }
+          : where === 'subprotocol'
+            ? { token: null, protocols: [`rt-translate.token.${t}`] }
+            : { token: null, headers: { 'x-api-key': t } };
       const url = options.token === null ? r.url : `${r.url}?token=${encodeURIComponent(t)}`;
       const refusal = await BrowserClient.refusal(url, options);
       expect(refusal.status).toBe(401);
@@ -167,19 +176,22 @@ describe('refused at the handshake, before any upstream connection', () => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, tokenInSessionUpdate: false });
     const refusal = await BrowserClient.refusal(r.url);
-    expect(refusal).toEqual({ status: 401, body: JSON.stringify({ error: 'No relay token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.', status: 401 }) });
+    expect(refusal).toEqual({
+      status: 401,
+      body: JSON.stringify({ error: 'No relay token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.', status: 401 }),
+    });
     expect(service.upgradeRequests).toBe(0);
   });
 
   it.for([
     ['a page of another site', { origin: 'https://evil.example' }, undefined, 403],
     ['a sandboxed frame (Origin: null)', { origin: 'null' }, undefined, 403],
-    ['the page\'s own host', { origin: 'http://HOST' }, undefined, 101],
+    ["the page's own host", { origin: 'http://HOST' }, undefined, 101],
     ['a loopback page (development)', { origin: 'http://localhost:5173' }, undefined, 101],
     ['no Origin (not a browser)', {}, undefined, 101],
     ['a listed origin', { origin: 'https://app.example.com' }, ['https://app.example.com:443'], 101],
     ['an unlisted origin, the list given', { origin: 'http://localhost:5173' }, ['https://app.example.com'], 403],
-    ['any origin, with \'*\'', { origin: 'https://evil.example' }, '*', 101],
+    ["any origin, with '*'", { origin: 'https://evil.example' }, '*', 101],
   ] as const)('origin: %s', async ([, options, allowedOrigins, status]) => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, ...(allowedOrigins ? { allowedOrigins } : {}) });
@@ -203,7 +215,7 @@ describe('a token in the first session.update', () => {
     ['no token', undefined, 'unauthorized', 401, 'No relay token: send it in auth.api_key of the first session.update.'],
     ['a token that is not valid', 'rtt1.abc.def', 'unauthorized', 401, 'The relay token is not valid.'],
     ['the service key itself', SERVICE_KEY, 'unauthorized', 401, 'The relay token is not valid.'],
-  ] as const)('%s: the service\'s error event, then 1008; nothing opened upstream', async ([, token, reason, code, message]) => {
+  ] as const)("%s: the service's error event, then 1008; nothing opened upstream", async ([, token, reason, code, message]) => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     const browser = await r.connect({ token: null });
@@ -231,7 +243,7 @@ describe('caps', () => {
     await r.connect();
   });
 
-  it('a token\'s maxSessions (else maxSessionsPerToken): one more on that token gets 429, another token is admitted', async () => {
+  it("a token's maxSessions (else maxSessionsPerToken): one more on that token gets 429, another token is admitted", async () => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     const one = r.relay.mintToken();
@@ -247,7 +259,7 @@ describe('caps', () => {
     expect(r.relay.stats).toMatchObject({ sessions: 3, refused: { maxSessionsPerToken: 2 } });
   });
 
-  it('over the token\'s cap with the token in session.update: the error event (429), then 1013', async () => {
+  it("over the token's cap with the token in session.update: the error event (429), then 1013", async () => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl });
     const token = r.relay.mintToken();
@@ -270,7 +282,7 @@ describe('caps', () => {
   });
 });
 
-describe('authorize: the application\'s own check', () => {
+describe("authorize: the application's own check", () => {
   it('false: 401; true: admitted without a token; the request is what the browser sent', async () => {
     const service = await emulator();
     const seen: string[] = [];
@@ -294,7 +306,7 @@ describe('authorize: the application\'s own check', () => {
     expect((await BrowserClient.refusal(`${r.url}?token=${r.relay.mintToken()}`, { headers: { cookie: 'session=no' } })).status).toBe(401);
   });
 
-  it('a grant with a key: the key\'s sessions are capped, other keys are not', async () => {
+  it("a grant with a key: the key's sessions are capped, other keys are not", async () => {
     const r = await startRelay(closers, {
       realtimeUrl: (await fake()).realtimeUrl,
       authorize: (req) => ({ key: req.headers['x-user'] as string, maxSessions: 1 }),
@@ -311,7 +323,10 @@ describe('authorize: the application\'s own check', () => {
   ] as const)('authorize %s: 503, nothing opened', async ([, authorize]) => {
     const service = await fake();
     const r = await startRelay(closers, { realtimeUrl: service.realtimeUrl, authorize });
-    expect(await BrowserClient.refusal(r.url)).toEqual({ status: 503, body: JSON.stringify({ error: 'Authorization is unavailable; try again later.', status: 503 }) });
+    expect(await BrowserClient.refusal(r.url)).toEqual({
+      status: 503,
+      body: JSON.stringify({ error: 'Authorization is unavailable; try again later.', status: 503 }),
+    });
     expect(r.relay.stats.refused.authorize).toBe(1);
     expect(service.upgradeRequests).toBe(0);
   });
@@ -387,11 +402,23 @@ describe('options', () => {
   const base = { server, apiKey: SERVICE_KEY, realtimeUrl: 'wss://realtime.example.com' };
 
   it.for([
-    ['server', { server: {} }, 'Invalid server: expected an http.Server or https.Server (Express: the value of app.listen(); Fastify: fastify.server) (got an object).'],
+    [
+      'server',
+      { server: {} },
+      'Invalid server: expected an http.Server or https.Server (Express: the value of app.listen(); Fastify: fastify.server) (got an object).',
+    ],
     ['path', { path: 'v1/realtime' }, `Invalid path: expected a URL path starting with '/' (no query) (got "v1/realtime").`],
     ['secret', { secret: 'short' }, 'Invalid secret: expected a string or Buffer of at least 32 bytes (e.g. randomBytes(32)) (got 5 bytes).'],
-    ['allowedOrigins', { allowedOrigins: 'https://a.example' }, `Invalid allowedOrigins: expected '*' or an array of origins such as 'https://app.example.com' (got "https://a.example").`],
-    ['allowedOrigins[1]', { allowedOrigins: ['https://a.example', 'https://b.example/app'] }, `Invalid allowedOrigins[1]: expected an origin such as 'https://app.example.com' (scheme, host and port only) (got "https://b.example/app").`],
+    [
+      'allowedOrigins',
+      { allowedOrigins: 'https://a.example' },
+      `Invalid allowedOrigins: expected '*' or an array of origins such as 'https://app.example.com' (got "https://a.example").`,
+    ],
+    [
+      'allowedOrigins[1]',
+      { allowedOrigins: ['https://a.example', 'https://b.example/app'] },
+      `Invalid allowedOrigins[1]: expected an origin such as 'https://app.example.com' (scheme, host and port only) (got "https://b.example/app").`,
+    ],
     ['authorize', { authorize: true }, 'Invalid authorize: expected a function (request) => boolean | { maxSessions?, key? } | a promise of one (got true).'],
     ['tokenInSessionUpdate', { tokenInSessionUpdate: 'no' }, 'Invalid tokenInSessionUpdate: expected true or false (got "no").'],
     ['maxSessions', { maxSessions: 0 }, 'Invalid maxSessions: expected an integer from 1 to 100000 (got 0).'],
@@ -424,7 +451,9 @@ describe('options', () => {
     expect(insecure).toThrow(ConfigError);
     expect(insecure).toThrow('Refusing plain-text ws:// to realtime.example.com');
     expect(() => createRealtimeRelay({ ...base, realtimeUrl: 'ws://realtime.example.com', allowInsecure: true })).not.toThrow();
-    expect(() => createRealtimeRelay({ ...base, maxSessions: SERVICE_KEY as unknown as number })).toThrow(`Invalid maxSessions: expected an integer from 1 to 100000 (got a string of ${SERVICE_KEY.length} characters).`);
+    expect(() => createRealtimeRelay({ ...base, maxSessions: SERVICE_KEY as unknown as number })).toThrow(
+      `Invalid maxSessions: expected an integer from 1 to 100000 (got a string of ${SERVICE_KEY.length} characters).`,
+    );
   });
 
   it('neither the relay, its stats nor its options show the key or the secret when inspected', async () => {

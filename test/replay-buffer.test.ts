@@ -19,7 +19,7 @@ describe('ReplayBuffer', () => {
   it('gives back exactly what was pushed, in pieces that never cross a block, whatever the write sizes', () => {
     const data = randomBytes(10_000);
     const buffer = new ReplayBuffer(1024);
-    for (let at = 0, size = 1; at < data.length; at += size, size = (size * 7) % 997 + 1) buffer.push(data.subarray(at, at + size));
+    for (let at = 0, size = 1; at < data.length; at += size, size = ((size * 7) % 997) + 1) buffer.push(data.subarray(at, at + size));
     expect(buffer.end).toBe(data.length);
     const pieces: number[] = [];
     const out: Buffer[] = [];

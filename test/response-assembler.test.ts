@@ -58,7 +58,10 @@ describe('ResponseAssembler: output audio', () => {
     const binary = responses.decode(Buffer.from([4, 5, 6]), true)!;
     expect(binary).toMatchObject({ type: 'audio.delta', wireType: 'binary' });
     responses.handle(binary, 11);
-    expect(calls.filter((c) => c[0] === 'audio').map((c) => [...(c[1] as Buffer)])).toEqual([[1, 2], [3, 4, 5, 6]]);
+    expect(calls.filter((c) => c[0] === 'audio').map((c) => [...(c[1] as Buffer)])).toEqual([
+      [1, 2],
+      [3, 4, 5, 6],
+    ]);
     expect([...audio()]).toEqual([1, 2, 3, 4, 5, 6]);
     expect(responses.bytesReceived).toBe(6);
   });

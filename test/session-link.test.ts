@@ -34,7 +34,9 @@ async function refusingServer(status: number, headers: Record<string, string>, b
   const server: Server = createServer();
   server.on('upgrade', (_req, socket) => {
     const text = JSON.stringify(body);
-    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
     socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -44,7 +46,11 @@ async function refusingServer(status: number, headers: Record<string, string>, b
 
 const LIVENESS = { pingIntervalMs: 1000, livenessTimeoutMs: 3000 };
 
-function connect(url: string, textOnly = true, pong?: (id: number) => void): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
+function connect(
+  url: string,
+  textOnly = true,
+  pong?: (id: number) => void,
+): { connection: RealtimeConnection; opened: Promise<void>; ended: Promise<ConnectionEnd> } {
   let open!: () => void;
   let end!: (end: ConnectionEnd) => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
@@ -262,7 +268,11 @@ interface Recorded {
  * A link over the fake server whose protocol is "the session is ready once the peer says
  * 'ready'": `open` records the attempt, messages are logged.
  */
-function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTimeoutMs?: number; keepAliveMs?: number } = {}, dropped?: LinkHandlers['dropped']): Recorded {
+function link(
+  fake: FakeRealtimeServer,
+  options: { maxAttempts?: number; readyTimeoutMs?: number; keepAliveMs?: number } = {},
+  dropped?: LinkHandlers['dropped'],
+): Recorded {
   const log: string[] = [];
   const lines = new EventEmitter();
   const note = (line: string): void => {
@@ -293,7 +303,14 @@ function link(fake: FakeRealtimeServer, options: { maxAttempts?: number; readyTi
   };
   record.link = new SessionLink(
     {
-      connection: { url: new URL(`${fake.realtimeUrl}/v1/realtime`), headers: {}, maxPayload: 1 << 20, pingIntervalMs: 60_000, livenessTimeoutMs: 180_000, textOnly: true },
+      connection: {
+        url: new URL(`${fake.realtimeUrl}/v1/realtime`),
+        headers: {},
+        maxPayload: 1 << 20,
+        pingIntervalMs: 60_000,
+        livenessTimeoutMs: 180_000,
+        textOnly: true,
+      },
       readyTimeoutMs: options.readyTimeoutMs ?? 10_000,
       // A long maxDelayMs: a ready session settles only after it (or progress()), whatever the machine's speed.
       reconnect: { maxAttempts: options.maxAttempts ?? 5, initialDelayMs: 5, maxDelayMs: 60_000, giveUpAfterMs: 60_000, attemptTimeoutMs: 10_000 },

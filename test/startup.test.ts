@@ -86,9 +86,12 @@ function inRepo(urls: string[]): string[] {
 
 /** Runs the built command with `args` under the hook. */
 function commandLoads(args: string[], env?: NodeJS.ProcessEnv): Promise<string[]> {
-  return modulesLoadedBy(`process.argv = [process.argv[0], 'rt-translate', ...${JSON.stringify(args)}];
+  return modulesLoadedBy(
+    `process.argv = [process.argv[0], 'rt-translate', ...${JSON.stringify(args)}];
   // The entry module's top-level await returns once the command has ended.
-  await import(${JSON.stringify(pathToFileURL(`${root}dist/bin/rt-translate.js`).href)});`, env);
+  await import(${JSON.stringify(pathToFileURL(`${root}dist/bin/rt-translate.js`).href)});`,
+    env,
+  );
 }
 
 const CODECS = /node_modules\/(wav|opusscript|@wasm-audio-decoders|wasm-media-encoders)\//;
@@ -107,7 +110,11 @@ describe.concurrent('start-up', () => {
     const counter = await startConnectionCounter();
     try {
       // A refused connection ends it right after opening the input and the translator.
-      const loaded = inRepo(await commandLoads(['--from', 'en-us', '--to', 'es-es', '-f', 's16le', '-i', '/dev/null', '--realtime-url', counter.url], { RT_TRANSLATE_API_KEY: 'k' }));
+      const loaded = inRepo(
+        await commandLoads(['--from', 'en-us', '--to', 'es-es', '-f', 's16le', '-i', '/dev/null', '--realtime-url', counter.url], {
+          RT_TRANSLATE_API_KEY: 'k',
+        }),
+      );
       expect(loaded).toContain('dist/bin/commands/translate.js');
       expect(loaded).toContain('dist/lib/audio/source.js');
       const unwanted = loaded.filter(

@@ -15,12 +15,27 @@ const segments: TranscriptSegment[] = [
 describe('parseTranscript', () => {
   it('reads {transcript: [...]} and a bare list; integers are milliseconds', () => {
     const list = [{ start: 0, end: 5000, text: 'Hello, this is a sample transcript.', speaker: 'Speaker 1' }];
-    expect(parseTranscript({ transcript: list })).toEqual([{ startMs: 0, endMs: 5000, text: 'Hello, this is a sample transcript.', speaker: 'Speaker 1', words: undefined }]);
+    expect(parseTranscript({ transcript: list })).toEqual([
+      { startMs: 0, endMs: 5000, text: 'Hello, this is a sample transcript.', speaker: 'Speaker 1', words: undefined },
+    ]);
     expect(parseTranscript(list)).toEqual(parseTranscript({ transcript: list }));
   });
 
   it('times with a fraction are seconds (auto), words included; timeUnit forces either', () => {
-    const raw = { transcript: [{ start: 0.32, end: 2.62, text: 'Hi there', speaker: 'S', words: [{ word: 'Hi', start: 0.32, end: 1, confidence: 0.97 }, { text: 'there', start: 1, end: 2.62 }] }] };
+    const raw = {
+      transcript: [
+        {
+          start: 0.32,
+          end: 2.62,
+          text: 'Hi there',
+          speaker: 'S',
+          words: [
+            { word: 'Hi', start: 0.32, end: 1, confidence: 0.97 },
+            { text: 'there', start: 1, end: 2.62 },
+          ],
+        },
+      ],
+    };
     expect(parseTranscript(raw)).toEqual([
       {
         startMs: 320,
@@ -56,7 +71,9 @@ describe('renderTranscript', () => {
 
   it('WebVTT: header, dot milliseconds, markup escaped, speakers as voice tags', () => {
     expect(renderTranscript(segments, 'vtt', { speakers: true })).toBe(
-      'WEBVTT\n\n' + '00:00:00.320 --> 00:00:02.620\n<v SPEAKER_0>Hello, this is a test.\n\n' + '01:02:03.004 --> 01:02:05.000\n<v Ana>Late &lt;b&gt;&amp;&lt;/b&gt; line\n',
+      'WEBVTT\n\n' +
+        '00:00:00.320 --> 00:00:02.620\n<v SPEAKER_0>Hello, this is a test.\n\n' +
+        '01:02:03.004 --> 01:02:05.000\n<v Ana>Late &lt;b&gt;&amp;&lt;/b&gt; line\n',
     );
   });
 

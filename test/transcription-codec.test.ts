@@ -69,7 +69,16 @@ describe('server messages', () => {
 
   it('Ready, Results and Error round-trip', () => {
     expect(decodeLiveServerEvent(encodeReady('r-1'))).toEqual({ type: 'Ready', requestId: 'r-1' });
-    const text = encodeResults({ isFinal: true, start: 0.32, duration: 0.98, transcript: 'Hello, world.', confidence: 0.94, words, requestId: 'r-1', model: 'boli-v5' });
+    const text = encodeResults({
+      isFinal: true,
+      start: 0.32,
+      duration: 0.98,
+      transcript: 'Hello, world.',
+      confidence: 0.94,
+      words,
+      requestId: 'r-1',
+      model: 'boli-v5',
+    });
     expect(JSON.parse(text)).toEqual({
       type: 'Results',
       is_final: true,
@@ -83,10 +92,19 @@ describe('server messages', () => {
   });
 
   it('tolerates what other releases send: Final, numeric codes, description, no alternatives', () => {
-    expect(decodeLiveServerEvent('{"type":"Final","channel":{"alternatives":[{"transcript":"Hi"}]}}')).toMatchObject({ type: 'Results', isFinal: true, transcript: 'Hi', words: [] });
+    expect(decodeLiveServerEvent('{"type":"Final","channel":{"alternatives":[{"transcript":"Hi"}]}}')).toMatchObject({
+      type: 'Results',
+      isFinal: true,
+      transcript: 'Hi',
+      words: [],
+    });
     expect(decodeLiveServerEvent('{"type":"Results","is_final":false}')).toMatchObject({ isFinal: false, transcript: '', alternatives: [] });
     expect(decodeLiveServerEvent('{"type":"Error","code":4008,"description":"too fast"}')).toEqual({ type: 'Error', code: '4008', message: 'too fast' });
-    expect(decodeLiveServerEvent('{"type":"Metadata","duration":3}')).toEqual({ type: 'unknown', wireType: 'Metadata', raw: { type: 'Metadata', duration: 3 } });
+    expect(decodeLiveServerEvent('{"type":"Metadata","duration":3}')).toEqual({
+      type: 'unknown',
+      wireType: 'Metadata',
+      raw: { type: 'Metadata', duration: 3 },
+    });
     expect(() => decodeLiveServerEvent('[1]')).toThrow(ProtocolError);
   });
 });

@@ -61,7 +61,7 @@ describe('formats', () => {
       await collect(stream);
       types[format] = stream.contentType;
     }
-    expect(types).toEqual({ wav: 'audio/wav', flac: 'audio/flac', 'pcm_s16le': 'audio/pcm;encoding=s16le;rate=24000;channels=1' });
+    expect(types).toEqual({ wav: 'audio/wav', flac: 'audio/flac', pcm_s16le: 'audio/pcm;encoding=s16le;rate=24000;channels=1' });
   });
 
   it('without a format the service default, mp3, comes through with its content type', async () => {
@@ -289,29 +289,36 @@ describe('sample alignment against a server that splits samples', () => {
     ['pcm_s16le', 2, [1, 3, 2, 1, 4]],
     ['pcm_s32be', 4, [1, 1, 1, 3, 5]],
     ['pcm_f32le', 4, [7, 4]],
-  ] as Array<[OutputFormat, number, number[]]>)('%s: whole %d-byte samples; a trailing partial sample is dropped with a warning', async (format, width, sizes) => {
-    pieces = [];
-    let at = 0;
-    for (const size of sizes) {
-      pieces.push(bytes.subarray(at, at + size));
-      at += size;
-    }
-    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format } });
-    const warnings: IntegrityError[] = [];
-    stream.on('warning', (w) => warnings.push(w));
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
-    const whole = Math.floor(11 / width) * width;
-    expect(Buffer.concat(chunks).equals(bytes.subarray(0, whole))).toBe(true);
-    expect(chunks.every((c) => c.length % width === 0)).toBe(true);
-    expect(stream.droppedBytes).toBe(11 - whole);
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toBeInstanceOf(IntegrityError);
-  });
+  ] as Array<[OutputFormat, number, number[]]>)(
+    '%s: whole %d-byte samples; a trailing partial sample is dropped with a warning',
+    async (format, width, sizes) => {
+      pieces = [];
+      let at = 0;
+      for (const size of sizes) {
+        pieces.push(bytes.subarray(at, at + size));
+        at += size;
+      }
+      const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format } });
+      const warnings: IntegrityError[] = [];
+      stream.on('warning', (w) => warnings.push(w));
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      const whole = Math.floor(11 / width) * width;
+      expect(Buffer.concat(chunks).equals(bytes.subarray(0, whole))).toBe(true);
+      expect(chunks.every((c) => c.length % width === 0)).toBe(true);
+      expect(stream.droppedBytes).toBe(11 - whole);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toBeInstanceOf(IntegrityError);
+    },
+  );
 
   it("trailingPartialSample: 'error' fails the stream instead", async () => {
     pieces = [bytes.subarray(0, 3)];
-    const stream = new TtsStreamReadable(raw, { text: 'hello', language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } }, { trailingPartialSample: 'error' });
+    const stream = new TtsStreamReadable(
+      raw,
+      { text: 'hello', language: 'en-us', outputConfiguration: { format: 'pcm_s16le' } },
+      { trailingPartialSample: 'error' },
+    );
     const error = await collect(stream).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IntegrityError);
     expect((error as Error).message).toContain('1 trailing byte');

@@ -119,7 +119,11 @@ function linesLogged(s: Setup, count: number): Promise<true> {
 
 /** A `media` message of the inbound track. */
 function media(frame: Buffer, timestamp?: number): unknown {
-  return { event: 'media', streamSid: STREAM_SID, media: { track: 'inbound', payload: frame.toString('base64'), ...(timestamp === undefined ? {} : { timestamp: String(timestamp) }) } };
+  return {
+    event: 'media',
+    streamSid: STREAM_SID,
+    media: { track: 'inbound', payload: frame.toString('base64'), ...(timestamp === undefined ? {} : { timestamp: String(timestamp) }) },
+  };
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -347,7 +351,9 @@ describe('the audio sent is what a call can be', () => {
     expect(s.lines).toEqual([
       `call "CA00000000000000000000000000000001": stream "${STREAM_SID}" started`,
       '  warning: A "media" payload of 48000 bytes was refused: Twilio sends 160 bytes (20 ms of 8 kHz mu-law) at most. Further ones are refused without a warning (stats.refusedFrames).',
-      expect.stringMatching(/^call "CA0+1": ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 200 refused, 1 warnings, 199 more not shown \(199 media-size\)$/),
+      expect.stringMatching(
+        /^call "CA0+1": ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 200 refused, 1 warnings, 199 more not shown \(199 media-size\)$/,
+      ),
     ]);
   });
 
@@ -362,7 +368,10 @@ describe('the audio sent is what a call can be', () => {
     frames.forEach((frame, k) => caller.send(media(frame, k * 20)));
     // The clock has not moved since `start`: 1 s goes (50 frames), the 51st waits.
     const step = async (elapsedMs: number, fed: number) => {
-      await until(() => bridge.stats.mediaMessages === Math.min(fed + 1, 300) && s.serviceAudio()[0] === appendedBytes(frames.slice(0, fed)), `${fed} frames fed`);
+      await until(
+        () => bridge.stats.mediaMessages === Math.min(fed + 1, 300) && s.serviceAudio()[0] === appendedBytes(frames.slice(0, fed)),
+        `${fed} frames fed`,
+      );
       expect(s.serviceAudio()[0]).toBeLessThanOrEqual((elapsedMs + 1000) * SERVICE_BYTES_PER_MS);
     };
     await step(0, 50);
@@ -385,13 +394,17 @@ describe('the audio sent is what a call can be', () => {
     const { bridge, done } = s.calls[0]!;
     const error = await done.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProtocolError);
-    expect((error as Error).message).toMatch(/^A "media" timestamp of 10000 ms came \d+ ms after "start": \d+ ms ahead of the call's clock, more than maxTimestampLeadMs \(5000 ms\); the call was closed\.$/);
+    expect((error as Error).message).toMatch(
+      /^A "media" timestamp of 10000 ms came \d+ ms after "start": \d+ ms ahead of the call's clock, more than maxTimestampLeadMs \(5000 ms\); the call was closed\.$/,
+    );
     // The first frame, then the second after 1 s of silence (maxGapFillMs): 1.04 s in all.
     expect(bridge.stats).toMatchObject({ mediaMessages: 2, receivedMs: 40, insertedSilenceMs: 1000 });
     expect(bridge.translator.stats.inputBytes).toBeLessThanOrEqual(1040 * SERVICE_BYTES_PER_MS);
     await until(() => s.emulator.realtimeSessions().length === 0, 'the session to close');
     await linesLogged(s, 2);
-    expect(s.lines[1]).toMatch(/^call "CA0+1": closed \(media timestamps ahead of the call's clock\) after \d+\.\d s; 1\.0 s of audio sent, 2 frames received, 0 refused, 0 warnings$/);
+    expect(s.lines[1]).toMatch(
+      /^call "CA0+1": closed \(media timestamps ahead of the call's clock\) after \d+\.\d s; 1\.0 s of audio sent, 2 frames received, 0 refused, 0 warnings$/,
+    );
   });
 
   it('timestamps going backwards a fourth time: closed (1008); the frames before were sent', async () => {
@@ -421,9 +434,14 @@ describe('the log cannot be flooded', () => {
     await s.calls[0]!.done;
     await linesLogged(s, 12);
     expect(s.lines).toHaveLength(12);
-    expect(s.lines.slice(1, 11)).toEqual([
-      ...Array.from({ length: 5 }, () => ['  warning: A Twilio message is not JSON (starts with "this is not json"). It was ignored.', '  warning: Unknown Twilio event "transcription"; it was ignored.']),
-    ].flat());
+    expect(s.lines.slice(1, 11)).toEqual(
+      [
+        ...Array.from({ length: 5 }, () => [
+          '  warning: A Twilio message is not JSON (starts with "this is not json"). It was ignored.',
+          '  warning: Unknown Twilio event "transcription"; it was ignored.',
+        ]),
+      ].flat(),
+    );
     expect(s.lines[11]).toMatch(
       /^call "CA0+1": ended after \d+\.\d s; 0\.2 s of audio sent, 10 frames received, 0 refused, 10 warnings, 5,990 more not shown \(2,995 malformed, 2,995 unknown-event\)$/,
     );

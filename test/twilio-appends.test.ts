@@ -15,7 +15,11 @@ const SID = 'MZ00000000000000000000000000000042';
 
 /** The `media` message of the call's `k`-th 20 ms frame. */
 function media(k: number, mulaw: Buffer = Buffer.alloc(160, k % 2 ? 0x7f : 0xfe)): string {
-  return JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: mulaw.toString('base64') }, streamSid: SID });
+  return JSON.stringify({
+    event: 'media',
+    media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: mulaw.toString('base64') },
+    streamSid: SID,
+  });
 }
 
 /** A bridge whose session is up and whose call has started; `peer` is the service's side. */
@@ -33,7 +37,12 @@ async function startCall(appendMs: number | undefined) {
   bridge.on('error', () => {});
   bridge.resume();
   // The call starts; its session opens then.
-  bridge.write(JSON.stringify({ event: 'start', start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+  bridge.write(
+    JSON.stringify({
+      event: 'start',
+      start: { streamSid: SID, tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+    }),
+  );
   const peer = await server.nextPeer();
   await peer.waitForEvent('session.update');
   peer.sendSessionCreated();
@@ -50,7 +59,7 @@ async function sendCall(appendMs: number | undefined, frames: number) {
   }
   // 8 kHz -> 24 kHz: 480 samples (960 bytes) per 20 ms frame, but the resampler holds back its
   // filter's look-ahead until the end, so everything but the last append has arrived by now.
-  await peer.waitForAudioBytes(960 * frames - 960 * (appendMs ?? 100) / 20 - 200);
+  await peer.waitForAudioBytes(960 * frames - (960 * (appendMs ?? 100)) / 20 - 200);
   const counts = { appends: peer.appendEvents, bytes: peer.audioBytes };
   bridge.destroy();
   return counts;

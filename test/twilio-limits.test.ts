@@ -22,7 +22,11 @@ describe('MediaTimeline bound by the clock', () => {
     // [elapsed ms, timestamp ms, expected step]: 160-sample (20 ms) frames.
     const steps: Array<[number, number | undefined, { fillSamples: number; cutSamples: number; waitMs: number }]> = [
       [0, 0, { fillSamples: 0, cutSamples: 0, waitMs: 0 }],
-      ...Array.from({ length: 49 }, (_, k): [number, number, { fillSamples: number; cutSamples: number; waitMs: number }] => [0, (k + 1) * 20, { fillSamples: 0, cutSamples: 0, waitMs: 0 }]),
+      ...Array.from({ length: 49 }, (_, k): [number, number, { fillSamples: number; cutSamples: number; waitMs: number }] => [
+        0,
+        (k + 1) * 20,
+        { fillSamples: 0, cutSamples: 0, waitMs: 0 },
+      ]),
       // 1 s handed out at elapsed 0: the 51st frame waits 20 ms, the 52nd (at 5 ms) 35 ms.
       [0, 1000, { fillSamples: 0, cutSamples: 0, waitMs: 20 }],
       [5, 1020, { fillSamples: 0, cutSamples: 0, waitMs: 35 }],
@@ -125,7 +129,6 @@ async function service(): Promise<string> {
 const connections = () => sockets.size;
 
 describe('the deferred translator', () => {
-
   it('destroyed before open(): closes without ever connecting', async () => {
     const realtimeUrl = await service();
     const stream = new DeferredTranslateStream({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false });
@@ -191,13 +194,23 @@ describe("the bridge's input states own their timers", () => {
   }
   const START = '{"event":"start","start":{"streamSid":"MZ1","tracks":["inbound"]}}';
   const MEDIA = JSON.stringify({ event: 'media', media: { track: 'inbound', payload: Buffer.alloc(160, 0xff).toString('base64') } });
-  const written = (bridge: TwilioMediaBridge, message: string) => new Promise<void>((resolve, reject) => bridge.write(message, (error) => (error ? reject(error) : resolve())));
+  const written = (bridge: TwilioMediaBridge, message: string) =>
+    new Promise<void>((resolve, reject) => bridge.write(message, (error) => (error ? reject(error) : resolve())));
 
   it('start takes the start timeout away and arms the media timeout; a frame ahead of the clock holds one more; stop leaves none', async () => {
     const realtimeUrl = await service();
     fakeClock();
     // The session connects at once and is never ready: its own timers stay as they are meanwhile.
-    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, readyTimeoutMs: 600_000, openSession: 'construct', maxAheadMs: 0 });
+    const bridge = new TwilioMediaBridge({
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: KEY,
+      realtimeUrl,
+      reconnect: false,
+      readyTimeoutMs: 600_000,
+      openSession: 'construct',
+      maxAheadMs: 0,
+    });
     const errors: Error[] = [];
     bridge.on('error', (error) => errors.push(error));
     bridge.resume();

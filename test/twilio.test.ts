@@ -166,7 +166,16 @@ async function setup(options: Partial<TwilioMediaBridgeOptions> = {}, emulatorOp
   const warnings: RtTranslateError[] = [];
   const emitted: Setup['emitted'] = [];
   const server = await startTwilioBridgeServer({
-    bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS, ...options },
+    bridge: {
+      from: 'en-us',
+      to: 'es-es',
+      apiKey: KEY,
+      realtimeUrl: emulator.realtimeUrl,
+      quietPeriodMs: 200,
+      maxAheadMs: AHEAD_MS,
+      maxTimestampLeadMs: AHEAD_MS,
+      ...options,
+    },
     onCall: (call) => {
       const events: Setup['emitted'][number] = [];
       const emit = call.bridge.emit.bind(call.bridge);
@@ -198,7 +207,10 @@ async function setup(options: Partial<TwilioMediaBridgeOptions> = {}, emulatorOp
 
 describe('TwilioMediaBridge over a WebSocket, against the emulator', () => {
   it('a call survives the service dropping after every answer: each answer once, with its mark; no error', async () => {
-    const { connect, calls, warnings } = await setup({ bargeIn: false, reconnect: { initialDelayMs: 10, maxDelayMs: 40 } }, { faults: { dropAfterResponses: 1 } });
+    const { connect, calls, warnings } = await setup(
+      { bargeIn: false, reconnect: { initialDelayMs: 10, maxDelayMs: 40 } },
+      { faults: { dropAfterResponses: 1 } },
+    );
     const twilio = await connect();
     twilio.open();
     twilio.media(0, CALLER_FRAMES.length);
@@ -347,7 +359,13 @@ describe('TwilioMediaBridge as a Duplex', () => {
       `{"event":"start","sequenceNumber":"1","start":{"streamSid":"${STREAM_SID}","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}},"streamSid":"${STREAM_SID}"}`,
     ];
     for (let k = 0; k < frames; k++) {
-      out.push(JSON.stringify({ event: 'media', media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: CALLER_FRAMES[k]!.toString('base64') }, streamSid: STREAM_SID }));
+      out.push(
+        JSON.stringify({
+          event: 'media',
+          media: { track: 'inbound', chunk: String(k + 1), timestamp: String(k * 20), payload: CALLER_FRAMES[k]!.toString('base64') },
+          streamSid: STREAM_SID,
+        }),
+      );
     }
     out.push(`{"event":"stop","streamSid":"${STREAM_SID}"}`);
     return out;
@@ -360,7 +378,16 @@ describe('TwilioMediaBridge as a Duplex', () => {
     await once(wss, 'listening');
     const done: Array<Promise<void>> = [];
     wss.on('connection', (ws) => {
-      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS, output: 'json' });
+      const bridge = new TwilioMediaBridge({
+        from: 'en-us',
+        to: 'es-es',
+        apiKey: KEY,
+        realtimeUrl: emulator.realtimeUrl,
+        quietPeriodMs: 200,
+        maxAheadMs: AHEAD_MS,
+        maxTimestampLeadMs: AHEAD_MS,
+        output: 'json',
+      });
       const socket = createWebSocketStream(ws, { readableObjectMode: true, decodeStrings: false });
       done.push(pipeline(socket, bridge, socket));
     });
@@ -389,7 +416,15 @@ describe('TwilioMediaBridge as a Duplex', () => {
     const calls: Array<{ ws: WebSocket; bridge: TwilioMediaBridge; before: number[]; done: Promise<void> }> = [];
     wss.on('connection', (ws) => {
       const before = events.map((e) => ws.listenerCount(e));
-      const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS });
+      const bridge = new TwilioMediaBridge({
+        from: 'en-us',
+        to: 'es-es',
+        apiKey: KEY,
+        realtimeUrl: emulator.realtimeUrl,
+        quietPeriodMs: 200,
+        maxAheadMs: AHEAD_MS,
+        maxTimestampLeadMs: AHEAD_MS,
+      });
       const done = bridgeTwilioSocket(ws, bridge);
       done.catch(() => undefined);
       calls.push({ ws, bridge, before, done });
@@ -633,7 +668,7 @@ describe('inbound timeline and validation', () => {
 describe('the example bridge server checks X-Twilio-Signature when it has the auth token', () => {
   const TOKEN = 'twilio-auth-token-for-tests';
 
-  it('computes Twilio\'s signature (its documented example, and one computed here)', () => {
+  it("computes Twilio's signature (its documented example, and one computed here)", () => {
     // Twilio's documented example: auth token 12345, this URL, these POST parameters.
     const params: Array<[string, string]> = [
       ['CallSid', 'CA1234567890ABCDE'],
@@ -660,7 +695,15 @@ describe('the example bridge server checks X-Twilio-Signature when it has the au
     const server = await startTwilioBridgeServer({
       authToken: TOKEN,
       publicHost: 'bridge.example',
-      bridge: { from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl: emulator.realtimeUrl, quietPeriodMs: 200, maxAheadMs: AHEAD_MS, maxTimestampLeadMs: AHEAD_MS },
+      bridge: {
+        from: 'en-us',
+        to: 'es-es',
+        apiKey: KEY,
+        realtimeUrl: emulator.realtimeUrl,
+        quietPeriodMs: 200,
+        maxAheadMs: AHEAD_MS,
+        maxTimestampLeadMs: AHEAD_MS,
+      },
       onCall: (call) => calls.push(call),
     });
     servers.push(server);
@@ -722,7 +765,7 @@ describe('the example bridge server checks X-Twilio-Signature when it has the au
 /* Unit: the message codec                                                                     */
 
 describe('parseTwilioMessage', () => {
-  it('parses Twilio\'s messages from literal JSON', () => {
+  it("parses Twilio's messages from literal JSON", () => {
     expect(parseTwilioMessage('{"event":"connected","protocol":"Call","version":"1.0.0"}')).toEqual({
       event: 'connected',
       protocol: 'Call',
@@ -903,7 +946,10 @@ describe('SpeechOnsetDetector', () => {
         trace.push([fromPcm.push(decoded.subarray(at * 2, end * 2)), fromPcm.speaking, fromMulaw.push(mulaw.subarray(at, end)), fromMulaw.speaking]);
       }
       for (const [a, speakingA, b, speakingB] of trace) expect([b, speakingB]).toEqual([a, speakingA]);
-      expect(trace.reduce((n, [a]) => n + a, 0), `chunks of ${size}`).toBeGreaterThan(3);
+      expect(
+        trace.reduce((n, [a]) => n + a, 0),
+        `chunks of ${size}`,
+      ).toBeGreaterThan(3);
     }
     expect(() => new SpeechOnsetDetector({ sampleRate: 8000, encoding: 'alaw' as never })).toThrow(/encoding.*pcm16, mulaw/);
   });

@@ -46,7 +46,12 @@ describe('waitFor', () => {
   it('listens to several emitters', async () => {
     const [one, two] = [new EventEmitter(), new EventEmitter()];
     let ready = false;
-    const waiting = waitFor(() => ready, { onEvent: [[one, 'x'], [two, 'y']] });
+    const waiting = waitFor(() => ready, {
+      onEvent: [
+        [one, 'x'],
+        [two, 'y'],
+      ],
+    });
     ready = true;
     two.emit('y');
     await expect(waiting).resolves.toBe(true);

@@ -8,7 +8,18 @@ import { extname, join } from 'node:path';
 import type { DubbingRequest, DubbedOutput } from '../../lib/http/dubbing.js';
 import { TRANSCRIPT_FORMATS, dubSchema, type TranscriptFormat } from '../../lib/http/schemas.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, listFlag, parseCommand, taskSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkRequest,
+  listFlag,
+  parseCommand,
+  taskSettings,
+  withService,
+} from './service.js';
 import { localResult, taskRun } from './task-waits.js';
 import { DownloadError, downloadToFile, writeTextOutput } from './outputs.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
@@ -81,7 +92,8 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
   }
   const transcript = values.transcript as TranscriptFormat | undefined;
   if (transcript !== undefined) {
-    if (!(TRANSCRIPT_FORMATS as readonly string[]).includes(transcript)) throw new UsageError(`--transcript expects one of ${TRANSCRIPT_FORMATS.join(', ')} (got "${transcript}").`);
+    if (!(TRANSCRIPT_FORMATS as readonly string[]).includes(transcript))
+      throw new UsageError(`--transcript expects one of ${TRANSCRIPT_FORMATS.join(', ')} (got "${transcript}").`);
     if (values.output === undefined) throw new UsageError('--transcript needs -o DIR to write the transcripts into.');
   }
   if (values.output !== undefined && !values['no-wait']) await checkOutputDirectory(io, values.output, '-o', values['create-dirs'] === true);
@@ -112,14 +124,21 @@ export async function runDub(args: string[], io: CliIo): Promise<number> {
         if (url === undefined) continue;
         const path = join(dir, `${stem}${kind === 'video' ? '-video' : ''}${extensionOf(url, kind === 'audio' ? '.audio' : '.video')}`);
         try {
-          await downloadToFile(service, () => client.dub.openFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }), path, `${kind} of run ${run}`);
+          await downloadToFile(
+            service,
+            () => client.dub.openFile(run, kind, { signal, ...(output.language ? { language: output.language } : {}) }),
+            path,
+            `${kind} of run ${run}`,
+          );
           io.stdout.write(`${path}\n`);
         } catch (error) {
           if (signal.aborted) throw error instanceof DownloadError ? error.failure : error;
           failures++;
           const { failure, partial } = error instanceof DownloadError ? error : { failure: error, partial: undefined };
           const kept = partial ? `; ${partial.label} holds ${partial.holds} received` : '';
-          io.stderr.write(`rt-translate: ${kind} of run ${run}${language ? ` (${language})` : ''} failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}\n`);
+          io.stderr.write(
+            `rt-translate: ${kind} of run ${run}${language ? ` (${language})` : ''} failed: ${describeFailure(failure).replace(/^rt-translate: /, '')}${kept}\n`,
+          );
         }
       }
       if (transcript !== undefined) {

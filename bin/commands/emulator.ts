@@ -217,7 +217,8 @@ function parseSegmentation(values: {
   const options: RealtimeEmulatorOptions = {};
   const mode = values.segmentation;
   if (mode !== undefined) {
-    if (!(SEGMENTATIONS as readonly string[]).includes(mode)) throw new UsageError(`--segmentation expects ${SEGMENTATIONS.join(', ').replace(/, (\w+)$/, ' or $1')} (got "${mode}").`);
+    if (!(SEGMENTATIONS as readonly string[]).includes(mode))
+      throw new UsageError(`--segmentation expects ${SEGMENTATIONS.join(', ').replace(/, (\w+)$/, ' or $1')} (got "${mode}").`);
     options.segmentation = mode as Segmentation;
   }
   const splitMs = intFlag(values['split-ms'], '--split-ms', 1);
@@ -266,7 +267,7 @@ export async function runEmulator(args: string[], io: CliIo, signal?: AbortSigna
     return EXIT_OK;
   }
   if (values.reset) {
-    if (args.length !== 1) throw new UsageError('--reset goes alone: it forgets the embedded emulator\'s state and exits.');
+    if (args.length !== 1) throw new UsageError("--reset goes alone: it forgets the embedded emulator's state and exits.");
     return resetState(io);
   }
   const audioFrames = values['audio-frames'];

@@ -12,17 +12,7 @@ import { ConfigError, ValidationError } from '../../lib/errors.js';
 import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
 import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
 import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import {
-  EXIT_FAILURE,
-  EXIT_OK,
-  EXIT_USAGE,
-  UsageError,
-  describeFailure,
-  interruptedStatus,
-  parseCommandLine,
-  stopThenAbort,
-  type CliIo,
-} from '../cli.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, interruptedStatus, parseCommandLine, stopThenAbort, type CliIo } from '../cli.js';
 import { openCommandInput } from '../audio-io.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { keptLine, openOutputFile, type PartialFile } from '../output-file.js';
@@ -97,7 +87,10 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   if (values.events === '-' && linesToStdout) throw new UsageError('--events - and the transcript would both go to standard output: pass -o PATH.');
   // The language and model are checked before anything is opened or started.
   try {
-    encodeLiveQuery({ ...(values.language !== undefined ? { language: values.language } : {}), ...(values.model !== undefined ? { model: values.model } : {}) });
+    encodeLiveQuery({
+      ...(values.language !== undefined ? { language: values.language } : {}),
+      ...(values.model !== undefined ? { model: values.model } : {}),
+    });
   } catch (error) {
     if (error instanceof ValidationError) throw new UsageError(error.message.replace(/^Invalid (language|model):/, (_m, name: string) => `Invalid --${name}:`));
     throw error;
@@ -141,7 +134,9 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   }
   listener.on('warning', (warning) => io.stderr.write(`rt-translate: warning: ${warning.message}\n`));
   listener.on('reconnecting', ({ attempt, delayMs, cause }) =>
-    io.stderr.write(`rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})\n`),
+    io.stderr.write(
+      `rt-translate: connection lost (${cause.message.replace(/\.$/, '')}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})\n`,
+    ),
   );
   if (values.interim === true) listener.on('interim', (r) => io.stderr.write(`(interim) ${r.transcript}\n`));
   const logging = events ? logEvents(listener.events(), liveEventToRecord, events) : undefined;
@@ -157,12 +152,18 @@ export async function runListen(args: string[], io: CliIo): Promise<number> {
   let lines = 0;
   let failure: unknown;
   try {
-    await pipeline(source, listener, async function* (results: AsyncIterable<LiveTranscript>) {
-      for await (const result of results) {
-        lines++;
-        yield lineOf(result, values.json === true);
-      }
-    }, output, { end: !linesToStdout });
+    await pipeline(
+      source,
+      listener,
+      async function* (results: AsyncIterable<LiveTranscript>) {
+        for await (const result of results) {
+          lines++;
+          yield lineOf(result, values.json === true);
+        }
+      },
+      output,
+      { end: !linesToStdout },
+    );
   } catch (error) {
     failure = error;
   }

@@ -12,7 +12,17 @@ import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
 import { lookUpSeparationRuns } from '../../lib/http/endpoints.js';
 import type { SeparationTrack } from '../../lib/http/requester.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, PROGRESS_OPTIONS, PROGRESS_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService, type Service } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  PROGRESS_OPTIONS,
+  PROGRESS_USAGE,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  parseCommand,
+  serviceSettings,
+  withService,
+  type Service,
+} from './service.js';
 import { DownloadError, downloadToFile } from './outputs.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 

@@ -12,7 +12,15 @@
 import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
 import { LocalizationClient } from '../../lib/http/client.js';
 import type { RunningEmulator } from '../../lib/emulator/server.js';
-import { EMULATOR_DEFAULT_API_KEY, ENV_HOME, ENV_XDG_STATE_HOME, NO_STATE_DIR, embeddedRefusalHint, emulatorStateDir, startEmbeddedEmulator } from '../embedded-emulator.js';
+import {
+  EMULATOR_DEFAULT_API_KEY,
+  ENV_HOME,
+  ENV_XDG_STATE_HOME,
+  NO_STATE_DIR,
+  embeddedRefusalHint,
+  emulatorStateDir,
+  startEmbeddedEmulator,
+} from '../embedded-emulator.js';
 import { ValidationError } from '../../lib/errors.js';
 import { ServiceValidationError } from '../../lib/http/errors.js';
 import { fromWireName } from '../../lib/http/wire.js';
@@ -35,7 +43,13 @@ export type ParsedCommand<O extends CommandOptions> = ReturnType<typeof parseArg
  * line of `usage`). With `--help`, prints `usage` on stdout and returns undefined: the command
  * then ends with status 0.
  */
-export function parseCommand<O extends CommandOptions>(args: string[], options: O, usage: string, io: CliIo, allowPositionals = false): ParsedCommand<O> | undefined {
+export function parseCommand<O extends CommandOptions>(
+  args: string[],
+  options: O,
+  usage: string,
+  io: CliIo,
+  allowPositionals = false,
+): ParsedCommand<O> | undefined {
   const command = /^Usage: (rt-translate(?: [a-z][a-z-]*)?)/.exec(usage)?.[1] ?? 'rt-translate';
   const parsed = parseCommandLine({ args, options, strict: true, allowPositionals }, `${command} --help`);
   if ((parsed.values as { help?: boolean }).help) {
@@ -47,7 +61,12 @@ export function parseCommand<O extends CommandOptions>(args: string[], options: 
 
 /** A comma-separated flag value as its items (`es-es,fr-fr`), blanks dropped. */
 export function listFlag(value: string | undefined): string[] {
-  return value?.split(',').map((item) => item.trim()).filter((item) => item !== '') ?? [];
+  return (
+    value
+      ?.split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '') ?? []
+  );
 }
 
 /** Flags every HTTP subcommand takes (`parseArgs` form). */
@@ -141,7 +160,8 @@ export async function serviceSettings(values: ServiceValues, io: CliIo, stdinTak
   const allowInsecure = values['allow-insecure'] === true;
   const apiKey = await resolveKeyFlags(values, io, { required: !useEmulator, stdinTaken });
   // Messages name what the user typed: the flag or the variable, and --allow-insecure.
-  if (!useEmulator) parseServiceUrl(baseOption!, values['base-url'] !== undefined ? '--base-url' : ENV_BASE_URL, 'https:', { allowInsecure, hints: FLAG_HINTS });
+  if (!useEmulator)
+    parseServiceUrl(baseOption!, values['base-url'] !== undefined ? '--base-url' : ENV_BASE_URL, 'https:', { allowInsecure, hints: FLAG_HINTS });
   const pollMs = intFlag(values['poll-ms'], '--poll-ms', 10);
   const progress = progressMode(values, io.stderr);
   return {
@@ -324,7 +344,8 @@ export function requirePersistentService(settings: ServiceSettings, need: string
 /** `--run ID` as a run id, or undefined; `--run` with `--no-wait` is a usage error. */
 export function runFlag(values: TaskValues): number | undefined {
   const runId = intFlag(values.run, '--run', 1);
-  if (runId !== undefined && values['no-wait']) throw new UsageError('--run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.');
+  if (runId !== undefined && values['no-wait'])
+    throw new UsageError('--run and --no-wait do not go together: --run fetches a result, --no-wait only creates a task.');
   return runId;
 }
 

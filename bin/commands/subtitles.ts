@@ -10,7 +10,18 @@ import { subtitlesSchema } from '../../lib/http/schemas.js';
 import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 import { languageValue } from './dub.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, listFlag, parseCommand, taskSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkRequest,
+  listFlag,
+  parseCommand,
+  taskSettings,
+  withService,
+} from './service.js';
 import { taskRun } from './task-waits.js';
 import { checkOutput, writeTextOutput } from './outputs.js';
 import { transcriptFormat } from './transcribe.js';
@@ -73,7 +84,7 @@ export async function runSubtitles(args: string[], io: CliIo): Promise<number> {
     checkRequest(subtitlesSchema, request);
   }
   const languages = toDirectory ? [values.from, ...targets] : [values.language ?? targets[0] ?? values.from];
-  if (languages.some((l) => l === undefined)) throw new UsageError('give --language (or --from and --to) with --run to name the subtitles\' language.');
+  if (languages.some((l) => l === undefined)) throw new UsageError("give --language (or --from and --to) with --run to name the subtitles' language.");
   const createDirs = values['create-dirs'] === true;
   if (!values['no-wait']) {
     if (toDirectory) await checkOutputDirectory(io, values.output!, '-o', createDirs);

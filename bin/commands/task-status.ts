@@ -6,7 +6,17 @@
 import type { TaskProgress } from '../../lib/http/tasks.js';
 import { TASK_KINDS, TASK_KIND_SPECS, isTaskKind } from '../../lib/http/task-kinds.js';
 import { EXIT_OK, UsageError, didYouMean, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, POLL_OPTIONS, POLL_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, requirePersistentService, serviceSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  POLL_OPTIONS,
+  POLL_USAGE,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  parseCommand,
+  requirePersistentService,
+  serviceSettings,
+  withService,
+} from './service.js';
 import { waitForRun } from './task-waits.js';
 
 const KIND_LINES = TASK_KINDS.map((kind) => `    ${kind.padEnd(20)}${TASK_KIND_SPECS[kind].label}`).join('\n');

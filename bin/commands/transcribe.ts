@@ -72,7 +72,11 @@ export async function runTranscribe(args: string[], io: CliIo): Promise<number> 
   const parsed = parseCommand(args, OPTIONS, TRANSCRIBE_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = await taskSettings(values, io, values.run === undefined && values.input === '-' ? 'the recording must come from a file: pass -i PATH' : undefined);
+  const settings = await taskSettings(
+    values,
+    io,
+    values.run === undefined && values.input === '-' ? 'the recording must come from a file: pass -i PATH' : undefined,
+  );
   const format = transcriptFormat(values.format, values.output, 'json');
   let request: TranscriptionRequest | undefined;
   if (values.run === undefined) {

@@ -158,7 +158,9 @@ export async function withTransfer<T>(progress: LiveStatus, step: TransferStep, 
   }
   const p = state();
   const audio = p.audioSeconds ?? p.totalAudioSeconds;
-  progress.stop(`rt-translate: ${step.done} (${byteText(p.bytes ?? 0)}${audio !== undefined ? `, ${audioText(audio)} of audio` : ''}) in ${elapsedText(p.elapsedMs)}`);
+  progress.stop(
+    `rt-translate: ${step.done} (${byteText(p.bytes ?? 0)}${audio !== undefined ? `, ${audioText(audio)} of audio` : ''}) in ${elapsedText(p.elapsedMs)}`,
+  );
   return result;
 }
 

@@ -72,7 +72,12 @@ export async function runTranslateText(args: string[], io: CliIo): Promise<numbe
     if (texts.length === 0) throw new UsageError('no text to translate: give TEXT arguments, --file PATH, or lines on stdin.');
     const from = /^\d+$/.test(values.from) ? Number(values.from) : values.from;
     const to = /^\d+$/.test(values.to) ? Number(values.to) : values.to;
-    request = { texts, sourceLanguage: from, targetLanguage: to, ...(values.formal ? { formality: 2 as const } : values.casual ? { formality: 1 as const } : {}) };
+    request = {
+      texts,
+      sourceLanguage: from,
+      targetLanguage: to,
+      ...(values.formal ? { formality: 2 as const } : values.casual ? { formality: 1 as const } : {}),
+    };
     checkRequest(translationSchema, request);
     if (values.stream && texts.length !== 1) throw new UsageError(`--stream translates one text (got ${texts.length}).`);
   }

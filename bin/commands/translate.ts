@@ -29,7 +29,16 @@ import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
-import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, connect, createSession, logEvents, openEventsOutput, resolveAccess, translationOptions } from '../realtime-access.js';
+import {
+  ACCESS_OPTIONS,
+  REALTIME_STDIN_NOTE,
+  connect,
+  createSession,
+  logEvents,
+  openEventsOutput,
+  resolveAccess,
+  translationOptions,
+} from '../realtime-access.js';
 import { inputFailureLine, statsLines } from '../realtime-summary.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation

@@ -7,7 +7,18 @@
 import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
 import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, runFlag, taskSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkRequest,
+  parseCommand,
+  runFlag,
+  taskSettings,
+  withService,
+} from './service.js';
 import { taskRun } from './task-waits.js';
 import { audioOutput, checkOutput, isStdout } from './outputs.js';
 import { describeRetry, downloadSource, withTransfer } from './transfers.js';

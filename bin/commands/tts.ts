@@ -7,7 +7,17 @@ import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSche
 import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
 import { wavDataLayout, type WavDataLayout } from '../../lib/audio/wav.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, PROGRESS_OPTIONS, PROGRESS_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, checkRequest, parseCommand, serviceSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  PROGRESS_OPTIONS,
+  PROGRESS_USAGE,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  checkRequest,
+  parseCommand,
+  serviceSettings,
+  withService,
+} from './service.js';
 import { audioOutput, checkOutput } from './outputs.js';
 import { withTransfer, type TransferSource } from './transfers.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
@@ -55,7 +65,6 @@ const OPTIONS = {
   ...CREATE_DIRS_OPTION,
 } as const;
 
-
 function outputFormat(flag: string | undefined, output: string | undefined): OutputFormat {
   if (flag !== undefined) {
     if (!(OUTPUT_FORMATS as readonly string[]).includes(flag)) {
@@ -63,7 +72,12 @@ function outputFormat(flag: string | undefined, output: string | undefined): Out
     }
     return flag as OutputFormat;
   }
-  const ext = checkOutputName(output, Object.keys(FORMAT_BY_EXTENSION), 'tts writes the audio the service streams', `, or pass --format (${OUTPUT_FORMATS.join(', ')})`);
+  const ext = checkOutputName(
+    output,
+    Object.keys(FORMAT_BY_EXTENSION),
+    'tts writes the audio the service streams',
+    `, or pass --format (${OUTPUT_FORMATS.join(', ')})`,
+  );
   return FORMAT_BY_EXTENSION[ext] ?? 'wav';
 }
 

@@ -8,7 +8,18 @@ import { basename } from 'node:path';
 import { GENDER_VALUES } from '../../lib/http/schemas.js';
 import type { Voice } from '../../lib/http/voices.js';
 import { EXIT_OK, UsageError, didYouMean, intFlag, type CliIo } from '../cli.js';
-import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, serviceSettings, taskSettings, withService } from './service.js';
+import {
+  EXIT_USAGE_TEXT,
+  SERVICE_OPTIONS,
+  SERVICE_USAGE,
+  TASK_OPTIONS,
+  TASK_USAGE,
+  checkRequest,
+  parseCommand,
+  serviceSettings,
+  taskSettings,
+  withService,
+} from './service.js';
 import { localResult, taskRun } from './task-waits.js';
 import { withUploadProgress } from './transfers.js';
 import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
@@ -87,7 +98,11 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
   const parsed = parseCommand(action === first ? rest : args, OPTIONS, VOICES_USAGE, io);
   if (!parsed) return EXIT_OK;
   const { values } = parsed;
-  const settings = await taskSettings(values, io, action === 'create' && values.file === '-' ? 'the recording must come from a file: pass --file PATH' : undefined);
+  const settings = await taskSettings(
+    values,
+    io,
+    action === 'create' && values.file === '-' ? 'the recording must come from a file: pass --file PATH' : undefined,
+  );
 
   if (action === 'create') {
     if (values.name === undefined) throw new UsageError('--name NAME is required (see --help).');
@@ -109,9 +124,7 @@ export async function runVoices(args: string[], io: CliIo): Promise<number> {
     const file = typeof media === 'string' ? media : { data: media, filename: 'stdin' };
     const shown = typeof media === 'string' ? basename(values.file) : 'standard input';
     return withService(settings, io, async ({ client, signal, progress }) => {
-      const created = await withUploadProgress(progress, shown, (onUploadProgress) =>
-        client.voices.create({ ...request, file }, { signal, onUploadProgress }),
-      );
+      const created = await withUploadProgress(progress, shown, (onUploadProgress) => client.voices.create({ ...request, file }, { signal, onUploadProgress }));
       io.stdout.write(`created voice ${created.voiceId}\n`);
       return EXIT_OK;
     });

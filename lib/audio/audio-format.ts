@@ -65,7 +65,6 @@ export function silenceByte(format: SampleFormat): number {
   return 0;
 }
 
-
 /** Throws a `ValidationError` for `field` unless `value` is one of `SAMPLE_FORMATS`. */
 export function validateSampleFormat(value: unknown, field: string, accepted: readonly SampleFormat[] = SAMPLE_FORMATS): SampleFormat {
   if (typeof value === 'string' && (accepted as readonly string[]).includes(value)) return value as SampleFormat;

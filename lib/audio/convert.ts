@@ -9,12 +9,7 @@
  * changes, G.711 decoding and encoding and the channel mix run inside the resampler's own pass
  * (the same bytes, without a buffer per stage).
  */
-import {
-  SERVICE_FORMAT,
-  resolveDescription,
-  type AudioDescription,
-  type ResolvedAudioDescription,
-} from './audio-format.js';
+import { SERVICE_FORMAT, resolveDescription, type AudioDescription, type ResolvedAudioDescription } from './audio-format.js';
 import { createChannelProcessor } from './channels.js';
 import { createG711DecodeProcessor, createG711EncodeProcessor, type G711Law } from './g711.js';
 import { AudioTransform, ChainProcessor, PassThroughProcessor, type AudioProcessor, type AudioTransformOptions } from './processor.js';
@@ -77,14 +72,14 @@ export function planConversion(from: ResolvedAudioDescription, to: ResolvedAudio
     if (g711(from.format)) add(`decode ${from.format}`, createG711DecodeProcessor(from.format));
     else if (from.format !== 's16le') add(`format ${from.format}->s16le`, createSampleFormatProcessor(from.format, 's16le'));
     // 2. Channels.
-    if (fromChannels !== toChannels) add(`${fromChannels > toChannels ? 'down' : 'up'}mix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
+    if (fromChannels !== toChannels)
+      add(`${fromChannels > toChannels ? 'down' : 'up'}mix ${fromChannels}->${toChannels}`, createChannelProcessor(fromChannels, toChannels));
     // 3. To the target format.
     if (g711(to.format)) add(`encode ${to.format}`, createG711EncodeProcessor(to.format));
     else if (to.format !== 's16le') add(`format s16le->${to.format}`, createSampleFormatProcessor('s16le', to.format));
   }
 
-  const processor =
-    processors.length === 0 ? new PassThroughProcessor() : processors.length === 1 ? processors[0]! : new ChainProcessor(processors);
+  const processor = processors.length === 0 ? new PassThroughProcessor() : processors.length === 1 ? processors[0]! : new ChainProcessor(processors);
   return { from, to, stages, processor };
 }
 

@@ -55,7 +55,7 @@ export function wavLayout(head: Uint8Array): WavLayout | undefined {
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
   const littleEndian = riff === 'RIFF';
   let format: { blockAlign: number; byteRate: number } | undefined;
-  for (let at = 12; at + 8 <= head.length; ) {
+  for (let at = 12; at + 8 <= head.length;) {
     const id = chunkId(head, at);
     const size = view.getUint32(at + 4, littleEndian);
     if (id === 'data') return format && { dataOffset: at + 8, ...format, littleEndian };
@@ -284,7 +284,7 @@ export class FlacCutScanner {
 async function finishFlac(file: FileHandle, size: number): Promise<CutAudio> {
   const scanner = new FlacCutScanner();
   const chunk = Buffer.alloc(1 << 20);
-  for (let offset = 0; offset < size; ) {
+  for (let offset = 0; offset < size;) {
     const { bytesRead } = await file.read(chunk, 0, chunk.length, offset);
     if (bytesRead === 0) break;
     scanner.push(chunk.subarray(0, bytesRead));

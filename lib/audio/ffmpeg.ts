@@ -113,8 +113,20 @@ export class FfmpegDecoder extends Duplex {
     const input = fromFile ? ['-nostdin', '-i', `file:${resolve(options.inputPath!)}`] : ['-i', 'pipe:0'];
     // ffmpeg's raw muxers have the library's format names (s16le, s16be, f32le, mulaw, alaw).
     const args = [
-      '-hide_banner', '-loglevel', 'error', ...input,
-      '-vn', '-sn', '-dn', '-f', to.format, '-ar', String(to.rate), '-ac', String(to.channels), 'pipe:1',
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      ...input,
+      '-vn',
+      '-sn',
+      '-dn',
+      '-f',
+      to.format,
+      '-ar',
+      String(to.rate),
+      '-ac',
+      String(to.channels),
+      'pipe:1',
     ];
     super({
       readableHighWaterMark: options.readableHighWaterMark,

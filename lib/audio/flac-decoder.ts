@@ -301,17 +301,14 @@ export class FlacPcmDecoder {
     const samples = this.samplesDecoded;
     if (info.totalSamples !== 0 && samples !== info.totalSamples) {
       throw new IntegrityError(
-        `The FLAC stream decoded to ${samples} samples per channel but its STREAMINFO says ${info.totalSamples}: ` +
-          'the data is truncated or corrupt.',
+        `The FLAC stream decoded to ${samples} samples per channel but its STREAMINFO says ${info.totalSamples}: ` + 'the data is truncated or corrupt.',
       );
     }
     if (!hasKnownMd5(info)) return;
     this.#digest ??= this.#hash.digest('hex');
     const md5 = this.#digest;
     if (md5 !== info.md5) {
-      throw new IntegrityError(
-        `The MD5 of the decoded audio (${md5}) does not match the FLAC stream's STREAMINFO (${info.md5}): the data is corrupt.`,
-      );
+      throw new IntegrityError(`The MD5 of the decoded audio (${md5}) does not match the FLAC stream's STREAMINFO (${info.md5}): the data is corrupt.`);
     }
   }
 }

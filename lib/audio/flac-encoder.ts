@@ -408,10 +408,38 @@ export function encodeFlac(pcm: Uint8Array, options: FlacEncoderOptions): Buffer
       const pm = analyzer.plan(mid, n, 16);
       const ps = analyzer.plan(side, n, 17);
       const layouts: Array<[number, number, typeof subframes]> = [
-        [pl.bits + pr.bits, 0b0001, [{ x: left, bps: 16, plan: pl }, { x: right, bps: 16, plan: pr }]],
-        [pl.bits + ps.bits, 0b1000, [{ x: left, bps: 16, plan: pl }, { x: side, bps: 17, plan: ps }]],
-        [ps.bits + pr.bits, 0b1001, [{ x: side, bps: 17, plan: ps }, { x: right, bps: 16, plan: pr }]],
-        [pm.bits + ps.bits, 0b1010, [{ x: mid, bps: 16, plan: pm }, { x: side, bps: 17, plan: ps }]],
+        [
+          pl.bits + pr.bits,
+          0b0001,
+          [
+            { x: left, bps: 16, plan: pl },
+            { x: right, bps: 16, plan: pr },
+          ],
+        ],
+        [
+          pl.bits + ps.bits,
+          0b1000,
+          [
+            { x: left, bps: 16, plan: pl },
+            { x: side, bps: 17, plan: ps },
+          ],
+        ],
+        [
+          ps.bits + pr.bits,
+          0b1001,
+          [
+            { x: side, bps: 17, plan: ps },
+            { x: right, bps: 16, plan: pr },
+          ],
+        ],
+        [
+          pm.bits + ps.bits,
+          0b1010,
+          [
+            { x: mid, bps: 16, plan: pm },
+            { x: side, bps: 17, plan: ps },
+          ],
+        ],
       ];
       let chosen = layouts[0]!;
       for (const layout of layouts) if (layout[0] < chosen[0]) chosen = layout;

@@ -127,4 +127,3 @@ export class FlacDecodeStream extends withEvents<FlacDecodeStreamEvents>()(Trans
 export interface FlacDecodeStreamEvents {
   format: [info: FlacStreamInfo];
 }
-

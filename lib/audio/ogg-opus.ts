@@ -316,4 +316,3 @@ export class OggOpusDecoder extends withEvents<OggOpusDecoderEvents>()(Transform
 export interface OggOpusDecoderEvents {
   format: [format: OggOpusFormat];
 }
-

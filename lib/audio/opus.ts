@@ -308,7 +308,8 @@ class OpusScriptCodec implements OpusCodec {
   /** Decodes `packet`; returns the PCM's 16-bit cells in the module's memory, one per byte. */
   #decodeCells(packet: Buffer): Uint16Array {
     const handler = this.#live;
-    if (packet.length > OPUS_MAX_PACKET_BYTES) throw new IntegrityError(`Opus decode failed: a packet of ${packet.length} bytes (at most ${OPUS_MAX_PACKET_BYTES}).`);
+    if (packet.length > OPUS_MAX_PACKET_BYTES)
+      throw new IntegrityError(`Opus decode failed: a packet of ${packet.length} bytes (at most ${OPUS_MAX_PACKET_BYTES}).`);
     this.#wasm.HEAPU8.set(packet, this.#packet);
     const samples = handler._decode(this.#packet, packet.length, this.#pcm);
     if (samples < 0) throw new IntegrityError(`Opus decode failed (libopus error ${samples}).`);

@@ -91,7 +91,11 @@ export class Pacer extends Duplex {
     const frameMs = options.frameMs ?? 20;
     const samples = (sampleRate * frameMs) / 1000;
     if (typeof frameMs !== 'number' || !(frameMs > 0) || !Number.isInteger(samples)) {
-      throw new ValidationError('frameMs', `a frame duration in ms giving a whole number of samples at ${sampleRate} Hz (e.g. 10 or 20)`, describeReceived(frameMs));
+      throw new ValidationError(
+        'frameMs',
+        `a frame duration in ms giving a whole number of samples at ${sampleRate} Hz (e.g. 10 or 20)`,
+        describeReceived(frameMs),
+      );
     }
     const highWaterMs = options.highWaterMs ?? 200;
     if (typeof highWaterMs !== 'number' || !(highWaterMs >= 0)) {

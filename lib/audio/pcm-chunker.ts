@@ -52,9 +52,7 @@ export interface PartialFrameInfo {
  * abort signal; every other stream option is ignored (the chunker always runs in byte mode and
  * hands strings to its own validation).
  */
-export interface PcmChunkerOptions
-  extends PcmFormat,
-    Pick<TransformOptions, 'highWaterMark' | 'readableHighWaterMark' | 'writableHighWaterMark' | 'signal'> {
+export interface PcmChunkerOptions extends PcmFormat, Pick<TransformOptions, 'highWaterMark' | 'readableHighWaterMark' | 'writableHighWaterMark' | 'signal'> {
   /**
    * Duration of one output chunk, in milliseconds: a number greater than 0 and at most 60000.
    * Default 40 (short chunks keep latency low). Not together with `chunkBytes`.

@@ -260,7 +260,9 @@ class KernelResampleProcessor extends ResampleProcessor {
     // Scratch: state (2 x int32), one planar buffer per channel, the input as given, the input
     // as int16, the output as int16, the output encoded.
     const planeBytes = alignKernel(len * 2);
-    const state = kernel.scratch(16 + channels * planeBytes + alignKernel(inBytes) + alignKernel(samplesIn * 2) + alignKernel(outSamples * 2) + alignKernel(outSamples));
+    const state = kernel.scratch(
+      16 + channels * planeBytes + alignKernel(inBytes) + alignKernel(samplesIn * 2) + alignKernel(outSamples * 2) + alignKernel(outSamples),
+    );
     const planes = state + 16;
     const raw = planes + channels * planeBytes;
     const pcm = raw + alignKernel(inBytes);
@@ -289,7 +291,20 @@ class KernelResampleProcessor extends ResampleProcessor {
     for (let c = 0; c < channels; c++) {
       i32[state >> 2] = this.#pos;
       i32[(state >> 2) + 1] = this.#phase;
-      produced = exports.fir(planes + c * planeBytes, len, state, this.up, this.stepFrames, this.stepPhase, table, kp, output + c * 2, this.outChannels, copies, maxOut);
+      produced = exports.fir(
+        planes + c * planeBytes,
+        len,
+        state,
+        this.up,
+        this.stepFrames,
+        this.stepPhase,
+        table,
+        kp,
+        output + c * 2,
+        this.outChannels,
+        copies,
+        maxOut,
+      );
     }
     this.#pos = i32[state >> 2]!;
     this.#phase = i32[(state >> 2) + 1]!;
@@ -471,7 +486,8 @@ export function createResampleProcessor(inputRate: number, outputRate: number, c
     throw new ValidationError('channels', mix === 'down' ? '2 to mix down' : '1 to mix up', describeReceived(channels));
   }
   if (inputRate === outputRate) {
-    if (mix !== 'none' || decode || encode) throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', describeReceived(outputRate));
+    if (mix !== 'none' || decode || encode)
+      throw new ValidationError('outputRate', 'a rate other than the input rate when stages are folded in', describeReceived(outputRate));
     return new PassThroughProcessor();
   }
   const design = designResampler(inputRate, outputRate);

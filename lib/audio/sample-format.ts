@@ -8,14 +8,7 @@
  */
 import type { SampleFormat } from './audio-format.js';
 import { validateSampleFormat } from './audio-format.js';
-import {
-  AudioTransform,
-  FrameProcessor,
-  PassThroughProcessor,
-  toInt16,
-  type AudioProcessor,
-  type AudioTransformOptions,
-} from './processor.js';
+import { AudioTransform, FrameProcessor, PassThroughProcessor, toInt16, type AudioProcessor, type AudioTransformOptions } from './processor.js';
 
 /** The PCM formats this module converts between. */
 export type PcmSampleFormat = Extract<SampleFormat, 's16le' | 's16be' | 'f32le'>;

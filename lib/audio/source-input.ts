@@ -209,7 +209,8 @@ async function checkRaw(input: Input, format: SampleFormat, desc: AudioSourceDes
 
 async function sniffKind(input: Input, desc: AudioSourceDescription, names: FieldNames): Promise<InputKind> {
   const format = desc.format;
-  if (format !== undefined) return (SAMPLE_FORMATS as readonly string[]).includes(format) ? { kind: 'raw', format: format as SampleFormat } : { kind: format as SourceContainer };
+  if (format !== undefined)
+    return (SAMPLE_FORMATS as readonly string[]).includes(format) ? { kind: 'raw', format: format as SampleFormat } : { kind: format as SourceContainer };
   let want = SNIFF_BYTES;
   let head: Buffer;
   ({ head, stream: input.stream } = await peekStart(input.stream, want));

@@ -377,4 +377,3 @@ export async function openAudioSource(
   });
   return second.ready();
 }
-

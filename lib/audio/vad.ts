@@ -65,7 +65,12 @@ export class VoiceActivityDetector {
   constructor(options: VoiceActivityOptions = {}) {
     const db = numberOption(options.thresholdDbfs, 'thresholdDbfs', { max: 0, fallback: DEFAULT_VAD_THRESHOLD_DBFS, accepted: 'a number of dBFS, at most 0' });
     const silence = numberOption(options.silenceMs, 'silenceMs', { above: 0, fallback: DEFAULT_VAD_SILENCE_MS, accepted: 'a positive number of milliseconds' });
-    const max = numberOption(options.maxSegmentMs, 'maxSegmentMs', { above: 0, fallback: Infinity, infinity: true, accepted: 'a positive number of milliseconds' });
+    const max = numberOption(options.maxSegmentMs, 'maxSegmentMs', {
+      above: 0,
+      fallback: Infinity,
+      infinity: true,
+      accepted: 'a positive number of milliseconds',
+    });
     this.#powerThreshold = dbfsToMeanSquare(db);
     this.#silenceFrames = Math.max(1, Math.ceil(silence / VAD_FRAME_MS));
     this.#maxFrames = Number.isFinite(max) ? Math.max(1, Math.ceil(max / VAD_FRAME_MS)) : Infinity;

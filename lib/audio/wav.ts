@@ -267,9 +267,7 @@ export class WavReader extends withEvents<WavReaderEvents>()(WrappedTransform) {
     if (this.target !== undefined) {
       const t = this.target;
       const convertible =
-        sampleFormat !== undefined &&
-        (format.channels === 1 || format.channels === 2) &&
-        (SUPPORTED_RATES as readonly number[]).includes(format.sampleRate);
+        sampleFormat !== undefined && (format.channels === 1 || format.channels === 2) && (SUPPORTED_RATES as readonly number[]).includes(format.sampleRate);
       if (!convertible) throw new WavFormatError(format);
       const from = { format: sampleFormat!, rate: format.sampleRate, channels: format.channels };
       this.#processor = planConversion(from, t).processor;
@@ -339,7 +337,7 @@ export function wavDataLayout(head: Uint8Array): WavDataLayout | undefined {
   const bytes = Buffer.from(head.buffer, head.byteOffset, head.byteLength);
   if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return undefined;
   let byteRate: number | undefined;
-  for (let at = 12; at + 8 <= bytes.length; ) {
+  for (let at = 12; at + 8 <= bytes.length;) {
     const id = bytes.toString('latin1', at, at + 4);
     const size = bytes.readUInt32LE(at + 4);
     if (id === 'data') return byteRate ? { dataOffset: at + 8, byteRate } : undefined;

@@ -46,7 +46,8 @@ function flag(value: unknown, field: string): boolean {
 export function resolveMicrophoneOptions(options: MicrophoneOptions): ResolvedMicrophoneOptions {
   const chunkMs = intOption(options.chunkMs, 'chunkMs', { min: 20, max: 1000, fallback: 40 });
   if (chunkMs % 20 !== 0) throw new ValidationError('chunkMs', 'a multiple of 20 from 20 to 1000', describeReceived(chunkMs));
-  if (options.deviceId !== undefined && typeof options.deviceId !== 'string') throw new ValidationError('deviceId', 'a device id string', typeof options.deviceId);
+  if (options.deviceId !== undefined && typeof options.deviceId !== 'string')
+    throw new ValidationError('deviceId', 'a device id string', typeof options.deviceId);
   const workletUrl = options.workletUrl;
   if (workletUrl !== undefined && typeof workletUrl !== 'string' && !(workletUrl instanceof URL)) {
     throw new ValidationError('workletUrl', 'a URL or a string', typeof workletUrl);
@@ -88,17 +89,19 @@ export class MicrophoneCapture {
       throw new RtTranslateError('RTT_INPUT', 'The microphone is only available to pages served over https (or from localhost).');
     }
     const [stream] = await Promise.all([
-      navigator.mediaDevices.getUserMedia({
-        audio: {
-          echoCancellation: resolved.echoCancellation,
-          noiseSuppression: resolved.noiseSuppression,
-          autoGainControl: resolved.autoGainControl,
-          channelCount: 1,
-          ...(resolved.deviceId !== undefined ? { deviceId: { exact: resolved.deviceId } } : {}),
-        },
-      }).catch((error: unknown) => {
-        throw new RtTranslateError('RTT_INPUT', `The microphone could not be opened: ${describeCause(error)}`, { cause: error });
-      }),
+      navigator.mediaDevices
+        .getUserMedia({
+          audio: {
+            echoCancellation: resolved.echoCancellation,
+            noiseSuppression: resolved.noiseSuppression,
+            autoGainControl: resolved.autoGainControl,
+            channelCount: 1,
+            ...(resolved.deviceId !== undefined ? { deviceId: { exact: resolved.deviceId } } : {}),
+          },
+        })
+        .catch((error: unknown) => {
+          throw new RtTranslateError('RTT_INPUT', `The microphone could not be opened: ${describeCause(error)}`, { cause: error });
+        }),
       loadWorklet(context, resolved.workletUrl),
     ]);
     try {

@@ -52,7 +52,12 @@ export class PcmPlayer extends TypedEmitter<PcmPlayerEvents> {
     checkBrowserRate(context.sampleRate, 'AudioContext.sampleRate');
     await loadWorklet(context, options.workletUrl);
     const processorOptions: PlaybackProcessorOptions = { inputRate: REALTIME_SAMPLE_RATE, reportEvery: REPORT_EVERY };
-    const node = new AudioWorkletNode(context, PLAYBACK_PROCESSOR, { numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [context.destination.channelCount], processorOptions });
+    const node = new AudioWorkletNode(context, PLAYBACK_PROCESSOR, {
+      numberOfInputs: 0,
+      numberOfOutputs: 1,
+      outputChannelCount: [context.destination.channelCount],
+      processorOptions,
+    });
     node.connect(options.destination ?? context.destination);
     return new PcmPlayer(node);
   }

@@ -69,7 +69,8 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
     this.from = normalizeRealtimeLanguage(options.from, 'from');
     this.#endpoint.url.searchParams.set('from', this.from);
     if (options.languages !== undefined) {
-      if (!Array.isArray(options.languages) || options.languages.length === 0) throw new ValidationError('languages', 'an array of realtime language tags', describeReceived(options.languages));
+      if (!Array.isArray(options.languages) || options.languages.length === 0)
+        throw new ValidationError('languages', 'an array of realtime language tags', describeReceived(options.languages));
       const offered = options.languages.map((tag, i) => normalizeRealtimeLanguage(tag, `languages[${i}]`));
       this.#endpoint.url.searchParams.set('languages', offered.join(','));
     }
@@ -136,7 +137,10 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
     return new Promise<void>((resolve, reject) => {
       const socket = new WebSocket(this.#endpoint.url, this.#endpoint.protocols);
       this.#socket = socket;
-      const timer = setTimeout(() => reject(new TimeoutError(`The room did not open within ${this.#readyTimeoutMs} ms.`, this.#readyTimeoutMs)), this.#readyTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new TimeoutError(`The room did not open within ${this.#readyTimeoutMs} ms.`, this.#readyTimeoutMs)),
+        this.#readyTimeoutMs,
+      );
       socket.onmessage = (message: MessageEvent<string | ArrayBuffer>) => {
         if (typeof message.data !== 'string') return;
         let event: { type?: unknown; languages?: unknown; listeners?: unknown; error?: { message?: unknown } };

@@ -96,7 +96,8 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
   /** Checks the options (a `ValidationError` names the first field at fault); nothing connects before `start()`. */
   constructor(options: RealtimeRoomListenerOptions) {
     super();
-    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'an object { url, token, languages, ... }', describeReceived(options));
+    if (typeof options !== 'object' || options === null)
+      throw new ValidationError('options', 'an object { url, token, languages, ... }', describeReceived(options));
     this.#endpoint = resolveEndpoint(options);
     const list = options.languages as unknown;
     if (!Array.isArray(list) || list.length === 0 || list.length > 8) {
@@ -180,7 +181,8 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
   /** Plays `lang` from now on (what was queued of another is dropped), or nothing (`false`). */
   play(lang: string | false): void {
     const next = lang === false ? undefined : normalizeRealtimeLanguage(lang, 'lang');
-    if (next !== undefined && !this.languages.includes(next)) throw new ValidationError('lang', 'one of the languages this listener receives', JSON.stringify(lang));
+    if (next !== undefined && !this.languages.includes(next))
+      throw new ValidationError('lang', 'one of the languages this listener receives', JSON.stringify(lang));
     if (next === this.#playing) return;
     this.#playing = next;
     this.#player?.interrupt();

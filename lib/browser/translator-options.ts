@@ -120,7 +120,8 @@ export function resolveOptions(options: RealtimeTranslatorOptions): Resolved {
   if ('apiKey' in options) {
     throw new ValidationError('apiKey', 'no API key in a web page: connect to a relay (createRealtimeRelay) with a token it minted', 'an API key');
   }
-  if (typeof options.url !== 'string' || options.url === '') throw new ValidationError('url', 'the relay endpoint, a ws:// or wss:// URL or a path', describeReceived(options.url));
+  if (typeof options.url !== 'string' || options.url === '')
+    throw new ValidationError('url', 'the relay endpoint, a ws:// or wss:// URL or a path', describeReceived(options.url));
   let url: URL;
   try {
     url = new URL(options.url, globalThis.location?.href);
@@ -136,7 +137,8 @@ export function resolveOptions(options: RealtimeTranslatorOptions): Resolved {
     }
   }
   const session: SessionConfigInput = { source_language: options.from, target_language: options.to };
-  const modalities = options.outputModalities === undefined ? (['text', 'audio'] as OutputModality[]) : normalizeModalities(options.outputModalities, 'outputModalities');
+  const modalities =
+    options.outputModalities === undefined ? (['text', 'audio'] as OutputModality[]) : normalizeModalities(options.outputModalities, 'outputModalities');
   session.output_modalities = modalities;
   if (options.voiceId !== undefined) session.voice = { type: 'cloned', voice_id: options.voiceId };
   // The languages and the voice, checked as session.update will send them, under the option names.
@@ -144,7 +146,10 @@ export function resolveOptions(options: RealtimeTranslatorOptions): Resolved {
     encodeSessionUpdate(session);
   } catch (error) {
     if (error instanceof ValidationError) {
-      const field = error.field.replace('session.source_language', 'from').replace('session.target_language', 'to').replace('session.voice.voice_id', 'voiceId');
+      const field = error.field
+        .replace('session.source_language', 'from')
+        .replace('session.target_language', 'to')
+        .replace('session.voice.voice_id', 'voiceId');
       throw new ValidationError(field, error.accepted, undefined, { cause: error });
     }
     throw error;

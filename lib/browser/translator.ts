@@ -131,9 +131,16 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       const playerCreating = this.#options.play ? PcmPlayer.create(context, workletUrl !== undefined ? { workletUrl } : {}) : Promise.resolve(undefined);
       for (const opening of [microphoneOpening, playerCreating]) {
         // Opened after the session ended (the race below lost it): closed here.
-        opening.then((part) => this.#stopped() && part?.close(), () => undefined);
+        opening.then(
+          (part) => this.#stopped() && part?.close(),
+          () => undefined,
+        );
       }
-      const [microphone, player, session] = await Promise.allSettled([Promise.race([microphoneOpening, cancelled]), Promise.race([playerCreating, cancelled]), ready]);
+      const [microphone, player, session] = await Promise.allSettled([
+        Promise.race([microphoneOpening, cancelled]),
+        Promise.race([playerCreating, cancelled]),
+        ready,
+      ]);
       const opened = [microphone.status === 'fulfilled' ? microphone.value : undefined, player.status === 'fulfilled' ? player.value : undefined] as const;
       if (this.#stopped()) {
         // The session ended while the rest was opening: close what did open.
@@ -159,7 +166,12 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(new TimeoutError(`The AudioContext did not start within ${ms} ms: browsers start audio only in a user gesture, so call start() from a click or key handler.`, ms));
+        reject(
+          new TimeoutError(
+            `The AudioContext did not start within ${ms} ms: browsers start audio only in a user gesture, so call start() from a click or key handler.`,
+            ms,
+          ),
+        );
       }, ms);
     });
     try {
@@ -204,7 +216,8 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       socket.onmessage = (message: MessageEvent<string | ArrayBuffer>) => {
         let event: BrowserServerEvent;
         try {
-          event = typeof message.data === 'string' ? decodeServerEventWith(message.data, (b64) => this.#pcmOf(base64ToBytes(b64))) : this.#binaryAudio(message.data);
+          event =
+            typeof message.data === 'string' ? decodeServerEventWith(message.data, (b64) => this.#pcmOf(base64ToBytes(b64))) : this.#binaryAudio(message.data);
         } catch (error) {
           this.#fail(error instanceof ProtocolError ? error : new ProtocolError(String(error)));
           return;
@@ -307,7 +320,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
     if (this.#state === 'starting') {
       this.#pending.push(pcm);
       this.#pendingFrames += pcm.length;
-      while (this.#pendingFrames > (this.#options.maxPendingMs * 24) && this.#pending.length > 0) {
+      while (this.#pendingFrames > this.#options.maxPendingMs * 24 && this.#pending.length > 0) {
         const dropped = this.#pending.shift()!;
         this.#pendingFrames -= dropped.length;
         this.#dropInput(dropped.length, 'Microphone audio held while the session started was dropped: it took longer than maxPendingMs.');

@@ -79,7 +79,9 @@ const SOURCE_TAGS: ReadonlySet<string> = new Set(SOURCE_LANGUAGES.map((l) => l.s
 
 /** Why the emulator does not transcribe `language` (a tag it does not list as a source language), or undefined. */
 function unsupportedLanguage(language: string): string | undefined {
-  return SOURCE_TAGS.has(language) ? undefined : `Unsupported language ${JSON.stringify(language)}: see GET /source-languages for the languages it transcribes.`;
+  return SOURCE_TAGS.has(language)
+    ? undefined
+    : `Unsupported language ${JSON.stringify(language)}: see GET /source-languages for the languages it transcribes.`;
 }
 
 class LiveSession {
@@ -140,7 +142,8 @@ class LiveSession {
       return;
     }
     if (message.type === 'CloseStream') this.#closeStream();
-    else if (message.type === 'unknown') this.#ws.send(encodeLiveError('UNKNOWN_MESSAGE', `Unknown message type ${JSON.stringify(message.wireType)}: send KeepAlive or CloseStream.`));
+    else if (message.type === 'unknown')
+      this.#ws.send(encodeLiveError('UNKNOWN_MESSAGE', `Unknown message type ${JSON.stringify(message.wireType)}: send KeepAlive or CloseStream.`));
   }
 
   /** Ends the utterance in progress (trailing silence), answers it, and closes. */
@@ -162,7 +165,14 @@ class LiveSession {
     const base = { start: startMs / 1000, requestId: this.#requestId, model: this.#params.model };
     const confidence = (list: typeof words): number => Number((list.reduce((a, w) => a + w.confidence, 0) / list.length).toFixed(3));
     this.#ws.send(
-      encodeResults({ ...base, isFinal: false, duration: interim.at(-1)!.end - base.start, transcript: interim.map((w) => w.word).join(' '), confidence: confidence(interim), words: interim }),
+      encodeResults({
+        ...base,
+        isFinal: false,
+        duration: interim.at(-1)!.end - base.start,
+        transcript: interim.map((w) => w.word).join(' '),
+        confidence: confidence(interim),
+        words: interim,
+      }),
     );
     this.#ws.send(encodeResults({ ...base, isFinal: true, duration: (endMs - startMs) / 1000, transcript: text, confidence: confidence(words), words }));
   }
@@ -201,7 +211,9 @@ export function createLiveTranscriptionEmulator(options: LiveTranscriptionEmulat
         const problem = 'error' in query ? query.error.message : unsupportedLanguage(query.params.language);
         const convert = 'params' in query ? converterFor(query.params) : undefined;
         if (problem !== undefined || typeof convert === 'string') {
-          ws.send(encodeLiveError('INVALID_PARAMETERS', problem ?? `Unsupported audio: ${convert as string}.`), () => ws.close(POLICY_CLOSE, 'INVALID_PARAMETERS'));
+          ws.send(encodeLiveError('INVALID_PARAMETERS', problem ?? `Unsupported audio: ${convert as string}.`), () =>
+            ws.close(POLICY_CLOSE, 'INVALID_PARAMETERS'),
+          );
           return;
         }
         const session = new LiveSession(ws, (query as { params: LiveTranscriptionParams }).params, convert!, idleMs);

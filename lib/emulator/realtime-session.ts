@@ -43,15 +43,12 @@ import {
 } from './session-settings.js';
 import { CLOSED, timersOf, type ActiveConfig, type Heard, type SessionState } from './session-state.js';
 
-
 type PauseReason = 'throttle' | 'backpressure' | 'half-open';
 
 /** How long a half-open session keeps its socket before cutting it. */
 const HALF_OPEN_HOLD_MS = 60_000;
 /** How long a dropped session waits for the client to close its end before cutting the socket. */
 const DROP_BACKSTOP_MS = 1000;
-
-
 
 /**
  * The server side of one realtime WebSocket. Created by the emulator once the handshake is
@@ -153,8 +150,7 @@ export class RealtimeSession {
     const size = rawLength(data);
     if (size > MAX_CLIENT_EVENT_BYTES) {
       this.#sendError(
-        `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) ` +
-          'of JSON text. It was ignored.',
+        `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) ` + 'of JSON text. It was ignored.',
         413,
       );
       return;
@@ -252,7 +248,18 @@ export class RealtimeSession {
       setTimeout(() => (fault === 'drop' ? this.drop(faults.dropWith) : this.goHalfOpen()), afterMs),
     );
     const heard: Heard = { segmenter: new UtteranceSegmenter(this.#settings.segmenter), grouped: [], groupedBytes: 0, held: [] };
-    this.#set({ status: 'active', config, heard, idleTimer: undefined, idleCheck: undefined, queue: [], queueTimer: undefined, readAllowedAt: 0, throttleTimer: undefined, faultTimers });
+    this.#set({
+      status: 'active',
+      config,
+      heard,
+      idleTimer: undefined,
+      idleCheck: undefined,
+      queue: [],
+      queueTimer: undefined,
+      readAllowedAt: 0,
+      throttleTimer: undefined,
+      faultTimers,
+    });
     const info = this.#sessionInfo(config);
     this.#send(encodeServerEvent.sessionCreated(info));
     this.#send(encodeServerEvent.sessionUpdated(info));

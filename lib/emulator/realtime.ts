@@ -170,7 +170,10 @@ function optionalInt(field: string, value: number | undefined, min: number): num
 function faultPlan(faults: RealtimeFaults = {}): SessionFaultPlan {
   const late = new Map<number, number>();
   for (const [index, delay] of Object.entries(faults.lateUtterances ?? {})) {
-    late.set(intOption(Number(index), 'faults.lateUtterances', { min: 1, fallback: 1 }), intOption(delay, `faults.lateUtterances.${index}`, { min: 0, fallback: 0 }));
+    late.set(
+      intOption(Number(index), 'faults.lateUtterances', { min: 1, fallback: 1 }),
+      intOption(delay, `faults.lateUtterances.${index}`, { min: 0, fallback: 0 }),
+    );
   }
   const dropAfterMs = optionalInt('faults.dropAfterMs', faults.dropAfterMs, 0);
   const dropAfterResponses = optionalInt('faults.dropAfterResponses', faults.dropAfterResponses, 0);
@@ -222,7 +225,13 @@ function resolveSegmenter(options: RealtimeEmulatorOptions, segmentation: Segmen
     paddingMs: options.paddingMs,
     ...(segmentation === 'split' ? { splitMs: options.splitMs ?? DEFAULT_SPLIT_MS } : {}),
   };
-  const names = { thresholdDbfs: 'vadThresholdDbfs', silenceMs: 'vadSilenceMs', maxUtteranceMs: 'maxUtteranceMs', paddingMs: 'paddingMs', splitMs: 'splitMs' } as const;
+  const names = {
+    thresholdDbfs: 'vadThresholdDbfs',
+    silenceMs: 'vadSilenceMs',
+    maxUtteranceMs: 'maxUtteranceMs',
+    paddingMs: 'paddingMs',
+    splitMs: 'splitMs',
+  } as const;
   try {
     new UtteranceSegmenter(segmenter);
   } catch (error) {
@@ -240,7 +249,8 @@ function resolveLastAnswer(value: LastAnswer | undefined): LastAnswer {
     throw new ValidationError('lastAnswer', accepted, describeReceived(value));
   }
   const { lateMs } = value;
-  if (typeof lateMs !== 'number' || !Number.isFinite(lateMs) || lateMs < 0) throw new ValidationError('lastAnswer.lateMs', 'a finite number, 0 or more', String(lateMs));
+  if (typeof lateMs !== 'number' || !Number.isFinite(lateMs) || lateMs < 0)
+    throw new ValidationError('lastAnswer.lateMs', 'a finite number, 0 or more', String(lateMs));
   return { lateMs };
 }
 

@@ -92,7 +92,11 @@ export function sessionInfo(config: ActiveConfig, id: string | undefined, handsh
  * the transcript, the translation's text deltas and done (with `text`), the audio in pieces of
  * `OUTPUT_PIECE_BYTES` as JSON deltas or binary frames, and its done (with `audio`).
  */
-export function responseFrames(utterances: readonly SegmentedUtterance[], config: ActiveConfig, audioFrames: RealtimeSessionSettings['audioFrames']): Array<string | Buffer> {
+export function responseFrames(
+  utterances: readonly SegmentedUtterance[],
+  config: ActiveConfig,
+  audioFrames: RealtimeSessionSettings['audioFrames'],
+): Array<string | Buffer> {
   const first = utterances[0]!;
   const last = utterances[utterances.length - 1]!;
   const seconds = utterances.reduce((sum, u) => sum + u.durationSeconds, 0).toFixed(2);

@@ -179,7 +179,9 @@ export function synthesizeSoundPcm(prompt: string, type: 'sound' | 'music', opti
       const t = i / sampleRate;
       const within = (i % chordSamples) / chordSamples;
       const envelope = Math.sin(Math.PI * within) ** 0.5;
-      signal[i] = 0.2 * envelope * (Math.sin(2 * Math.PI * root * t) + 0.6 * Math.sin(2 * Math.PI * root * 1.26 * t) + 0.5 * Math.sin(2 * Math.PI * root * 1.5 * t)) / 2.1;
+      signal[i] =
+        (0.2 * envelope * (Math.sin(2 * Math.PI * root * t) + 0.6 * Math.sin(2 * Math.PI * root * 1.26 * t) + 0.5 * Math.sin(2 * Math.PI * root * 1.5 * t))) /
+        2.1;
     }
   } else {
     const smoothing = Math.exp((-2 * Math.PI * (300 + 1500 * random())) / sampleRate);

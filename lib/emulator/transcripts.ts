@@ -154,7 +154,10 @@ export function transcribeMedia(media: MediaDescription, words = false): Emulate
 /** The file name of a media URL: its last path segment, decoded. */
 export function mediaNameOfUrl(url: string): string {
   try {
-    const last = new URL(url).pathname.split('/').filter((p) => p !== '').pop();
+    const last = new URL(url).pathname
+      .split('/')
+      .filter((p) => p !== '')
+      .pop();
     return last ? decodeURIComponent(last) : 'media';
   } catch {
     return 'media';

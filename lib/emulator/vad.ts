@@ -116,11 +116,21 @@ export class UtteranceSegmenter {
 
   constructor(options: UtteranceSegmenterOptions = {}) {
     const ms = 'a positive number of milliseconds';
-    const frameMs = intOption(options.frameMs, 'frameMs', { min: 1, max: 1000, fallback: DEFAULT_VAD_FRAME_MS, accepted: 'a whole number of milliseconds, 1 to 1000' });
+    const frameMs = intOption(options.frameMs, 'frameMs', {
+      min: 1,
+      max: 1000,
+      fallback: DEFAULT_VAD_FRAME_MS,
+      accepted: 'a whole number of milliseconds, 1 to 1000',
+    });
     const db = numberOption(options.thresholdDbfs, 'thresholdDbfs', { max: 0, fallback: DEFAULT_VAD_THRESHOLD_DBFS, accepted: 'a number of dBFS, at most 0' });
     const silence = numberOption(options.silenceMs, 'silenceMs', { above: 0, fallback: DEFAULT_VAD_SILENCE_MS, accepted: ms });
     const max = numberOption(options.maxUtteranceMs, 'maxUtteranceMs', { above: 0, fallback: DEFAULT_MAX_UTTERANCE_MS, accepted: ms });
-    const pad = numberOption(options.paddingMs, 'paddingMs', { min: 0, max: MAX_PADDING_MS, fallback: DEFAULT_PADDING_MS, accepted: `0 to ${MAX_PADDING_MS} milliseconds` });
+    const pad = numberOption(options.paddingMs, 'paddingMs', {
+      min: 0,
+      max: MAX_PADDING_MS,
+      fallback: DEFAULT_PADDING_MS,
+      accepted: `0 to ${MAX_PADDING_MS} milliseconds`,
+    });
     const split = options.splitMs === undefined ? undefined : numberOption(options.splitMs, 'splitMs', { above: 0, fallback: 0, accepted: ms });
     const samples = frameMs * (BYTES_PER_MS / 2);
     this.#frameBytes = samples * 2;

@@ -36,7 +36,16 @@ export interface VoiceOwnership {
 
 /** The stock voices: the interface's default voice and a few others. Never cloned voices. */
 export const STOCK_VOICES: readonly EmulatedVoice[] = Object.freeze([
-  { id: DEFAULT_VOICE_ID, voice_name: 'Alice', gender: 2, age: 28, language: 1, description: 'Default voice: warm, clear narration.', is_published: true, transcript: null },
+  {
+    id: DEFAULT_VOICE_ID,
+    voice_name: 'Alice',
+    gender: 2,
+    age: 28,
+    language: 1,
+    description: 'Default voice: warm, clear narration.',
+    is_published: true,
+    transcript: null,
+  },
   { id: 20_299, voice_name: 'Bruno', gender: 1, age: 41, language: 1, description: 'Low, calm male voice.', is_published: true, transcript: null },
   { id: 20_305, voice_name: 'Carmen', gender: 2, age: 35, language: 54, description: 'Bright Castilian Spanish voice.', is_published: true, transcript: null },
   { id: 20_311, voice_name: 'Dev', gender: 1, age: 24, language: 244, description: 'Young Hindi voice.', is_published: true, transcript: null },

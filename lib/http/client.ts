@@ -268,8 +268,7 @@ export class LocalizationClient implements HttpRequester {
       if (url.origin !== this.baseUrl.origin) {
         throw new ConfigError(
           'url',
-          `The API key is only sent to the service's origin (${this.baseUrl.origin}), not to ${url.origin}; ` +
-            'download presigned URLs without authenticate.',
+          `The API key is only sent to the service's origin (${this.baseUrl.origin}), not to ${url.origin}; ` + 'download presigned URLs without authenticate.',
         );
       }
       headers['x-api-key'] = this.#apiKey;

@@ -101,9 +101,7 @@ export function acceptAnswer(status: number, headers: HeaderBag, received: numbe
     const differs = (before: string | number | undefined, now: string | number | undefined): boolean =>
       before !== undefined && now !== undefined && before !== now;
     const changed =
-      differs(file.etag, etag) ||
-      differs(file.total, total) ||
-      (file.etag === undefined && etag === undefined && differs(file.lastModified, lastModified));
+      differs(file.etag, etag) || differs(file.total, total) || (file.etag === undefined && etag === undefined && differs(file.lastModified, lastModified));
     if (changed) {
       throw new IntegrityError(`The file at ${where} changed while it was being downloaded (at byte ${received}); start the download again.`);
     }

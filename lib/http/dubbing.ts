@@ -157,12 +157,20 @@ export async function getDubbingResult(client: HttpRequester, runId: number, opt
 }
 
 /** `POST /dubbing-results`: 2 to 5 runs by run id; a run without a result maps to undefined. */
-export function getDubbingResults(client: HttpRequester, runIds: number[], options: RequestOptions & ParseTranscriptOptions = {}): Promise<Map<number, DubbingResult | undefined>> {
+export function getDubbingResults(
+  client: HttpRequester,
+  runIds: number[],
+  options: RequestOptions & ParseTranscriptOptions = {},
+): Promise<Map<number, DubbingResult | undefined>> {
   return bulkResultsOf(client, '/dubbing-results', runIds, (entry) => parseDubbingResult(entry, options), options);
 }
 
 /** Dubbing in one call: creates the task, waits (long-media polling: 15 s growing to 60 s), reads the result. */
-export async function dub(client: HttpRequester, request: DubbingRequest, options: TaskCallOptions & ParseTranscriptOptions = {}): Promise<DubbingResult & { taskId: string; runId: number }> {
+export async function dub(
+  client: HttpRequester,
+  request: DubbingRequest,
+  options: TaskCallOptions & ParseTranscriptOptions = {},
+): Promise<DubbingResult & { taskId: string; runId: number }> {
   const run = await createAndWait(client, 'dub', (o) => createDubbing(client, request, o), options);
   return { taskId: run.taskId, runId: run.runId, ...(await getDubbingResult(client, run.runId, { ...callOptions(options), timeUnit: options.timeUnit })) };
 }
@@ -187,7 +195,12 @@ export interface DubbedFileOptions extends AudioDownloadOptions, ParseTranscript
  * A dubbed file of a finished run (`audio` or `video`) as a resumable download, opened once its
  * first bytes arrived; an expired URL is replaced by looking the result up again.
  */
-export async function openDubbedFile(client: HttpRequester, runId: number, kind: 'audio' | 'video', options: DubbedFileOptions = {}): Promise<FlacDownloadStream> {
+export async function openDubbedFile(
+  client: HttpRequester,
+  runId: number,
+  kind: 'audio' | 'video',
+  options: DubbedFileOptions = {},
+): Promise<FlacDownloadStream> {
   const req = callOptions(options);
   const urlOf = async (): Promise<string> => {
     const output = outputOf(await getDubbingResult(client, runId, { ...req, timeUnit: options.timeUnit }), runId, options.language);
@@ -223,7 +236,13 @@ export async function getRunTranscript(client: HttpRequester, runId: number, lan
 }
 
 /** `POST /dub-alt-format/{run_id}/{language}`: asks for a dubbed output in another format. */
-export async function requestDubAltFormat(client: HttpRequester, runId: number, language: Language, format: DubAltFormat, options: RequestOptions = {}): Promise<DubAltFormatAnswer> {
+export async function requestDubAltFormat(
+  client: HttpRequester,
+  runId: number,
+  language: Language,
+  format: DubAltFormat,
+  options: RequestOptions = {},
+): Promise<DubAltFormatAnswer> {
   const json = validate(dubAltFormatSchema, { outputFormat: format });
   const path = `${runPath('/dub-alt-format', runId)}/${await languageSegment(client, language, callOptions(options))}`;
   const raw = asObject(await call(client, 'POST', path, 'create', options, { json }), 'POST /dub-alt-format');
@@ -245,7 +264,13 @@ export async function getDubAltFormatResult(client: HttpRequester, runId: number
 }
 
 /** The converted file's URL: at once, or after waiting for the conversion task and reading its run's result. */
-export async function dubAltFormat(client: HttpRequester, runId: number, language: Language, format: DubAltFormat, options: TaskCallOptions = {}): Promise<{ url: string; runId: number | undefined }> {
+export async function dubAltFormat(
+  client: HttpRequester,
+  runId: number,
+  language: Language,
+  format: DubAltFormat,
+  options: TaskCallOptions = {},
+): Promise<{ url: string; runId: number | undefined }> {
   const answer = await requestDubAltFormat(client, runId, language, format, callOptions(options));
   if (answer.kind === 'ready') return { url: answer.url, runId: undefined };
   const run: CompletedTask = await waitForTaskOf(client, 'dub-alt-format', answer.taskId, options);

@@ -182,7 +182,12 @@ export function parseBulkAnswer(raw: unknown, what: string): Map<number, Record<
 }
 
 /** `POST {path}` with `{run_ids}` (2 to 5 distinct ids): the answer's entries by integer run id. */
-export async function bulkLookup(client: HttpRequester, path: string, runIds: number[], options?: RequestOptions): Promise<Map<number, Record<string, unknown>>> {
+export async function bulkLookup(
+  client: HttpRequester,
+  path: string,
+  runIds: number[],
+  options?: RequestOptions,
+): Promise<Map<number, Record<string, unknown>>> {
   const json = validate<Record<string, unknown>>(runIdsSchema, { runIds });
   return parseBulkAnswer(await call(client, 'POST', path, 'read', options, { json }), `POST ${path}`);
 }

@@ -395,20 +395,12 @@ export async function lookUpSeparationRuns(client: HttpRequester, runIds: number
 }
 
 /** The presigned URL of `track` of `runId` in a fresh lookup of `runIds`, or a clear error. */
-async function separationTrackUrl(
-  client: HttpRequester,
-  runIds: number[],
-  runId: number,
-  track: SeparationTrack,
-  options: RequestOptions,
-): Promise<string> {
+async function separationTrackUrl(client: HttpRequester, runIds: number[], runId: number, track: SeparationTrack, options: RequestOptions): Promise<string> {
   const run = (await lookUpSeparationRuns(client, runIds, options)).get(runId);
   const url = track === 'foreground' ? run?.foregroundAudioUrl : run?.backgroundAudioUrl;
   if (url !== undefined) return url;
   const state =
-    run === undefined
-      ? 'is missing from the answer'
-      : `has no ${track} track (status ${run.status ?? 'not given'}${run.error ? `: ${run.error}` : ''})`;
+    run === undefined ? 'is missing from the answer' : `has no ${track} track (status ${run.status ?? 'not given'}${run.error ? `: ${run.error}` : ''})`;
   throw new ProtocolError(`Audio separation run ${runId} ${state}.`, { serverMessage: run?.error });
 }
 
@@ -483,8 +475,16 @@ export function getTranslatedTtsResult(
   runId: number,
   options?: TtsResultAudioOptions,
 ): Promise<Omit<TranslateAndSpeakResult<FlacDownloadStream>, 'taskId' | 'runId'>>;
-export function getTranslatedTtsResult(client: HttpRequester, runId: number, options?: TtsResultAudioOptions): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>>;
-export async function getTranslatedTtsResult(client: HttpRequester, runId: number, options: TtsResultAudioOptions = {}): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>> {
+export function getTranslatedTtsResult(
+  client: HttpRequester,
+  runId: number,
+  options?: TtsResultAudioOptions,
+): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>>;
+export async function getTranslatedTtsResult(
+  client: HttpRequester,
+  runId: number,
+  options: TtsResultAudioOptions = {},
+): Promise<Omit<TranslateAndSpeakResult, 'taskId' | 'runId'>> {
   const text = await getTranslationResult(client, runId, callOptions(options));
   const audio = await getTtsResultAudio(client, runId, options);
   return { translatedText: text.translatedText, audio: audio.audio, contentType: audio.contentType };

@@ -56,10 +56,7 @@ export class HttpAuthError extends AuthError {
   readonly path: string;
   constructor(options: HttpErrorOptions) {
     const said = serviceSaid(options);
-    super(
-      `${where(options)} was refused with 401: the API key is missing or invalid.${said}`,
-      { ...options, status: 401, retryable: false },
-    );
+    super(`${where(options)} was refused with 401: the API key is missing or invalid.${said}`, { ...options, status: 401, retryable: false });
     this.method = options.method;
     this.path = options.path;
   }
@@ -206,12 +203,7 @@ export class HttpTimeoutError extends TimeoutError {
   readonly path: string;
   readonly phase: HttpTimeoutPhase;
   constructor(phase: HttpTimeoutPhase, timeoutMs: number, options: HttpErrorOptions) {
-    const what =
-      phase === 'connect'
-        ? 'connecting'
-        : phase === 'headers'
-          ? 'waiting for the response headers'
-          : 'waiting for more of the response body';
+    const what = phase === 'connect' ? 'connecting' : phase === 'headers' ? 'waiting for the response headers' : 'waiting for more of the response body';
     super(`${where(options)} timed out after ${timeoutMs} ms ${what}. Raise ${phase}TimeoutMs if the service is slow.`, timeoutMs, {
       ...options,
       retryable: true,
@@ -242,11 +234,11 @@ export class TaskFailedError extends RtTranslateError {
   readonly taskStatus: TaskFailureStatus;
   constructor(taskMessage: string | undefined, options: TaskErrorOptions, taskStatus: TaskFailureStatus = 'ERROR') {
     if (taskStatus === 'TIMEOUT') {
-      super(
-        'RTT_TASK_TIMEOUT',
-        `Task ${options.taskId} exceeded the service's processing time limit (TIMEOUT). Split the work into smaller requests.`,
-        { ...options, serverMessage: taskMessage, retryable: false },
-      );
+      super('RTT_TASK_TIMEOUT', `Task ${options.taskId} exceeded the service's processing time limit (TIMEOUT). Split the work into smaller requests.`, {
+        ...options,
+        serverMessage: taskMessage,
+        retryable: false,
+      });
     } else {
       const said = taskMessage ? `: ${taskMessage}` : ' (no message given)';
       // The interface's guidance for ERROR: read the message, retry.
@@ -288,10 +280,10 @@ export class PaymentRequiredError extends BillingError {
   readonly path: string | undefined;
   constructor(options: PaymentRequiredOptions) {
     if (options.taskId !== undefined) {
-      super(
-        `Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`,
-        { ...options, retryable: false },
-      );
+      super(`Task ${options.taskId} was not run: the account has insufficient credits (PAYMENT_REQUIRED). Add credits and submit again.`, {
+        ...options,
+        retryable: false,
+      });
       this.method = undefined;
       this.path = undefined;
     } else {

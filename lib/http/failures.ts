@@ -66,12 +66,7 @@ const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
  */
 export function isTlsFailureCode(code: string | undefined): boolean {
   if (code === undefined) return false;
-  return (
-    code.startsWith('ERR_TLS_') ||
-    code.startsWith('ERR_SSL_') ||
-    /(^|_)(CERT|CRL)(_|$)/.test(code) ||
-    TLS_VERIFY_CODES.has(code)
-  );
+  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || /(^|_)(CERT|CRL)(_|$)/.test(code) || TLS_VERIFY_CODES.has(code);
 }
 
 /** A socket error raised by a read or write: the connection had been made. */
@@ -85,12 +80,7 @@ function onOpenSocket(error: unknown): boolean {
  * undefined when `error` is none of the known kinds. Timeouts name the limit of `limits` that
  * passed; aborts become `AbortError`.
  */
-export function typedNetworkError(
-  error: unknown,
-  info: FailedRequest,
-  limits: ExchangeLimits,
-  redact: Redact,
-): RtTranslateError | undefined {
+export function typedNetworkError(error: unknown, info: FailedRequest, limits: ExchangeLimits, redact: Redact): RtTranslateError | undefined {
   if (error instanceof RtTranslateError) return error;
   const options: HttpErrorOptions = { ...info, cause: error };
   const code = errorCode(error);

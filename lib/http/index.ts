@@ -93,14 +93,7 @@ export {
   type WaitOptions,
 } from './tasks.js';
 export { TASK_KINDS, TASK_KIND_SPECS, isTaskKind, type TaskKind, type TaskKindSpec } from './task-kinds.js';
-export {
-  createAndWait,
-  getTaskStatus,
-  pickFileUrl,
-  waitForTaskOf,
-  type CreatedTask,
-  type TaskCallOptions,
-} from './endpoint-kit.js';
+export { createAndWait, getTaskStatus, pickFileUrl, waitForTaskOf, type CreatedTask, type TaskCallOptions } from './endpoint-kit.js';
 export {
   createAudioSeparation,
   createProjectSetup,

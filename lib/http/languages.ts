@@ -136,7 +136,12 @@ export interface LanguageField {
  * (the form the endpoints beyond the interface take). Ids pass unchanged; the lists are fetched
  * only when a tag is present.
  */
-export async function tagsToIds(client: HttpRequester, body: Record<string, unknown>, fields: LanguageField[], options: RequestOptions = {}): Promise<Record<string, unknown>> {
+export async function tagsToIds(
+  client: HttpRequester,
+  body: Record<string, unknown>,
+  fields: LanguageField[],
+  options: RequestOptions = {},
+): Promise<Record<string, unknown>> {
   const catalog = catalogOf(client);
   const out = { ...body };
   for (const { wire, side, field } of fields) {

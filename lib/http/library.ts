@@ -99,11 +99,17 @@ function dictionaryPath(id: number, suffix = ''): string {
 
 /** `GET /dictionaries`: the key's dictionaries. */
 export async function listDictionaries(client: HttpRequester, options?: RequestOptions): Promise<Dictionary[]> {
-  return asArray(await call(client, 'GET', '/dictionaries', 'read', options), 'GET /dictionaries').filter(isPlainObject).map(parseDictionary);
+  return asArray(await call(client, 'GET', '/dictionaries', 'read', options), 'GET /dictionaries')
+    .filter(isPlainObject)
+    .map(parseDictionary);
 }
 
 /** `POST /dictionaries/create-from-file`: a dictionary from a CSV file. `dictionaryId` when the answer names it. */
-export async function createDictionaryFromFile(client: HttpRequester, request: DictionaryFromFileRequest, options?: RequestOptions): Promise<LooseAnswer & { dictionaryId: number | undefined }> {
+export async function createDictionaryFromFile(
+  client: HttpRequester,
+  request: DictionaryFromFileRequest,
+  options?: RequestOptions,
+): Promise<LooseAnswer & { dictionaryId: number | undefined }> {
   const { dictionaryFile, ...fields } = request;
   const wire = validate<Record<string, FieldValue>>(dictionaryFromFileSchema, fields);
   const multipart = await multipartBody(wire, [{ name: 'dictionary_file', field: 'dictionaryFile', upload: dictionaryFile }]);
@@ -128,7 +134,9 @@ export interface DictionaryDetailsOptions extends RequestOptions {
 export async function getDictionaryDetails(client: HttpRequester, dictionaryId: number, options: DictionaryDetailsOptions = {}): Promise<Dictionary> {
   const query: Record<string, string | number | undefined> = { search_term: options.searchTerm };
   if (options.limit !== undefined) query.limit = checkedParam(limitParam, options.limit, 'limit');
-  return parseDictionary(asObject(await call(client, 'GET', dictionaryPath(dictionaryId, '/full-details'), 'read', options, { query }), 'GET /dictionaries/{id}/full-details'));
+  return parseDictionary(
+    asObject(await call(client, 'GET', dictionaryPath(dictionaryId, '/full-details'), 'read', options, { query }), 'GET /dictionaries/{id}/full-details'),
+  );
 }
 
 /** `DELETE /dictionaries/{id}`: permanent. */
@@ -141,13 +149,21 @@ async function translationsBody(client: HttpRequester, translations: TermTransla
   const wire = validate<{ translations: { translation: string; language: string | number }[] }>(termTranslationsSchema, { translations });
   const catalog = catalogOf(client);
   const list = await Promise.all(
-    wire.translations.map(async (t, i) => ({ translation: t.translation, language: await catalog.idOf(t.language, 'target', `translations.${i}.language`, options) })),
+    wire.translations.map(async (t, i) => ({
+      translation: t.translation,
+      language: await catalog.idOf(t.language, 'target', `translations.${i}.language`, options),
+    })),
   );
   return { translations: list };
 }
 
 /** `POST /dictionaries/{id}/add-term`: a new term, translated into each language given. `termId` when the answer names it. */
-export async function addDictionaryTerm(client: HttpRequester, dictionaryId: number, translations: TermTranslationInput[], options?: RequestOptions): Promise<LooseAnswer & { termId: number | undefined }> {
+export async function addDictionaryTerm(
+  client: HttpRequester,
+  dictionaryId: number,
+  translations: TermTranslationInput[],
+  options?: RequestOptions,
+): Promise<LooseAnswer & { termId: number | undefined }> {
   const path = dictionaryPath(dictionaryId, '/add-term');
   const json = await translationsBody(client, translations, callOptions(options));
   const raw = await call(client, 'POST', path, 'create', options, { json });
@@ -160,7 +176,13 @@ function termPath(dictionaryId: number, termId: number): string {
 }
 
 /** `PUT /dictionaries/term/{id}/{term_id}`: sets a term's translations in the languages given. */
-export async function updateDictionaryTerm(client: HttpRequester, dictionaryId: number, termId: number, translations: TermTranslationInput[], options?: RequestOptions): Promise<LooseAnswer> {
+export async function updateDictionaryTerm(
+  client: HttpRequester,
+  dictionaryId: number,
+  termId: number,
+  translations: TermTranslationInput[],
+  options?: RequestOptions,
+): Promise<LooseAnswer> {
   const path = termPath(dictionaryId, termId);
   const json = await translationsBody(client, translations, callOptions(options));
   const raw = await call(client, 'PUT', path, 'read', options, { json });
@@ -195,7 +217,9 @@ export interface ListFoldersOptions extends RequestOptions {
 export async function listFolders(client: HttpRequester, options: ListFoldersOptions = {}): Promise<Folder[]> {
   const query: Record<string, string | number | undefined> = { search_query: options.searchQuery };
   if (options.limit !== undefined) query.limit = checkedParam(limitParam, options.limit, 'limit');
-  return asArray(await call(client, 'GET', '/folders', 'read', options, { query }), 'GET /folders').filter(isPlainObject).map(parseFolder);
+  return asArray(await call(client, 'GET', '/folders', 'read', options, { query }), 'GET /folders')
+    .filter(isPlainObject)
+    .map(parseFolder);
 }
 
 /** `POST /folders/create`. */

@@ -73,8 +73,18 @@ export async function getProjectSetupResult(client: HttpRequester, runId: number
 }
 
 /** `POST /project-setup-results` (answered as a list): the projects of 2 to 5 runs by run id. */
-export function getProjectSetupResults(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, ProjectSetupResult | undefined>> {
-  return bulkResultsOf(client, '/project-setup-results', runIds, (entry, runId) => (isPlainObject(entry.project_details) ? projectResult(entry, runId) : undefined), options);
+export function getProjectSetupResults(
+  client: HttpRequester,
+  runIds: number[],
+  options?: RequestOptions,
+): Promise<Map<number, ProjectSetupResult | undefined>> {
+  return bulkResultsOf(
+    client,
+    '/project-setup-results',
+    runIds,
+    (entry, runId) => (isPlainObject(entry.project_details) ? projectResult(entry, runId) : undefined),
+    options,
+  );
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -119,7 +129,11 @@ export async function textToSound(
   options: TaskCallOptions & Pick<AudioDownloadOptions, 'maxAttempts' | 'retryDelayMs'> = {},
 ): Promise<AudioResult & { taskId: string; runId: number }> {
   const run = await createAndWait(client, 'text-to-sound', (o) => createTextToSound(client, request, o), options);
-  const audio = await getTextToSoundResultAudio(client, run.runId, { ...callOptions(options), maxAttempts: options.maxAttempts, retryDelayMs: options.retryDelayMs });
+  const audio = await getTextToSoundResultAudio(client, run.runId, {
+    ...callOptions(options),
+    maxAttempts: options.maxAttempts,
+    retryDelayMs: options.retryDelayMs,
+  });
   return { taskId: run.taskId, runId: run.runId, ...audio };
 }
 
@@ -212,7 +226,10 @@ function storyResult(raw: Record<string, unknown>, options: ParseTranscriptOptio
 /** `GET /story-result/{run_id}`. */
 export async function getStoryResult(client: HttpRequester, runId: number, options: StoryResultOptions = {}): Promise<StoryResult> {
   const query = options.includeTranscript === undefined ? undefined : { include_transcript: String(options.includeTranscript) };
-  return storyResult(asObject(await call(client, 'GET', runPath('/story-result', runId), 'read', options, query ? { query } : {}), 'GET /story-result'), options);
+  return storyResult(
+    asObject(await call(client, 'GET', runPath('/story-result', runId), 'read', options, query ? { query } : {}), 'GET /story-result'),
+    options,
+  );
 }
 
 /**
@@ -230,13 +247,33 @@ export async function openStoryAudio(client: HttpRequester, runId: number, optio
 }
 
 /** `POST /stories-results`: 2 to 5 story runs by run id. */
-export function getStoriesResults(client: HttpRequester, runIds: number[], options: RequestOptions & ParseTranscriptOptions = {}): Promise<Map<number, StoryResult | undefined>> {
-  return bulkResultsOf(client, '/stories-results', runIds, (entry) => (entry.error !== undefined && entry.audio_url === undefined ? undefined : storyResult(entry, options)), options);
+export function getStoriesResults(
+  client: HttpRequester,
+  runIds: number[],
+  options: RequestOptions & ParseTranscriptOptions = {},
+): Promise<Map<number, StoryResult | undefined>> {
+  return bulkResultsOf(
+    client,
+    '/stories-results',
+    runIds,
+    (entry) => (entry.error !== undefined && entry.audio_url === undefined ? undefined : storyResult(entry, options)),
+    options,
+  );
 }
 
 /** `POST /translated-story/{run_id}`: starts translating a story's narration. */
-export async function createTranslatedStory(client: HttpRequester, runId: number, targetLanguage: Language, options?: RequestOptions): Promise<CreatedTask & { message: string | undefined }> {
-  const json = await tagsToIds(client, validate(translatedStorySchema, { targetLanguage }), [{ wire: 'target_language', side: 'target', field: 'targetLanguage' }], callOptions(options));
+export async function createTranslatedStory(
+  client: HttpRequester,
+  runId: number,
+  targetLanguage: Language,
+  options?: RequestOptions,
+): Promise<CreatedTask & { message: string | undefined }> {
+  const json = await tagsToIds(
+    client,
+    validate(translatedStorySchema, { targetLanguage }),
+    [{ wire: 'target_language', side: 'target', field: 'targetLanguage' }],
+    callOptions(options),
+  );
   const raw = asObject(await call(client, 'POST', runPath('/translated-story', runId), 'create', options, { json }), 'POST /translated-story');
   return { ...parseCreated(raw, 'POST /translated-story'), message: optionalString(raw.message) };
 }
@@ -246,10 +283,18 @@ export function getTranslatedStoryStatus(client: HttpRequester, taskId: string, 
 }
 
 /** `GET /translated-story-result/{run_id}/{target_language}`. */
-export async function getTranslatedStoryResult(client: HttpRequester, runId: number, targetLanguage: Language, options: StoryResultOptions = {}): Promise<StoryResult> {
+export async function getTranslatedStoryResult(
+  client: HttpRequester,
+  runId: number,
+  targetLanguage: Language,
+  options: StoryResultOptions = {},
+): Promise<StoryResult> {
   validate(languageRef(), targetLanguage, ['targetLanguage']);
   const id = await catalogOf(client).idOf(targetLanguage, 'target', 'targetLanguage', callOptions(options));
   const query = options.includeTranscript === undefined ? undefined : { include_transcript: String(options.includeTranscript) };
-  const raw = asObject(await call(client, 'GET', `${runPath('/translated-story-result', runId)}/${id}`, 'read', options, query ? { query } : {}), 'GET /translated-story-result');
+  const raw = asObject(
+    await call(client, 'GET', `${runPath('/translated-story-result', runId)}/${id}`, 'read', options, query ? { query } : {}),
+    'GET /translated-story-result',
+  );
   return storyResult(raw, options);
 }

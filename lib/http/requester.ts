@@ -50,8 +50,7 @@ export interface RequestSpec extends RequestOptions {
  * (dispatcher, headers, URL safety). Timeouts default to the client's; `maxAttempts` and
  * `retryDelayMs` to its retry setting (or this `retry`).
  */
-export interface FlacDownloadRequest
-  extends Omit<FlacDownloadStreamOptions, 'dispatcher' | 'headers' | 'allowInsecure' | 'urlKind' | 'connectTimeoutMs'> {
+export interface FlacDownloadRequest extends Omit<FlacDownloadStreamOptions, 'dispatcher' | 'headers' | 'allowInsecure' | 'urlKind' | 'connectTimeoutMs'> {
   /**
    * Send the API key (`x-api-key`). Only to the origin of the client's base URL: any other
    * origin is a `ConfigError`. The URL is then an address of the interface (`urlKind: 'api'`):

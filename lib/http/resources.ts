@@ -112,8 +112,11 @@ export type ResourceOf<S> = TaskVerbsOf<S> &
 const getTtsResultAudio = (client: FlacDownloader, runId: number, options?: TtsResultAudioOptions): Promise<endpoints.AudioResult<FlacDownloadStream>> =>
   endpoints.getTtsResultAudio(client, runId, options);
 
-const dubAltFormatRequest = (client: FlacDownloader, request: { runId: number; language: endpoints.Language; format: DubAltFormat }, options?: RequestOptions) =>
-  dubbing.requestDubAltFormat(client, request.runId, request.language, request.format, options);
+const dubAltFormatRequest = (
+  client: FlacDownloader,
+  request: { runId: number; language: endpoints.Language; format: DubAltFormat },
+  options?: RequestOptions,
+) => dubbing.requestDubAltFormat(client, request.runId, request.language, request.format, options);
 
 export const RESOURCE_SPECS = {
   audioSeparation: {
@@ -152,8 +155,10 @@ export const RESOURCE_SPECS = {
         task: 'dub-alt-format',
         create: op('POST /dub-alt-format/{run_id}/{language}', dubAltFormatRequest),
         result: op('GET /dub-result/{run_id}', dubbing.getDubAltFormatResult),
-        run: op(['POST /dub-alt-format/{run_id}/{language}', 'GET /dub-result/{run_id}'], (client: FlacDownloader, request: { runId: number; language: endpoints.Language; format: DubAltFormat }, options?: TaskCallOptions) =>
-          dubbing.dubAltFormat(client, request.runId, request.language, request.format, options),
+        run: op(
+          ['POST /dub-alt-format/{run_id}/{language}', 'GET /dub-result/{run_id}'],
+          (client: FlacDownloader, request: { runId: number; language: endpoints.Language; format: DubAltFormat }, options?: TaskCallOptions) =>
+            dubbing.dubAltFormat(client, request.runId, request.language, request.format, options),
         ),
       },
       discord: { task: 'discord-dub', result: op('GET /dub-result/{run_id}', dubbing.getDubbingResult) },
@@ -185,8 +190,10 @@ export const RESOURCE_SPECS = {
   textToAudio: {
     task: 'text-to-sound',
     create: op('POST /text-to-sound', projects.createTextToSound),
-    result: op('GET /text-to-sound-result/{run_id}', (client: FlacDownloader, runId: number, options?: Omit<TtsResultAudioOptions, 'decode'>) =>
-      projects.getTextToSoundResultAudio(client, runId, options) as Promise<endpoints.AudioResult<FlacDownloadStream>>,
+    result: op(
+      'GET /text-to-sound-result/{run_id}',
+      (client: FlacDownloader, runId: number, options?: Omit<TtsResultAudioOptions, 'decode'>) =>
+        projects.getTextToSoundResultAudio(client, runId, options) as Promise<endpoints.AudioResult<FlacDownloadStream>>,
     ),
     ops: { getResults: op('POST /text-to-sound-results', projects.getTextToSoundResults) },
   },
@@ -215,12 +222,16 @@ export const RESOURCE_SPECS = {
   },
   translatedStory: {
     task: 'translated-story',
-    create: op('POST /translated-story/{run_id}', (client: FlacDownloader, request: { runId: number; targetLanguage: endpoints.Language }, options?: RequestOptions) =>
-      projects.createTranslatedStory(client, request.runId, request.targetLanguage, options),
+    create: op(
+      'POST /translated-story/{run_id}',
+      (client: FlacDownloader, request: { runId: number; targetLanguage: endpoints.Language }, options?: RequestOptions) =>
+        projects.createTranslatedStory(client, request.runId, request.targetLanguage, options),
     ),
-    result: op('GET /translated-story-result/{run_id}/{target_language}', (client: FlacDownloader, runId: number, options: projects.StoryResultOptions & { targetLanguage: endpoints.Language }) =>
-      // Without options, the language check names `targetLanguage` (a ValidationError, no request).
-      projects.getTranslatedStoryResult(client, runId, options?.targetLanguage, options),
+    result: op(
+      'GET /translated-story-result/{run_id}/{target_language}',
+      (client: FlacDownloader, runId: number, options: projects.StoryResultOptions & { targetLanguage: endpoints.Language }) =>
+        // Without options, the language check names `targetLanguage` (a ValidationError, no request).
+        projects.getTranslatedStoryResult(client, runId, options?.targetLanguage, options),
     ),
   },
   translatedTts: {
@@ -229,8 +240,10 @@ export const RESOURCE_SPECS = {
     result: op(['GET /translation-result/{run_id}', 'GET /tts-result/{run_id}'], (client: FlacDownloader, runId: number, options?: TtsResultAudioOptions) =>
       endpoints.getTranslatedTtsResult(client, runId, options),
     ),
-    run: op(['POST /translated-tts', 'GET /translation-result/{run_id}', 'GET /tts-result/{run_id}'], (client: FlacDownloader, body: endpoints.TranslatedTtsRequest, options?: endpoints.TranslateAndSpeakOptions) =>
-      endpoints.translateAndSpeak(client, body, options),
+    run: op(
+      ['POST /translated-tts', 'GET /translation-result/{run_id}', 'GET /tts-result/{run_id}'],
+      (client: FlacDownloader, body: endpoints.TranslatedTtsRequest, options?: endpoints.TranslateAndSpeakOptions) =>
+        endpoints.translateAndSpeak(client, body, options),
     ),
   },
   translation: {
@@ -272,8 +285,10 @@ export const RESOURCE_SPECS = {
       subtitles: {
         task: 'sub',
         create: op('POST /sub', dubbing.createSubtitles),
-        result: op('GET /transcript/{run_id}/{language}', (client: FlacDownloader, runId: number, options: dubbing.RunTranscriptOptions & { language: endpoints.Language }) =>
-          dubbing.getRunTranscript(client, runId, options?.language, options),
+        result: op(
+          'GET /transcript/{run_id}/{language}',
+          (client: FlacDownloader, runId: number, options: dubbing.RunTranscriptOptions & { language: endpoints.Language }) =>
+            dubbing.getRunTranscript(client, runId, options?.language, options),
         ),
       },
     },
@@ -347,7 +362,12 @@ export function taskResourceSpecs(): { path: string; spec: ResourceSpec & { task
 export function resourceRoutes(): { path: string; route: string }[] {
   const out: { path: string; route: string }[] = [];
   const visit = (path: string, spec: ResourceSpec): void => {
-    const entries: [string, OperationSpec | undefined][] = [['create', spec.create], ['result', spec.result], ['run', spec.run], ...Object.entries(spec.ops ?? {})];
+    const entries: [string, OperationSpec | undefined][] = [
+      ['create', spec.create],
+      ['result', spec.result],
+      ['run', spec.run],
+      ...Object.entries(spec.ops ?? {}),
+    ];
     for (const [name, operation] of entries) {
       if (operation === undefined) continue;
       for (const route of typeof operation.route === 'string' ? [operation.route] : operation.route) out.push({ path: `${path}.${name}`, route });

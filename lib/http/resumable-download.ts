@@ -455,10 +455,7 @@ export class ResumableDownload extends withEvents<ResumableDownloadEvents>()(Rea
   /** What a 403 means, for the message of its `HttpForbiddenError` (undefined: the general sentence). */
   #forbiddenExplanation(redirected: boolean): string | undefined {
     if (redirected) {
-      return (
-        `this address, which ${this.address} redirected to, refused the download ` +
-        `(a presigned URL that expired, or one without access to this file).`
-      );
+      return `this address, which ${this.address} redirected to, refused the download ` + `(a presigned URL that expired, or one without access to this file).`;
     }
     if (this.#o.urlKind === 'api') return undefined;
     if (this.#o.refreshUrl) {

@@ -76,14 +76,7 @@ export { parseRetryAfter, type HeaderBag } from '../retry-after.js';
  * route leads to it. The one list both the client (which marks these failures phase
  * `connect`) and the policy below (which repeats creations after them) use.
  */
-export const NO_CONNECTION_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-]);
+export const NO_CONNECTION_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
 /** True when `error` proves the service did not act on the request (see the module doc). */
 export function serviceDidNotAct(error: unknown): boolean {

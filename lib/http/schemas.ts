@@ -48,18 +48,7 @@ export const FORMALITY_VALUES = [1, 2] as const;
 export const GENDER_VALUES = [0, 1, 2, 9] as const;
 export const SELECTED_AUDIO_TRACKS_COUNT = { min: 1, max: 2 } as const;
 export const RUN_IDS_COUNT = { min: 2, max: 5 } as const;
-export const OUTPUT_FORMATS = [
-  'wav',
-  'flac',
-  'adts',
-  'mp3',
-  'pcm_s16le',
-  'pcm_s16be',
-  'pcm_s32le',
-  'pcm_s32be',
-  'pcm_f32le',
-  'pcm_f32be',
-] as const;
+export const OUTPUT_FORMATS = ['wav', 'flac', 'adts', 'mp3', 'pcm_s16le', 'pcm_s16be', 'pcm_s32le', 'pcm_s32be', 'pcm_f32le', 'pcm_f32be'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 export const OUTPUT_TYPES = ['raw_bytes', 'file_url'] as const;
 export type OutputType = (typeof OUTPUT_TYPES)[number];
@@ -246,7 +235,11 @@ export const dubSchema = object(
   [
     (body) =>
       body.target_language == null && body.target_languages == null
-        ? { field: 'target_languages', msg: 'give target_language or target_languages', accepted: 'one or more target languages (targetLanguages or targetLanguage)' }
+        ? {
+            field: 'target_languages',
+            msg: 'give target_language or target_languages',
+            accepted: 'one or more target languages (targetLanguages or targetLanguage)',
+          }
         : undefined,
   ],
 );
@@ -315,7 +308,13 @@ export function streamUrl(): Check {
     const checked = str(1)(value, loc, ctx);
     if (checked === undefined) return undefined;
     if (!/^(srt|rtmps?|https?|udp|rtp):\/\/[^/\s]/i.test(checked as string)) {
-      ctx.issues.push({ loc, type: 'url_scheme', msg: 'URL scheme should be srt, rtmp, rtmps, http, https, udp or rtp', accepted: 'a stream URL (srt://, rtmp://, rtmps://, http(s):// for HLS, udp://, rtp://)', received: JSON.stringify(checked) });
+      ctx.issues.push({
+        loc,
+        type: 'url_scheme',
+        msg: 'URL scheme should be srt, rtmp, rtmps, http, https, udp or rtp',
+        accepted: 'a stream URL (srt://, rtmp://, rtmps://, http(s):// for HLS, udp://, rtp://)',
+        received: JSON.stringify(checked),
+      });
       return undefined;
     }
     return checked;

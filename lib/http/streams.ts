@@ -102,7 +102,9 @@ async function withLanguageIds(client: HttpRequester, wire: Record<string, unkno
     target_streams: await Promise.all(
       targets.map(async (target, i) => ({
         ...target,
-        languages: await Promise.all((target.languages as (string | number)[]).map((l, j) => catalog.idOf(l, 'target', `targetStreams.${i}.languages.${j}`, options))),
+        languages: await Promise.all(
+          (target.languages as (string | number)[]).map((l, j) => catalog.idOf(l, 'target', `targetStreams.${i}.languages.${j}`, options)),
+        ),
       })),
     ),
   };
@@ -125,9 +127,15 @@ async function create(client: HttpRequester, prefix: string, request: StreamRequ
   return { streamId: Number(raw.stream_id), taskId: typeof raw.task_id === 'string' ? raw.task_id : undefined, urls, raw };
 }
 
-async function probe(client: HttpRequester, prefix: string, request: { url: string; passphrase?: string | null; streamId?: string | null }, options?: RequestOptions): Promise<StreamProbe> {
+async function probe(
+  client: HttpRequester,
+  prefix: string,
+  request: { url: string; passphrase?: string | null; streamId?: string | null },
+  options?: RequestOptions,
+): Promise<StreamProbe> {
   const raw = asObject(await call(client, 'POST', `${prefix}/probe`, 'read', options, { json: validate(streamProbeSchema, request) }), `POST ${prefix}/probe`);
-  const list = (value: unknown): Array<Record<string, unknown>> => (Array.isArray(value) ? value.filter(isPlainObject).map((v) => camelResult<Record<string, unknown>>(v)) : []);
+  const list = (value: unknown): Array<Record<string, unknown>> =>
+    Array.isArray(value) ? value.filter(isPlainObject).map((v) => camelResult<Record<string, unknown>>(v)) : [];
   return { videoStreams: list(raw.video_streams), audioStreams: list(raw.audio_streams), dataStreams: list(raw.data_streams), raw };
 }
 
@@ -158,7 +166,11 @@ export async function deleteStream(client: HttpRequester, streamId: number, opti
 }
 
 /** `POST /stream/probe`: the video, audio and data tracks of a source stream. */
-export function probeStream(client: HttpRequester, request: { url: string; passphrase?: string | null; streamId?: string | null }, options?: RequestOptions): Promise<StreamProbe> {
+export function probeStream(
+  client: HttpRequester,
+  request: { url: string; passphrase?: string | null; streamId?: string | null },
+  options?: RequestOptions,
+): Promise<StreamProbe> {
   return probe(client, '/stream', request, options);
 }
 
@@ -185,7 +197,11 @@ export async function stopStreamV1(client: HttpRequester, streamId: number, opti
 }
 
 /** `POST /v1/stream/probe`. @deprecated Use `probeStream`. */
-export function probeStreamV1(client: HttpRequester, request: { url: string; passphrase?: string | null; streamId?: string | null }, options?: RequestOptions): Promise<StreamProbe> {
+export function probeStreamV1(
+  client: HttpRequester,
+  request: { url: string; passphrase?: string | null; streamId?: string | null },
+  options?: RequestOptions,
+): Promise<StreamProbe> {
   warnV1();
   return probe(client, '/v1/stream', request, options);
 }

@@ -43,7 +43,11 @@ export async function createTranscription(client: HttpRequester, request: Transc
   if (request === null || typeof request !== 'object') throw new ValidationError('request', 'an object', typeof request);
   const { mediaFile, ...fields } = request;
   if ((mediaFile === undefined) === (fields.mediaUrl === undefined)) {
-    throw new ValidationError('mediaFile', 'exactly one of mediaFile (the media to upload) and mediaUrl (where the service fetches it)', mediaFile === undefined ? 'neither' : 'both');
+    throw new ValidationError(
+      'mediaFile',
+      'exactly one of mediaFile (the media to upload) and mediaUrl (where the service fetches it)',
+      mediaFile === undefined ? 'neither' : 'both',
+    );
   }
   const wire = await tagsToIds(client, validate(transcriptionSchema, fields), [{ wire: 'language', side: 'source', field: 'language' }], callOptions(options));
   const files: FileField[] = mediaFile === undefined ? [] : [{ name: 'media_file', field: 'mediaFile', upload: mediaFile }];
@@ -78,6 +82,10 @@ export async function transcribe(
   options: TaskCallOptions & Omit<TranscriptionResultOptions, keyof RequestOptions> = {},
 ): Promise<TranscriptionResult & { taskId: string; runId: number }> {
   const run = await createAndWait(client, 'transcription', (o) => createTranscription(client, request, o), options);
-  const result = await getTranscriptionResult(client, run.runId, { ...callOptions(options), wordLevelTimestamps: options.wordLevelTimestamps, timeUnit: options.timeUnit });
+  const result = await getTranscriptionResult(client, run.runId, {
+    ...callOptions(options),
+    wordLevelTimestamps: options.wordLevelTimestamps,
+    timeUnit: options.timeUnit,
+  });
   return { taskId: run.taskId, runId: run.runId, ...result };
 }

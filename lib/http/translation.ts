@@ -71,9 +71,15 @@ export interface TranslateTextsOptions extends TaskCallOptions, Omit<Translation
  * the translations in the order of `texts`.
  */
 export async function translateTexts(client: HttpRequester, texts: string[], options: TranslateTextsOptions): Promise<string[]> {
-  const { from, to, signal, headersTimeoutMs, bodyTimeoutMs, retry, profile, initialIntervalMs, maxIntervalMs, factor, maxWaitMs, onProgress, ...fields } = options;
+  const { from, to, signal, headersTimeoutMs, bodyTimeoutMs, retry, profile, initialIntervalMs, maxIntervalMs, factor, maxWaitMs, onProgress, ...fields } =
+    options;
   const wait: TaskCallOptions = { signal, headersTimeoutMs, bodyTimeoutMs, retry, profile, initialIntervalMs, maxIntervalMs, factor, maxWaitMs, onProgress };
-  const run = await createAndWait(client, 'translation', (o) => createTranslation(client, { ...fields, texts, sourceLanguage: from, targetLanguage: to }, o), wait);
+  const run = await createAndWait(
+    client,
+    'translation',
+    (o) => createTranslation(client, { ...fields, texts, sourceLanguage: from, targetLanguage: to }, o),
+    wait,
+  );
   return (await getTranslationResult(client, run.runId, callOptions(wait))).texts;
 }
 

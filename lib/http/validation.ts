@@ -187,8 +187,7 @@ export function any(): Check {
 
 /** A JSON object (not an array); passed through unchanged, keys included. */
 export function plainObject(): Check {
-  return (value, loc, ctx) =>
-    isPlainObject(value) ? value : issue(ctx, loc, 'dict_type', 'Input should be a valid dictionary', 'an object', value);
+  return (value, loc, ctx) => (isPlainObject(value) ? value : issue(ctx, loc, 'dict_type', 'Input should be a valid dictionary', 'an object', value));
 }
 
 export interface ArrayRules {
@@ -207,7 +206,14 @@ export function array(item: Check, rules: ArrayRules = {}): Check {
     const value = ctx.form && !Array.isArray(raw) ? [raw] : raw;
     if (!Array.isArray(value)) return issue(ctx, loc, 'list_type', 'Input should be a valid list', accepted, value);
     if (value.length < min) {
-      return issue(ctx, loc, 'too_short', `List should have at least ${min} item${min === 1 ? '' : 's'} after validation, not ${value.length}`, accepted, value);
+      return issue(
+        ctx,
+        loc,
+        'too_short',
+        `List should have at least ${min} item${min === 1 ? '' : 's'} after validation, not ${value.length}`,
+        accepted,
+        value,
+      );
     }
     if (value.length > max) {
       return issue(ctx, loc, 'too_long', `List should have at most ${max} item${max === 1 ? '' : 's'} after validation, not ${value.length}`, accepted, value);

@@ -123,7 +123,12 @@ export async function createCustomVoice(client: HttpRequester, request: CustomVo
     throw new ValidationError('file', 'a reference recording: a file path, Buffer, Blob or Readable', 'nothing');
   }
   const { file, ...fields } = request;
-  const wire = await tagsToIds(client, validate<Record<string, unknown>>(customVoiceSchema, fields), [{ wire: 'language', side: 'source', field: 'language' }], callOptions(options));
+  const wire = await tagsToIds(
+    client,
+    validate<Record<string, unknown>>(customVoiceSchema, fields),
+    [{ wire: 'language', side: 'source', field: 'language' }],
+    callOptions(options),
+  );
   const multipart = await multipartBody(wire as Record<string, FieldValue>, [{ name: 'file', upload: file }]);
   const raw = asObject(await call(client, 'POST', '/create-custom-voice', 'create', options, { multipart }), 'POST /create-custom-voice');
   const voiceId = raw.voice_id;

@@ -120,4 +120,3 @@ export interface DiscordReceiveEvents {
   /** A gap was filled with silence. */
   gap: [gap: GapInfo];
 }
-

@@ -35,7 +35,6 @@ function toServiceProcessor(): AudioProcessor {
   return planConversion({ ...DISCORD_PCM_FORMAT }, { ...SERVICE_FORMAT }).processor;
 }
 
-
 /** Clock mode's timeline: see `DiscordReceiveAdapter`. */
 interface ClockTimeline {
   status: 'clock';
@@ -155,7 +154,11 @@ export class DiscordReceiveAdapter extends withEvents<DiscordReceiveEvents>()(Tr
       throw new ValidationError('now', 'a function returning monotonic milliseconds', typeof options.now);
     }
     const writableHighWaterMark = intOption(options.writableHighWaterMark, 'writableHighWaterMark', { min: 1, fallback: 16, accepted: 'a positive integer' });
-    const readableHighWaterMark = intOption(options.readableHighWaterMark, 'readableHighWaterMark', { min: 1, fallback: 64 * 1024, accepted: 'a positive integer' });
+    const readableHighWaterMark = intOption(options.readableHighWaterMark, 'readableHighWaterMark', {
+      min: 1,
+      fallback: 64 * 1024,
+      accepted: 'a positive integer',
+    });
     const codec = createOpusCodec({ backend: options.opusBackend ?? 'auto' });
     super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark, readableHighWaterMark });
     this.#codec = codec;
@@ -232,11 +235,13 @@ export class DiscordReceiveAdapter extends withEvents<DiscordReceiveEvents>()(Tr
         this.#beforeClockPacket(state);
         break;
       case 'timestamp':
-        if (timestamp === undefined) throw new ValidationError('packet.timestamp', 'an RTP timestamp on every packet (the first packet had one)', 'a packet without it');
+        if (timestamp === undefined)
+          throw new ValidationError('packet.timestamp', 'an RTP timestamp on every packet (the first packet had one)', 'a packet without it');
         if (!this.#beforeRtpPacket(state, timestamp, index)) return;
         break;
       case 'sequence':
-        if (sequence === undefined) throw new ValidationError('packet.sequence', 'an RTP sequence number on every packet (the first packet had one)', 'a packet without it');
+        if (sequence === undefined)
+          throw new ValidationError('packet.sequence', 'an RTP sequence number on every packet (the first packet had one)', 'a packet without it');
         if (!this.#beforeRtpPacket(state, sequence, index)) return;
         break;
       default:
@@ -422,7 +427,11 @@ function readPacket(chunk: unknown): { packet: Buffer; timestamp?: number; seque
   if (chunk instanceof Uint8Array) return { packet: Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) };
   if (typeof chunk === 'object' && chunk !== null && 'packet' in chunk) {
     const c = chunk as RtpOpusPacket;
-    const packet = Buffer.isBuffer(c.packet) ? c.packet : c.packet instanceof Uint8Array ? Buffer.from(c.packet.buffer, c.packet.byteOffset, c.packet.byteLength) : undefined;
+    const packet = Buffer.isBuffer(c.packet)
+      ? c.packet
+      : c.packet instanceof Uint8Array
+        ? Buffer.from(c.packet.buffer, c.packet.byteOffset, c.packet.byteLength)
+        : undefined;
     if (packet === undefined) throw new ValidationError('packet.packet', 'a Buffer or Uint8Array holding one Opus packet', typeof c.packet);
     if (c.timestamp !== undefined && !(Number.isInteger(c.timestamp) && c.timestamp >= 0 && c.timestamp <= 0xffffffff)) {
       throw new ValidationError('packet.timestamp', 'an RTP timestamp, an integer from 0 to 2^32 - 1 (48 kHz samples)', String(c.timestamp));
@@ -435,4 +444,3 @@ function readPacket(chunk: unknown): { packet: Buffer; timestamp?: number; seque
   const got = chunk === null ? 'null' : typeof chunk === 'string' ? 'a string' : typeof chunk;
   throw new ValidationError('packet', 'a Buffer holding one Opus packet, or { packet, timestamp?, sequence? }', got);
 }
-

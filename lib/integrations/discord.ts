@@ -45,7 +45,6 @@ function fromServiceProcessor(): AudioProcessor {
   return planConversion({ ...SERVICE_FORMAT }, { ...DISCORD_PCM_FORMAT }).processor;
 }
 
-
 // --- playing -------------------------------------------------------------------------------------
 
 /** `'pcm'`: 3840-byte frames of 48 kHz stereo PCM16 (`StreamType.Raw`); `'opus'`: one packet per frame (`StreamType.Opus`). */
@@ -98,7 +97,11 @@ export class DiscordPlaybackAdapter extends Transform {
     const output = options.output ?? 'pcm';
     if (output !== 'pcm' && output !== 'opus') throw new ValidationError('output', "'pcm' or 'opus'", String(output));
     const readableHighWaterMark = intOption(options.readableHighWaterMark, 'readableHighWaterMark', { min: 1, fallback: 16, accepted: 'a positive integer' });
-    const writableHighWaterMark = intOption(options.writableHighWaterMark, 'writableHighWaterMark', { min: 1, fallback: 16 * 1024, accepted: 'a positive integer' });
+    const writableHighWaterMark = intOption(options.writableHighWaterMark, 'writableHighWaterMark', {
+      min: 1,
+      fallback: 16 * 1024,
+      accepted: 'a positive integer',
+    });
     const codec = output === 'opus' ? createOpusCodec({ backend: options.opusBackend ?? 'auto', bitrate: options.bitrate }) : undefined;
     super({ readableObjectMode: true, writableObjectMode: false, decodeStrings: true, readableHighWaterMark, writableHighWaterMark });
     this.output = output;
@@ -241,4 +244,3 @@ function isIterable(value: unknown): value is AsyncIterable<unknown> | Iterable<
     (typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function' || typeof (value as Iterable<unknown>)[Symbol.iterator] === 'function')
   );
 }
-

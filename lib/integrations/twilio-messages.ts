@@ -228,7 +228,11 @@ export function parseTwilioMessage(data: unknown, maxBytes = DEFAULT_MAX_TWILIO_
       throw new ProtocolError(`A Twilio message of ${size} bytes is over the ${maxBytes}-byte limit. It was ignored.`);
     }
     const text =
-      typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+      typeof data === 'string'
+        ? data
+        : Buffer.isBuffer(data)
+          ? data.toString('utf8')
+          : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     try {
       msg = JSON.parse(text);
     } catch {
@@ -290,11 +294,7 @@ export function checkTwilioMediaFormat(format: TwilioMediaFormat | undefined): T
     format.sampleRate === TWILIO_MEDIA_FORMAT.sampleRate &&
     format.channels === TWILIO_MEDIA_FORMAT.channels;
   if (ok) return format;
-  throw new ValidationError(
-    'start.mediaFormat',
-    `${describeFormat(TWILIO_MEDIA_FORMAT)} (G.711 mu-law)`,
-    describeFormat(format),
-  );
+  throw new ValidationError('start.mediaFormat', `${describeFormat(TWILIO_MEDIA_FORMAT)} (G.711 mu-law)`, describeFormat(format));
 }
 
 function describeFormat(format: TwilioMediaFormat): string {

@@ -285,7 +285,13 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     }
     this.#stream = info;
     // The call's clock starts now: the media timeout and the audio allowed are counted from here.
-    this.#set({ status: 'live', idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs), startedAt: performance.now(), hold: undefined, waiting: false });
+    this.#set({
+      status: 'live',
+      idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs),
+      startedAt: performance.now(),
+      hold: undefined,
+      waiting: false,
+    });
     this.#session.open();
     this.emit('start', info);
     callback();

@@ -59,8 +59,7 @@ export function encodeAudioAppendBytes(pcm: Uint8Array): Buffer {
   }
   const b64 = base64Length(n);
   const length = PREFIX.length + b64 + SUFFIX.length;
-  const frame =
-    length <= FRAME_CAPACITY ? (spareFrames.pop() ?? Buffer.alloc(FRAME_CAPACITY)).subarray(0, length) : Buffer.allocUnsafe(length);
+  const frame = length <= FRAME_CAPACITY ? (spareFrames.pop() ?? Buffer.alloc(FRAME_CAPACITY)).subarray(0, length) : Buffer.allocUnsafe(length);
   const src = kernel.scratch(alignKernel(n) + b64);
   const dst = src + alignKernel(n);
   const memory = kernel.u8;

@@ -86,8 +86,7 @@ export const encodeServerEvent = {
   sessionStarting: (): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionStarting }),
   sessionCreated: (session: WireSessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionCreated, session }),
   sessionUpdated: (session: WireSessionInfo): string => JSON.stringify({ type: SERVER_EVENT_TYPES.sessionUpdated, session }),
-  transcriptCompleted: (transcript: string): string =>
-    JSON.stringify({ type: SERVER_EVENT_TYPES.transcriptCompleted, transcript }),
+  transcriptCompleted: (transcript: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.transcriptCompleted, transcript }),
   textDelta: (delta: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.textDelta, delta }),
   textDone: (text: string): string => JSON.stringify({ type: SERVER_EVENT_TYPES.textDone, text }),
   audioDelta: (pcm: Buffer): string => `{"type":"${SERVER_EVENT_TYPES.audioDelta}","delta":"${pcm.toString('base64')}"}`,

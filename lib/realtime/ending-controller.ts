@@ -92,7 +92,11 @@ export class EndingController {
     });
     const timer =
       decision.kind === 'wait'
-        ? verdictTimer(decision.until - now, (t) => this.#c.life.state.status === 'ending' && this.#c.life.state.timer === t, () => this.evaluate(decision.until))
+        ? verdictTimer(
+            decision.until - now,
+            (t) => this.#c.life.state.status === 'ending' && this.#c.life.state.timer === t,
+            () => this.evaluate(decision.until),
+          )
         : undefined;
     c.life.set({ ...state, allSentAt, timer });
     if (decision.kind === 'finish') this.#finish(undefined);

@@ -62,10 +62,14 @@ export class EventFanout<T> {
   }
 
   subscribe(): AsyncIterableIterator<T> {
-    const sub = new Subscriber<T>(this.#bounds.weigh, () => this.#checkPressure(), () => {
-      this.#subscribers.delete(sub);
-      this.#checkPressure();
-    });
+    const sub = new Subscriber<T>(
+      this.#bounds.weigh,
+      () => this.#checkPressure(),
+      () => {
+        this.#subscribers.delete(sub);
+        this.#checkPressure();
+      },
+    );
     if (this.#ended) sub.finish(this.#error);
     else this.#subscribers.add(sub);
     return sub;

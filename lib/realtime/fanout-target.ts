@@ -131,7 +131,13 @@ export class TargetSession implements FanoutTarget {
   readonly #done: Promise<TargetDoneInfo>;
   #resolveDone!: (info: TargetDoneInfo) => void;
 
-  constructor(options: Omit<RealtimeTranslateOptions, 'to' | 'voiceId'>, target: ResolvedTarget, inputOffset: number, readableHighWaterMark: number, hooks: TargetHooks) {
+  constructor(
+    options: Omit<RealtimeTranslateOptions, 'to' | 'voiceId'>,
+    target: ResolvedTarget,
+    inputOffset: number,
+    readableHighWaterMark: number,
+    hooks: TargetHooks,
+  ) {
     this.lang = target.lang;
     this.voiceId = target.voiceId;
     this.inputOffset = inputOffset;
@@ -204,7 +210,16 @@ export class TargetSession implements FanoutTarget {
   get stats(): FanoutTargetStats {
     const stats = this.#final?.stats ?? this.#stream!.stats;
     const inputWaiting = this.#stream?.writableLength ?? 0;
-    return { ...stats, lang: this.lang, voiceId: this.voiceId, status: this.status, inputOffset: this.inputOffset, inputWaiting, outcome: this.outcome, error: this.#error };
+    return {
+      ...stats,
+      lang: this.lang,
+      voiceId: this.voiceId,
+      status: this.status,
+      inputOffset: this.inputOffset,
+      inputWaiting,
+      outcome: this.outcome,
+      error: this.#error,
+    };
   }
 
   done(): Promise<TargetDoneInfo> {

@@ -25,7 +25,16 @@ import { REALTIME_BYTES_PER_FRAME } from './codec.js';
 import type { StreamCallback } from './duplex-lifecycle.js';
 import { EventFanout } from './event-queue.js';
 import { fanoutEventWeight, type FanoutEvent, type RealtimeFanoutEvents, type RealtimeFanoutStats } from './fanout-events.js';
-import { duplicateTarget, resolveFanoutOptions, resolveTarget, tooManyTargets, type FanoutTargetSpec, type RealtimeFanoutOptions, type ResolvedFanoutOptions, type ResolvedTarget } from './fanout-options.js';
+import {
+  duplicateTarget,
+  resolveFanoutOptions,
+  resolveTarget,
+  tooManyTargets,
+  type FanoutTargetSpec,
+  type RealtimeFanoutOptions,
+  type ResolvedFanoutOptions,
+  type ResolvedTarget,
+} from './fanout-options.js';
 import { TargetSession, type FanoutTarget, type TargetHooks } from './fanout-target.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
 import { withEvents } from '../typed-events.js';
@@ -89,7 +98,9 @@ export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable)
     const o = resolveFanoutOptions(options);
     super({ highWaterMark: o.writableHighWaterMark, decodeStrings: true, objectMode: false });
     this.#o = o;
-    this.#events = new EventFanout<FanoutEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: fanoutEventWeight }, (full) => this.#pressure(full));
+    this.#events = new EventFanout<FanoutEvent>({ count: o.maxQueuedEvents, bytes: o.maxQueuedEventBytes, weigh: fanoutEventWeight }, (full) =>
+      this.#pressure(full),
+    );
     this.#hooks = {
       event: (target, event) => {
         // Tagged only when someone listens (a fan-out nobody asks for events costs nothing more).
@@ -199,7 +210,11 @@ export class RealtimeFanout extends withEvents<RealtimeFanoutEvents>()(Writable)
   override _final(callback: StreamCallback): void {
     if (this.#cutter.pendingBytes > 0) {
       this.#cutter.clear();
-      this.#publish({ type: 'warning', lang: undefined, warning: new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped') });
+      this.#publish({
+        type: 'warning',
+        lang: undefined,
+        warning: new ValidationError('input', 'whole PCM16 samples (an even number of bytes)', 'a trailing odd byte, dropped'),
+      });
     }
     this.#set({ status: 'ending', callback });
     for (const target of this.#live) target.endInput(false);

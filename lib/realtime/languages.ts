@@ -34,9 +34,5 @@ export function isRealtimeLanguage(tag: unknown): boolean {
  */
 export function normalizeRealtimeLanguage(tag: unknown, field: string): RealtimeLanguage {
   if (typeof tag === 'string' && known.has(tag.toLowerCase())) return tag.toLowerCase() as RealtimeLanguage;
-  throw new ValidationError(
-    field,
-    `one of the realtime language tags ${REALTIME_LANGUAGES.join(', ')} (case-insensitive)`,
-    describeReceived(tag),
-  );
+  throw new ValidationError(field, `one of the realtime language tags ${REALTIME_LANGUAGES.join(', ')} (case-insensitive)`, describeReceived(tag));
 }

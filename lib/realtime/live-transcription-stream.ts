@@ -174,7 +174,9 @@ function liveListenerArgs(event: LiveTranscriptionEvent): unknown[] {
   }
 }
 
-export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>()(RealtimeDuplex<LiveTranscriptionEvent, LiveServerEvent, { closeSent: boolean }>) {
+export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>()(
+  RealtimeDuplex<LiveTranscriptionEvent, LiveServerEvent, { closeSent: boolean }>,
+) {
   readonly #o: Resolved;
   /** How far the final results have covered the input. */
   readonly #finals: FinalsFrontier;
@@ -325,7 +327,13 @@ export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>
   #setCloseSent(sent: boolean): void {
     const state = this.life.state;
     if (state.status !== 'ending') return;
-    const timer = sent ? verdictTimer(this.#o.finishTimeoutMs, (t) => 'timer' in this.life.state && this.life.state.timer === t, () => this.#finishTimedOut()) : undefined;
+    const timer = sent
+      ? verdictTimer(
+          this.#o.finishTimeoutMs,
+          (t) => 'timer' in this.life.state && this.life.state.timer === t,
+          () => this.#finishTimedOut(),
+        )
+      : undefined;
     this.life.set({ ...state, closeSent: sent, timer });
   }
 
@@ -333,7 +341,12 @@ export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>
     const state = this.life.state;
     if (state.status !== 'ending') return;
     const waited = this.#o.finishTimeoutMs;
-    this.warn(new TimeoutError(`The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`, waited));
+    this.warn(
+      new TimeoutError(
+        `The live transcription service neither answered nor closed for ${waited} ms after CloseStream; closing without its last results.`,
+        waited,
+      ),
+    );
     this.life.decide({ complete: false, reason: 'response-stalled', unansweredSpeechMs: this.outage.unprocessedMs() });
     this.closeSession();
   }
@@ -398,4 +411,3 @@ export interface LiveTranscriptionEvents {
   ended: [info: EndedInfo];
   event: [event: LiveTranscriptionEvent];
 }
-

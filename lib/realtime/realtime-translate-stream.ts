@@ -20,7 +20,15 @@ import type { ConnectionEnd } from './connection.js';
 import type { StreamCallback } from './duplex-lifecycle.js';
 import { EndingController, type EndingWait } from './ending-controller.js';
 import type { InputFence } from './ending-policy.js';
-import { eventWeight, listenerArgs, type EndedInfo, type RealtimeEvent, type RealtimeStats, type RealtimeTranslateEvents, type SessionStartedInfo } from './realtime-events.js';
+import {
+  eventWeight,
+  listenerArgs,
+  type EndedInfo,
+  type RealtimeEvent,
+  type RealtimeStats,
+  type RealtimeTranslateEvents,
+  type SessionStartedInfo,
+} from './realtime-events.js';
 import { RealtimeDuplex } from './realtime-duplex.js';
 import { MAX_SERVER_MESSAGE_BYTES, resolveRealtimeOptions, type RealtimeTranslateOptions, type ResolvedRealtimeOptions } from './realtime-options.js';
 import { ReceiptFences } from './receipt-fences.js';
@@ -99,15 +107,19 @@ export class RealtimeTranslateStream extends withEvents<RealtimeTranslateEvents>
       warn: (warning) => this.warn(warning),
       close: () => this.closeSession(),
     });
-    this.#responses = new ResponseAssembler(ledger, { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.outbox.sent }, {
-      publish: (event) => this.publish(event),
-      audio: (audio) => audio.length > 0 && this.deliver(audio),
-      activity: (now) => this.#ending.activity(now),
-      answered: () => this.answered(),
-      starting: () => this.link.starting(),
-      sessionCreated: (info) => this.#onSessionCreated(info),
-      serverError: (message, code) => this.serverError(message, code),
-    });
+    this.#responses = new ResponseAssembler(
+      ledger,
+      { secret: o.apiKey, audioExpected: o.modalities.includes('audio'), sent: () => this.outbox.sent },
+      {
+        publish: (event) => this.publish(event),
+        audio: (audio) => audio.length > 0 && this.deliver(audio),
+        activity: (now) => this.#ending.activity(now),
+        answered: () => this.answered(),
+        starting: () => this.link.starting(),
+        sessionCreated: (info) => this.#onSessionCreated(info),
+        serverError: (message, code) => this.serverError(message, code),
+      },
+    );
   }
 
   /** The current session's info (with `id`) once `session.created` has arrived; a reconnect replaces it. */
@@ -250,8 +262,10 @@ export class RealtimeTranslateStream extends withEvents<RealtimeTranslateEvents>
 
   [inspect.custom](): string {
     const { url, session } = this.#o;
-    return `RealtimeTranslateStream { url: '${url.origin}${url.pathname}', from: '${session.source_language}', ` +
-      `to: '${session.target_language}', state: '${this.state}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`;
+    return (
+      `RealtimeTranslateStream { url: '${url.origin}${url.pathname}', from: '${session.source_language}', ` +
+      `to: '${session.target_language}', state: '${this.state}', sessionId: ${this.sessionId ? `'${this.sessionId}'` : 'undefined'} }`
+    );
   }
 }
 

@@ -126,7 +126,10 @@ export class ResponseAssembler {
       case 'audio.done':
         if (this.#outputCarry !== undefined) {
           this.#outputCarry = undefined;
-          sink.publish({ type: 'warning', warning: new ProtocolError('The service sent an odd number of audio bytes for one response; the last byte was dropped.') });
+          sink.publish({
+            type: 'warning',
+            warning: new ProtocolError('The service sent an odd number of audio bytes for one response; the last byte was dropped.'),
+          });
         }
         break;
       case 'server.error':

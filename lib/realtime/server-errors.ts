@@ -31,12 +31,7 @@ function sentence(text: string): string {
 }
 
 /** Maps a realtime `error` event to the error class a caller can act on. */
-export function classifyServerError(
-  message: string,
-  code: number | string | undefined,
-  secret?: string,
-  closeCode?: number,
-): RtTranslateError {
+export function classifyServerError(message: string, code: number | string | undefined, secret?: string, closeCode?: number): RtTranslateError {
   const verbatim = redactSecret(message, secret);
   const text = sentence(verbatim);
   const numeric = typeof code === 'number' ? code : Number.parseInt(String(code ?? ''), 10);
@@ -117,10 +112,10 @@ export function errorForConnectionEnd(end: ConnectionEnd, secret: string | undef
         });
       }
       const said = reason ? `: ${redactSecret(reason, secret)}` : '';
-      return new ConnectionError(
-        `The realtime service closed the connection (code ${code}${said})${started ? '' : ' before the session started'}.`,
-        { closeCode: code, retryable: RETRYABLE_CLOSE_CODES.has(code) },
-      );
+      return new ConnectionError(`The realtime service closed the connection (code ${code}${said})${started ? '' : ' before the session started'}.`, {
+        closeCode: code,
+        retryable: RETRYABLE_CLOSE_CODES.has(code),
+      });
     }
   }
 }
@@ -131,7 +126,10 @@ export function errorForConnectionEnd(end: ConnectionEnd, secret: string | undef
  */
 export function sessionReadyTimeout(waitedMs: number, reconnecting: boolean, sawStarting: boolean): TimeoutError {
   if (sawStarting) {
-    return new TimeoutError(`No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`, waitedMs);
+    return new TimeoutError(
+      `No session.created within ${waitedMs} ms. The service sent session.starting: the model is still booting; raise readyTimeoutMs.`,
+      waitedMs,
+    );
   }
   return new TimeoutError(`No session.created within ${waitedMs} ms${reconnecting ? ' of a reconnect attempt (reconnect.attemptTimeoutMs)' : ''}.`, waitedMs);
 }

@@ -250,7 +250,15 @@ export class SessionLink {
     }
     for (const reason of this.#pauses) connection.pause(reason);
     this.#last = connection;
-    this.#setState({ status: 'connecting', connection, attempt, readyTimer: this.#readyTimer(attempt, waitMs), startedAt: Date.now(), budgetMs, coldStart: false });
+    this.#setState({
+      status: 'connecting',
+      connection,
+      attempt,
+      readyTimer: this.#readyTimer(attempt, waitMs),
+      startedAt: Date.now(),
+      budgetMs,
+      coldStart: false,
+    });
   }
 
   #keepAliveTimer(): Timer | undefined {

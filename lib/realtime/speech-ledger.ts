@@ -214,8 +214,7 @@ export class SpeechLedger {
     }
     if (speechEnd !== undefined) this.#advance(speechEnd);
     const speechEndAt = speechEnd === undefined ? undefined : this.#sentTime(speechEnd);
-    const since = (at: number | undefined): number | undefined =>
-      at === undefined || speechEndAt === undefined ? undefined : Math.max(0, at - speechEndAt);
+    const since = (at: number | undefined): number | undefined => (at === undefined || speechEndAt === undefined ? undefined : Math.max(0, at - speechEndAt));
     return {
       index: this.#completed,
       segments: covered,
@@ -272,4 +271,3 @@ export class SpeechLedger {
     return undefined;
   }
 }
-

@@ -46,13 +46,17 @@ const TAG = /^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i;
 
 /** Checks parameters; the first problem as a `ValidationError` naming the option, else undefined. */
 export function checkLiveParams(params: LiveTranscriptionParams): ValidationError | undefined {
-  if (typeof params.model !== 'string' || params.model === '') return new ValidationError('model', 'a model name such as "boli-v5"', describeReceived(params.model));
-  if (typeof params.language !== 'string' || !TAG.test(params.language)) return new ValidationError('language', 'a locale tag such as "en-us"', describeReceived(params.language));
-  if (!(LIVE_ENCODINGS as readonly string[]).includes(params.encoding)) return new ValidationError('encoding', `one of ${LIVE_ENCODINGS.join(', ')}`, describeReceived(params.encoding));
+  if (typeof params.model !== 'string' || params.model === '')
+    return new ValidationError('model', 'a model name such as "boli-v5"', describeReceived(params.model));
+  if (typeof params.language !== 'string' || !TAG.test(params.language))
+    return new ValidationError('language', 'a locale tag such as "en-us"', describeReceived(params.language));
+  if (!(LIVE_ENCODINGS as readonly string[]).includes(params.encoding))
+    return new ValidationError('encoding', `one of ${LIVE_ENCODINGS.join(', ')}`, describeReceived(params.encoding));
   if (!Number.isSafeInteger(params.sampleRate) || params.sampleRate < 8000 || params.sampleRate > 192_000) {
     return new ValidationError('sampleRate', 'an integer number of Hz from 8000 to 192000', describeReceived(params.sampleRate));
   }
-  if (!Number.isSafeInteger(params.channels) || params.channels < 1 || params.channels > 8) return new ValidationError('channels', 'an integer from 1 to 8', describeReceived(params.channels));
+  if (!Number.isSafeInteger(params.channels) || params.channels < 1 || params.channels > 8)
+    return new ValidationError('channels', 'an integer from 1 to 8', describeReceived(params.channels));
   return undefined;
 }
 
@@ -184,7 +188,12 @@ function words(value: unknown): LiveWord[] {
   if (!Array.isArray(value)) return [];
   return value
     .filter((w): w is Record<string, unknown> => w !== null && typeof w === 'object')
-    .map((w) => ({ word: typeof w.word === 'string' ? w.word : String(w.punctuated_word ?? ''), start: num(w.start), end: num(w.end), confidence: num(w.confidence) }));
+    .map((w) => ({
+      word: typeof w.word === 'string' ? w.word : String(w.punctuated_word ?? ''),
+      start: num(w.start),
+      end: num(w.end),
+      confidence: num(w.confidence),
+    }));
 }
 
 /** Reads a server text frame; throws `ProtocolError` for one that is not a typed JSON object. */
@@ -203,7 +212,15 @@ export function decodeLiveServerEvent(text: string): LiveServerEvent {
         .filter((a): a is Record<string, unknown> => a !== null && typeof a === 'object')
         .map((a) => ({ transcript: typeof a.transcript === 'string' ? a.transcript : '', confidence: num(a.confidence), words: words(a.words) }));
       const first = alternatives[0] ?? { transcript: '', confidence: 0, words: [] };
-      return { type: 'Results', isFinal: type === 'Final' || raw.is_final === true, start: num(raw.start), duration: num(raw.duration), ...first, requestId, alternatives };
+      return {
+        type: 'Results',
+        isFinal: type === 'Final' || raw.is_final === true,
+        start: num(raw.start),
+        duration: num(raw.duration),
+        ...first,
+        requestId,
+        alternatives,
+      };
     }
     case 'Error':
       return {

@@ -10,7 +10,14 @@ import { describeReceived } from '../options.js';
 import { MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, REALTIME_BYTES_PER_FRAME } from '../limits.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from './languages.js';
 
-export { DEFAULT_VOICE_ID, MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, REALTIME_BYTES_PER_FRAME, REALTIME_CHANNELS, REALTIME_SAMPLE_RATE } from '../limits.js';
+export {
+  DEFAULT_VOICE_ID,
+  MAX_APPEND_AUDIO_BYTES,
+  MAX_CLIENT_EVENT_BYTES,
+  REALTIME_BYTES_PER_FRAME,
+  REALTIME_CHANNELS,
+  REALTIME_SAMPLE_RATE,
+} from '../limits.js';
 /**
  * Largest append piece that stays on V8's fast path: 64 KiB of audio is 87,384 characters of
  * base64. From about 96 KiB (128 Ki characters) the event's string lands in V8's large-object
@@ -113,11 +120,7 @@ function utf8Length(text: string): number {
 function checkEventSize(text: string, type: string): string {
   const size = utf8Length(text);
   if (size > MAX_CLIENT_EVENT_BYTES) {
-    throw new ValidationError(
-      `${type} event`,
-      `at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text`,
-      `${size} bytes`,
-    );
+    throw new ValidationError(`${type} event`, `at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text`, `${size} bytes`);
   }
   return text;
 }

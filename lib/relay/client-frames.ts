@@ -52,12 +52,18 @@ function readAppend(event: Extract<ClientEvent, { type: 'input_audio_buffer.appe
 export function readClientFrame(data: Buffer, isBinary: boolean): ClientFrame {
   if (isBinary) {
     if (data.length > MAX_APPEND_AUDIO_BYTES) {
-      return refused(`A binary audio frame of ${data.length} bytes; at most ${MAX_APPEND_AUDIO_BYTES} bytes (256 KiB) of PCM16 per frame. It was not forwarded.`, TOO_LARGE);
+      return refused(
+        `A binary audio frame of ${data.length} bytes; at most ${MAX_APPEND_AUDIO_BYTES} bytes (256 KiB) of PCM16 per frame. It was not forwarded.`,
+        TOO_LARGE,
+      );
     }
     return { kind: 'audio', pcm: data };
   }
   if (data.length > MAX_CLIENT_EVENT_BYTES) {
-    return refused(`The event is ${data.length} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text. It was not forwarded.`, TOO_LARGE);
+    return refused(
+      `The event is ${data.length} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text. It was not forwarded.`,
+      TOO_LARGE,
+    );
   }
   const text = data.toString('utf8');
   let event: ClientEvent;

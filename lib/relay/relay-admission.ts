@@ -16,7 +16,10 @@ const PASSED_QUERY = ['model', 'mode'] as const;
 export function offeredSubprotocols(request: IncomingMessage): string[] {
   const header = request.headers['sec-websocket-protocol'];
   if (typeof header !== 'string') return [];
-  return header.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  return header
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
 }
 
 /**

@@ -134,8 +134,18 @@ export interface ResolvedRelayOptions {
 
 function resolveServer(server: unknown): HttpServer | HttpsServer {
   const emitter = server as { on?: unknown; off?: unknown; listenerCount?: unknown } | null | undefined;
-  if (emitter === null || typeof emitter !== 'object' || typeof emitter.on !== 'function' || typeof emitter.off !== 'function' || typeof emitter.listenerCount !== 'function') {
-    throw new ValidationError('server', 'an http.Server or https.Server (Express: the value of app.listen(); Fastify: fastify.server)', describeReceived(server));
+  if (
+    emitter === null ||
+    typeof emitter !== 'object' ||
+    typeof emitter.on !== 'function' ||
+    typeof emitter.off !== 'function' ||
+    typeof emitter.listenerCount !== 'function'
+  ) {
+    throw new ValidationError(
+      'server',
+      'an http.Server or https.Server (Express: the value of app.listen(); Fastify: fastify.server)',
+      describeReceived(server),
+    );
   }
   return server as HttpServer;
 }
@@ -158,7 +168,14 @@ function resolveOrigin(value: unknown, field: string): string {
   } catch {
     throw new ValidationError(field, accepted, describeReceived(value));
   }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash ||
+    (url.pathname !== '/' && url.pathname !== '')
+  ) {
     throw new ValidationError(field, accepted, describeReceived(value));
   }
   return url.origin;
@@ -167,7 +184,8 @@ function resolveOrigin(value: unknown, field: string): string {
 function resolveOrigins(value: unknown): ResolvedRelayOptions['allowedOrigins'] {
   if (value === undefined) return undefined;
   if (value === '*') return '*';
-  if (!Array.isArray(value)) throw new ValidationError('allowedOrigins', "'*' or an array of origins such as 'https://app.example.com'", describeReceived(value));
+  if (!Array.isArray(value))
+    throw new ValidationError('allowedOrigins', "'*' or an array of origins such as 'https://app.example.com'", describeReceived(value));
   return new Set(value.map((origin, i) => resolveOrigin(origin, `allowedOrigins[${i}]`)));
 }
 
@@ -199,7 +217,11 @@ export function resolveRelayOptions(options: RealtimeRelayOptions): ResolvedRela
   return withApiKey(options, 'an object with server', (apiKey) => {
     const server = resolveServer(options.server);
     if (options.authorize !== undefined && typeof options.authorize !== 'function') {
-      throw new ValidationError('authorize', 'a function (request) => boolean | { maxSessions?, key? } | a promise of one', describeReceived(options.authorize));
+      throw new ValidationError(
+        'authorize',
+        'a function (request) => boolean | { maxSessions?, key? } | a promise of one',
+        describeReceived(options.authorize),
+      );
     }
     if (options.tokenInSessionUpdate !== undefined && typeof options.tokenInSessionUpdate !== 'boolean') {
       throw new ValidationError('tokenInSessionUpdate', 'true or false', describeReceived(options.tokenInSessionUpdate));
@@ -211,7 +233,17 @@ export function resolveRelayOptions(options: RealtimeRelayOptions): ResolvedRela
       server,
       path,
       connection: resolveConnectionOptions(options, apiKey, { path: REALTIME_PATH, readyTimeoutMs: 90_000 }),
-      upstream: { apiKey, realtimeUrl, allowInsecure, headers, readyTimeoutMs: readyTimeoutMs ?? 90_000, reconnect, pingIntervalMs, livenessTimeoutMs, maxSocketBufferBytes },
+      upstream: {
+        apiKey,
+        realtimeUrl,
+        allowInsecure,
+        headers,
+        readyTimeoutMs: readyTimeoutMs ?? 90_000,
+        reconnect,
+        pingIntervalMs,
+        livenessTimeoutMs,
+        maxSocketBufferBytes,
+      },
       rooms: resolveRooms(options.rooms, path),
       secret: resolveTokenSecret(options.secret),
       allowedOrigins: resolveOrigins(options.allowedOrigins),

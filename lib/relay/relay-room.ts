@@ -130,7 +130,11 @@ export class RelayRoom {
       return { status: 403, reason: 'language', message: `The speaker of this room offers ${[...talk.setup.languages].join(', ')}; not ${lang}.` };
     }
     if (!this.#running(lang) && this.languages >= this.#ctx.rooms.maxLanguagesPerRoom) {
-      return { status: 429, reason: 'maxLanguagesPerRoom', message: `This room translates its most languages at once (${this.#ctx.rooms.maxLanguagesPerRoom}); pick one already offered.` };
+      return {
+        status: 429,
+        reason: 'maxLanguagesPerRoom',
+        message: `This room translates its most languages at once (${this.#ctx.rooms.maxLanguagesPerRoom}); pick one already offered.`,
+      };
     }
     return undefined;
   }

@@ -190,7 +190,12 @@ export class RelaySession {
     if (state.status === 'awaiting') {
       if (frame.kind === 'session.update') this.#open(frame.text, frame.token, frame.audio);
       else if (frame.kind === 'refused') this.#refuse('protocol', `${frame.message} The first event must be session.update.`, frame.code);
-      else this.#refuse('protocol', `The first event must be session.update (got ${frame.kind === 'audio' ? 'audio' : JSON.stringify(frame.type.slice(0, 64))}).`, 400);
+      else
+        this.#refuse(
+          'protocol',
+          `The first event must be session.update (got ${frame.kind === 'audio' ? 'audio' : JSON.stringify(frame.type.slice(0, 64))}).`,
+          400,
+        );
       return;
     }
     if (state.status !== 'relaying') return;
@@ -222,11 +227,16 @@ export class RelaySession {
       }
       this.#pending = false;
     }
-    const upstream = new RelayUpstream(this.#ctx.options.connection, this.#ctx.upstreamUrl, { text, audio }, {
-      forward: (data, isBinary) => this.#send(data, isBinary),
-      notice: (event) => this.#send(JSON.stringify(event), false),
-      ended: (end) => this.#upstreamEnded(end),
-    });
+    const upstream = new RelayUpstream(
+      this.#ctx.options.connection,
+      this.#ctx.upstreamUrl,
+      { text, audio },
+      {
+        forward: (data, isBinary) => this.#send(data, isBinary),
+        notice: (event) => this.#send(JSON.stringify(event), false),
+        ended: (end) => this.#upstreamEnded(end),
+      },
+    );
     this.#upstream = upstream;
     const pings = new PeerPings(this.#ws, this.#ctx.options.clientPingIntervalMs, this.#stoppedReading);
     this.#set({ status: 'relaying', upstream, pings, drain: undefined });

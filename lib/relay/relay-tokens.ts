@@ -91,13 +91,15 @@ function sign(secret: Buffer, signed: string): Buffer {
 
 /** Mints a token valid for `ttlMs` from `now`; `maxSessionsBound` is the most `maxSessions` may say. */
 export function mintToken(secret: Buffer, options: MintTokenOptions, maxSessionsBound: number, now = Date.now()): string {
-  if (options === null || typeof options !== 'object') throw new ValidationError('mintToken options', 'an object with ttlMs and maxSessions, both optional', describeReceived(options));
+  if (options === null || typeof options !== 'object')
+    throw new ValidationError('mintToken options', 'an object with ttlMs and maxSessions, both optional', describeReceived(options));
   const ttlMs = intOption(options.ttlMs, 'ttlMs', { min: 1, max: MAX_TOKEN_TTL_MS, fallback: DEFAULT_TOKEN_TTL_MS });
   const claims: { i: string; e: number; m?: number; r?: string; p?: 's' | 'l' } = { i: randomBytes(12).toString('base64url'), e: now + ttlMs };
   if (options.maxSessions !== undefined) claims.m = intOption(options.maxSessions, 'maxSessions', { min: 1, max: maxSessionsBound, fallback: 1 });
   if (options.room !== undefined || options.role !== undefined) {
     if (!isRoomId(options.room)) throw new ValidationError('room', 'a room id of 1 to 64 letters, digits, - or _ (with role)', describeReceived(options.room));
-    if (options.role !== 'speaker' && options.role !== 'listener') throw new ValidationError('role', "'speaker' or 'listener' (with room)", describeReceived(options.role));
+    if (options.role !== 'speaker' && options.role !== 'listener')
+      throw new ValidationError('role', "'speaker' or 'listener' (with room)", describeReceived(options.role));
     claims.r = options.room;
     claims.p = options.role === 'speaker' ? 's' : 'l';
   }

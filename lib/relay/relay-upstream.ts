@@ -122,15 +122,19 @@ export class RelayUpstream {
     this.#uplink = input;
     this.#outbox = input.outbox;
     this.#outage = input.outage;
-    this.#responses = new ResponseAssembler(this.#ledger, { secret: o.apiKey, audioExpected: first.audio, sent: () => this.#outbox.sent }, {
-      publish: () => undefined,
-      audio: () => undefined,
-      activity: () => undefined,
-      answered: () => input.answered(),
-      starting: () => this.#link.starting(),
-      sessionCreated: (info) => this.#onSessionCreated(info),
-      serverError: (message, code) => this.#onServerError(message, code),
-    });
+    this.#responses = new ResponseAssembler(
+      this.#ledger,
+      { secret: o.apiKey, audioExpected: first.audio, sent: () => this.#outbox.sent },
+      {
+        publish: () => undefined,
+        audio: () => undefined,
+        activity: () => undefined,
+        answered: () => input.answered(),
+        starting: () => this.#link.starting(),
+        sessionCreated: (info) => this.#onSessionCreated(info),
+        serverError: (message, code) => this.#onServerError(message, code),
+      },
+    );
   }
 
   /** Bytes held for the session: input kept (to send, or for a replay) and the socket's unsent bytes. */

@@ -107,7 +107,10 @@ type AuthorizeOutcome = { grant: RelayGrant | false } | { failed: true };
 function isGrant(value: unknown): value is RelayGrant {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const { maxSessions, key } = value as RelayGrant;
-  return (maxSessions === undefined || (Number.isSafeInteger(maxSessions) && maxSessions >= 1)) && (key === undefined || (typeof key === 'string' && key.length <= 256));
+  return (
+    (maxSessions === undefined || (Number.isSafeInteger(maxSessions) && maxSessions >= 1)) &&
+    (key === undefined || (typeof key === 'string' && key.length <= 256))
+  );
 }
 
 /** A token's verdict as a refusal: what the browser is told, and under which reason it counts. */
@@ -275,7 +278,8 @@ export class RealtimeRelay {
     const o = this.#o;
     const token = this.#checkHandshake(request, socket, url);
     if (token === null) return;
-    if (token?.room) return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
+    if (token?.room)
+      return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
     let grant: RelayGrant | undefined;
     if (o.authorize) {
       const outcome = await this.#authorize(request, socket);
@@ -342,9 +346,11 @@ export class RealtimeRelay {
     const query = url.searchParams;
     if (token !== undefined) {
       const claimed = token.room;
-      if (!claimed) return this.#refuse(socket, 'unauthorized', 401, 'This token opens sessions, not rooms: the application mints a room token with { room, role }.');
+      if (!claimed)
+        return this.#refuse(socket, 'unauthorized', 401, 'This token opens sessions, not rooms: the application mints a room token with { room, role }.');
       if (query.has('room') && query.get('room') !== claimed.id) return this.#refuse(socket, 'unauthorized', 403, 'This token is for another room.');
-      if (query.has('role') && query.get('role') !== claimed.role) return this.#refuse(socket, 'unauthorized', 403, `This token admits a ${claimed.role} only.`);
+      if (query.has('role') && query.get('role') !== claimed.role)
+        return this.#refuse(socket, 'unauthorized', 403, `This token admits a ${claimed.role} only.`);
     }
     let grant: RelayGrant | undefined;
     if (o.authorize) {
@@ -372,8 +378,10 @@ export class RealtimeRelay {
       return this.#refuse(socket, 'protocol', 400, error.message);
     }
     const existing = this.#rooms.get(roomId);
-    if (!existing && this.#rooms.size >= rooms.maxRooms) return this.#refuse(socket, 'maxRooms', 429, `The relay has its most rooms at once (${rooms.maxRooms}); try again later.`);
-    if (speaker && existing?.speaking) return this.#refuse(socket, 'speakerPresent', 409, 'This room has a speaker already (or its last talk is still finishing).');
+    if (!existing && this.#rooms.size >= rooms.maxRooms)
+      return this.#refuse(socket, 'maxRooms', 429, `The relay has its most rooms at once (${rooms.maxRooms}); try again later.`);
+    if (speaker && existing?.speaking)
+      return this.#refuse(socket, 'speakerPresent', 409, 'This room has a speaker already (or its last talk is still finishing).');
     if (lang && existing) {
       const refusal = existing.listenerRefusal(lang);
       if (refusal) return this.#refuse(socket, refusal.reason, refusal.status, refusal.message);
@@ -383,7 +391,10 @@ export class RealtimeRelay {
     const full = this.#slots.take(claims);
     if (full !== undefined) {
       const reason = full.startsWith('room ') ? 'maxListenersPerRoom' : this.#capReason(full);
-      const message = reason === 'maxListenersPerRoom' ? `This room has its most listeners at once (${rooms.maxListenersPerRoom}); try again later.` : this.#capMessage(reason);
+      const message =
+        reason === 'maxListenersPerRoom'
+          ? `This room has its most listeners at once (${rooms.maxListenersPerRoom}); try again later.`
+          : this.#capMessage(reason);
       return this.#refuse(socket, reason, 429, message);
     }
     let released = false;
@@ -474,7 +485,10 @@ export class RealtimeRelay {
   }
 
   /** A pending connection's token, from its first `session.update`: verified, then its slots taken instead of the pending one. */
-  #admitLate(token: string | undefined, pendingClaims: readonly SlotClaim[]): { claims: SlotClaim[] } | { refusal: RelayRefusal; message: string; code: number } {
+  #admitLate(
+    token: string | undefined,
+    pendingClaims: readonly SlotClaim[],
+  ): { claims: SlotClaim[] } | { refusal: RelayRefusal; message: string; code: number } {
     if (token === undefined) {
       return { refusal: 'unauthorized', message: 'No relay token: send it in auth.api_key of the first session.update.', code: 401 };
     }

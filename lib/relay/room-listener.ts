@@ -29,7 +29,13 @@ export class RoomListener {
   readonly #dropped: (reason: ListenerDrop) => void;
 
   /** `gone` is called once, when the socket has closed; `dropped` when the relay lets it go. */
-  constructor(ws: WebSocket, lang: RealtimeLanguage, options: RoomListenerOptions, gone: (listener: RoomListener) => void, dropped: (reason: ListenerDrop) => void) {
+  constructor(
+    ws: WebSocket,
+    lang: RealtimeLanguage,
+    options: RoomListenerOptions,
+    gone: (listener: RoomListener) => void,
+    dropped: (reason: ListenerDrop) => void,
+  ) {
     this.#ws = ws;
     this.lang = lang;
     this.#o = options;
@@ -73,7 +79,7 @@ export class RoomListener {
   readonly #onMessage = (): void => {
     if (this.#socket.closing) return;
     this.#dropped('sent');
-    this.#ws.send(encodeServerEvent.error('A room listener receives only: it may not send audio or events. Connect as the room\'s speaker to send audio.', 403));
+    this.#ws.send(encodeServerEvent.error("A room listener receives only: it may not send audio or events. Connect as the room's speaker to send audio.", 403));
     this.close(1008, 'A room listener may not send.');
   };
 }

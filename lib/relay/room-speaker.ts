@@ -89,7 +89,10 @@ export class RoomSpeaker {
     const [message, code] =
       frame.kind === 'refused'
         ? [frame.message, frame.code]
-        : [`A room's speaker sends audio only (binary PCM16 frames or input_audio_buffer.append); ${frame.kind === 'session.update' ? 'session.update' : frame.type} was not forwarded.`, 400];
+        : [
+            `A room's speaker sends audio only (binary PCM16 frames or input_audio_buffer.append); ${frame.kind === 'session.update' ? 'session.update' : frame.type} was not forwarded.`,
+            400,
+          ];
     this.notice(JSON.parse(encodeServerEvent.error(message, code)) as Record<string, unknown>);
   };
 

@@ -52,5 +52,10 @@ export function scrubText(text: string, secret: string): string {
 export function closeReason(text: string): string {
   if (Buffer.byteLength(text) <= MAX_CLOSE_REASON_BYTES) return text;
   const ellipsis = '\u2026'; // 3 bytes
-  return Buffer.from(text).subarray(0, MAX_CLOSE_REASON_BYTES - 3).toString('utf8').replace(/\uFFFD$/, '') + ellipsis;
+  return (
+    Buffer.from(text)
+      .subarray(0, MAX_CLOSE_REASON_BYTES - 3)
+      .toString('utf8')
+      .replace(/\uFFFD$/, '') + ellipsis
+  );
 }

@@ -42,7 +42,11 @@ const SETUP = `(async () => {
 
 /** What the page's harness holds, as the test reads it. */
 type PageHarness = {
-  player: { enqueue(pcm: Int16Array): void; interrupt(): void; position: { playedFrames: number; queuedFrames: number; droppedFrames: number; playing: boolean } };
+  player: {
+    enqueue(pcm: Int16Array): void;
+    interrupt(): void;
+    position: { playedFrames: number; queuedFrames: number; droppedFrames: number; playing: boolean };
+  };
   recorded: Float32Array[];
   playingEvents: boolean[];
 };
@@ -74,19 +78,25 @@ describe('rt-translate/browser in Chromium', () => {
 
   /** Queues `seconds` of a 440 Hz tone at half scale, as chunks of 40 ms (a chunk of the service's size). */
   async function enqueueTone(seconds: number): Promise<void> {
-    await page.evaluate((frames) => {
-      const { player } = (globalThis as unknown as Page_).harness;
-      for (let at = 0; at < frames; at += 960) {
-        const chunk = new Int16Array(Math.min(960, frames - at));
-        for (let i = 0; i < chunk.length; i++) chunk[i] = Math.round(16384 * Math.sin((2 * Math.PI * 440 * (at + i)) / 24000));
-        player.enqueue(chunk);
-      }
-    }, Math.round(seconds * 24000));
+    await page.evaluate(
+      (frames) => {
+        const { player } = (globalThis as unknown as Page_).harness;
+        for (let at = 0; at < frames; at += 960) {
+          const chunk = new Int16Array(Math.min(960, frames - at));
+          for (let i = 0; i < chunk.length; i++) chunk[i] = Math.round(16384 * Math.sin((2 * Math.PI * 440 * (at + i)) / 24000));
+          player.enqueue(chunk);
+        }
+      },
+      Math.round(seconds * 24000),
+    );
   }
 
   /** The recorded output since `from` quanta, as one array, and its sounding span (first to last sample above 0.01). */
   async function recording(from = 0): Promise<{ samples: number[]; first: number; last: number }> {
-    const samples = await page.evaluate((skip) => (globalThis as unknown as Page_).harness.recorded.slice(skip).flatMap((quantum) => Array.from(quantum)), from);
+    const samples = await page.evaluate(
+      (skip) => (globalThis as unknown as Page_).harness.recorded.slice(skip).flatMap((quantum) => Array.from(quantum)),
+      from,
+    );
     const first = samples.findIndex((x) => Math.abs(x) > 0.01);
     let last = samples.length - 1;
     while (last >= 0 && Math.abs(samples[last]!) <= 0.01) last--;
@@ -95,10 +105,14 @@ describe('rt-translate/browser in Chromium', () => {
 
   it('plays queued chunks gaplessly at the context rate, and counts them played', async () => {
     await enqueueTone(1);
-    await page.waitForFunction(() => {
-      const { position } = (globalThis as unknown as Page_).harness.player;
-      return !position.playing && position.playedFrames === 24000;
-    }, undefined, { timeout: 30_000, polling: 50 });
+    await page.waitForFunction(
+      () => {
+        const { position } = (globalThis as unknown as Page_).harness.player;
+        return !position.playing && position.playedFrames === 24000;
+      },
+      undefined,
+      { timeout: 30_000, polling: 50 },
+    );
     const { samples, first, last } = await recording();
     expect(first).toBeGreaterThanOrEqual(0);
     // One second of sound at the context's rate (give or take the filter's edges).
@@ -120,9 +134,15 @@ describe('rt-translate/browser in Chromium', () => {
   });
 
   it('interrupt() drops what is queued: played and dropped frames add up to what was queued', async () => {
-    const before = await page.evaluate(() => ({ played: (globalThis as unknown as Page_).harness.player.position.playedFrames, quanta: (globalThis as unknown as Page_).harness.recorded.length }));
+    const before = await page.evaluate(() => ({
+      played: (globalThis as unknown as Page_).harness.player.position.playedFrames,
+      quanta: (globalThis as unknown as Page_).harness.recorded.length,
+    }));
     await enqueueTone(3);
-    await page.waitForFunction((played) => (globalThis as unknown as Page_).harness.player.position.playedFrames >= played + 12000, before.played, { timeout: 30_000, polling: 20 });
+    await page.waitForFunction((played) => (globalThis as unknown as Page_).harness.player.position.playedFrames >= played + 12000, before.played, {
+      timeout: 30_000,
+      polling: 20,
+    });
     await page.evaluate(() => (globalThis as unknown as Page_).harness.player.interrupt());
     await page.waitForFunction(() => !(globalThis as unknown as Page_).harness.player.position.playing, undefined, { timeout: 10_000, polling: 20 });
     const position = await page.evaluate(() => (globalThis as unknown as Page_).harness.player.position);

@@ -25,7 +25,11 @@ interface RoomState {
 
 async function roomState(page: Page): Promise<RoomState> {
   return page.evaluate(() => {
-    const room = (globalThis as unknown as { rtTranslatePage: { room: Omit<RoomState, 'received' | 'playing'> & { receivedAudioMs(): RoomState['received']; playing(): string | undefined } } }).rtTranslatePage.room;
+    const room = (
+      globalThis as unknown as {
+        rtTranslatePage: { room: Omit<RoomState, 'received' | 'playing'> & { receivedAudioMs(): RoomState['received']; playing(): string | undefined } };
+      }
+    ).rtTranslatePage.room;
     return { state: room.state, errors: room.errors, languages: room.languages, texts: room.texts, received: room.receivedAudioMs(), playing: room.playing() };
   });
 }
@@ -52,7 +56,11 @@ describe('rt-translate serve: a room in Chromium', () => {
     await both.selectOption('#listen-play', 'fr-fr');
     for (const page of [spanish, both]) {
       await page.click('#listen-start');
-      await page.waitForFunction(() => (globalThis as unknown as { rtTranslatePage: { room: { state: string } } }).rtTranslatePage.room.state === 'running', undefined, { timeout: 20_000 });
+      await page.waitForFunction(
+        () => (globalThis as unknown as { rtTranslatePage: { room: { state: string } } }).rtTranslatePage.room.state === 'running',
+        undefined,
+        { timeout: 20_000 },
+      );
     }
     speaker = await browser.newPage();
     await speaker.goto(printed.speakerUrl);

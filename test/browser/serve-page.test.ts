@@ -17,9 +17,11 @@ import { launchChromium } from './chromium.js';
 import { killAllChildren, startSpawnedListener, type SpawnedListener } from '../helpers/cli.js';
 
 /** The emulator's measurement of the fixture's sentences: what its answers say and last. */
-const UTTERANCES = (JSON.parse(readFileSync(fileURLToPath(new URL('../fixtures/speech-en-24k.json', import.meta.url)), 'utf8')) as {
-  utterances: Array<{ emulator: { startSample: number; endSample: number } }>;
-}).utterances.map((u) => (u.emulator.endSample - u.emulator.startSample) / 24_000);
+const UTTERANCES = (
+  JSON.parse(readFileSync(fileURLToPath(new URL('../fixtures/speech-en-24k.json', import.meta.url)), 'utf8')) as {
+    utterances: Array<{ emulator: { startSample: number; endSample: number } }>;
+  }
+).utterances.map((u) => (u.emulator.endSample - u.emulator.startSample) / 24_000);
 /** A key nothing else contains, so finding it anywhere means it leaked. */
 const SERVICE_KEY = 'rtt-browser-test-key-7f3c9a1e5d';
 
@@ -86,15 +88,29 @@ describe('rt-translate serve in Chromium', () => {
     // Done: three responses answered and timed, and the translated audio played out.
     await page.waitForFunction(
       () => {
-        const state = (globalThis as unknown as { rtTranslatePage: { responses: PageResponse[]; stats(): { playback: { playing: boolean; queuedFrames: number; playedFrames: number } } | undefined } }).rtTranslatePage;
+        const state = (
+          globalThis as unknown as {
+            rtTranslatePage: { responses: PageResponse[]; stats(): { playback: { playing: boolean; queuedFrames: number; playedFrames: number } } | undefined };
+          }
+        ).rtTranslatePage;
         const playback = state.stats()?.playback;
-        return state.responses.length >= 3 && state.responses.every((r) => r.timing !== undefined) && playback !== undefined && !playback.playing && playback.queuedFrames === 0;
+        return (
+          state.responses.length >= 3 &&
+          state.responses.every((r) => r.timing !== undefined) &&
+          playback !== undefined &&
+          !playback.playing &&
+          playback.queuedFrames === 0
+        );
       },
       undefined,
       { timeout: 60_000, polling: 100 },
     );
     const state = await page.evaluate(() => {
-      const s = (globalThis as unknown as { rtTranslatePage: { responses: PageResponse[]; errors: string[]; stats(): { playback: typeof playback; receivedAudioMs: number } } }).rtTranslatePage;
+      const s = (
+        globalThis as unknown as {
+          rtTranslatePage: { responses: PageResponse[]; errors: string[]; stats(): { playback: typeof playback; receivedAudioMs: number } };
+        }
+      ).rtTranslatePage;
       const stats = s.stats();
       return { responses: s.responses, errors: s.errors, playback: stats.playback, receivedMs: stats.receivedAudioMs };
     });
@@ -103,7 +119,9 @@ describe('rt-translate serve in Chromium', () => {
     playback = state.playback;
     receivedMs = state.receivedMs;
     await page.click('#stop');
-    await page.waitForFunction(() => (globalThis as unknown as { rtTranslatePage: { state: string } }).rtTranslatePage.state === 'stopped', undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => (globalThis as unknown as { rtTranslatePage: { state: string } }).rtTranslatePage.state === 'stopped', undefined, {
+      timeout: 10_000,
+    });
   });
 
   afterAll(async () => {

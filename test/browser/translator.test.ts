@@ -203,12 +203,17 @@ describe('RealtimeTranslator in Chromium', () => {
 
   /** How `start()` settled, or 'pending' after `ms`. */
   function startOutcome(ms: number): Promise<unknown> {
-    return page.evaluate((limit) => Promise.race([(globalThis as unknown as PageGlobals).harness.started, new Promise((resolve) => setTimeout(() => resolve('pending'), limit))]), ms);
+    return page.evaluate(
+      (limit) => Promise.race([(globalThis as unknown as PageGlobals).harness.started, new Promise((resolve) => setTimeout(() => resolve('pending'), limit))]),
+      ms,
+    );
   }
 
   describe('echo: the microphone while a translation plays', () => {
     /** Runs a session with `whilePlaying`: 1.5 s of the tone, then 1.2 s of translation played, then 1.5 s more. */
-    async function session(whilePlaying: string): Promise<{ windows: Array<{ rms: number; peak: number }>; playbackWindow: number; level: number; playedFrames: number }> {
+    async function session(
+      whilePlaying: string,
+    ): Promise<{ windows: Array<{ rms: number; peak: number }>; playbackWindow: number; level: number; playedFrames: number }> {
       await startTranslator({ whilePlaying, duckGain: 0.1, echoTailMs: 300 });
       const peer = await service.nextPeer();
       const received = new ReceivedAudio(peer);
@@ -277,12 +282,20 @@ describe('RealtimeTranslator in Chromium', () => {
     it('stop() while start() waits for the microphone and the session: start() rejects at once; the microphone, opened after, is closed as it opens; the session is closed', async () => {
       const opened = await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.streams.length);
       // The page's own AudioContext, which stop() leaves open: nothing closes the microphone by the way.
-      await startTranslator({}, 'harness.hold = true; harness.context = new AudioContext(); await harness.context.resume(); extra.audioContext = harness.context;');
+      await startTranslator(
+        {},
+        'harness.hold = true; harness.context = new AudioContext(); await harness.context.resume(); extra.audioContext = harness.context;',
+      );
       const peer = await service.nextPeer();
       await peer.waitForEvent('session.update');
       await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).harness.microphoneRequests === n + 1, opened, { timeout: 10_000, polling: 20 });
       await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.translator.stop());
-      expect(await startOutcome(5_000)).toEqual({ ok: false, name: 'ConnectionError', code: 'RTT_CONNECTION', message: 'stop() was called before the session started.' });
+      expect(await startOutcome(5_000)).toEqual({
+        ok: false,
+        name: 'ConnectionError',
+        code: 'RTT_CONNECTION',
+        message: 'stop() was called before the session started.',
+      });
       expect((await peer.closed).code).toBe(1000);
       await page.evaluate(() => (globalThis as unknown as PageGlobals).harness.release());
       await page.waitForFunction(

@@ -113,5 +113,22 @@ export async function elsewhere(stdin: NodeJS.ReadableStream): Promise<void> {
   const twilio = parseTwilioMessage('{"event":"connected"}');
   const crc: number = oggPageCrc(new Uint8Array(28));
   const mu: number = encodeMulaw(1000);
-  void [languages, client, playback, speaker, bridge, bridgeTwilioSocket, append, event, twilio, crc, mu, designResampler, MAX_APPEND_AUDIO_BYTES, backoffDelay, createTranslatedTts, renderTranscript];
+  void [
+    languages,
+    client,
+    playback,
+    speaker,
+    bridge,
+    bridgeTwilioSocket,
+    append,
+    event,
+    twilio,
+    crc,
+    mu,
+    designResampler,
+    MAX_APPEND_AUDIO_BYTES,
+    backoffDelay,
+    createTranslatedTts,
+    renderTranscript,
+  ];
 }

@@ -137,12 +137,14 @@ export function statusTexts(stderr: string): string[] {
 
 /** The permanent lines of a terminal's stderr: without the status line's texts and control sequences. */
 export function permanentLines(stderr: string): string[] {
-  return stderr
-    // eslint-disable-next-line no-control-regex -- the terminal's erase-line sequence is what is removed
-    .replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '')
-    .replaceAll('\r\x1b[K', '')
-    .split('\n')
-    .filter((line) => line !== '');
+  return (
+    stderr
+      // eslint-disable-next-line no-control-regex -- the terminal's erase-line sequence is what is removed
+      .replace(/\r\x1b\[K[^\n\r]*(?=\r|$)/g, '')
+      .replaceAll('\r\x1b[K', '')
+      .split('\n')
+      .filter((line) => line !== '')
+  );
 }
 
 /** Runs `rt-translate ARGS` in this process to completion. */
@@ -199,7 +201,13 @@ export interface CliEmulator {
  * Resolves with the first complete line of `text()` that starts with `prefix` (the line a
  * command prints once it listens); `wake` re-checks.
  */
-function listeningLine(text: () => string, subscribe: (wake: () => void) => void, ended: Promise<CliResult>, prefix = '{"baseUrl"', command = 'emulator'): Promise<string> {
+function listeningLine(
+  text: () => string,
+  subscribe: (wake: () => void) => void,
+  ended: Promise<CliResult>,
+  prefix = '{"baseUrl"',
+  command = 'emulator',
+): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const check = () => {
       const found = text()
@@ -227,7 +235,11 @@ export async function startInProcessEmulator(args: readonly string[]): Promise<C
     },
   });
   run.result.catch(() => undefined);
-  const line = await listeningLine(() => out, (check) => (wake = check), run.result);
+  const line = await listeningLine(
+    () => out,
+    (check) => (wake = check),
+    run.result,
+  );
   const parsed = JSON.parse(line) as { baseUrl: string; realtimeUrl: string };
   return {
     line,

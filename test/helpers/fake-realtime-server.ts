@@ -163,7 +163,7 @@ export class FakePeer {
    */
   sendSessionCreated(session?: Record<string, unknown>): string {
     const update = this.events.find((e) => e.type === 'session.update');
-    const config = session ?? ((update?.session as Record<string, unknown> | undefined) ?? {});
+    const config = session ?? (update?.session as Record<string, unknown> | undefined) ?? {};
     const id = typeof config.id === 'string' ? config.id : randomUUID();
     const info = { voice: { type: 'default' }, output_modalities: ['text', 'audio'], ...config, id };
     this.send({ type: 'session.created', session: info });

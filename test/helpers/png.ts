@@ -29,5 +29,10 @@ export function pngImage(): Buffer {
   header.writeUInt32BE(8, 4);
   header.set([8, 2, 0, 0, 0], 8);
   const rows = Buffer.concat(Array.from({ length: 8 }, (_, y) => Buffer.from([0, ...Array.from({ length: 24 }, (_, x) => (x * 10 + y * 30) & 0xff)])));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }

@@ -132,6 +132,8 @@ export function answersIn(output: Buffer, expected: Buffer[][]): number[] | stri
   return (
     walk(0, 0) ??
     `${output.length} bytes of output: after ${deepest.list} expected piece(s) (${deepest.at} bytes), ` +
-      (deepest.list === expected.length ? `${output.length - deepest.at} bytes too many` : `none of the ${expected[deepest.list]!.length} variant(s) of piece ${deepest.list} follows`)
+      (deepest.list === expected.length
+        ? `${output.length - deepest.at} bytes too many`
+        : `none of the ${expected[deepest.list]!.length} variant(s) of piece ${deepest.list} follows`)
   );
 }

@@ -16,11 +16,7 @@ export function collector(chunks: Buffer[]): Writable {
  * Feeds `input` through `stream` in pieces (a fixed size, or sizes chosen per piece by
  * `size(index)`), and resolves to everything it emitted, concatenated.
  */
-export async function runChunked(
-  stream: NodeJS.ReadWriteStream,
-  input: Buffer,
-  size: number | ((index: number) => number),
-): Promise<Buffer> {
+export async function runChunked(stream: NodeJS.ReadWriteStream, input: Buffer, size: number | ((index: number) => number)): Promise<Buffer> {
   const next = typeof size === 'number' ? () => size : size;
   const chunks: Buffer[] = [];
   function* pieces() {

@@ -168,7 +168,6 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
 function refuse(socket: Duplex, status: number, reason: string, message: string): void {
   const body = JSON.stringify({ error: message, status });
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n` + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

@@ -79,9 +79,18 @@ const DEFAULTS: ResolvedOptions = {
 
 type Check = (value: unknown) => boolean;
 
-const number = (min: number, max = Infinity): Check => (v) => typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max;
-const integer = (min: number): Check => (v) => Number.isInteger(v) && (v as number) >= min;
-const oneOf = (...values: unknown[]): Check => (v) => values.includes(v);
+const number =
+  (min: number, max = Infinity): Check =>
+  (v) =>
+    typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max;
+const integer =
+  (min: number): Check =>
+  (v) =>
+    Number.isInteger(v) && (v as number) >= min;
+const oneOf =
+  (...values: unknown[]): Check =>
+  (v) =>
+    values.includes(v);
 const isLate: Check = (v) => typeof v === 'object' && v !== null && number(0)((v as { lateMs?: unknown }).lateMs);
 
 const CHECKS: Record<keyof ReferenceServerOptions, [Check, string]> = {

@@ -411,7 +411,7 @@ function tone(samples: number, hz: number): Buffer {
  */
 function cutPieces(audio: Buffer, size: number, oddFirst: boolean): Buffer[] {
   const pieces: Buffer[] = [];
-  for (let at = 0; at < audio.length; ) {
+  for (let at = 0; at < audio.length;) {
     let end = Math.min(audio.length, at + size);
     if (oddFirst && at === 0 && end < audio.length) end += 1;
     pieces.push(audio.subarray(at, end));

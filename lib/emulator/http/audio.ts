@@ -34,7 +34,8 @@ export interface Mp3PieceEncoder {
 
 /** A fresh MP3 encoder for `sampleRate` (one of `MP3_SAMPLE_RATES`). */
 export async function createMp3PieceEncoder(sampleRate: number): Promise<Mp3PieceEncoder> {
-  if (!MP3_SAMPLE_RATES.includes(sampleRate)) throw new ValidationError('sampleRate', `one of ${MP3_SAMPLE_RATES.join(', ')} (the rates MP3 carries)`, String(sampleRate));
+  if (!MP3_SAMPLE_RATES.includes(sampleRate))
+    throw new ValidationError('sampleRate', `one of ${MP3_SAMPLE_RATES.join(', ')} (the rates MP3 carries)`, String(sampleRate));
   const { createMp3Encoder } = await import('wasm-media-encoders');
   const encoder = await createMp3Encoder();
   encoder.configure({ sampleRate, channels: 1, bitrate: MP3_BITRATE });

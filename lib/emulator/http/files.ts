@@ -142,8 +142,7 @@ export function createFileStore(options: FileStoreOptions, baseUrl: () => string
     return { path, url: '', bytes: kept.bytes, contentType, etag };
   };
 
-  const sign = (path: string, expires: number): Buffer =>
-    createHmac('sha256', secret).update(`${path}\n${expires}`).digest();
+  const sign = (path: string, expires: number): Buffer => createHmac('sha256', secret).update(`${path}\n${expires}`).digest();
 
   const presign = (path: string): string => {
     if (!lookup(path)) throw new UsageError(`No stored file at ${path}: only a stored file gets a presigned URL.`);

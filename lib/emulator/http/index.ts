@@ -216,7 +216,14 @@ export function createHttpEmulator(options: HttpEmulatorOptions, context: Emulat
         }
         // A seeded task is PENDING for its own taskMs (default: the emulator's) and for its
         // first `polls` status reads (default 0).
-        const task = tasks.create(body.kind as TaskKind, owner, { text: body.text }, outcome, body.taskMs as number | undefined, (body.polls as number | undefined) ?? 0);
+        const task = tasks.create(
+          body.kind as TaskKind,
+          owner,
+          { text: body.text },
+          outcome,
+          body.taskMs as number | undefined,
+          (body.polls as number | undefined) ?? 0,
+        );
         return sendJson(res, 200, { task_id: task.id, run_id: task.runId });
       }
     } else if (name === 'file-faults') {

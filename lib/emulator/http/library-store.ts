@@ -61,7 +61,10 @@ function csvCells(line: string): string[] {
 
 /** The terms of a CSV dictionary file. */
 export function parseDictionaryCsv(text: string): TermTranslation[][] {
-  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/).filter((line) => line.trim() !== '');
+  const lines = text
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '');
   if (lines.length < 2) throw new DictionaryFileError('expected a header row of languages and at least one term row');
   const header = csvCells(lines[0]!);
   const ids = header.map((cell) => languageId(/^\d+$/.test(cell) ? Number(cell) : cell));

@@ -131,13 +131,7 @@ export interface FormBody {
  * `requireFile` answers 422 `Field required` at the first name when none came. Undefined after
  * answering 413/422.
  */
-export async function formBody(
-  ctx: RouteContext,
-  r: RouteRequest,
-  schema: Check,
-  fileFields: string[],
-  requireFile = true,
-): Promise<FormBody | undefined> {
+export async function formBody(ctx: RouteContext, r: RouteRequest, schema: Check, fileFields: string[], requireFile = true): Promise<FormBody | undefined> {
   const boundary = multipartBoundary(r.req.headers['content-type']);
   if (!boundary) {
     r.req.resume();
@@ -281,7 +275,12 @@ export function statusRoutes(): Route[] {
  * key, `{run_id, status, error}` for the others (unknown, another key's, another kind's,
  * unfinished, failed). `list` answers a list of the results instead (project setup does).
  */
-export function bulkResults(schema: Check, kinds: readonly TaskKind[], result: (ctx: RouteContext, task: EmulatedTask) => Record<string, unknown>, list = false): Handler {
+export function bulkResults(
+  schema: Check,
+  kinds: readonly TaskKind[],
+  result: (ctx: RouteContext, task: EmulatedTask) => Record<string, unknown>,
+  list = false,
+): Handler {
   return async (ctx, r) => {
     const body = await jsonBody(ctx, r, schema);
     if (!body) return;
@@ -310,7 +309,13 @@ export function bulkResults(schema: Check, kinds: readonly TaskKind[], result: (
  * `message(value)`. `fields` are wire names; list values are checked item by item. Returns false
  * after answering.
  */
-function knownValues(r: RouteRequest, body: Record<string, unknown>, fields: string[], known: (value: unknown) => boolean, message: (value: unknown) => string): boolean {
+function knownValues(
+  r: RouteRequest,
+  body: Record<string, unknown>,
+  fields: string[],
+  known: (value: unknown) => boolean,
+  message: (value: unknown) => string,
+): boolean {
   const detail: DetailEntry[] = [];
   for (const field of fields) {
     const value = body[field];
@@ -330,7 +335,13 @@ function knownValues(r: RouteRequest, body: Record<string, unknown>, fields: str
  * Returns false after answering.
  */
 export function knownLanguages(r: RouteRequest, body: Record<string, unknown>, fields: string[]): boolean {
-  return knownValues(r, body, fields, (value) => languageTag(value) !== undefined, (value) => `Value error, unsupported language ${JSON.stringify(value)}: see /source-languages and /target-languages`);
+  return knownValues(
+    r,
+    body,
+    fields,
+    (value) => languageTag(value) !== undefined,
+    (value) => `Value error, unsupported language ${JSON.stringify(value)}: see /source-languages and /target-languages`,
+  );
 }
 
 /**

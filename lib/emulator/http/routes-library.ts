@@ -11,7 +11,18 @@ import { str } from '../../http/validation.js';
 import { languageId } from '../languages.js';
 import { DictionaryFileError, parseDictionaryCsv, type Dictionary, type TermTranslation } from './library-store.js';
 import { sendDetail, sendError, sendJson } from './respond.js';
-import { formBody, intParam, jsonBody, knownLanguages, queryParam, route, type Handler, type Route, type RouteContext, type RouteRequest } from './route-kit.js';
+import {
+  formBody,
+  intParam,
+  jsonBody,
+  knownLanguages,
+  queryParam,
+  route,
+  type Handler,
+  type Route,
+  type RouteContext,
+  type RouteRequest,
+} from './route-kit.js';
 import { PROJECT_ROUTES } from './routes-projects.js';
 
 /** The key's dictionary of path parameter 0, or undefined after answering 403/404/422. */
@@ -41,7 +52,12 @@ const createFromFile: Handler = async (ctx, r) => {
     return;
   }
   const f = form.fields;
-  const dictionary = ctx.library.createDictionary(r.key, String(f.dictionary_name), typeof f.dictionary_description === 'string' ? f.dictionary_description : null, terms);
+  const dictionary = ctx.library.createDictionary(
+    r.key,
+    String(f.dictionary_name),
+    typeof f.dictionary_description === 'string' ? f.dictionary_description : null,
+    terms,
+  );
   sendJson(r.res, 200, { dictionary_id: dictionary.id, terms: dictionary.dictionary_terms.length });
 };
 

@@ -101,7 +101,14 @@ function transcriptIn(task: EmulatedTask, tag: string): EmulatedSegment[] | unde
 
 /** PCM16 mono of the dubbed speech in `tag`. */
 function dubbedPcm(ctx: RouteContext, task: EmulatedTask, tag: string): Buffer {
-  return cached(task, `pcm-${tag}`, () => synthesizeSpeechPcm(transcriptIn(task, tag)!.map((s) => s.text).join(' '), { sampleRate: ctx.resultSampleRate }));
+  return cached(task, `pcm-${tag}`, () =>
+    synthesizeSpeechPcm(
+      transcriptIn(task, tag)!
+        .map((s) => s.text)
+        .join(' '),
+      { sampleRate: ctx.resultSampleRate },
+    ),
+  );
 }
 
 function dubbedFlac(ctx: RouteContext, task: EmulatedTask, tag: string): Buffer {
@@ -164,7 +171,9 @@ const dubResultHandler: Handler = async (ctx, r) => {
     sendError(r.res, 404, `The dubbing run of run ${task.runId} is no longer kept.`);
     return;
   }
-  sendJson(r.res, 200, { output_url: storedUrl(ctx, task, 'alt', () => file.bytes, `run-${task.runId}.${String(task.payload.output_format)}`, file.contentType) });
+  sendJson(r.res, 200, {
+    output_url: storedUrl(ctx, task, 'alt', () => file.bytes, `run-${task.runId}.${String(task.payload.output_format)}`, file.contentType),
+  });
 };
 
 const dubbingResults = bulkResults(runIdsSchema, ['dub'], dubResult);

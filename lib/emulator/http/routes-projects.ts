@@ -84,7 +84,10 @@ function soundWav(ctx: RouteContext, task: EmulatedTask): Buffer {
   return cached(task, 'wav', () => {
     const p = task.payload;
     const type = p.audio_type === 'music' ? 'music' : 'sound';
-    const pcm = synthesizeSoundPcm(String(p.prompt), type, { sampleRate: ctx.resultSampleRate, durationMs: ((p.duration as number | undefined) ?? DEFAULT_SOUND_S) * 1000 });
+    const pcm = synthesizeSoundPcm(String(p.prompt), type, {
+      sampleRate: ctx.resultSampleRate,
+      durationMs: ((p.duration as number | undefined) ?? DEFAULT_SOUND_S) * 1000,
+    });
     return encodeAs(pcm, 'wav', ctx.resultSampleRate).bytes;
   });
 }
@@ -106,7 +109,10 @@ const textToSoundResults = bulkResults(runIdsSchema, ['text-to-sound'], (ctx, ta
 /** The sentences of a document's text, at most `max` of them. */
 function sentences(text: string, max = 40): string[] {
   const found = text.replace(/\s+/g, ' ').match(/[^.!?]+[.!?]*/g) ?? [];
-  return found.map((s) => s.trim()).filter((s) => s !== '').slice(0, max);
+  return found
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .slice(0, max);
 }
 
 function storyText(task: EmulatedTask, language: string | undefined): string[] {
@@ -114,13 +120,25 @@ function storyText(task: EmulatedTask, language: string | undefined): string[] {
   return language === undefined ? base : base.map((s) => `[${language}] ${s}`);
 }
 
-function storyResult(ctx: RouteContext, story: EmulatedTask, language: string | undefined, transcript: boolean, slot = language ?? 'source'): Record<string, unknown> {
+function storyResult(
+  ctx: RouteContext,
+  story: EmulatedTask,
+  language: string | undefined,
+  transcript: boolean,
+  slot = language ?? 'source',
+): Record<string, unknown> {
   const lines = storyText(story, language);
   const out: Record<string, unknown> = {
     story_title: story.payload.title ?? `Story ${story.runId}`,
     source_language: languageId(story.payload.source_language),
     ...(language === undefined ? {} : { target_language: languageId(language) }),
-    audio_url: storedUrl(ctx, story, `story-${slot}`, () => synthesizeFlac(lines.join(' '), { sampleRate: ctx.resultSampleRate }), `story-${story.runId}-${slot}.flac`),
+    audio_url: storedUrl(
+      ctx,
+      story,
+      `story-${slot}`,
+      () => synthesizeFlac(lines.join(' '), { sampleRate: ctx.resultSampleRate }),
+      `story-${story.runId}-${slot}.flac`,
+    ),
     studio_url: `${STUDIO}/stories/${story.runId}`,
   };
   if (transcript) {
@@ -204,7 +222,8 @@ const translatedStoryResult: Handler = (ctx, r) => {
     sendError(r.res, 404, `The story of run ${task.runId} is no longer kept.`);
     return;
   }
-  const translations = task.kind === 'translated-story' ? [task] : noted<number[]>(ctx, story, 'translations', () => []).flatMap((runId) => ctx.tasks.run(runId) ?? []);
+  const translations =
+    task.kind === 'translated-story' ? [task] : noted<number[]>(ctx, story, 'translations', () => []).flatMap((runId) => ctx.tasks.run(runId) ?? []);
   const done = translations.some((t) => t.payload.target_language === tag && ctx.tasks.status(t) === 'SUCCESS');
   if (!done) {
     sendError(r.res, 404, `Story ${story.runId} has no finished translation into ${tag}.`);

@@ -70,8 +70,22 @@ const probe: Handler = async (ctx, r) => {
   const body = await jsonBody(ctx, r, streamProbeSchema);
   if (!body) return;
   sendJson(r.res, 200, {
-    video_streams: [{ index: 0, codec_name: 'h264', codec_long_name: 'H.264 / AVC / MPEG-4 AVC / MPEG-4 part 10', profile: 'High', width: 1920, height: 1080, is_avc: true }],
-    audio_streams: [{ index: 1, codec_name: 'aac', codec_long_name: 'AAC (Advanced Audio Coding)', profile: 'LC', sample_fmt: 'fltp', sample_rate: 48_000, channels: 2, channel_layout: 'stereo', bit_rate: 128_000 }],
+    video_streams: [
+      { index: 0, codec_name: 'h264', codec_long_name: 'H.264 / AVC / MPEG-4 AVC / MPEG-4 part 10', profile: 'High', width: 1920, height: 1080, is_avc: true },
+    ],
+    audio_streams: [
+      {
+        index: 1,
+        codec_name: 'aac',
+        codec_long_name: 'AAC (Advanced Audio Coding)',
+        profile: 'LC',
+        sample_fmt: 'fltp',
+        sample_rate: 48_000,
+        channels: 2,
+        channel_layout: 'stereo',
+        bit_rate: 128_000,
+      },
+    ],
     data_streams: [],
   });
 };

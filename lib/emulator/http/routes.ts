@@ -55,9 +55,7 @@ export { emulatedTranslation } from './route-kit.js';
 /* Results                                                                                   */
 
 function resultText(task: EmulatedTask): string {
-  return task.kind === 'translated-tts'
-    ? emulatedTranslation(String(task.payload.text), task.payload.target_language)
-    : String(task.payload.text);
+  return task.kind === 'translated-tts' ? emulatedTranslation(String(task.payload.text), task.payload.target_language) : String(task.payload.text);
 }
 
 function resultFlac(ctx: RouteContext, task: EmulatedTask): Buffer {
@@ -191,9 +189,7 @@ const ttsStream: Handler = async (ctx, r) => {
   }
   const rate = config.sample_rate ?? ctx.streamSampleRate;
   if (rate < 8000 || rate > 192_000) {
-    sendDetail(r.res, [
-      { loc: ['body', 'output_configuration', 'sample_rate'], msg: 'Value error, sample_rate must be 8000 to 192000', type: 'value_error' },
-    ]);
+    sendDetail(r.res, [{ loc: ['body', 'output_configuration', 'sample_rate'], msg: 'Value error, sample_rate must be 8000 to 192000', type: 'value_error' }]);
     return;
   }
   if (format === 'mp3' && !MP3_SAMPLE_RATES.includes(rate)) {

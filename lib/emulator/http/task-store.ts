@@ -87,7 +87,9 @@ export function markerOutcome(text: unknown): TaskOutcome | undefined {
 
 /** The outcome a marker in any text field of a payload asks for (`text`, `texts`, `prompt`, a URL, a name). */
 function payloadMarker(payload: Record<string, unknown>): TaskOutcome | undefined {
-  return Object.values(payload).map(markerOutcome).find((o) => o !== undefined);
+  return Object.values(payload)
+    .map(markerOutcome)
+    .find((o) => o !== undefined);
 }
 
 export class TaskStore {
@@ -136,7 +138,14 @@ export class TaskStore {
    * times (an answer cut before it was sent does not count), then ending with `outcome` (or a
    * queued outcome, a marker in its text, or SUCCESS). `owner` is the API key that made it.
    */
-  create(kind: TaskKind, owner: string, payload: Record<string, unknown>, outcome?: TaskOutcome, pendingMs = this.taskMs, pollsNeeded = this.taskPolls): EmulatedTask {
+  create(
+    kind: TaskKind,
+    owner: string,
+    payload: Record<string, unknown>,
+    outcome?: TaskOutcome,
+    pendingMs = this.taskMs,
+    pollsNeeded = this.taskPolls,
+  ): EmulatedTask {
     const task: EmulatedTask = {
       id: randomUUID(),
       kind,
@@ -190,7 +199,11 @@ export class TaskStore {
   /** Past `maxTasks` runs in the state directory, the oldest runs and their tasks are removed. */
   #evictStored(): void {
     const stored = this.#stored!;
-    const runs = stored.runs.names().map(Number).filter(Number.isSafeInteger).sort((a, b) => a - b);
+    const runs = stored.runs
+      .names()
+      .map(Number)
+      .filter(Number.isSafeInteger)
+      .sort((a, b) => a - b);
     for (const runId of runs.slice(0, Math.max(0, runs.length - this.#maxTasks))) {
       const taskId = stored.runs.get(String(runId))?.task_id;
       if (taskId !== undefined && TASK_ID.test(taskId)) stored.tasks.delete(taskId);
