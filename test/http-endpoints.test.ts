@@ -6,7 +6,7 @@ import { LocalizationClient } from '../lib/http/client.js';
 import { separateTracks, synthesizeFlac } from '../lib/emulator/synth.js';
 import { BillingError, ProtocolError, ValidationError } from '../lib/errors.js';
 import { HttpForbiddenError, HttpStatusError, PaymentRequiredError, TaskFailedError, TaskTimeoutError } from '../lib/http/errors.js';
-import { parseAudioSeparationResults } from '../lib/http/endpoints.js';
+import { parseAudioSeparationResults } from '../lib/http/audio-separation.js';
 import { pickFileUrl } from '../lib/http/endpoint-kit.js';
 import type { TaskProgress } from '../lib/http/tasks.js';
 import { KEY, OTHER_KEY, clientFor, collect, control, emulator } from './http-test-helpers.js';

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
-import { lookUpSeparationRuns } from '../../lib/http/endpoints.js';
+import { lookUpSeparationRuns } from '../../lib/http/audio-separation.js';
 import type { SeparationTrack } from '../../lib/http/requester.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
 import {

@@ -1,35 +1,25 @@
 /**
  * The endpoints of the service interface as typed functions over an `HttpRequester` (the
- * `LocalizationClient` exposes each as a method): translated TTS, TTS results, project setup,
- * subtitles' status, the legacy TTS flow, audio separation and voice deletion. Requests are
- * camelCase objects, validated and mapped to the wire by the schemas of `schemas.ts` before
- * anything is sent; answers are camelCase with the wire body in `raw`. The endpoints beyond the
- * interface are in the modules beside this one (`voices.ts`, `translation.ts`, ...).
+ * `LocalizationClient`'s resources call them): translated TTS, TTS results, project setup,
+ * subtitles' status and the legacy TTS flow. Requests are camelCase objects, validated and
+ * mapped to the wire by the schemas of `schemas.ts` before anything is sent; answers are
+ * camelCase with the wire body in `raw`. Audio separation is in `audio-separation.ts`, voices
+ * (deletion included) in `voices.ts`, the endpoints beyond the interface in the modules beside
+ * this one (`translation.ts`, `dubbing.ts`, ...).
  *
  * Creations (`kind: 'create'`, see `retry.ts`): `POST /translated-tts`, `/project-setup`,
- * `/tts`, `/audio-separation`. `DELETE /delete-voice` is a deletion (`kind: 'delete'`), retried
- * under the same rule. Everything else is a read.
+ * `/tts`. Everything else is a read.
  *
- * Result audio (`/tts-result` raw bytes, separated tracks) is a `FlacDownloadStream` when the
- * requester can open one (`openFlacDownload`, as `LocalizationClient` does): an interrupted
- * download resumes, and an expired URL is refreshed.
+ * Result audio (`/tts-result` raw bytes) is a `FlacDownloadStream` when the requester can open
+ * one (`openFlacDownload`, as `LocalizationClient` does): an interrupted download resumes, and
+ * an expired URL is refreshed.
  */
 import type { Readable } from 'node:stream';
 import { ProtocolError, ValidationError } from '../errors.js';
-import type {
-  AudioDownloadOptions,
-  FlacDownloader,
-  HttpRequester,
-  RequestOptions,
-  RequestSpec,
-  SeparationTrack,
-  SeparationTrackOptions,
-  TtsResultAudioOptions,
-} from './requester.js';
+import type { AudioDownloadOptions, FlacDownloader, HttpRequester, RequestOptions, RequestSpec, TtsResultAudioOptions } from './requester.js';
 import type { FlacDownloadStream } from './flac-download-stream.js';
 import {
   asObject,
-  bulkLookup,
   bulkResultsOf,
   call,
   callOptions,
@@ -39,17 +29,13 @@ import {
   firstBytes,
   getTaskStatus,
   mapBodyErrors,
-  optionalString,
-  parseBulkAnswer,
   pickFileUrl,
   runPath,
-  waitForTaskOf,
   waitSettings,
   type CreatedTask,
   type TaskCallOptions,
 } from './endpoint-kit.js';
-import { multipartBody, type FieldValue, type Upload } from './multipart.js';
-import { audioSeparationSchema, legacyTtsSchema, projectSetupSchema, runIdParam, translatedTtsSchema, voiceIdParam, type OutputType } from './schemas.js';
+import { legacyTtsSchema, projectSetupSchema, translatedTtsSchema, type OutputType } from './schemas.js';
 import { runTask, type CompletedTask, type TaskStatusResponse } from './tasks.js';
 import { validate } from './validation.js';
 import { reportDeprecation } from '../deprecations.js';
@@ -146,26 +132,6 @@ export interface AudioResult<A extends Readable = Readable> {
 export interface AudioFileUrl {
   url: string;
   raw: Record<string, unknown>;
-}
-
-/** One run of `POST /audio-separation-results`. Every field but `runId` may be absent. */
-export interface AudioSeparationRun {
-  runId: number;
-  /** Per-run status, when the service reports one. */
-  status: string | undefined;
-  /** Per-run error, when the service reports one. */
-  error: string | undefined;
-  foregroundAudioUrl: string | undefined;
-  backgroundAudioUrl: string | undefined;
-  /** Both URLs present. */
-  ready: boolean;
-  raw: Record<string, unknown>;
-}
-
-/** `POST /audio-separation`: an audio file (WAV, MP3, FLAC or AAC), uploaded as it is read. */
-export interface AudioSeparationRequest extends ProjectFields {
-  /** A file path, a Buffer, a Blob, a Readable, or one of these with a `filename`. */
-  mediaFile: Upload;
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -331,127 +297,6 @@ export function getTtsStatus(client: HttpRequester, taskId: string, options?: Re
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* Audio separation                                                                          */
-
-/** `POST /audio-separation`: uploads an audio file (multipart, streamed) and starts a separation task. */
-export async function createAudioSeparation(client: HttpRequester, request: AudioSeparationRequest, options?: RequestOptions): Promise<CreatedTask> {
-  if (request === null || typeof request !== 'object' || request.mediaFile === undefined) {
-    throw new ValidationError('mediaFile', 'an audio file (WAV, MP3, FLAC or AAC): a path, Buffer, Blob or Readable', 'nothing');
-  }
-  const { mediaFile, ...fields } = request;
-  const wire = validate<Record<string, FieldValue>>(audioSeparationSchema, fields);
-  const multipart = await multipartBody(wire, [{ name: 'media_file', field: 'mediaFile', upload: mediaFile }]);
-  return createTask(client, '/audio-separation', options, { multipart });
-}
-
-export function getAudioSeparationStatus(client: HttpRequester, taskId: string, options?: RequestOptions): Promise<TaskStatusResponse> {
-  return getTaskStatus(client, 'audio-separation', taskId, options);
-}
-
-/** One separation run's entry, tolerant of absent and extra fields. */
-function separationRun(runId: number, entry: Record<string, unknown>): AudioSeparationRun {
-  const foreground = optionalString(entry.foreground_audio_url);
-  const background = optionalString(entry.background_audio_url);
-  return {
-    runId,
-    status: optionalString(entry.status),
-    error: optionalString(entry.error) ?? optionalString(entry.message),
-    foregroundAudioUrl: foreground,
-    backgroundAudioUrl: background,
-    ready: foreground !== undefined && background !== undefined,
-    raw: entry,
-  };
-}
-
-/** `GET /audio-separation-result/{run_id}`: the two presigned track URLs of one run. */
-export async function getAudioSeparationResult(client: HttpRequester, runId: number, options?: RequestOptions): Promise<AudioSeparationRun> {
-  const raw = asObject(await call(client, 'GET', runPath('/audio-separation-result', runId), 'read', options), 'GET /audio-separation-result');
-  return separationRun(runId, raw);
-}
-
-/** Reads a separation bulk answer: keys become integers; absent or extra per-run fields are tolerated. */
-export function parseAudioSeparationResults(raw: unknown): Map<number, AudioSeparationRun> {
-  return separationRuns(parseBulkAnswer(raw, 'POST /audio-separation-results'));
-}
-
-function separationRuns(entries: Map<number, Record<string, unknown>>): Map<number, AudioSeparationRun> {
-  const runs = new Map<number, AudioSeparationRun>();
-  for (const [runId, entry] of entries) runs.set(runId, separationRun(runId, entry));
-  return runs;
-}
-
-/** `POST /audio-separation-results` for 2 to 5 distinct run ids; keyed by integer run id. */
-export async function getAudioSeparationResults(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, AudioSeparationRun>> {
-  return separationRuns(await bulkLookup(client, '/audio-separation-results', runIds, options));
-}
-
-/**
- * The runs `runIds` looked up afresh: one run through `GET /audio-separation-result/{run_id}`,
- * 2 to 5 through `POST /audio-separation-results`.
- */
-export async function lookUpSeparationRuns(client: HttpRequester, runIds: number[], options?: RequestOptions): Promise<Map<number, AudioSeparationRun>> {
-  if (Array.isArray(runIds) && runIds.length === 1) return new Map([[runIds[0]!, await getAudioSeparationResult(client, runIds[0]!, options)]]);
-  return getAudioSeparationResults(client, runIds, options);
-}
-
-/** The presigned URL of `track` of `runId` in a fresh lookup of `runIds`, or a clear error. */
-async function separationTrackUrl(client: HttpRequester, runIds: number[], runId: number, track: SeparationTrack, options: RequestOptions): Promise<string> {
-  const run = (await lookUpSeparationRuns(client, runIds, options)).get(runId);
-  const url = track === 'foreground' ? run?.foregroundAudioUrl : run?.backgroundAudioUrl;
-  if (url !== undefined) return url;
-  const state =
-    run === undefined ? 'is missing from the answer' : `has no ${track} track (status ${run.status ?? 'not given'}${run.error ? `: ${run.error}` : ''})`;
-  throw new ProtocolError(`Audio separation run ${runId} ${state}.`, { serverMessage: run?.error });
-}
-
-/**
- * One track of a finished audio separation run, as a resumable `FlacDownloadStream` (FLAC, or
- * PCM16 with `decode`) that resolves once the FLAC header arrived.
- *
- * The track's URL is presigned (no API key is sent with it) and expires. When it is refused
- * with 403, the stream looks `runIds` up again and goes on from where it stopped: `[runId]`
- * alone through `GET /audio-separation-result/{run_id}`, or the batch of 2 to 5 runs `runId`
- * was looked up in through `POST /audio-separation-results`. `options.url` skips the first
- * lookup when the URL is known.
- */
-export async function openSeparationTrack(
-  client: FlacDownloader,
-  runIds: number[],
-  runId: number,
-  track: SeparationTrack,
-  options: SeparationTrackOptions = {},
-): Promise<FlacDownloadStream> {
-  validate(runIdParam, runId, ['runId']);
-  if (track !== 'foreground' && track !== 'background') throw new ValidationError('track', "'foreground' or 'background'", String(track));
-  if (!Array.isArray(runIds) || !runIds.includes(runId)) {
-    const received = Array.isArray(runIds) ? `[${runIds.join(', ')}]` : typeof runIds;
-    throw new ValidationError('runIds', `[${runId}], or the lookup batch of 2 to 5 run ids that includes run ${runId}`, received);
-  }
-  const req = callOptions(options);
-  const url = options.url ?? (await separationTrackUrl(client, runIds, runId, track, req));
-  const audio = client.openFlacDownload({
-    url,
-    refreshUrl: () => separationTrackUrl(client, runIds, runId, track, req),
-    ...downloadOptions(options),
-  });
-  await firstBytes(audio);
-  return audio;
-}
-
-/* ----------------------------------------------------------------------------------------- */
-/* Voices                                                                                    */
-
-/** `DELETE /delete-voice/{voice_id}`: permanent. 403 (`HttpForbiddenError`) for a voice the key does not own. */
-export async function deleteVoice(client: HttpRequester, voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
-  validate(voiceIdParam, voiceId, ['voiceId']);
-  // A deletion: retried only where the service surely did not act (a repeat after a lost
-  // answer would be refused for a voice that was in fact deleted).
-  const raw = asObject(await call(client, 'DELETE', `/delete-voice/${voiceId}`, 'delete', options), 'DELETE /delete-voice');
-  if (raw.status !== 'ok') throw new ProtocolError(`DELETE /delete-voice/${voiceId} answered status ${JSON.stringify(raw.status)} instead of "ok".`);
-  return { status: 'ok' };
-}
-
-/* ----------------------------------------------------------------------------------------- */
 /* One-call conveniences                                                                     */
 
 export interface TranslateAndSpeakResult<A extends Readable = Readable> {
@@ -517,10 +362,4 @@ export function translateAndSpeak(client: HttpRequester, body: TranslatedTtsRequ
     },
     waitSettings(client, options, 'speech'),
   );
-}
-
-/** Uploads audio for separation and waits for the run (long-media profile). */
-export async function separateAudio(client: HttpRequester, request: AudioSeparationRequest, options: TaskCallOptions = {}): Promise<CompletedTask> {
-  const task = await createAudioSeparation(client, request, callOptions(options));
-  return waitForTaskOf(client, 'audio-separation', task.taskId, options);
 }

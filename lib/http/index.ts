@@ -95,14 +95,9 @@ export {
 export { TASK_KINDS, TASK_KIND_SPECS, isTaskKind, type TaskKind, type TaskKindSpec } from './task-kinds.js';
 export { createAndWait, getTaskStatus, pickFileUrl, waitForTaskOf, type CreatedTask, type TaskCallOptions } from './endpoint-kit.js';
 export {
-  createAudioSeparation,
   createProjectSetup,
   createTranslatedTts,
   createTts,
-  deleteVoice,
-  getAudioSeparationResult,
-  getAudioSeparationResults,
-  getAudioSeparationStatus,
   getSubtitleStatus,
   getTranslatedTtsStatus,
   getTranslationResult,
@@ -110,13 +105,9 @@ export {
   getTtsResultUrl,
   getTtsResults,
   getTtsStatus,
-  openSeparationTrack,
-  separateAudio,
   translateAndSpeak,
   type AudioFileUrl,
   type AudioResult,
-  type AudioSeparationRequest,
-  type AudioSeparationRun,
   type Language as LanguageRef,
   type LegacyTtsRequest,
   type ProjectFields,
@@ -127,10 +118,21 @@ export {
   type TranslationResult,
   getTranslatedTtsResult,
 } from './endpoints.js';
+export {
+  createAudioSeparation,
+  getAudioSeparationResult,
+  getAudioSeparationResults,
+  getAudioSeparationStatus,
+  openSeparationTrack,
+  separateAudio,
+  type AudioSeparationRequest,
+  type AudioSeparationRun,
+} from './audio-separation.js';
 export { LanguageCatalog, fetchLanguages, type Language, type LanguageSide } from './languages.js';
 export {
   createCustomVoice,
   type CreatedVoice,
+  deleteVoice,
   createTextToVoice,
   type CustomVoiceRequest,
   getTextToVoiceResult,

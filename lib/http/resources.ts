@@ -30,6 +30,7 @@ import type { TaskKind } from './task-kinds.js';
 import type { CompletedTask, TaskStatusResponse } from './tasks.js';
 import { callOptions, getTaskStatus, waitForTaskOf, type CreatedTask, type TaskCallOptions } from './endpoint-kit.js';
 import * as endpoints from './endpoints.js';
+import * as separation from './audio-separation.js';
 import * as dubbing from './dubbing.js';
 import * as projects from './projects.js';
 import * as library from './library.js';
@@ -121,11 +122,11 @@ const dubAltFormatRequest = (
 export const RESOURCE_SPECS = {
   audioSeparation: {
     task: 'audio-separation',
-    create: op('POST /audio-separation', endpoints.createAudioSeparation),
-    result: op('GET /audio-separation-result/{run_id}', endpoints.getAudioSeparationResult),
+    create: op('POST /audio-separation', separation.createAudioSeparation),
+    result: op('GET /audio-separation-result/{run_id}', separation.getAudioSeparationResult),
     ops: {
-      getResults: op('POST /audio-separation-results', endpoints.getAudioSeparationResults),
-      openTrack: op(['GET /audio-separation-result/{run_id}', 'POST /audio-separation-results'], endpoints.openSeparationTrack),
+      getResults: op('POST /audio-separation-results', separation.getAudioSeparationResults),
+      openTrack: op(['GET /audio-separation-result/{run_id}', 'POST /audio-separation-results'], separation.openSeparationTrack),
     },
   },
   dictionaries: {
@@ -260,7 +261,7 @@ export const RESOURCE_SPECS = {
     ops: {
       list: op('GET /list-voices', voices.listVoices),
       create: op('POST /create-custom-voice', voices.createCustomVoice),
-      delete: op('DELETE /delete-voice/{voice_id}', endpoints.deleteVoice),
+      delete: op('DELETE /delete-voice/{voice_id}', voices.deleteVoice),
     },
   },
   streams: {

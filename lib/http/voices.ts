@@ -2,7 +2,7 @@
  * Voices: `GET /list-voices`, `POST /create-custom-voice` (a reference recording uploaded as
  * multipart, streamed from a path, Buffer, Blob or Readable), and the text-to-voice flow
  * (`POST /text-to-voice`: a voice from a description; its result is a list of preview URLs).
- * Deleting a custom voice is `deleteVoice` in `endpoints.ts`. A custom voice can be used at once
+ * Deleting a custom voice is `deleteVoice` (below). A custom voice can be used at once
  * as `RealtimeTranslateStream({ voiceId })` with the key that created it.
  */
 import { ProtocolError, ValidationError } from '../errors.js';
@@ -22,7 +22,7 @@ import {
 import type { Language, ProjectFields } from './endpoints.js';
 import { tagsToIds } from './languages.js';
 import { multipartBody, type FieldValue, type Upload } from './multipart.js';
-import { customVoiceSchema, textToVoiceSchema } from './schemas.js';
+import { customVoiceSchema, textToVoiceSchema, voiceIdParam } from './schemas.js';
 import type { TaskStatusResponse } from './tasks.js';
 import { validate } from './validation.js';
 import { camelizeKeys, isPlainObject } from './wire.js';
@@ -160,4 +160,14 @@ export async function textToVoice(
 ): Promise<TextToVoiceResult & { taskId: string; runId: number }> {
   const run = await createAndWait(client, 'text-to-voice', (o) => createTextToVoice(client, request, o), options);
   return { taskId: run.taskId, runId: run.runId, ...(await getTextToVoiceResult(client, run.runId, callOptions(options))) };
+}
+
+/** `DELETE /delete-voice/{voice_id}`: permanent. 403 (`HttpForbiddenError`) for a voice the key does not own. */
+export async function deleteVoice(client: HttpRequester, voiceId: number, options?: RequestOptions): Promise<{ status: 'ok' }> {
+  validate(voiceIdParam, voiceId, ['voiceId']);
+  // A deletion: retried only where the service surely did not act (a repeat after a lost
+  // answer would be refused for a voice that was in fact deleted).
+  const raw = asObject(await call(client, 'DELETE', `/delete-voice/${voiceId}`, 'delete', options), 'DELETE /delete-voice');
+  if (raw.status !== 'ok') throw new ProtocolError(`DELETE /delete-voice/${voiceId} answered status ${JSON.stringify(raw.status)} instead of "ok".`);
+  return { status: 'ok' };
 }
