@@ -6,6 +6,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { isLoopbackHost } from '../config.js';
+import { normalizeRealtimeLanguage } from '../realtime/languages.js';
+import type { RelayGrant } from './relay-options.js';
+import type { SpeakerSetup } from './relay-room.js';
 import { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './subprotocols.js';
 
 export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX };
@@ -72,4 +75,22 @@ export function upstreamUrl(base: URL, requested: URL): URL {
     if (value !== null) url.searchParams.set(name, value);
   }
   return url;
+}
+
+/** An `authorize` answer that is a grant: caps of 1 or more, a key of at most 256 characters. */
+export function isGrant(value: unknown): value is RelayGrant {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const { maxSessions, key } = value as RelayGrant;
+  return (
+    (maxSessions === undefined || (Number.isSafeInteger(maxSessions) && maxSessions >= 1)) &&
+    (key === undefined || (typeof key === 'string' && key.length <= 256))
+  );
+}
+
+/** A speaker's handshake query: `from`, and optionally the `languages` it offers, `model` and `mode`. */
+export function speakerSetup(query: URLSearchParams): SpeakerSetup {
+  const from = normalizeRealtimeLanguage(query.get('from') ?? undefined, 'from');
+  const offered = query.get('languages');
+  const languages = offered === null ? undefined : new Set(offered.split(',').map((tag, i) => normalizeRealtimeLanguage(tag.trim(), `languages[${i}]`)));
+  return { from, languages, model: query.get('model') ?? undefined, mode: query.get('mode') ?? undefined };
 }

@@ -23,7 +23,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { SlotCounter, type SlotClaim } from '../integrations/slot-counter.js';
 import { MAX_CLIENT_EVENT_BYTES } from '../realtime/codec.js';
 import { refuseUpgrade } from '../realtime/handshake-refusal.js';
-import { chooseSubprotocol, handshakeToken, originAllowed, upstreamUrl } from './relay-admission.js';
+import { chooseSubprotocol, handshakeToken, isGrant, originAllowed, speakerSetup, upstreamUrl } from './relay-admission.js';
+import { PENDING, SESSIONS, capMessage, capReason, sessionClaims, tokenRefusal } from './relay-caps.js';
 import { resolveRelayOptions, type RealtimeRelayOptions, type RelayGrant, type ResolvedRelayOptions, type ResolvedRoomsOptions } from './relay-options.js';
 import { RelaySession, type RelayRefusal, type RelaySessionContext } from './relay-session.js';
 import { isRoomId, mintToken, verifyToken, type MintTokenOptions, type TokenClaims } from './relay-tokens.js';
@@ -97,36 +98,8 @@ const REFUSALS: readonly RelayRefusal[] = [
   'slowListener',
 ];
 
-/** The slot keys of the caps: all sessions, connections waiting for a token. */
-const SESSIONS = 'sessions';
-const PENDING = 'pending';
-
 /** An `authorize` that has not answered by then refuses the handshake (503). */
 type AuthorizeOutcome = { grant: RelayGrant | false } | { failed: true };
-
-function isGrant(value: unknown): value is RelayGrant {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const { maxSessions, key } = value as RelayGrant;
-  return (
-    (maxSessions === undefined || (Number.isSafeInteger(maxSessions) && maxSessions >= 1)) &&
-    (key === undefined || (typeof key === 'string' && key.length <= 256))
-  );
-}
-
-/** A token's verdict as a refusal: what the browser is told, and under which reason it counts. */
-function tokenRefusal(reason: 'malformed' | 'signature' | 'expired'): { refusal: RelayRefusal; message: string; code: number } {
-  return reason === 'expired'
-    ? { refusal: 'expired', message: 'The relay token has expired: get a new one.', code: 401 }
-    : { refusal: 'unauthorized', message: 'The relay token is not valid.', code: 401 };
-}
-
-/** A speaker's handshake query: `from`, and optionally the `languages` it offers, `model` and `mode`. */
-function speakerSetup(query: URLSearchParams): SpeakerSetup {
-  const from = normalizeRealtimeLanguage(query.get('from') ?? undefined, 'from');
-  const offered = query.get('languages');
-  const languages = offered === null ? undefined : new Set(offered.split(',').map((tag, i) => normalizeRealtimeLanguage(tag.trim(), `languages[${i}]`)));
-  return { from, languages, model: query.get('model') ?? undefined, mode: query.get('mode') ?? undefined };
-}
 
 export class RealtimeRelay {
   readonly #o: ResolvedRelayOptions;
@@ -293,11 +266,13 @@ export class RealtimeRelay {
     if (pending && !o.tokenInSessionUpdate) {
       return this.#refuse(socket, 'unauthorized', 401, 'No relay token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.');
     }
-    const holder = { claims: pending ? [[PENDING, o.maxPendingConnections] as const] : this.#claims(token, grant, request.socket.remoteAddress ?? '') };
+    const holder = {
+      claims: pending ? [[PENDING, o.maxPendingConnections] as const] : sessionClaims(this.#o, token, grant, request.socket.remoteAddress ?? ''),
+    };
     const full = this.#slots.take(holder.claims);
     if (full !== undefined) {
-      const reason = this.#capReason(full);
-      return this.#refuse(socket, reason, 429, this.#capMessage(reason));
+      const reason = capReason(full);
+      return this.#refuse(socket, reason, 429, capMessage(reason, this.#o));
     }
     let released = false;
     const release = (): void => {
@@ -386,15 +361,15 @@ export class RealtimeRelay {
       const refusal = existing.listenerRefusal(lang);
       if (refusal) return this.#refuse(socket, refusal.reason, refusal.status, refusal.message);
     }
-    const claims: SlotClaim[] = this.#claims(token, grant, request.socket.remoteAddress ?? '').filter(([key]) => key !== SESSIONS);
+    const claims: SlotClaim[] = sessionClaims(this.#o, token, grant, request.socket.remoteAddress ?? '').filter(([key]) => key !== SESSIONS);
     if (lang) claims.push([`room ${roomId}`, rooms.maxListenersPerRoom]);
     const full = this.#slots.take(claims);
     if (full !== undefined) {
-      const reason = full.startsWith('room ') ? 'maxListenersPerRoom' : this.#capReason(full);
+      const reason = full.startsWith('room ') ? 'maxListenersPerRoom' : capReason(full);
       const message =
         reason === 'maxListenersPerRoom'
           ? `This room has its most listeners at once (${rooms.maxListenersPerRoom}); try again later.`
-          : this.#capMessage(reason);
+          : capMessage(reason, this.#o);
       return this.#refuse(socket, reason, 429, message);
     }
     let released = false;
@@ -470,20 +445,6 @@ export class RealtimeRelay {
     }
   }
 
-  /** The slots a session takes: one of all sessions, one of its token's, one of its grant's key (or address). */
-  #claims(token: TokenClaims | undefined, grant: RelayGrant | undefined, address: string): SlotClaim[] {
-    const o = this.#o;
-    const claims: SlotClaim[] = [[SESSIONS, o.maxSessions]];
-    const keyed = grant?.key !== undefined;
-    if (token) {
-      const limit = token.maxSessions ?? o.maxSessionsPerToken;
-      claims.push([`token ${token.id}`, keyed || grant?.maxSessions === undefined ? limit : Math.min(limit, grant.maxSessions)]);
-    }
-    if (keyed) claims.push([`key ${grant!.key}`, grant!.maxSessions ?? o.maxSessionsPerToken]);
-    else if (!token && grant?.maxSessions !== undefined) claims.push([`address ${address}`, grant.maxSessions]);
-    return claims;
-  }
-
   /** A pending connection's token, from its first `session.update`: verified, then its slots taken instead of the pending one. */
   #admitLate(
     token: string | undefined,
@@ -494,33 +455,14 @@ export class RealtimeRelay {
     }
     const verdict = verifyToken(this.#o.secret, token);
     if (!verdict.valid) return tokenRefusal(verdict.reason);
-    const claims = this.#claims(verdict.claims, undefined, '');
+    const claims = sessionClaims(this.#o, verdict.claims, undefined, '');
     const full = this.#slots.take(claims);
     if (full !== undefined) {
-      const reason = this.#capReason(full);
-      return { refusal: reason, message: this.#capMessage(reason), code: 429 };
+      const reason = capReason(full);
+      return { refusal: reason, message: capMessage(reason, this.#o), code: 429 };
     }
     this.#slots.release(pendingClaims);
     return { claims };
-  }
-
-  #capReason(key: string): RelayRefusal {
-    if (key === SESSIONS) return 'maxSessions';
-    if (key === PENDING) return 'maxPendingConnections';
-    return key.startsWith('token ') ? 'maxSessionsPerToken' : 'maxSessionsPerKey';
-  }
-
-  #capMessage(reason: RelayRefusal): string {
-    switch (reason) {
-      case 'maxSessions':
-        return `The relay has its most sessions at once (${this.#o.maxSessions}); try again later.`;
-      case 'maxPendingConnections':
-        return `Too many connections are waiting for their token (${this.#o.maxPendingConnections}); try again later.`;
-      case 'maxSessionsPerToken':
-        return 'This token holds its most sessions at once; close one first.';
-      default:
-        return 'This user holds its most sessions at once; close one first.';
-    }
   }
 }
 
