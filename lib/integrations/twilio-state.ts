@@ -1,8 +1,10 @@
 /**
  * Where a `TwilioMediaBridge` is: its input (`InboundState`, with the timers each place owns)
  * and its translated side (`OutputState`, which ends on its own schedule). The bridge changes
- * each through one setter; `timersOf` names the timers a setter clears.
+ * each through one setter; `timersOf` names the timers a setter clears. And its warning budget:
+ * how many of each kind a caller can make it emit.
  */
+import type { TwilioWarningKind } from './twilio-options.js';
 /**
  * Where the call's input is. `timer` is the start timeout (`startTimeoutMs`); `idle` the media
  * timeout (`mediaTimeoutMs`), restarted by each accepted frame; `hold` a frame waiting for the
@@ -42,5 +44,41 @@ export function timersOf(state: InboundState): Array<NodeJS.Timeout | undefined>
       return [state.idle, state.hold];
     default:
       return [];
+  }
+}
+
+/**
+ * Warnings of each kind: emitted up to `maxPerKind` (at most one `media-size`, which a caller
+ * could repeat on every frame), the rest only counted, so a misbehaving caller cannot flood the
+ * application's logs; `stats.suppressedWarnings` reports those.
+ */
+export class WarningBudget {
+  readonly #maxPerKind: number;
+  /** Warnings of each kind so far, emitted or not. */
+  readonly #counts: Partial<Record<TwilioWarningKind, number>> = {};
+
+  constructor(maxPerKind: number) {
+    this.#maxPerKind = maxPerKind;
+  }
+
+  /** Counts one warning of `kind`; true when it is within its kind's limit (to be emitted). */
+  take(kind: TwilioWarningKind): boolean {
+    const count = (this.#counts[kind] ?? 0) + 1;
+    this.#counts[kind] = count;
+    return count <= this.#limit(kind);
+  }
+
+  /** Warnings counted beyond their kind's limit, by kind. */
+  suppressed(): Partial<Record<TwilioWarningKind, number>> {
+    const out: Partial<Record<TwilioWarningKind, number>> = {};
+    for (const [kind, count] of Object.entries(this.#counts) as Array<[TwilioWarningKind, number]>) {
+      const over = count - this.#limit(kind);
+      if (over > 0) out[kind] = over;
+    }
+    return out;
+  }
+
+  #limit(kind: TwilioWarningKind): number {
+    return kind === 'media-size' ? Math.min(1, this.#maxPerKind) : this.#maxPerKind;
   }
 }

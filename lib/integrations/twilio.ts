@@ -40,7 +40,7 @@ import {
   type TwilioMediaBridgeOptions,
   type TwilioWarningKind,
 } from './twilio-options.js';
-import { timersOf, type InboundState, type OutputState } from './twilio-state.js';
+import { WarningBudget, timersOf, type InboundState, type OutputState } from './twilio-state.js';
 
 export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
@@ -105,8 +105,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     warnings: 0,
     refusedFrames: 0,
   };
-  /** Warnings of each kind so far, emitted or not. */
-  readonly #warningCounts: Partial<Record<TwilioWarningKind, number>> = {};
+  readonly #warnings: WarningBudget;
 
   constructor(options: TwilioMediaBridgeOptions) {
     const { realtime, bargeIn, limits, timeline: timelineOptions, ...o } = resolveBridgeOptions(options);
@@ -131,6 +130,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     this.#format = output;
     this.#maxMessageBytes = maxMessageBytes;
     this.#limits = limits;
+    this.#warnings = new WarningBudget(limits.maxWarningsPerKind);
     this.#state = { status: 'awaiting-start', timer: setTimeout(this.#startExpired, limits.startTimeoutMs) };
     this.#timeline = timeline;
     this.#onset = onset;
@@ -179,7 +179,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
       clears: s.clears,
       warnings: s.warnings,
       refusedFrames: s.refusedFrames,
-      suppressedWarnings: this.#suppressedWarnings(),
+      suppressedWarnings: this.#warnings.suppressed(),
     };
   }
 
@@ -508,25 +508,9 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
 
   /** Emits a warning, unless its kind has had its share (`maxWarningsPerKind`; one for `media-size`). */
   #warn(kind: TwilioWarningKind, warning: RtTranslateError): void {
-    const count = (this.#warningCounts[kind] ?? 0) + 1;
-    this.#warningCounts[kind] = count;
-    if (count > this.#warningLimit(kind)) return;
+    if (!this.#warnings.take(kind)) return;
     this.#stats.warnings += 1;
     this.emit('warning', warning);
-  }
-
-  #warningLimit(kind: TwilioWarningKind): number {
-    const limit = this.#limits.maxWarningsPerKind;
-    return kind === 'media-size' ? Math.min(1, limit) : limit;
-  }
-
-  #suppressedWarnings(): Partial<Record<TwilioWarningKind, number>> {
-    const out: Partial<Record<TwilioWarningKind, number>> = {};
-    for (const [kind, count] of Object.entries(this.#warningCounts) as Array<[TwilioWarningKind, number]>) {
-      const over = count - this.#warningLimit(kind);
-      if (over > 0) out[kind] = over;
-    }
-    return out;
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
