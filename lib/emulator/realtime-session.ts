@@ -20,18 +20,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
-import {
-  MAX_APPEND_AUDIO_BYTES,
-  MAX_CLIENT_EVENT_BYTES,
-  base64DecodedLength,
-  decodeClientEvent,
-  encodeServerEvent,
-  isBase64,
-  type ClientEvent,
-  type WireSessionInfo,
-} from '../realtime/codec.js';
+import { MAX_APPEND_AUDIO_BYTES, base64DecodedLength, encodeServerEvent, isBase64, type WireSessionInfo } from '../realtime/codec.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
-import { checkSessionUpdate, isRefusal, rawLength, rawText, responseFrames, sessionInfo } from './session-messages.js';
+import { checkSessionUpdate, isRefusal, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
 import {
   BYTES_PER_SECOND,
   MAX_GROUP_BYTES,
@@ -147,23 +138,13 @@ export class RealtimeSession {
     const status = this.#state.status;
     // Binary frames are not events (interface); the service ignores them (facts.md).
     if (isBinary || status === 'closed' || status === 'stopping' || status === 'half-open') return;
-    const size = rawLength(data);
-    if (size > MAX_CLIENT_EVENT_BYTES) {
-      this.#sendError(
-        `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) ` + 'of JSON text. It was ignored.',
-        413,
-      );
+    const read = readClientEvent(data);
+    if ('code' in read) {
+      if (read.code === 400 && status === 'awaiting-update') this.#fail(`${read.message} The first event must be session.update.`, 400);
+      else this.#sendError(read.code === 400 ? `${read.message} It was ignored.` : read.message, read.code);
       return;
     }
-    let event: ClientEvent;
-    try {
-      event = decodeClientEvent(rawText(data));
-    } catch (error) {
-      const message = (error as Error).message;
-      if (status === 'awaiting-update') this.#fail(`${message} The first event must be session.update.`, 400);
-      else this.#sendError(`${message} It was ignored.`, 400);
-      return;
-    }
+    const event = read.event;
     if (status === 'awaiting-update') {
       if (event.type !== 'session.update') {
         const got = event.type === 'unknown' ? event.wireType : event.type;
@@ -192,19 +173,9 @@ export class RealtimeSession {
   }
 
   #onFirstUpdate(session: unknown, auth: unknown): void {
-    const authKey =
-      auth !== null && typeof auth === 'object' && typeof (auth as { api_key?: unknown }).api_key === 'string'
-        ? (auth as { api_key: string }).api_key
-        : undefined;
-    // The handshake header wins when both are present (it was checked at the handshake).
-    const key = this.#handshake.headerKey ?? authKey;
-    if (key === undefined || !this.#settings.apiKeys.has(key)) {
-      this.#fail(
-        authKey === undefined
-          ? 'Missing API key: send it in the x-api-key handshake header, or in auth.api_key of the first session.update.'
-          : 'Invalid API key in auth.api_key.',
-        401,
-      );
+    const key = sessionKey(this.#handshake.headerKey, auth, this.#settings.apiKeys);
+    if (typeof key !== 'string') {
+      this.#fail(key.message, 401);
       return;
     }
     this.#ownerKey = key;

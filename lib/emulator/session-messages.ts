@@ -5,23 +5,70 @@
  * session description of `session.created` / `session.updated`, and the frames of one answer.
  */
 import type { RawData } from 'ws';
-import { encodeServerEvent, normalizeSessionConfig, type SessionConfig, type SessionConfigInput, type WireSessionInfo } from '../realtime/codec.js';
+import {
+  MAX_CLIENT_EVENT_BYTES,
+  decodeClientEvent,
+  encodeServerEvent,
+  normalizeSessionConfig,
+  type ClientEvent,
+  type SessionConfig,
+  type SessionConfigInput,
+  type WireSessionInfo,
+} from '../realtime/codec.js';
 import { ValidationError } from '../errors.js';
 import type { ActiveConfig } from './session-state.js';
 import { OUTPUT_PIECE_BYTES, STOCK_VOICE_IDS, type RealtimeHandshake, type RealtimeSessionSettings } from './session-settings.js';
 import type { SegmentedUtterance } from './vad.js';
 import type { VoiceOwnership } from './voices.js';
 
-export function rawLength(data: RawData): number {
+function rawLength(data: RawData): number {
   if (Buffer.isBuffer(data)) return data.length;
   if (Array.isArray(data)) return data.reduce((total, part) => total + part.length, 0);
   return data.byteLength;
 }
 
-export function rawText(data: RawData): string {
+function rawText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString('utf8');
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
   return Buffer.from(data).toString('utf8');
+}
+
+/**
+ * A client's text frame as an event, or the error it is answered with: 413 over the 1 MiB limit
+ * (ignored), 400 not a decodable event (the caller adds what follows from where the session is).
+ */
+export function readClientEvent(data: RawData): { event: ClientEvent } | { message: string; code: number } {
+  const size = rawLength(data);
+  if (size > MAX_CLIENT_EVENT_BYTES) {
+    return {
+      message: `The event is ${size} bytes; a client event may be at most ${MAX_CLIENT_EVENT_BYTES} bytes (1 MiB) of JSON text. It was ignored.`,
+      code: 413,
+    };
+  }
+  try {
+    return { event: decodeClientEvent(rawText(data)) };
+  } catch (error) {
+    return { message: (error as Error).message, code: 400 };
+  }
+}
+
+/**
+ * The key a first `session.update` authenticates with (the handshake's `x-api-key` header wins
+ * when both are present: it was checked at the handshake), or why there is none (a 401).
+ */
+export function sessionKey(headerKey: string | undefined, auth: unknown, apiKeys: ReadonlySet<string>): string | { message: string } {
+  const authKey =
+    auth !== null && typeof auth === 'object' && typeof (auth as { api_key?: unknown }).api_key === 'string'
+      ? (auth as { api_key: string }).api_key
+      : undefined;
+  const key = headerKey ?? authKey;
+  if (key !== undefined && apiKeys.has(key)) return key;
+  return {
+    message:
+      authKey === undefined
+        ? 'Missing API key: send it in the x-api-key handshake header, or in auth.api_key of the first session.update.'
+        : 'Invalid API key in auth.api_key.',
+  };
 }
 
 /** `text` as the pieces of its deltas: each word after the first with its leading space. */
