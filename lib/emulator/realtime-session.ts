@@ -25,14 +25,14 @@ import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
 import { checkSessionUpdate, isRefusal, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
 import {
   BYTES_PER_SECOND,
-  MAX_GROUP_BYTES,
   SESSION_END_CLOSE_CODE,
   type DropOptions,
   type RealtimeHandshake,
   type RealtimeSessionSettings,
   type RealtimeSessionStats,
 } from './session-settings.js';
-import { CLOSED, timersOf, type ActiveConfig, type Heard, type SessionState } from './session-state.js';
+import { CLOSED, timersOf, type ActiveConfig, type SessionState } from './session-state.js';
+import { HeardSpeech, type DueAnswer } from './heard-speech.js';
 
 type PauseReason = 'throttle' | 'backpressure' | 'half-open';
 
@@ -218,7 +218,7 @@ export class RealtimeSession {
     const faultTimers = faults.created.map(({ afterMs, fault }) =>
       setTimeout(() => (fault === 'drop' ? this.drop(faults.dropWith) : this.goHalfOpen()), afterMs),
     );
-    const heard: Heard = { segmenter: new UtteranceSegmenter(this.#settings.segmenter), grouped: [], groupedBytes: 0, held: [] };
+    const heard = new HeardSpeech(new UtteranceSegmenter(this.#settings.segmenter), this.#groupSize, this.#settings.lastAnswer);
     this.#set({
       status: 'active',
       config,
@@ -275,8 +275,7 @@ export class RealtimeSession {
       this.#billedBytes += pcm.length;
     }
     this.#processedBytes += pcm.length;
-    for (const utterance of heard.segmenter.push(pcm)) this.#answer(heard, utterance);
-    this.#releaseHeld(heard);
+    this.#scheduleAll(heard.hear(pcm));
     if (exhausted) this.#stopBilling();
     else if (this.#settings.faults.afterInput(this.#processedBytes)) this.drop(this.#settings.faults.dropWith);
     else this.#armIdle();
@@ -285,44 +284,18 @@ export class RealtimeSession {
   /* ------------------------------------------------------------------------------------- */
   /* Responses                                                                             */
 
-  /** An utterance (or part) ended: answer it, or group it with the next ones. */
-  #answer(heard: Heard, utterance: SegmentedUtterance): void {
-    heard.grouped.push(utterance);
-    heard.groupedBytes += utterance.audio.length;
-    if (heard.grouped.length >= this.#groupSize || heard.groupedBytes >= MAX_GROUP_BYTES) this.#respond(heard);
-  }
-
-  /** The group is one answer: send it, or hold it until speech is heard again (`lastAnswer`). */
-  #respond(heard: Heard): void {
-    const group = heard.grouped;
-    if (group.length === 0) return;
-    heard.grouped = [];
-    heard.groupedBytes = 0;
-    if (this.#settings.lastAnswer === 'prompt') {
-      this.#schedule(group);
-      return;
-    }
-    heard.held.push(group);
-    this.#releaseHeld(heard);
-  }
-
-  /** Sends the held answers after which a voiced frame has been heard. */
-  #releaseHeld(heard: Heard): void {
-    const voiced = heard.segmenter.lastVoicedEnd;
-    while (heard.held.length > 0 && heard.held[0]!.at(-1)!.endedAt < voiced) this.#schedule(heard.held.shift()!);
+  /** Schedules each answer now due, in order. */
+  #scheduleAll(due: readonly DueAnswer[]): void {
+    for (const { utterances, extraMs } of due) this.#schedule(utterances, extraMs);
   }
 
   /**
    * The audio stopped arriving (appends paused for `idleMs` while reading, or the credit ran
    * out): what has been heard is answered, and answers still held are the last ones.
    */
-  #audioStopped(heard: Heard): void {
+  #audioStopped(heard: HeardSpeech): void {
     this.#stopIdle();
-    for (const utterance of heard.segmenter.end()) this.#answer(heard, utterance);
-    this.#respond(heard);
-    const last = heard.held.splice(0);
-    const rule = this.#settings.lastAnswer;
-    if (typeof rule === 'object') for (const group of last) this.#schedule(group, rule.lateMs);
+    this.#scheduleAll(heard.stopped());
   }
 
   /**
@@ -335,8 +308,7 @@ export class RealtimeSession {
   #armIdle(): void {
     const state = this.#state;
     if (state.status !== 'active') return;
-    const { segmenter, grouped, held } = state.heard;
-    const waiting = this.#pauses.size === 0 && (segmenter.speaking || grouped.length > 0 || held.length > 0);
+    const waiting = this.#pauses.size === 0 && state.heard.waiting;
     this.#set({ ...state, idleTimer: waiting ? setTimeout(this.#idleExpired, this.#settings.idleMs) : undefined, idleCheck: undefined });
   }
 
@@ -412,7 +384,7 @@ export class RealtimeSession {
     if (state.status !== 'active') return;
     const { status, heard, idleTimer, idleCheck, ...answering } = state;
     this.#set({ status: 'stopping', ...answering });
-    heard.segmenter.dropCurrent();
+    heard.dropCurrent();
     this.#audioStopped(heard);
     this.#pump();
   }

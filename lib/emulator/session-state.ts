@@ -1,11 +1,11 @@
 /**
  * Where a realtime session of the emulator is (`SessionState`, one union) and the data and
- * timers that belong to each place: what an active session has heard and not answered, what it
+ * timers that belong to each place: what an active session has heard (`HeardSpeech`), what it
  * keeps while answering. The session changes state through one setter that clears the timers
  * the old state owned (`timersOf`).
  */
 import type { OutputModality, VoiceSelection } from '../realtime/codec.js';
-import type { SegmentedUtterance, UtteranceSegmenter } from './vad.js';
+import type { HeardSpeech } from './heard-speech.js';
 
 export interface ActiveConfig {
   source_language: string;
@@ -20,17 +20,6 @@ export interface PendingResponse {
 }
 
 export type Timer = NodeJS.Timeout;
-
-/** What an active session has heard and not answered yet (data only: the timers are the state's). */
-export interface Heard {
-  readonly segmenter: UtteranceSegmenter;
-  /** Utterances (or parts) waiting to be answered as one (`segmentation: 'idle'`, `mergeUtterances`). */
-  grouped: SegmentedUtterance[];
-  /** Their audio, in bytes: a group this long is answered even if the appends never pause. */
-  groupedBytes: number;
-  /** Finished answers held until speech is heard again (`lastAnswer`), oldest first. */
-  held: SegmentedUtterance[][];
-}
 
 /** What a created session keeps while it answers: carried from `active` into `stopping`. */
 export interface Answering {
@@ -55,7 +44,7 @@ export type SessionState =
   /** Cold start: `timer` creates the session. */
   | { status: 'starting'; config: ActiveConfig; timer: Timer }
   /** `idleTimer`, then `idleCheck`: the audio stopped arriving (see `#armIdle`). */
-  | ({ status: 'active'; heard: Heard; idleTimer: Timer | undefined; idleCheck: NodeJS.Immediate | undefined } & Answering)
+  | ({ status: 'active'; heard: HeardSpeech; idleTimer: Timer | undefined; idleCheck: NodeJS.Immediate | undefined } & Answering)
   /** Credits used up: what is queued still goes out, then the session ends. */
   | ({ status: 'stopping' } & Answering)
   /** `timer`: the socket is cut after `HALF_OPEN_HOLD_MS`. */
