@@ -69,6 +69,29 @@ export async function connect(
   return { apiKey: EMULATOR_DEFAULT_API_KEY, realtimeUrl: emulator.realtimeUrl, emulator };
 }
 
+/**
+ * What a translation opens before its session: whatever `open` opens (the outputs), the
+ * `--events` output, then the key and URL (`connect`). When any of it fails, `release` frees what
+ * the command opened before (the input, which may hold an ffmpeg process, and the outputs).
+ */
+export async function openBeforeSession(
+  eventsFlag: string | undefined,
+  access: RealtimeAccess,
+  io: CliIo,
+  createDirs: boolean,
+  release: () => Promise<void>,
+  open: () => Promise<void> = async () => {},
+): Promise<{ events: Writable | undefined; target: Awaited<ReturnType<typeof connect>> }> {
+  try {
+    await open();
+    const events = await openEventsOutput(eventsFlag, io, createDirs);
+    return { events, target: await connect(access, io) };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
 /** The translation command's flags that shape every session, whatever its languages. */
 export interface TranslationFlags {
   'allow-insecure'?: boolean;

@@ -8,12 +8,11 @@
  * otherwise. The one-language command (`commands/translate.ts`) comes here only with a list.
  */
 import { pipeline } from 'node:stream/promises';
-import type { Writable } from 'node:stream';
 import { RealtimeFanout, fanoutEventToRecord, type FanoutTargetOptions, type RealtimeFanoutStats } from '../lib/realtime/fanout.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../lib/realtime/languages.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, intFlag, interruptedStatus, stopThenAbort, type CliIo } from './cli.js';
 import { openAudioOutput, openCommandInput, parseOutputSpec, writeInto, type AudioSink } from './audio-io.js';
-import { connect, createSession, logEvents, openEventsOutput, resolveAccess, translationOptions, type AccessFlags } from './realtime-access.js';
+import { createSession, logEvents, openBeforeSession, resolveAccess, translationOptions, type AccessFlags } from './realtime-access.js';
 import { progressMode } from './status-line.js';
 import { FanoutReport } from './fanout-report.js';
 import { inputFailureLine, statsLines } from './realtime-summary.js';
@@ -112,21 +111,14 @@ export async function runFanoutTranslate(values: TranslateFlags, io: CliIo, from
   const source = await openCommandInput(values, io);
   const createDirs = values['create-dirs'] === true;
   const sinks: AudioSink[] = [];
-  let events: Writable | undefined;
-  let target: Awaited<ReturnType<typeof connect>>;
   // A failure before the sessions run releases the input (which may hold an ffmpeg process) and every output.
   const release = async () => {
     source.destroy();
     for (const sink of sinks) await sink.settle('failed').catch(() => undefined);
   };
-  try {
+  const { events, target } = await openBeforeSession(values.events, access, io, createDirs, release, async () => {
     if (!textOnly) for (const lang of langs) sinks.push(await openAudioOutput(io, output!.split(LANG_PLACEHOLDER).join(lang), outputSpec, createDirs));
-    events = await openEventsOutput(values.events, io, createDirs);
-    target = await connect(access, io);
-  } catch (error) {
-    await release();
-    throw error;
-  }
+  });
   const { emulator } = target;
 
   const controller = new AbortController();

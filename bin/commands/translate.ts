@@ -7,7 +7,6 @@
  * (`--to a,b`) are the fan-out's (`../translate-fanout.ts`).
  */
 import { pipeline } from 'node:stream/promises';
-import { Writable } from 'node:stream';
 import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
 import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
 import { eventToRecord } from '../../lib/realtime/realtime-events.js';
@@ -29,16 +28,7 @@ import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';
 import { discardSink, openAudioOutput, openCommandInput, parseOutputSpec, writeInto } from '../audio-io.js';
-import {
-  ACCESS_OPTIONS,
-  REALTIME_STDIN_NOTE,
-  connect,
-  createSession,
-  logEvents,
-  openEventsOutput,
-  resolveAccess,
-  translationOptions,
-} from '../realtime-access.js';
+import { ACCESS_OPTIONS, REALTIME_STDIN_NOTE, createSession, openBeforeSession, logEvents, resolveAccess, translationOptions } from '../realtime-access.js';
 import { inputFailureLine, statsLines } from '../realtime-summary.js';
 
 export const TRANSLATE_USAGE = `Usage: rt-translate [translate] --from TAG --to TAG [options]      realtime speech translation
@@ -219,15 +209,7 @@ export async function runTranslate(args: string[], io: CliIo): Promise<number> {
     source.destroy();
     await sink.settle('failed').catch(() => undefined);
   };
-  let events: Writable | undefined;
-  let target: Awaited<ReturnType<typeof connect>>;
-  try {
-    events = await openEventsOutput(values.events, io, createDirs);
-    target = await connect(access, io);
-  } catch (error) {
-    await release();
-    throw error;
-  }
+  const { events, target } = await openBeforeSession(values.events, access, io, createDirs, release);
   const { emulator } = target;
 
   const controller = new AbortController();
