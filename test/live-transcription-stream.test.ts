@@ -337,7 +337,9 @@ describe('LiveTranscriptionStream against a scripted service', () => {
     const peer = await fake.nextPeer();
     peer.send(READY);
     await new Promise((resolve) => stream.once('ready', resolve));
-    const sent = 40;
+    // More results than one read of the socket can hold (about 300 bytes each, 64 KiB a read):
+    // however they are batched, the stream has to pause before taking them all.
+    const sent = 1000;
     let finals = 0;
     const paused = new Promise<void>((resolve) => {
       stream.on('final', () => {

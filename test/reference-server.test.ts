@@ -462,14 +462,17 @@ describe('reference server: faults', () => {
 
   it('spaces the pieces by pieceGapMs, and a drop due meanwhile waits for the last of them', async () => {
     // 600 ms of audio in two pieces; the drop comes due at 1500 ms of input, before the second piece
-    const { client } = await startSession({ pieceGapMs: 100, dropAfterInputMs: 1500 });
+    const { s, client } = await startSession({ pieceGapMs: 100, dropAfterInputMs: 1500 });
     client.append(pcm(burst(1000), silence(600)));
     expect(await client.closed()).toBe(1006);
     const [wire] = wireResponses(client.log);
     expect(wire!.shape).toEqual(FULL_SHAPE);
     expect(wire!.audio.length).toBe(600 * MS);
-    const [first, second] = client.all('response.audio.delta');
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(90);
+    expect(client.all('response.audio.delta')).toHaveLength(2);
+    // The gap is the server's: measured where the pieces are sent (their arrival times also
+    // carry the client's own delays, which on a busy machine can bring them closer).
+    const [response] = s.responses;
+    expect(response!.doneAt - response!.startedAt).toBeGreaterThanOrEqual(99);
   });
 
   it('cuts at once when no response is on its way', async () => {
