@@ -136,6 +136,8 @@ describe('a new user, careless for an hour', () => {
     }
   });
 
+  // Six commands, each starting the embedded emulator: the bound is for a hang, not a speed (a
+  // loaded machine took more than 30 s).
   it('5. the embedded emulator remembers a voice across commands, writes files (previews, dubs) instead of dead URLs, never repeats a run id', async () => {
     const created = await run(['voices', 'create', '--name', 'Ann', '--gender', '2', '--file', 'speech.wav']);
     expect(created.code).toBe(0);
@@ -158,7 +160,7 @@ describe('a new user, careless for an hour', () => {
       expect(result.stdout.toString() + result.stderr).not.toMatch(/https?:\/\/127\.0\.0\.1/);
       expect(lines(result).filter((line) => line.startsWith('rt-translate: using the embedded emulator'))).toHaveLength(1);
     }
-  });
+  }, 120_000);
 
   it('6. a key, a voice or a language the embedded emulator cannot honour is said, not ignored', async () => {
     const [key, voice, language] = await Promise.all([
