@@ -22,6 +22,8 @@ const UTTERANCES = (
     utterances: Array<{ emulator: { startSample: number; endSample: number } }>;
   }
 ).utterances.map((u) => (u.emulator.endSample - u.emulator.startSample) / 24_000);
+/** How far an utterance's length as heard may be from the fixture's: five 20 ms frames (see below). */
+const CAPTURE_SLACK_S = 0.1;
 /** A key nothing else contains, so finding it anywhere means it leaked. */
 const SERVICE_KEY = 'rtt-browser-test-key-7f3c9a1e5d';
 
@@ -146,8 +148,10 @@ describe('rt-translate serve in Chromium', () => {
       const translation = /^\[es-es translation of utterance (\d+), ([\d.]+) s\]$/.exec(response.translation);
       expect(transcript?.[1]).toBe(String(i + 1));
       expect(translation?.[1]).toBe(String(i + 1));
-      // The sentence's length as the service heard it, through the worklet's resampling.
-      expect(Number(transcript![2])).toBeCloseTo(UTTERANCES[i]!, 1);
+      // The sentence's length as the service heard it, through the worklet's resampling: within
+      // five 20 ms frames (Chromium's capture of the fake microphone, on a loaded machine, has
+      // put up to three more frames of silence at an utterance's end).
+      expect(Math.abs(Number(transcript![2]) - UTTERANCES[i]!)).toBeLessThanOrEqual(CAPTURE_SLACK_S);
       expect(translation![2]).toBe(transcript![2]);
     });
   });
@@ -161,7 +165,7 @@ describe('rt-translate serve in Chromium', () => {
 
   it('plays the translated audio to its end: the played position advances by the answers’ length', () => {
     const answered = UTTERANCES.reduce((a, b) => a + b, 0);
-    expect(receivedMs / 1000).toBeCloseTo(answered, 1);
+    expect(Math.abs(receivedMs / 1000 - answered)).toBeLessThanOrEqual(UTTERANCES.length * CAPTURE_SLACK_S);
     expect(playback.playedFrames).toBe(Math.round(receivedMs * 24));
     expect(responses.reduce((sum, r) => sum + r.timing!.audioBytes, 0)).toBe(playback.playedFrames * 2);
   });
