@@ -253,15 +253,8 @@ export class RealtimeRelay {
     if (token === null) return;
     if (token?.room)
       return this.#refuse(socket, 'unauthorized', 401, "This token is a room's: it connects to the room's path only, not to a session of its own.");
-    let grant: RelayGrant | undefined;
-    if (o.authorize) {
-      const outcome = await this.#authorize(request, socket);
-      if (socket.destroyed) return undefined;
-      if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
-      if ('failed' in outcome) return this.#refuse(socket, 'authorize', 503, 'Authorization is unavailable; try again later.');
-      if (outcome.grant === false) return this.#refuse(socket, 'unauthorized', 401, 'Not authorized to use the relay.');
-      grant = outcome.grant;
-    }
+    const grant = await this.#granted(request, socket);
+    if (grant === null) return;
     const pending = token === undefined && grant === undefined;
     if (pending && !o.tokenInSessionUpdate) {
       return this.#refuse(socket, 'unauthorized', 401, 'No relay token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.');
@@ -315,7 +308,6 @@ export class RealtimeRelay {
    * and role in the query), the role's parameters, then the caps; all before the upgrade.
    */
   async #admitRoom(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, rooms: ResolvedRoomsOptions): Promise<void> {
-    const o = this.#o;
     const token = this.#checkHandshake(request, socket, url);
     if (token === null) return;
     const query = url.searchParams;
@@ -327,15 +319,8 @@ export class RealtimeRelay {
       if (query.has('role') && query.get('role') !== claimed.role)
         return this.#refuse(socket, 'unauthorized', 403, `This token admits a ${claimed.role} only.`);
     }
-    let grant: RelayGrant | undefined;
-    if (o.authorize) {
-      const outcome = await this.#authorize(request, socket);
-      if (socket.destroyed) return undefined;
-      if (this.#closing) return this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
-      if ('failed' in outcome) return this.#refuse(socket, 'authorize', 503, 'Authorization is unavailable; try again later.');
-      if (outcome.grant === false) return this.#refuse(socket, 'unauthorized', 401, 'Not authorized to use the relay.');
-      grant = outcome.grant;
-    }
+    const grant = await this.#granted(request, socket);
+    if (grant === null) return;
     if (token === undefined && grant === undefined) {
       return this.#refuse(socket, 'unauthorized', 401, 'No room token: pass it as ?token= or in the subprotocol rt-translate.token.<token>.');
     }
@@ -416,6 +401,18 @@ export class RealtimeRelay {
         if (this.#rooms.get(room.id) === room) this.#rooms.delete(room.id);
       },
     });
+  }
+
+  /** What `authorize` grants (undefined without `authorize`), or null once the handshake is refused for it or gone. */
+  async #granted(request: IncomingMessage, socket: Duplex): Promise<RelayGrant | undefined | null> {
+    if (!this.#o.authorize) return undefined;
+    const outcome = await this.#authorize(request, socket);
+    if (socket.destroyed) return null;
+    if (this.#closing) this.#refuse(socket, 'closing', 503, 'The relay is shutting down.');
+    else if ('failed' in outcome) this.#refuse(socket, 'authorize', 503, 'Authorization is unavailable; try again later.');
+    else if (outcome.grant === false) this.#refuse(socket, 'unauthorized', 401, 'Not authorized to use the relay.');
+    else return outcome.grant;
+    return null;
   }
 
   /** `authorize`'s answer, bounded by `firstMessageTimeoutMs` and the socket; a throw, a wrong value or no answer in time is a failure. */
