@@ -108,8 +108,20 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   readonly #warnings: WarningBudget;
 
   constructor(options: TwilioMediaBridgeOptions) {
-    const { realtime, bargeIn, limits, timeline: timelineOptions, ...o } = resolveBridgeOptions(options);
-    const { pacing, output, openSession, track, markPrefix, maxMessageBytes, maxQueuedMessages, appendMs } = o;
+    const {
+      realtime,
+      bargeIn,
+      limits,
+      timeline: timelineOptions,
+      pacing,
+      output,
+      openSession,
+      track,
+      markPrefix,
+      maxMessageBytes,
+      maxQueuedMessages,
+      appendMs,
+    } = resolveBridgeOptions(options);
     const timeline = new MediaTimeline(timelineOptions);
     const onset = bargeIn === false ? undefined : new SpeechOnsetDetector({ sampleRate: TWILIO_SAMPLE_RATE, ...bargeIn, encoding: 'mulaw' });
     // Last, once every option of ours is valid: the translator connects when `open()` is called.
