@@ -37,7 +37,25 @@ import { notJsonError, readServerJson, typedNetworkError, typedStatusError } fro
 import { withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
 import { numberOption } from '../options.js';
 import { announcedEmulator, resolvePolling, type PollingOptions, type PollingProfile } from './tasks.js';
-import { buildResources, type Resources } from './resources.js';
+import { buildResources } from './resources.js';
+import type {
+  AudioSeparationResource,
+  DictionariesResource,
+  DubResource,
+  FoldersResource,
+  ProjectSetupResource,
+  StoryResource,
+  StreamsResource,
+  TasksResource,
+  TextToAudioResource,
+  TextToSpeechResource,
+  TextToVoiceResource,
+  TranscriptionResource,
+  TranslatedStoryResource,
+  TranslatedTtsResource,
+  TranslationResource,
+  VoicesResource,
+} from './resource-interfaces.js';
 import { LanguageCatalog } from './languages.js';
 import { TtsStreamReadable, type TtsStreamReadableOptions, type TtsStreamRequest } from './tts-stream-readable.js';
 import type { RequestSpec, FlacDownloadRequest, FlacDownloader, StreamResponse, HttpRequester } from './requester.js';
@@ -119,25 +137,25 @@ export class LocalizationClient implements HttpRequester {
 
   // The resources, grouped as the service's official SDK groups them (built from the one table
   // of `resources.ts`; every task kind has `create`, `status`, `result`, `wait`, `run`).
-  declare readonly audioSeparation: Resources['audioSeparation'];
-  declare readonly dictionaries: Resources['dictionaries'];
-  declare readonly dub: Resources['dub'];
-  declare readonly folders: Resources['folders'];
-  declare readonly projectSetup: Resources['projectSetup'];
-  declare readonly story: Resources['story'];
-  declare readonly textToAudio: Resources['textToAudio'];
-  declare readonly textToSpeech: Resources['textToSpeech'];
-  declare readonly textToVoice: Resources['textToVoice'];
-  declare readonly transcription: Resources['transcription'];
-  declare readonly translatedStory: Resources['translatedStory'];
-  declare readonly translatedTts: Resources['translatedTts'];
-  declare readonly translation: Resources['translation'];
+  declare readonly audioSeparation: AudioSeparationResource;
+  declare readonly dictionaries: DictionariesResource;
+  declare readonly dub: DubResource;
+  declare readonly folders: FoldersResource;
+  declare readonly projectSetup: ProjectSetupResource;
+  declare readonly story: StoryResource;
+  declare readonly textToAudio: TextToAudioResource;
+  declare readonly textToSpeech: TextToSpeechResource;
+  declare readonly textToVoice: TextToVoiceResource;
+  declare readonly transcription: TranscriptionResource;
+  declare readonly translatedStory: TranslatedStoryResource;
+  declare readonly translatedTts: TranslatedTtsResource;
+  declare readonly translation: TranslationResource;
   /** What the SDK lacks: the key's voices (list, create, delete). */
-  declare readonly voices: Resources['voices'];
+  declare readonly voices: VoicesResource;
   /** Live streams dubbed to target streams (`/stream`). */
-  declare readonly streams: Resources['streams'];
+  declare readonly streams: StreamsResource;
   /** Any task by kind (`status`, `wait`), and subtitles (`/sub`). */
-  declare readonly tasks: Resources['tasks'];
+  declare readonly tasks: TasksResource;
 
   constructor(options: LocalizationClientOptions = {}) {
     const env = options.env ?? process.env;

@@ -262,13 +262,37 @@ export {
 } from './streams.js';
 export { contentTypeFor, type Upload, type UploadData, type UploadFile, type UploadProgress } from './multipart.js';
 export { LocalizationClient, type LocalizationClientOptions } from './client.js';
+export type {
+  AudioSeparationResource,
+  DictionariesResource,
+  DiscordDubResource,
+  DiscordTtsResource,
+  DubAltFormatResource,
+  DubResource,
+  FoldersResource,
+  ProjectSetupResource,
+  Resources,
+  StoryResource,
+  StreamsResource,
+  SubtitlesResource,
+  TasksResource,
+  TextToAudioResource,
+  TextToSpeechResource,
+  TextToVoiceResource,
+  TranscriptionResource,
+  TranslatedStoryResource,
+  TranslatedTtsResource,
+  TranslationResource,
+  TwitterDubResource,
+  VoicesResource,
+} from './resource-interfaces.js';
 export {
   RESOURCE_SPECS,
   type OperationSpec,
   type ResourceOf,
   type ResourceSpec,
   type ResourceSpecs,
-  type Resources,
+  type ResourceTable,
   type RunResult,
   type TaskIds,
   type TaskStatusVerbs,

@@ -76,23 +76,29 @@ export interface TaskIds {
 /** What the generic `run` resolves with: the result's fields (a result that is not an object as `value`) and the ids. */
 export type RunResult<R> = (R extends object ? R : { value: R }) & TaskIds;
 
-type Bound<F> = F extends (client: FlacDownloader, ...args: infer A) => infer R ? (...args: A) => R : never;
+// The promise is spelled out so that the reference shows what it resolves with.
+type Bound<F> = F extends (client: FlacDownloader, ...args: infer A) => Promise<infer V>
+  ? (...args: A) => Promise<V>
+  : F extends (client: FlacDownloader, ...args: infer A) => infer R
+    ? (...args: A) => R
+    : never;
 type BoundOps<O> = { readonly [K in keyof O]: O[K] extends OperationSpec<infer F> ? Bound<F> : never };
 type FirstArg<F> = F extends (client: FlacDownloader, first: infer A, ...rest: never[]) => unknown ? A : never;
 type ResultOf<S> = S extends { result: OperationSpec<infer F> } ? Awaited<ReturnType<F>> : never;
 type ResultOptionsOf<S> = S extends { result: OperationSpec<infer F> } ? Omit<NonNullable<Parameters<F>[2]>, keyof RequestOptions> : object;
 
 /** The verbs of every task kind. */
-export interface TaskStatusVerbs {
-  readonly kind: TaskKind;
+export interface TaskStatusVerbs<K extends TaskKind = TaskKind> {
+  /** The task kind these verbs poll. */
+  readonly kind: K;
   /** `GET {status path}/{task_id}`: one status read. */
   status(taskId: string, options?: RequestOptions): Promise<TaskStatusResponse>;
   /** Polls until the task is final (the kind's profile, the client's polling and back-off). */
   wait(taskId: string, options?: TaskCallOptions): Promise<CompletedTask>;
 }
 
-type TaskVerbsOf<S> = S extends { task: TaskKind; result: OperationSpec<infer R> }
-  ? TaskStatusVerbs & { readonly result: Bound<R> } & (S extends { create: OperationSpec<infer C> }
+type TaskVerbsOf<S> = S extends { task: infer K extends TaskKind; result: OperationSpec<infer R> }
+  ? TaskStatusVerbs<K> & { readonly result: Bound<R> } & (S extends { create: OperationSpec<infer C> }
         ? {
             readonly create: Bound<C>;
             readonly run: S extends { run: OperationSpec<infer U> }
@@ -297,7 +303,8 @@ export const RESOURCE_SPECS = {
 } as const satisfies Record<string, ResourceSpec>;
 
 export type ResourceSpecs = typeof RESOURCE_SPECS;
-export type Resources = { readonly [K in keyof ResourceSpecs]: ResourceOf<ResourceSpecs[K]> };
+/** The resources exactly as the table builds them (`resource-interfaces.ts` names each one). */
+export type ResourceTable = { readonly [K in keyof ResourceSpecs]: ResourceOf<ResourceSpecs[K]> };
 
 /* ----------------------------------------------------------------------------------------- */
 /* Building                                                                                  */
@@ -342,10 +349,10 @@ export function buildResource<S extends ResourceSpec>(client: FlacDownloader, sp
 }
 
 /** Every resource of the table, bound to `client`. */
-export function buildResources(client: FlacDownloader): Resources {
+export function buildResources(client: FlacDownloader): ResourceTable {
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(RESOURCE_SPECS)) out[name] = buildResource(client, spec as ResourceSpec);
-  return out as Resources;
+  return out as ResourceTable;
 }
 
 /** Every task resource spec of the table with its place (`dub.altFormat`), depth first. */
