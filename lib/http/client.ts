@@ -30,11 +30,12 @@ import { inspect } from 'node:util';
 import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
-import { AbortError, ConfigError, ConnectionError, ProtocolError, RtTranslateError, redactSecret } from '../errors.js';
+import { AbortError, ConfigError, ConnectionError, ProtocolError, RateLimitError, RtTranslateError, redactSecret } from '../errors.js';
 import { FlacDownloadStream } from './flac-download-stream.js';
-import type { HttpRequestInfo } from './errors.js';
+import { HttpStatusError, type HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
-import { withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
+import { askedDelay, withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
+import type { RateLimiter } from './rate-limiter.js';
 import { numberOption } from '../options.js';
 import { announcedEmulator, resolvePolling, type PollingOptions, type PollingProfile } from './tasks.js';
 import { buildResources } from './resources.js';
@@ -81,6 +82,12 @@ export interface LocalizationClientOptions {
   polling?: Partial<Record<PollingProfile, Partial<PollingOptions>>>;
   /** Called before each retry wait (logging, metrics). Never given the key. */
   onRetry?: (info: RetryInfo & HttpRequestInfo) => void;
+  /**
+   * A limiter every request of the client waits on (see `rate-limiter.ts`): one 429 or 503 then
+   * pauses all requests for the wait the service named. Share one between clients to share the
+   * pause. Default: none (each request honours its own refusals only).
+   */
+  rateLimiter?: RateLimiter;
   /** Environment to read the two variables from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }
@@ -127,6 +134,7 @@ export class LocalizationClient implements HttpRequester {
   readonly #retry: RetrySetting | undefined;
   readonly #polling: LocalizationClientOptions['polling'];
   readonly #onRetry: LocalizationClientOptions['onRetry'];
+  readonly #rateLimiter: RateLimiter | undefined;
   readonly #allowInsecure: boolean;
   /** `redact` as a function value, for the shared error mappers. */
   readonly #redactor = (text: string): string => this.redact(text);
@@ -179,6 +187,7 @@ export class LocalizationClient implements HttpRequester {
     this.#polling = options.polling;
     for (const profile of ['speech', 'longMedia'] as const) resolvePolling({ profile, ...options.polling?.[profile] });
     this.#onRetry = options.onRetry;
+    this.#rateLimiter = options.rateLimiter;
     if (options.dispatcher) {
       this.#dispatcher = options.dispatcher;
       this.#ownsDispatcher = false;
@@ -327,6 +336,7 @@ export class LocalizationClient implements HttpRequester {
       throw new ConnectionError('This LocalizationClient is closed; create a new one.', { retryable: false });
     }
     if (spec.signal?.aborted) throw new AbortError();
+    await this.#rateLimiter?.admit(spec.signal);
     const headers: Record<string, string> = {
       'x-api-key': this.#apiKey,
       'user-agent': USER_AGENT,
@@ -360,7 +370,9 @@ export class LocalizationClient implements HttpRequester {
     if (response.statusCode >= 200 && response.statusCode < 300) {
       return { statusCode: response.statusCode, headers: response.headers as HeaderBag, body: response.body };
     }
-    throw await this.#statusError(response, spec);
+    const error = await this.#statusError(response, spec);
+    if (error instanceof RateLimitError || (error instanceof HttpStatusError && error.unavailable)) this.#rateLimiter?.refused(askedDelay(error));
+    throw error;
   }
 
   /** Maps an undici or socket failure to the library's error. Unknown errors pass unchanged. */

@@ -49,6 +49,7 @@ export {
   type RetryOptions,
   type RetrySetting,
 } from './retry.js';
+export { RateLimiter, type RateLimiterOptions } from './rate-limiter.js';
 export {
   DUB_AUDIO_FORMATS,
   DUB_VIDEO_FORMATS,

@@ -31,6 +31,7 @@
  */
 import { AbortError, ProtocolError, RtTranslateError } from '../errors.js';
 import { numberOption } from '../options.js';
+import { abortableDelay } from '../delay.js';
 import { headerValue, type HeaderBag } from '../retry-after.js';
 import { PaymentRequiredError, TaskFailedError, TaskTimeoutError, TaskWaitTimeoutError } from './errors.js';
 import { resolveRetry, statusReadDelay, type RetrySetting } from './retry.js';
@@ -181,24 +182,6 @@ export function resolvePolling(options: WaitOptions = {}): PollingOptions {
     factor: numberOption(options.factor, 'polling.factor', { min: 1, fallback: base.factor }),
     maxWaitMs: numberOption(options.maxWaitMs, 'polling.maxWaitMs', { min: 0, fallback: base.maxWaitMs }),
   };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new AbortError('Waiting for the task was aborted.'));
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new AbortError('Waiting for the task was aborted.'));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** An answer `parseTaskStatus` already read (status getters of the client return those). */
@@ -353,7 +336,7 @@ export async function waitForTask(
   for (;;) {
     const remaining = polling.maxWaitMs - (Date.now() - start);
     if (remaining <= 0) throw timedOut();
-    await sleep(Math.min(delay, remaining), signal);
+    await abortableDelay(Math.min(delay, remaining), signal, 'Waiting for the task was aborted.');
     const left = polling.maxWaitMs - (Date.now() - start);
     // A poll with no time left could not finish within maxWaitMs.
     if (left <= 0) throw timedOut();
