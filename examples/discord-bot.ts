@@ -30,7 +30,7 @@
  * subscription released, and the next person who speaks is translated.
  *
  * discord.js and @discordjs/voice are loaded with a dynamic import, so this file type-checks
- * and builds without them; the few of their types it uses are declared below.
+ * and builds without them; the few of their types it uses are declared in `discord-voice.ts`.
  */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -44,6 +44,7 @@ import {
   type RealtimeTranslateOptions,
   type SpeakerTranslation,
 } from '../lib/index.js';
+import { loadDiscord } from './discord-voice.js';
 
 /** A file's translation as Opus packets for the player, and when it is over. */
 export interface FileTranslation {
@@ -109,66 +110,6 @@ export class SpeakerSlot<T extends SpeakerPath = SpeakerPath> {
   }
 }
 
-// --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
-
-interface VoiceAdapterGuild {
-  id: string;
-  voiceAdapterCreator: unknown;
-}
-interface VoiceChannelLike {
-  id: string;
-  name: string;
-  guild: VoiceAdapterGuild;
-  isVoiceBased(): boolean;
-}
-interface DiscordClient {
-  once(event: string, listener: () => void): unknown;
-  login(token: string): Promise<string>;
-  destroy(): Promise<void> | void;
-  user: { tag: string; id: string } | null;
-  channels: { fetch(id: string): Promise<VoiceChannelLike | null> };
-}
-interface DiscordJs {
-  Client: new (options: { intents: number[] }) => DiscordClient;
-  GatewayIntentBits: { Guilds: number; GuildVoiceStates: number };
-  Events: { ClientReady: string };
-}
-interface VoiceConnection {
-  receiver: {
-    speaking: { on(event: 'start', listener: (userId: string) => void): unknown };
-    subscribe(userId: string, options: { end: { behavior: number } }): Readable;
-  };
-  subscribe(player: AudioPlayer): unknown;
-  destroy(): void;
-}
-interface AudioPlayer {
-  play(resource: unknown): void;
-  stop(force?: boolean): boolean;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-interface DiscordVoice {
-  joinVoiceChannel(options: { channelId: string; guildId: string; adapterCreator: unknown; selfDeaf: boolean; selfMute: boolean }): VoiceConnection;
-  entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
-  VoiceConnectionStatus: { Ready: string };
-  EndBehaviorType: { Manual: number };
-  createAudioPlayer(options: { behaviors: { maxMissedFrames: number; noSubscriber: string } }): AudioPlayer;
-  NoSubscriberBehavior: { Play: string };
-  createAudioResource(input: Readable, options: { inputType: string }): unknown;
-  StreamType: { Opus: string };
-}
-
-async function load<T>(name: string): Promise<T> {
-  try {
-    // A CommonJS package's exports may sit on `default` only; merge both views.
-    const ns = (await import(name)) as Record<string, unknown>;
-    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as Record<string, unknown>) : {};
-    return { ...cjs, ...ns } as T;
-  } catch (err) {
-    console.error(`This example needs the package "${name}": npm install discord.js @discordjs/voice (${(err as Error).message})`);
-    process.exit(2);
-  }
-}
-
 function env(name: string, fallback?: string): string {
   const value = process.env[name] ?? fallback;
   if (!value) {
@@ -199,8 +140,7 @@ async function main(): Promise<void> {
     console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
   }
 
-  const discord = await load<DiscordJs>('discord.js');
-  const voice = await load<DiscordVoice>('@discordjs/voice');
+  const { discord, voice } = await loadDiscord();
 
   const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
   const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));

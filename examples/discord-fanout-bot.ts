@@ -45,6 +45,15 @@ import {
   type RealtimeFanoutOptions,
   type RealtimeLanguage,
 } from '../lib/index.js';
+import {
+  loadDiscord,
+  type AudioPlayer,
+  type DiscordClient,
+  type DiscordJs,
+  type DiscordVoice,
+  type VoiceChannelLike,
+  type VoiceConnection,
+} from './discord-voice.js';
 
 export interface SpeakerIntoOptions extends Omit<RealtimeFanoutOptions, 'to'> {
   /** The speaker's Opus packets: a receiver's `AudioReceiveStream`, or any (async) iterable of packets. */
@@ -103,68 +112,6 @@ export function translateSpeakerInto(options: SpeakerIntoOptions): SpeakerInto {
   return { fanout, receiver, playback, done };
 }
 
-// --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
-
-interface VoiceChannelLike {
-  id: string;
-  name: string;
-  guild: { id: string; voiceAdapterCreator: unknown };
-  isVoiceBased(): boolean;
-}
-interface DiscordClient {
-  once(event: string, listener: () => void): unknown;
-  login(token: string): Promise<string>;
-  destroy(): Promise<void> | void;
-  user: { tag: string; id: string } | null;
-  channels: { fetch(id: string): Promise<VoiceChannelLike | null> };
-}
-interface DiscordJs {
-  Client: new (options: { intents: number[] }) => DiscordClient;
-  GatewayIntentBits: { Guilds: number; GuildVoiceStates: number };
-  Events: { ClientReady: string };
-}
-interface VoiceConnection {
-  receiver: {
-    speaking: { on(event: 'start', listener: (userId: string) => void): unknown };
-    subscribe(userId: string, options: { end: { behavior: number } }): Readable;
-  };
-  subscribe(player: AudioPlayer): unknown;
-  destroy(): void;
-}
-interface AudioPlayer {
-  play(resource: unknown): void;
-  stop(force?: boolean): boolean;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-interface DiscordVoice {
-  joinVoiceChannel(options: {
-    channelId: string;
-    guildId: string;
-    adapterCreator: unknown;
-    selfDeaf: boolean;
-    selfMute: boolean;
-    group?: string;
-  }): VoiceConnection;
-  entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
-  VoiceConnectionStatus: { Ready: string };
-  EndBehaviorType: { Manual: number };
-  createAudioPlayer(options: { behaviors: { maxMissedFrames: number; noSubscriber: string } }): AudioPlayer;
-  NoSubscriberBehavior: { Play: string };
-  createAudioResource(input: Readable, options: { inputType: string }): unknown;
-  StreamType: { Opus: string };
-}
-
-async function load<T>(name: string): Promise<T> {
-  try {
-    const ns = (await import(name)) as Record<string, unknown>;
-    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as Record<string, unknown>) : {};
-    return { ...cjs, ...ns } as T;
-  } catch (err) {
-    console.error(`This example needs the package "${name}": npm install discord.js @discordjs/voice (${(err as Error).message})`);
-    process.exit(2);
-  }
-}
-
 function env(name: string, fallback?: string): string {
   const value = process.env[name] ?? fallback;
   if (!value) {
@@ -215,8 +162,7 @@ async function main(): Promise<void> {
     service.apiKey = EMULATOR_DEFAULT_API_KEY;
     console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
   }
-  const discord = await load<DiscordJs>('discord.js');
-  const voice = await load<DiscordVoice>('@discordjs/voice');
+  const { discord, voice } = await loadDiscord();
 
   const listener = await joinAs(discord, voice, env('DISCORD_TOKEN'), env('DISCORD_CHANNEL_ID'), 'listener');
   console.log(`${listener.client.user?.tag} in #${listener.channel.name}; waiting for ${wantedSpeaker ?? 'someone'} to speak`);
