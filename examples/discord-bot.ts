@@ -25,9 +25,9 @@
  * and uses it: each utterance is then played back as it was heard, so the whole path can be
  * tried without a service account.
  *
- * One speaker is translated at a time (`SpeakerSlot`): when that translation ends or fails
- * (the service closed the session, a network error), the slot is freed and the receiver's
- * subscription released, and the next person who speaks is translated.
+ * One speaker is translated at a time (`SpeakerSlot`, in `speaker-slot.ts`): when that
+ * translation ends or fails (the service closed the session, a network error), the slot is freed
+ * and the receiver's subscription released, and the next person who speaks is translated.
  *
  * discord.js and @discordjs/voice are loaded with a dynamic import, so this file type-checks
  * and builds without them; the few of their types it uses are declared in `discord-voice.ts`.
@@ -45,6 +45,7 @@ import {
   type SpeakerTranslation,
 } from '../lib/index.js';
 import { loadDiscord } from './discord-voice.js';
+import { SpeakerSlot } from './speaker-slot.js';
 
 /** A file's translation as Opus packets for the player, and when it is over. */
 export interface FileTranslation {
@@ -73,41 +74,6 @@ export async function translateFile(path: string, options: RealtimeTranslateOpti
   const done = pipeline(source, translator, packets);
   done.catch(() => {});
   return { packets, translator, done };
-}
-
-/** A translation path and the packet stream feeding it (a receiver subscription). */
-export interface SpeakerPath {
-  path: Pick<SpeakerTranslation, 'done'>;
-  packets: Readable;
-}
-
-/**
- * The one speaker being translated. `take()` starts a path only while the slot is free; the
- * slot is freed as soon as that path's `done` settles (ended or failed), and its packet stream
- * is destroyed then, so that the receiver drops the subscription and a later `subscribe()`
- * gets a fresh one.
- */
-export class SpeakerSlot<T extends SpeakerPath = SpeakerPath> {
-  #active: { speaker: string; entry: T } | undefined;
-
-  /** The speaker being translated and their path, or undefined when the slot is free. */
-  get active(): { speaker: string; entry: T } | undefined {
-    return this.#active;
-  }
-
-  /** Calls `open()` and holds its path for `speaker` when the slot is free; else returns undefined. */
-  take(speaker: string, open: () => T): T | undefined {
-    if (this.#active !== undefined) return undefined;
-    const entry = open();
-    const active = { speaker, entry };
-    this.#active = active;
-    const release = () => {
-      if (this.#active === active) this.#active = undefined;
-      if (!entry.packets.destroyed) entry.packets.destroy();
-    };
-    entry.path.done.then(release, release);
-    return entry;
-  }
 }
 
 function env(name: string, fallback?: string): string {
@@ -181,7 +147,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const slot = new SpeakerSlot<{ path: SpeakerTranslation; packets: Readable }>();
+  const slot = new SpeakerSlot<SpeakerTranslation>();
   let stopping = false;
 
   connection.receiver.speaking.on('start', (userId) => {
@@ -189,17 +155,13 @@ async function main(): Promise<void> {
     if (wantedSpeaker && userId !== wantedSpeaker) return;
     // One subscription for the whole session: the receive adapter fills the silences the receiver
     // leaves out, so the service hears the pauses and ends each utterance on time.
-    let taken: { path: SpeakerTranslation; packets: Readable } | undefined;
+    let taken;
     try {
-      taken = slot.take(userId, () => {
-        const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
-        try {
-          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }), packets };
-        } catch (err) {
-          packets.destroy();
-          throw err;
-        }
-      });
+      taken = slot.take(
+        userId,
+        () => connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } }),
+        (packets) => translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }),
+      );
     } catch (err) {
       console.error(`cannot translate <@${userId}>: ${(err as Error).message}`);
       return;

@@ -54,6 +54,7 @@ import {
   type VoiceChannelLike,
   type VoiceConnection,
 } from './discord-voice.js';
+import { SpeakerSlot } from './speaker-slot.js';
 
 export interface SpeakerIntoOptions extends Omit<RealtimeFanoutOptions, 'to'> {
   /** The speaker's Opus packets: a receiver's `AudioReceiveStream`, or any (async) iterable of packets. */
@@ -184,43 +185,42 @@ async function main(): Promise<void> {
     console.log(`${lang}: ${bot.client.user?.tag} plays in #${bot.channel.name}`);
   }
 
-  let active: { packets: Readable; path: SpeakerInto } | undefined;
+  const slot = new SpeakerSlot<SpeakerInto>();
+  const unplayed = languages.filter((lang) => !players.has(lang));
   let stopping = false;
   listener.connection.receiver.speaking.on('start', (userId) => {
-    if (stopping || active || userId === listener.client.user?.id) return;
+    if (stopping || slot.active || userId === listener.client.user?.id) return;
     if (wantedSpeaker && userId !== wantedSpeaker) return;
-    const packets = listener.connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
-    let path: SpeakerInto;
+    let taken;
     try {
-      const unplayed = languages.filter((lang) => !players.has(lang));
-      path = translateSpeakerInto({ opusPackets: packets, from, to: languages, output: 'opus', unplayed, ...service });
+      taken = slot.take(
+        userId,
+        () => listener.connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } }),
+        (packets) => translateSpeakerInto({ opusPackets: packets, from, to: languages, output: 'opus', unplayed, ...service }),
+      );
     } catch (err) {
-      packets.destroy();
       console.error(`cannot translate <@${userId}>: ${(err as Error).message}`);
       return;
     }
-    active = { packets, path };
+    if (taken === undefined) return;
+    const { path } = taken;
     console.log(`translating <@${userId}> ${from} -> ${languages.join(', ')}`);
     path.fanout.on('event', (event) => {
       if (event.type === 'text.done') console.log(`${event.lang}: ${event.text ?? ''}`);
     });
     path.fanout.on('target.done', (info) => console.log(`${info.lang}: ${info.outcome}${info.error ? ` (${info.error.message})` : ''}`));
     for (const [lang, frames] of path.playback) players.get(lang)!.player.play(voice.createAudioResource(frames, { inputType: voice.StreamType.Opus }));
-    for (const lang of languages.filter((l) => !players.has(l))) {
+    for (const lang of unplayed) {
       // No bot for this language: its PCM goes to a file.
       void pipeline(path.fanout.target(lang)!.output, createWriteStream(`translation-${lang}.pcm`)).catch(() => undefined);
     }
-    const release = (): void => {
-      if (active?.path === path) active = undefined;
-      packets.destroy();
-    };
-    path.done.then(release, release);
   });
 
   process.on('SIGINT', () => {
     if (stopping) process.exit(1);
     stopping = true;
     console.log('stopping: each language finishes what was said (Ctrl+C again to quit at once)');
+    const active = slot.active?.entry;
     active?.packets.push(null);
     const finished = active ? active.path.done.catch(() => undefined) : Promise.resolve();
     void finished.then(async () => {
