@@ -25,12 +25,12 @@
  * and uses it: each utterance is then played back as it was heard, so the whole path can be
  * tried without a service account.
  *
- * One speaker is translated at a time (`SpeakerSlot`): when that translation ends or fails
- * (the service closed the session, a network error), the slot is freed and the receiver's
- * subscription released, and the next person who speaks is translated.
+ * One speaker is translated at a time (`SpeakerSlot`, in `speaker-slot.ts`): when that
+ * translation ends or fails (the service closed the session, a network error), the slot is freed
+ * and the receiver's subscription released, and the next person who speaks is translated.
  *
  * discord.js and @discordjs/voice are loaded with a dynamic import, so this file type-checks
- * and builds without them; the few of their types it uses are declared below.
+ * and builds without them; the few of their types it uses are declared in `discord-voice.ts`.
  */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -44,6 +44,8 @@ import {
   type RealtimeTranslateOptions,
   type SpeakerTranslation,
 } from '../lib/index.js';
+import { loadDiscord } from './discord-voice.js';
+import { SpeakerSlot } from './speaker-slot.js';
 
 /** A file's translation as Opus packets for the player, and when it is over. */
 export interface FileTranslation {
@@ -72,101 +74,6 @@ export async function translateFile(path: string, options: RealtimeTranslateOpti
   const done = pipeline(source, translator, packets);
   done.catch(() => {});
   return { packets, translator, done };
-}
-
-/** A translation path and the packet stream feeding it (a receiver subscription). */
-export interface SpeakerPath {
-  path: Pick<SpeakerTranslation, 'done'>;
-  packets: Readable;
-}
-
-/**
- * The one speaker being translated. `take()` starts a path only while the slot is free; the
- * slot is freed as soon as that path's `done` settles (ended or failed), and its packet stream
- * is destroyed then, so that the receiver drops the subscription and a later `subscribe()`
- * gets a fresh one.
- */
-export class SpeakerSlot<T extends SpeakerPath = SpeakerPath> {
-  #active: { speaker: string; entry: T } | undefined;
-
-  /** The speaker being translated and their path, or undefined when the slot is free. */
-  get active(): { speaker: string; entry: T } | undefined {
-    return this.#active;
-  }
-
-  /** Calls `open()` and holds its path for `speaker` when the slot is free; else returns undefined. */
-  take(speaker: string, open: () => T): T | undefined {
-    if (this.#active !== undefined) return undefined;
-    const entry = open();
-    const active = { speaker, entry };
-    this.#active = active;
-    const release = () => {
-      if (this.#active === active) this.#active = undefined;
-      if (!entry.packets.destroyed) entry.packets.destroy();
-    };
-    entry.path.done.then(release, release);
-    return entry;
-  }
-}
-
-// --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
-
-interface VoiceAdapterGuild {
-  id: string;
-  voiceAdapterCreator: unknown;
-}
-interface VoiceChannelLike {
-  id: string;
-  name: string;
-  guild: VoiceAdapterGuild;
-  isVoiceBased(): boolean;
-}
-interface DiscordClient {
-  once(event: string, listener: () => void): unknown;
-  login(token: string): Promise<string>;
-  destroy(): Promise<void> | void;
-  user: { tag: string; id: string } | null;
-  channels: { fetch(id: string): Promise<VoiceChannelLike | null> };
-}
-interface DiscordJs {
-  Client: new (options: { intents: number[] }) => DiscordClient;
-  GatewayIntentBits: { Guilds: number; GuildVoiceStates: number };
-  Events: { ClientReady: string };
-}
-interface VoiceConnection {
-  receiver: {
-    speaking: { on(event: 'start', listener: (userId: string) => void): unknown };
-    subscribe(userId: string, options: { end: { behavior: number } }): Readable;
-  };
-  subscribe(player: AudioPlayer): unknown;
-  destroy(): void;
-}
-interface AudioPlayer {
-  play(resource: unknown): void;
-  stop(force?: boolean): boolean;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-interface DiscordVoice {
-  joinVoiceChannel(options: { channelId: string; guildId: string; adapterCreator: unknown; selfDeaf: boolean; selfMute: boolean }): VoiceConnection;
-  entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
-  VoiceConnectionStatus: { Ready: string };
-  EndBehaviorType: { Manual: number };
-  createAudioPlayer(options: { behaviors: { maxMissedFrames: number; noSubscriber: string } }): AudioPlayer;
-  NoSubscriberBehavior: { Play: string };
-  createAudioResource(input: Readable, options: { inputType: string }): unknown;
-  StreamType: { Opus: string };
-}
-
-async function load<T>(name: string): Promise<T> {
-  try {
-    // A CommonJS package's exports may sit on `default` only; merge both views.
-    const ns = (await import(name)) as Record<string, unknown>;
-    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as Record<string, unknown>) : {};
-    return { ...cjs, ...ns } as T;
-  } catch (err) {
-    console.error(`This example needs the package "${name}": npm install discord.js @discordjs/voice (${(err as Error).message})`);
-    process.exit(2);
-  }
 }
 
 function env(name: string, fallback?: string): string {
@@ -199,8 +106,7 @@ async function main(): Promise<void> {
     console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
   }
 
-  const discord = await load<DiscordJs>('discord.js');
-  const voice = await load<DiscordVoice>('@discordjs/voice');
+  const { discord, voice } = await loadDiscord();
 
   const client = new discord.Client({ intents: [discord.GatewayIntentBits.Guilds, discord.GatewayIntentBits.GuildVoiceStates] });
   const ready = new Promise<void>((resolve) => client.once(discord.Events.ClientReady, resolve));
@@ -241,7 +147,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const slot = new SpeakerSlot<{ path: SpeakerTranslation; packets: Readable }>();
+  const slot = new SpeakerSlot<SpeakerTranslation>();
   let stopping = false;
 
   connection.receiver.speaking.on('start', (userId) => {
@@ -249,17 +155,13 @@ async function main(): Promise<void> {
     if (wantedSpeaker && userId !== wantedSpeaker) return;
     // One subscription for the whole session: the receive adapter fills the silences the receiver
     // leaves out, so the service hears the pauses and ends each utterance on time.
-    let taken: { path: SpeakerTranslation; packets: Readable } | undefined;
+    let taken;
     try {
-      taken = slot.take(userId, () => {
-        const packets = connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
-        try {
-          return { path: translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }), packets };
-        } catch (err) {
-          packets.destroy();
-          throw err;
-        }
-      });
+      taken = slot.take(
+        userId,
+        () => connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } }),
+        (packets) => translateSpeaker({ opusPackets: packets, from, to, output: 'opus', ...service }),
+      );
     } catch (err) {
       console.error(`cannot translate <@${userId}>: ${(err as Error).message}`);
       return;

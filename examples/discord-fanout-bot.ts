@@ -45,6 +45,16 @@ import {
   type RealtimeFanoutOptions,
   type RealtimeLanguage,
 } from '../lib/index.js';
+import {
+  loadDiscord,
+  type AudioPlayer,
+  type DiscordClient,
+  type DiscordJs,
+  type DiscordVoice,
+  type VoiceChannelLike,
+  type VoiceConnection,
+} from './discord-voice.js';
+import { SpeakerSlot } from './speaker-slot.js';
 
 export interface SpeakerIntoOptions extends Omit<RealtimeFanoutOptions, 'to'> {
   /** The speaker's Opus packets: a receiver's `AudioReceiveStream`, or any (async) iterable of packets. */
@@ -103,68 +113,6 @@ export function translateSpeakerInto(options: SpeakerIntoOptions): SpeakerInto {
   return { fanout, receiver, playback, done };
 }
 
-// --- the parts of discord.js and @discordjs/voice this bot uses -----------------------------------
-
-interface VoiceChannelLike {
-  id: string;
-  name: string;
-  guild: { id: string; voiceAdapterCreator: unknown };
-  isVoiceBased(): boolean;
-}
-interface DiscordClient {
-  once(event: string, listener: () => void): unknown;
-  login(token: string): Promise<string>;
-  destroy(): Promise<void> | void;
-  user: { tag: string; id: string } | null;
-  channels: { fetch(id: string): Promise<VoiceChannelLike | null> };
-}
-interface DiscordJs {
-  Client: new (options: { intents: number[] }) => DiscordClient;
-  GatewayIntentBits: { Guilds: number; GuildVoiceStates: number };
-  Events: { ClientReady: string };
-}
-interface VoiceConnection {
-  receiver: {
-    speaking: { on(event: 'start', listener: (userId: string) => void): unknown };
-    subscribe(userId: string, options: { end: { behavior: number } }): Readable;
-  };
-  subscribe(player: AudioPlayer): unknown;
-  destroy(): void;
-}
-interface AudioPlayer {
-  play(resource: unknown): void;
-  stop(force?: boolean): boolean;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-interface DiscordVoice {
-  joinVoiceChannel(options: {
-    channelId: string;
-    guildId: string;
-    adapterCreator: unknown;
-    selfDeaf: boolean;
-    selfMute: boolean;
-    group?: string;
-  }): VoiceConnection;
-  entersState(target: VoiceConnection, status: string, timeoutMs: number): Promise<unknown>;
-  VoiceConnectionStatus: { Ready: string };
-  EndBehaviorType: { Manual: number };
-  createAudioPlayer(options: { behaviors: { maxMissedFrames: number; noSubscriber: string } }): AudioPlayer;
-  NoSubscriberBehavior: { Play: string };
-  createAudioResource(input: Readable, options: { inputType: string }): unknown;
-  StreamType: { Opus: string };
-}
-
-async function load<T>(name: string): Promise<T> {
-  try {
-    const ns = (await import(name)) as Record<string, unknown>;
-    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as Record<string, unknown>) : {};
-    return { ...cjs, ...ns } as T;
-  } catch (err) {
-    console.error(`This example needs the package "${name}": npm install discord.js @discordjs/voice (${(err as Error).message})`);
-    process.exit(2);
-  }
-}
-
 function env(name: string, fallback?: string): string {
   const value = process.env[name] ?? fallback;
   if (!value) {
@@ -215,8 +163,7 @@ async function main(): Promise<void> {
     service.apiKey = EMULATOR_DEFAULT_API_KEY;
     console.log(`no RT_TRANSLATE_REALTIME_URL: using the embedded emulator at ${emulator.realtimeUrl}`);
   }
-  const discord = await load<DiscordJs>('discord.js');
-  const voice = await load<DiscordVoice>('@discordjs/voice');
+  const { discord, voice } = await loadDiscord();
 
   const listener = await joinAs(discord, voice, env('DISCORD_TOKEN'), env('DISCORD_CHANNEL_ID'), 'listener');
   console.log(`${listener.client.user?.tag} in #${listener.channel.name}; waiting for ${wantedSpeaker ?? 'someone'} to speak`);
@@ -238,43 +185,42 @@ async function main(): Promise<void> {
     console.log(`${lang}: ${bot.client.user?.tag} plays in #${bot.channel.name}`);
   }
 
-  let active: { packets: Readable; path: SpeakerInto } | undefined;
+  const slot = new SpeakerSlot<SpeakerInto>();
+  const unplayed = languages.filter((lang) => !players.has(lang));
   let stopping = false;
   listener.connection.receiver.speaking.on('start', (userId) => {
-    if (stopping || active || userId === listener.client.user?.id) return;
+    if (stopping || slot.active || userId === listener.client.user?.id) return;
     if (wantedSpeaker && userId !== wantedSpeaker) return;
-    const packets = listener.connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } });
-    let path: SpeakerInto;
+    let taken;
     try {
-      const unplayed = languages.filter((lang) => !players.has(lang));
-      path = translateSpeakerInto({ opusPackets: packets, from, to: languages, output: 'opus', unplayed, ...service });
+      taken = slot.take(
+        userId,
+        () => listener.connection.receiver.subscribe(userId, { end: { behavior: voice.EndBehaviorType.Manual } }),
+        (packets) => translateSpeakerInto({ opusPackets: packets, from, to: languages, output: 'opus', unplayed, ...service }),
+      );
     } catch (err) {
-      packets.destroy();
       console.error(`cannot translate <@${userId}>: ${(err as Error).message}`);
       return;
     }
-    active = { packets, path };
+    if (taken === undefined) return;
+    const { path } = taken;
     console.log(`translating <@${userId}> ${from} -> ${languages.join(', ')}`);
     path.fanout.on('event', (event) => {
       if (event.type === 'text.done') console.log(`${event.lang}: ${event.text ?? ''}`);
     });
     path.fanout.on('target.done', (info) => console.log(`${info.lang}: ${info.outcome}${info.error ? ` (${info.error.message})` : ''}`));
     for (const [lang, frames] of path.playback) players.get(lang)!.player.play(voice.createAudioResource(frames, { inputType: voice.StreamType.Opus }));
-    for (const lang of languages.filter((l) => !players.has(l))) {
+    for (const lang of unplayed) {
       // No bot for this language: its PCM goes to a file.
       void pipeline(path.fanout.target(lang)!.output, createWriteStream(`translation-${lang}.pcm`)).catch(() => undefined);
     }
-    const release = (): void => {
-      if (active?.path === path) active = undefined;
-      packets.destroy();
-    };
-    path.done.then(release, release);
   });
 
   process.on('SIGINT', () => {
     if (stopping) process.exit(1);
     stopping = true;
     console.log('stopping: each language finishes what was said (Ctrl+C again to quit at once)');
+    const active = slot.active?.entry;
     active?.packets.push(null);
     const finished = active ? active.path.done.catch(() => undefined) : Promise.resolve();
     void finished.then(async () => {

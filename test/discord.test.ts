@@ -14,9 +14,10 @@ import {
   type GapInfo,
   type OpusPacketInput,
   type ReceiveWarningDetail,
+  type SpeakerTranslation,
 } from '../lib/integrations/discord.js';
 import { OPUS_FRAME_BYTES, OpusPacketEncoder, createOpusCodec, isOpusBackendAvailable, loadOpusBackend, type OpusBackend } from '../lib/audio/opus.js';
-import { SpeakerSlot } from '../examples/discord-bot.js';
+import { SpeakerSlot } from '../examples/speaker-slot.js';
 import { countHandles, expectNoLeakedHandles } from './helpers/handles.js';
 import { FIRST_SENT, FRAMES, LAST_SENT, packets, pcm48, sentFrames } from './helpers/discord-speaker.js';
 import { answerVariants, answersIn, emulatorUtterances, loadSpeechFixture } from './helpers/speech.js';
@@ -789,22 +790,26 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
     emulator = await startEmulator({ apiKeys: [KEY] });
     const realtimeUrl = emulator.realtimeUrl;
     const short = items().slice(0, 60);
-    const open = (apiKey: string) => () => {
-      const packets = Readable.from(short);
+    const subscribe = () => Readable.from(short);
+    const open = (apiKey: string) => (packets: Readable) => {
       const path = translateSpeaker({ opusPackets: packets, from: 'en-us', to: 'es-es', apiKey, realtimeUrl, quietPeriodMs: 200, opusBackend: backend });
       path.playback.on('error', () => undefined);
       path.playback.resume();
-      return { path, packets };
+      return path;
     };
-    const slot = new SpeakerSlot();
-    const first = slot.take('alice', open(KEY))!;
+    const slot = new SpeakerSlot<SpeakerTranslation>();
+    const first = slot.take('alice', subscribe, open(KEY))!;
     expect(slot.active?.speaker).toBe('alice');
     let opened = false;
     expect(
-      slot.take('bob', () => {
-        opened = true;
-        return open(KEY)();
-      }),
+      slot.take(
+        'bob',
+        () => {
+          opened = true;
+          return subscribe();
+        },
+        open(KEY),
+      ),
     ).toBeUndefined();
     expect(opened).toBe(false);
     await first.path.done;
@@ -812,14 +817,14 @@ describe.each(BACKENDS)('Discord audio path end to end against the emulator (%s)
     expect(slot.active).toBeUndefined();
 
     // A failing translation (a key the service refuses) frees the slot too, and releases its packets.
-    const failing = slot.take('bob', open('refused-key-0123456789'))!;
+    const failing = slot.take('bob', subscribe, open('refused-key-0123456789'))!;
     expect(slot.active?.speaker).toBe('bob');
     await expect(failing.path.done).rejects.toBeInstanceOf(RtTranslateError);
     await new Promise<void>((resolve) => setImmediate(resolve));
     expect(slot.active).toBeUndefined();
     expect(failing.packets.destroyed).toBe(true);
 
-    const third = slot.take('carol', open(KEY))!;
+    const third = slot.take('carol', subscribe, open(KEY))!;
     expect(slot.active?.speaker).toBe('carol');
     await third.path.done;
   });

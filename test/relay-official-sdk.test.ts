@@ -28,26 +28,16 @@
  * realtime client through the relay when the installed SDK has one.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
 import { WebSocket, type RawData } from 'ws';
-import { createRealtimeRelay, type RealtimeRelay, type RealtimeRelayOptions } from '../lib/index.js';
+import type { RealtimeRelay, RealtimeRelayOptions } from '../lib/index.js';
 import { mintToken } from '../lib/relay/relay-tokens.js';
-import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
-import { Closers, RELAY_SECRET, SERVICE_KEY, until } from './helpers/relay-setup.js';
+import { RELAY_SECRET, SERVICE_KEY, closedAfterEachTest, startRelay, until } from './helpers/relay-setup.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 import { waitFor } from './helpers/wait-for.js';
 
-const closers = new Closers();
-let baseline: HandleCounts;
-beforeEach(() => {
-  baseline = countHandles();
-});
-afterEach(async () => {
-  await closers.closeAll();
-  await expectNoLeakedHandles(baseline);
-});
+const closers = closedAfterEachTest();
 
 const fixture = loadSpeechFixture();
 const expected = expectedTranslation(fixture.pcm, fixture.utterances);
@@ -170,23 +160,14 @@ async function startApp(
 ): Promise<{ relay: RealtimeRelay; base: string; origin: string; tokensFor: string[] }> {
   const tokensFor: string[] = [];
   let relay: RealtimeRelay | undefined;
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const r = await startRelay(closers, options, (req: IncomingMessage, res: ServerResponse) => {
     const user = /(?:^|;\s*)session=([a-z]+)/.exec(req.headers.cookie ?? '')?.[1];
     if (req.url !== '/realtime-token' || user === undefined || relay === undefined) return void res.writeHead(user === undefined ? 401 : 404).end();
     tokensFor.push(user);
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token: relay.mintToken({ ttlMs: 60_000, maxSessions: 1 }) }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.add(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  relay = createRealtimeRelay({ server, apiKey: SERVICE_KEY, secret: RELAY_SECRET, ...options });
-  closers.add(() => relay!.close());
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  relay = r.relay;
+  const origin = `http://127.0.0.1:${r.port}`;
   return { relay, base: `${origin}/`, origin, tokensFor };
 }
 

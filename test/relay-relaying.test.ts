@@ -9,26 +9,16 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
+import { describe, expect, it } from 'vitest';
 import { MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES } from '../lib/realtime/codec.js';
 import { BrowserClient } from './helpers/browser-client.js';
-import { Closers, SERVICE_KEY, SESSION, openSession, startRelay, until } from './helpers/relay-setup.js';
+import { SERVICE_KEY, SESSION, closedAfterEachTest, openSession, startRelay, until } from './helpers/relay-setup.js';
 import type { RealtimeRelayOptions } from '../lib/index.js';
 import { startReferenceServer } from './reference-server/index.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 import { waitFor } from './helpers/wait-for.js';
 
-const closers = new Closers();
-let baseline: HandleCounts;
-beforeEach(() => {
-  baseline = countHandles();
-});
-// Every socket, timer and server the relay and the test opened is gone once all is closed.
-afterEach(async () => {
-  await closers.closeAll();
-  await expectNoLeakedHandles(baseline);
-});
+const closers = closedAfterEachTest();
 
 const fixture = loadSpeechFixture();
 

@@ -6,26 +6,16 @@
  * listener that sends refused, the last listener of a language closing its session, and the
  * credentials of both roles checked before any upgrade.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
+import { describe, expect, it } from 'vitest';
 import { BrowserClient, type BrowserOptions } from './helpers/browser-client.js';
-import { Closers, RELAY_SECRET, SERVICE_KEY, startRelay, until, type RunningRelay } from './helpers/relay-setup.js';
+import { RELAY_SECRET, SERVICE_KEY, closedAfterEachTest, listen, startRelay, until, type Closers, type RunningRelay } from './helpers/relay-setup.js';
 import { startReferenceServer } from './reference-server/index.js';
 import { loadSpeechFixture } from './helpers/speech.js';
 import { mintToken, resolveTokenSecret } from '../lib/relay/relay-tokens.js';
 import type { FakePeer } from './helpers/fake-realtime-server.js';
 import { createRealtimeRelay, ValidationError, type RealtimeRelayOptions } from '../lib/index.js';
-import { listen } from './helpers/relay-setup.js';
 
-const closers = new Closers();
-let baseline: HandleCounts;
-beforeEach(() => {
-  baseline = countHandles();
-});
-afterEach(async () => {
-  await closers.closeAll();
-  await expectNoLeakedHandles(baseline);
-});
+const closers = closedAfterEachTest();
 
 const fixture = loadSpeechFixture();
 const ROOM = 'keynote';

@@ -7,8 +7,7 @@
  * Long waits (the first-message limit, token expiry) run on fake clocks; the sockets stay real.
  */
 import { inspect } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { countHandles, expectNoLeakedHandles, type HandleCounts } from './helpers/handles.js';
+import { describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import type { EmulatorOptions, RunningEmulator } from '../lib/emulator/server.js';
 import { ConfigError, ValidationError } from '../lib/errors.js';
@@ -16,21 +15,11 @@ import { createRealtimeRelay, RealtimeTranslateStream, type RealtimeRelayOptions
 import { mintToken } from '../lib/relay/relay-tokens.js';
 import { BrowserClient } from './helpers/browser-client.js';
 import type { FakeRealtimeServer } from './helpers/fake-realtime-server.js';
-import { Closers, RELAY_SECRET, SERVICE_KEY, SESSION, listen, startRelay, until, type RunningRelay } from './helpers/relay-setup.js';
+import { RELAY_SECRET, SERVICE_KEY, SESSION, closedAfterEachTest, listen, startRelay, until, type RunningRelay } from './helpers/relay-setup.js';
 import { runSession } from './helpers/realtime-session.js';
 import { expectedTranslation, loadSpeechFixture } from './helpers/speech.js';
 
-const closers = new Closers();
-let baseline: HandleCounts;
-beforeEach(() => {
-  baseline = countHandles();
-});
-// Every socket, timer and server the relay and the test opened is gone once all is closed.
-afterEach(async () => {
-  vi.useRealTimers();
-  await closers.closeAll();
-  await expectNoLeakedHandles(baseline);
-});
+const closers = closedAfterEachTest(() => vi.useRealTimers());
 
 const fixture = loadSpeechFixture();
 const expected = expectedTranslation(fixture.pcm, fixture.utterances);

@@ -8,6 +8,7 @@ import { describeReceived, intOption } from '../options.js';
 import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../realtime/languages.js';
 import { MicrophoneCapture, resolveMicrophoneOptions, type MicrophoneOptions } from './capture.js';
 import { TypedEmitter } from './emitter.js';
+import { StateCell } from './state-cell.js';
 import type { ClosedInfo, TranslatorState } from './translator.js';
 import { closedError, resolveEndpoint, resumedContext, type RoomEndpoint } from './room-endpoint.js';
 
@@ -54,7 +55,7 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
   readonly #options: RealtimeRoomSpeakerOptions;
   readonly #readyTimeoutMs: number;
   readonly #maxSocketBufferBytes: number;
-  #state: TranslatorState = 'idle';
+  readonly #state = new StateCell<TranslatorState>('idle', (state) => this.emit('state', state));
   #socket: WebSocket | undefined;
   #context: AudioContext | undefined;
   #microphone: MicrophoneCapture | undefined;
@@ -84,7 +85,7 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
   }
 
   get state(): TranslatorState {
-    return this.#state;
+    return this.#state.current;
   }
 
   get stats(): { sentMs: number; droppedInputMs: number } {
@@ -93,23 +94,23 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
 
   /** Opens the room and the microphone (call it from a user gesture); resolves once both are. */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per speaker (make a new one to start again)', this.#state);
+    if (!this.#state.is('idle')) throw new ValidationError('start()', 'one call per speaker (make a new one to start again)', this.#state.current);
     const context = this.#options.audioContext ?? new AudioContext();
     this.#context = context;
     const resumed = resumedContext(context, this.#readyTimeoutMs);
-    this.#setState('starting');
+    this.#state.set('starting');
     try {
       const opened = this.#open();
       opened.catch(() => undefined);
       await resumed;
       const microphone = await MicrophoneCapture.open(context, this.#options, (pcm) => this.#send(pcm));
-      if (this.#is('stopped')) {
+      if (this.#state.is('stopped')) {
         microphone.close();
         throw new ConnectionError('The room closed while it was starting.');
       }
       this.#microphone = microphone;
       await opened;
-      this.#setState('running');
+      this.#state.set('running');
     } catch (error) {
       const failure = error instanceof RtTranslateError ? error : new ConnectionError(`The room could not start: ${describeCause(error)}`, { cause: error });
       this.#fail(failure, 1011, failure.message);
@@ -119,17 +120,6 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
 
   async stop(): Promise<void> {
     this.#finish({ byUser: true, code: 1000, reason: 'stopped' });
-  }
-
-  /** Read through a method: the state changes while `start()` awaits. */
-  #is(state: TranslatorState): boolean {
-    return this.#state === state;
-  }
-
-  #setState(state: TranslatorState): void {
-    if (this.#state === state) return;
-    this.#state = state;
-    this.emit('state', state);
   }
 
   /** Connects; resolves on `room.opened`. */
@@ -160,8 +150,8 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
       };
       socket.onclose = (close: CloseEvent) => {
         clearTimeout(timer);
-        if (this.#state === 'stopped') return;
-        const error = closedError(close, this.#state === 'starting' ? 'The relay closed the room before it opened' : 'The room closed');
+        if (this.#state.is('stopped')) return;
+        const error = closedError(close, this.#state.is('starting') ? 'The relay closed the room before it opened' : 'The room closed');
         reject(error);
         this.#fail(error, close.code, close.reason);
       };
@@ -170,7 +160,7 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
 
   #send(pcm: Int16Array): void {
     const socket = this.#socket;
-    if (this.#state !== 'running' && this.#state !== 'starting') return;
+    if (!this.#state.is('running') && !this.#state.is('starting')) return;
     if (!socket || socket.readyState !== WebSocket.OPEN) return;
     if (socket.bufferedAmount > this.#maxSocketBufferBytes) {
       this.#droppedFrames += pcm.length;
@@ -185,14 +175,14 @@ export class RealtimeRoomSpeaker extends TypedEmitter<RealtimeRoomSpeakerEvents>
   }
 
   #fail(error: RtTranslateError, code: number, reason: string): void {
-    if (this.#state === 'stopped') return;
+    if (this.#state.is('stopped')) return;
     this.emit('error', error);
     this.#finish({ byUser: false, code, reason });
   }
 
   #finish(info: ClosedInfo): void {
-    if (this.#state === 'stopped') return;
-    this.#setState('stopped');
+    if (this.#state.is('stopped')) return;
+    this.#state.set('stopped');
     this.#microphone?.close();
     const socket = this.#socket;
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000, 'stopped');

@@ -20,6 +20,7 @@ import { decodeServerEventWith, type ServerEventOf, type SessionStartedInfo } fr
 import { base64ToBytes } from './base64.js';
 import { resolveMicrophoneOptions } from './capture.js';
 import { TypedEmitter } from './emitter.js';
+import { StateCell } from './state-cell.js';
 import { PcmPlayer } from './playback.js';
 import type { ClosedInfo, TranslatorState } from './translator.js';
 import { closedError, resolveEndpoint, resumedContext, type RoomEndpoint } from './room-endpoint.js';
@@ -89,7 +90,7 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
   readonly #workletUrl: string | URL | undefined;
   readonly #channels = new Map<RealtimeLanguage, Channel>();
   #playing: RealtimeLanguage | undefined;
-  #state: TranslatorState = 'idle';
+  readonly #state = new StateCell<TranslatorState>('idle', (state) => this.emit('state', state));
   #context: AudioContext | undefined;
   #player: PcmPlayer | undefined;
 
@@ -122,7 +123,7 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
   }
 
   get state(): TranslatorState {
-    return this.#state;
+    return this.#state.current;
   }
 
   /** The language played now, if any. */
@@ -144,8 +145,8 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
    * each language's connection has opened or failed; rejects when none opened.
    */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per listener (make a new one to start again)', this.#state);
-    this.#setState('starting');
+    if (!this.#state.is('idle')) throw new ValidationError('start()', 'one call per listener (make a new one to start again)', this.#state.current);
+    this.#state.set('starting');
     let resumed: Promise<void> = Promise.resolve();
     if (this.#playing !== undefined) {
       // Before any await: a context made or resumed outside the gesture stays suspended in Safari.
@@ -158,7 +159,7 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
       if (this.#context) {
         await resumed;
         const player = await PcmPlayer.create(this.#context, this.#workletUrl !== undefined ? { workletUrl: this.#workletUrl } : {});
-        if (this.#is('stopped')) player.close();
+        if (this.#state.is('stopped')) player.close();
         else {
           this.#player = player;
           player.on('playing', (playing) => this.emit('playing', playing));
@@ -175,7 +176,7 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
       this.#finishAll();
       throw first.reason instanceof RtTranslateError ? first.reason : new ConnectionError(String(first.reason));
     }
-    if (this.#is('starting')) this.#setState('running');
+    if (this.#state.is('starting')) this.#state.set('running');
   }
 
   /** Plays `lang` from now on (what was queued of another is dropped), or nothing (`false`). */
@@ -190,7 +191,7 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
 
   /** Closes every connection and stops playback. */
   async stop(): Promise<void> {
-    if (this.#state === 'stopped') return;
+    if (this.#state.is('stopped')) return;
     for (const channel of this.#channels.values()) {
       if (channel.closed) continue;
       channel.closed = true;
@@ -200,19 +201,8 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
     this.#finishAll();
   }
 
-  /** Read through a method: the state changes while `start()` awaits. */
-  #is(state: TranslatorState): boolean {
-    return this.#state === state;
-  }
-
-  #setState(state: TranslatorState): void {
-    if (this.#state === state) return;
-    this.#state = state;
-    this.emit('state', state);
-  }
-
   #finishAll(): void {
-    this.#setState('stopped');
+    this.#state.set('stopped');
     this.#player?.close();
     this.#player = undefined;
     if (!this.#audioContext) void this.#context?.close();
@@ -325,6 +315,6 @@ export class RealtimeRoomListener extends TypedEmitter<RealtimeRoomListenerEvent
     if (channel.closed) return;
     channel.closed = true;
     this.emit('closed', channel.lang, { byUser: false, code, reason });
-    if ([...this.#channels.values()].every((c) => c.closed) && this.#state !== 'starting') this.#finishAll();
+    if ([...this.#channels.values()].every((c) => c.closed) && !this.#state.is('starting')) this.#finishAll();
   }
 }

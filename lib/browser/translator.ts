@@ -20,6 +20,7 @@ import { audioAppendText, checkAppendAudio, decodeServerEventWith, encodeSession
 import { base64ToBytes, bytesToBase64 } from './base64.js';
 import { MicrophoneCapture } from './capture.js';
 import { TypedEmitter } from './emitter.js';
+import { StateCell } from './state-cell.js';
 import { PcmPlayer } from './playback.js';
 import { ResponseClock } from './response-clock.js';
 import {
@@ -44,7 +45,7 @@ const ms = (frames: number): number => frames / 24;
 export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   readonly #options: Resolved;
   readonly #audioContext: AudioContext | undefined;
-  #state: TranslatorState = 'idle';
+  readonly #state = new StateCell<TranslatorState>('idle', (state) => this.emit('state', state));
   #context: AudioContext | undefined;
   #socket: WebSocket | undefined;
   #microphone: MicrophoneCapture | undefined;
@@ -75,7 +76,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   }
 
   get state(): TranslatorState {
-    return this.#state;
+    return this.#state.current;
   }
 
   /** The AudioContext in use (once started). */
@@ -113,12 +114,12 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
    * after that is closed as it opens.
    */
   async start(): Promise<void> {
-    if (this.#state !== 'idle') throw new ValidationError('start()', 'one call per translator (make a new one to start again)', this.#state);
+    if (!this.#state.is('idle')) throw new ValidationError('start()', 'one call per translator (make a new one to start again)', this.#state.current);
     // Before any await: a context made or resumed outside the gesture stays suspended in Safari.
     const context = this.#audioContext ?? new AudioContext();
     this.#context = context;
     const resumed = context.state === 'running' ? Promise.resolve() : context.resume();
-    this.#setState('starting');
+    this.#state.set('starting');
     // Rejected when the session ends before it has started: every wait below races it.
     const cancelled = new Promise<never>((_, reject) => (this.#cancelStart = reject));
     cancelled.catch(() => undefined);
@@ -132,7 +133,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       for (const opening of [microphoneOpening, playerCreating]) {
         // Opened after the session ended (the race below lost it): closed here.
         opening.then(
-          (part) => this.#stopped() && part?.close(),
+          (part) => this.#state.is('stopped') && part?.close(),
           () => undefined,
         );
       }
@@ -142,7 +143,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
         ready,
       ]);
       const opened = [microphone.status === 'fulfilled' ? microphone.value : undefined, player.status === 'fulfilled' ? player.value : undefined] as const;
-      if (this.#stopped()) {
+      if (this.#state.is('stopped')) {
         // The session ended while the rest was opening: close what did open.
         for (const part of opened) part?.close();
       } else {
@@ -150,7 +151,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
         this.#player?.on('playing', (playing) => this.#onPlaying(playing));
       }
       for (const result of [microphone, player, session]) if (result.status === 'rejected') throw result.reason;
-      if (this.#stopped()) throw new ConnectionError('The session ended while it was starting.');
+      if (this.#state.is('stopped')) throw new ConnectionError('The session ended while it was starting.');
     } catch (error) {
       const failure = error instanceof RtTranslateError ? error : new ConnectionError(`The session could not start: ${describeCause(error)}`, { cause: error });
       this.#fail(failure);
@@ -183,24 +184,13 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
 
   /** Ends the session now: the microphone off, the connection closed, playback stopped. */
   async stop(): Promise<void> {
-    if (this.#state === 'stopped') return;
+    if (this.#state.is('stopped')) return;
     this.#finish({ byUser: true, code: 1000, reason: 'stopped' });
   }
 
   /** Stops the translation playing now and drops what is queued (the session goes on). */
   interrupt(): void {
     this.#player?.interrupt();
-  }
-
-  /** Read through a method: the state changes while `start()` awaits. */
-  #stopped(): boolean {
-    return this.#state === 'stopped';
-  }
-
-  #setState(state: TranslatorState): void {
-    if (this.#state === state) return;
-    this.#state = state;
-    this.emit('state', state);
   }
 
   /** Opens the socket and sends `session.update`; resolves on `session.created`. */
@@ -224,7 +214,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
         }
         if (event.type === 'session.created') {
           clearTimeout(this.#readyTimer);
-          this.#setState('running');
+          this.#state.set('running');
           this.#flushPending();
           resolve();
         }
@@ -232,9 +222,9 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       };
       socket.onclose = (close: CloseEvent) => {
         clearTimeout(this.#readyTimer);
-        if (this.#state === 'stopped') return;
+        if (this.#state.is('stopped')) return;
         const error = new ConnectionError(
-          this.#state === 'starting'
+          this.#state.is('starting')
             ? `The relay closed the connection before the session started (code ${close.code}${close.reason ? `: ${close.reason}` : ''}).`
             : `The connection closed (code ${close.code}${close.reason ? `: ${close.reason}` : ''}).`,
           { closeCode: close.code },
@@ -317,7 +307,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   }
 
   #onCaptured(pcm: Int16Array): void {
-    if (this.#state === 'starting') {
+    if (this.#state.is('starting')) {
       this.#pending.push(pcm);
       this.#pendingFrames += pcm.length;
       while (this.#pendingFrames > this.#options.maxPendingMs * 24 && this.#pending.length > 0) {
@@ -327,7 +317,7 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
       }
       return;
     }
-    if (this.#state === 'running') this.#send(pcm);
+    if (this.#state.is('running')) this.#send(pcm);
   }
 
   #flushPending(): void {
@@ -369,16 +359,16 @@ export class RealtimeTranslator extends TypedEmitter<RealtimeTranslatorEvents> {
   }
 
   #fail(error: RtTranslateError, close?: CloseEvent): void {
-    if (this.#state === 'stopped') return;
+    if (this.#state.is('stopped')) return;
     this.#cancelStart?.(error);
     this.emit('error', error);
     this.#finish({ byUser: false, code: close?.code ?? 1011, reason: close?.reason ?? error.message });
   }
 
   #finish(info: ClosedInfo): void {
-    if (this.#state === 'stopped') return;
+    if (this.#state.is('stopped')) return;
     this.#cancelStart?.(new ConnectionError('stop() was called before the session started.'));
-    this.#setState('stopped');
+    this.#state.set('stopped');
     clearTimeout(this.#readyTimer);
     clearTimeout(this.#releaseTimer);
     this.#microphone?.close();

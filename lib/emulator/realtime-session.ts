@@ -20,11 +20,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
-import { MAX_APPEND_AUDIO_BYTES, base64DecodedLength, encodeServerEvent, isBase64, type WireSessionInfo } from '../realtime/codec.js';
+import { encodeServerEvent, type WireSessionInfo } from '../realtime/codec.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
-import { checkSessionUpdate, isRefusal, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
+import { checkSessionUpdate, isRefusal, readAppendAudio, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
 import {
-  BYTES_PER_SECOND,
   SESSION_END_CLOSE_CODE,
   type DropOptions,
   type RealtimeHandshake,
@@ -33,8 +32,8 @@ import {
 } from './session-settings.js';
 import { CLOSED, timersOf, type ActiveConfig, type SessionState } from './session-state.js';
 import { HeardSpeech, type DueAnswer } from './heard-speech.js';
-
-type PauseReason = 'throttle' | 'backpressure' | 'half-open';
+import { SessionFlow } from './session-flow.js';
+import { SessionCredit } from './session-credit.js';
 
 /** How long a half-open session keeps its socket before cutting it. */
 const HALF_OPEN_HOLD_MS = 60_000;
@@ -59,19 +58,17 @@ export class RealtimeSession {
   readonly #onDrop: (() => void) | undefined;
   /** How many utterances make one answer. */
   readonly #groupSize: number;
-  readonly #pauses = new Set<PauseReason>();
+  /** Reading paused and resumed, frames counted until written (see `SessionFlow`). */
+  readonly #flow: SessionFlow;
   #state: SessionState;
   #resolveClosed!: () => void;
   /** The key the session authenticated with: the owner of its cloned voices. */
   #ownerKey: string | undefined;
   #id: string | undefined;
-  #billedBytes = 0;
+  readonly #credit: SessionCredit;
   #processedBytes = 0;
-  #peakBuffered = 0;
   /** Responses sent so far (for the fault plan). */
   #responsesSent = 0;
-  /** Frames given to the socket and not yet written (a drop's cut waits for 0). */
-  #unflushed = 0;
 
   constructor(ws: WebSocket, handshake: RealtimeHandshake, settings: RealtimeSessionSettings, socket?: Duplex, onDrop?: () => void) {
     this.#ws = ws;
@@ -79,11 +76,24 @@ export class RealtimeSession {
     this.#settings = settings;
     this.#socket = socket;
     this.#onDrop = onDrop;
+    this.#credit = new SessionCredit(settings);
     this.closed = new Promise((resolve) => {
       this.#resolveClosed = resolve;
     });
     const { mergeUtterances } = settings.faults;
     this.#groupSize = mergeUtterances > 1 ? mergeUtterances : settings.segmentation === 'idle' ? Infinity : 1;
+    this.#flow = new SessionFlow(ws, settings.sendBufferLimitBytes, {
+      closed: () => this.#state.status === 'closed',
+      paused: () => this.#stopIdle(),
+      resumed: () => this.#armIdle(),
+      // A drop's cut waits for what was sent before it to be written.
+      flushed: () => {
+        const state = this.#state;
+        if (state.status !== 'closed' || state.cut === undefined) return;
+        this.#set({ ...state, cut: undefined });
+        state.cut();
+      },
+    });
     ws.on('message', (data, isBinary) => this.#onMessage(data, isBinary));
     // Pings are answered while the session lives. After a drop the socket is ended, and a pong
     // written after that would be an error that resets the connection, discarding what the
@@ -110,8 +120,8 @@ export class RealtimeSession {
       state: this.#state.status,
       audioBytes: this.#processedBytes,
       bufferedAmount: this.#ws.bufferedAmount,
-      peakBufferedAmount: this.#peakBuffered,
-      readingPaused: this.#pauses.size > 0,
+      peakBufferedAmount: this.#flow.peakBuffered,
+      readingPaused: !this.#flow.reading,
     };
   }
 
@@ -241,41 +251,20 @@ export class RealtimeSession {
   }
 
   #onAppend(audio: unknown): void {
-    if (typeof audio !== 'string') {
-      this.#sendError('input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', 400);
-      return;
-    }
-    const decodedLength = base64DecodedLength(audio);
-    if (decodedLength > MAX_APPEND_AUDIO_BYTES) {
-      this.#sendError(
-        `input_audio_buffer.append carries ${decodedLength} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} ` +
-          'bytes (256 KiB) of decoded audio per event. The audio was discarded.',
-        413,
-      );
-      return;
-    }
-    if (!isBase64(audio)) {
-      this.#sendError('input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', 400);
+    const read = readAppendAudio(audio);
+    if (typeof read !== 'string') {
+      this.#sendError(read.message, read.code);
       return;
     }
     // Audio sent before session.created is discarded by the service (facts.md).
     const state = this.#state;
     if (state.status !== 'active') return;
     const { heard } = state;
-    let pcm = Buffer.from(audio, 'base64');
+    const pcm = Buffer.from(read, 'base64');
     this.#throttle(pcm.length);
-    let exhausted = false;
-    const { creditBytes } = this.#settings;
-    if (creditBytes !== undefined) {
-      const allowed = Math.max(0, creditBytes - this.#billedBytes);
-      if (pcm.length >= allowed) {
-        pcm = pcm.subarray(0, allowed);
-        exhausted = true;
-      }
-      this.#billedBytes += pcm.length;
-    }
-    this.#processedBytes += pcm.length;
-    this.#scheduleAll(heard.hear(pcm));
+    const { covered, exhausted } = this.#credit.bill(pcm);
+    this.#processedBytes += covered.length;
+    this.#scheduleAll(heard.hear(covered));
     if (exhausted) this.#stopBilling();
     else if (this.#settings.faults.afterInput(this.#processedBytes)) this.drop(this.#settings.faults.dropWith);
     else this.#armIdle();
@@ -308,7 +297,7 @@ export class RealtimeSession {
   #armIdle(): void {
     const state = this.#state;
     if (state.status !== 'active') return;
-    const waiting = this.#pauses.size === 0 && state.heard.waiting;
+    const waiting = this.#flow.reading && state.heard.waiting;
     this.#set({ ...state, idleTimer: waiting ? setTimeout(this.#idleExpired, this.#settings.idleMs) : undefined, idleCheck: undefined });
   }
 
@@ -362,11 +351,7 @@ export class RealtimeSession {
       for (const frame of head.frames) this.#send(frame);
       this.#responsesSent += 1;
     }
-    if (this.#state.status === 'stopping') {
-      const used = (this.#billedBytes / BYTES_PER_SECOND).toFixed(1);
-      const credit = (this.#settings.creditSeconds ?? 0).toFixed(1);
-      this.#fail(`Session stopped: the account has no credits left (used ${used} s of ${credit} s).`, 402);
-    }
+    if (this.#state.status === 'stopping') this.#fail(this.#credit.stopMessage(), 402);
   }
 
   readonly #queueDue = (): void => {
@@ -406,11 +391,11 @@ export class RealtimeSession {
     if (state.status !== 'active' && state.status !== 'stopping') return;
     const wait = state.readAllowedAt - Date.now();
     if (wait <= 0) {
-      this.#unpause('throttle');
+      this.#flow.resume('throttle');
       return;
     }
     if (state.throttleTimer === undefined) this.#set({ ...state, throttleTimer: setTimeout(this.#throttleDue, Math.ceil(wait)) });
-    this.#pauseFor('throttle');
+    this.#flow.pause('throttle');
   }
 
   readonly #throttleDue = (): void => {
@@ -420,41 +405,9 @@ export class RealtimeSession {
     this.#armThrottle();
   };
 
-  /** Stops reading; the idle time counts only while reading. */
-  #pauseFor(reason: PauseReason): void {
-    if (this.#state.status === 'closed') return;
-    this.#pauses.add(reason);
-    this.#ws.pause();
-    this.#stopIdle();
-  }
-
-  #unpause(reason: PauseReason): void {
-    if (!this.#pauses.delete(reason) || this.#pauses.size > 0 || this.#state.status === 'closed') return;
-    this.#ws.resume();
-    this.#armIdle();
-  }
-
-  /** After each write completes: a drop's cut once all is flushed; reading resumes once the send buffer is back under its bound. */
-  readonly #onSent = (): void => {
-    this.#unflushed -= 1;
-    const state = this.#state;
-    if (this.#unflushed === 0 && state.status === 'closed' && state.cut !== undefined) {
-      this.#set({ ...state, cut: undefined });
-      state.cut();
-    }
-    if (this.#pauses.has('backpressure') && this.#ws.bufferedAmount <= this.#settings.sendBufferLimitBytes) {
-      this.#unpause('backpressure');
-    }
-  };
-
   #send(frame: string | Buffer): void {
     const status = this.#state.status;
-    if (status === 'closed' || status === 'half-open' || this.#ws.readyState !== this.#ws.OPEN) return;
-    this.#unflushed += 1;
-    this.#ws.send(frame, { binary: typeof frame !== 'string' }, this.#onSent);
-    this.#peakBuffered = Math.max(this.#peakBuffered, this.#ws.bufferedAmount);
-    // A client that reads slowly: stop reading its input until our send buffer drains.
-    if (this.#ws.bufferedAmount > this.#settings.sendBufferLimitBytes) this.#pauseFor('backpressure');
+    if (status !== 'closed' && status !== 'half-open') this.#flow.send(frame);
   }
 
   /* ------------------------------------------------------------------------------------- */
@@ -472,10 +425,7 @@ export class RealtimeSession {
     this.#set(CLOSED);
     this.#ws.close(SESSION_END_CLOSE_CODE, code === 402 ? 'billing stop' : 'session ended');
     // Reading must go on so the client's close frame is seen and the socket can close.
-    if (this.#pauses.size > 0) {
-      this.#pauses.clear();
-      this.#ws.resume();
-    }
+    this.#flow.resumeAll();
   }
 
   /**
@@ -499,7 +449,7 @@ export class RealtimeSession {
     // Cut without a close frame (the client sees 1006). What was sent before reaches the client
     // first: the socket is ended (FIN), not reset, which would make the client's kernel discard
     // what it had not read yet.
-    if (this.#unflushed === 0) this.#cut();
+    if (this.#flow.unflushed === 0) this.#cut();
     else this.#set({ status: 'closed', cut: this.#cut, timer: undefined });
   }
 
@@ -518,7 +468,7 @@ export class RealtimeSession {
     const status = this.#state.status;
     if (status === 'closed' || status === 'half-open') return;
     this.#set({ status: 'half-open', timer: setTimeout(() => this.#ws.terminate(), HALF_OPEN_HOLD_MS) });
-    this.#pauseFor('half-open');
+    this.#flow.pause('half-open');
     this.#socket?.pause();
   }
 }

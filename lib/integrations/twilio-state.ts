@@ -2,9 +2,11 @@
  * Where a `TwilioMediaBridge` is: its input (`InboundState`, with the timers each place owns)
  * and its translated side (`OutputState`, which ends on its own schedule). The bridge changes
  * each through one setter; `timersOf` names the timers a setter clears. And its warning budget:
- * how many of each kind a caller can make it emit.
+ * how many of each kind a caller can make it emit; and its counts, reported as `stats`.
  */
-import type { TwilioWarningKind } from './twilio-options.js';
+import type { TimelineStep } from './media-timeline.js';
+import { TWILIO_SAMPLE_RATE } from './twilio-messages.js';
+import type { TwilioBridgeStats, TwilioWarningKind } from './twilio-options.js';
 /**
  * Where the call's input is. `timer` is the start timeout (`startTimeoutMs`); `idle` the media
  * timeout (`mediaTimeoutMs`), restarted by each accepted frame; `hold` a frame waiting for the
@@ -80,5 +82,46 @@ export class WarningBudget {
 
   #limit(kind: TwilioWarningKind): number {
     return kind === 'media-size' ? Math.min(1, this.#maxPerKind) : this.#maxPerKind;
+  }
+}
+
+/** mu-law bytes (samples) per millisecond. */
+const SAMPLES_PER_MS = TWILIO_SAMPLE_RATE / 1000;
+
+/** What a bridge counts as the call goes, audio in samples; `stats` reports it with audio in ms. */
+export class BridgeCounts {
+  mediaMessages = 0;
+  receivedSamples = 0;
+  insertedSamples = 0;
+  cutSamples = 0;
+  responses = 0;
+  marksPlayed = 0;
+  clears = 0;
+  warnings = 0;
+  refusedFrames = 0;
+
+  /** One accepted `media` message of `samples`, placed on the call's timeline by `step`. */
+  media(samples: number, step: TimelineStep): void {
+    this.mediaMessages += 1;
+    this.receivedSamples += samples;
+    this.insertedSamples += step.fillSamples;
+    this.cutSamples += step.cutSamples;
+  }
+
+  /** The counts as `TwilioMediaBridge.stats` reports them, with what the outbound side and the warning budget count. */
+  stats(outboundFrames: number, suppressedWarnings: TwilioBridgeStats['suppressedWarnings']): TwilioBridgeStats {
+    return {
+      mediaMessages: this.mediaMessages,
+      receivedMs: this.receivedSamples / SAMPLES_PER_MS,
+      insertedSilenceMs: this.insertedSamples / SAMPLES_PER_MS,
+      cutGapMs: this.cutSamples / SAMPLES_PER_MS,
+      outboundFrames,
+      responses: this.responses,
+      marksPlayed: this.marksPlayed,
+      clears: this.clears,
+      warnings: this.warnings,
+      refusedFrames: this.refusedFrames,
+      suppressedWarnings,
+    };
   }
 }

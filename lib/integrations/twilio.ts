@@ -7,7 +7,8 @@
  * `clear` on barge-in). This file holds the call's timeline and states: inbound media decoded,
  * resampled 8 -> 24 kHz and appended (gaps filled by `MediaTimeline`), barge-in by level
  * (`SpeechOnsetDetector`), the limits on what a caller can make it spend, and the end of a call.
- * Outbound audio is `TwilioOutbound`'s; `bridgeTwilioSocket` wires a bridge to a `ws` socket.
+ * What a `media` message is checked against is in `twilio-media-checks.ts`, outbound audio is
+ * `TwilioOutbound`'s; `bridgeTwilioSocket` wires a bridge to a `ws` socket.
  * How to use it, its options and limits: docs/bots.md ("Telephony").
  */
 import { Duplex } from 'node:stream';
@@ -22,16 +23,15 @@ import { DeferredTranslateStream } from './twilio-session.js';
 import { SpeechOnsetDetector } from './speech-onset.js';
 import { TwilioOutbound, type TwilioPacing, type TwilioResponseInfo } from './twilio-outbound.js';
 import {
-  TWILIO_FRAME_BYTES,
   TWILIO_SAMPLE_RATE,
   checkTwilioMediaFormat,
-  describeTwilioValue,
   parseTwilioMessage,
   twilioClearMessage,
   type TwilioInboundMessage,
   type TwilioOutboundMessage,
   type TwilioStreamInfo,
 } from './twilio-messages.js';
+import { MediaTimestampCheck, refuseMedia, type TwilioMediaMessage } from './twilio-media-checks.js';
 import { withEvents } from '../typed-events.js';
 import {
   resolveBridgeOptions,
@@ -40,7 +40,7 @@ import {
   type TwilioMediaBridgeOptions,
   type TwilioWarningKind,
 } from './twilio-options.js';
-import { WarningBudget, timersOf, type InboundState, type OutputState } from './twilio-state.js';
+import { BridgeCounts, WarningBudget, timersOf, type InboundState, type OutputState } from './twilio-state.js';
 
 export * from './twilio-messages.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './media-timeline.js';
@@ -55,14 +55,9 @@ export type {
   TwilioWarningKind,
 } from './twilio-options.js';
 
-/** Twilio's `media` payloads are 20 ms; a larger one is not a call's and is refused. */
-const MAX_FRAME_BYTES = TWILIO_FRAME_BYTES;
-
 const MULAW_SILENCE = 0xff;
 /** Bytes of service-format audio (PCM16 mono 24 kHz) per millisecond. */
 const SERVICE_BYTES_PER_MS = 48;
-/** mu-law bytes (samples) per millisecond. */
-const SAMPLES_PER_MS = TWILIO_SAMPLE_RATE / 1000;
 
 /**
  * Translates a Twilio Media Stream; see the module comment. The realtime session is opened when
@@ -91,20 +86,9 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   #state: InboundState;
   #output: OutputState = { status: 'translating', finalCallback: undefined };
   readonly #limits: { startTimeoutMs: number; mediaTimeoutMs: number; maxTimestampLeadMs: number; maxTimestampRewinds: number; maxWarningsPerKind: number };
-  #lastTimestamp: number | undefined;
-  #timestampRewinds = 0;
+  readonly #timestamps: MediaTimestampCheck;
   #closeReason: string | undefined;
-  readonly #stats = {
-    mediaMessages: 0,
-    receivedSamples: 0,
-    insertedSamples: 0,
-    cutSamples: 0,
-    responses: 0,
-    marksPlayed: 0,
-    clears: 0,
-    warnings: 0,
-    refusedFrames: 0,
-  };
+  readonly #counts = new BridgeCounts();
   readonly #warnings: WarningBudget;
 
   constructor(options: TwilioMediaBridgeOptions) {
@@ -143,6 +127,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     this.#maxMessageBytes = maxMessageBytes;
     this.#limits = limits;
     this.#warnings = new WarningBudget(limits.maxWarningsPerKind);
+    this.#timestamps = new MediaTimestampCheck(limits);
     this.#state = { status: 'awaiting-start', timer: setTimeout(this.#startExpired, limits.startTimeoutMs) };
     this.#timeline = timeline;
     this.#onset = onset;
@@ -179,20 +164,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   }
 
   get stats(): TwilioBridgeStats {
-    const s = this.#stats;
-    return {
-      mediaMessages: s.mediaMessages,
-      receivedMs: s.receivedSamples / SAMPLES_PER_MS,
-      insertedSilenceMs: s.insertedSamples / SAMPLES_PER_MS,
-      cutGapMs: s.cutSamples / SAMPLES_PER_MS,
-      outboundFrames: this.#outbound.framesSent,
-      responses: s.responses,
-      marksPlayed: s.marksPlayed,
-      clears: s.clears,
-      warnings: s.warnings,
-      refusedFrames: s.refusedFrames,
-      suppressedWarnings: this.#warnings.suppressed(),
-    };
+    return this.#counts.stats(this.#outbound.framesSent, this.#warnings.suppressed());
   }
 
   /**
@@ -236,7 +208,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
         return;
       case 'mark':
         if (this.#outstandingMarks.delete(message.name)) {
-          this.#stats.marksPlayed += 1;
+          this.#counts.marksPlayed += 1;
           this.emit('played', message.name);
         }
         this.emit('mark', message.name);
@@ -332,35 +304,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     this.destroy(error);
   }
 
-  /**
-   * A timestamp that no call sends: far ahead of the wall time since `start`, or going backwards
-   * once too often. Returns the error that ends the call, if any.
-   */
-  #checkTimestamp(timestamp: number | undefined, elapsedMs: number): RtTranslateError | undefined {
-    if (timestamp === undefined) return undefined;
-    const { maxTimestampLeadMs, maxTimestampRewinds } = this.#limits;
-    const lead = Math.round(timestamp - elapsedMs);
-    if (lead > maxTimestampLeadMs) {
-      this.#closeReason ??= "media timestamps ahead of the call's clock";
-      return new ProtocolError(
-        `A "media" timestamp of ${timestamp} ms came ${Math.round(elapsedMs)} ms after "start": ${lead} ms ahead of the call's clock, ` +
-          `more than maxTimestampLeadMs (${maxTimestampLeadMs} ms); the call was closed.`,
-      );
-    }
-    if (this.#lastTimestamp !== undefined && timestamp < this.#lastTimestamp) {
-      this.#timestampRewinds += 1;
-      if (this.#timestampRewinds > maxTimestampRewinds) {
-        this.#closeReason ??= 'media timestamps going backwards';
-        return new ProtocolError(
-          `"media" timestamps went backwards ${this.#timestampRewinds} times (maxTimestampRewinds is ${maxTimestampRewinds}); the call was closed.`,
-        );
-      }
-    }
-    this.#lastTimestamp = timestamp;
-    return undefined;
-  }
-
-  #onMedia(message: Extract<TwilioInboundMessage, { event: 'media' }>, callback: (error?: Error | null) => void): void {
+  #onMedia(message: TwilioMediaMessage, callback: (error?: Error | null) => void): void {
     const state = this.#state;
     if (state.status !== 'live' || this.#stream === undefined) {
       const when = state.status === 'awaiting-start' ? 'before "start"' : 'after "stop"';
@@ -368,40 +312,25 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
       callback();
       return;
     }
-    if (message.track !== this.#track || message.audio.length === 0) {
-      callback();
-      return;
-    }
-    if (message.streamSid !== undefined && message.streamSid !== this.#stream.streamSid) {
-      this.#warn('out-of-order', new ProtocolError(`A "media" message of another stream (${describeTwilioValue(message.streamSid)}) was ignored.`));
-      callback();
-      return;
-    }
-    if (message.audio.length > MAX_FRAME_BYTES) {
-      this.#stats.refusedFrames += 1;
-      this.#warn(
-        'media-size',
-        new ProtocolError(
-          `A "media" payload of ${message.audio.length} bytes was refused: Twilio sends ${MAX_FRAME_BYTES} bytes (20 ms of 8 kHz mu-law) at most. ` +
-            'Further ones are refused without a warning (stats.refusedFrames).',
-        ),
-      );
+    const refusal = refuseMedia(message, this.#stream, this.#track);
+    if (refusal !== undefined) {
+      if (refusal !== 'ignored') {
+        if (refusal.kind === 'media-size') this.#counts.refusedFrames += 1;
+        this.#warn(refusal.kind, refusal.warning);
+      }
       callback();
       return;
     }
     const elapsedMs = performance.now() - state.startedAt;
-    const lie = this.#checkTimestamp(message.timestamp, elapsedMs);
+    const lie = this.#timestamps.check(message.timestamp, elapsedMs);
     if (lie !== undefined) {
-      callback(lie);
+      this.#closeReason ??= lie.closeReason;
+      callback(lie.error);
       return;
     }
     state.idle.refresh();
     const step = this.#timeline.next(message.timestamp, message.audio.length, elapsedMs);
-    const s = this.#stats;
-    s.mediaMessages += 1;
-    s.receivedSamples += message.audio.length;
-    s.insertedSamples += step.fillSamples;
-    s.cutSamples += step.cutSamples;
+    this.#counts.media(message.audio.length, step);
     const waitMs = step.waitMs ?? 0;
     if (waitMs === 0) {
       this.#feed(step.fillSamples, message.audio, callback);
@@ -494,7 +423,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     const pendingMarks = [...this.#outstandingMarks];
     this.#outstandingMarks.clear();
     const droppedFrames = this.#outbound.clear(received);
-    this.#stats.clears += 1;
+    this.#counts.clears += 1;
     this.#pushMessage(twilioClearMessage(stream.streamSid));
     this.emit('clear', { pendingMarks, droppedFrames });
   }
@@ -508,7 +437,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
 
   #responseSent(info: TwilioResponseInfo): void {
     this.#outstandingMarks.add(info.mark);
-    this.#stats.responses += 1;
+    this.#counts.responses += 1;
     this.emit('response.sent', info);
   }
 
@@ -521,7 +450,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   /** Emits a warning, unless its kind has had its share (`maxWarningsPerKind`; one for `media-size`). */
   #warn(kind: TwilioWarningKind, warning: RtTranslateError): void {
     if (!this.#warnings.take(kind)) return;
-    this.#stats.warnings += 1;
+    this.#counts.warnings += 1;
     this.emit('warning', warning);
   }
 

@@ -1,11 +1,14 @@
 /**
  * A relay on a bare `http.Server` on 127.0.0.1 (port 0), in front of a service of the test's
  * choosing (the emulator, the reference server, a scripted fake), with everything it started
- * closed by `closeAll()` in reverse order.
+ * closed by `closeAll()` in reverse order; `closedAfterEachTest()` closes it all after each test
+ * of a file and checks that nothing was left open.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setImmediate as turn } from 'node:timers/promises';
+import { afterEach, beforeEach } from 'vitest';
+import { countHandles, expectNoLeakedHandles, type HandleCounts } from './handles.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../lib/emulator/server.js';
 import { createRealtimeRelay, type RealtimeRelay, type RealtimeRelayOptions } from '../../lib/index.js';
 import { BrowserClient, type BrowserOptions } from './browser-client.js';
@@ -54,8 +57,31 @@ export class Closers {
   }
 }
 
-export async function listen(closers: Closers): Promise<{ server: Server; port: number }> {
-  const server = createServer((_req, res) => res.writeHead(404).end());
+/**
+ * A `Closers` for the tests of a file: the handles are counted before each test; after it, once
+ * `beforeClose` (if any) has run and all is closed, every socket, timer and server the relay and
+ * the test opened must be gone.
+ */
+export function closedAfterEachTest(beforeClose?: () => void): Closers {
+  const closers = new Closers();
+  let baseline: HandleCounts;
+  beforeEach(() => {
+    baseline = countHandles();
+  });
+  afterEach(async () => {
+    beforeClose?.();
+    await closers.closeAll();
+    await expectNoLeakedHandles(baseline);
+  });
+  return closers;
+}
+
+/** An HTTP server on 127.0.0.1 (port 0) answering with `onRequest` (404 to all by default). */
+export async function listen(
+  closers: Closers,
+  onRequest: RequestListener = (_req, res) => res.writeHead(404).end(),
+): Promise<{ server: Server; port: number }> {
+  const server = createServer(onRequest);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.add(
     () =>
@@ -67,8 +93,12 @@ export async function listen(closers: Closers): Promise<{ server: Server; port: 
   return { server, port: (server.address() as AddressInfo).port };
 }
 
-export async function startRelay(closers: Closers, options: Partial<RealtimeRelayOptions> & { realtimeUrl: string }): Promise<RunningRelay> {
-  const { server, port } = await listen(closers);
+export async function startRelay(
+  closers: Closers,
+  options: Partial<RealtimeRelayOptions> & { realtimeUrl: string },
+  onRequest?: RequestListener,
+): Promise<RunningRelay> {
+  const { server, port } = await listen(closers, onRequest);
   const relay = createRealtimeRelay({ server, apiKey: SERVICE_KEY, secret: RELAY_SECRET, ...options });
   closers.add(() => relay.close());
   const host = `ws://127.0.0.1:${port}`;
