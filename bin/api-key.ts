@@ -5,7 +5,8 @@
  * instead of the library's options. One definition, so every command says the same.
  */
 import { readFile } from 'node:fs/promises';
-import { ENV_API_KEY, resolveApiKey } from '../lib/config.js';
+import { ENV_API_KEY } from '../lib/index.js';
+import { resolveApiKey } from '../lib/protocol.js';
 import { UsageError, resolvePath, type CliIo } from './cli.js';
 import { fileError } from './file-errors.js';
 

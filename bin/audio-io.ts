@@ -16,18 +16,19 @@ import { createWriteStream } from 'node:fs';
 import { extname } from 'node:path';
 import { pipeline, finished } from 'node:stream/promises';
 import type { Duplex, Writable } from 'node:stream';
-import { ValidationError } from '../lib/errors.js';
 import {
-  SAMPLE_FORMATS,
-  SERVICE_FORMAT,
-  bytesPerSample,
-  validateChannels,
-  validateRate,
+  ValidationError,
+  WavFileWriter,
+  WavWriter,
+  fromServiceFormat,
+  openAudioSource,
   type ResolvedAudioDescription,
   type SampleFormat,
-} from '../lib/audio/audio-format.js';
-import { fromServiceFormat } from '../lib/audio/convert.js';
-import { openAudioSource, type AudioSource, type AudioSourceDescription, type SourceFormat } from '../lib/audio/source.js';
+  type AudioSource,
+  type AudioSourceDescription,
+  type SourceFormat,
+} from '../lib/index.js';
+import { SAMPLE_FORMATS, SERVICE_FORMAT, bytesPerSample, validateChannels, validateRate } from '../lib/dsp.js';
 import { UsageError, checkOutputName, type CliIo } from './cli.js';
 import { checkInputFile, fileError } from './file-errors.js';
 import { keptLine, openOutputFile, type OutputContent, type OutputFile } from './output-file.js';
@@ -211,16 +212,16 @@ export async function openAudioOutput(io: CliIo, path: string | undefined, spec:
   const use = { flag: '-o', path: path ?? '-' };
   let dest: Writable;
   if (output === undefined) {
-    if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
+    if (spec.container === 'wav') stages.push(new WavWriter(spec.desc));
     dest = stdout;
   } else if (spec.container === 'wav' && !output.direct) {
     // Fails here, before any connection, when the file cannot be created.
     const probe = await openWriteStream(output.path, use);
     probe.end();
     await finished(probe);
-    dest = new (await import('../lib/audio/wav.js')).WavFileWriter(output.path, spec.desc);
+    dest = new WavFileWriter(output.path, spec.desc);
   } else {
-    if (spec.container === 'wav') stages.push(new (await import('../lib/audio/wav.js')).WavWriter(spec.desc));
+    if (spec.container === 'wav') stages.push(new WavWriter(spec.desc));
     dest = await openWriteStream(output.path, use);
   }
   const { format, rate, channels } = spec.desc;

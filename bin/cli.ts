@@ -2,16 +2,20 @@
  * What every subcommand shares: exit codes, usage errors, argument parsing that turns
  * `node:util` parse errors into a usage error, and the process's outside world (standard
  * streams, environment, signals, working directory) as one injectable `CliIo`, so a command runs
- * in a test process exactly as it runs from a shell.
+ * in a test process exactly as it runs from a shell. Nothing here loads the library:
+ * `rt-translate --version` runs on this module alone (how failures are described, which needs
+ * the library's errors, is in `failures.ts`).
  */
 import { once } from 'node:events';
 import { extname, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { createRequire } from 'node:module';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ENV_API_KEY } from '../lib/env-names.js';
-import { AudioInputError, ConfigError, RtTranslateError, ValidationError } from '../lib/errors.js';
 
-export { packageVersion } from '../lib/version.js';
+/** The package's version, read from the `package.json` it exports (`rt-translate/package.json`). */
+export function packageVersion(): string {
+  return (createRequire(import.meta.url)('rt-translate/package.json') as { version: string }).version;
+}
 
 export const EXIT_OK = 0;
 /** A service or network failure, reported after everything received was written. */
@@ -222,21 +226,4 @@ export function stopThenAbort(io: CliIo, stop: () => void, abort: () => void): S
     },
     remove,
   };
-}
-
-/** Errors that mean the command line, the configuration or the input is wrong: exit status 2. */
-export function isUsageError(error: unknown): boolean {
-  return error instanceof UsageError || error instanceof ValidationError || error instanceof ConfigError || error instanceof AudioInputError;
-}
-
-/** One line for stderr describing a failure; never includes a stack for expected errors. */
-export function describeFailure(error: unknown): string {
-  if (error instanceof RtTranslateError) {
-    // A refused key, from a handshake or an HTTP request: say how this command takes one.
-    const hint = error.code === 'RTT_AUTH' ? ` Check the key in ${ENV_API_KEY} or --api-key-file.` : '';
-    return `rt-translate: ${error.message}${hint} [${error.code}]`;
-  }
-  if (error instanceof UsageError) return `rt-translate: ${error.message}${error.code === undefined ? '' : ` [${error.code}]`}`;
-  if (error instanceof Error) return `rt-translate: ${error.message}`;
-  return `rt-translate: ${String(error)}`;
 }

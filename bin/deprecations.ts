@@ -9,7 +9,7 @@
  * library's deprecations come here instead, and Node prints nothing of its own. The command
  * line's own deprecated names (an old command kept as an alias) are said the same way.
  */
-import { handleDeprecations, type DeprecationCode } from '../lib/deprecations.js';
+import { handleDeprecations, type DeprecationCode } from '../lib/index.js';
 import type { CliIo } from './cli.js';
 
 /**

@@ -12,9 +12,8 @@
  */
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { ENV_BASE_URL, ENV_REALTIME_URL } from '../lib/env-names.js';
-import { EMULATOR_DEFAULT_API_KEY, startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
-import { RtTranslateError } from '../lib/errors.js';
+import { ENV_BASE_URL, ENV_REALTIME_URL, RtTranslateError } from '../lib/index.js';
+import { EMULATOR_DEFAULT_API_KEY, startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/index.js';
 import { UsageError, type CliIo } from './cli.js';
 
 /** The variables the state directory comes from, in order. */

@@ -6,7 +6,7 @@
  * `fanoutSummaryText`), as the one-language report's are (`status-line.ts`).
  */
 import type { Transform } from 'node:stream';
-import type { FanoutEvent, FanoutOutcome, RealtimeFanout } from '../lib/realtime/fanout.js';
+import type { FanoutEvent, FanoutOutcome, RealtimeFanout } from '../lib/index.js';
 import {
   LiveStatus,
   STARTING_NOTICE,

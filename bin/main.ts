@@ -1,14 +1,15 @@
 /**
  * The `rt-translate` command line: picks the subcommand and runs it with a `CliIo`. Each
- * subcommand's module is imported only when it runs, so `--version`, `--help` and a small
- * command do not load codecs, the HTTP client or the emulator they never use. A new subcommand
- * is one line in `COMMANDS`; a renamed one keeps its old name in `DEPRECATED_COMMANDS`.
+ * subcommand's module is imported only when it runs, so `--version` loads nothing of the
+ * library, and a command loads the package's entry points it uses but no codec or emulator it
+ * never uses. A new subcommand is one line in `COMMANDS`; a renamed one keeps its old name in
+ * `DEPRECATED_COMMANDS`.
  *
  * Every command runs with `DeprecationNotices`: what it meets that is deprecated (a flag, an
  * old command name, a form of value) is said once in a plain line on stderr, and Node prints no
  * `DeprecationWarning` of its own.
  */
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, didYouMean, isUsageError, packageVersion, type CliIo } from './cli.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, didYouMean, packageVersion, type CliIo } from './cli.js';
 
 /** A subcommand: its arguments (after its name) and the process's outside world; the exit status. */
 export type Command = (args: string[], io: CliIo) => Promise<number>;
@@ -112,6 +113,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     return brokenPipe() ? EXIT_OK : status;
   } catch (error) {
     if (brokenPipe(error)) return EXIT_OK;
+    // Loaded here, not at start: it brings the library's errors, which `--version` never needs.
+    const { describeFailure, isUsageError } = await import('./failures.js');
     io.stderr.write(`${describeFailure(error)}\n`);
     if (isUsageError(error)) return EXIT_USAGE;
     return EXIT_FAILURE;

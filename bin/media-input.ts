@@ -8,9 +8,7 @@
  */
 import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { isSniffResult, sniffAudio, SNIFF_BYTES } from '../lib/audio/sniff.js';
-import { OTHER_SNIFF_BYTES, sniffOther } from '../lib/audio/headerless.js';
-import { peekStart } from '../lib/audio/source-input.js';
+import { isSniffResult, sniffAudio, SNIFF_BYTES, OTHER_SNIFF_BYTES, sniffOther, peekStart } from '../lib/dsp.js';
 import { UsageError, type CliIo } from './cli.js';
 import { checkInputFile } from './file-errors.js';
 

@@ -60,7 +60,7 @@ async function finishCut(path: string, bytes: number, content: OutputContent): P
   const seconds = (value: number): string => `the first ${value.toFixed(1)} s of audio`;
   if (content.kind === 'pcm') return { bytes, holds: seconds(bytes / content.bytesPerSecond) };
   // Loaded only for a file kept after a cut: it brings the FLAC frame parser.
-  const { finishCutAudioFile } = await import('../lib/audio/cut-file.js');
+  const { finishCutAudioFile } = await import('../lib/dsp.js');
   const audio = await finishCutAudioFile(path);
   if (audio === undefined) return { bytes, holds: count(bytes, 'byte', 'bytes') };
   return audio.seconds === 0 ? undefined : { bytes: audio.bytes, holds: seconds(audio.seconds) };

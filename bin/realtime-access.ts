@@ -6,9 +6,9 @@
  */
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ENV_REALTIME_URL, resolveRealtimeUrl } from '../lib/config.js';
-import type { RunningEmulator } from '../lib/emulator/server.js';
-import { ConfigError, ValidationError } from '../lib/errors.js';
+import { ENV_REALTIME_URL, ConfigError, ValidationError } from '../lib/index.js';
+import { resolveRealtimeUrl } from '../lib/protocol.js';
+import type { RunningEmulator } from '../lib/emulator/index.js';
 import { UsageError, resolvePath, type CliIo } from './cli.js';
 import { openWriteStream, writeAll } from './audio-io.js';
 import { prepareOutputDirectory } from './file-errors.js';

@@ -3,10 +3,8 @@
  * from a session's figures (one session, or each target of a fan-out, its lines prefixed with
  * its language), and the line of an input that failed midway.
  */
-import { RtTranslateError, type AudioInputError } from '../lib/errors.js';
-import type { RealtimeStats } from '../lib/realtime/realtime-translate-stream.js';
-import type { LatencySummary } from '../lib/realtime/speech-ledger.js';
-import { REALTIME_SAMPLE_RATE } from '../lib/realtime/codec.js';
+import { RtTranslateError, type AudioInputError, type RealtimeStats, type LatencySummary } from '../lib/index.js';
+import { REALTIME_SAMPLE_RATE } from '../lib/protocol.js';
 
 /** Seconds of service-format audio in `bytes`, one decimal. */
 export function seconds(bytes: number): string {

@@ -8,8 +8,7 @@
  * waits, uploads and downloads (`progress-text.ts`) both draw through it (the latter's texts are in `commands/transfers.ts`).
  */
 import { Transform, type Writable } from 'node:stream';
-import type { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import type { ReconnectedInfo, ReconnectingInfo } from '../lib/realtime/realtime-events.js';
+import type { RealtimeTranslateStream, ReconnectedInfo, ReconnectingInfo } from '../lib/index.js';
 import { UsageError } from './cli.js';
 
 /** Bytes per second of the service's PCM (16-bit mono 24 kHz). */

@@ -8,9 +8,10 @@
  * otherwise. The one-language command (`commands/translate.ts`) comes here only with a list.
  */
 import { pipeline } from 'node:stream/promises';
-import { RealtimeFanout, fanoutEventToRecord, type FanoutTargetOptions, type RealtimeFanoutStats } from '../lib/realtime/fanout.js';
-import { normalizeRealtimeLanguage, type RealtimeLanguage } from '../lib/realtime/languages.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, intFlag, interruptedStatus, stopThenAbort, type CliIo } from './cli.js';
+import { RealtimeFanout, fanoutEventToRecord, type FanoutTargetOptions, type RealtimeFanoutStats, type RealtimeLanguage } from '../lib/index.js';
+import { normalizeRealtimeLanguage } from '../lib/protocol.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, intFlag, interruptedStatus, stopThenAbort, type CliIo } from './cli.js';
+import { describeFailure } from './failures.js';
 import { openAudioOutput, openCommandInput, parseOutputSpec, writeInto, type AudioSink } from './audio-io.js';
 import { createSession, logEvents, openBeforeSession, resolveAccess, translationOptions, type AccessFlags } from './realtime-access.js';
 import { progressMode } from './status-line.js';

@@ -5,7 +5,9 @@
  * filter design, the conversion planner, format descriptions and checks, sniffing an input's
  * container, the FLAC and Ogg/Opus parsing pieces, the Opus codec and its loader, Discord's
  * frame format and pacer, levels, voice and speech-onset detection, the media timeline with gap
- * filling, and finding ffmpeg. The streams a program pipes through are on the root module.
+ * filling, and finding ffmpeg. Also the pieces for reading an input's start (`peekStart`, what a
+ * non-audio input is, a WAV stream's data layout) and for finishing an audio file cut short.
+ * The streams a program pipes through are on the root module.
  */
 export {
   type AudioDescription,
@@ -109,6 +111,10 @@ export {
 export { MAX_PCM_CHUNK_BYTES, pcmBytesForMs, msForPcmBytes, type PcmFormat } from './audio/pcm-chunker.js';
 export { findFfmpeg, findFfmpegOnPath, isExecutableFile, ENV_FFMPEG_PATH } from './audio/ffmpeg.js';
 export { sniffAudio, isSniffResult, SNIFF_BYTES, type SniffResult, type SniffMore, type SniffedKind } from './audio/sniff.js';
+export { OTHER_SNIFF_BYTES, sniffOther } from './audio/headerless.js';
+export { peekStart } from './audio/source-input.js';
+export { wavDataLayout, type WavDataLayout } from './audio/wav.js';
+export { finishCutAudioFile, type CutAudio } from './audio/cut-file.js';
 export { SOURCE_FORMATS, type SourceFormat } from './audio/source.js';
 export { createDiscordPacer, DISCORD_PCM_FORMAT, DISCORD_FRAME_BYTES, type DiscordPacerOptions } from './integrations/discord.js';
 export { MediaTimeline, type MediaTimelineOptions, type TimelineStep } from './integrations/media-timeline.js';

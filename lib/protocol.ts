@@ -2,6 +2,10 @@
  * `rt-translate/protocol`: the wire codecs as pure functions, for callers who drive a socket
  * themselves: the realtime service's events and limits, the live transcription messages, how
  * errors are classified, and Twilio Media Streams' messages. The streams of the root module are built on these.
+ *
+ * Also the rules under the HTTP client, for callers who build or check requests themselves: the
+ * request schemas and `validate`, wire-name conversion, and how the key and the service URLs are
+ * taken from options and the environment.
  */
 export {
   APPEND_PIECE_BYTES,
@@ -72,6 +76,20 @@ export { MAX_CLIENT_FRAME_BYTES } from './relay/relay.js';
 export { RELAY_SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from './relay/relay-admission.js';
 export { DEFAULT_TOKEN_TTL_MS, MAX_TOKEN_TTL_MS } from './relay/relay-tokens.js';
 export { classifyServerError } from './realtime/server-errors.js';
+export { liveEventToRecord } from './realtime/live-transcription-stream.js';
+export { isLoopbackHost, parseServiceUrl, resolveApiKey, resolveRealtimeUrl, type UrlSafetyOptions } from './config.js';
+export {
+  customVoiceSchema,
+  dubSchema,
+  subtitlesSchema,
+  textToVoiceSchema,
+  transcriptionSchema,
+  translatedTtsSchema,
+  translationSchema,
+  ttsStreamSchema,
+} from './http/schemas.js';
+export { validate, type Check, type FieldIssue, type Loc, type ValidationContext } from './http/validation.js';
+export { fromWireName } from './http/wire.js';
 export {
   checkTwilioMediaFormat,
   decodeStrictBase64,

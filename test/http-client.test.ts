@@ -461,15 +461,30 @@ describe('timeouts and aborts', () => {
 });
 
 describe('dispatcher ownership', () => {
-  it('close() closes the own agent; later calls fail with a non-retryable ConnectionError', async () => {
+  it.each([
+    ['after a request', 1],
+    ['before any request', 0],
+  ])('close() %s: the own agent, if made, closed; later calls fail with a non-retryable ConnectionError', async (_when, requests) => {
     const client = new LocalizationClient({ baseUrl: base, apiKey: KEY });
-    await client.translatedTts.create(body);
+    if (requests > 0) await client.translatedTts.create(body);
     await client.close();
     expect(client.closed).toBe(true);
     const error = await client.translatedTts.create(body).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error).toMatchObject({ retryable: false });
-    expect(seen).toHaveLength(1);
+    expect(seen).toHaveLength(requests);
+  });
+
+  it('a download opened before the first request, read after close(), fails as on a closed agent and connects nowhere', async () => {
+    const client = new LocalizationClient({ baseUrl: base, apiKey: KEY });
+    const download = client.openFlacDownload({ url: `${base}/audio.flac`, retry: false });
+    await client.close();
+    const error = await collect(download).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'HttpConnectionError', retryable: true });
+    expect((error as Error).message).toBe(
+      'GET /audio.flac lost its connection (UND_ERR_DESTROYED: The client is destroyed). Check the base URL and the network.',
+    );
+    expect(seen).toHaveLength(0);
   });
 
   it("a caller's dispatcher is used and left open", async () => {

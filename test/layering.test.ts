@@ -5,6 +5,10 @@
  * higher layer, and no files import each other in a circle, type-only imports included: a
  * newcomer can read any file knowing only the layers below it. Imports are read with the
  * TypeScript compiler's own pre-processor (static, re-exports and `import()` with a literal).
+ *
+ * The command line (`bin/`) is a user of the package like any other: it imports the library
+ * only through the package's public entry points (the files behind `exports` in package.json),
+ * so whatever it does, a program built on the package can do too.
  */
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,6 +18,7 @@ import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LIB = join(ROOT, 'lib');
+const BIN = join(ROOT, 'bin');
 
 const LAYERS = ['base', 'audio', 'realtime', 'http', 'integrations', 'emulator', 'entry'] as const;
 type Layer = (typeof LAYERS)[number];
@@ -108,6 +113,23 @@ function circles(g: Graph): string[][] {
   return found;
 }
 
+/** The source files behind the package's `exports` (`./dist/lib/http/index.js` is `lib/http/index.ts`), relative to lib/. */
+function entryPoints(): string[] {
+  const { exports } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { import?: string }> };
+  return Object.values(exports)
+    .map((target) => (typeof target === 'string' ? target : target.import))
+    .flatMap((target) => (target !== undefined && /^\.\/dist\/lib\/.*\.js$/.test(target) ? [target.slice('./dist/lib/'.length).replace(/\.js$/, '.ts')] : []));
+}
+
+/** Every import of a library file from `files` (path relative to the root -> its imports, relative to lib/) that is not an entry point, as `file -> lib/target`. */
+function internalImports(files: ReadonlyMap<string, readonly string[]>, entries: readonly string[]): string[] {
+  return [...files].flatMap(([file, imports]) =>
+    imports.filter((target) => !target.startsWith('..') && !entries.includes(target)).map((target) => `${file} -> lib/${target}`),
+  );
+}
+
+const binImports = new Map(sourceFiles(BIN).map((file) => [relative(ROOT, file).split('\\').join('/'), importsOf(file).map(libPath)]));
+
 describe('the library is layered', () => {
   it('reads every library file and each import resolves to one', () => {
     expect(graph.size).toBeGreaterThan(100);
@@ -132,5 +154,28 @@ describe('the library is layered', () => {
     planted.set('config.ts', [...graph.get('config.ts')!, 'errors.ts']);
     expect(upwardImports(planted)).toEqual(['audio/pcm-chunker.ts (audio) -> http/client.ts (http)']);
     expect(circles(planted)).toEqual([['config.ts', 'errors.ts']]);
+  });
+});
+
+describe('the command line uses the package as its users do', () => {
+  it('reads every file of bin/ and the entry points of package.json', () => {
+    expect(binImports.size).toBeGreaterThan(30);
+    expect(binImports.has('bin/page/app.ts')).toBe(true);
+    const entries = entryPoints();
+    expect(entries).toEqual(
+      expect.arrayContaining(['index.ts', 'http/index.ts', 'dsp.ts', 'protocol.ts', 'emulator/index.ts', 'browser/index.ts', 'browser/worklet.ts']),
+    );
+    expect(entries.filter((entry) => !graph.has(entry))).toEqual([]);
+  });
+
+  it('no file of bin/ imports a library file that is not an entry point', () => {
+    expect(internalImports(binImports, entryPoints())).toEqual([]);
+  });
+
+  it('the check finds what it looks for: a planted import of an internal module, dynamic or static', () => {
+    const planted = new Map([['bin/commands/tts.ts', ['../bin/cli.ts', 'index.ts', 'http/index.ts', 'http/schemas.ts']]]);
+    expect(internalImports(planted, entryPoints())).toEqual(['bin/commands/tts.ts -> lib/http/schemas.ts']);
+    const { importedFiles } = ts.preProcessFile("const { wavDataLayout } = await import('../lib/audio/wav.js');", true, true);
+    expect(importedFiles.map((imported) => imported.fileName)).toEqual(['../lib/audio/wav.js']);
   });
 });

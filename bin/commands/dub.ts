@@ -5,9 +5,11 @@
  * `--transcript`, each language's transcript.
  */
 import { extname, join } from 'node:path';
-import type { DubbingRequest, DubbedOutput } from '../../lib/http/dubbing.js';
-import { TRANSCRIPT_FORMATS, dubSchema, type TranscriptFormat } from '../../lib/http/schemas.js';
-import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
+import type { DubbingRequest, DubbedOutput, TranscriptFormat } from '../../lib/index.js';
+import { dubSchema } from '../../lib/protocol.js';
+import { TRANSCRIPT_FORMATS } from '../../lib/http/index.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { describeFailure } from '../failures.js';
 import {
   EXIT_USAGE_TEXT,
   SERVICE_OPTIONS,

@@ -6,9 +6,16 @@
  * naming the flag, and the emulator checks the options again.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { startEmulator, EMULATOR_DEFAULT_API_KEY } from '../../lib/emulator/server.js';
-import { SEGMENTATIONS, type LastAnswer, type RealtimeEmulatorOptions, type RealtimeFaults, type Segmentation } from '../../lib/emulator/realtime.js';
-import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/config.js';
+import { ENV_API_KEY, ENV_BASE_URL, ENV_REALTIME_URL } from '../../lib/index.js';
+import {
+  startEmulator,
+  EMULATOR_DEFAULT_API_KEY,
+  SEGMENTATIONS,
+  type LastAnswer,
+  type RealtimeEmulatorOptions,
+  type RealtimeFaults,
+  type Segmentation,
+} from '../../lib/emulator/index.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 import { NO_STATE_DIR, emulatorStateDir } from '../embedded-emulator.js';
 

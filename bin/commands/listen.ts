@@ -7,12 +7,10 @@
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ENV_REALTIME_URL } from '../../lib/config.js';
-import { ConfigError, ValidationError } from '../../lib/errors.js';
-import { LiveTranscriptionStream, liveEventToRecord, type LiveTranscript } from '../../lib/realtime/live-transcription-stream.js';
-import { encodeLiveQuery } from '../../lib/realtime/transcription-codec.js';
-import { REALTIME_SAMPLE_RATE } from '../../lib/realtime/codec.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, describeFailure, interruptedStatus, parseCommandLine, stopThenAbort, type CliIo } from '../cli.js';
+import { ENV_REALTIME_URL, ConfigError, ValidationError, LiveTranscriptionStream, type LiveTranscript } from '../../lib/index.js';
+import { liveEventToRecord, encodeLiveQuery, REALTIME_SAMPLE_RATE } from '../../lib/protocol.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, interruptedStatus, parseCommandLine, stopThenAbort, type CliIo } from '../cli.js';
+import { describeFailure } from '../failures.js';
 import { openCommandInput } from '../audio-io.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { keptLine, openOutputFile, type PartialFile } from '../output-file.js';

@@ -8,10 +8,10 @@
  * once complete; after a failure the bytes received stay in `NAME.partial` and the message names it.
  */
 import { join } from 'node:path';
-import { RUN_IDS_COUNT } from '../../lib/http/schemas.js';
-import { lookUpSeparationRuns } from '../../lib/http/audio-separation.js';
-import type { SeparationTrack } from '../../lib/http/requester.js';
-import { EXIT_FAILURE, EXIT_OK, UsageError, describeFailure, type CliIo } from '../cli.js';
+import type { SeparationTrack } from '../../lib/index.js';
+import { RUN_IDS_COUNT, lookUpSeparationRuns } from '../../lib/http/index.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type CliIo } from '../cli.js';
+import { describeFailure } from '../failures.js';
 import {
   EXIT_USAGE_TEXT,
   PROGRESS_OPTIONS,

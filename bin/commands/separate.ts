@@ -7,7 +7,7 @@
 import { open } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
-import { isSniffResult, sniffAudio } from '../../lib/audio/sniff.js';
+import { isSniffResult, sniffAudio } from '../../lib/dsp.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
 import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, parseCommand, taskSettings, withService } from './service.js';
 import { taskRun } from './task-waits.js';

@@ -13,9 +13,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRealtimeRelay } from '../../lib/index.js';
-import { MAX_TOKEN_TTL_MS } from '../../lib/protocol.js';
-import { ENV_API_KEY, ENV_REALTIME_URL, isLoopbackHost } from '../../lib/config.js';
+import { createRealtimeRelay, ENV_API_KEY, ENV_REALTIME_URL } from '../../lib/index.js';
+import { MAX_TOKEN_TTL_MS, isLoopbackHost } from '../../lib/protocol.js';
 import { EXIT_OK, UsageError, intFlag, numberFlag, parseCommandLine, untilStopped, type CliIo } from '../cli.js';
 import { collectPageModules, servePageRequest } from '../page-files.js';
 import { ACCESS_OPTIONS, connect, resolveAccess } from '../realtime-access.js';

@@ -9,9 +9,9 @@
  * Task waits are in `task-waits.ts`, outputs in `outputs.ts`, progress text in `transfers.ts`.
  * Composition only; the protocol is in lib/http.
  */
-import { ENV_BASE_URL, parseServiceUrl } from '../../lib/config.js';
-import { LocalizationClient } from '../../lib/http/client.js';
-import type { RunningEmulator } from '../../lib/emulator/server.js';
+import { ENV_BASE_URL, LocalizationClient, ValidationError, ServiceValidationError } from '../../lib/index.js';
+import { parseServiceUrl, fromWireName, validate, type Check } from '../../lib/protocol.js';
+import type { RunningEmulator } from '../../lib/emulator/index.js';
 import {
   EMULATOR_DEFAULT_API_KEY,
   ENV_HOME,
@@ -21,10 +21,6 @@ import {
   emulatorStateDir,
   startEmbeddedEmulator,
 } from '../embedded-emulator.js';
-import { ValidationError } from '../../lib/errors.js';
-import { ServiceValidationError } from '../../lib/http/errors.js';
-import { fromWireName } from '../../lib/http/wire.js';
-import { validate, type Check } from '../../lib/http/validation.js';
 import type { parseArgs, ParseArgsConfig } from 'node:util';
 import { UsageError, intFlag, interruptedStatus, onInterrupt, parseCommandLine, type CliIo, type InterruptSignal } from '../cli.js';
 import { LiveStatus, PROGRESS_OPTIONS, PROGRESS_USAGE, progressMode, type ProgressMode } from '../status-line.js';

@@ -5,8 +5,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import type { SubtitlesRequest } from '../../lib/http/dubbing.js';
-import { subtitlesSchema } from '../../lib/http/schemas.js';
+import type { SubtitlesRequest } from '../../lib/index.js';
+import { subtitlesSchema } from '../../lib/protocol.js';
 import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
 import { CREATE_DIRS_OPTION, createDirsUsage, checkOutputDirectory } from '../file-errors.js';
 import { languageValue } from './dub.js';

@@ -3,8 +3,8 @@
  * JSON on stdout; with `--wait`, polled as its kind advises until final (a progress line on a
  * terminal), then the final status is printed and the exit status says how the task ended.
  */
-import type { TaskProgress } from '../../lib/http/tasks.js';
-import { TASK_KINDS, TASK_KIND_SPECS, isTaskKind } from '../../lib/http/task-kinds.js';
+import type { TaskProgress } from '../../lib/index.js';
+import { TASK_KINDS, TASK_KIND_SPECS, isTaskKind } from '../../lib/http/index.js';
 import { EXIT_OK, UsageError, didYouMean, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,

@@ -3,10 +3,17 @@
  * said when they start and stop failing, and after a wait that ended without the task's final
  * status, the command that resumes it (`taskRun`, `waitForRun`, `--run`).
  */
-import type { CompletedTask, TaskProgress, TaskReadFailure } from '../../lib/http/tasks.js';
-import { HttpStatusError, PaymentRequiredError, TaskFailedError } from '../../lib/http/errors.js';
-import type { CreatedTask } from '../../lib/http/endpoint-kit.js';
-import { TASK_KIND_SPECS, type TaskKind } from '../../lib/http/task-kinds.js';
+import {
+  HttpStatusError,
+  PaymentRequiredError,
+  TaskFailedError,
+  type CompletedTask,
+  type TaskProgress,
+  type TaskReadFailure,
+  type CreatedTask,
+  type TaskKind,
+} from '../../lib/index.js';
+import { TASK_KIND_SPECS } from '../../lib/http/index.js';
 import type { CliIo } from '../cli.js';
 import { runFlag, type Service, type TaskValues } from './service.js';
 import { waitText, type WaitProgress } from './transfers.js';

@@ -3,9 +3,9 @@
  * transcribed by the service, written as JSON, SRT, WebVTT or text to a file or stdout.
  */
 import { basename, extname } from 'node:path';
-import { TRANSCRIPTION_MODES, transcriptionSchema, type TranscriptionMode } from '../../lib/http/schemas.js';
-import { renderTranscript, type TranscriptSegment } from '../../lib/http/transcript.js';
-import type { TranscriptionRequest } from '../../lib/http/transcription.js';
+import type { TranscriptionMode, TranscriptSegment, TranscriptionRequest } from '../../lib/index.js';
+import { transcriptionSchema } from '../../lib/protocol.js';
+import { TRANSCRIPTION_MODES, renderTranscript } from '../../lib/http/index.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli.js';
 import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, taskSettings, withService } from './service.js';
 import { taskRun } from './task-waits.js';

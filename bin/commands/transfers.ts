@@ -4,9 +4,7 @@
  * downloads (bytes, seconds of audio, time), redrawn on a terminal, plain lines with
  * `--progress`, none with `--no-progress`; and the sizes, times and lengths as they are shown.
  */
-import type { FlacDownloadRetry, FlacDownloadStream } from '../../lib/http/flac-download-stream.js';
-import type { UploadProgress } from '../../lib/http/multipart.js';
-import type { TaskKind } from '../../lib/http/task-kinds.js';
+import type { FlacDownloadRetry, FlacDownloadStream, UploadProgress, TaskKind } from '../../lib/index.js';
 import { LiveStatus } from '../status-line.js';
 
 /** A size in decimal units, as file managers show it: `812 B`, `12.3 kB`, `72.7 MB`, `1.20 GB`. */

@@ -6,8 +6,8 @@
  * on stderr (`../deprecations.ts`).
  */
 import { readFile } from 'node:fs/promises';
-import { translationSchema } from '../../lib/http/schemas.js';
-import type { TranslationRequest } from '../../lib/http/translation.js';
+import type { TranslationRequest } from '../../lib/index.js';
+import { translationSchema } from '../../lib/protocol.js';
 import { EXIT_OK, UsageError, resolvePath, type CliIo } from '../cli.js';
 import { fileError } from '../file-errors.js';
 import { EXIT_USAGE_TEXT, SERVICE_OPTIONS, SERVICE_USAGE, TASK_OPTIONS, TASK_USAGE, checkRequest, parseCommand, taskSettings, withService } from './service.js';

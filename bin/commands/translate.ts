@@ -7,16 +7,13 @@
  * (`--to a,b`) are the fan-out's (`../translate-fanout.ts`).
  */
 import { pipeline } from 'node:stream/promises';
-import { RealtimeTranslateStream } from '../../lib/realtime/realtime-translate-stream.js';
-import { normalizeRealtimeLanguage } from '../../lib/realtime/languages.js';
-import { eventToRecord } from '../../lib/realtime/realtime-events.js';
-import { ENV_REALTIME_URL } from '../../lib/config.js';
+import { RealtimeTranslateStream, eventToRecord, ENV_REALTIME_URL } from '../../lib/index.js';
+import { normalizeRealtimeLanguage } from '../../lib/protocol.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,
   EXIT_USAGE,
   UsageError,
-  describeFailure,
   intFlag,
   interruptedStatus,
   packageVersion,
@@ -24,6 +21,7 @@ import {
   stopThenAbort,
   type CliIo,
 } from '../cli.js';
+import { describeFailure } from '../failures.js';
 import { CREATE_DIRS_OPTION, createDirsUsage } from '../file-errors.js';
 import { PROGRESS_OPTIONS, PROGRESS_USAGE, SessionReport, progressMode } from '../status-line.js';
 import { apiKeyUsage } from '../api-key.js';

@@ -4,8 +4,8 @@
  * earlier run). The translated text goes to stdout (to stderr when the audio does), the audio
  * (FLAC, or PCM16/WAV with `--decode`) to a file or stdout, resuming if the download breaks.
  */
-import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/http/schemas.js';
-import type { TranslatedTtsRequest } from '../../lib/http/endpoints.js';
+import type { TranslatedTtsRequest } from '../../lib/index.js';
+import { DEFAULT_VOICE_ID, translatedTtsSchema } from '../../lib/protocol.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,

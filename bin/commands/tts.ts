@@ -3,9 +3,10 @@
  * or standard output as it arrives. A file is written as `OUT.partial` and renamed once the
  * stream ended; a failure keeps what arrived there (none, for a failure before the headers).
  */
-import { DEFAULT_VOICE_ID, OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH, ttsStreamSchema, type OutputFormat } from '../../lib/http/schemas.js';
-import type { TtsStreamRequest } from '../../lib/http/tts-stream-readable.js';
-import { wavDataLayout, type WavDataLayout } from '../../lib/audio/wav.js';
+import type { OutputFormat, TtsStreamRequest } from '../../lib/index.js';
+import { wavDataLayout, type WavDataLayout } from '../../lib/dsp.js';
+import { DEFAULT_VOICE_ID, ttsStreamSchema } from '../../lib/protocol.js';
+import { OUTPUT_FORMATS, TTS_STREAM_TEXT_LENGTH } from '../../lib/http/index.js';
 import { EXIT_OK, UsageError, checkOutputName, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,

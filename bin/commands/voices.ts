@@ -5,8 +5,9 @@
  * voice made from a description (its preview URLs).
  */
 import { basename } from 'node:path';
-import { GENDER_VALUES } from '../../lib/http/schemas.js';
-import type { Voice } from '../../lib/http/voices.js';
+import type { Voice } from '../../lib/index.js';
+import { customVoiceSchema, textToVoiceSchema } from '../../lib/protocol.js';
+import { GENDER_VALUES, VOICE_DESCRIPTION_MIN_LENGTH } from '../../lib/http/index.js';
 import { EXIT_OK, UsageError, didYouMean, intFlag, type CliIo } from '../cli.js';
 import {
   EXIT_USAGE_TEXT,
@@ -22,7 +23,6 @@ import {
 } from './service.js';
 import { localResult, taskRun } from './task-waits.js';
 import { withUploadProgress } from './transfers.js';
-import { VOICE_DESCRIPTION_MIN_LENGTH, customVoiceSchema, textToVoiceSchema } from '../../lib/http/schemas.js';
 import { checkMediaInput } from '../media-input.js';
 
 export const VOICES_USAGE = `Usage: rt-translate voices [list|create|delete|design] [options]      voices

@@ -1,3 +1,4 @@
 export { startEmulator, EMULATOR_DEFAULT_API_KEY } from './server.js';
 export type { EmulatorOptions, RunningEmulator } from './server.js';
-export type { RealtimeFaults, RealtimeFaultControl, DropOptions } from './realtime.js';
+export { SEGMENTATIONS } from './realtime.js';
+export type { RealtimeFaults, RealtimeFaultControl, DropOptions, LastAnswer, RealtimeEmulatorOptions, Segmentation } from './realtime.js';

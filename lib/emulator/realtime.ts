@@ -101,6 +101,7 @@ export interface RealtimeFaultControl {
   stallNextHandshakes(count: number): void;
 }
 
+/** How the realtime emulator answers: its segmentation, timing and voices (part of `EmulatorOptions`). */
 export interface RealtimeEmulatorOptions {
   /** Time allowed for the first `session.update`, in ms; then `error` and close. Default 10000. */
   sessionUpdateTimeoutMs?: number;
@@ -210,7 +211,7 @@ function faultPlan(faults: RealtimeFaults = {}): SessionFaultPlan {
   };
 }
 
-/** When the emulator answers (see `RealtimeEmulatorOptions.segmentation`). */
+/** Every value of `Segmentation`, in the order a command line lists them (see `RealtimeEmulatorOptions.segmentation`). */
 export const SEGMENTATIONS: readonly Segmentation[] = Object.freeze(['utterance', 'idle', 'split']);
 
 /** The detector's settings, each named after its emulator option in errors. */

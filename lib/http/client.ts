@@ -13,7 +13,8 @@
  *   `headersTimeoutMs` until the response headers (default 60 s; synthesis can be slow),
  *   `bodyTimeoutMs` between two pieces of a body (default 60 s).
  * - `dispatcher`: a caller's undici dispatcher; then `close()` leaves it open. Otherwise the
- *   client makes one `Agent` and `close()` closes it.
+ *   client makes one `Agent` with its first request and `close()` closes it. undici itself is
+ *   loaded with that first request (`undici.ts`), not when the library is imported.
  * - Resources: `client.dub`, `client.textToSpeech`, `client.dictionaries`, ... (see `resources.ts`,
  *   the one table they are built from); every task kind has `create`, `status`, `result`, `wait`
  *   and `run`.
@@ -28,10 +29,11 @@
  */
 import { inspect } from 'node:util';
 import { Readable } from 'node:stream';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { resolveApiKey, parseServiceUrl, ENV_BASE_URL, ENV_API_KEY } from '../config.js';
 import { AbortError, ConfigError, ConnectionError, ProtocolError, RateLimitError, RtTranslateError, redactSecret } from '../errors.js';
-import { FlacDownloadStream } from './flac-download-stream.js';
+import { FlacDownloadStream, type FlacDownloadStreamOptions } from './flac-download-stream.js';
+import { DISPATCHER_SOURCE, loadUndici, type DispatcherSourceOption, type Undici } from './undici.js';
 import { HttpStatusError, type HttpRequestInfo } from './errors.js';
 import { notJsonError, readServerJson, typedNetworkError, typedStatusError } from './failures.js';
 import { askedDelay, withRetry, resolveRetry, type HeaderBag, type RetryInfo, type RetrySetting } from './retry.js';
@@ -126,7 +128,8 @@ async function readLimited(body: Readable, limit: number): Promise<{ buffer: Buf
 export class LocalizationClient implements HttpRequester {
   readonly baseUrl: URL;
   readonly #apiKey: string;
-  readonly #dispatcher: Dispatcher;
+  /** The caller's dispatcher, or the client's own `Agent` once its first request made it. */
+  #dispatcher: Dispatcher | undefined;
   readonly #ownsDispatcher: boolean;
   readonly #connectTimeoutMs: number;
   readonly #headersTimeoutMs: number;
@@ -188,17 +191,8 @@ export class LocalizationClient implements HttpRequester {
     for (const profile of ['speech', 'longMedia'] as const) resolvePolling({ profile, ...options.polling?.[profile] });
     this.#onRetry = options.onRetry;
     this.#rateLimiter = options.rateLimiter;
-    if (options.dispatcher) {
-      this.#dispatcher = options.dispatcher;
-      this.#ownsDispatcher = false;
-    } else {
-      this.#dispatcher = new Agent({
-        connect: { timeout: this.#connectTimeoutMs },
-        headersTimeout: this.#headersTimeoutMs,
-        bodyTimeout: this.#bodyTimeoutMs,
-      });
-      this.#ownsDispatcher = true;
-    }
+    this.#dispatcher = options.dispatcher;
+    this.#ownsDispatcher = !options.dispatcher;
     Object.assign(this, buildResources(this as FlacDownloader));
   }
 
@@ -219,7 +213,24 @@ export class LocalizationClient implements HttpRequester {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    if (this.#ownsDispatcher) await this.#dispatcher?.close();
+  }
+
+  /**
+   * The dispatcher of a request: the caller's, or the client's own `Agent`, made on first use.
+   * One made after `close()` (a request or download that was on its way) is closed at once, so
+   * that request fails as it does on a closed agent.
+   */
+  #dispatcherOf(undici: Undici): Dispatcher {
+    if (this.#dispatcher !== undefined) return this.#dispatcher;
+    const agent = new undici.Agent({
+      connect: { timeout: this.#connectTimeoutMs },
+      headersTimeout: this.#headersTimeoutMs,
+      bodyTimeout: this.#bodyTimeoutMs,
+    });
+    this.#dispatcher = agent;
+    if (this.#closed) void agent.close();
+    return agent;
   }
 
   redact(text: string): string {
@@ -301,11 +312,12 @@ export class LocalizationClient implements HttpRequester {
       headers['x-api-key'] = this.#apiKey;
     }
     const policy = resolveRetry(retry !== undefined ? retry : this.#retry);
-    return new FlacDownloadStream({
+    const download: FlacDownloadStreamOptions & DispatcherSourceOption = {
       ...rest,
       url,
       headers,
       dispatcher: this.#dispatcher,
+      [DISPATCHER_SOURCE]: async () => this.#dispatcherOf(await loadUndici()),
       allowInsecure: this.#allowInsecure,
       urlKind: authenticate === true ? 'api' : 'presigned',
       connectTimeoutMs: this.#connectTimeoutMs,
@@ -313,7 +325,8 @@ export class LocalizationClient implements HttpRequester {
       bodyTimeoutMs: rest.bodyTimeoutMs ?? this.#bodyTimeoutMs,
       maxAttempts: rest.maxAttempts ?? (policy === false ? 1 : policy.retries + 1),
       retryDelayMs: rest.retryDelayMs ?? (policy === false ? 0 : policy.minDelayMs),
-    });
+    };
+    return new FlacDownloadStream(download);
   }
 
   #withRetry<T>(spec: RequestSpec, attempt: () => Promise<T>): Promise<T> {
@@ -337,6 +350,7 @@ export class LocalizationClient implements HttpRequester {
     }
     if (spec.signal?.aborted) throw new AbortError();
     await this.#rateLimiter?.admit(spec.signal);
+    const undici = await loadUndici();
     const headers: Record<string, string> = {
       'x-api-key': this.#apiKey,
       'user-agent': USER_AGENT,
@@ -353,8 +367,8 @@ export class LocalizationClient implements HttpRequester {
     }
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(this.urlFor(spec.path, spec.query), {
-        dispatcher: this.#dispatcher,
+      response = await undici.request(this.urlFor(spec.path, spec.query), {
+        dispatcher: this.#dispatcherOf(undici),
         method: spec.method,
         headers,
         body,

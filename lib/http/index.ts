@@ -10,7 +10,8 @@
  *   the validation limits the service documents, transcripts (`renderTranscript`) and languages;
  * - the errors, each HTTP-specific class a subclass of one on the root module.
  *
- * Response parsers, wire-name conversion and the emulator's headers stay inside the library.
+ * Response parsers and the emulator's headers stay inside the library; the request schemas,
+ * `validate` and wire-name conversion are on `rt-translate/protocol`.
  */
 export {
   type ConnectionPhase,
@@ -124,6 +125,7 @@ export {
   getAudioSeparationResult,
   getAudioSeparationResults,
   getAudioSeparationStatus,
+  lookUpSeparationRuns,
   openSeparationTrack,
   separateAudio,
   type AudioSeparationRequest,

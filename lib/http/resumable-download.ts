@@ -16,12 +16,13 @@
  */
 import { inspect } from 'node:util';
 import { Readable } from 'node:stream';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { parseServiceUrl } from '../config.js';
 import { AbortError, ProtocolError, ValidationError, describeCause, redactSecret, type RtTranslateError } from '../errors.js';
 import { acceptAnswer, completeAt416, describeUrl, resumeHeaders, UNKNOWN_FILE, type FileIdentity } from './download-resume.js';
 import { decideAfterFailure, type AttemptFailure, type DownloadPolicy, type RetryReason } from './download-policy.js';
 import { HttpConnectionError, HttpForbiddenError, HttpTimeoutError } from './errors.js';
+import { DISPATCHER_SOURCE, loadUndici, type DispatcherSourceOption } from './undici.js';
 import { typedNetworkError, typedStatusError, type FailedRequest } from './failures.js';
 import { headerValue, parseRetryAfter, type HeaderBag } from '../retry-after.js';
 import { withEvents } from '../typed-events.js';
@@ -104,6 +105,8 @@ interface Resolved extends DownloadPolicy {
   headers: Record<string, string>;
   secrets: string[];
   dispatcher: Dispatcher | undefined;
+  /** Where the dispatcher comes from when it is made on the first request (the client's own agent). */
+  dispatcherSource: (() => Promise<Dispatcher>) | undefined;
   refreshUrl: (() => Promise<string | URL>) | undefined;
   bodyTimeoutMs: number;
   headersTimeoutMs: number;
@@ -147,6 +150,7 @@ function resolveOptions(options: ResumableDownloadOptions): Resolved {
     headers,
     secrets: Object.values(headers).filter((value) => value.length >= 4),
     dispatcher: options.dispatcher,
+    dispatcherSource: (options as DispatcherSourceOption)[DISPATCHER_SOURCE],
     refreshUrl: options.refreshUrl,
     urlKind: options.urlKind ?? 'presigned',
     canRefresh: options.refreshUrl !== undefined,
@@ -329,10 +333,12 @@ export class ResumableDownload extends withEvents<ResumableDownloadEvents>()(Rea
       const headers = { ...(url.origin === this.#o.firstUrl.origin ? this.#o.headers : {}), ...resumeHeaders(received, file) };
       let response: Dispatcher.ResponseData;
       try {
+        const { request } = await loadUndici();
+        const dispatcher = this.#o.dispatcher ?? (await this.#o.dispatcherSource?.());
         response = await request(url, {
           method: 'GET',
           headers,
-          dispatcher: this.#o.dispatcher,
+          dispatcher,
           signal: attempt.signal,
           headersTimeout: this.#o.headersTimeoutMs,
           bodyTimeout: 0,

@@ -88,6 +88,7 @@ const gender = opt(literal(GENDER_VALUES));
 /* ----------------------------------------------------------------------------------------- */
 /* The interface's endpoints                                                                 */
 
+/** The body of `POST /translated-tts`: the text, the voice (default `DEFAULT_VOICE_ID`) and both languages. */
 export const translatedTtsSchema = object({
   text: req(str(1)),
   voice_id: { check: int(1), default: DEFAULT_VOICE_ID },
@@ -119,6 +120,7 @@ export const legacyTtsSchema = object({
   age: { check: any(), nullable: true },
 });
 
+/** The body of `POST /tts-stream`: the text (within `TTS_STREAM_TEXT_LENGTH`), its language and the voice. */
 export const ttsStreamSchema = object({
   text: req(str(TTS_STREAM_TEXT_LENGTH.min, TTS_STREAM_TEXT_LENGTH.max)),
   language: req(language()),
@@ -172,6 +174,7 @@ export const runIdsSchema = object({
 /* ----------------------------------------------------------------------------------------- */
 /* Beyond the interface: the SDK's request types                                             */
 
+/** The body of `POST /translate`: the texts, both languages, and the optional tone and dictionaries. */
 export const translationSchema = object({
   texts: req(array(str(1), { min: 1 })),
   source_language: req(languageRef()),
@@ -204,6 +207,7 @@ export const customVoiceSchema = object({
   enhance_audio: opt(bool()),
 });
 
+/** The fields of `POST /text-to-voice`: the text to speak and a description of the voice to design. */
 export const textToVoiceSchema = object({
   text: req(str(1)),
   voice_description: req(str(VOICE_DESCRIPTION_MIN_LENGTH)),
@@ -219,6 +223,7 @@ export const transcriptionSchema = object({
   transcription_mode: opt(literal(TRANSCRIPTION_MODES)),
 });
 
+/** The fields of `POST /dub`: the media's URL, its language and one or more target languages. */
 export const dubSchema = object(
   {
     video_url: req(httpUrl()),

@@ -18,6 +18,7 @@ import { ValidationError } from '../errors.js';
 import { reportDeprecation } from '../deprecations.js';
 import { fromWireName, isPlainObject, toWireName } from './wire.js';
 
+/** Where a value sits in a request: field names and array indexes from the top, e.g. `['texts', 2]`. */
 export type Loc = (string | number)[];
 
 /** One problem found in a request. `msg` and `type` follow the service's 422 entries. */
@@ -31,6 +32,7 @@ export interface FieldIssue {
   received?: string;
 }
 
+/** What a running check writes to and reads: the issues found so far and how the input is written. */
 export interface ValidationContext {
   issues: FieldIssue[];
   /** Called for each deprecated numeric language id met. */

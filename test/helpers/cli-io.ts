@@ -10,7 +10,8 @@
  * ```
  */
 import { Readable, Writable } from 'node:stream';
-import { EXIT_FAILURE, EXIT_USAGE, describeFailure, isUsageError, type CliIo } from '../../bin/cli.js';
+import { EXIT_FAILURE, EXIT_USAGE, type CliIo } from '../../bin/cli.js';
+import { describeFailure, isUsageError } from '../../bin/failures.js';
 import { DeprecationNotices } from '../../bin/deprecations.js';
 
 /** A command's entry point, as the dispatcher of `bin/rt-translate.ts` calls it. */
