@@ -1,10 +1,11 @@
 /**
  * The library's layers, checked from its own imports: base (errors, configuration, option
- * checks) < audio < realtime < http < integrations (Discord, Twilio, the relay, the browser
- * module) < emulator < the entry points (`index.ts`, `dsp.ts`, `protocol.ts`). No file imports a
- * higher layer, and no files import each other in a circle, type-only imports included: a
- * newcomer can read any file knowing only the layers below it. Imports are read with the
- * TypeScript compiler's own pre-processor (static, re-exports and `import()` with a literal).
+ * checks) < audio < realtime < http < batch (jobs files, running them) < integrations (Discord,
+ * Twilio, the relay, the browser module) < emulator < the entry points (`index.ts`, `dsp.ts`,
+ * `protocol.ts`). No file imports a higher layer, and no files import each other in a circle,
+ * type-only imports included: a newcomer can read any file knowing only the layers below it.
+ * Imports are read with the TypeScript compiler's own pre-processor (static, re-exports and
+ * `import()` with a literal).
  */
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LIB = join(ROOT, 'lib');
 
-const LAYERS = ['base', 'audio', 'realtime', 'http', 'integrations', 'emulator', 'entry'] as const;
+const LAYERS = ['base', 'audio', 'realtime', 'http', 'batch', 'integrations', 'emulator', 'entry'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** The layer of a library file (path relative to lib/, with `/`). */
@@ -30,6 +31,8 @@ function layerOf(file: string): Layer {
       return 'realtime';
     case 'http':
       return 'http';
+    case 'batch':
+      return 'batch';
     case 'integrations':
     case 'relay':
     case 'browser':
