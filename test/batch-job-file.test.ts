@@ -262,6 +262,18 @@ describe('reading as the input arrives', () => {
     expect(count).toBe(LINES);
   });
 
+  it.each(['jsonl', 'csv'] as const)('%s: leaving the loop early releases the input', async (format) => {
+    const input = new PassThrough();
+    input.write(format === 'csv' ? 'id,kind\n1,tts\n2,tts\n' : '{"id":"1"}\n{"id":"2"}\n');
+    const seen: Item[] = [];
+    for await (const item of readJobFile(input, { format })) {
+      seen.push(item);
+      break;
+    }
+    expect(seen).toEqual([{ line: format === 'csv' ? 2 : 1, fields: format === 'csv' ? { id: '1', kind: 'tts' } : { id: '1' } }]);
+    expect(input.destroyed).toBe(true);
+  });
+
   it('CSV from a stream: a row arrives before the input ends', async () => {
     const input = new PassThrough();
     const records = readJobFile(input, { format: 'csv' });
@@ -310,12 +322,12 @@ describe('failures', () => {
     expect(error).toMatchObject({ label: 'the jobs stream', message: 'Cannot read the jobs stream: EIO (input/output error).', cause: failure });
   });
 
-  it('an abort while waiting for input: AbortError, and the stream is released', async () => {
+  it.each(['jsonl', 'csv'] as const)('%s: an abort while waiting for input: AbortError, and the stream is released', async (format) => {
     const input = new PassThrough();
     const controller = new AbortController();
-    const records = readJobFile(input, { format: 'jsonl', signal: controller.signal });
-    input.write('{"id":"1"}\n');
-    expect((await records.next()).value).toEqual({ line: 1, fields: { id: '1' } });
+    const records = readJobFile(input, { format, signal: controller.signal });
+    input.write(format === 'csv' ? 'id,kind\n1,tts\n2,tts\n' : '{"id":"1","kind":"tts"}\n');
+    expect((await records.next()).value).toEqual({ line: format === 'csv' ? 2 : 1, fields: { id: '1', kind: 'tts' } });
     const pending = records.next();
     controller.abort();
     const error = await pending.catch((e: unknown) => e);

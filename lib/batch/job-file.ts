@@ -11,7 +11,8 @@
  * as the file has them (CSV cells stay strings; an empty cell is absent).
  *
  * CSV line numbers are counted here from each record's raw text, a CRLF as one line break
- * wherever it is (`csv-parse` counts a CRLF inside a quoted cell as two).
+ * wherever it is (`csv-parse` counts a CRLF inside a quoted cell as two). The CSV parser looks a
+ * few bytes ahead: from a stream, a row arrives once the next one has begun or the input ends.
  */
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
@@ -99,7 +100,11 @@ export async function* readJobFile(input: string | NodeJS.ReadableStream, option
   const path = typeof input === 'string' ? input : '';
   let format = options.format ?? formatByName(path);
   if (format === undefined) ({ format, chunks } = await sniff(chunks, path));
-  const items = format === 'jsonl' ? jsonLines(chunks, maxLineBytes) : csvRecords(chunks, maxLineBytes);
+  // The CSV parser reads ahead: on leaving early, the input is released before it is waited for.
+  const release = (): void => {
+    if (stream instanceof Readable) stream.destroy();
+  };
+  const items = format === 'jsonl' ? jsonLines(chunks, maxLineBytes) : csvRecords(chunks, maxLineBytes, release);
   for await (const item of items) {
     if (signal?.aborted) throw aborted(signal);
     yield item;
@@ -324,7 +329,8 @@ function csvFailure(error: CsvError, line: number, maxLineBytes: number): JobLin
   return { line, message: `not readable as CSV (${error.code}); the rest of the file is not read` };
 }
 
-async function* csvRecords(chunks: AsyncIterable<Buffer>, maxLineBytes: number): AsyncGenerator<JobRecord | JobLineProblem> {
+/** Records of CSV `chunks`; `release` ends the input they come from (called on leaving, whatever the reason). */
+async function* csvRecords(chunks: AsyncIterable<Buffer>, maxLineBytes: number, release: () => void): AsyncGenerator<JobRecord | JobLineProblem> {
   const parser = new OrderedCsvParser({
     bom: true,
     raw: true,
@@ -363,6 +369,7 @@ async function* csvRecords(chunks: AsyncIterable<Buffer>, maxLineBytes: number):
     }
   } finally {
     parser.destroy();
+    release();
     await feeding;
   }
   if (header === undefined) yield { line: 1, message: 'no header row: a CSV jobs file starts with the names of its columns (id,kind,...)' };
