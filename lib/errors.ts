@@ -229,6 +229,20 @@ export class AudioInputError extends RtTranslateError {
 }
 
 /**
+ * A jobs file of batch mode could not be opened or read (missing, a directory, a read error of
+ * the file or of the stream it came from); `cause` says what failed underneath. Lines that were
+ * read but hold no usable job are not errors: the reader reports them one by one.
+ */
+export class JobFileError extends RtTranslateError {
+  /** How the input is named in the message: its path, or `the jobs stream`. */
+  readonly label: string;
+  constructor(message: string, options: RtTranslateErrorOptions & { label: string }) {
+    super('RTT_INPUT', message, options);
+    this.label = options.label;
+  }
+}
+
+/**
  * Replaces every occurrence of `secret` in `text`. Used on anything that did not originate in
  * this library (server reasons, socket errors, URLs) before it is put into a message.
  */

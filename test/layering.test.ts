@@ -1,10 +1,11 @@
 /**
  * The library's layers, checked from its own imports: base (errors, configuration, option
- * checks) < audio < realtime < http < integrations (Discord, Twilio, the relay, the browser
- * module) < emulator < the entry points (`index.ts`, `dsp.ts`, `protocol.ts`). No file imports a
- * higher layer, and no files import each other in a circle, type-only imports included: a
- * newcomer can read any file knowing only the layers below it. Imports are read with the
- * TypeScript compiler's own pre-processor (static, re-exports and `import()` with a literal).
+ * checks) < audio < realtime < http < batch (jobs files, running them) < integrations (Discord,
+ * Twilio, the relay, the browser module) < emulator < the entry points (`index.ts`, `dsp.ts`,
+ * `protocol.ts`). No file imports a higher layer, and no files import each other in a circle,
+ * type-only imports included: a newcomer can read any file knowing only the layers below it.
+ * Imports are read with the TypeScript compiler's own pre-processor (static, re-exports and
+ * `import()` with a literal).
  *
  * The command line (`bin/`) is a user of the package like any other: it imports the library
  * only through the package's public entry points (the files behind `exports` in package.json),
@@ -20,7 +21,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LIB = join(ROOT, 'lib');
 const BIN = join(ROOT, 'bin');
 
-const LAYERS = ['base', 'audio', 'realtime', 'http', 'integrations', 'emulator', 'entry'] as const;
+const LAYERS = ['base', 'audio', 'realtime', 'http', 'batch', 'integrations', 'emulator', 'entry'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** The layer of a library file (path relative to lib/, with `/`). */
@@ -35,6 +36,8 @@ function layerOf(file: string): Layer {
       return 'realtime';
     case 'http':
       return 'http';
+    case 'batch':
+      return 'batch';
     case 'integrations':
     case 'relay':
     case 'browser':
