@@ -31,6 +31,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   dub: async () => (await import('./commands/dub.js')).runDub,
   subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
   serve: async () => (await import('./commands/serve.js')).runServe,
+  batch: async () => (await import('./commands/batch.js')).runBatchCommand,
 };
 
 /** Old command names that still work: the command and arguments each now is, said when used. */
@@ -59,6 +60,7 @@ HTTP interface (each command has --help):
   rt-translate separate -i FILE [-o DIR]                             voice and background apart
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
   rt-translate task-status KIND TASK_ID [--wait]                     status of a task
+  rt-translate batch JOBS --out DIR                                  a file of jobs, resumable
 
 Deprecated (they still work, and say so when used):
   rt-translate delete-voice ID                                       now rt-translate voices delete ID

@@ -28,6 +28,7 @@ const FLAGS: Record<string, string> = {
   'separate-results': '--output',
   'task-status': '--wait',
   serve: '--origin',
+  batch: '--concurrency',
 };
 const slip = (flag: string): string => `${flag.slice(0, -2)}${flag.at(-1)}${flag.at(-2)}`;
 

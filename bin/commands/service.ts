@@ -9,7 +9,7 @@
  * Task waits are in `task-waits.ts`, outputs in `outputs.ts`, progress text in `transfers.ts`.
  * Composition only; the protocol is in lib/http.
  */
-import { ENV_BASE_URL, LocalizationClient, ValidationError, ServiceValidationError } from '../../lib/index.js';
+import { ENV_BASE_URL, LocalizationClient, ValidationError, ServiceValidationError, type LocalizationClientOptions } from '../../lib/index.js';
 import { parseServiceUrl, fromWireName, validate, type Check } from '../../lib/protocol.js';
 import type { RunningEmulator } from '../../lib/emulator/index.js';
 import {
@@ -193,7 +193,12 @@ export interface Service {
  * (Ctrl-C) or SIGTERM aborts the signal; the command then ends with status 130 (143 for
  * SIGTERM) once what was received is written, the output files finished as far as they go.
  */
-export async function withService(settings: ServiceSettings, io: CliIo, body: (service: Service) => Promise<number>): Promise<number> {
+export async function withService(
+  settings: ServiceSettings,
+  io: CliIo,
+  body: (service: Service) => Promise<number>,
+  clientOptions: Pick<LocalizationClientOptions, 'rateLimiter'> = {},
+): Promise<number> {
   let emulator: RunningEmulator | undefined;
   let baseUrl = settings.baseUrl;
   let apiKey = settings.apiKey;
@@ -223,6 +228,7 @@ export async function withService(settings: ServiceSettings, io: CliIo, body: (s
       apiKey,
       allowInsecure: settings.allowInsecure,
       env: {},
+      ...clientOptions,
       ...(fixed ? { polling: { speech: fixed, longMedia: fixed } } : {}),
     });
     return await body({ client, emulator, signal: controller.signal, io, progress, kept });

@@ -1,0 +1,333 @@
+/**
+ * Runs a job file against the service: every line checked before the first paid call, then up to
+ * `concurrency` jobs at a time, each created once, polled to the end (the task kind's polling
+ * guidance, backing off) and its files written to the output directory, named by the job's id.
+ * Results come out as an async iterable, in the order jobs finish, and as `results.jsonl` in the
+ * output directory; memory stays bounded by `concurrency`, not by the file.
+ *
+ * Never paying twice: `journal.jsonl` in the output directory (see `journal.ts`) holds each job's
+ * state on disk before the step that depends on it. Run again after a crash, the batch skips
+ * jobs done, resumes the wait of jobs whose task exists, and creates only the jobs never created.
+ * A create whose answer was lost (the connection dropped or timed out after the request left, or
+ * the service answered 5xx) may have started a task: that job is `uncertain`, reported, and
+ * created again only with `retryUncertain`. A job whose wait ended without an outcome (its
+ * deadline, an abort, a status read that kept failing) is `pending`: its task id is journaled and
+ * the next run resumes the wait.
+ */
+import { join, relative } from 'node:path';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { once } from 'node:events';
+import { RtTranslateError, ValidationError } from '../errors.js';
+import { TaskFailedError } from '../http/errors.js';
+import { intOption, numberOption } from '../options.js';
+import type { LocalizationClient } from '../http/client.js';
+import { serviceDidNotAct } from '../http/retry.js';
+import { readJobFile, type JobFileFormat } from './job-file.js';
+import { BatchJournal, type JournalEntry } from './journal.js';
+import { checkJob, kindOf, type BatchJob, type BatchKind, type StreamKindSpec } from './kinds.js';
+
+export interface BatchOptions {
+  /** The job file: JSON Lines or CSV (see `job-file.ts`). */
+  jobs: string;
+  /** Where each job's files, `results.jsonl` and `journal.jsonl` go. Created when missing. */
+  outDir: string;
+  /** The client jobs run on; give it a `RateLimiter` so that one 429 pauses every job. */
+  client: LocalizationClient;
+  /** The job file's format. Default: from its name or first byte. */
+  format?: JobFileFormat;
+  /** Jobs in flight at once. Default 8. */
+  concurrency?: number;
+  /** Longest wait for one job's task, ms. Default: the kind's polling guidance (10 minutes for speech, 2 hours for media). */
+  jobDeadlineMs?: number;
+  /** Start nothing when a line is invalid. Default false: invalid lines are reported, the rest run. */
+  strict?: boolean;
+  /** Create again the jobs whose create may have reached the service (`uncertain`). Default false. */
+  retryUncertain?: boolean;
+  /** Run again the jobs that failed (refused, or their task failed). Default false. */
+  retryFailed?: boolean;
+  /** Stops starting jobs and ends the waits (their tasks stay journaled). Creates in flight finish. */
+  signal?: AbortSignal;
+}
+
+/**
+ * - `done`: the files are written (`resumed` when a previous run had finished it);
+ * - `failed`: refused by the service, or its task failed (a refusal for now, 429 or 503 after
+ *   every retry, is tried again by the next run; others need `retryFailed`);
+ * - `invalid`: the line cannot be a job (nothing was sent);
+ * - `uncertain`: its create may have started a task; not created again without `retryUncertain`;
+ * - `pending`: its task exists, its wait did not end; the next run resumes it.
+ */
+export type BatchJobStatus = 'done' | 'failed' | 'invalid' | 'uncertain' | 'pending';
+
+export interface BatchJobResult {
+  /** The job's id; undefined for a line whose id could not be read. */
+  id: string | undefined;
+  line: number;
+  kind: BatchKind | undefined;
+  status: BatchJobStatus;
+  taskId?: string;
+  runId?: number;
+  /** Files written, relative to the output directory. */
+  files?: string[];
+  error?: { code: string; message: string; field?: string };
+  /** Done by an earlier run: nothing was requested this time. */
+  resumed?: boolean;
+}
+
+/** What the checking pass found before any job started. */
+export interface BatchPlan {
+  jobs: number;
+  invalid: number;
+}
+
+export const RESULTS_FILE = 'results.jsonl';
+export const JOURNAL_FILE = 'journal.jsonl';
+
+/** Runs the batch; see the module doc. `onPlan` is told what the checking pass found. */
+export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan) => void): AsyncGenerator<BatchJobResult> {
+  const concurrency = intOption(options.concurrency, 'concurrency', { min: 1, max: 1000, fallback: 8 });
+  const deadline = options.jobDeadlineMs === undefined ? undefined : numberOption(options.jobDeadlineMs, 'jobDeadlineMs', { above: 0 });
+  const { firstLines, plan, problems } = await checkFile(options);
+  onPlan?.(plan);
+  if (options.strict === true && plan.invalid > 0) {
+    yield* problems;
+    return;
+  }
+  await mkdir(options.outDir, { recursive: true });
+  const journal = await BatchJournal.open(join(options.outDir, JOURNAL_FILE));
+  const results = createWriteStream(join(options.outDir, RESULTS_FILE));
+  const context: JobContext = { options, journal, deadline };
+  try {
+    const inFlight = new Map<number, Promise<{ line: number; result: BatchJobResult }>>();
+    const records = readJobFile(options.jobs, { format: options.format });
+    let exhausted = false;
+    for (;;) {
+      while (!exhausted && inFlight.size < concurrency && options.signal?.aborted !== true) {
+        const next = await records.next();
+        if (next.done === true) {
+          exhausted = true;
+          break;
+        }
+        const record = next.value;
+        const started = startRecord(context, record, firstLines);
+        if (started instanceof Promise)
+          inFlight.set(
+            record.line,
+            started.then((result) => ({ line: record.line, result })),
+          );
+        else yield await report(results, started);
+      }
+      if (inFlight.size === 0) break;
+      const { line, result } = await Promise.race(inFlight.values());
+      inFlight.delete(line);
+      yield await report(results, result);
+    }
+    await records.return(undefined);
+  } finally {
+    results.end();
+    await once(results, 'close').catch(() => undefined);
+    await journal.close();
+  }
+}
+
+interface JobContext {
+  options: BatchOptions;
+  journal: BatchJournal;
+  deadline: number | undefined;
+}
+
+/** The checking pass: every line read and checked, ids unique; nothing is kept but each id's first line. */
+async function checkFile(options: BatchOptions): Promise<{ firstLines: Map<string, number>; plan: BatchPlan; problems: BatchJobResult[] }> {
+  const firstLines = new Map<string, number>();
+  const problems: BatchJobResult[] = [];
+  let jobs = 0;
+  for await (const record of readJobFile(options.jobs, { format: options.format, signal: options.signal })) {
+    if ('message' in record) {
+      problems.push(invalid(record.line, undefined, undefined, { code: 'RTT_INPUT', message: record.message }));
+      continue;
+    }
+    try {
+      const job = checkJob(record.fields, record.line);
+      const first = firstLines.get(job.id);
+      if (first !== undefined) {
+        problems.push(
+          invalid(record.line, job.id, job.kind, { code: 'RTT_VALIDATION', message: `The id ${job.id} is used again (first at line ${first}).`, field: 'id' }),
+        );
+      } else {
+        firstLines.set(job.id, record.line);
+        jobs += 1;
+      }
+    } catch (error) {
+      problems.push(invalidFrom(record.line, record.fields, error));
+    }
+  }
+  // Only the strict mode reports the problems from this pass; the run reports them as it passes them.
+  return { firstLines, plan: { jobs, invalid: problems.length }, problems: options.strict === true ? problems : [] };
+}
+
+/** A record's result at once (invalid, or settled by an earlier run), or its running job. */
+function startRecord(
+  context: JobContext,
+  record: { line: number; fields: Record<string, unknown> } | { line: number; message: string },
+  firstLines: Map<string, number>,
+): BatchJobResult | Promise<BatchJobResult> {
+  if ('message' in record) return invalid(record.line, undefined, undefined, { code: 'RTT_INPUT', message: record.message });
+  let job: BatchJob;
+  try {
+    job = checkJob(record.fields, record.line);
+  } catch (error) {
+    return invalidFrom(record.line, record.fields, error);
+  }
+  const first = firstLines.get(job.id);
+  if (first !== job.line) {
+    return invalid(job.line, job.id, job.kind, { code: 'RTT_VALIDATION', message: `The id ${job.id} is used again (first at line ${first}).`, field: 'id' });
+  }
+  const entry = context.journal.get(job.id);
+  if (entry !== undefined && entry.digest !== job.digest) {
+    return invalid(job.line, job.id, job.kind, {
+      code: 'RTT_VALIDATION',
+      message: `Job ${job.id} changed since an earlier run journaled it; give the changed job a new id, or use a new output directory.`,
+      field: 'id',
+    });
+  }
+  const settled = settledResult(context.options, job, entry);
+  return settled ?? runJob(context, job, entry?.state === 'created' ? entry.taskId : undefined);
+}
+
+/** What an earlier run settled for the job, unless this run is asked to try again. */
+function settledResult(options: BatchOptions, job: BatchJob, entry: JournalEntry | undefined): BatchJobResult | undefined {
+  const base = { id: job.id, line: job.line, kind: job.kind };
+  switch (entry?.state) {
+    case 'done':
+      return { ...base, status: 'done', taskId: entry.taskId, runId: entry.runId, files: entry.files, resumed: true };
+    case 'failed':
+      if (options.retryFailed === true || entry.retryable === true) return undefined;
+      return { ...base, status: 'failed', taskId: entry.taskId, runId: entry.runId, error: { code: entry.code, message: entry.message } };
+    case 'creating':
+    case 'uncertain': {
+      if (options.retryUncertain === true) return undefined;
+      const message =
+        entry.state === 'uncertain' ? entry.message : 'An earlier run stopped while creating this job: the service may have started a task for it.';
+      return {
+        ...base,
+        status: 'uncertain',
+        error: {
+          code: entry.state === 'uncertain' ? entry.code : 'RTT_CONNECTION',
+          message: `${message} Run again with retryUncertain (--retry-uncertain) to create it again.`,
+        },
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | undefined): Promise<BatchJobResult> {
+  const { options, journal } = context;
+  const kind = kindOf(job.kind);
+  const base = { id: job.id, line: job.line, kind: job.kind };
+  if ('stream' in kind) return streamJob(context, job, kind);
+  let taskId = knownTaskId;
+  if (taskId === undefined) {
+    await journal.record(job.id, job.digest, { state: 'creating' });
+    try {
+      // A create in flight is not aborted: its outcome is what the journal must know.
+      taskId = (await kind.create(options.client, job.request, {})).taskId;
+    } catch (error) {
+      const described = describe(error);
+      if (createOutcomeKnown(error)) {
+        // Refused for now (429, 503 after every retry): no task exists, the next run tries again.
+        const retryable = serviceDidNotAct(error) ? { retryable: true } : {};
+        await journal.record(job.id, job.digest, { state: 'failed', ...described, ...retryable });
+        return { ...base, status: 'failed', error: described };
+      }
+      await journal.record(job.id, job.digest, { state: 'uncertain', ...described });
+      return { ...base, status: 'uncertain', error: described };
+    }
+    await journal.record(job.id, job.digest, { state: 'created', taskId });
+  }
+  const waitOptions = {
+    signal: options.signal,
+    readAtOnce: knownTaskId !== undefined,
+    ...(context.deadline !== undefined ? { maxWaitMs: context.deadline } : {}),
+  };
+  let run;
+  try {
+    run = await kind.wait(options.client, taskId, waitOptions);
+  } catch (error) {
+    const described = describe(error);
+    if (error instanceof TaskFailedError) {
+      await journal.record(job.id, job.digest, { state: 'failed', taskId, ...described });
+      return { ...base, status: 'failed', taskId, error: described };
+    }
+    return { ...base, status: 'pending', taskId, error: described };
+  }
+  let files: string[];
+  try {
+    files = await kind.write(options.client, run, job, join(options.outDir, job.id), { signal: options.signal });
+  } catch (error) {
+    return { ...base, status: 'pending', taskId, runId: run.runId, error: describe(error) };
+  }
+  const names = relativeNames(options.outDir, files);
+  await journal.record(job.id, job.digest, { state: 'done', taskId, runId: run.runId, files: names });
+  return { ...base, status: 'done', taskId, runId: run.runId, files: names };
+}
+
+/** A job whose one request streams its result: journaled before it is sent, done once its files are whole. */
+async function streamJob(context: JobContext, job: BatchJob, kind: StreamKindSpec): Promise<BatchJobResult> {
+  const { options, journal } = context;
+  const base = { id: job.id, line: job.line, kind: job.kind };
+  await journal.record(job.id, job.digest, { state: 'creating' });
+  let files: string[];
+  try {
+    files = await kind.stream(options.client, job, join(options.outDir, job.id), options.signal);
+  } catch (error) {
+    const described = describe(error);
+    if (createOutcomeKnown(error)) {
+      await journal.record(job.id, job.digest, { state: 'failed', ...described, ...(serviceDidNotAct(error) ? { retryable: true } : {}) });
+      return { ...base, status: 'failed', error: described };
+    }
+    await journal.record(job.id, job.digest, { state: 'uncertain', ...described });
+    return { ...base, status: 'uncertain', error: described };
+  }
+  const names = relativeNames(options.outDir, files);
+  await journal.record(job.id, job.digest, { state: 'done', files: names });
+  return { ...base, status: 'done', files: names };
+}
+
+/**
+ * Whether a failed create surely started nothing: the service refused it before acting (429,
+ * 503 with a wait, no connection), or answered it with a 4xx, or the library refused it before
+ * sending. A lost answer, a timeout after the request left, or a 5xx may hide a task.
+ */
+function createOutcomeKnown(error: unknown): boolean {
+  if (error instanceof ValidationError) return true;
+  if (serviceDidNotAct(error)) return true;
+  return error instanceof RtTranslateError && error.status !== undefined && error.status >= 400 && error.status < 500;
+}
+
+function relativeNames(outDir: string, files: string[]): string[] {
+  return files.map((file) => relative(outDir, file));
+}
+
+function describe(error: unknown): { code: string; message: string } {
+  if (error instanceof RtTranslateError) return { code: error.code, message: error.message };
+  return { code: 'RTT_UNKNOWN', message: error instanceof Error ? error.message : String(error) };
+}
+
+function invalid(line: number, id: string | undefined, kind: BatchKind | undefined, error: BatchJobResult['error']): BatchJobResult {
+  return { id, line, kind, status: 'invalid', error };
+}
+
+function invalidFrom(line: number, fields: Record<string, unknown>, error: unknown): BatchJobResult {
+  const id = typeof fields.id === 'string' || typeof fields.id === 'number' ? String(fields.id) : undefined;
+  const kind = typeof fields.kind === 'string' ? (fields.kind as BatchKind) : undefined;
+  const described = describe(error);
+  return invalid(line, id, kind, error instanceof ValidationError ? { ...described, field: error.field } : described);
+}
+
+async function report(results: NodeJS.WritableStream, result: BatchJobResult): Promise<BatchJobResult> {
+  if (!results.write(`${JSON.stringify(result)}\n`)) await once(results as unknown as NodeJS.EventEmitter, 'drain');
+  return result;
+}

@@ -1,0 +1,240 @@
+/**
+ * Batches against the emulator (lib/batch/run-batch.ts and `rt-translate batch`), through a proxy
+ * that keeps every POST so that the creates of each job can be counted:
+ * - 1,000 jobs of four kinds through 429s, 503s, 500s on status reads and slow answers: every job
+ *   done, created once, its files written, one results line each, everyone paused by the 429s;
+ * - a bad line reported with its number while the others run; `--strict` starting nothing;
+ * - a create whose answer is lost: `uncertain`, not created again until asked;
+ * - the command SIGKILLed at several points, then run again: jobs done are not redone, tasks
+ *   created are waited for, not created again, and the files equal those of a run never killed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningEmulator } from '../lib/emulator/server.js';
+import { RateLimiter } from '../lib/http/rate-limiter.js';
+import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
+import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
+import { KEY, clientFor, control, emulator } from './http-test-helpers.js';
+import { runCli, spawnCli } from './helpers/cli.js';
+
+let emu: RunningEmulator;
+let proxy: CountingProxy;
+let dir: string;
+
+beforeAll(async () => {
+  emu = await emulator();
+  proxy = await startCountingProxy(emu.baseUrl);
+  dir = await mkdtemp(join(tmpdir(), 'rtt-batch-'));
+});
+afterAll(async () => {
+  await proxy?.close();
+  await emu?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The i-th job of a mixed batch; `tag` keeps the texts of different tests apart. */
+function job(i: number, tag: string): Record<string, unknown> {
+  const id = `${tag}-${i}`;
+  switch (i % 10) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+      return { id, kind: 'translate-text', text: `Sentence ${id} to translate.`, from: 'en-us', to: 'es-es' };
+    case 5:
+    case 6:
+      return { id, kind: 'tts', text: `Say ${id} aloud.`, language: 'en-us', format: 'wav' };
+    case 7:
+    case 8:
+      return { id, kind: 'translated-tts', text: `Translate and say ${id}.`, from: 'en-us', to: 'fr-fr' };
+    default:
+      return { id, kind: 'transcribe', url: `https://media.example/${id}.mp3`, language: 'en-us', format: 'srt' };
+  }
+}
+
+async function writeJobs(name: string, jobs: Array<Record<string, unknown>>, extra: string[] = []): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, [...jobs.map((j) => JSON.stringify(j)), ...extra].join('\n') + '\n');
+  return path;
+}
+
+/** Creates the service answered with a 2xx, per job id (each create's body names its job). */
+function createsPerJob(tag: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  const pattern = new RegExp(`${tag}-\\d+`);
+  for (const post of proxy.posts) {
+    if (post.status === undefined || post.status >= 300) continue;
+    const id = pattern.exec(post.body)?.[0];
+    if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+async function collect(results: AsyncIterable<BatchJobResult>): Promise<BatchJobResult[]> {
+  const out: BatchJobResult[] = [];
+  for await (const result of results) out.push(result);
+  return out;
+}
+
+/** Every file of a batch's output directory but its journal and results, with its bytes. */
+async function outputs(outDir: string): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const name of (await readdir(outDir)).sort()) {
+    if (name === 'journal.jsonl' || name === 'results.jsonl') continue;
+    files.set(name, await readFile(join(outDir, name)));
+  }
+  return files;
+}
+
+describe('runBatch', () => {
+  it('runs 1,000 jobs through 429s, 5xx and slow answers: each created once, every file written', async () => {
+    const jobs = Array.from({ length: 1000 }, (_, i) => job(i, 'big'));
+    const path = await writeJobs('big.jsonl', jobs);
+    const outDir = join(dir, 'big');
+    await control(emu, 'POST', 'faults', { status: 429, retryAfter: 0, count: 40, path: '/translate', method: 'POST' });
+    await control(emu, 'POST', 'faults', { status: 503, retryAfter: 0, count: 20, path: '/translated-tts', method: 'POST' });
+    await control(emu, 'POST', 'faults', { status: 500, count: 40, path: '/translate/', method: 'GET' });
+    await control(emu, 'POST', 'faults', { status: 429, retryAfter: 0, count: 20, path: '/tts-stream', method: 'POST' });
+    await control(emu, 'POST', 'faults', { stallMs: 300, count: 30, path: '/transcribe/', method: 'GET' });
+    const limiter = new RateLimiter({ pauseMs: 5 });
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl, rateLimiter: limiter, retry: { retries: 100, minDelayMs: 1, maxDelayMs: 50 } });
+    try {
+      let plan;
+      const results = await collect(runBatch({ jobs: path, outDir, client, concurrency: 16 }, (p) => (plan = p)));
+      expect(plan).toEqual({ jobs: 1000, invalid: 0 });
+      const notDone = results.filter((r) => r.status !== 'done');
+      expect(notDone).toEqual([]);
+      expect(results).toHaveLength(1000);
+      expect(new Set(results.map((r) => r.id)).size).toBe(1000);
+      const creates = createsPerJob('big');
+      expect(creates.size).toBe(1000);
+      expect([...creates.values()].every((n) => n === 1)).toBe(true);
+      expect(limiter.pauses).toBeGreaterThan(0);
+
+      const written = await outputs(outDir);
+      expect(written.size).toBe(1000 + 200);
+      for (const r of results) for (const file of r.files!) expect(written.has(file), file).toBe(true);
+      const translation = JSON.parse(written.get('big-0.json')!.toString('utf8')) as { texts: string[] };
+      expect(translation.texts).toHaveLength(1);
+      expect(written.get('big-5.wav')!.subarray(0, 4).toString('latin1')).toBe('RIFF');
+      expect(written.get('big-7.flac')!.subarray(0, 4).toString('latin1')).toBe('fLaC');
+      expect(written.get('big-9.srt')!.toString('utf8')).toMatch(/^1\n\d\d:\d\d:\d\d,\d{3} --> /);
+      const lines = (await readFile(join(outDir, 'results.jsonl'), 'utf8')).trimEnd().split('\n');
+      expect(lines.map((line) => (JSON.parse(line) as BatchJobResult).id).sort()).toEqual(results.map((r) => r.id).sort());
+    } finally {
+      await control(emu, 'DELETE', 'faults');
+      await client.close();
+    }
+  }, 120_000);
+
+  it('reports a bad line by its number and runs the rest; strict starts nothing', async () => {
+    const good = [job(0, 'lines'), job(1, 'lines')];
+    const path = await writeJobs(
+      'lines.jsonl',
+      [good[0]!, { id: 'lines-x', kind: 'tts', language: 'en-us' }, good[1]!],
+      ['{not json', JSON.stringify(good[0])],
+    );
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      const strict = await collect(runBatch({ jobs: path, outDir: join(dir, 'strict'), client, strict: true }));
+      expect(strict.map((r) => [r.line, r.status, r.error?.field])).toEqual([
+        [2, 'invalid', 'text'],
+        [4, 'invalid', undefined],
+        [5, 'invalid', 'id'],
+      ]);
+      expect(createsPerJob('lines').size).toBe(0);
+
+      const results = await collect(runBatch({ jobs: path, outDir: join(dir, 'lenient'), client }));
+      const byLine = new Map(results.map((r) => [r.line, r]));
+      expect(byLine.get(1)?.status).toBe('done');
+      expect(byLine.get(3)?.status).toBe('done');
+      expect(byLine.get(2)).toMatchObject({ status: 'invalid', id: 'lines-x', error: { field: 'text' } });
+      expect(byLine.get(4)?.status).toBe('invalid');
+      expect(byLine.get(5)?.error?.message).toContain('first at line 1');
+      expect([...createsPerJob('lines').values()]).toEqual([1, 1]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('leaves a job whose create answer was lost uncertain, and creates it again only when asked', async () => {
+    const path = await writeJobs('lost.jsonl', [job(0, 'lost'), job(1, 'lost')]);
+    const outDir = join(dir, 'lost');
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      // The service creates the task, then the connection drops before the answer.
+      await control(emu, 'POST', 'faults', { dropAfterBytes: 0, count: 1, path: '/translate', method: 'POST' });
+      const first = await collect(runBatch({ jobs: path, outDir, client, concurrency: 1 }));
+      expect(first.map((r) => r.status).sort()).toEqual(['done', 'uncertain']);
+      const lost = first.find((r) => r.status === 'uncertain')!;
+
+      const again = await collect(runBatch({ jobs: path, outDir, client }));
+      expect(again.find((r) => r.id === lost.id)?.status).toBe('uncertain');
+      expect(again.find((r) => r.id !== lost.id)).toMatchObject({ status: 'done', resumed: true });
+      const before = createsPerJob('lost');
+
+      const retried = await collect(runBatch({ jobs: path, outDir, client, retryUncertain: true }));
+      expect(retried.map((r) => r.status)).toEqual(['done', 'done']);
+      const after = createsPerJob('lost');
+      expect(after.get(lost.id!)).toBe((before.get(lost.id!) ?? 0) + 1);
+      expect(after.get(first.find((r) => r.status === 'done')!.id!)).toBe(1);
+    } finally {
+      await control(emu, 'DELETE', 'faults');
+      await client.close();
+    }
+  });
+});
+
+describe('rt-translate batch', () => {
+  const env = { RT_TRANSLATE_API_KEY: KEY };
+
+  it('survives SIGKILLs: run again, it never creates a job twice and writes what a run never killed writes', async () => {
+    const jobs = Array.from({ length: 300 }, (_, i) => job(i, 'kill'));
+    const path = await writeJobs('kill.jsonl', jobs);
+    const killedDir = join(dir, 'killed');
+    const args = ['batch', path, '--out', killedDir, '--base-url', proxy.baseUrl, '--allow-insecure', '--concurrency', '8', '--poll-ms', '10', '--no-progress'];
+    // Killed after the 1st, the 120th and the 250th create the service answered: mid-create, mid-run, near the end.
+    const uncertain = new Set<string>();
+    for (const killAt of [1, 120, 250]) {
+      const child = spawnCli(args, env);
+      let stderr = '';
+      child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+      const answered = (): number => [...createsPerJob('kill').values()].reduce((a, b) => a + b, 0);
+      const onPost = (): void => {
+        if (answered() >= killAt && child.exitCode === null) child.kill('SIGKILL');
+      };
+      proxy.on('post', onPost);
+      const [, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+      proxy.off('post', onPost);
+      expect(signal, stderr).toBe('SIGKILL');
+    }
+    // Run to the end, then once more creating again what the kills left uncertain.
+    const rest = await runCli(args, { env });
+    const results = (await readFile(join(killedDir, 'results.jsonl'), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as BatchJobResult);
+    for (const r of results) if (r.status === 'uncertain') uncertain.add(r.id!);
+    expect(results.filter((r) => r.status !== 'done' && r.status !== 'uncertain')).toEqual([]);
+    expect(rest.code).toBe(uncertain.size > 0 ? 3 : 0);
+    if (uncertain.size > 0) expect((await runCli([...args, '--retry-uncertain'], { env })).code).toBe(0);
+
+    // Each job created once; a job the kill left uncertain at most twice, by the explicit choice.
+    const creates = createsPerJob('kill');
+    expect(creates.size).toBe(300);
+    for (const [id, n] of creates) expect(n, id).toBe(uncertain.has(id) ? Math.min(n, 2) : 1);
+
+    // The same jobs in a run never killed write the same bytes.
+    const cleanDir = join(dir, 'clean');
+    const clean = await runCli(['batch', path, '--out', cleanDir, '--base-url', emu.baseUrl, '--allow-insecure', '--poll-ms', '10', '--no-progress'], { env });
+    expect(clean.code).toBe(0);
+    const expected = await outputs(cleanDir);
+    const got = await outputs(killedDir);
+    expect([...got.keys()]).toEqual([...expected.keys()]);
+    for (const [name, bytes] of expected) expect(got.get(name)?.equals(bytes), name).toBe(true);
+  }, 180_000);
+});
