@@ -187,6 +187,36 @@ describe('runBatch', () => {
       await client.close();
     }
   });
+
+  it('settles the jobs in flight when the caller stops early; the next run resumes them without creating again', async () => {
+    const path = await writeJobs(
+      'early.jsonl',
+      Array.from({ length: 24 }, (_, i) => job(i * 10, 'early')),
+    );
+    const outDir = join(dir, 'early');
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      let seen = 0;
+      for await (const result of runBatch({ jobs: path, outDir, client, concurrency: 6 })) {
+        expect(result.status).toBe('done');
+        if (++seen === 1) break;
+      }
+      const journal = (await readFile(join(outDir, 'journal.jsonl'), 'utf8')).trimEnd().split('\n').slice(1);
+      // Nothing is left half-written: every job started reached 'created' (or 'done') in the journal.
+      const last = new Map(journal.map((line) => JSON.parse(line) as { id: string; state: string }).map((entry) => [entry.id, entry.state]));
+      expect([...last.values()].every((state) => state === 'created' || state === 'done')).toBe(true);
+      expect(last.size).toBeGreaterThan(1);
+
+      const rest = await collect(runBatch({ jobs: path, outDir, client }));
+      expect(rest.every((r) => r.status === 'done')).toBe(true);
+      expect(rest.filter((r) => r.resumed === true).length).toBeGreaterThanOrEqual(1);
+      const creates = createsPerJob('early');
+      expect(creates.size).toBe(24);
+      expect([...creates.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 describe('rt-translate batch', () => {

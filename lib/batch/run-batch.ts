@@ -17,7 +17,7 @@
 import { join, relative } from 'node:path';
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import { RtTranslateError, ValidationError } from '../errors.js';
 import { TaskFailedError } from '../http/errors.js';
 import { intOption, numberOption } from '../options.js';
@@ -97,13 +97,21 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
   await mkdir(options.outDir, { recursive: true });
   const journal = await BatchJournal.open(join(options.outDir, JOURNAL_FILE));
   const results = createWriteStream(join(options.outDir, RESULTS_FILE));
-  const context: JobContext = { options, journal, deadline };
+  // Ends the waits of the jobs in flight when the caller aborts, stops iterating, or a job fails
+  // to be journaled; creates in flight finish (their outcome is what the journal must know).
+  const stop = new AbortController();
+  // Each job in flight listens on it a few times over (its wait, its requests, their timers).
+  setMaxListeners(Math.max(10, concurrency * 8), stop.signal);
+  const onAbort = (): void => stop.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted === true) onAbort();
+  const context: JobContext = { options, journal, deadline, signal: stop.signal };
+  const inFlight = new Map<number, Promise<{ line: number; result: BatchJobResult }>>();
+  const records = readJobFile(options.jobs, { format: options.format });
   try {
-    const inFlight = new Map<number, Promise<{ line: number; result: BatchJobResult }>>();
-    const records = readJobFile(options.jobs, { format: options.format });
     let exhausted = false;
     for (;;) {
-      while (!exhausted && inFlight.size < concurrency && options.signal?.aborted !== true) {
+      while (!exhausted && inFlight.size < concurrency && !stop.signal.aborted) {
         const next = await records.next();
         if (next.done === true) {
           exhausted = true;
@@ -123,8 +131,12 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
       inFlight.delete(line);
       yield await report(results, result);
     }
-    await records.return(undefined);
   } finally {
+    stop.abort();
+    options.signal?.removeEventListener('abort', onAbort);
+    // Every job still running settles (its state journaled) before the journal closes.
+    await Promise.allSettled(inFlight.values());
+    await records.return(undefined);
     results.end();
     await once(results, 'close').catch(() => undefined);
     await journal.close();
@@ -135,6 +147,8 @@ interface JobContext {
   options: BatchOptions;
   journal: BatchJournal;
   deadline: number | undefined;
+  /** Aborted when the batch stops: ends waits and downloads, not creates. */
+  signal: AbortSignal;
 }
 
 /** The checking pass: every line read and checked, ids unique; nothing is kept but each id's first line. */
@@ -248,7 +262,7 @@ async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | 
     await journal.record(job.id, job.digest, { state: 'created', taskId });
   }
   const waitOptions = {
-    signal: options.signal,
+    signal: context.signal,
     readAtOnce: knownTaskId !== undefined,
     ...(context.deadline !== undefined ? { maxWaitMs: context.deadline } : {}),
   };
@@ -265,7 +279,7 @@ async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | 
   }
   let files: string[];
   try {
-    files = await kind.write(options.client, run, job, join(options.outDir, job.id), { signal: options.signal });
+    files = await kind.write(options.client, run, job, join(options.outDir, job.id), { signal: context.signal });
   } catch (error) {
     return { ...base, status: 'pending', taskId, runId: run.runId, error: describe(error) };
   }
@@ -281,7 +295,8 @@ async function streamJob(context: JobContext, job: BatchJob, kind: StreamKindSpe
   await journal.record(job.id, job.digest, { state: 'creating' });
   let files: string[];
   try {
-    files = await kind.stream(options.client, job, join(options.outDir, job.id), options.signal);
+    // The stream is the job's create: like a create in flight, it finishes when the batch stops.
+    files = await kind.stream(options.client, job, join(options.outDir, job.id), undefined);
   } catch (error) {
     const described = describe(error);
     if (createOutcomeKnown(error)) {
