@@ -18,7 +18,7 @@ import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
 import { KEY, clientFor, control, emulator } from './http-test-helpers.js';
-import { runCli, spawnCli } from './helpers/cli.js';
+import { runCli, runInProcess, spawnCli } from './helpers/cli.js';
 
 let emu: RunningEmulator;
 let proxy: CountingProxy;
@@ -221,6 +221,22 @@ describe('runBatch', () => {
 
 describe('rt-translate batch', () => {
   const env = { RT_TRANSLATE_API_KEY: KEY };
+
+  it('says what it did: a progress line on a terminal, a summary, exit 3 when a job is not done, 2 for --strict', async () => {
+    const path = await writeJobs('said.jsonl', [job(0, 'said'), { id: 'said-x', kind: 'tts', language: 'en-us' }, job(1, 'said')]);
+    const args = ['batch', path, '--base-url', emu.baseUrl, '--allow-insecure', '--poll-ms', '10'];
+    const run = await runInProcess([...args, '--out', join(dir, 'said')], { env, stderrTTY: true });
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(/batch: \d\/3 done · \d running · \d not done/);
+    expect(run.stderr).toContain('rt-translate: job said-x (line 2): invalid: Invalid text: expected a value (tts jobs need text)');
+    expect(run.stderr).toContain(`rt-translate: batch of 3 job(s): 2 done, 1 invalid; results in ${join(dir, 'said')}/results.jsonl`);
+    const strict = await runInProcess([...args, '--out', join(dir, 'said-strict'), '--strict'], { env });
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toContain('batch of 3 job(s): nothing started, 1 invalid (--strict)');
+    const usage = await runInProcess(['batch', path], { env });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--out DIR is required');
+  });
 
   it('survives SIGKILLs: run again, it never creates a job twice and writes what a run never killed writes', async () => {
     const jobs = Array.from({ length: 300 }, (_, i) => job(i, 'kill'));

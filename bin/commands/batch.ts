@@ -84,8 +84,9 @@ export async function runBatchCommand(args: string[], io: CliIo): Promise<number
       const counts: Record<BatchJobStatus, number> = { done: 0, failed: 0, invalid: 0, uncertain: 0, pending: 0 };
       let plan: BatchPlan = { jobs: 0, invalid: 0 };
       let resumed = 0;
+      const running = new Set<string>();
       const started = Date.now();
-      const line = (): string => progressText(plan, counts, resumed, started);
+      const line = (): string => progressText(plan, counts, running.size, resumed, started);
       service.progress.show(line);
       const results = runBatch(
         {
@@ -99,26 +100,34 @@ export async function runBatchCommand(args: string[], io: CliIo): Promise<number
           retryUncertain: values['retry-uncertain'] === true,
           retryFailed: values['retry-failed'] === true,
           signal: service.signal,
+          onStart: (job) => {
+            running.add(job.id);
+            service.progress.refresh();
+          },
         },
         (found) => (plan = found),
       );
       for await (const result of results) {
         counts[result.status] += 1;
         if (result.resumed === true) resumed += 1;
+        if (result.id !== undefined) running.delete(result.id);
         if (result.status !== 'done') service.progress.print(problemLine(result));
         service.progress.refresh();
       }
       service.progress.stop();
+      if (values.strict === true && plan.invalid > 0) {
+        io.stderr.write(`rt-translate: batch of ${plan.jobs + plan.invalid} job(s): nothing started, ${plan.invalid} invalid (--strict)\n`);
+        return EXIT_USAGE;
+      }
       io.stderr.write(`${summary(plan, counts, resumed, rateLimiter.pauses, values.out!)}\n`);
       if (service.signal.aborted) throw new Error('interrupted');
-      if (values.strict === true && plan.invalid > 0) return EXIT_USAGE;
       return counts.done === plan.jobs + plan.invalid ? EXIT_OK : EXIT_SOME_FAILED;
     },
     { rateLimiter },
   );
 }
 
-function progressText(plan: BatchPlan, counts: Record<BatchJobStatus, number>, resumed: number, started: number): string {
+function progressText(plan: BatchPlan, counts: Record<BatchJobStatus, number>, running: number, resumed: number, started: number): string {
   const finished = counts.done + counts.failed + counts.invalid + counts.uncertain + counts.pending;
   const total = plan.jobs + plan.invalid;
   const worked = counts.done - resumed;
@@ -126,7 +135,7 @@ function progressText(plan: BatchPlan, counts: Record<BatchJobStatus, number>, r
   const left = total - finished;
   const eta = worked > 0 && left > 0 ? ` · about ${formatDuration((elapsed / worked) * left)} left` : '';
   const failed = counts.failed + counts.invalid + counts.uncertain + counts.pending;
-  return `batch: ${counts.done}/${total} done · ${failed} not done${eta}`;
+  return `batch: ${counts.done}/${total} done · ${running} running · ${failed} not done${eta}`;
 }
 
 function problemLine(result: BatchJobResult): string {

@@ -48,6 +48,8 @@ export interface BatchOptions {
   retryFailed?: boolean;
   /** Stops starting jobs and ends the waits (their tasks stay journaled). Creates in flight finish. */
   signal?: AbortSignal;
+  /** Told when a job starts running (not for lines settled at once: invalid, or done by an earlier run). */
+  onStart?: (job: { id: string; line: number; kind: BatchKind }) => void;
 }
 
 /**
@@ -206,7 +208,9 @@ function startRecord(
     });
   }
   const settled = settledResult(context.options, job, entry);
-  return settled ?? runJob(context, job, entry?.state === 'created' ? entry.taskId : undefined);
+  if (settled !== undefined) return settled;
+  context.options.onStart?.({ id: job.id, line: job.line, kind: job.kind });
+  return runJob(context, job, entry?.state === 'created' ? entry.taskId : undefined);
 }
 
 /** What an earlier run settled for the job, unless this run is asked to try again. */
