@@ -10,7 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningEmulator } from '../lib/emulator/server.js';
@@ -236,6 +237,57 @@ describe('rt-translate batch', () => {
     const usage = await runInProcess(['batch', path], { env });
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--out DIR is required');
+  });
+
+  it('stops on SIGTERM with every job journaled (exit 143); run again, it finishes them without creating again', async () => {
+    const path = await writeJobs(
+      'term.jsonl',
+      Array.from({ length: 12 }, (_, i) => job(i * 10, 'term')),
+    );
+    const args = [
+      'batch',
+      path,
+      '--out',
+      join(dir, 'term'),
+      '--base-url',
+      proxy.baseUrl,
+      '--allow-insecure',
+      '--concurrency',
+      '4',
+      '--poll-ms',
+      '10',
+      '--no-progress',
+    ];
+    // Status reads hang, so the jobs are waiting when the signal comes.
+    await control(emu, 'POST', 'faults', { stallMs: 60_000, count: 4, path: '/translate/', method: 'GET' });
+    await mkdir(join(dir, 'term'));
+    // Watching starts before the command does, so no change of the journal is missed.
+    const watcher = watch(join(dir, 'term'));
+    try {
+      const child = spawnCli(args, env);
+      let stderr = '';
+      child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+      // Once four tasks are journaled as created, their waits are under way: then the signal.
+      const journal = join(dir, 'term', 'journal.jsonl');
+      const created = async (): Promise<number> => ((await readFile(journal, 'utf8').catch(() => '')).match(/"state":"created"/g) ?? []).length;
+      await new Promise<void>((resolve, reject) => {
+        const check = (): void => void created().then((n) => n >= 4 && resolve(), reject);
+        watcher.on('change', check);
+        check();
+      });
+      child.kill('SIGTERM');
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code, stderr).toBe(143);
+      expect(stderr).toMatch(/batch of 12 job\(s\): \d+ done, .*pending/);
+    } finally {
+      watcher.close();
+      await control(emu, 'DELETE', 'faults');
+    }
+    const again = await runCli(args, { env });
+    expect(again.code, again.stderr).toBe(0);
+    const creates = createsPerJob('term');
+    expect(creates.size).toBe(12);
+    expect([...creates.values()].every((n) => n === 1)).toBe(true);
   });
 
   it('survives SIGKILLs: run again, it never creates a job twice and writes what a run never killed writes', async () => {
