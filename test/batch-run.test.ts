@@ -10,13 +10,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
+import { createsPerJob as createsOf, outputs, resultsIn } from './helpers/batch-outputs.js';
 import { KEY, clientFor, control, emulator } from './http-test-helpers.js';
 import { runCli, spawnCli } from './helpers/cli.js';
 
@@ -64,30 +65,13 @@ async function writeJobs(name: string, jobs: Array<Record<string, unknown>>, ext
 
 /** Creates the service answered with a 2xx, per job id (each create's body names its job). */
 function createsPerJob(tag: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  const pattern = new RegExp(`${tag}-\\d+`);
-  for (const post of proxy.posts) {
-    if (post.status === undefined || post.status >= 300) continue;
-    const id = pattern.exec(post.body)?.[0];
-    if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
+  return createsOf(proxy, tag);
 }
 
 async function collect(results: AsyncIterable<BatchJobResult>): Promise<BatchJobResult[]> {
   const out: BatchJobResult[] = [];
   for await (const result of results) out.push(result);
   return out;
-}
-
-/** Every file of a batch's output directory but its journal and results, with its bytes. */
-async function outputs(outDir: string): Promise<Map<string, Buffer>> {
-  const files = new Map<string, Buffer>();
-  for (const name of (await readdir(outDir)).sort()) {
-    if (name === 'journal.jsonl' || name === 'results.jsonl') continue;
-    files.set(name, await readFile(join(outDir, name)));
-  }
-  return files;
 }
 
 describe('runBatch', () => {
@@ -214,10 +198,7 @@ describe('rt-translate batch', () => {
     }
     // Run to the end, then once more creating again what the kills left uncertain.
     const rest = await runCli(args, { env });
-    const results = (await readFile(join(killedDir, 'results.jsonl'), 'utf8'))
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as BatchJobResult);
+    const results = await resultsIn(killedDir);
     for (const r of results) if (r.status === 'uncertain') uncertain.add(r.id!);
     expect(results.filter((r) => r.status !== 'done' && r.status !== 'uncertain')).toEqual([]);
     expect(rest.code).toBe(uncertain.size > 0 ? 3 : 0);
