@@ -19,7 +19,7 @@
 import { join } from 'node:path';
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import type { FlowJob, Job, Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { ValidationError } from '../errors.js';
 import { isLoopbackHost } from '../config.js';
@@ -408,6 +408,8 @@ export async function runWorker(options: QueueWorkerOptions): Promise<QueueWorke
   const queueName = options.queueName ?? QUEUE_NAME;
   const { Queue, Worker, UnrecoverableError, DelayedError } = await import('bullmq');
   const stop = new AbortController();
+  // Every job's wait listens to it: as many listeners as jobs at once, which is no leak.
+  setMaxListeners(concurrency + 10, stop.signal);
   const { client } = options;
 
   /** Puts the job back on the queue as it is (its state kept), without spending an attempt. */
