@@ -7,6 +7,7 @@
  *   result, each job (each dub language) created once, and the files equal those of an embedded run;
  * - the same file enqueued again adds nothing to the queue and creates nothing;
  * - a worker stopped with SIGTERM ends gracefully (143), its jobs left for others;
+ * - the producer stopped with SIGTERM exits 143 and, run again, writes what the workers did;
  * - a create whose answer is lost leaves its job `uncertain`, created again only when asked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
 import type { RunningEmulator } from '../../lib/emulator/server.js';
 import { startCountingProxy, type CountingProxy } from '../helpers/counting-proxy.js';
 import { createsPerJob, jobIdIn, outputs, resultsIn } from '../helpers/batch-outputs.js';
@@ -225,6 +226,43 @@ describe('rt-translate batch --queue with rt-translate worker', () => {
       expect(exitCode, worker.stderr()).toBe(143);
     }
   }, 300_000);
+});
+
+describe('rt-translate batch --queue, stopped', () => {
+  it('exits 143 on SIGTERM, the jobs staying on the queue; run again, it writes what the workers did', async () => {
+    const tag = 'stop';
+    const queueName = 'rtt-test-stop';
+    const jobs = Array.from({ length: 20 }, (_, i) => ({ id: `${tag}-${i}`, kind: 'translate-text', text: `Stop ${tag}-${i}.`, from: 'en-us', to: 'de-de' }));
+    const path = await writeJobs('stop.jsonl', jobs);
+    const outDir = join(dir, 'stopped');
+    const args = ['batch', path, '--out', outDir, ...onQueue(queueName), '--no-progress'];
+    const events = new QueueEvents(queueName, { connection: { url: redis.url, maxRetriesPerRequest: null } });
+    try {
+      await events.waitUntilReady();
+      // No worker yet: the producer enqueues, then waits; stopped as soon as a job is on the queue.
+      const producer = spawnCli(args, env);
+      await once(events, 'waiting');
+      producer.kill('SIGTERM');
+      const [code] = (await once(producer, 'exit')) as [number | null];
+      expect(code).toBe(143);
+
+      const worker = await startWorker(queueName);
+      const again = await runCli(args, { env });
+      expect(again.code, again.stderr).toBe(0);
+      const results = await resultsIn(outDir);
+      expect(
+        results
+          .filter((r) => r.status === 'done')
+          .map((r) => r.id)
+          .sort(),
+      ).toEqual(jobs.map((j) => j.id).sort());
+      expect([...createsPerJob(proxy, tag).values()]).toEqual(jobs.map(() => 1));
+      worker.child.kill('SIGTERM');
+      expect((await once(worker.child, 'exit'))[0]).toBe(143);
+    } finally {
+      await events.close();
+    }
+  });
 });
 
 describe('enqueueBatch and runWorker', () => {
