@@ -17,7 +17,7 @@ import type { RunningEmulator } from '../lib/emulator/server.js';
 import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
-import { createsPerJob as createsOf, outputs, resultsIn } from './helpers/batch-outputs.js';
+import { createsPerJob as createsOf, mixedJob, outputs, resultsIn } from './helpers/batch-outputs.js';
 import { KEY, clientFor, control, emulator } from './http-test-helpers.js';
 import { runCli, spawnCli } from './helpers/cli.js';
 
@@ -38,23 +38,7 @@ afterAll(async () => {
 
 /** The i-th job of a mixed batch; `tag` keeps the texts of different tests apart. */
 function job(i: number, tag: string): Record<string, unknown> {
-  const id = `${tag}-${i}`;
-  switch (i % 10) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-      return { id, kind: 'translate-text', text: `Sentence ${id} to translate.`, from: 'en-us', to: 'es-es' };
-    case 5:
-    case 6:
-      return { id, kind: 'tts', text: `Say ${id} aloud.`, language: 'en-us', format: 'wav' };
-    case 7:
-    case 8:
-      return { id, kind: 'translated-tts', text: `Translate and say ${id}.`, from: 'en-us', to: 'fr-fr' };
-    default:
-      return { id, kind: 'transcribe', url: `https://media.example/${id}.mp3`, language: 'en-us', format: 'srt' };
-  }
+  return mixedJob(i, tag);
 }
 
 async function writeJobs(name: string, jobs: Array<Record<string, unknown>>, extra: string[] = []): Promise<string> {
