@@ -8,7 +8,8 @@
  * - the same file enqueued again adds nothing to the queue and creates nothing;
  * - a worker stopped with SIGTERM ends gracefully (143), its jobs left for others;
  * - the producer stopped with SIGTERM exits 143 and, run again, writes what the workers did;
- * - a create whose answer is lost leaves its job `uncertain`, created again only when asked.
+ * - a create whose answer is lost leaves its job `uncertain`, created again only when asked;
+ * - a 429 seen by one worker rate-limits the whole queue for the wait the service named.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
@@ -23,7 +24,7 @@ import { createsPerJob, jobIdIn, mixedJob, outputs, resultsIn } from '../helpers
 import { KEY, clientFor, control, emulator } from '../http-test-helpers.js';
 import { killAllChildren, runCli, spawnCli } from '../helpers/cli.js';
 import { startRedis, type RedisServer } from './redis-server.js';
-import { enqueueBatch, runWorker, type BatchJobResult } from '../../lib/batch/index.js';
+import { RateLimiter, enqueueBatch, runWorker, type BatchJobResult, type QueueWorker } from '../../lib/batch/index.js';
 
 let redis: RedisServer;
 let emu: RunningEmulator;
@@ -284,6 +285,33 @@ describe('enqueueBatch and runWorker', () => {
     } finally {
       await control(emu, 'DELETE', 'faults');
       await worker.close();
+      await client.close();
+    }
+  });
+  it('passes a 429 on to every worker of the queue: the queue is rate limited for the wait the service named', async () => {
+    const queueName = 'rtt-test-limit';
+    const path = await writeJobs('limit.jsonl', [job(0, 'limit')]);
+    let shared!: () => void;
+    const passedOn = new Promise<void>((resolve) => (shared = resolve));
+    let worker: QueueWorker | undefined;
+    const rateLimiter = new RateLimiter({ onRefused: (ms) => void worker?.rateLimit(ms).then(shared) });
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl, rateLimiter });
+    const queue = new Queue(queueName, { connection: { url: redis.url, maxRetriesPerRequest: null } });
+    worker = await runWorker({ queue: redis.url, queueName, client });
+    try {
+      await control(emu, 'POST', 'faults', { status: 429, retryAfter: 3, count: 1, path: '/translate', method: 'POST' });
+      const results = enqueueBatch({ jobs: path, outDir: join(dir, 'limit'), client, queue: redis.url, queueName });
+      const first = results.next();
+      await passedOn;
+      const ttl = await queue.getRateLimitTtl();
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(3000);
+      expect((await first).value).toMatchObject({ id: 'limit-0', status: 'done' });
+      await results.return(undefined);
+    } finally {
+      await control(emu, 'DELETE', 'faults');
+      await worker.close();
+      await queue.close();
       await client.close();
     }
   });
