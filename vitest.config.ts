@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The tests that drive a browser run with `npm run test:browser` (vitest.browser.config.ts).
-    exclude: [...configDefaults.exclude, 'test/browser/**'],
+    // The tests that drive a browser run with `npm run test:browser` (vitest.browser.config.ts),
+    // those that need a Redis server with `npm run test:redis` (vitest.redis.config.ts).
+    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/redis/**'],
     // A process warning no test captured fails the test (the suite prints none); each file's
     // commands keep the embedded emulator's state in a temporary directory.
     setupFiles: ['test/setup/no-process-warnings.ts', 'test/helpers/state-home.ts'],

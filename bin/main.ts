@@ -32,6 +32,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   subtitles: async () => (await import('./commands/subtitles.js')).runSubtitles,
   serve: async () => (await import('./commands/serve.js')).runServe,
   batch: async () => (await import('./commands/batch.js')).runBatchCommand,
+  worker: async () => (await import('./commands/worker.js')).runWorkerCommand,
 };
 
 /** Old command names that still work: the command and arguments each now is, said when used. */
@@ -61,6 +62,7 @@ HTTP interface (each command has --help):
   rt-translate separate-results RUN_ID... [-o DIR]                   download separated tracks
   rt-translate task-status KIND TASK_ID [--wait]                     status of a task
   rt-translate batch JOBS --out DIR                                  a file of jobs, resumable
+  rt-translate worker --queue redis://HOST:PORT                      run batch jobs from Redis
 
 Deprecated (they still work, and say so when used):
   rt-translate delete-voice ID                                       now rt-translate voices delete ID

@@ -11,13 +11,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { watch } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningEmulator } from '../lib/emulator/server.js';
 import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
+import { createsPerJob as createsOf, mixedJob, outputs, resultsIn } from './helpers/batch-outputs.js';
 import { KEY, clientFor, control, emulator } from './http-test-helpers.js';
 import { runCli, runInProcess, spawnCli } from './helpers/cli.js';
 
@@ -38,23 +39,7 @@ afterAll(async () => {
 
 /** The i-th job of a mixed batch; `tag` keeps the texts of different tests apart. */
 function job(i: number, tag: string): Record<string, unknown> {
-  const id = `${tag}-${i}`;
-  switch (i % 10) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-      return { id, kind: 'translate-text', text: `Sentence ${id} to translate.`, from: 'en-us', to: 'es-es' };
-    case 5:
-    case 6:
-      return { id, kind: 'tts', text: `Say ${id} aloud.`, language: 'en-us', format: 'wav' };
-    case 7:
-    case 8:
-      return { id, kind: 'translated-tts', text: `Translate and say ${id}.`, from: 'en-us', to: 'fr-fr' };
-    default:
-      return { id, kind: 'transcribe', url: `https://media.example/${id}.mp3`, language: 'en-us', format: 'srt' };
-  }
+  return mixedJob(i, tag);
 }
 
 async function writeJobs(name: string, jobs: Array<Record<string, unknown>>, extra: string[] = []): Promise<string> {
@@ -65,30 +50,13 @@ async function writeJobs(name: string, jobs: Array<Record<string, unknown>>, ext
 
 /** Creates the service answered with a 2xx, per job id (each create's body names its job). */
 function createsPerJob(tag: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  const pattern = new RegExp(`${tag}-\\d+`);
-  for (const post of proxy.posts) {
-    if (post.status === undefined || post.status >= 300) continue;
-    const id = pattern.exec(post.body)?.[0];
-    if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
+  return createsOf(proxy, tag);
 }
 
 async function collect(results: AsyncIterable<BatchJobResult>): Promise<BatchJobResult[]> {
   const out: BatchJobResult[] = [];
   for await (const result of results) out.push(result);
   return out;
-}
-
-/** Every file of a batch's output directory but its journal and results, with its bytes. */
-async function outputs(outDir: string): Promise<Map<string, Buffer>> {
-  const files = new Map<string, Buffer>();
-  for (const name of (await readdir(outDir)).sort()) {
-    if (name === 'journal.jsonl' || name === 'results.jsonl') continue;
-    files.set(name, await readFile(join(outDir, name)));
-  }
-  return files;
 }
 
 describe('runBatch', () => {
@@ -312,10 +280,7 @@ describe('rt-translate batch', () => {
     }
     // Run to the end, then once more creating again what the kills left uncertain.
     const rest = await runCli(args, { env });
-    const results = (await readFile(join(killedDir, 'results.jsonl'), 'utf8'))
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as BatchJobResult);
+    const results = await resultsIn(killedDir);
     for (const r of results) if (r.status === 'uncertain') uncertain.add(r.id!);
     expect(results.filter((r) => r.status !== 'done' && r.status !== 'uncertain')).toEqual([]);
     expect(rest.code).toBe(uncertain.size > 0 ? 3 : 0);

@@ -29,6 +29,7 @@ const FLAGS: Record<string, string> = {
   'task-status': '--wait',
   serve: '--origin',
   batch: '--concurrency',
+  worker: '--concurrency',
 };
 const slip = (flag: string): string => `${flag.slice(0, -2)}${flag.at(-1)}${flag.at(-2)}`;
 

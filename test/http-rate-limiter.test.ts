@@ -1,7 +1,7 @@
 /**
  * The shared rate limiter (lib/http/rate-limiter.ts): one refusal pauses every request for the
- * wait the service named (or `pauseMs`), capped; `requestsPerSecond` spaces requests; an abort
- * ends a wait. Then through a client on the emulator: after one 429 with `Retry-After`, a
+ * wait the service named (or `pauseMs`), capped, and `onRefused` hears of it; `requestsPerSecond`
+ * spaces requests; an abort ends a wait. Then through a client on the emulator: after one 429 with `Retry-After`, a
  * request another caller starts meanwhile is held until the wait is over.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -52,6 +52,22 @@ describe('RateLimiter', () => {
     limiter.refused(10);
     expect(limiter.openAt - Date.now()).toBe(5000);
     expect(limiter.pauses).toBe(2);
+  });
+
+  it.each([
+    { name: 'a named wait', asked: 2000, told: [2000] },
+    { name: 'no named wait (pauseMs)', asked: undefined, told: [500] },
+    { name: 'a wait past maxPauseMs (capped)', asked: 90_000, told: [60_000] },
+  ])('tells onRefused of each new pause: $name', ({ asked, told }) => {
+    let clock = 1_000_000;
+    const heard: number[] = [];
+    const limiter = new RateLimiter({ now: () => clock, pauseMs: 500, maxPauseMs: 60_000, onRefused: (ms) => heard.push(ms) });
+    limiter.refused(asked);
+    // A refusal inside the pause already under way moves nothing: nobody is told again.
+    clock += 100;
+    limiter.refused(1);
+    expect(heard).toEqual(told);
+    expect(limiter.pauses).toBe(1);
   });
 
   it('spaces requests to requestsPerSecond', async () => {

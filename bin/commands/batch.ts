@@ -4,9 +4,19 @@
  * limiter for all of them, each job's files in DIR named by its id, one line per job in
  * DIR/results.jsonl, and a journal in DIR that makes running the same command again after a crash
  * resume instead of paying twice. A progress line on stderr (done, running, failed, the time
- * left), a summary at the end.
+ * left), a summary at the end. With --queue, the jobs run on `rt-translate worker`s through a
+ * BullMQ queue in Redis; this command still checks them, writes their files and waits for the end.
  */
-import { RateLimiter, runBatch, type BatchJobResult, type BatchJobStatus, type BatchPlan } from '../../lib/batch/index.js';
+import {
+  RateLimiter,
+  enqueueBatch,
+  parseQueueUrl,
+  runBatch,
+  type BatchOptions,
+  type BatchJobResult,
+  type BatchJobStatus,
+  type BatchPlan,
+} from '../../lib/batch/index.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, intFlag, type CliIo } from '../cli.js';
 import { POLL_OPTIONS, POLL_USAGE, SERVICE_OPTIONS, SERVICE_USAGE, parseCommand, serviceSettings, withService } from './service.js';
 
@@ -36,6 +46,13 @@ export const BATCH_USAGE = `Usage: rt-translate batch JOBS --out DIR [options]  
   --retry-uncertain     create again the jobs whose create may have started a task (its answer
                         was lost); without it they are reported and left alone
   --retry-failed        run again the jobs an earlier run saw fail
+  --queue redis://HOST:PORT
+                        put the jobs on a BullMQ queue in Redis for \`rt-translate worker\`s
+                        (on any machine) to run, and write their files here as they finish;
+                        enqueuing the same jobs again adds nothing (rediss:// for TLS; plain
+                        redis:// to another host only with --allow-insecure). tts jobs stream
+                        here, --concurrency at a time
+  --queue-name NAME     the queue's name (default rt-translate-batch)
 ${POLL_USAGE}
 ${SERVICE_USAGE}
 
@@ -58,6 +75,8 @@ const OPTIONS = {
   strict: { type: 'boolean' },
   'retry-uncertain': { type: 'boolean' },
   'retry-failed': { type: 'boolean' },
+  queue: { type: 'string' },
+  'queue-name': { type: 'string' },
 } as const;
 
 export async function runBatchCommand(args: string[], io: CliIo): Promise<number> {
@@ -74,6 +93,8 @@ export async function runBatchCommand(args: string[], io: CliIo): Promise<number
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
     throw new UsageError(`--rate expects a number of requests per second > 0 (got "${values.rate}").`);
   const deadlineMs = intFlag(values['deadline-ms'], '--deadline-ms', 1);
+  if (values['queue-name'] !== undefined && values.queue === undefined) throw new UsageError('--queue-name goes with --queue redis://HOST:PORT (see --help).');
+  if (values.queue !== undefined) parseQueueUrl(values.queue, { allowInsecure: values['allow-insecure'] === true });
   const settings = await serviceSettings(values, io);
   const rateLimiter = new RateLimiter(rate !== undefined ? { requestsPerSecond: rate } : {});
 
@@ -88,25 +109,27 @@ export async function runBatchCommand(args: string[], io: CliIo): Promise<number
       const started = Date.now();
       const line = (): string => progressText(plan, counts, running.size, resumed, started);
       service.progress.show(line);
-      const results = runBatch(
-        {
-          jobs,
-          outDir: values.out!,
-          client: service.client,
-          format,
-          concurrency,
-          jobDeadlineMs: deadlineMs,
-          strict: values.strict === true,
-          retryUncertain: values['retry-uncertain'] === true,
-          retryFailed: values['retry-failed'] === true,
-          signal: service.signal,
-          onStart: (job) => {
-            running.add(job.id);
-            service.progress.refresh();
-          },
+      const batchOptions: BatchOptions = {
+        jobs,
+        outDir: values.out!,
+        client: service.client,
+        format,
+        concurrency,
+        jobDeadlineMs: deadlineMs,
+        strict: values.strict === true,
+        retryUncertain: values['retry-uncertain'] === true,
+        retryFailed: values['retry-failed'] === true,
+        signal: service.signal,
+        onStart: (job) => {
+          running.add(job.id);
+          service.progress.refresh();
         },
-        (found) => (plan = found),
-      );
+      };
+      const onPlan = (found: BatchPlan): void => void (plan = found);
+      const results =
+        values.queue === undefined
+          ? runBatch(batchOptions, onPlan)
+          : enqueueBatch({ ...batchOptions, queue: values.queue, queueName: values['queue-name'], allowInsecure: values['allow-insecure'] === true }, onPlan);
       for await (const result of results) {
         counts[result.status] += 1;
         if (result.resumed === true) resumed += 1;

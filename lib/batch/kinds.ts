@@ -296,6 +296,24 @@ export function kindOf(kind: BatchKind): TaskKindSpec | StreamKindSpec {
   return KINDS[kind];
 }
 
+/**
+ * Writes a `dub` job run as one task per target language (the queue's dub flow): `base.json` with
+ * every language's outputs, in the job's order, each named by its language.
+ */
+export async function writeDubParts(
+  client: LocalizationClient,
+  parts: ReadonlyArray<{ language: string; runId: number }>,
+  base: string,
+  options: TaskCallOptions,
+): Promise<string[]> {
+  const outputs: unknown[] = [];
+  for (const part of parts) {
+    const result = await client.dub.result(part.runId, options);
+    for (const output of result.outputs) outputs.push({ ...output, language: output.language ?? part.language });
+  }
+  return [await writeJson(`${base}.json`, { outputs })];
+}
+
 function typed(field: string, value: unknown, spec: FieldSpec): unknown {
   switch (spec.type) {
     case 'string': {

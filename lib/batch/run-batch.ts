@@ -145,7 +145,8 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
   }
 }
 
-interface JobContext {
+/** What a running batch shares with its jobs (also the queue producer's, for its streamed jobs). */
+export interface JobContext {
   options: BatchOptions;
   journal: BatchJournal;
   deadline: number | undefined;
@@ -154,7 +155,7 @@ interface JobContext {
 }
 
 /** The checking pass: every line read and checked, ids unique; nothing is kept but each id's first line. */
-async function checkFile(options: BatchOptions): Promise<{ firstLines: Map<string, number>; plan: BatchPlan; problems: BatchJobResult[] }> {
+export async function checkFile(options: BatchOptions): Promise<{ firstLines: Map<string, number>; plan: BatchPlan; problems: BatchJobResult[] }> {
   const firstLines = new Map<string, number>();
   const problems: BatchJobResult[] = [];
   let jobs = 0;
@@ -188,6 +189,22 @@ function startRecord(
   record: { line: number; fields: Record<string, unknown> } | { line: number; message: string },
   firstLines: Map<string, number>,
 ): BatchJobResult | Promise<BatchJobResult> {
+  const admitted = admitRecord(context, record, firstLines);
+  if ('status' in admitted) return admitted;
+  const { job, entry } = admitted;
+  context.options.onStart?.({ id: job.id, line: job.line, kind: job.kind });
+  return runJob(context, job, entry?.state === 'created' ? entry.taskId : undefined);
+}
+
+/**
+ * A record's result at once (invalid, changed since the journal saw it, or settled by an earlier
+ * run), or the checked job to run, with what the journal knows of it.
+ */
+export function admitRecord(
+  context: Pick<JobContext, 'options' | 'journal'>,
+  record: { line: number; fields: Record<string, unknown> } | { line: number; message: string },
+  firstLines: Map<string, number>,
+): BatchJobResult | { job: BatchJob; entry: JournalEntry | undefined } {
   if ('message' in record) return invalid(record.line, undefined, undefined, { code: 'RTT_INPUT', message: record.message });
   let job: BatchJob;
   try {
@@ -207,10 +224,7 @@ function startRecord(
       field: 'id',
     });
   }
-  const settled = settledResult(context.options, job, entry);
-  if (settled !== undefined) return settled;
-  context.options.onStart?.({ id: job.id, line: job.line, kind: job.kind });
-  return runJob(context, job, entry?.state === 'created' ? entry.taskId : undefined);
+  return settledResult(context.options, job, entry) ?? { job, entry };
 }
 
 /** What an earlier run settled for the job, unless this run is asked to try again. */
@@ -293,7 +307,7 @@ async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | 
 }
 
 /** A job whose one request streams its result: journaled before it is sent, done once its files are whole. */
-async function streamJob(context: JobContext, job: BatchJob, kind: StreamKindSpec): Promise<BatchJobResult> {
+export async function streamJob(context: JobContext, job: BatchJob, kind: StreamKindSpec): Promise<BatchJobResult> {
   const { options, journal } = context;
   const base = { id: job.id, line: job.line, kind: job.kind };
   await journal.record(job.id, job.digest, { state: 'creating' });
@@ -320,17 +334,17 @@ async function streamJob(context: JobContext, job: BatchJob, kind: StreamKindSpe
  * 503 with a wait, no connection), or answered it with a 4xx, or the library refused it before
  * sending. A lost answer, a timeout after the request left, or a 5xx may hide a task.
  */
-function createOutcomeKnown(error: unknown): boolean {
+export function createOutcomeKnown(error: unknown): boolean {
   if (error instanceof ValidationError) return true;
   if (serviceDidNotAct(error)) return true;
   return error instanceof RtTranslateError && error.status !== undefined && error.status >= 400 && error.status < 500;
 }
 
-function relativeNames(outDir: string, files: string[]): string[] {
+export function relativeNames(outDir: string, files: string[]): string[] {
   return files.map((file) => relative(outDir, file));
 }
 
-function describe(error: unknown): { code: string; message: string } {
+export function describe(error: unknown): { code: string; message: string } {
   if (error instanceof RtTranslateError) return { code: error.code, message: error.message };
   return { code: 'RTT_UNKNOWN', message: error instanceof Error ? error.message : String(error) };
 }
@@ -346,7 +360,8 @@ function invalidFrom(line: number, fields: Record<string, unknown>, error: unkno
   return invalid(line, id, kind, error instanceof ValidationError ? { ...described, field: error.field } : described);
 }
 
-async function report(results: NodeJS.WritableStream, result: BatchJobResult): Promise<BatchJobResult> {
+/** Writes the job's line to `results.jsonl`, waiting when the file is behind. */
+export async function report(results: NodeJS.WritableStream, result: BatchJobResult): Promise<BatchJobResult> {
   if (!results.write(`${JSON.stringify(result)}\n`)) await once(results as unknown as NodeJS.EventEmitter, 'drain');
   return result;
 }

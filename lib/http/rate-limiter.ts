@@ -21,6 +21,11 @@ export interface RateLimiterOptions {
   maxPauseMs?: number;
   /** The clock, for tests. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Told of each new pause and its length, ms: to pass it on to other processes (the batch queue's
+   * workers pause every worker of the queue).
+   */
+  onRefused?: (waitMs: number) => void;
 }
 
 export class RateLimiter {
@@ -28,6 +33,7 @@ export class RateLimiter {
   readonly #pauseMs: number;
   readonly #maxPauseMs: number;
   readonly #now: () => number;
+  readonly #onRefused: ((waitMs: number) => void) | undefined;
   /** No request before this time. */
   #openAt = 0;
   /** The next request slot under `requestsPerSecond`. */
@@ -40,6 +46,7 @@ export class RateLimiter {
     this.#pauseMs = numberOption(options.pauseMs, 'pauseMs', { min: 0, fallback: 1000 });
     this.#maxPauseMs = numberOption(options.maxPauseMs, 'maxPauseMs', { min: 0, fallback: 300_000 });
     this.#now = options.now ?? Date.now;
+    this.#onRefused = options.onRefused;
   }
 
   /** Times the service refused a request and everyone paused. */
@@ -74,6 +81,7 @@ export class RateLimiter {
     if (until > this.#openAt) {
       this.#openAt = until;
       this.#pauses += 1;
+      this.#onRefused?.(wait);
     }
   }
 }
