@@ -18,7 +18,8 @@ import { cpuMsNow, record } from './harness.js';
 import { LocalizationClient } from '../lib/http/client.js';
 import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
-import { enqueueBatch, runWorker } from '../lib/batch/queue.js';
+import { enqueueBatch } from '../lib/batch/queue-producer.js';
+import { runWorker } from '../lib/batch/queue-worker.js';
 
 const KEY = 'bench-key';
 const JOBS = Number(process.env.BATCH_JOBS ?? 10_000);

@@ -1,5 +1,5 @@
 /**
- * The batch queue's Redis address (lib/batch/queue.ts `parseQueueUrl`, and the `--queue` flag of
+ * The batch queue's Redis address (lib/batch/queue-jobs.ts `parseQueueUrl`, and the `--queue` flag of
  * `rt-translate batch` and `rt-translate worker`), checked before anything connects: redis:// and
  * rediss:// only, plain text only to a loopback host unless allowed. And BullMQ stays unloaded
  * until a queue runs: importing `rt-translate/batch` or the command line never loads it. No Redis
@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { ValidationError } from '../lib/errors.js';
-import { parseQueueUrl } from '../lib/batch/queue.js';
+import { parseQueueUrl } from '../lib/batch/queue-jobs.js';
 import { runInProcess } from './helpers/cli.js';
 
 describe('parseQueueUrl', () => {
@@ -37,6 +37,19 @@ describe('parseQueueUrl', () => {
     expect(caught).toBeInstanceOf(ValidationError);
     expect((caught as ValidationError).field).toBe('queue');
     expect((caught as ValidationError).message).toContain(says);
+  });
+
+  it('never repeats a password written into a URL it cannot read', () => {
+    const url = 'redis://:s3cret@redis example:6379';
+    let caught: unknown;
+    try {
+      parseQueueUrl(url);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ValidationError);
+    expect((caught as ValidationError).message).toContain(`text that is not a URL (${url.length} characters)`);
+    expect((caught as ValidationError).message).not.toContain('s3cret');
   });
 
   it('takes plain text to another host when allowed', () => {

@@ -13,16 +13,9 @@
  * The guide is docs/batch.md.
  */
 export { JOURNAL_FILE, RESULTS_FILE, runBatch, type BatchJobResult, type BatchJobStatus, type BatchOptions, type BatchPlan } from './run-batch.js';
-export {
-  QUEUE_NAME,
-  enqueueBatch,
-  parseQueueUrl,
-  runWorker,
-  type QueueBatchOptions,
-  type QueueConnectionOptions,
-  type QueueWorker,
-  type QueueWorkerOptions,
-} from './queue.js';
+export { QUEUE_NAME, parseQueueUrl, type QueueConnectionOptions } from './queue-jobs.js';
+export { enqueueBatch, type QueueBatchOptions } from './queue-producer.js';
+export { runWorker, type QueueWorker, type QueueWorkerOptions } from './queue-worker.js';
 export { BATCH_KINDS, checkJob, type BatchJob, type BatchKind } from './kinds.js';
 export { jobFileFormat, readJobFile, type JobFileFormat, type JobLineProblem, type JobRecord } from './job-file.js';
 export { BatchJournal, JournalError, type JobState, type JournalEntry } from './journal.js';
