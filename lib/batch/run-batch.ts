@@ -15,9 +15,8 @@
  * the next run resumes the wait.
  */
 import { join, relative } from 'node:path';
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { once, setMaxListeners } from 'node:events';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import { RtTranslateError, ValidationError } from '../errors.js';
 import { TaskFailedError } from '../http/errors.js';
 import { intOption, numberOption } from '../options.js';
@@ -96,7 +95,16 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
   }
   await mkdir(options.outDir, { recursive: true });
   const journal = await BatchJournal.open(join(options.outDir, JOURNAL_FILE));
-  const results = createWriteStream(join(options.outDir, RESULTS_FILE));
+  // Opened before the first job starts: an output directory where it cannot be written fails
+  // the batch here, with the path, instead of once jobs are paid for.
+  const resultsPath = join(options.outDir, RESULTS_FILE);
+  let results: FileHandle;
+  try {
+    results = await open(resultsPath, 'w');
+  } catch (error) {
+    await journal.close();
+    throw resultsError(resultsPath, error);
+  }
   // Ends the waits of the jobs in flight when the caller aborts, stops iterating, or a job fails
   // to be journaled; creates in flight finish (their outcome is what the journal must know).
   const stop = new AbortController();
@@ -124,12 +132,12 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
             record.line,
             started.then((result) => ({ line: record.line, result })),
           );
-        else yield await report(results, started);
+        else yield await report(results, resultsPath, started);
       }
       if (inFlight.size === 0) break;
       const { line, result } = await Promise.race(inFlight.values());
       inFlight.delete(line);
-      yield await report(results, result);
+      yield await report(results, resultsPath, result);
     }
   } finally {
     stop.abort();
@@ -137,8 +145,7 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
     // Every job still running settles (its state journaled) before the journal closes.
     await Promise.allSettled(inFlight.values());
     await records.return(undefined);
-    results.end();
-    await once(results, 'close').catch(() => undefined);
+    await results.close().catch(() => undefined);
     await journal.close();
   }
 }
@@ -342,7 +349,18 @@ function invalidFrom(line: number, fields: Record<string, unknown>, error: unkno
   return invalid(line, id, kind, error instanceof ValidationError ? { ...described, field: error.field } : described);
 }
 
-async function report(results: NodeJS.WritableStream, result: BatchJobResult): Promise<BatchJobResult> {
-  if (!results.write(`${JSON.stringify(result)}\n`)) await once(results as unknown as NodeJS.EventEmitter, 'drain');
+/** Appends the result's line to `results.jsonl`; a failed write (a full disk) ends the batch with a typed error. */
+async function report(results: FileHandle, path: string, result: BatchJobResult): Promise<BatchJobResult> {
+  const bytes = Buffer.from(`${JSON.stringify(result)}\n`, 'utf8');
+  try {
+    let written = 0;
+    while (written < bytes.length) written += (await results.write(bytes, written)).bytesWritten;
+  } catch (error) {
+    throw resultsError(path, error);
+  }
   return result;
+}
+
+function resultsError(path: string, error: unknown): RtTranslateError {
+  return new RtTranslateError('RTT_INPUT', `Could not write the batch results ${path}: ${(error as Error).message}`, { cause: error, retryable: false });
 }
