@@ -66,12 +66,17 @@ export class BatchJournal {
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
   #closed = false;
+  /** Bytes of whole, synced lines: where a failed write is cut back to. */
+  #size: number;
+  /** Set when a failed write could not be cut back: later lines would follow a torn one. */
+  #broken: JournalError | undefined;
 
-  private constructor(path: string, handle: FileHandle, jobs: Map<string, JournalEntry>, lock: string) {
+  private constructor(path: string, handle: FileHandle, jobs: Map<string, JournalEntry>, lock: string, size: number) {
     this.path = path;
     this.#handle = handle;
     this.#jobs = jobs;
     this.#lock = lock;
+    this.#size = size;
   }
 
   /** Opens the journal at `path`, reading what it holds, or starts one. Refused while another process uses it. */
@@ -85,7 +90,7 @@ export class BatchJournal {
       if (goodBytes < totalBytes) await truncate(path, goodBytes);
       if (lines > 2 * jobs.size + 1) await compact(path, jobs.values());
       const handle = await open(path, 'a');
-      const journal = new BatchJournal(path, handle, jobs, lock);
+      const journal = new BatchJournal(path, handle, jobs, lock, (await handle.stat()).size);
       if (goodBytes === 0) {
         await journal.#append(`${JSON.stringify(HEADER)}\n`);
         await syncDirectory(dir);
@@ -130,6 +135,7 @@ export class BatchJournal {
 
   #append(line: string): Promise<void> {
     if (this.#closed) return Promise.reject(new JournalError(`The batch journal ${this.path} is closed.`));
+    if (this.#broken !== undefined) return Promise.reject(this.#broken);
     return new Promise((resolve, reject) => {
       this.#queue.push({ line, resolve, reject });
       this.#flushing ??= this.#flush();
@@ -146,10 +152,16 @@ export class BatchJournal {
         let written = 0;
         while (written < bytes.length) written += (await this.#handle.write(bytes, written)).bytesWritten;
         await this.#handle.datasync();
+        this.#size += bytes.length;
         for (const pending of round) pending.resolve();
       } catch (error) {
         const failure = new JournalError(`Could not write the batch journal ${this.path}: ${(error as Error).message}`, { cause: error });
-        for (const pending of round) pending.reject(failure);
+        // A write cut short (a full disk) leaves part of a line: cut it off, so that the lines of
+        // later rounds do not follow a torn one and make the whole journal unreadable.
+        await this.#handle.truncate(this.#size).catch(() => {
+          this.#broken = failure;
+        });
+        for (const pending of this.#broken !== undefined ? [...round, ...this.#queue.splice(0)] : round) pending.reject(failure);
       }
     }
     this.#flushing = undefined;
