@@ -121,6 +121,14 @@ describe('BatchJournal', () => {
     await second.close();
   });
 
+  it('takes over a lock naming its own process id that it does not hold (a killed run with the same id)', async () => {
+    const path = join(dir, 'journal.jsonl');
+    await writeFile(join(dir, 'journal.lock'), `${process.pid}\n`);
+    const journal = await BatchJournal.open(path);
+    expect(await BatchJournal.open(path).catch((e: unknown) => e)).toBeInstanceOf(JournalError);
+    await journal.close();
+  });
+
   it('rewrites a journal of many lines per job as one line per job', async () => {
     const path = join(dir, 'journal.jsonl');
     const journal = await BatchJournal.open(path);

@@ -15,14 +15,14 @@
  * A damaged line followed by good ones is a `JournalError`: the journal is not guessed at.
  *
  * One writer: `journal.lock` beside the journal holds the process id of the batch using it; a
- * second batch on the same directory is refused (a lock left by a process that no longer runs
- * is taken over). When the file holds more than twice as many lines as jobs, opening it rewrites
+ * second batch on the same directory is refused (a lock left by a process that no longer runs,
+ * or by an earlier one with this process's id, is taken over). When the file holds more than twice as many lines as jobs, opening it rewrites
  * it with one line per job (a new file synced, then renamed over the old one).
  */
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, rename, truncate, unlink, writeFile, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { RtTranslateError } from '../errors.js';
 
 /** What the journal says about a job. */
@@ -51,6 +51,13 @@ export class JournalError extends RtTranslateError {
 }
 
 const HEADER = { journal: 'rt-translate batch', version: 1 } as const;
+
+/**
+ * The locks this process holds (resolved paths). A lock naming this process's id that is not
+ * here was left by an earlier process that had the same id (a container starts its command as
+ * the same process id every time), killed before it could remove it.
+ */
+const heldLocks = new Set<string>();
 
 interface Pending {
   line: string;
@@ -98,6 +105,7 @@ export class BatchJournal {
       return journal;
     } catch (error) {
       await unlink(lock).catch(() => undefined);
+      heldLocks.delete(resolve(lock));
       throw error;
     }
   }
@@ -131,6 +139,7 @@ export class BatchJournal {
     while (this.#flushing) await this.#flushing.catch(() => undefined);
     await this.#handle.close();
     await unlink(this.#lock).catch(() => undefined);
+    heldLocks.delete(resolve(this.#lock));
   }
 
   #append(line: string): Promise<void> {
@@ -260,16 +269,18 @@ async function takeLock(lock: string, path: string): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await writeFile(lock, `${process.pid}\n`, { flag: 'wx' });
+      heldLocks.add(resolve(lock));
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
         throw new JournalError(`Could not lock the batch journal ${path}: ${(error as Error).message}`, { cause: error });
     }
     const holder = Number((await readFile(lock, 'utf8').catch(() => '')).trim());
-    if (Number.isSafeInteger(holder) && holder > 0 && isRunning(holder)) {
+    const valid = Number.isSafeInteger(holder) && holder > 0;
+    if (valid && (holder === process.pid ? heldLocks.has(resolve(lock)) : isRunning(holder))) {
       throw new JournalError(`Another batch (process ${holder}) is using ${path}; wait for it to end, or use another output directory.`);
     }
-    // Left by a process that no longer runs (or unreadable): take it over.
+    // Left by a process that no longer runs, or by an earlier one with this process's id (or unreadable): take it over.
     await unlink(lock).catch(() => undefined);
   }
   throw new JournalError(`Could not lock the batch journal ${path}: another batch keeps taking ${lock}.`);
