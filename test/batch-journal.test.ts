@@ -4,10 +4,10 @@
  * error; lines recorded together all durable; and a writer SIGKILLed while writing loses none of
  * the lines it had acknowledged (a real child process, killed at several points).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -121,6 +121,14 @@ describe('BatchJournal', () => {
     await second.close();
   });
 
+  it('takes over a lock naming its own process id that it does not hold (a killed run with the same id)', async () => {
+    const path = join(dir, 'journal.jsonl');
+    await writeFile(join(dir, 'journal.lock'), `${process.pid}\n`);
+    const journal = await BatchJournal.open(path);
+    expect(await BatchJournal.open(path).catch((e: unknown) => e)).toBeInstanceOf(JournalError);
+    await journal.close();
+  });
+
   it('rewrites a journal of many lines per job as one line per job', async () => {
     const path = join(dir, 'journal.jsonl');
     const journal = await BatchJournal.open(path);
@@ -135,6 +143,36 @@ describe('BatchJournal', () => {
     expect(again.get('b')).toMatchObject({ state: 'done', files: ['b.json'] });
     await again.close();
     expect((await readFile(path, 'utf8')).trimEnd().split('\n')).toHaveLength(3);
+  });
+
+  it('cuts back a line a full disk tore, so the lines after it still read back', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const journal = await BatchJournal.open(path);
+    await journal.record('a', 'd', { state: 'created', taskId: 't-a' });
+    const prototype = Object.getPrototypeOf(await open(join(dir, 'probe'), 'w').then(async (handle) => (await handle.close(), handle))) as {
+      write: (...args: unknown[]) => Promise<{ bytesWritten: number }>;
+    };
+    const write = prototype.write;
+    let calls = 0;
+    const spy = vi.spyOn(prototype, 'write').mockImplementation(function (this: unknown, buffer: unknown, offset: unknown) {
+      calls += 1;
+      // The first call writes part of the line, the second finds the disk full.
+      if (calls === 1) return write.call(this, (buffer as Buffer).subarray(0, 10), offset);
+      if (calls === 2) return Promise.reject(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }));
+      return write.call(this, buffer, offset);
+    });
+    try {
+      await expect(journal.record('b', 'd', { state: 'creating' })).rejects.toBeInstanceOf(JournalError);
+    } finally {
+      spy.mockRestore();
+    }
+    await journal.record('c', 'd', { state: 'created', taskId: 't-c' });
+    await journal.close();
+    const again = await BatchJournal.open(path);
+    expect(again.get('a')).toMatchObject({ state: 'created', taskId: 't-a' });
+    expect(again.get('b')).toBeUndefined();
+    expect(again.get('c')).toMatchObject({ state: 'created', taskId: 't-c' });
+    await again.close();
   });
 
   it('starts a journal in a directory that does not exist yet', async () => {

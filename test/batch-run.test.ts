@@ -11,10 +11,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { watch } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningEmulator } from '../lib/emulator/server.js';
+import { RtTranslateError } from '../lib/errors.js';
 import { RateLimiter } from '../lib/http/rate-limiter.js';
 import { runBatch, type BatchJobResult } from '../lib/batch/run-batch.js';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy.js';
@@ -125,6 +126,22 @@ describe('runBatch', () => {
       expect(byLine.get(4)?.status).toBe('invalid');
       expect(byLine.get(5)?.error?.message).toContain('first at line 1');
       expect([...createsPerJob('lines').values()]).toEqual([1, 1]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('fails with a typed error, before any create, when results.jsonl cannot be written', async () => {
+    const path = await writeJobs('unwritable.jsonl', [job(0, 'unwritable')]);
+    const outDir = join(dir, 'unwritable');
+    await mkdir(join(outDir, 'results.jsonl'), { recursive: true });
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      const error = await collect(runBatch({ jobs: path, outDir, client })).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(RtTranslateError);
+      expect((error as Error).message).toContain('results.jsonl');
+      expect(createsPerJob('unwritable').size).toBe(0);
+      expect(await readdir(outDir)).not.toContain('journal.lock');
     } finally {
       await client.close();
     }

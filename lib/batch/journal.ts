@@ -15,14 +15,14 @@
  * A damaged line followed by good ones is a `JournalError`: the journal is not guessed at.
  *
  * One writer: `journal.lock` beside the journal holds the process id of the batch using it; a
- * second batch on the same directory is refused (a lock left by a process that no longer runs
- * is taken over). When the file holds more than twice as many lines as jobs, opening it rewrites
+ * second batch on the same directory is refused (a lock left by a process that no longer runs,
+ * or by an earlier one with this process's id, is taken over). When the file holds more than twice as many lines as jobs, opening it rewrites
  * it with one line per job (a new file synced, then renamed over the old one).
  */
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, rename, truncate, unlink, writeFile, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { RtTranslateError } from '../errors.js';
 
 /** What the journal says about a job. */
@@ -52,6 +52,13 @@ export class JournalError extends RtTranslateError {
 
 const HEADER = { journal: 'rt-translate batch', version: 1 } as const;
 
+/**
+ * The locks this process holds (resolved paths). A lock naming this process's id that is not
+ * here was left by an earlier process that had the same id (a container starts its command as
+ * the same process id every time), killed before it could remove it.
+ */
+const heldLocks = new Set<string>();
+
 interface Pending {
   line: string;
   resolve: () => void;
@@ -66,12 +73,17 @@ export class BatchJournal {
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
   #closed = false;
+  /** Bytes of whole, synced lines: where a failed write is cut back to. */
+  #size: number;
+  /** Set when a failed write could not be cut back: later lines would follow a torn one. */
+  #broken: JournalError | undefined;
 
-  private constructor(path: string, handle: FileHandle, jobs: Map<string, JournalEntry>, lock: string) {
+  private constructor(path: string, handle: FileHandle, jobs: Map<string, JournalEntry>, lock: string, size: number) {
     this.path = path;
     this.#handle = handle;
     this.#jobs = jobs;
     this.#lock = lock;
+    this.#size = size;
   }
 
   /** Opens the journal at `path`, reading what it holds, or starts one. Refused while another process uses it. */
@@ -85,7 +97,7 @@ export class BatchJournal {
       if (goodBytes < totalBytes) await truncate(path, goodBytes);
       if (lines > 2 * jobs.size + 1) await compact(path, jobs.values());
       const handle = await open(path, 'a');
-      const journal = new BatchJournal(path, handle, jobs, lock);
+      const journal = new BatchJournal(path, handle, jobs, lock, (await handle.stat()).size);
       if (goodBytes === 0) {
         await journal.#append(`${JSON.stringify(HEADER)}\n`);
         await syncDirectory(dir);
@@ -93,6 +105,7 @@ export class BatchJournal {
       return journal;
     } catch (error) {
       await unlink(lock).catch(() => undefined);
+      heldLocks.delete(resolve(lock));
       throw error;
     }
   }
@@ -126,10 +139,12 @@ export class BatchJournal {
     while (this.#flushing) await this.#flushing.catch(() => undefined);
     await this.#handle.close();
     await unlink(this.#lock).catch(() => undefined);
+    heldLocks.delete(resolve(this.#lock));
   }
 
   #append(line: string): Promise<void> {
     if (this.#closed) return Promise.reject(new JournalError(`The batch journal ${this.path} is closed.`));
+    if (this.#broken !== undefined) return Promise.reject(this.#broken);
     return new Promise((resolve, reject) => {
       this.#queue.push({ line, resolve, reject });
       this.#flushing ??= this.#flush();
@@ -146,10 +161,16 @@ export class BatchJournal {
         let written = 0;
         while (written < bytes.length) written += (await this.#handle.write(bytes, written)).bytesWritten;
         await this.#handle.datasync();
+        this.#size += bytes.length;
         for (const pending of round) pending.resolve();
       } catch (error) {
         const failure = new JournalError(`Could not write the batch journal ${this.path}: ${(error as Error).message}`, { cause: error });
-        for (const pending of round) pending.reject(failure);
+        // A write cut short (a full disk) leaves part of a line: cut it off, so that the lines of
+        // later rounds do not follow a torn one and make the whole journal unreadable.
+        await this.#handle.truncate(this.#size).catch(() => {
+          this.#broken = failure;
+        });
+        for (const pending of this.#broken !== undefined ? [...round, ...this.#queue.splice(0)] : round) pending.reject(failure);
       }
     }
     this.#flushing = undefined;
@@ -248,16 +269,18 @@ async function takeLock(lock: string, path: string): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await writeFile(lock, `${process.pid}\n`, { flag: 'wx' });
+      heldLocks.add(resolve(lock));
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
         throw new JournalError(`Could not lock the batch journal ${path}: ${(error as Error).message}`, { cause: error });
     }
     const holder = Number((await readFile(lock, 'utf8').catch(() => '')).trim());
-    if (Number.isSafeInteger(holder) && holder > 0 && isRunning(holder)) {
+    const valid = Number.isSafeInteger(holder) && holder > 0;
+    if (valid && (holder === process.pid ? heldLocks.has(resolve(lock)) : isRunning(holder))) {
       throw new JournalError(`Another batch (process ${holder}) is using ${path}; wait for it to end, or use another output directory.`);
     }
-    // Left by a process that no longer runs (or unreadable): take it over.
+    // Left by a process that no longer runs, or by an earlier one with this process's id (or unreadable): take it over.
     await unlink(lock).catch(() => undefined);
   }
   throw new JournalError(`Could not lock the batch journal ${path}: another batch keeps taking ${lock}.`);

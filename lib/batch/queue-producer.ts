@@ -7,22 +7,16 @@
  * BullMQ is loaded only here and in `queue-worker.ts`, with `import('bullmq')`, when one runs.
  */
 import { join } from 'node:path';
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { once } from 'node:events';
 import type { Job } from 'bullmq';
 import { intOption } from '../options.js';
 import { readJobFile } from './job-file.js';
-import { BatchJournal } from './journal.js';
 import { kindOf, writeDubParts, type BatchJob, type TaskKindSpec } from './kinds.js';
 import {
-  JOURNAL_FILE,
-  RESULTS_FILE,
   admitRecord,
   checkFile,
   describe,
   relativeNames,
-  report,
+  openOutputs,
   streamJob,
   type BatchJobResult,
   type BatchOptions,
@@ -66,9 +60,7 @@ export async function* enqueueBatch(options: QueueBatchOptions, onPlan?: (plan: 
     return;
   }
   const { Queue, QueueEvents, FlowProducer, Job: BullJob } = await import('bullmq');
-  await mkdir(options.outDir, { recursive: true });
-  const journal = await BatchJournal.open(join(options.outDir, JOURNAL_FILE));
-  const results = createWriteStream(join(options.outDir, RESULTS_FILE));
+  const { journal, results } = await openOutputs(options.outDir);
   const context: JobContext = { options, journal, deadline: undefined, signal: options.signal ?? new AbortController().signal };
   const queue = new Queue(queueName, { connection });
   const events = new QueueEvents(queueName, { connection });
@@ -206,7 +198,7 @@ export async function* enqueueBatch(options: QueueBatchOptions, onPlan?: (plan: 
       if (options.signal?.aborted === true) break;
       const admitted = admitRecord(context, record, firstLines);
       if ('status' in admitted) {
-        yield await report(results, admitted);
+        yield await results.report(admitted);
         continue;
       }
       const { job } = admitted;
@@ -222,7 +214,7 @@ export async function* enqueueBatch(options: QueueBatchOptions, onPlan?: (plan: 
         else if ((await BullJob.fromId(queue, id)) === undefined) await flows.add(flowOf(queueName, job, languages));
         if (batch.length >= 500) await flush();
       }
-      while (ready.length > 0) yield await report(results, ready.shift()!);
+      while (ready.length > 0) yield await results.report(ready.shift()!);
     }
     await flush();
     // Jobs already finished (an earlier producer's, or finished before this one listened): looked at once.
@@ -230,19 +222,19 @@ export async function* enqueueBatch(options: QueueBatchOptions, onPlan?: (plan: 
       const state = await queue.getJobState(id);
       if (state === 'completed' || state === 'failed') {
         const result = await conclude(id, true);
-        if (result !== undefined) yield await report(results, result);
+        if (result !== undefined) yield await results.report(result);
       }
-      while (ready.length > 0) yield await report(results, ready.shift()!);
+      while (ready.length > 0) yield await results.report(ready.shift()!);
     }
     // Then each job as the queue finishes it, until none is left or the run is stopped.
     for (;;) {
-      while (ready.length > 0) yield await report(results, ready.shift()!);
+      while (ready.length > 0) yield await results.report(ready.shift()!);
       if (options.signal?.aborted === true) break;
       const id = finished.shift();
       if (id !== undefined) {
         if (waiting.has(id)) {
           const result = await conclude(id, false);
-          if (result !== undefined) yield await report(results, result);
+          if (result !== undefined) yield await results.report(result);
         }
         continue;
       }
@@ -250,12 +242,11 @@ export async function* enqueueBatch(options: QueueBatchOptions, onPlan?: (plan: 
       await new Promise<void>((resolve) => (wake = resolve));
     }
     await Promise.all(inFlight);
-    while (ready.length > 0) yield await report(results, ready.shift()!);
+    while (ready.length > 0) yield await results.report(ready.shift()!);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     await Promise.allSettled(inFlight);
-    results.end();
-    await once(results, 'close').catch(() => undefined);
+    await results.close();
     await journal.close();
     await Promise.allSettled([events.close(), flows.close(), queue.close()]);
   }

@@ -15,9 +15,8 @@
  * the next run resumes the wait.
  */
 import { join, relative } from 'node:path';
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { once, setMaxListeners } from 'node:events';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import { RtTranslateError, ValidationError } from '../errors.js';
 import { TaskFailedError } from '../http/errors.js';
 import { intOption, numberOption } from '../options.js';
@@ -96,9 +95,7 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
     yield* problems;
     return;
   }
-  await mkdir(options.outDir, { recursive: true });
-  const journal = await BatchJournal.open(join(options.outDir, JOURNAL_FILE));
-  const results = createWriteStream(join(options.outDir, RESULTS_FILE));
+  const { journal, results } = await openOutputs(options.outDir);
   // Ends the waits of the jobs in flight when the caller aborts, stops iterating, or a job fails
   // to be journaled; creates in flight finish (their outcome is what the journal must know).
   const stop = new AbortController();
@@ -126,12 +123,12 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
             record.line,
             started.then((result) => ({ line: record.line, result })),
           );
-        else yield await report(results, started);
+        else yield await results.report(started);
       }
       if (inFlight.size === 0) break;
       const { line, result } = await Promise.race(inFlight.values());
       inFlight.delete(line);
-      yield await report(results, result);
+      yield await results.report(result);
     }
   } finally {
     stop.abort();
@@ -139,8 +136,7 @@ export async function* runBatch(options: BatchOptions, onPlan?: (plan: BatchPlan
     // Every job still running settles (its state journaled) before the journal closes.
     await Promise.allSettled(inFlight.values());
     await records.return(undefined);
-    results.end();
-    await once(results, 'close').catch(() => undefined);
+    await results.close();
     await journal.close();
   }
 }
@@ -360,8 +356,58 @@ function invalidFrom(line: number, fields: Record<string, unknown>, error: unkno
   return invalid(line, id, kind, error instanceof ValidationError ? { ...described, field: error.field } : described);
 }
 
-/** Writes the job's line to `results.jsonl`, waiting when the file is behind. */
-export async function report(results: NodeJS.WritableStream, result: BatchJobResult): Promise<BatchJobResult> {
-  if (!results.write(`${JSON.stringify(result)}\n`)) await once(results as unknown as NodeJS.EventEmitter, 'drain');
-  return result;
+/** The output directory (made when missing) with its journal and results file open; neither is left open when the other fails. */
+export async function openOutputs(outDir: string): Promise<{ journal: BatchJournal; results: ResultsFile }> {
+  await mkdir(outDir, { recursive: true });
+  const journal = await BatchJournal.open(join(outDir, JOURNAL_FILE));
+  try {
+    return { journal, results: await ResultsFile.open(outDir) };
+  } catch (error) {
+    await journal.close();
+    throw error;
+  }
+}
+
+/**
+ * `results.jsonl`: emptied and opened before the first job starts (an output directory where it
+ * cannot be written fails the batch there, with its path, before anything is paid for), then one
+ * line per job as it finishes; a failed write (a full disk) ends the batch with a typed error.
+ */
+export class ResultsFile {
+  readonly path: string;
+  readonly #handle: FileHandle;
+
+  private constructor(path: string, handle: FileHandle) {
+    this.path = path;
+    this.#handle = handle;
+  }
+
+  static async open(outDir: string): Promise<ResultsFile> {
+    const path = join(outDir, RESULTS_FILE);
+    try {
+      return new ResultsFile(path, await open(path, 'w'));
+    } catch (error) {
+      throw resultsError(path, error);
+    }
+  }
+
+  /** Appends the result's line; resolves with the result once written. */
+  async report(result: BatchJobResult): Promise<BatchJobResult> {
+    const bytes = Buffer.from(`${JSON.stringify(result)}\n`, 'utf8');
+    try {
+      let written = 0;
+      while (written < bytes.length) written += (await this.#handle.write(bytes, written)).bytesWritten;
+    } catch (error) {
+      throw resultsError(this.path, error);
+    }
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.#handle.close().catch(() => undefined);
+  }
+}
+
+function resultsError(path: string, error: unknown): RtTranslateError {
+  return new RtTranslateError('RTT_INPUT', `Could not write the batch results ${path}: ${(error as Error).message}`, { cause: error, retryable: false });
 }
