@@ -174,6 +174,28 @@ describe('runBatch', () => {
     }
   });
 
+  it('fails a job whose task the service no longer knows (404), instead of leaving it pending forever; ids differing in case are one id', async () => {
+    const path = await writeJobs('gone.jsonl', [job(0, 'gone'), { ...job(10, 'gone'), id: 'GONE-0' }]);
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      await control(emu, 'POST', 'faults', { status: 404, count: 1, path: '/translate/', method: 'GET' });
+      const results = await collect(runBatch({ jobs: path, outDir: join(dir, 'gone'), client }));
+      expect(results.map((r) => [r.line, r.status])).toEqual([
+        [2, 'invalid'],
+        [1, 'failed'],
+      ]);
+      expect(results[0]!.error?.message).toContain('ids that differ only in case count as the same');
+      expect(results[1]).toMatchObject({ error: { code: 'RTT_HTTP' } });
+      expect(results[1]!.taskId).toBeDefined();
+      // Journaled as failed: the next run reports it without waiting again.
+      const again = await collect(runBatch({ jobs: path, outDir: join(dir, 'gone'), client }));
+      expect(again.find((r) => r.line === 1)).toMatchObject({ status: 'failed', taskId: results[1]!.taskId });
+    } finally {
+      await control(emu, 'DELETE', 'faults');
+      await client.close();
+    }
+  });
+
   it('settles the jobs in flight when the caller stops early; the next run resumes them without creating again', async () => {
     const path = await writeJobs(
       'early.jsonl',

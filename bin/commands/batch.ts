@@ -28,7 +28,8 @@ export const BATCH_USAGE = `Usage: rt-translate batch JOBS --out DIR [options]  
   JOBS                  the jobs: JSON Lines (one object per line) or CSV with a header row;
                         each job has an id (it names its files), a kind, and that kind's
                         fields, the flags of the command of the same name in camelCase:
-                          tts              text, language, voice, format (flac, wav)
+                          tts              text, language, voice, format (wav, flac, mp3, adts,
+                                           pcm_s16le, ...), sampleRate, model
                           translated-tts   text, from, to, voice, format (flac, wav)
                           translate-text   text (or texts, a list), from, to, formal, casual
                           transcribe       url, language, format (json, srt, vtt, txt), mode

@@ -15,7 +15,7 @@ import type { LocalizationClient } from '../http/client.js';
 import { TaskFailedError } from '../http/errors.js';
 import { serviceDidNotAct } from '../http/retry.js';
 import { kindOf } from './kinds.js';
-import { createOutcomeKnown, describe } from './run-batch.js';
+import { createOutcomeKnown, describe, isGone } from './run-batch.js';
 import {
   DUB_FLOW,
   QUEUE_NAME,
@@ -118,7 +118,7 @@ export async function runWorker(options: QueueWorkerOptions): Promise<QueueWorke
       run = await kind.wait(client, taskId, { signal: stop.signal, readAtOnce: resumed, ...(deadline !== undefined ? { maxWaitMs: deadline } : {}) });
     } catch (error) {
       const current = { ...data, state: { taskId } };
-      if (error instanceof TaskFailedError) return give(job, current, { status: 'failed', taskId, ...describe(error) }, true);
+      if (error instanceof TaskFailedError || isGone(error)) return give(job, current, { status: 'failed', taskId, ...describe(error) }, true);
       if (stop.signal.aborted) return putBack(job, token);
       return give(job, current, { status: 'pending', taskId, ...describe(error) }, false);
     }

@@ -162,13 +162,18 @@ export async function checkFile(options: BatchOptions): Promise<{ firstLines: Ma
     }
     try {
       const job = checkJob(record.fields, record.line);
-      const first = firstLines.get(job.id);
+      // Ids name files: two that differ only in case would collide where names ignore case.
+      const first = firstLines.get(job.id.toLowerCase());
       if (first !== undefined) {
         problems.push(
-          invalid(record.line, job.id, job.kind, { code: 'RTT_VALIDATION', message: `The id ${job.id} is used again (first at line ${first}).`, field: 'id' }),
+          invalid(record.line, job.id, job.kind, {
+            code: 'RTT_VALIDATION',
+            message: `The id ${job.id} is used again (first at line ${first}; ids that differ only in case count as the same).`,
+            field: 'id',
+          }),
         );
       } else {
-        firstLines.set(job.id, record.line);
+        firstLines.set(job.id.toLowerCase(), record.line);
         jobs += 1;
       }
     } catch (error) {
@@ -208,9 +213,13 @@ export function admitRecord(
   } catch (error) {
     return invalidFrom(record.line, record.fields, error);
   }
-  const first = firstLines.get(job.id);
+  const first = firstLines.get(job.id.toLowerCase());
   if (first !== job.line) {
-    return invalid(job.line, job.id, job.kind, { code: 'RTT_VALIDATION', message: `The id ${job.id} is used again (first at line ${first}).`, field: 'id' });
+    const message =
+      first === undefined
+        ? `The job file changed while the batch ran: line ${job.line} was not there when it was checked.`
+        : `The id ${job.id} is used again (first at line ${first}; ids that differ only in case count as the same).`;
+    return invalid(job.line, job.id, job.kind, { code: 'RTT_VALIDATION', message, field: 'id' });
   }
   const entry = context.journal.get(job.id);
   if (entry !== undefined && entry.digest !== job.digest) {
@@ -236,7 +245,9 @@ function settledResult(options: BatchOptions, job: BatchJob, entry: JournalEntry
     case 'uncertain': {
       if (options.retryUncertain === true) return undefined;
       const message =
-        entry.state === 'uncertain' ? entry.message : 'An earlier run stopped while creating this job: the service may have started a task for it.';
+        entry.state === 'uncertain'
+          ? entry.message
+          : "An earlier run stopped while creating this job: the service may have started a task for it (a streamed job's file may even be complete).";
       return {
         ...base,
         status: 'uncertain',
@@ -285,7 +296,7 @@ async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | 
     run = await kind.wait(options.client, taskId, waitOptions);
   } catch (error) {
     const described = describe(error);
-    if (error instanceof TaskFailedError) {
+    if (error instanceof TaskFailedError || isGone(error)) {
       await journal.record(job.id, job.digest, { state: 'failed', taskId, ...described });
       return { ...base, status: 'failed', taskId, error: described };
     }
@@ -295,7 +306,12 @@ async function runJob(context: JobContext, job: BatchJob, knownTaskId: string | 
   try {
     files = await kind.write(options.client, run, job, join(options.outDir, job.id), { signal: context.signal });
   } catch (error) {
-    return { ...base, status: 'pending', taskId, runId: run.runId, error: describe(error) };
+    const described = describe(error);
+    if (isGone(error)) {
+      await journal.record(job.id, job.digest, { state: 'failed', taskId, runId: run.runId, ...described });
+      return { ...base, status: 'failed', taskId, runId: run.runId, error: described };
+    }
+    return { ...base, status: 'pending', taskId, runId: run.runId, error: described };
   }
   const names = relativeNames(options.outDir, files);
   await journal.record(job.id, job.digest, { state: 'done', taskId, runId: run.runId, files: names });
@@ -334,6 +350,11 @@ export function createOutcomeKnown(error: unknown): boolean {
   if (error instanceof ValidationError) return true;
   if (serviceDidNotAct(error)) return true;
   return error instanceof RtTranslateError && error.status !== undefined && error.status >= 400 && error.status < 500;
+}
+
+/** The service no longer knows the task or its result (404, 410): waiting again cannot help. */
+export function isGone(error: unknown): boolean {
+  return error instanceof RtTranslateError && (error.status === 404 || error.status === 410);
 }
 
 export function relativeNames(outDir: string, files: string[]): string[] {
