@@ -5,6 +5,8 @@
  * that tells a rerun whether a job changed.
  */
 import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { basename, dirname } from 'node:path';
 import { ValidationError } from '../lib/errors.js';
 import { BATCH_KINDS, checkJob } from '../lib/batch/kinds.js';
 
@@ -78,5 +80,17 @@ describe('checkJob', () => {
     const c = checkJob({ id: 'a', kind: 'tts', text: 'Hello!', language: 'en-us', voice: 12 }, 1);
     expect(a.digest).toBe(b.digest);
     expect(a.digest).not.toBe(c.digest);
+  });
+
+  it("uploads a transcribe job's input, found from the job file's folder, and checks it is there", () => {
+    const fixture = fileURLToPath(new URL('./fixtures/speech-en-24k.wav', import.meta.url));
+    const job = checkJob({ id: 'up', kind: 'transcribe', input: basename(fixture), language: 'en-us' }, 1, dirname(fixture));
+    expect(job.request).toMatchObject({ mediaFile: fixture, language: 'en-us' });
+    expect(job.request.mediaUrl).toBeUndefined();
+    expect(refusal({ id: 'up', kind: 'transcribe', input: 'no-such-file.wav', language: 'en-us' })).toMatchObject({ field: 'input' });
+    expect(refusal({ id: 'up', kind: 'transcribe', language: 'en-us' })).toMatchObject({ field: 'url', received: 'neither' });
+    expect(refusal({ id: 'up', kind: 'transcribe', url: 'https://media.example/a.mp3', input: fixture, language: 'en-us' })).toMatchObject({
+      received: 'both',
+    });
   });
 });

@@ -196,6 +196,21 @@ describe('runBatch', () => {
     }
   });
 
+  it('uploads the file a transcribe job names, once, and writes its transcript', async () => {
+    // The upload's file name names the job, so that its create can be counted.
+    await writeFile(join(dir, 'upload-0.wav'), await readFile(new URL('./fixtures/speech-en-24k.wav', import.meta.url)));
+    const path = await writeJobs('upload.jsonl', [{ id: 'upload-0', kind: 'transcribe', input: 'upload-0.wav', language: 'en-us', format: 'vtt' }]);
+    const client = clientFor(emu, { baseUrl: proxy.baseUrl });
+    try {
+      const [result] = await collect(runBatch({ jobs: path, outDir: join(dir, 'upload'), client }));
+      expect(result).toMatchObject({ status: 'done', files: ['upload-0.vtt'] });
+      expect((await readFile(join(dir, 'upload', 'upload-0.vtt'), 'utf8')).startsWith('WEBVTT')).toBe(true);
+      expect([...createsPerJob('upload').values()]).toEqual([1]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('settles the jobs in flight when the caller stops early; the next run resumes them without creating again', async () => {
     const path = await writeJobs(
       'early.jsonl',

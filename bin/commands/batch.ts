@@ -32,7 +32,8 @@ export const BATCH_USAGE = `Usage: rt-translate batch JOBS --out DIR [options]  
                                            pcm_s16le, ...), sampleRate, model
                           translated-tts   text, from, to, voice, format (flac, wav)
                           translate-text   text (or texts, a list), from, to, formal, casual
-                          transcribe       url, language, format (json, srt, vtt, txt), mode
+                          transcribe       url or input (a file to upload), language, format
+                                           (json, srt, vtt, txt), mode
                           subtitles        url, from, language, format (srt, vtt, txt)
                           dub              url, from, to (a list), mode
   --out DIR             each job's files (DIR/ID.flac, DIR/ID.json, ...), DIR/results.jsonl

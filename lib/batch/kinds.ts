@@ -7,7 +7,7 @@
  * | `tts` | `text`, `language`, `voice`?, `format`? (`wav`, `flac`, `mp3`, `adts`, `pcm_*`), `sampleRate`?, `model`? | the speech |
  * | `translated-tts` | `text`, `from`, `to`, `voice`?, `format`? | the speech, and `.json` with the translated text |
  * | `translate-text` | `text` (or `texts`, a list), `from`, `to`, `formal`?, `casual`? | `.json`: `{texts}` |
- * | `transcribe` | `url`, `language`, `format`? (`json`, `srt`, `vtt`, `txt`), `mode`? | the transcript |
+ * | `transcribe` | `url` or `input` (a file to upload), `language`, `format`? (`json`, `srt`, `vtt`, `txt`), `mode`? | the transcript |
  * | `subtitles` | `url`, `from`, `language`?, `format`? (`srt`, `vtt`, `txt`) | the subtitles |
  * | `dub` | `url`, `from`, `to` (a list), `mode`? | `.json`: the dubbed files' URLs |
  *
@@ -20,8 +20,9 @@
  * interrupted mid-stream leaves it `uncertain`, like a create whose answer was lost.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, statSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ProtocolError, ValidationError } from '../errors.js';
 import { describeReceived } from '../options.js';
@@ -188,14 +189,15 @@ const KINDS: Record<BatchKind, KindSpec> = {
   },
   transcribe: {
     fields: {
-      url: { type: 'string', required: true },
+      url: { type: 'string' },
+      input: { type: 'string' },
       language: { type: 'string', required: true },
       format: { type: 'string', oneOf: TRANSCRIPT_FORMATS },
       mode: { type: 'string', oneOf: MODES },
     },
     schema: transcriptionSchema,
-    request: (f) => ({ mediaUrl: f.url, language: f.language, ...(f.mode !== undefined ? { transcriptionMode: f.mode } : {}) }),
-    names: { mediaUrl: 'url', transcriptionMode: 'mode' },
+    request: (f) => ({ mediaUrl: f.url, mediaFile: f.input, language: f.language, ...(f.mode !== undefined ? { transcriptionMode: f.mode } : {}) }),
+    names: { mediaUrl: 'url', mediaFile: 'input', transcriptionMode: 'mode' },
     create: (client, request, options) => client.transcription.create(request as never, options),
     wait: (client, taskId, options) => client.transcription.wait(taskId, options),
     write: async (client, run, job, base, options) => {
@@ -247,7 +249,7 @@ const KINDS: Record<BatchKind, KindSpec> = {
  * Checks one record of a job file (`fields` as read, `id` and `kind` included) and builds its
  * request. Throws a `ValidationError` naming the field as the file spells it.
  */
-export function checkJob(record: Record<string, unknown>, line: number): BatchJob {
+export function checkJob(record: Record<string, unknown>, line: number, baseDir: string = process.cwd()): BatchJob {
   const { id, kind, ...rest } = record;
   if (typeof id !== 'string' && typeof id !== 'number') throw new ValidationError('id', "a string (the job's name, unique in the file)", describeReceived(id));
   const name = String(id).trim();
@@ -273,9 +275,12 @@ export function checkJob(record: Record<string, unknown>, line: number): BatchJo
     if (fieldSpec.required && fields[field] === undefined) throw new ValidationError(field, `a value (${kind} jobs need ${field})`, 'nothing');
   }
   const request = Object.fromEntries(Object.entries(spec.request(fields)).filter(([, value]) => value !== undefined));
+  if (kind === 'transcribe') request.mediaFile = mediaToUpload(fields, baseDir);
+  if (request.mediaFile === undefined) delete request.mediaFile;
   try {
     // The check the create makes again before sending, run now so that a bad job fails before any paid call.
-    validate(spec.schema, request);
+    const { mediaFile: _upload, ...checked } = request;
+    validate(spec.schema, checked);
   } catch (error) {
     if (error instanceof ValidationError) {
       const top = error.field.split(/[.[]/)[0]!;
@@ -289,6 +294,30 @@ export function checkJob(record: Record<string, unknown>, line: number): BatchJo
     .digest('hex')
     .slice(0, 32);
   return { id: name, kind: kind as BatchKind, line, fields, digest, request };
+}
+
+/**
+ * A `transcribe` job's media: exactly one of `url` (the service fetches it) and `input` (a file
+ * uploaded from here, relative to the job file's folder), the file checked to exist now.
+ */
+function mediaToUpload(fields: Record<string, unknown>, baseDir: string): string | undefined {
+  if ((fields.url === undefined) === (fields.input === undefined)) {
+    throw new ValidationError(
+      'url',
+      'exactly one of url (where the service fetches the media) and input (a media file to upload)',
+      fields.url === undefined ? 'neither' : 'both',
+    );
+  }
+  if (fields.input === undefined) return undefined;
+  const path = resolve(baseDir, fields.input as string);
+  let isFile = false;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    // Reported below, as a file that is not there.
+  }
+  if (!isFile) throw new ValidationError('input', "a media file to upload (relative paths start at the job file's folder)", `${path}, which is not a file`);
+  return path;
 }
 
 /** How a kind runs: as a task, or as one streamed request. */

@@ -14,7 +14,7 @@
  * deadline, an abort, a status read that kept failing) is `pending`: its task id is journaled and
  * the next run resumes the wait.
  */
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { setMaxListeners } from 'node:events';
 import { RtTranslateError, ValidationError } from '../errors.js';
@@ -161,7 +161,7 @@ export async function checkFile(options: BatchOptions): Promise<{ firstLines: Ma
       continue;
     }
     try {
-      const job = checkJob(record.fields, record.line);
+      const job = checkJob(record.fields, record.line, dirname(resolve(options.jobs)));
       // Ids name files: two that differ only in case would collide where names ignore case.
       const first = firstLines.get(job.id.toLowerCase());
       if (first !== undefined) {
@@ -209,7 +209,7 @@ export function admitRecord(
   if ('message' in record) return invalid(record.line, undefined, undefined, { code: 'RTT_INPUT', message: record.message });
   let job: BatchJob;
   try {
-    job = checkJob(record.fields, record.line);
+    job = checkJob(record.fields, record.line, dirname(resolve(context.options.jobs)));
   } catch (error) {
     return invalidFrom(record.line, record.fields, error);
   }
