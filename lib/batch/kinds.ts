@@ -247,7 +247,8 @@ const KINDS: Record<BatchKind, KindSpec> = {
 
 /**
  * Checks one record of a job file (`fields` as read, `id` and `kind` included) and builds its
- * request. Throws a `ValidationError` naming the field as the file spells it.
+ * request. Throws a `ValidationError` naming the field as the file spells it. `baseDir` is where
+ * a relative `input` (a file to upload) is found: the job file's folder (default: the current one).
  */
 export function checkJob(record: Record<string, unknown>, line: number, baseDir: string = process.cwd()): BatchJob {
   const { id, kind, ...rest } = record;
