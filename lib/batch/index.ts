@@ -17,6 +17,6 @@ export { QUEUE_NAME, parseQueueUrl, type QueueConnectionOptions } from './queue-
 export { enqueueBatch, type QueueBatchOptions } from './queue-producer.js';
 export { runWorker, type QueueWorker, type QueueWorkerOptions } from './queue-worker.js';
 export { BATCH_KINDS, checkJob, type BatchJob, type BatchKind } from './kinds.js';
-export { jobFileFormat, readJobFile, type JobFileFormat, type JobLineProblem, type JobRecord } from './job-file.js';
+export { jobFileFormat, readJobFile, type JobFileFormat, type JobLineProblem, type JobRecord, type ReadJobFileOptions } from './job-file.js';
 export { BatchJournal, JournalError, type JobState, type JournalEntry } from './journal.js';
 export { RateLimiter, type RateLimiterOptions } from '../http/rate-limiter.js';
