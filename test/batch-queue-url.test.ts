@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ValidationError } from '../lib/errors.js';
 import { parseQueueUrl } from '../lib/batch/queue-jobs.js';
 import { runInProcess } from './helpers/cli.js';
+import { caught } from './helpers/caught.js';
 
 describe('parseQueueUrl', () => {
   it.each([
@@ -28,28 +29,18 @@ describe('parseQueueUrl', () => {
     { url: 'http://127.0.0.1:6379', says: 'got http://' },
     { url: 'redis://redis.example:6379', says: 'rediss:// for redis.example' },
   ])('refuses $url', ({ url, says }) => {
-    let caught: unknown;
-    try {
-      parseQueueUrl(url);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(ValidationError);
-    expect((caught as ValidationError).field).toBe('queue');
-    expect((caught as ValidationError).message).toContain(says);
+    const error = caught(() => parseQueueUrl(url));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe('queue');
+    expect((error as ValidationError).message).toContain(says);
   });
 
   it('never repeats a password written into a URL it cannot read', () => {
     const url = 'redis://:s3cret@redis example:6379';
-    let caught: unknown;
-    try {
-      parseQueueUrl(url);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(ValidationError);
-    expect((caught as ValidationError).message).toContain(`text that is not a URL (${url.length} characters)`);
-    expect((caught as ValidationError).message).not.toContain('s3cret');
+    const error = caught(() => parseQueueUrl(url));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).message).toContain(`text that is not a URL (${url.length} characters)`);
+    expect((error as ValidationError).message).not.toContain('s3cret');
   });
 
   it('takes plain text to another host when allowed', () => {
