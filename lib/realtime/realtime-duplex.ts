@@ -286,13 +286,16 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       this.outbox.hold(callback);
       return;
     }
-    this.#input.cut(chunk, (buf, offset, frames) => {
-      const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
-      this.acceptInput(audio);
-      this.#inputBytes += audio.length;
-    });
+    this.#input.cut(chunk, this.#takeFrames);
     this.outbox.hold(callback);
   }
+
+  /** Whole frames cut from a write: bound once, not a closure per write. */
+  readonly #takeFrames = (buf: Buffer, offset: number, frames: number): void => {
+    const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
+    this.acceptInput(audio);
+    this.#inputBytes += audio.length;
+  };
 
   override _final(callback: StreamCallback): void {
     // After a failure the stream is destroyed with the error once the reader has drained what arrived.

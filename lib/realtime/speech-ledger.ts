@@ -16,7 +16,7 @@
  *   sent is a piece of longer speech and moves nothing.
  */
 import type { SharedFrameLevels } from '../audio/level.js';
-import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions } from '../audio/vad.js';
+import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions, type VoiceSegment } from '../audio/vad.js';
 import type { ResponseTiming } from './response-timing.js';
 
 export { LatencySeries, type LatencySummary, type ResponseTiming } from './response-timing.js';
@@ -106,15 +106,7 @@ export class SpeechLedger {
   /** Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector. */
   accept(pcm: Buffer): void {
     this.#accepted += pcm.length;
-    this.#detector.push(pcm, (segment) => {
-      const last = this.#segments.at(-1);
-      if (last && !last.ended) this.#segments.pop();
-      // A click is not speech: it would only hold memory and anchor a replay too early.
-      if (segment.voicedEnd - segment.voicedStart < this.#minSpeechBytes) return;
-      this.#segments.push({ voicedStart: segment.voicedStart, voicedEnd: segment.voicedEnd, ended: true });
-      this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, segment.voicedEnd);
-      this.#endedSpeechEnd = Math.max(this.#endedSpeechEnd, segment.voicedEnd);
-    });
+    this.#detector.push(pcm, this.#segmentEnded);
     if (this.#detector.speaking) {
       const start = this.#detector.segmentStart;
       const end = start + this.#detector.currentVoicedBytes;
@@ -127,6 +119,16 @@ export class SpeechLedger {
     // as answered (far beyond any replay), so a service that never answers cannot grow this.
     if (this.#segments.length > MAX_SEGMENTS) this.#advance(this.#segments[this.#segments.length - MAX_SEGMENTS - 1]!.voicedEnd);
   }
+
+  readonly #segmentEnded = (segment: VoiceSegment): void => {
+    const last = this.#segments.at(-1);
+    if (last && !last.ended) this.#segments.pop();
+    // A click is not speech: it would only hold memory and anchor a replay too early.
+    if (segment.voicedEnd - segment.voicedStart < this.#minSpeechBytes) return;
+    this.#segments.push({ voicedStart: segment.voicedStart, voicedEnd: segment.voicedEnd, ended: true });
+    this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, segment.voicedEnd);
+    this.#endedSpeechEnd = Math.max(this.#endedSpeechEnd, segment.voicedEnd);
+  };
 
   /** Whether a response has begun since this session started. */
   get answeredInSession(): boolean {
@@ -248,8 +250,12 @@ export class SpeechLedger {
    * before the frontier; aligned down to a detector frame of the input timeline.
    */
   replayStart(sent: number, prerollMs: number): number {
-    const pending = this.#segments.find((segment) => segment.voicedEnd > this.#frontier);
-    const anchor = pending ? Math.max(pending.voicedStart, this.#frontier) : sent;
+    let anchor = sent;
+    for (const segment of this.#segments) {
+      if (segment.voicedEnd <= this.#frontier) continue;
+      anchor = Math.max(segment.voicedStart, this.#frontier);
+      break;
+    }
     const start = Math.max(this.#frontier, Math.min(anchor, sent) - prerollMs * BYTES_PER_MS);
     return Math.max(0, start - (start % VAD_FRAME_BYTES));
   }
