@@ -63,8 +63,14 @@ export class SpeechLedger {
   #accepted = 0;
   #open: OpenResponse | undefined;
   #completed = 0;
-  /** First-send times: `[endOffset, epochMs]`, ascending offsets, trimmed below the frontier. */
-  #sends: Array<[number, number]> = [];
+  /**
+   * First-send records, ascending offsets, trimmed below the frontier: `#sendEnds[i]` was handed
+   * to the socket at `#sendTimes[i]` (epoch ms). Two arrays of numbers, not a pair per send: a
+   * record lives until an answer covers it, long enough that a pair would be promoted out of
+   * the young generation, 50 times a second per session.
+   */
+  #sendEnds: number[] = [];
+  #sendTimes: number[] = [];
   #sentMax = 0;
   /** Input handed to the socket when this session's latest response began (undefined: none yet). */
   #lastStart: number | undefined;
@@ -172,9 +178,10 @@ export class SpeechLedger {
   recordSent(endOffset: number, now: number): void {
     if (endOffset <= this.#sentMax) return;
     this.#sentMax = endOffset;
-    this.#sends.push([endOffset, now]);
+    this.#sendEnds.push(endOffset);
+    this.#sendTimes.push(now);
     // Bounded even when nothing is ever answered: the oldest records go (their timings with them).
-    if (this.#sends.length > MAX_SEND_RECORDS) this.#sends.splice(0, this.#sends.length - MAX_SEND_RECORDS / 2);
+    if (this.#sendEnds.length > MAX_SEND_RECORDS) this.#dropSends(this.#sendEnds.length - MAX_SEND_RECORDS / 2);
   }
 
   /** A response event arrived: opens a response if none is open. `sent` is the input handed to the socket so far. */
@@ -267,13 +274,19 @@ export class SpeechLedger {
     }
     // Keep the send record that times the frontier itself; older ones are never looked up again.
     let drop = 0;
-    while (drop + 1 < this.#sends.length && this.#sends[drop + 1]![0] <= this.#frontier) drop += 1;
-    if (drop > 0) this.#sends.splice(0, drop);
+    while (drop + 1 < this.#sendEnds.length && this.#sendEnds[drop + 1]! <= this.#frontier) drop += 1;
+    if (drop > 0) this.#dropSends(drop);
+  }
+
+  #dropSends(count: number): void {
+    this.#sendEnds.splice(0, count);
+    this.#sendTimes.splice(0, count);
   }
 
   /** When input offset `offset` was first handed to the socket. */
   #sentTime(offset: number): number | undefined {
-    for (const [end, at] of this.#sends) if (end >= offset) return at;
+    const ends = this.#sendEnds;
+    for (let i = 0; i < ends.length; i++) if (ends[i]! >= offset) return this.#sendTimes[i];
     return undefined;
   }
 }
