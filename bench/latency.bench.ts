@@ -14,8 +14,10 @@
  * the samples of a kind's windows are pooled, and the ratio of the p99s is recorded (bound 1.2),
  * with p50 and max printed. Environment: `LATENCY_SESSIONS` (default "1,100"), `LATENCY_MODES`
  * (default "json,binary"), `LATENCY_SECONDS` (measured window, default 3), `LATENCY_WARMUP_MS`
- * (default 1500), `LATENCY_ROUNDS` (windows per kind, default 4: short windows, many of them, so
- * that the machine's changing load falls on both kinds alike), `LATENCY_PROFILE` (a
+ * (default 1500), `LATENCY_ROUNDS` (windows per kind, at least; default 4: short windows, many of
+ * them, so that the machine's changing load falls on both kinds alike), `LATENCY_MIN_FRAMES`
+ * (frames per kind, at least: with few sessions more windows are run, so that the p99 is not one
+ * of a handful of frames; default 1500), `LATENCY_PROFILE` (a
  * directory: each library window's CPU profile is written there).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -223,12 +225,14 @@ export default async function (): Promise<void> {
   const modes = (process.env.LATENCY_MODES ?? 'json,binary').split(',') as Mode[];
   const seconds = Number(process.env.LATENCY_SECONDS ?? 3);
   const warmupMs = Number(process.env.LATENCY_WARMUP_MS ?? 1500);
-  const rounds = Math.max(1, Number(process.env.LATENCY_ROUNDS ?? 4));
+  const minRounds = Math.max(1, Number(process.env.LATENCY_ROUNDS ?? 4));
+  const minFrames = Number(process.env.LATENCY_MIN_FRAMES ?? 1500);
   const peer = new Peer();
   await peer.ready();
-  console.log(`server frame sent -> its audio on the reader; ${rounds} windows of ${seconds} s per kind after ${warmupMs} ms of warm-up`);
+  console.log(`server frame sent -> its audio on the reader; windows of ${seconds} s after ${warmupMs} ms of warm-up`);
   try {
     for (const n of counts) {
+      const rounds = Math.max(minRounds, Math.ceil(minFrames / (n * 50 * seconds)));
       for (const mode of modes) {
         const pooled: Record<Kind, number[]> = { library: [], bare: [] };
         const started: Record<Kind, number> = { library: n, bare: n };
@@ -243,7 +247,7 @@ export default async function (): Promise<void> {
         const lib = figures(pooled.library);
         const bare = figures(pooled.bare);
         const note = (kind: Kind) => (started[kind] < n ? `; ${started[kind]} of ${n} sessions started` : '');
-        console.log(`${mode} frames, ${n} session(s):`);
+        console.log(`${mode} frames, ${n} session(s), ${rounds} windows per kind:`);
         console.log(line('library', lib, note('library')));
         console.log(line('bare', bare, note('bare')));
         console.log(`  ratio p50 ${(lib.p50 / bare.p50).toFixed(2)}, p99 ${(lib.p99 / bare.p99).toFixed(2)}`);
