@@ -24,6 +24,8 @@ export class EventOutlet<E extends { type: string }> {
   readonly #link: Pick<SessionLink, 'pause' | 'resume' | 'paused'>;
   readonly #o: EventOutletOptions<E>;
   readonly #fanout: EventFanout<E>;
+  /** The socket is paused for the reader (only this outlet pauses the link for that reason). */
+  #reader = false;
 
   constructor(stream: Duplex, link: Pick<SessionLink, 'pause' | 'resume' | 'paused'>, options: EventOutletOptions<E>) {
     this.#stream = stream;
@@ -39,9 +41,12 @@ export class EventOutlet<E extends { type: string }> {
 
   /** Emits an event under its one name, and queues it for `events()` iterators. */
   publish(event: E): void {
-    this.#stream.emit('event', event);
-    this.#fanout.push(event);
-    this.#stream.emit(event.type, ...this.#o.listenerArgs(event));
+    const s = this.#stream;
+    s.emit('event', event);
+    // Nothing is queued, weighed or built for listeners that are not there: most audio deltas
+    // have neither an iterator nor a listener of their own name.
+    if (this.#fanout.subscribers > 0) this.#fanout.push(event);
+    if (s.listenerCount(event.type) > 0) s.emit(event.type, ...this.#o.listenerArgs(event));
   }
 
   /** Data for the readable side; a reader that is behind pauses the socket. */
@@ -53,9 +58,9 @@ export class EventOutlet<E extends { type: string }> {
     if (!s.push(data)) this.#pause('reader', true);
   }
 
-  /** `_read`: the reader wants more. */
+  /** `_read` (after every push, the stream reads ahead): the reader wants more. */
   read(): void {
-    this.#pause('reader', false);
+    if (this.#reader) this.#pause('reader', false);
   }
 
   /** Iterators end after what they have queued (or throw `error`). */
@@ -64,6 +69,7 @@ export class EventOutlet<E extends { type: string }> {
   }
 
   #pause(reason: 'reader' | 'events', on: boolean): void {
+    if (reason === 'reader') this.#reader = on;
     const link = this.#link;
     const paused = link.paused;
     if (on) link.pause(reason);

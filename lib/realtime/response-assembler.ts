@@ -118,7 +118,9 @@ export class ResponseAssembler {
         const audio = this.#realign(event.audio);
         this.#ledger.responseActivity('audio', now, sent, audio.length);
         this.#bytesReceived += audio.length;
-        sink.publish({ ...event, audio });
+        // A new event only when realigning changed the audio (an odd byte carried): most deltas
+        // are published as decoded, with no object built between the socket and push().
+        sink.publish(audio === event.audio ? event : { ...event, audio });
         sink.audio(audio);
         sink.activity(now);
         return;

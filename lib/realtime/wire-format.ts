@@ -337,6 +337,13 @@ export function decodeServerEventWith<Audio>(
   prepare?.(raw);
   const wireType = raw.type;
   switch (wireType) {
+    // Audio first: nearly every message of a session is one.
+    case SERVER_EVENT_TYPES.audioDelta: {
+      // The interface names the payload `delta`; some clients read `audio`. Accept both.
+      const b64 = str(raw.delta) ?? str(raw.audio);
+      if (b64 === undefined) throw new ProtocolError('response.audio.delta without a base64 "delta" field.');
+      return { type: 'audio.delta', audio: decodeAudio(b64), wireType, raw };
+    }
     case SERVER_EVENT_TYPES.sessionStarting:
       return { type: 'session.starting', wireType, raw };
     case SERVER_EVENT_TYPES.sessionCreated:
@@ -351,12 +358,6 @@ export function decodeServerEventWith<Audio>(
       return { type: 'text.delta', delta: str(raw.delta) ?? '', wireType, raw };
     case SERVER_EVENT_TYPES.textDone:
       return { type: 'text.done', text: str(raw.text), wireType, raw };
-    case SERVER_EVENT_TYPES.audioDelta: {
-      // The interface names the payload `delta`; some clients read `audio`. Accept both.
-      const b64 = str(raw.delta) ?? str(raw.audio);
-      if (b64 === undefined) throw new ProtocolError('response.audio.delta without a base64 "delta" field.');
-      return { type: 'audio.delta', audio: decodeAudio(b64), wireType, raw };
-    }
     case SERVER_EVENT_TYPES.audioDone:
       return { type: 'audio.done', wireType, raw };
     case SERVER_EVENT_TYPES.error: {
