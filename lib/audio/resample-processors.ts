@@ -115,6 +115,8 @@ abstract class ResampleProcessor implements AudioProcessor {
   #out: Buffer = EMPTY;
   #o = 0;
 
+  /** The filter's delay, in samples at `up` times the input rate. */
+  readonly #delay: number;
   #inputFrames = 0;
   #outputFrames = 0;
   #ended = false;
@@ -133,6 +135,7 @@ abstract class ResampleProcessor implements AudioProcessor {
     this.taps = design.tapsPerPhase;
     this.stepFrames = Math.floor(design.down / design.up);
     this.stepPhase = design.down % design.up;
+    this.#delay = design.delay;
     this.#frames = new FrameCutter(this.inFrameBytes, { reuse: true });
   }
 
@@ -143,24 +146,36 @@ abstract class ResampleProcessor implements AudioProcessor {
    */
   protected abstract feed(src: Buffer | null, offset: number, frames: number, out: Buffer, o: number, limit: number): number;
 
+  /**
+   * Converts `chunk` into a buffer of exactly the outputs it completes (none: `EMPTY`). A chunk
+   * of whole frames, with nothing carried over (every G.711 mono chunk), skips the re-framer.
+   */
   process(chunk: Buffer): Buffer {
     if (this.#ended) return EMPTY;
-    const frames = Math.floor((this.#frames.pendingBytes + chunk.length) / this.inFrameBytes);
-    if (frames === 0) {
-      this.#frames.cut(chunk, this.#run);
-      return EMPTY;
-    }
-    const out = Buffer.allocUnsafe((Math.ceil((frames * this.up) / this.down) + 1) * this.outFrameBytes);
+    const pending = this.#frames.pendingBytes;
+    const frames = Math.floor((pending + chunk.length) / this.inFrameBytes);
+    const outputs = this.#outputsAfter(this.#inputFrames + frames) - this.#outputFrames;
+    const out = outputs > 0 ? Buffer.allocUnsafe(outputs * this.outFrameBytes) : EMPTY;
     this.#out = out;
     this.#o = 0;
-    this.#frames.cut(chunk, this.#run);
-    const o = this.#o;
+    if (pending === 0 && frames * this.inFrameBytes === chunk.length) this.#convert(chunk, 0, frames);
+    else this.#frames.cut(chunk, this.#run);
     this.#out = EMPTY;
-    return o === out.length ? out : out.subarray(0, o);
+    return out;
   }
 
+  /**
+   * How many outputs the first `inputFrames` input frames complete: output n needs input frames
+   * up to `floor((delay + n * down) / up)` (the filter's delay compensated, see `resampler.ts`).
+   */
+  #outputsAfter(inputFrames: number): number {
+    return Math.max(0, Math.ceil((inputFrames * this.up - this.#delay) / this.down));
+  }
+
+  readonly #run = (src: Buffer, offset: number, frames: number): void => this.#convert(src, offset, frames);
+
   /** Converts a run of whole input frames, in pieces of at most PIECE_FRAMES. */
-  readonly #run = (src: Buffer, offset: number, frames: number): void => {
+  #convert(src: Buffer, offset: number, frames: number): void {
     const fb = this.inFrameBytes;
     for (let done = 0; done < frames; done += PIECE_FRAMES) {
       const n = Math.min(PIECE_FRAMES, frames - done);
@@ -169,7 +184,7 @@ abstract class ResampleProcessor implements AudioProcessor {
       this.#outputFrames += (next - this.#o) / this.outFrameBytes;
       this.#o = next;
     }
-  };
+  }
 
   flush(): Buffer {
     if (this.#ended) return EMPTY;
