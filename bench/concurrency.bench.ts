@@ -169,8 +169,9 @@ function openBare(n: number, url: string, clock: FrameClock): Opened {
 /**
  * The bare Twilio bridge: what the Twilio path does, by hand, with the library's converters:
  * each caller message parsed, its mu-law decoded and resampled to 24 kHz, sent in 100 ms
- * appends; each translated piece resampled to 8 kHz mu-law and sent as 20 ms media messages,
- * a mark after each response. No validation, barge-in, timeline or backpressure.
+ * appends; each translated piece resampled to 8 kHz mu-law and sent as 20 ms media messages
+ * (a remainder kept for the next piece, a response's last frame padded), a mark after each
+ * response. No validation, barge-in, timeline or backpressure.
  */
 async function openBareTwilio(n: number, url: string, callers: Peer, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
   let active = 0;
@@ -187,18 +188,25 @@ async function openBareTwilio(n: number, url: string, callers: Peer, seconds: nu
     const appendBytes = APPEND_FRAMES * 960;
     let pending: Buffer[] = [];
     let pendingBytes = 0;
-    const sendMedia = (mulaw: Buffer) => {
-      for (let at = 0; at + 160 <= mulaw.length; at += 160) {
+    // As the library does: a piece's mu-law that does not fill a 20 ms frame waits for the next
+    // piece, and a response's last frame is padded with silence, so no audio is dropped.
+    let rest: Buffer = Buffer.alloc(0);
+    const sendMedia = (converted: Buffer, last = false) => {
+      let mulaw = rest.length > 0 ? Buffer.concat([rest, converted]) : converted;
+      if (last && mulaw.length % 160 !== 0) mulaw = Buffer.concat([mulaw, Buffer.alloc(160 - (mulaw.length % 160), 0xff)]);
+      let at = 0;
+      for (; at + 160 <= mulaw.length; at += 160) {
         call.send(`{"event":"media","streamSid":"${sid}","media":{"payload":"${mulaw.subarray(at, at + 160).toString('base64')}"}}`);
         messages++;
       }
+      rest = mulaw.subarray(at);
     };
     const session = bareSession(
       url,
       () => active++,
       (pcm) => sendMedia(outbound.process(pcm)),
       () => {
-        sendMedia(outbound.flush());
+        sendMedia(outbound.flush(), true);
         outbound = createResampleProcessor(24000, 8000, 1, { encode: 'mulaw' });
         call.send(`{"event":"mark","streamSid":"${sid}","mark":{"name":"response-${++responses}"}}`);
       },

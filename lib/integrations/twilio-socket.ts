@@ -20,6 +20,7 @@ import { intOption } from '../options.js';
 import { PeerPings } from './peer-pings.js';
 import type { TwilioMediaBridge } from './twilio.js';
 import type { TwilioOutboundMessage } from './twilio-messages.js';
+import { twilioMessageJson } from './twilio-outbound.js';
 
 export interface TwilioSocketOptions {
   /** Bytes the socket may buffer unsent before the bridge's output is paused. Default 256 KiB. */
@@ -142,7 +143,7 @@ class TwilioSocketCall {
         corkable.cork();
         process.nextTick(uncork);
       }
-      ws.send(typeof message === 'string' ? message : JSON.stringify(message), onSent);
+      ws.send(typeof message === 'string' ? message : twilioMessageJson(message), onSent);
       if (ws.bufferedAmount > this.#bound) {
         sendPaused = true;
         bridge.pause();

@@ -21,7 +21,7 @@ import type { RealtimeTranslateStream } from '../realtime/realtime-translate-str
 import { MediaTimeline } from './media-timeline.js';
 import { DeferredTranslateStream } from './twilio-session.js';
 import { SpeechOnsetDetector } from './speech-onset.js';
-import { TwilioOutbound, type TwilioPacing, type TwilioResponseInfo } from './twilio-outbound.js';
+import { TwilioOutbound, twilioMessageJson, type TwilioPacing, type TwilioResponseInfo } from './twilio-outbound.js';
 import {
   TWILIO_SAMPLE_RATE,
   checkTwilioMediaFormat,
@@ -432,7 +432,7 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
 
   #pushMessage(message: TwilioOutboundMessage): boolean {
     if (this.destroyed || this.readableEnded) return true;
-    return this.push(this.#format === 'json' ? JSON.stringify(message) : message);
+    return this.push(this.#format === 'json' ? twilioMessageJson(message) : message);
   }
 
   #responseSent(info: TwilioResponseInfo): void {
