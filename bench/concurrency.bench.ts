@@ -31,9 +31,6 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -47,7 +44,7 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { cpuMsNow, record } from './harness.js';
+import { cpuMsNow, record, startCpuProfile } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
 type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
@@ -472,7 +469,7 @@ async function measure(path: PathName, n: number, seconds: number, peers: Peers,
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   clock.resetCounters();
-  const profile = await startProfile();
+  const profile = await startCpuProfile(process.env.CONCURRENCY_PROFILE, 200);
   const outputBefore = opened.output();
   const cpu0 = cpuMsNow();
   const t0 = performance.now();
@@ -499,25 +496,6 @@ async function measure(path: PathName, n: number, seconds: number, peers: Peers,
     lagMax: lag.max / 1e6,
     outputPerSession: output / Math.max(1, started) / wallSeconds,
     note: started < n ? `${note}; ${started} of ${n} sessions started` : note,
-  };
-}
-
-/** With `CONCURRENCY_PROFILE` set, starts the CPU profiler; the function returned writes the profile. */
-async function startProfile(): Promise<((name: string) => Promise<void>) | undefined> {
-  const dir = process.env.CONCURRENCY_PROFILE;
-  if (!dir) return undefined;
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
-  await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 200 });
-  await post('Profiler.start');
-  return async (name) => {
-    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
-    session.disconnect();
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
   };
 }
 

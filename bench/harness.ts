@@ -6,6 +6,9 @@
  * that `bench/run.ts` prints at the end (`summary()`).
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -250,4 +253,26 @@ export async function compare(title: string, subject: BenchCase, baseline: Bench
   );
   record({ name: options.label ?? title, value: result.ratio, kind: 'max', bound: options.target });
   return result;
+}
+
+/**
+ * With a directory `dir` (a bench's `..._PROFILE` variable), starts this process's CPU profiler,
+ * sampling every `intervalUs`; the function returned stops it and writes `dir/NAME.cpuprofile`.
+ * Undefined without a directory.
+ */
+export async function startCpuProfile(dir: string | undefined, intervalUs: number): Promise<((name: string) => Promise<void>) | undefined> {
+  if (!dir) return undefined;
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: intervalUs });
+  await post('Profiler.start');
+  return async (name) => {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    session.disconnect();
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+  };
 }

@@ -24,14 +24,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { median, record } from './harness.js';
+import { median, record, startCpuProfile } from './harness.js';
 
 type Mode = 'json' | 'binary';
 type Kind = 'library' | 'bare';
@@ -155,25 +152,6 @@ class Peer {
   }
 }
 
-/** With `LATENCY_PROFILE` set, starts the CPU profiler; the function returned writes the profile. */
-async function startProfile(): Promise<((name: string) => Promise<void>) | undefined> {
-  const dir = process.env.LATENCY_PROFILE;
-  if (!dir) return undefined;
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
-  await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 100 });
-  await post('Profiler.start');
-  return async (name) => {
-    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
-    session.disconnect();
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-  };
-}
-
 interface Window {
   samples: number[];
   started: number;
@@ -186,7 +164,7 @@ async function measure(kind: Kind, mode: Mode, n: number, peer: Peer, seconds: n
   const deadline = performance.now() + 10_000 + n * 100;
   while (opened.active() < n && performance.now() < deadline) await sleep(50);
   await sleep(warmupMs);
-  const profile = kind === 'library' ? await startProfile() : undefined;
+  const profile = kind === 'library' ? await startCpuProfile(process.env.LATENCY_PROFILE, 100) : undefined;
   const samples: number[] = [];
   sink.samples = samples;
   await sleep(seconds * 1000);
