@@ -28,12 +28,16 @@ static inline v128_t hsum4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
 }
 
-/* Two exact sums (doubles holding integers) scaled by 2^-22, rounded half away from zero. */
+/*
+ * Two exact sums (doubles holding integers, |v| < 2^40) scaled by 2^-22, rounded half away from
+ * zero: truncated toward zero after adding 0.5 with the sum's sign. Every step is exact (the
+ * scaled sum has at most 22 fraction bits and 18 integer bits), and the result, under 2^18, fits
+ * the int32 lanes; the int16 clipping is the narrowing's saturation.
+ */
 static inline v128_t round2(v128_t v) {
-  v128_t a = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_abs(v), wasm_f64x2_splat(1.0 / 4194304.0)), wasm_f64x2_splat(0.5));
-  a = wasm_f64x2_min(wasm_f64x2_floor(a), wasm_f64x2_splat(65536.0));
-  a = wasm_v128_bitselect(wasm_f64x2_neg(a), a, wasm_f64x2_lt(v, wasm_f64x2_splat(0.0)));
-  return wasm_i32x4_trunc_sat_f64x2_zero(a);
+  v128_t x = wasm_f64x2_mul(v, wasm_f64x2_splat(1.0 / 4194304.0));
+  v128_t half = wasm_v128_or(wasm_v128_and(x, wasm_f64x2_splat(-0.0)), wasm_f64x2_splat(0.5));
+  return wasm_i32x4_trunc_sat_f64x2_zero(wasm_f64x2_add(x, half));
 }
 
 /* Lanes 0..3: the four int16 outputs of the hi and lo sums H and L (saturated to int16). */
