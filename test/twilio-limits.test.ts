@@ -196,24 +196,22 @@ describe("the bridge's input states own their timers", () => {
   const MEDIA = JSON.stringify({ event: 'media', media: { track: 'inbound', payload: Buffer.alloc(160, 0xff).toString('base64') } });
   const written = (bridge: TwilioMediaBridge, message: string) =>
     new Promise<void>((resolve, reject) => bridge.write(message, (error) => (error ? reject(error) : resolve())));
-
-  it('start takes the start timeout away and arms the media timeout; a frame ahead of the clock holds one more; stop leaves none', async () => {
+  /**
+   * A bridge on fake timers whose session connects at once and is never ready (its own timers stay
+   * as they are meanwhile), flowing, with the errors it emits.
+   */
+  async function fakeClockBridge(options: Partial<TwilioMediaBridgeOptions>): Promise<{ bridge: TwilioMediaBridge; errors: Error[] }> {
     const realtimeUrl = await service();
     fakeClock();
-    // The session connects at once and is never ready: its own timers stay as they are meanwhile.
-    const bridge = new TwilioMediaBridge({
-      from: 'en-us',
-      to: 'es-es',
-      apiKey: KEY,
-      realtimeUrl,
-      reconnect: false,
-      readyTimeoutMs: 600_000,
-      openSession: 'construct',
-      maxAheadMs: 0,
-    });
+    const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: KEY, realtimeUrl, reconnect: false, readyTimeoutMs: 600_000, ...options });
     const errors: Error[] = [];
     bridge.on('error', (error) => errors.push(error));
     bridge.resume();
+    return { bridge, errors };
+  }
+
+  it('start takes the start timeout away and arms the media timeout; a frame ahead of the clock holds one more; stop leaves none', async () => {
+    const { bridge, errors } = await fakeClockBridge({ openSession: 'construct', maxAheadMs: 0 });
     await once(server!, 'connection');
     const base = vi.getTimerCount(); // the session's, and the start timeout
 
@@ -236,22 +234,7 @@ describe("the bridge's input states own their timers", () => {
   });
 
   it('the media timeout does not end a call whose audio waits for the service (its write held on the translator)', async () => {
-    const realtimeUrl = await service();
-    fakeClock();
-    const bridge = new TwilioMediaBridge({
-      from: 'en-us',
-      to: 'es-es',
-      apiKey: KEY,
-      realtimeUrl,
-      reconnect: false,
-      readyTimeoutMs: 600_000,
-      writableHighWaterMark: 4800,
-      mediaTimeoutMs: 1000,
-      maxAheadMs: 600_000,
-    });
-    const errors: Error[] = [];
-    bridge.on('error', (error) => errors.push(error));
-    bridge.resume();
+    const { bridge, errors } = await fakeClockBridge({ writableHighWaterMark: 4800, mediaTimeoutMs: 1000, maxAheadMs: 600_000 });
     await written(bridge, START);
     // 100 ms of audio is one append, as much as the translator buffers before it asks for a pause.
     for (let i = 0; i < 10; i++) bridge.write(MEDIA);
@@ -262,5 +245,22 @@ describe("the bridge's input states own their timers", () => {
     expect(bridge.destroyed).toBe(false);
     bridge.destroy();
     await once(bridge, 'close');
+  });
+
+  it('the media timeout counts from the last frame, however long before the timer fires it came', async () => {
+    const { bridge, errors } = await fakeClockBridge({ openSession: 'construct', mediaTimeoutMs: 1000, maxAheadMs: 600_000 });
+    await written(bridge, START);
+    await vi.advanceTimersByTimeAsync(600);
+    await written(bridge, MEDIA);
+    // 1000 ms after start, 400 ms after the frame: the call is still on.
+    await vi.advanceTimersByTimeAsync(999);
+    expect(bridge.destroyed).toBe(false);
+    await written(bridge, MEDIA); // at 1599 ms
+    await vi.advanceTimersByTimeAsync(999);
+    expect(bridge.destroyed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(bridge.destroyed).toBe(true);
+    expect(errors.map((e) => e.message)).toEqual(['No media from the call for 1000 ms (mediaTimeoutMs); the call was closed.']);
+    expect(bridge.closeReason).toBe('no media for 1000 ms');
   });
 });

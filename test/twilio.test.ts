@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws';
 import { MULAW_DECODE_TABLE, encodeMulaw } from '../lib/audio/g711.js';
+import { dbfsToMeanSquare, g711SquareTable, meanSquareG711 } from '../lib/audio/level.js';
 import { ProtocolError, ValidationError, type RtTranslateError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import {
@@ -952,6 +953,33 @@ describe('SpeechOnsetDetector', () => {
       ).toBeGreaterThan(3);
     }
     expect(() => new SpeechOnsetDetector({ sampleRate: 8000, encoding: 'alaw' as never })).toThrow(/encoding.*pcm16, mulaw/);
+  });
+
+  it('decides each mu-law frame as its mean square does, wherever in the frame its energy lies', () => {
+    // The detector may stop summing a frame once its partial sum decides it: frames loud only at
+    // their start, only at their end, or throughout, each against thresholds just under and
+    // just over its own level, must come out as the whole frame's mean square says.
+    const squares = g711SquareTable(MULAW_DECODE_TABLE);
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let decided = 0;
+    for (let k = 0; k < 600; k++) {
+      const frame = Buffer.alloc(160);
+      const loudFrom = [0, 0, 96, 150][k % 4]!;
+      const loudTo = [160, 32, 160, 160][k % 4]!;
+      const amplitude = 200 + random() * 12000;
+      for (let i = 0; i < 160; i++)
+        frame[i] = encodeMulaw(i >= loudFrom && i < loudTo ? Math.round((random() * 2 - 1) * amplitude) : Math.round((random() * 2 - 1) * 20));
+      const level = meanSquareG711(frame, 0, 160, squares);
+      const dbfs = 10 * Math.log10(level / 32768 ** 2);
+      for (const thresholdDbfs of [dbfs - 0.001, dbfs + 0.001, dbfs - 3, dbfs + 3]) {
+        const detector = new SpeechOnsetDetector({ sampleRate: 8000, minSpeechMs: 20, thresholdDbfs, encoding: 'mulaw' });
+        detector.push(frame);
+        expect(detector.speaking, `frame ${k} at ${thresholdDbfs} dBFS`).toBe(level > dbfsToMeanSquare(thresholdDbfs));
+        if (detector.speaking) decided++;
+      }
+    }
+    expect(decided).toBeGreaterThan(600); // about half of the 2,400 decisions are loud
   });
 
   it('ignores audio under the threshold', () => {

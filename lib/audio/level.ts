@@ -56,6 +56,26 @@ export function meanSquareG711(buf: Uint8Array, start: number, end: number, squa
   return sum / (end - start);
 }
 
+/** Samples summed between looks at the partial sum in `meanSquareG711Above`. */
+const ABOVE_CHECK_SAMPLES = 32;
+
+/**
+ * `meanSquareG711(buf, start, end, squares) > threshold`, answered as soon as the partial sum
+ * decides it: the sum only grows (its terms are squares, exact integers in a double), so a
+ * partial sum whose mean over the whole length is already above the threshold decides a loud
+ * frame before its end. A quiet frame is summed to its end, and compared as `meanSquareG711`'s is.
+ */
+export function meanSquareG711Above(buf: Uint8Array, start: number, end: number, squares: Float64Array, threshold: number): boolean {
+  const n = end - start;
+  let sum = 0;
+  for (let i = start; i < end;) {
+    const stop = Math.min(end, i + ABOVE_CHECK_SAMPLES);
+    for (; i < stop; i++) sum += squares[buf[i]!]!;
+    if (sum / n > threshold) return true;
+  }
+  return false;
+}
+
 /** The square of each G.711 code's PCM16 value, from its decode table. */
 export function g711SquareTable(decode: Readonly<Int16Array>): Float64Array {
   return Float64Array.from(decode, (sample) => sample * sample);

@@ -15,7 +15,7 @@
 import { ValidationError } from '../errors.js';
 import { FrameCutter } from '../audio/frames.js';
 import { MULAW_DECODE_TABLE } from '../audio/g711.js';
-import { dbfsToMeanSquare, g711SquareTable, meanSquare, meanSquareG711 } from '../audio/level.js';
+import { dbfsToMeanSquare, g711SquareTable, meanSquare, meanSquareG711Above } from '../audio/level.js';
 
 export interface SpeechOnsetOptions {
   /** Samples per second of the audio fed (Hz). */
@@ -93,9 +93,10 @@ export class SpeechOnsetDetector {
   readonly #measure = (buf: Buffer, offset: number, frames: number): void => {
     const fb = this.frameBytes;
     const squares = this.#squares;
+    const threshold = this.#threshold;
     for (let i = 0, at = offset; i < frames; i++, at += fb) {
-      const level = squares === undefined ? meanSquare(buf, at, at + fb) : meanSquareG711(buf, at, at + fb, squares);
-      if (level > this.#threshold) {
+      const loud = squares === undefined ? meanSquare(buf, at, at + fb) > threshold : meanSquareG711Above(buf, at, at + fb, squares, threshold);
+      if (loud) {
         this.#run += 1;
         if (this.#run === this.minFrames) this.#onsets += 1;
       } else {

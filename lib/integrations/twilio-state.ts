@@ -9,7 +9,8 @@ import { TWILIO_SAMPLE_RATE } from './twilio-messages.js';
 import type { TwilioBridgeStats, TwilioWarningKind } from './twilio-options.js';
 /**
  * Where the call's input is. `timer` is the start timeout (`startTimeoutMs`); `idle` the media
- * timeout (`mediaTimeoutMs`), restarted by each accepted frame; `hold` a frame waiting for the
+ * timeout (`mediaTimeoutMs`), counted from the last accepted frame (set again for the rest of the
+ * period when it fires after newer media); `hold` a frame waiting for the
  * clock (`maxAheadMs`), its write's callback held meanwhile; `waiting` a write's callback
  * waiting for the translator's `drain`. Changed only through `#set`, which clears the timers the
  * new state does not keep.

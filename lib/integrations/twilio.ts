@@ -89,6 +89,12 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   readonly #timestamps: MediaTimestampCheck;
   #closeReason: string | undefined;
   readonly #counts = new BridgeCounts();
+  /**
+   * When the last frame was accepted (`performance.now()`). The media timeout counts from it: its
+   * timer is not restarted for each frame (50 times a second per call) but, when it fires, set
+   * again for what is left of the period.
+   */
+  #lastMediaAt = 0;
   readonly #warnings: WarningBudget;
 
   constructor(options: TwilioMediaBridgeOptions) {
@@ -269,10 +275,12 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     }
     this.#stream = info;
     // The call's clock starts now: the media timeout and the audio allowed are counted from here.
+    const now = performance.now();
+    this.#lastMediaAt = now;
     this.#set({
       status: 'live',
       idle: setTimeout(this.#idleExpired, this.#limits.mediaTimeoutMs),
-      startedAt: performance.now(),
+      startedAt: now,
       hold: undefined,
       waiting: false,
     });
@@ -296,6 +304,12 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
       return;
     }
     const ms = this.#limits.mediaTimeoutMs;
+    const quietMs = performance.now() - this.#lastMediaAt;
+    if (quietMs < ms) {
+      // Media came since the timer was set: the period runs from the last frame.
+      this.#set({ ...state, idle: setTimeout(this.#idleExpired, Math.ceil(ms - quietMs)) });
+      return;
+    }
     this.#fail(new TimeoutError(`No media from the call for ${ms} ms (mediaTimeoutMs); the call was closed.`, ms), `no media for ${ms} ms`);
   };
 
@@ -321,14 +335,15 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
       callback();
       return;
     }
-    const elapsedMs = performance.now() - state.startedAt;
+    const now = performance.now();
+    const elapsedMs = now - state.startedAt;
     const lie = this.#timestamps.check(message.timestamp, elapsedMs);
     if (lie !== undefined) {
       this.#closeReason ??= lie.closeReason;
       callback(lie.error);
       return;
     }
-    state.idle.refresh();
+    this.#lastMediaAt = now;
     const step = this.#timeline.next(message.timestamp, message.audio.length, elapsedMs);
     this.#counts.media(message.audio.length, step);
     const waitMs = step.waitMs ?? 0;
