@@ -19,6 +19,7 @@ export {
   decodeClientEvent,
   decodeServerEvent,
   decodeServerEventWith,
+  decodeStrictBase64,
   DEFAULT_VOICE_ID,
   encodeAudioAppend,
   encodeBareEvent,
@@ -92,7 +93,6 @@ export { validate, type Check, type FieldIssue, type Loc, type ValidationContext
 export { fromWireName } from './http/wire.js';
 export {
   checkTwilioMediaFormat,
-  decodeStrictBase64,
   DEFAULT_MAX_TWILIO_MESSAGE_BYTES,
   describeTwilioValue,
   parseTwilioMessage,

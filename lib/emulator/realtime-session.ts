@@ -251,16 +251,15 @@ export class RealtimeSession {
   }
 
   #onAppend(audio: unknown): void {
-    const read = readAppendAudio(audio);
-    if (typeof read !== 'string') {
-      this.#sendError(read.message, read.code);
+    const pcm = readAppendAudio(audio);
+    if (!Buffer.isBuffer(pcm)) {
+      this.#sendError(pcm.message, pcm.code);
       return;
     }
     // Audio sent before session.created is discarded by the service (facts.md).
     const state = this.#state;
     if (state.status !== 'active') return;
     const { heard } = state;
-    const pcm = Buffer.from(read, 'base64');
     this.#throttle(pcm.length);
     const { covered, exhausted } = this.#credit.bill(pcm);
     this.#processedBytes += covered.length;

@@ -12,7 +12,7 @@ import {
   base64DecodedLength,
   decodeClientEvent,
   encodeServerEvent,
-  isBase64,
+  decodeStrictBase64,
   normalizeSessionConfig,
   type ClientEvent,
   type SessionConfig,
@@ -60,7 +60,7 @@ export function readClientEvent(data: RawData): { event: ClientEvent } | { messa
  * The base64 audio of an `input_audio_buffer.append`, or the error it is answered with (the audio
  * is discarded): 400 no base64 string, 413 over the limit of decoded audio per event.
  */
-export function readAppendAudio(audio: unknown): string | { message: string; code: number } {
+export function readAppendAudio(audio: unknown): Buffer | { message: string; code: number } {
   if (typeof audio !== 'string') {
     return { message: 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', code: 400 };
   }
@@ -73,8 +73,7 @@ export function readAppendAudio(audio: unknown): string | { message: string; cod
       code: 413,
     };
   }
-  if (!isBase64(audio)) return { message: 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', code: 400 };
-  return audio;
+  return decodeStrictBase64(audio) ?? { message: 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', code: 400 };
 }
 
 /**

@@ -13,6 +13,7 @@
  * and `clear` (Twilio drops the audio it has buffered).
  */
 import { ProtocolError, ValidationError } from '../errors.js';
+import { decodeStrictBase64 } from '../realtime/codec.js';
 
 /** Samples per second of Twilio's audio (G.711, 8 kHz). */
 export const TWILIO_SAMPLE_RATE = 8000;
@@ -165,21 +166,6 @@ function parseStart(msg: Obj): TwilioInboundMessage {
   if (accountSid !== undefined) info.accountSid = accountSid;
   if (mediaFormat !== undefined) info.mediaFormat = mediaFormat;
   return withSequence({ event: 'start', start: info }, msg, 'start');
-}
-
-/**
- * Decodes standard base64 (`A-Z a-z 0-9 + /`, `=` padding only at the end), or returns
- * undefined for anything else. Node's decoder skips characters outside the alphabet and stops
- * at a `=`, so text with any of those decodes short: comparing the length with what the text's
- * length promises checks every character without a regular expression (which costs as much as
- * the JSON parse of the message). The URL-safe letters, which Node also accepts, are refused
- * by hand.
- */
-export function decodeStrictBase64(text: string): Buffer | undefined {
-  if (text.length % 4 !== 0 || text.includes('-') || text.includes('_')) return undefined;
-  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
-  const bytes = Buffer.from(text, 'base64');
-  return bytes.length === (text.length / 4) * 3 - padding ? bytes : undefined;
 }
 
 function parseMedia(msg: Obj): TwilioInboundMessage {

@@ -11,7 +11,14 @@
  * than base64 (the service itself ignores binary frames from clients).
  */
 import { ProtocolError } from '../errors.js';
-import { MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, base64DecodedLength, decodeClientEvent, isBase64, type ClientEvent } from '../realtime/codec.js';
+import {
+  MAX_APPEND_AUDIO_BYTES,
+  MAX_CLIENT_EVENT_BYTES,
+  base64DecodedLength,
+  decodeClientEvent,
+  decodeStrictBase64,
+  type ClientEvent,
+} from '../realtime/codec.js';
 
 export type ClientFrame =
   | { kind: 'audio'; pcm: Buffer }
@@ -44,8 +51,9 @@ function readAppend(event: Extract<ClientEvent, { type: 'input_audio_buffer.appe
       TOO_LARGE,
     );
   }
-  if (!isBase64(audio)) return refused('input_audio_buffer.append "audio" is not valid base64. It was not forwarded.', BAD_EVENT);
-  return { kind: 'audio', pcm: Buffer.from(audio, 'base64') };
+  const pcm = decodeStrictBase64(audio);
+  if (pcm === undefined) return refused('input_audio_buffer.append "audio" is not valid base64. It was not forwarded.', BAD_EVENT);
+  return { kind: 'audio', pcm };
 }
 
 /** Reads one frame from the browser. */
