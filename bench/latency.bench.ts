@@ -17,9 +17,10 @@
  * p99 of its kind. The pooled p50, p99 and max of each kind are printed too. Environment: `LATENCY_SESSIONS` (default "1,100"), `LATENCY_MODES`
  * (default "json,binary"), `LATENCY_SECONDS` (measured window, default 3), `LATENCY_WARMUP_MS`
  * (default 1500), `LATENCY_ROUNDS` (windows per kind, at least; default 4: short windows, many of
- * them, so that the machine's changing load falls on both kinds alike), `LATENCY_MIN_FRAMES`
- * (frames per kind, at least: with few sessions more windows are run, so that the p99 is not one
- * of a handful of frames; default 2000), `LATENCY_PROFILE` (a
+ * them, so that the machine's changing load falls on both kinds alike), `LATENCY_MIN_WINDOW_FRAMES`
+ * (frames per window, at least: with few sessions the windows are longer, so that a window's p99
+ * is not its worst frame or two; default 600), `LATENCY_MIN_FRAMES` (frames per kind, at least:
+ * more windows are run where they are short; default 2000), `LATENCY_PROFILE` (a
  * directory: each library window's CPU profile is written there).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -207,12 +208,16 @@ export default async function (): Promise<void> {
   const warmupMs = Number(process.env.LATENCY_WARMUP_MS ?? 1500);
   const minRounds = Math.max(1, Number(process.env.LATENCY_ROUNDS ?? 4));
   const minFrames = Number(process.env.LATENCY_MIN_FRAMES ?? 2000);
+  const minWindowFrames = Number(process.env.LATENCY_MIN_WINDOW_FRAMES ?? 600);
   const peer = new Peer();
   await peer.ready();
-  console.log(`server frame sent -> its audio on the reader; windows of ${seconds} s after ${warmupMs} ms of warm-up`);
+  console.log(`server frame sent -> its audio on the reader; windows of ${seconds} s or more after ${warmupMs} ms of warm-up`);
   try {
     for (const n of counts) {
-      const rounds = Math.max(minRounds, Math.ceil(minFrames / (n * 50 * seconds)));
+      // A window's p99 is of its own frames: with one session, a 3 s window's p99 would be its
+      // second-worst frame of 150, so its ratio would be one frame's luck.
+      const windowSeconds = Math.max(seconds, Math.ceil(minWindowFrames / (n * 50)));
+      const rounds = Math.max(minRounds, Math.ceil(minFrames / (n * 50 * windowSeconds)));
       for (const mode of modes) {
         const pooled: Record<Kind, number[]> = { library: [], bare: [] };
         const started: Record<Kind, number> = { library: n, bare: n };
@@ -222,7 +227,7 @@ export default async function (): Promise<void> {
           const order: Kind[] = round % 2 === 0 ? ['library', 'bare'] : ['bare', 'library'];
           const windows = {} as Record<Kind, Figures>;
           for (const kind of order) {
-            const w = await measure(kind, mode, n, peer, seconds, warmupMs);
+            const w = await measure(kind, mode, n, peer, windowSeconds, warmupMs);
             pooled[kind].push(...w.samples);
             started[kind] = Math.min(started[kind], w.started);
             windows[kind] = figures(w.samples);
@@ -235,7 +240,7 @@ export default async function (): Promise<void> {
         const bare = figures(pooled.bare);
         const p50 = median(p50Ratios);
         const p99 = median(p99Ratios);
-        console.log(`${mode} frames, ${n} session(s), ${rounds} windows per kind (pooled):`);
+        console.log(`${mode} frames, ${n} session(s), ${rounds} windows of ${windowSeconds} s per kind (pooled):`);
         console.log(line('library', lib, note('library')));
         console.log(line('bare', bare, note('bare')));
         console.log(
