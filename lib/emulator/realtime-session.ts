@@ -20,9 +20,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
-import { encodeServerEvent, type WireSessionInfo } from '../realtime/codec.js';
+import { encodeServerEvent, readAppendAudio, type WireSessionInfo } from '../realtime/codec.js';
 import { UtteranceSegmenter, type SegmentedUtterance } from './vad.js';
-import { checkSessionUpdate, isRefusal, readAppendAudio, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
+import { checkSessionUpdate, isRefusal, readClientEvent, responseFrames, sessionInfo, sessionKey } from './session-messages.js';
 import {
   SESSION_END_CLOSE_CODE,
   type DropOptions,
@@ -251,7 +251,7 @@ export class RealtimeSession {
   }
 
   #onAppend(audio: unknown): void {
-    const pcm = readAppendAudio(audio);
+    const pcm = readAppendAudio(audio, 'The audio was discarded.');
     if (!Buffer.isBuffer(pcm)) {
       this.#sendError(pcm.message, pcm.code);
       return;

@@ -7,12 +7,9 @@
  */
 import type { RawData } from 'ws';
 import {
-  MAX_APPEND_AUDIO_BYTES,
   MAX_CLIENT_EVENT_BYTES,
-  base64DecodedLength,
   decodeClientEvent,
   encodeServerEvent,
-  decodeStrictBase64,
   normalizeSessionConfig,
   type ClientEvent,
   type SessionConfig,
@@ -54,26 +51,6 @@ export function readClientEvent(data: RawData): { event: ClientEvent } | { messa
   } catch (error) {
     return { message: (error as Error).message, code: 400 };
   }
-}
-
-/**
- * The base64 audio of an `input_audio_buffer.append`, or the error it is answered with (the audio
- * is discarded): 400 no base64 string, 413 over the limit of decoded audio per event.
- */
-export function readAppendAudio(audio: unknown): Buffer | { message: string; code: number } {
-  if (typeof audio !== 'string') {
-    return { message: 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', code: 400 };
-  }
-  const decodedLength = base64DecodedLength(audio);
-  if (decodedLength > MAX_APPEND_AUDIO_BYTES) {
-    return {
-      message:
-        `input_audio_buffer.append carries ${decodedLength} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} ` +
-        'bytes (256 KiB) of decoded audio per event. The audio was discarded.',
-      code: 413,
-    };
-  }
-  return decodeStrictBase64(audio) ?? { message: 'input_audio_buffer.append "audio" is not valid base64. The audio was discarded.', code: 400 };
 }
 
 /**

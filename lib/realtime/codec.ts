@@ -8,8 +8,10 @@
  */
 import {
   BINARY_AUDIO_WIRE_TYPE,
+  MAX_APPEND_AUDIO_BYTES,
   SERVER_EVENT_TYPES,
   audioAppendText,
+  base64DecodedLength,
   checkAppendAudio,
   decodeServerEventWith,
   parseEventObject,
@@ -38,6 +40,28 @@ export function decodeStrictBase64(text: string): Buffer | undefined {
   const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
   const bytes = Buffer.from(text, 'base64');
   return bytes.length === (text.length / 4) * 3 - padding ? bytes : undefined;
+}
+
+/**
+ * The decoded audio of an append's `audio` field, as a server side of the wire reads it, or why
+ * it is refused: 400 for no base64 string, 413 for more decoded audio than one event may carry
+ * (measured on the text, before decoding). `fate` ends the refusals of audio that was sent (what
+ * the server did with it: "The audio was discarded.").
+ */
+export function readAppendAudio(audio: unknown, fate: string): Buffer | { message: string; code: 400 | 413 } {
+  if (typeof audio !== 'string') {
+    return { message: 'input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', code: 400 };
+  }
+  const decodedLength = base64DecodedLength(audio);
+  if (decodedLength > MAX_APPEND_AUDIO_BYTES) {
+    return {
+      message:
+        `input_audio_buffer.append carries ${decodedLength} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} ` +
+        `bytes (256 KiB) of decoded audio per event. ${fate}`,
+      code: 413,
+    };
+  }
+  return decodeStrictBase64(audio) ?? { message: `input_audio_buffer.append "audio" is not valid base64. ${fate}`, code: 400 };
 }
 
 /**

@@ -11,14 +11,7 @@
  * than base64 (the service itself ignores binary frames from clients).
  */
 import { ProtocolError } from '../errors.js';
-import {
-  MAX_APPEND_AUDIO_BYTES,
-  MAX_CLIENT_EVENT_BYTES,
-  base64DecodedLength,
-  decodeClientEvent,
-  decodeStrictBase64,
-  type ClientEvent,
-} from '../realtime/codec.js';
+import { MAX_APPEND_AUDIO_BYTES, MAX_CLIENT_EVENT_BYTES, decodeClientEvent, readAppendAudio, type ClientEvent } from '../realtime/codec.js';
 
 export type ClientFrame =
   | { kind: 'audio'; pcm: Buffer }
@@ -42,17 +35,8 @@ function asksForAudio(session: unknown): boolean {
 }
 
 function readAppend(event: Extract<ClientEvent, { type: 'input_audio_buffer.append' }>): ClientFrame {
-  const audio = event.audio;
-  if (typeof audio !== 'string') return refused('input_audio_buffer.append needs an "audio" field: a base64 string of PCM16 audio.', BAD_EVENT);
-  const decoded = base64DecodedLength(audio);
-  if (decoded > MAX_APPEND_AUDIO_BYTES) {
-    return refused(
-      `input_audio_buffer.append carries ${decoded} bytes of audio; at most ${MAX_APPEND_AUDIO_BYTES} bytes (256 KiB) of decoded audio per event. It was not forwarded.`,
-      TOO_LARGE,
-    );
-  }
-  const pcm = decodeStrictBase64(audio);
-  if (pcm === undefined) return refused('input_audio_buffer.append "audio" is not valid base64. It was not forwarded.', BAD_EVENT);
+  const pcm = readAppendAudio(event.audio, 'It was not forwarded.');
+  if (!Buffer.isBuffer(pcm)) return refused(pcm.message, pcm.code === 413 ? TOO_LARGE : BAD_EVENT);
   return { kind: 'audio', pcm };
 }
 
