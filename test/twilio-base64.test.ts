@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTwilioMessage } from '../lib/integrations/twilio-messages.js';
 import { decodeStrictBase64, isBase64 } from '../lib/realtime/codec.js';
+import { prng } from '../lib/emulator/synth.js';
 import { ProtocolError } from '../lib/errors.js';
 
 describe('decodeStrictBase64 (appends, media payloads)', () => {
@@ -37,22 +38,32 @@ describe('decodeStrictBase64 (appends, media payloads)', () => {
   });
 
   it('accepts exactly what isBase64 accepts, and decodes it as Node does', () => {
-    // Random text over the alphabet, the padding and characters Node's decoder skips or
-    // misreads, in lengths around multiples of 4.
-    const letters = ['A', 'z', '0', '+', '/', '=', '=', '-', '_', ' ', '\n', '*', 'é', 'Ł', 'Ł'];
-    let seed = 11;
-    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    // The base64 of random bytes (padded or not), as it is or with one character replaced by
+    // one of the alphabet, the padding, or characters Node's decoder skips or misreads; and
+    // lengths that are not a multiple of 4.
+    const letters = ['A', 'z', '0', '+', '/', '=', '-', '_', ' ', '\n', '\u0000', '*', 'é', 'Ł', '\ud800'];
+    const next = prng(11);
+    const random = (n: number) => Math.floor(next() * n);
     let accepted = 0;
+    let padded = 0;
+    let longest = 0;
     for (let k = 0; k < 20_000; k++) {
-      let text = '';
-      const length = 4 * random(4) + [0, 0, 0, 1, 2, 3][random(6)]!;
-      for (let i = 0; i < length; i++) text += random(3) === 0 ? letters[random(letters.length)] : 'AQ+/'[random(4)];
+      let text = Buffer.from(Array.from({ length: random(13) }, () => random(256))).toString('base64');
+      if (random(2) === 0 && text.length > 0) {
+        const at = random(text.length);
+        text = text.slice(0, at) + letters[random(letters.length)] + text.slice(at + 1);
+      }
+      if (random(8) === 0) text = text.slice(0, Math.max(0, text.length - 1 - random(3)));
       const decoded = decodeStrictBase64(text);
       expect(decoded !== undefined, JSON.stringify(text)).toBe(isBase64(text));
       if (decoded === undefined) continue;
       accepted++;
+      if (text.endsWith('=')) padded++;
+      longest = Math.max(longest, text.length);
       expect(decoded.equals(Buffer.from(text, 'base64'))).toBe(true);
     }
     expect(accepted).toBeGreaterThan(1000);
+    expect(padded).toBeGreaterThan(200);
+    expect(longest).toBeGreaterThanOrEqual(12);
   });
 });

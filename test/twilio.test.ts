@@ -22,7 +22,8 @@ import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws';
 import { MULAW_DECODE_TABLE, encodeMulaw } from '../lib/audio/g711.js';
-import { dbfsToMeanSquare, g711SquareTable, meanSquareG711 } from '../lib/audio/level.js';
+import { dbfsToMeanSquare, g711SquareTable, meanSquareG711, meanSquareG711Above } from '../lib/audio/level.js';
+import { prng } from '../lib/emulator/synth.js';
 import { ProtocolError, ValidationError, type RtTranslateError } from '../lib/errors.js';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../lib/emulator/server.js';
 import {
@@ -960,8 +961,7 @@ describe('SpeechOnsetDetector', () => {
     // their start, only at their end, or throughout, each against thresholds just under and
     // just over its own level, must come out as the whole frame's mean square says.
     const squares = g711SquareTable(MULAW_DECODE_TABLE);
-    let seed = 7;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const random = prng(7);
     let decided = 0;
     for (let k = 0; k < 600; k++) {
       const frame = Buffer.alloc(160);
@@ -980,6 +980,12 @@ describe('SpeechOnsetDetector', () => {
       }
     }
     expect(decided).toBeGreaterThan(600); // about half of the 2,400 decisions are loud
+    // At the tie and the doubles either side of it: above only strictly above.
+    const frame = Buffer.from(Array.from({ length: 160 }, (_, i) => encodeMulaw(i < 40 ? 9000 : -300)));
+    const level = meanSquareG711(frame, 0, 160, squares);
+    const below = level * (1 - Number.EPSILON);
+    const above = level * (1 + Number.EPSILON);
+    expect([below, level, above].map((t) => meanSquareG711Above(frame, 0, 160, squares, t))).toEqual([true, false, false]);
   });
 
   it('ignores audio under the threshold', () => {

@@ -56,8 +56,9 @@ export interface TwilioMediaBridgeOptions extends Omit<RealtimeTranslateOptions,
   /**
    * No `media` of the translated track for this long, in ms, fails the bridge with a
    * `TimeoutError` (a call sends 20 ms of media every 20 ms, silence included). Counted from
-   * `start`, restarted by each frame accepted; paused while the bridge itself waits (on the
-   * service or the clock); off once the input has ended. Default 10000.
+   * `start`, then from the last frame accepted; it does not expire while the bridge itself waits
+   * (on the service or the clock): one that would is given a full period again. Off once the
+   * input has ended. Default 10000.
    */
   mediaTimeoutMs?: number;
   /**

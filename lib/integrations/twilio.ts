@@ -90,7 +90,8 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
   #closeReason: string | undefined;
   readonly #counts = new BridgeCounts();
   /**
-   * When the last frame was accepted (`performance.now()`). The media timeout counts from it: its
+   * When the last frame was accepted (`performance.now()`; at `start`, when the call started).
+   * The media timeout counts from it: its
    * timer is not restarted for each frame (50 times a second per call) but, when it fires, set
    * again for what is left of the period.
    */
@@ -295,7 +296,11 @@ export class TwilioMediaBridge extends withEvents<TwilioMediaBridgeEvents>()(Dup
     this.#fail(new TimeoutError(`No "start" message within ${ms} ms (startTimeoutMs); the call was closed.`, ms), `no start within ${ms} ms`);
   };
 
-  /** No media for `mediaTimeoutMs`: the caller's silence ends the call, unless the bridge is the one waiting. */
+  /**
+   * The media timer fired: the caller's silence of `mediaTimeoutMs` ends the call, unless the
+   * bridge is the one waiting (a full period again) or media came since the timer was set (set
+   * again for the rest of the period from the last frame).
+   */
   readonly #idleExpired = (): void => {
     const state = this.#state;
     if (state.status !== 'live') return;

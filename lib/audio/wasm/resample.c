@@ -29,10 +29,11 @@ static inline v128_t hsum4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
 }
 
 /*
- * Two exact sums (doubles holding integers, |v| < 2^40) scaled by 2^-22, rounded half away from
- * zero: truncated toward zero after adding 0.5 with the sum's sign. Every step is exact (the
- * scaled sum has at most 22 fraction bits and 18 integer bits), and the result, under 2^18, fits
- * the int32 lanes; the int16 clipping is the narrowing's saturation.
+ * Two exact sums (doubles holding integers H * 2^8 + L, so |v| < 2^39 + 2^31) scaled by 2^-22,
+ * rounded half away from zero: truncated toward zero after adding 0.5 with the sum's sign. Every
+ * step is exact (the scaled sum has at most 22 fraction bits and 18 integer bits), and the
+ * result, about 2^17 at most, fits the int32 lanes; the int16 clipping is the narrowing's
+ * saturation.
  */
 static inline v128_t round2(v128_t v) {
   v128_t x = wasm_f64x2_mul(v, wasm_f64x2_splat(1.0 / 4194304.0));
