@@ -14,13 +14,14 @@
  * warm-up whose frames are dropped. The recorded ratios (p99, bound 1.2; p50) are the median of
  * the rounds' own ratios, as `compare`'s `paired` does: on this shared machine a burst of other
  * work falls on one window, and pooling every window's frames lets that window alone decide the
- * p99 of its kind. The pooled p50, p99 and max of each kind are printed too. Environment: `LATENCY_SESSIONS` (default "1,100"), `LATENCY_MODES`
- * (default "json,binary"), `LATENCY_SECONDS` (measured window, default 3), `LATENCY_WARMUP_MS`
- * (default 1500), `LATENCY_ROUNDS` (windows per kind, at least; default 4: short windows, many of
- * them, so that the machine's changing load falls on both kinds alike), `LATENCY_MIN_WINDOW_FRAMES`
- * (frames per window, at least: with few sessions the windows are longer, so that a window's p99
- * is not its worst frame or two; default 600), `LATENCY_MIN_FRAMES` (frames per kind, at least:
- * more windows are run where they are short; default 2000), `LATENCY_PROFILE` (a
+ * p99 of its kind. The pooled p50, p99 and max of each kind are printed too. Environment:
+ * `LATENCY_SESSIONS` (default "1,100"), `LATENCY_MODES` (default "json,binary"), `LATENCY_SECONDS`
+ * (a window's length, at least; default 3), `LATENCY_MIN_WINDOW_FRAMES` (frames per window, at
+ * least: with few sessions the windows are longer, so that a window's p99 is not its worst frame
+ * or two; default 600, 12 s windows for one session), `LATENCY_WARMUP_MS` (default 1500),
+ * `LATENCY_ROUNDS` (windows per kind, at least; default 4, so that the machine's changing load
+ * falls on both kinds alike), `LATENCY_MIN_FRAMES` (frames per kind, at least: more windows where
+ * they are short; default 2000), `LATENCY_PROFILE` (a
  * directory: each library window's CPU profile is written there).
  */
 import { fork, type ChildProcess } from 'node:child_process';
