@@ -36,7 +36,7 @@ function asksForAudio(session: unknown): boolean {
 
 function readAppend(event: Extract<ClientEvent, { type: 'input_audio_buffer.append' }>): ClientFrame {
   const pcm = readAppendAudio(event.audio, 'It was not forwarded.');
-  if (!Buffer.isBuffer(pcm)) return refused(pcm.message, pcm.code === 413 ? TOO_LARGE : BAD_EVENT);
+  if (!Buffer.isBuffer(pcm)) return refused(pcm.message, pcm.code);
   return { kind: 'audio', pcm };
 }
 
