@@ -8,11 +8,13 @@
  * - `{ type: 'callers', url, count, seconds }` starts `count` calls to `url`, each at a random
  *   phase of the 20 ms grid and a random point of the speech, ends them after `seconds`, and
  *   answers `{ type: 'callers-done', ...stats }`;
+ * - `{ type: 'collect' }` runs a full garbage collection and answers `{ type: 'collected' }`;
  * - `{ type: 'exit' }` closes everything.
  */
 import { WebSocket } from 'ws';
 import { startEmulator } from '../lib/emulator/server.js';
 import { CONCURRENCY_KEY, FrameClock, phoneFrames } from './concurrency-shared.js';
+import { collect } from './harness.js';
 
 interface CallersRequest {
   type: 'callers';
@@ -97,6 +99,9 @@ async function runCallers(request: CallersRequest): Promise<void> {
 process.on('message', (message: { type: string }) => {
   if (message.type === 'callers') {
     runCallers(message as CallersRequest).catch((error: unknown) => send({ type: 'error', message: String(error) }));
+  } else if (message.type === 'collect') {
+    collect?.();
+    send({ type: 'collected' });
   } else if (message.type === 'exit') {
     emulator.close().then(
       () => process.exit(0),

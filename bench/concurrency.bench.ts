@@ -15,7 +15,8 @@
  * point of the speech and phase of the 20 ms grid. The emulator runs in another process
  * (`concurrency-peer.ts`), the phone callers in a third one. Measured in this process, over a window
  * after a warm-up: CPU time (user + system) per hour of session time, the share of one core,
- * and the event loop's lag (p99 and max, `monitorEventLoopDelay`).
+ * and the event loop's lag (p99 and max, `monitorEventLoopDelay`). Before each window all three
+ * processes run a full garbage collection, so no window pays for the garbage of the one before.
  *
  * The Discord path also decodes Opus, work any Discord client does, and so does its by-hand
  * path; the bare decode of the same packets is timed and printed for scale. Each path's figure
@@ -44,7 +45,7 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { cpuMsNow, record, startCpuProfile } from './harness.js';
+import { collect, cpuMsNow, record, startCpuProfile } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
 type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
@@ -446,6 +447,10 @@ async function waitActive(opened: Opened, n: number, timeoutMs: number): Promise
 }
 
 async function measure(path: PathName, n: number, seconds: number, peers: Peers, opus: OpusMaterial | undefined): Promise<Scenario> {
+  // Each window starts clean: it does not pay for the garbage the previous one (another path)
+  // left in any of the three processes, as `compare` collects before each round.
+  collect?.();
+  await Promise.all([peers.emulator.request({ type: 'collect' }, 'collected'), peers.callers.request({ type: 'collect' }, 'collected')]);
   const peer = peers.emulator;
   const clock = new FrameClock();
   let opened: Opened;

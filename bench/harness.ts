@@ -175,9 +175,10 @@ async function timeRuns(run: () => unknown, minMs: number, clock: Clock): Promis
 /**
  * A full garbage collection, outside the timed part of a round, so that a round does not pay
  * for the garbage the previous one (the other case) left: V8's `gc`, reached through `vm` once
- * the flag that exposes it is set (the benches' own process; the library never does this).
+ * the flag that exposes it is set (the benches' own processes; the library never does this).
+ * Undefined where V8 refuses the flag.
  */
-const collect: (() => void) | undefined = (() => {
+export const collect: (() => void) | undefined = (() => {
   try {
     setFlagsFromString('--expose-gc');
     return runInNewContext('gc') as () => void;
