@@ -408,15 +408,25 @@ class Peer {
     const message = (await this.next('ready')) as { realtimeUrl: string };
     this.realtimeUrl = message.realtimeUrl;
   }
+  /** The next message of `type`; rejects on the peer's error report, or if the peer exits first. */
   next(type: string): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
-      const onMessage = (message: Record<string, unknown>) => {
-        if (message.type === 'error') reject(new Error(String(message.message)));
-        if (message.type !== type) return;
+      const done = () => {
         this.child.off('message', onMessage);
-        resolve(message);
+        this.child.off('exit', onExit);
+      };
+      const onMessage = (message: Record<string, unknown>) => {
+        if (message.type !== 'error' && message.type !== type) return;
+        done();
+        if (message.type === 'error') reject(new Error(String(message.message)));
+        else resolve(message);
+      };
+      const onExit = (code: number | null) => {
+        done();
+        reject(new Error(`The bench's peer process exited (code ${code}) before answering "${type}".`));
       };
       this.child.on('message', onMessage);
+      this.child.on('exit', onExit);
     });
   }
   request(message: Record<string, unknown>, answer: string): Promise<Record<string, number>> {
