@@ -60,6 +60,11 @@ export class DuplexLifecycle<Ending extends object = object> {
   readonly #stream: Duplex;
   readonly #o: LifecycleOptions<Ending>;
   #state: LifecycleState<Ending> = { status: 'open' };
+  /**
+   * The state's status, kept beside it: the write path and every send completion ask for it,
+   * and a property read on objects of six shapes is a megamorphic lookup.
+   */
+  #status: LifecycleState['status'] = 'open';
   readonly #onAbort: (() => void) | undefined;
 
   constructor(stream: Duplex, options: LifecycleOptions<Ending>) {
@@ -80,14 +85,20 @@ export class DuplexLifecycle<Ending extends object = object> {
     return this.#state;
   }
 
+  /** `state.status`, read without touching the state. */
+  get status(): LifecycleState['status'] {
+    return this.#status;
+  }
+
   /** The fatal error, once there is one. */
   get error(): RtTranslateError | undefined {
-    return this.#state.status === 'failed' ? this.#state.error : undefined;
+    const state = this.#state;
+    return this.#status === 'failed' && state.status === 'failed' ? state.error : undefined;
   }
 
   /** The stream has failed or closed: nothing more can happen to it. */
   get over(): boolean {
-    const status = this.#state.status;
+    const status = this.#status;
     return status === 'failed' || status === 'closed' || this.#stream.destroyed;
   }
 
@@ -101,6 +112,7 @@ export class DuplexLifecycle<Ending extends object = object> {
   set(next: LifecycleState<Ending>): void {
     const previous = this.#state;
     this.#state = next;
+    this.#status = next.status;
     const timer = 'timer' in previous ? previous.timer : undefined;
     if (timer && timer !== ('timer' in next ? next.timer : undefined)) clearTimeout(timer);
     const callback = pendingCallback(previous);

@@ -68,6 +68,7 @@ export class EndingController {
    */
   evaluate(reached = 0): void {
     const c = this.#c;
+    if (c.life.status !== 'ending') return;
     const state = c.life.state;
     if (state.status !== 'ending') return;
     if (!c.ready()) {

@@ -97,6 +97,11 @@ export class SessionLink {
    * field is cheaper to read than a property that only some states of the union have.
    */
   #connection: RealtimeConnection | undefined;
+  /**
+   * The state's status, kept beside it for the same reason: a property read on objects of five
+   * shapes is a megamorphic lookup, paid by every send and every message.
+   */
+  #status: LinkStatus = 'closed';
   #outage: { startedAt: number; attempts: number; gapStartedAt: number } | undefined;
   /** The newest connection, so teardown can wait for its socket. */
   #last: RealtimeConnection | undefined;
@@ -107,7 +112,7 @@ export class SessionLink {
   }
 
   get status(): LinkStatus {
-    return this.#state.status;
+    return this.#status;
   }
 
   /** Bytes given to `send()` that the socket has not taken yet (0 without a connection). */
@@ -223,11 +228,13 @@ export class SessionLink {
     const kept = 'connection' in next ? next.connection : undefined;
     if ('connection' in previous && previous.connection !== kept) previous.connection.close(1000, '', 1000);
     this.#state = next;
+    this.#status = next.status;
     this.#connection = kept;
   }
 
+  /** Whether `connection` is the current state's (the fields beside the state always match it). */
   #current(connection: RealtimeConnection): boolean {
-    return 'connection' in this.#state && this.#state.connection === connection;
+    return this.#connection === connection;
   }
 
   #connect(attempt: number): void {
