@@ -292,7 +292,9 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
 
   /** Whole frames cut from a write: bound once, not a closure per write. */
   readonly #takeFrames = (buf: Buffer, offset: number, frames: number): void => {
-    const audio = buf.subarray(offset, offset + frames * this.#input.frameBytes);
+    const length = frames * this.#input.frameBytes;
+    // A write of whole frames (a live source's usual) is taken as it is, without a view of it.
+    const audio = offset === 0 && length === buf.length ? buf : buf.subarray(offset, offset + length);
     this.acceptInput(audio);
     this.#inputBytes += audio.length;
   };
