@@ -46,7 +46,7 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { collect, cpuMsNow, record, startCpuProfile } from './harness.js';
+import { collect, cpuMsNow, record, startCpuProfile, terminateAll } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
 type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
@@ -128,17 +128,6 @@ function bareSession(url: string, onActive: () => void, onAudio: (pcm: Buffer) =
   };
 }
 
-async function closeSockets(sockets: WebSocket[]): Promise<void> {
-  await Promise.all(
-    sockets.map(async (ws) => {
-      if (ws.readyState === ws.CLOSED) return;
-      const closed = once(ws, 'close');
-      ws.terminate();
-      await closed;
-    }),
-  );
-}
-
 function openBare(n: number, url: string, clock: FrameClock): Opened {
   let active = 0;
   let bytes = 0;
@@ -162,7 +151,7 @@ function openBare(n: number, url: string, clock: FrameClock): Opened {
     );
     sockets.push(session.ws);
   }
-  return { active: () => active, output: () => bytes, close: () => closeSockets(sockets) };
+  return { active: () => active, output: () => bytes, close: () => terminateAll(sockets) };
 }
 
 /**
@@ -231,7 +220,7 @@ async function openBareTwilio(n: number, url: string, callers: Peer, seconds: nu
     output: () => messages,
     done,
     close: async () => {
-      await closeSockets(sockets);
+      await terminateAll(sockets);
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
@@ -274,7 +263,7 @@ function openBareDiscord(n: number, url: string, clock: FrameClock, opus: OpusMa
     );
     sockets.push(session.ws);
   }
-  return { active: () => active, output: () => bytes, close: () => closeSockets(sockets) };
+  return { active: () => active, output: () => bytes, close: () => terminateAll(sockets) };
 }
 
 const SILENT_FRAME = Buffer.alloc(3840);

@@ -277,3 +277,28 @@ export async function startCpuProfile(dir: string | undefined, intervalUs: numbe
     await writeFile(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
   };
 }
+
+/** What `terminateAll` needs of a `ws` WebSocket. */
+interface Terminable {
+  readonly readyState: number;
+  readonly CLOSED: number;
+  terminate(): void;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Cuts every socket and resolves once all have closed. A socket still connecting reports an
+ * error when cut ("closed before the connection was established"), then closes: that is the
+ * end asked for, not a failure (`once(ws, 'close')` would reject on it and fail the bench when a
+ * loaded machine has not connected every session by the end of a window).
+ */
+export async function terminateAll(sockets: readonly Terminable[]): Promise<void> {
+  await Promise.all(
+    sockets.map((ws) => {
+      if (ws.readyState === ws.CLOSED) return undefined;
+      const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+      ws.terminate();
+      return closed;
+    }),
+  );
+}

@@ -30,7 +30,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { median, record, startCpuProfile } from './harness.js';
+import { median, record, startCpuProfile, terminateAll } from './harness.js';
 
 type Mode = 'json' | 'binary';
 type Kind = 'library' | 'bare';
@@ -113,16 +113,7 @@ function openBare(n: number, url: string, sink: { samples: number[] | undefined 
   }
   return {
     active: () => active,
-    close: async () => {
-      await Promise.all(
-        sockets.map((ws) => {
-          if (ws.readyState === ws.CLOSED) return undefined;
-          const closed = once(ws, 'close');
-          ws.terminate();
-          return closed;
-        }),
-      );
-    },
+    close: () => terminateAll(sockets),
   };
 }
 
