@@ -163,7 +163,7 @@ export class AudioOutbox {
   /** Hands queued audio to the socket, one message at a time, while its buffer is under the bound. */
   pump(): void {
     if (this.#link.status !== 'ready') return;
-    // Nothing queued is the common case (a send completing): the socket's buffer is not read then.
+    // The socket's buffer is read only while something is queued.
     while (this.#replay.unsent > 0 && this.#link.bufferedAmount <= this.#maxSocketBufferBytes) {
       const piece = this.#replay.peek(this.#maxPieceBytes)!;
       const length = piece.length;

@@ -85,15 +85,18 @@ export class DuplexLifecycle<Ending extends object = object> {
     return this.#state;
   }
 
-  /** `state.status`, read without touching the state. */
-  get status(): LifecycleState['status'] {
-    return this.#status;
+  /**
+   * The state when its status is `status`, else undefined: the check reads the field kept beside
+   * the state, so a caller on a hot path (every write, send completion and message) pays no
+   * read of the state itself unless it is the one asked for.
+   */
+  stateIn<S extends LifecycleState['status']>(status: S): (LifecycleState<Ending> & { status: S }) | undefined {
+    return this.#status === status ? (this.#state as LifecycleState<Ending> & { status: S }) : undefined;
   }
 
   /** The fatal error, once there is one. */
   get error(): RtTranslateError | undefined {
-    const state = this.#state;
-    return this.#status === 'failed' && state.status === 'failed' ? state.error : undefined;
+    return this.stateIn('failed')?.error;
   }
 
   /** The stream has failed or closed: nothing more can happen to it. */

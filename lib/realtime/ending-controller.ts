@@ -68,9 +68,8 @@ export class EndingController {
    */
   evaluate(reached = 0): void {
     const c = this.#c;
-    if (c.life.status !== 'ending') return;
-    const state = c.life.state;
-    if (state.status !== 'ending') return;
+    const state = c.life.stateIn('ending');
+    if (!state) return;
     if (!c.ready()) {
       c.life.set({ ...state, timer: undefined });
       return;

@@ -309,9 +309,8 @@ export class LiveTranscriptionStream extends withEvents<LiveTranscriptionEvents>
 
   /** After end(), once every byte has been sent on a ready session: `CloseStream`, then wait for the close. */
   protected override evaluateEnding(): void {
-    if (this.life.status !== 'ending') return;
-    const state = this.life.state;
-    if (state.status !== 'ending' || state.closeSent || this.link.status !== 'ready' || !this.outbox.drained) return;
+    const state = this.life.stateIn('ending');
+    if (!state || state.closeSent || this.link.status !== 'ready' || !this.outbox.drained) return;
     this.link.send(encodeCloseStream());
     this.#setCloseSent(true);
   }
