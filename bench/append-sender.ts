@@ -12,7 +12,7 @@
 import { once } from 'node:events';
 import { WebSocket } from 'ws';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { cpuMsNow, median } from './harness.js';
+import { cpuMsNow, median, terminateAll } from './harness.js';
 
 interface Request {
   url: string;
@@ -78,9 +78,7 @@ async function viaBare(request: Request, audio: Buffer): Promise<number[]> {
     await drained(() => ws.bufferedAmount);
     if (round > 0) times.push(cpuMsNow() - start);
   }
-  const closed = once(ws, 'close');
-  ws.terminate();
-  await closed;
+  await terminateAll([ws]);
   return times;
 }
 

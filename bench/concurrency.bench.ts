@@ -46,7 +46,7 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { collect, cpuMsNow, record, startCpuProfile, terminateAll } from './harness.js';
+import { collect, cpuMsNow, destroyAll, record, startCpuProfile, terminateAll } from './harness.js';
 import { CONCURRENCY_KEY, FrameClock, discordFrames, serviceFrames } from './concurrency-shared.js';
 
 type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
@@ -294,17 +294,6 @@ function openPlain(n: number, url: string, clock: FrameClock): Opened {
   return { active: () => active, output: () => bytes, close: () => destroyAll(streams) };
 }
 
-async function destroyAll(streams: Array<{ destroy(): void; closed: boolean } & NodeJS.EventEmitter>): Promise<void> {
-  await Promise.all(
-    streams.map(async (s) => {
-      if (s.closed) return;
-      const closed = once(s, 'close');
-      s.destroy();
-      await closed;
-    }),
-  );
-}
-
 interface OpusMaterial {
   backend: OpusBackend;
   /** One entry per 20 ms slot: the packet, or undefined during silence (a receiver sends none). */
@@ -350,7 +339,7 @@ function openDiscord(n: number, url: string, clock: FrameClock, opus: OpusMateri
       });
     });
   }
-  return { active: () => active, output: () => bytes, close: () => destroyAll(playbacks as never) };
+  return { active: () => active, output: () => bytes, close: () => destroyAll(playbacks) };
 }
 
 async function openTwilio(n: number, url: string, peer: Peer, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
@@ -380,7 +369,7 @@ async function openTwilio(n: number, url: string, peer: Peer, seconds: number): 
     output: () => messages,
     done,
     close: async () => {
-      await destroyAll([...bridges] as never);
+      await destroyAll([...bridges]);
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };

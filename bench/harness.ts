@@ -278,27 +278,42 @@ export async function startCpuProfile(dir: string | undefined, intervalUs: numbe
   };
 }
 
-/** What `terminateAll` needs of a `ws` WebSocket. */
-interface Terminable {
-  readonly readyState: number;
-  readonly CLOSED: number;
-  terminate(): void;
+/** Something that emits `close` once it has ended. */
+interface Closing {
   once(event: 'close', listener: () => void): unknown;
 }
 
 /**
- * Cuts every socket and resolves once all have closed. A socket still connecting reports an
- * error when cut ("closed before the connection was established"), then closes: that is the
- * end asked for, not a failure (`once(ws, 'close')` would reject on it and fail the bench when a
- * loaded machine has not connected every session by the end of a window).
+ * Ends every item with `end` and resolves once all have emitted `close`. An item that fails as it
+ * is ended (a socket still connecting, a session given up on a loaded machine) emits an error
+ * before it closes: that is the end asked for, so only `close` is waited for (`once(item,
+ * 'close')` would reject on the error and fail the bench).
  */
-export async function terminateAll(sockets: readonly Terminable[]): Promise<void> {
+async function endAll<T extends Closing>(items: readonly T[], isClosed: (item: T) => boolean, end: (item: T) => void): Promise<void> {
   await Promise.all(
-    sockets.map((ws) => {
-      if (ws.readyState === ws.CLOSED) return undefined;
-      const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-      ws.terminate();
+    items.map((item) => {
+      if (isClosed(item)) return undefined;
+      const closed = new Promise<void>((resolve) => item.once('close', () => resolve()));
+      end(item);
       return closed;
     }),
+  );
+}
+
+/** Destroys every stream and resolves once all have closed (see `endAll`). */
+export function destroyAll(streams: ReadonlyArray<Closing & { readonly closed: boolean; destroy(): void }>): Promise<void> {
+  return endAll(
+    streams,
+    (s) => s.closed,
+    (s) => s.destroy(),
+  );
+}
+
+/** Cuts every `ws` socket and resolves once all have closed (see `endAll`). */
+export function terminateAll(sockets: ReadonlyArray<Closing & { readonly readyState: number; readonly CLOSED: number; terminate(): void }>): Promise<void> {
+  return endAll(
+    sockets,
+    (ws) => ws.readyState === ws.CLOSED,
+    (ws) => ws.terminate(),
   );
 }

@@ -30,7 +30,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { median, record, startCpuProfile, terminateAll } from './harness.js';
+import { destroyAll, median, record, startCpuProfile, terminateAll } from './harness.js';
 
 type Mode = 'json' | 'binary';
 type Kind = 'library' | 'bare';
@@ -80,15 +80,7 @@ function openLibrary(n: number, url: string, sink: { samples: number[] | undefin
   }
   return {
     active: () => active,
-    close: async () => {
-      await Promise.all(
-        streams.map((s) => {
-          const closed = once(s, 'close');
-          s.destroy();
-          return closed;
-        }),
-      );
-    },
+    close: () => destroyAll(streams),
   };
 }
 
