@@ -5,9 +5,9 @@
  * bridge's and the client's only. Driven over the fork IPC channel:
  *
  * - on start it sends `{ type: 'ready', realtimeUrl }`;
- * - `{ type: 'callers', url, count, seconds }` starts `count` calls to `url`, each at a random
+ * - `{ type: 'callers', id, url, count, seconds }` starts `count` calls to `url`, each at a random
  *   phase of the 20 ms grid and a random point of the speech, ends them after `seconds`, and
- *   answers `{ type: 'callers-done', ...stats }`;
+ *   answers `{ type: 'callers-done', id, ...stats }` (several such requests may run at once);
  * - `{ type: 'collect' }` runs a full garbage collection and answers `{ type: 'collected' }`;
  * - `{ type: 'exit' }` closes everything.
  */
@@ -18,6 +18,7 @@ import { collect } from './harness.js';
 
 interface CallersRequest {
   type: 'callers';
+  id: number;
   url: string;
   count: number;
   seconds: number;
@@ -93,7 +94,7 @@ async function runCallers(request: CallersRequest): Promise<void> {
     if (ws.readyState === ws.OPEN) ws.close(1000);
     else ws.terminate();
   }
-  send({ type: 'callers-done', sent, received, marks, failed, lateFrames: clock.lateFrames, frames: clock.frames });
+  send({ type: 'callers-done', id: request.id, sent, received, marks, failed, lateFrames: clock.lateFrames, frames: clock.frames });
 }
 
 process.on('message', (message: { type: string }) => {

@@ -1,14 +1,41 @@
 /**
- * What both processes of `concurrency.bench.ts` use: the key, the speech material cut into
- * 20 ms frames in each path's format, and a clock that calls each session's sender once per
- * 20 ms frame at real time.
+ * What the processes of `concurrency.bench.ts` share: the key, the paths and their figures, the
+ * speech material cut into 20 ms frames in each path's format (the Discord paths' as Opus
+ * packets), a clock that calls each session's sender once per 20 ms frame at real time, and the
+ * request-and-answer over a fork's IPC channel that the processes drive each other with.
  */
+import type { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { SERVICE_FORMAT } from '../lib/audio/audio-format.js';
 import { planConversion } from '../lib/audio/convert.js';
+import { meanSquare } from '../lib/audio/level.js';
+import { createOpusCodec, isOpusBackendAvailable, type OpusBackend } from '../lib/audio/opus.js';
 
 export const CONCURRENCY_KEY = 'concurrency-bench-key';
+
+/**
+ * Sessions run this long after they have all started before a window is measured: each window's
+ * process is fresh, and V8 is still compiling the paths' code for the first seconds (the plain
+ * stream at 50 sessions cost 8.8 and 10.9 CPU-s per session-hour after 4 s, 6.8 and 7.9 after 30 s).
+ */
+export const WARMUP_MS = Number(process.env.CONCURRENCY_WARMUP_SECONDS ?? 15) * 1000;
+
+export type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
+
+/** One path's figures over a measured window (or the combination of several). */
+export interface Scenario {
+  path: PathName;
+  sessions: number;
+  /** Sessions that started (all of them unless the machine could not keep up). */
+  started: number;
+  cpuPerHour: number;
+  corePercent: number;
+  lagP99: number;
+  lagMax: number;
+  outputPerSession: number;
+  note: string;
+}
 const FRAME_MS = 20;
 /** Phase buckets of the 20 ms grid: sessions are spread over them, as real sources are. */
 const BUCKETS = 10;
@@ -39,6 +66,23 @@ export function phoneFrames(): Buffer[] {
 export function discordFrames(): Buffer[] {
   const p = planConversion({ ...SERVICE_FORMAT }, { format: 's16le', rate: 48000, channels: 2 }).processor;
   return frames(Buffer.concat([p.process(speech24k()), p.flush()]), 3840);
+}
+
+export interface OpusMaterial {
+  backend: OpusBackend;
+  /** One entry per 20 ms slot: the packet, or undefined during silence (a receiver sends none). */
+  packets: Array<Buffer | undefined>;
+}
+
+/** The speech as a Discord receiver gives it, in the first Opus backend available (undefined: none). */
+export function opusMaterial(): OpusMaterial | undefined {
+  const backend = (['native', 'opusscript'] as const).find((b) => isOpusBackendAvailable(b));
+  if (!backend) return undefined;
+  const codec = createOpusCodec({ backend });
+  const threshold = 32768 ** 2 * 10 ** (-50 / 10); // below -50 dBFS: silence, no packet
+  const packets = discordFrames().map((f) => (meanSquare(f, 0, f.length) > threshold ? codec.encode(f) : undefined));
+  codec.close();
+  return { backend, packets };
 }
 
 /**
@@ -97,5 +141,57 @@ export class FrameClock {
       next++;
     }
     this.#arm(bucket, next);
+  }
+}
+
+/** One end of a fork's IPC channel: the child process as the parent holds it, or `process` in the child. */
+type IpcEnd = EventEmitter & { send?(message: object): boolean };
+
+/**
+ * Requests and answers over one end of a fork's IPC channel. `gone` is the event after which no
+ * answer can come (`exit` of a child, `disconnect` of the parent); `other` names the other end
+ * in errors.
+ */
+export class IpcLink {
+  constructor(
+    readonly end: IpcEnd,
+    readonly gone: 'exit' | 'disconnect',
+    readonly other: string,
+  ) {}
+
+  send(message: object): void {
+    this.end.send?.(message);
+  }
+
+  /**
+   * The next message of `type` (and, given `id`, of that `id`); rejects on the other end's error
+   * report, or if it goes first.
+   */
+  next(type: string, id?: number): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.end.off('message', onMessage);
+        this.end.off(this.gone, onGone);
+      };
+      const onMessage = (message: Record<string, unknown>) => {
+        if (message.type !== 'error' && (message.type !== type || (id !== undefined && message.id !== id))) return;
+        done();
+        if (message.type === 'error') reject(new Error(String(message.message)));
+        else resolve(message);
+      };
+      const onGone = (code?: unknown) => {
+        done();
+        reject(new Error(`${this.other} went away (${this.gone}${code === undefined ? '' : `, code ${String(code)}`}) before answering "${type}".`));
+      };
+      this.end.on('message', onMessage);
+      this.end.on(this.gone, onGone);
+    });
+  }
+
+  /** Sends `message` and waits for the answer of type `answer` (and, given `id`, of that `id`). */
+  request(message: object, answer: string, id?: number): Promise<Record<string, number>> {
+    const reply = this.next(answer, id);
+    this.send(message);
+    return reply as Promise<Record<string, number>>;
   }
 }
