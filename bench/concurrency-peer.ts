@@ -1,5 +1,5 @@
 /**
- * The other process of `concurrency.bench.ts`: the realtime emulator, and the Twilio side of
+ * The long-lived processes of `concurrency.bench.ts` (two, each running this module): the realtime emulator, and the Twilio side of
  * the phone calls (callers that stream 20 ms `media` messages at real time to a bridge and
  * echo its marks, as Twilio does). Kept out of the measured process so that its CPU time is the
  * bridge's and the client's only. Driven over the fork IPC channel:
@@ -7,7 +7,8 @@
  * - on start it sends `{ type: 'ready', realtimeUrl }`;
  * - `{ type: 'callers', id, url, count, seconds }` starts `count` calls to `url`, each at a random
  *   phase of the 20 ms grid and a random point of the speech, ends them after `seconds`, and
- *   answers `{ type: 'callers-done', id, ...stats }` (several such requests may run at once);
+ *   answers `{ type: 'callers-done', id, ...stats }`, or `{ type: 'error', id, message }` (several
+ *   such requests may run at once);
  * - `{ type: 'collect' }` runs a full garbage collection and answers `{ type: 'collected' }`;
  * - `{ type: 'exit' }` closes everything.
  */
@@ -35,6 +36,16 @@ const payloads = phoneFrames().map((frame) => frame.toString('base64'));
 async function runCallers(request: CallersRequest): Promise<void> {
   const clock = new FrameClock();
   const sockets: WebSocket[] = [];
+  try {
+    await callAndHangUp(request, clock, sockets);
+  } finally {
+    // Also when the calls failed: no clock or call outlives its request.
+    clock.stop();
+    for (const ws of sockets) if (ws.readyState !== ws.CLOSED && ws.readyState !== ws.CLOSING) ws.terminate();
+  }
+}
+
+async function callAndHangUp(request: CallersRequest, clock: FrameClock, sockets: WebSocket[]): Promise<void> {
   let sent = 0;
   let received = 0;
   let marks = 0;
@@ -99,7 +110,8 @@ async function runCallers(request: CallersRequest): Promise<void> {
 
 process.on('message', (message: { type: string }) => {
   if (message.type === 'callers') {
-    runCallers(message as CallersRequest).catch((error: unknown) => send({ type: 'error', message: String(error) }));
+    const request = message as CallersRequest;
+    runCallers(request).catch((error: unknown) => send({ type: 'error', id: request.id, message: String(error) }));
   } else if (message.type === 'collect') {
     collect?.();
     send({ type: 'collected' });

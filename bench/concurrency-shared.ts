@@ -21,6 +21,11 @@ export const CONCURRENCY_KEY = 'concurrency-bench-key';
  */
 export const WARMUP_MS = Number(process.env.CONCURRENCY_WARMUP_SECONDS ?? 15) * 1000;
 
+/** How long a window waits for all its sessions to start (the rest are counted as not started). */
+export function connectLimitMs(sessions: number): number {
+  return 20_000 + sessions * 100;
+}
+
 export type PathName = 'bare' | 'plain' | 'bare-twilio' | 'twilio' | 'bare-discord' | 'discord';
 
 /** One path's figures over a measured window (or the combination of several). */
@@ -145,7 +150,10 @@ export class FrameClock {
 }
 
 /** One end of a fork's IPC channel: the child process as the parent holds it, or `process` in the child. */
-type IpcEnd = EventEmitter & { send?(message: object): boolean };
+type IpcEnd = EventEmitter & {
+  readonly connected?: boolean;
+  send?(message: object, sendHandle: undefined, options: undefined, callback: (error: Error | null) => void): boolean;
+};
 
 /**
  * Requests and answers over one end of a fork's IPC channel. `gone` is the event after which no
@@ -159,8 +167,13 @@ export class IpcLink {
     readonly other: string,
   ) {}
 
+  /**
+   * Sends `message` if the channel is still open. A failed send is not reported here: the other
+   * end going away (`gone`) is, to whatever waits on it.
+   */
   send(message: object): void {
-    this.end.send?.(message);
+    if (this.end.connected === false) return;
+    this.end.send?.(message, undefined, undefined, () => {});
   }
 
   /**
@@ -174,7 +187,9 @@ export class IpcLink {
         this.end.off(this.gone, onGone);
       };
       const onMessage = (message: Record<string, unknown>) => {
-        if (message.type !== 'error' && (message.type !== type || (id !== undefined && message.id !== id))) return;
+        // An error report with another request's id is that request's; one without an id is everyone's.
+        const ours = id === undefined || message.id === undefined || message.id === id;
+        if (!ours || (message.type !== 'error' && message.type !== type)) return;
         done();
         if (message.type === 'error') reject(new Error(String(message.message)));
         else resolve(message);
@@ -183,6 +198,7 @@ export class IpcLink {
         done();
         reject(new Error(`${this.other} went away (${this.gone}${code === undefined ? '' : `, code ${String(code)}`}) before answering "${type}".`));
       };
+      if (this.end.connected === false) return reject(new Error(`${this.other} is gone; it cannot answer "${type}".`));
       this.end.on('message', onMessage);
       this.end.on(this.gone, onGone);
     });

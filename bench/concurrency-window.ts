@@ -2,8 +2,9 @@
  * One measured window of `concurrency.bench.ts`, in a process of its own: the bench forks this
  * module for every window, so that each path is measured in a process no other path ran in.
  * (In one shared process the baselines moved by a third to a half with what had run before
- * them, while the library's own cost stayed put: V8 compiles the code both paths share, `ws`
- * and Node's streams, for whichever pattern it saw first.) Driven over the fork IPC channel:
+ * them, while the library's own cost stayed put. A guess, not measured: V8 compiles the code
+ * both paths share, `ws` and Node's streams, for whichever pattern it sees first.) Driven over
+ * the fork IPC channel:
  *
  * - on start it sends `{ type: 'ready' }`;
  * - `{ type: 'measure', path, sessions, seconds, realtimeUrl }` opens the path's sessions against
@@ -15,7 +16,6 @@
  * - `{ type: 'exit' }` ends the process (so does the bench going away).
  */
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -27,9 +27,10 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { cpuMsNow, destroyAll, startCpuProfile, terminateAll } from './harness.js';
+import { cpuMsNow, destroyAll, startCpuProfile, terminateAll, threadCpuMs } from './harness.js';
 import {
   CONCURRENCY_KEY,
+  connectLimitMs,
   FrameClock,
   IpcLink,
   WARMUP_MS,
@@ -49,9 +50,9 @@ interface Opened {
 }
 
 /**
- * The appends of every path: the plain and bare sources write 100 ms at a time (five 20 ms
- * frames), the Twilio bridge sends the caller's audio in appends of 100 ms (its `appendMs`),
- * and the Discord path cuts the receiver's audio into 100 ms chunks (`translateSpeaker`).
+ * The appends of the Twilio and Discord paths (and their by-hand paths): the Twilio bridge sends
+ * the caller's audio in appends of 100 ms (its `appendMs`), and the Discord path cuts the
+ * receiver's audio into 100 ms chunks (`translateSpeaker`). The plain path writes `PLAIN_FRAMES`.
  */
 const APPEND_FRAMES = Number(process.env.CONCURRENCY_APPEND_FRAMES ?? 5);
 /**
@@ -145,8 +146,11 @@ async function phoneCalls(n: number, callers: IpcLink, seconds: number, onCall: 
   await once(wss, 'listening');
   wss.on('connection', onCall);
   const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+  const done = callers.request({ type: 'callers', url, count: n, seconds }, 'callers-done');
+  // Awaited once the window is measured, which reports a failure; none is left unhandled before.
+  done.catch(() => {});
   return {
-    done: callers.request({ type: 'callers', url, count: n, seconds }, 'callers-done'),
+    done,
     close: async (endCalls) => {
       await endCalls();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
@@ -356,31 +360,6 @@ async function waitActive(opened: Opened, n: number, timeoutMs: number): Promise
   return opened.active();
 }
 
-/**
- * CPU ms of this process's main thread and of all its others (V8's and libuv's helpers), from
- * Linux's `/proc/self/task`; undefined elsewhere.
- */
-function threadCpuMs(): { main: number; others: number } | undefined {
-  let tasks: string[];
-  try {
-    tasks = readdirSync('/proc/self/task');
-  } catch {
-    return undefined;
-  }
-  const msPerTick = 10; // USER_HZ is 100
-  const cpu = { main: 0, others: 0 };
-  for (const task of tasks) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpu[task === String(process.pid) ? 'main' : 'others'] += (Number(fields[11]) + Number(fields[12])) * msPerTick;
-    } catch {
-      // the thread ended between listing and reading
-    }
-  }
-  return cpu;
-}
-
 /** Time spent in garbage collection (on the main thread's pauses) from now until `stop()`, in ms. */
 function gcTime(): { stop(): number } {
   let total = 0;
@@ -402,7 +381,7 @@ async function measure(path: PathName, n: number, seconds: number, url: string, 
   const clock = new FrameClock();
   let opened: Opened;
   let twilioDone: Promise<Record<string, number>> | undefined;
-  const connectMs = 20_000 + n * 100;
+  const connectMs = connectLimitMs(n);
   const callSeconds = (connectMs + WARMUP_MS) / 1000 + seconds + 1;
   if (path === 'bare') opened = openBare(n, url, clock);
   else if (path === 'plain') opened = openPlain(n, url, clock);

@@ -17,28 +17,32 @@
  * measured in a fresh process (`concurrency-window.ts`), so that no path runs in a process another
  * path has shaped: over a window after a warm-up, CPU time (user + system) per hour of session
  * time, the share of one core, and the event loop's lag (p99 and max, `monitorEventLoopDelay`).
+ * In the rows each path runs at the same time as its baseline, both windows starting together
+ * (the one that warmed up first waits), so that what the machine does meanwhile falls on both.
  * Before each window the emulator's and the callers' processes run a full garbage collection, so
  * no window pays for the garbage of the one before.
  *
  * The Discord path also decodes Opus, work any Discord client does, and so does its by-hand
  * path; the bare decode of the same packets is timed and printed for scale. Each path's figure
- * is its CPU over that of the same work by hand (and, for the plain path, the lag p99 over the
- * bare client's). Environment: `CONCURRENCY` (default "50,100,200"), `CONCURRENCY_PLAIN_FRAMES`
- * (frames per write of the plain path and its bare client, default 1), `CONCURRENCY_SECONDS` (measured
- * window, default 20), `CONCURRENCY_TWILIO_MAX` (the calls-on-one-core scenario, run first,
- * against the same work by hand at the same load; default 500, 0 to skip; it starts with
- * `CONCURRENCY_TWILIO_WARMUP_ROUNDS` unmeasured rounds of 10 s windows, default 1), `CONCURRENCY_PATHS`
- * (default "bare,plain,bare-twilio,twilio,bare-discord,discord"), `CONCURRENCY_ROUNDS` (windows
- * per path, in alternating order so that a change in the machine's load falls on every path;
- * default 2: the CPU figure is their mean, the lag their worst), `CONCURRENCY_PROFILE` (a
- * directory: each measured window's CPU profile is written there).
+ * is the mean CPU of its windows over that of the same work by hand (and, for the plain path,
+ * the worst lag p99 over the bare client's: measured side by side, each window's lag also holds
+ * the other's load). Environment: `CONCURRENCY` (default "50,100,200"),
+ * `CONCURRENCY_PLAIN_FRAMES` (frames per write of the plain path and its bare client, default 1),
+ * `CONCURRENCY_SECONDS` (measured window, default 20), `CONCURRENCY_WARMUP_SECONDS` (after all
+ * sessions started, before the window, default 15), `CONCURRENCY_TWILIO_MAX` (the
+ * calls-on-one-core scenario, run first, one window at a time against the same work by hand at
+ * the same load; default 500, 0 to skip; it starts with `CONCURRENCY_TWILIO_WARMUP_ROUNDS`
+ * unmeasured rounds of 10 s windows, default 1), `CONCURRENCY_PATHS` (default
+ * "bare,plain,bare-twilio,twilio,bare-discord,discord"), `CONCURRENCY_ROUNDS` (windows per
+ * path, default 2), `CONCURRENCY_TOGETHER` (default 1: each path beside its baseline; 0: one
+ * window at a time, the order reversed every other round), `CONCURRENCY_PROFILE` (a directory:
+ * each measured window's CPU profile is written there).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createOpusCodec } from '../lib/audio/opus.js';
 import { cpuMsNow, record } from './harness.js';
-import { IpcLink, WARMUP_MS, opusMaterial, type OpusMaterial, type PathName, type Scenario } from './concurrency-shared.js';
+import { IpcLink, WARMUP_MS, connectLimitMs, opusMaterial, type OpusMaterial, type PathName, type Scenario } from './concurrency-shared.js';
 
 /** The same work by hand, for each path of the library. */
 const BASELINE: Partial<Record<PathName, PathName>> = { plain: 'bare', twilio: 'bare-twilio', discord: 'bare-discord' };
@@ -52,12 +56,18 @@ class Peer {
   constructor(module: string) {
     this.child = fork(fileURLToPath(new URL(module, import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.link = new IpcLink(this.child, 'exit', `The bench's process ${module}`);
+    // A failure to start shows as the process's exit, to whatever waits on its link.
+    this.child.on('error', () => {});
   }
+  /** Asks the process to exit (kills it if it cannot be asked, or has not gone within 10 s). */
   async close(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, 'exit');
-    this.child.send({ type: 'exit' });
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    if (this.child.connected) this.link.send({ type: 'exit' });
+    else this.child.kill();
+    const stuck = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
     await exited;
+    clearTimeout(stuck);
   }
 }
 
@@ -84,6 +94,12 @@ interface Peers {
 async function measure(paths: readonly PathName[], n: number, seconds: number, peers: Peers): Promise<Scenario[]> {
   await Promise.all([peers.emulator.link.request({ type: 'collect' }, 'collected'), peers.callers.link.request({ type: 'collect' }, 'collected')]);
   const windows = paths.map(() => new Peer('./concurrency-window.js'));
+  // Every wait below ends when a window exits; a window that neither answers nor exits is killed
+  // once it has had all the time its sessions may take to start, plus the window, plus 2 min.
+  const limitMs = connectLimitMs(n) + WARMUP_MS + seconds * 1000 + 120_000;
+  const limit = setTimeout(() => {
+    for (const w of windows) w.child.kill();
+  }, limitMs);
   try {
     await Promise.all(windows.map((w) => w.link.next('ready')));
     const warm = Promise.all(windows.map((w) => w.link.next('warm')));
@@ -105,6 +121,7 @@ async function measure(paths: readonly PathName[], n: number, seconds: number, p
     for (const w of windows) w.link.send({ type: 'go' });
     return (await Promise.all(measured)).map((answer) => answer.scenario as unknown as Scenario);
   } finally {
+    clearTimeout(limit);
     await Promise.all(windows.map((w) => w.close()));
   }
 }
@@ -228,10 +245,10 @@ export default async function (): Promise<void> {
     // not the load the figure is about): the calls' figures are the mean CPU and the worst lag
     // of their windows.
     if (twilioMax > 0) {
-      // One unmeasured round of both paths first: at this load the first window of each path
-      // ran with the emulator's and the callers' processes cold (compiling, growing their heaps
-      // while hundreds of calls connect), and its lag, 0.2 to 1.5 s in either path, decided the
-      // lag figure rather than the path itself. The rows are printed, marked, and counted nowhere.
+      // One unmeasured round of both paths first, so that no measured window is the first to
+      // meet the emulator's and the callers' processes at this load (cold, compiling, growing
+      // their heaps while hundreds of calls connect). The rows are printed, marked, and counted
+      // nowhere. (It did not steady the lag figure: see docs/performance.md.)
       if (twilioWarmupRounds > 0) {
         await measureAlternating(['twilio', 'bare-twilio'], twilioMax, twilioWarmupRounds, Math.min(seconds, 10), peers, {
           together: false,

@@ -1,7 +1,8 @@
 /**
  * The one way benchmarks measure here: a subject and the baseline that bounds it run
  * alternately in the same process, several rounds each, and the report gives the ratio of the
- * medians. The machines are shared and noisy, so absolute figures are printed for context only.
+ * medians (`compare`; the concurrency bench, whose windows need processes of their own, runs
+ * each path beside its baseline instead). The machines are shared and noisy, so absolute figures are printed for context only.
  * Every comparison is also recorded, with its target when it has one, for the summary table
  * that `bench/run.ts` prints at the end (`summary()`).
  */
@@ -131,20 +132,32 @@ export function summary(): number {
 type Clock = 'wall' | 'cpu';
 
 /**
- * CPU time of this process so far, in ms. On Linux, the scheduler's exact run time of every
- * thread (`/proc/self/task/<id>/schedstat`, nanoseconds); elsewhere `process.cpuUsage()`, which
- * Linux fills from timer ticks and so is only right on average over many of them.
+ * CPU time so far of this process's main thread and of all its other threads (V8's and libuv's
+ * helpers), in ms: on Linux, the scheduler's exact run time of each thread
+ * (`/proc/self/task/<id>/schedstat`, nanoseconds); undefined elsewhere.
+ */
+export function threadCpuMs(): { main: number; others: number } | undefined {
+  try {
+    const cpu = { main: 0, others: 0 };
+    for (const task of readdirSync('/proc/self/task')) {
+      const ns = Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]);
+      cpu[task === String(process.pid) ? 'main' : 'others'] += ns / 1e6;
+    }
+    if (Number.isFinite(cpu.main + cpu.others) && cpu.main + cpu.others > 0) return cpu;
+  } catch {
+    // not Linux, or a thread ended while being read
+  }
+  return undefined;
+}
+
+/**
+ * CPU time of this process so far, in ms: every thread's (`threadCpuMs`) where Linux gives it;
+ * elsewhere `process.cpuUsage()`, which Linux fills from timer ticks and so is only right on
+ * average over many of them.
  */
 export function cpuMsNow(): number {
-  try {
-    let ns = 0;
-    for (const task of readdirSync('/proc/self/task')) {
-      ns += Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]);
-    }
-    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
-  } catch {
-    // not Linux, or a thread ended while being read: fall through
-  }
+  const threads = threadCpuMs();
+  if (threads) return threads.main + threads.others;
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
