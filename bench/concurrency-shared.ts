@@ -1,10 +1,8 @@
 /**
  * What the processes of `concurrency.bench.ts` share: the key, the paths and their figures, the
  * speech material cut into 20 ms frames in each path's format (the Discord paths' as Opus
- * packets), a clock that calls each session's sender once per 20 ms frame at real time, and the
- * request-and-answer over a fork's IPC channel that the processes drive each other with.
+ * packets), and a clock that calls each session's sender once per 20 ms frame at real time.
  */
-import type { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { SERVICE_FORMAT } from '../lib/audio/audio-format.js';
@@ -146,68 +144,5 @@ export class FrameClock {
       next++;
     }
     this.#arm(bucket, next);
-  }
-}
-
-/** One end of a fork's IPC channel: the child process as the parent holds it, or `process` in the child. */
-type IpcEnd = EventEmitter & {
-  readonly connected?: boolean;
-  send?(message: object, sendHandle: undefined, options: undefined, callback: (error: Error | null) => void): boolean;
-};
-
-/**
- * Requests and answers over one end of a fork's IPC channel. `gone` is the event after which no
- * answer can come (`exit` of a child, `disconnect` of the parent); `other` names the other end
- * in errors.
- */
-export class IpcLink {
-  constructor(
-    readonly end: IpcEnd,
-    readonly gone: 'exit' | 'disconnect',
-    readonly other: string,
-  ) {}
-
-  /**
-   * Sends `message` if the channel is still open. A failed send is not reported here: the other
-   * end going away (`gone`) is, to whatever waits on it.
-   */
-  send(message: object): void {
-    if (this.end.connected === false) return;
-    this.end.send?.(message, undefined, undefined, () => {});
-  }
-
-  /**
-   * The next message of `type` (and, given `id`, of that `id`); rejects on the other end's error
-   * report, or if it goes first.
-   */
-  next(type: string, id?: number): Promise<Record<string, unknown>> {
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        this.end.off('message', onMessage);
-        this.end.off(this.gone, onGone);
-      };
-      const onMessage = (message: Record<string, unknown>) => {
-        // An error report with another request's id is that request's; one without an id is everyone's.
-        const ours = id === undefined || message.id === undefined || message.id === id;
-        if (!ours || (message.type !== 'error' && message.type !== type)) return;
-        done();
-        if (message.type === 'error') reject(new Error(String(message.message)));
-        else resolve(message);
-      };
-      const onGone = (code?: unknown) => {
-        done();
-        reject(new Error(`${this.other} went away (${this.gone}${code === undefined ? '' : `, code ${String(code)}`}) before answering "${type}".`));
-      };
-      if (this.end.connected === false) return reject(new Error(`${this.other} is gone; it cannot answer "${type}".`));
-      this.end.on('message', onMessage);
-      this.end.on(this.gone, onGone);
-    });
-  }
-
-  /** Sends `message` and waits for the answer of type `answer` (and, given `id`, of that `id`). */
-  request(message: object, answer: string, id?: number): Promise<Record<string, number>> {
-    const reply = this.next(answer, id);
-    this.send(message);
-    return reply as Promise<Record<string, number>>;
   }
 }

@@ -28,11 +28,11 @@ import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 import { cpuMsNow, destroyAll, startCpuProfile, terminateAll, threadCpuMs } from './harness.js';
+import { IpcLink } from './ipc.js';
 import {
   CONCURRENCY_KEY,
   connectLimitMs,
   FrameClock,
-  IpcLink,
   WARMUP_MS,
   opusMaterial,
   serviceFrames,

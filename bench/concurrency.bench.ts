@@ -38,38 +38,15 @@
  * window at a time, the order reversed every other round), `CONCURRENCY_PROFILE` (a directory:
  * each measured window's CPU profile is written there).
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { createOpusCodec } from '../lib/audio/opus.js';
 import { cpuMsNow, record } from './harness.js';
-import { IpcLink, WARMUP_MS, connectLimitMs, opusMaterial, type OpusMaterial, type PathName, type Scenario } from './concurrency-shared.js';
+import { Peer } from './ipc.js';
+import { WARMUP_MS, connectLimitMs, opusMaterial, type OpusMaterial, type PathName, type Scenario } from './concurrency-shared.js';
 
 /** The same work by hand, for each path of the library. */
 const BASELINE: Partial<Record<PathName, PathName>> = { plain: 'bare', twilio: 'bare-twilio', discord: 'bare-discord' };
 
 // --- the other processes --------------------------------------------------------------------
-
-/** A process this bench forks and drives over its IPC channel. */
-class Peer {
-  readonly child: ChildProcess;
-  readonly link: IpcLink;
-  constructor(module: string) {
-    this.child = fork(fileURLToPath(new URL(module, import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    this.link = new IpcLink(this.child, 'exit', `The bench's process ${module}`);
-    // A failure to start shows as the process's exit, to whatever waits on its link.
-    this.child.on('error', () => {});
-  }
-  /** Asks the process to exit (kills it if it cannot be asked, or has not gone within 10 s). */
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    if (this.child.connected) this.link.send({ type: 'exit' });
-    else this.child.kill();
-    const stuck = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(stuck);
-  }
-}
 
 /**
  * The emulator's process and the phone callers' (each runs `concurrency-peer.ts`), for the whole

@@ -24,13 +24,11 @@
  * they are short; default 2000), `LATENCY_PROFILE` (a
  * directory: each library window's CPU profile is written there).
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
 import { destroyAll, median, record, startCpuProfile, terminateAll } from './harness.js';
+import { Peer, type IpcLink } from './ipc.js';
 
 type Mode = 'json' | 'binary';
 type Kind = 'library' | 'bare';
@@ -109,32 +107,10 @@ function openBare(n: number, url: string, sink: { samples: number[] | undefined 
   };
 }
 
-class Peer {
-  readonly child: ChildProcess;
-  url = '';
-  constructor() {
-    this.child = fork(fileURLToPath(new URL('./latency-peer.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  }
-  async ready(): Promise<void> {
-    this.url = ((await this.request(undefined, 'ready')) as { url: string }).url;
-  }
-  request(message: Record<string, unknown> | undefined, answer: string): Promise<Record<string, unknown>> {
-    const reply = new Promise<Record<string, unknown>>((resolve) => {
-      const onMessage = (m: Record<string, unknown>) => {
-        if (m.type !== answer) return;
-        this.child.off('message', onMessage);
-        resolve(m);
-      };
-      this.child.on('message', onMessage);
-    });
-    if (message) this.child.send(message);
-    return reply;
-  }
-  async close(): Promise<void> {
-    const exited = once(this.child, 'exit');
-    this.child.send({ type: 'exit' });
-    await exited;
-  }
+/** The server's process (`latency-peer.ts`), and the URL it serves. */
+interface LatencyPeer {
+  link: IpcLink;
+  url: string;
 }
 
 interface Window {
@@ -142,8 +118,8 @@ interface Window {
   started: number;
 }
 
-async function measure(kind: Kind, mode: Mode, n: number, peer: Peer, seconds: number, warmupMs: number): Promise<Window> {
-  await peer.request({ type: 'mode', mode }, 'mode');
+async function measure(kind: Kind, mode: Mode, n: number, peer: LatencyPeer, seconds: number, warmupMs: number): Promise<Window> {
+  await peer.link.request({ type: 'mode', mode }, 'mode');
   const sink: { samples: number[] | undefined } = { samples: undefined };
   const opened = kind === 'library' ? openLibrary(n, peer.url, sink) : openBare(n, peer.url, sink);
   const deadline = performance.now() + 10_000 + n * 100;
@@ -193,8 +169,8 @@ export default async function (): Promise<void> {
   const minRounds = Math.max(1, Number(process.env.LATENCY_ROUNDS ?? 4));
   const minFrames = Number(process.env.LATENCY_MIN_FRAMES ?? 2000);
   const minWindowFrames = Number(process.env.LATENCY_MIN_WINDOW_FRAMES ?? 600);
-  const peer = new Peer();
-  await peer.ready();
+  const server = new Peer('./latency-peer.js');
+  const peer: LatencyPeer = { link: server.link, url: String((await server.link.next('ready')).url) };
   console.log(`server frame sent -> its audio on the reader; windows of ${seconds} s or more after ${warmupMs} ms of warm-up`);
   try {
     for (const n of counts) {
@@ -236,6 +212,6 @@ export default async function (): Promise<void> {
       }
     }
   } finally {
-    await peer.close();
+    await server.close();
   }
 }
