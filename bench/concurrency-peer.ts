@@ -1,8 +1,8 @@
 /**
- * The long-lived processes of `concurrency.bench.ts` (two, each running this module): the realtime emulator, and the Twilio side of
- * the phone calls (callers that stream 20 ms `media` messages at real time to a bridge and
- * echo its marks, as Twilio does). Kept out of the measured process so that its CPU time is the
- * bridge's and the client's only. Driven over the fork IPC channel:
+ * The long-lived processes of `concurrency.bench.ts` (two, each running this module): the
+ * realtime emulator, and the Twilio side of the phone calls (callers that stream 20 ms `media`
+ * messages at real time to a bridge and echo its marks, as Twilio does). Kept out of the
+ * measured processes so that their CPU time is the bridge's and the client's only. Driven over the fork IPC channel:
  *
  * - on start it sends `{ type: 'ready', realtimeUrl }`;
  * - `{ type: 'callers', id, url, count, seconds }` starts `count` calls to `url`, each at a random

@@ -66,7 +66,7 @@ export function phoneFrames(): Buffer[] {
 }
 
 /** The speech as 20 ms frames of 48 kHz stereo PCM16 (3840 bytes), as Discord plays it. */
-export function discordFrames(): Buffer[] {
+function discordFrames(): Buffer[] {
   const p = planConversion({ ...SERVICE_FORMAT }, { format: 's16le', rate: 48000, channels: 2 }).processor;
   return frames(Buffer.concat([p.process(speech24k()), p.flush()]), 3840);
 }

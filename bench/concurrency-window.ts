@@ -27,7 +27,7 @@ import { bridgeTwilioSocket } from '../lib/integrations/twilio-socket.js';
 import { planConversion } from '../lib/audio/convert.js';
 import { createResampleProcessor } from '../lib/audio/resampler.js';
 import { RealtimeTranslateStream } from '../lib/realtime/realtime-translate-stream.js';
-import { cpuMsNow, destroyAll, startCpuProfile, terminateAll, threadCpuMs } from './harness.js';
+import { cpuNow, destroyAll, startCpuProfile, terminateAll } from './harness.js';
 import { IpcLink } from './ipc.js';
 import {
   CONCURRENCY_KEY,
@@ -40,6 +40,9 @@ import {
   type PathName,
   type Scenario,
 } from './concurrency-shared.js';
+
+/** The link to the bench that forked this process. */
+const bench = new IpcLink(process, 'disconnect', 'the concurrency bench');
 
 interface Opened {
   /** Sessions whose `session.created` has arrived. */
@@ -138,15 +141,15 @@ interface PhoneCalls {
 }
 
 /**
- * A `ws` server on loopback that the callers' process calls `n` times, each call for `seconds`;
- * `onCall` bridges each call that arrives.
+ * A `ws` server on loopback that the callers' process calls `n` times, each call for `seconds`
+ * (asked of the bench, which passes the request on); `onCall` bridges each call that arrives.
  */
-async function phoneCalls(n: number, callers: IpcLink, seconds: number, onCall: (call: WebSocket) => void): Promise<PhoneCalls> {
+async function phoneCalls(n: number, seconds: number, onCall: (call: WebSocket) => void): Promise<PhoneCalls> {
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false, maxPayload: 64 * 1024 });
   await once(wss, 'listening');
   wss.on('connection', onCall);
   const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-  const done = callers.request({ type: 'callers', url, count: n, seconds }, 'callers-done');
+  const done = bench.request({ type: 'callers', url, count: n, seconds }, 'callers-done');
   // Awaited once the window is measured, which reports a failure; none is left unhandled before.
   done.catch(() => {});
   return {
@@ -165,11 +168,11 @@ async function phoneCalls(n: number, callers: IpcLink, seconds: number, onCall: 
  * (a remainder kept for the next piece, a response's last frame padded), a mark after each
  * response. No validation, barge-in, timeline or backpressure.
  */
-async function openBareTwilio(n: number, url: string, callers: IpcLink, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
+async function openBareTwilio(n: number, url: string, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
   let active = 0;
   let messages = 0;
   const sockets: WebSocket[] = [];
-  const calls = await phoneCalls(n, callers, seconds, (call) => {
+  const calls = await phoneCalls(n, seconds, (call) => {
     sockets.push(call);
     let sid = '';
     let responses = 0;
@@ -324,7 +327,7 @@ function openDiscord(n: number, url: string, clock: FrameClock, opus: OpusMateri
   return { active: () => active, output: () => bytes, close: () => destroyAll(playbacks) };
 }
 
-async function openTwilio(n: number, url: string, callers: IpcLink, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
+async function openTwilio(n: number, url: string, seconds: number): Promise<Opened & { done: Promise<Record<string, number>> }> {
   const bridges = new Set<TwilioMediaBridge>();
   let active = 0;
   let messages = 0;
@@ -333,7 +336,7 @@ async function openTwilio(n: number, url: string, callers: IpcLink, seconds: num
     const t = setInterval(() => console.error(`twilio: ${connections} calls connected, ${active} sessions started`), 2000);
     t.unref();
   }
-  const calls = await phoneCalls(n, callers, seconds, (ws) => {
+  const calls = await phoneCalls(n, seconds, (ws) => {
     connections++;
     const bridge = new TwilioMediaBridge({ from: 'en-us', to: 'es-es', apiKey: CONCURRENCY_KEY, realtimeUrl: url, appendMs: APPEND_FRAMES * 20 });
     bridges.add(bridge);
@@ -377,7 +380,7 @@ function gcTime(): { stop(): number } {
 }
 
 /** Opens `n` sessions of `path` against the emulator at `url`, and measures one window of them. */
-async function measure(path: PathName, n: number, seconds: number, url: string, callers: IpcLink): Promise<Scenario> {
+async function measure(path: PathName, n: number, seconds: number, url: string): Promise<Scenario> {
   const clock = new FrameClock();
   let opened: Opened;
   let twilioDone: Promise<Record<string, number>> | undefined;
@@ -388,7 +391,7 @@ async function measure(path: PathName, n: number, seconds: number, url: string, 
   else if (path === 'discord') opened = openDiscord(n, url, clock, opus());
   else if (path === 'bare-discord') opened = openBareDiscord(n, url, clock, opus());
   else {
-    const t = path === 'twilio' ? await openTwilio(n, url, callers, callSeconds) : await openBareTwilio(n, url, callers, callSeconds);
+    const t = path === 'twilio' ? await openTwilio(n, url, callSeconds) : await openBareTwilio(n, url, callSeconds);
     opened = t;
     twilioDone = t.done;
   }
@@ -398,18 +401,17 @@ async function measure(path: PathName, n: number, seconds: number, url: string, 
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   const gc = gcTime();
-  const threads0 = threadCpuMs();
   clock.resetCounters();
   const profile = await startCpuProfile(process.env.CONCURRENCY_PROFILE, 200);
   const outputBefore = opened.output();
-  const cpu0 = cpuMsNow();
+  const cpu0 = cpuNow();
   const t0 = performance.now();
   await sleep(seconds * 1000);
-  const cpuSeconds = (cpuMsNow() - cpu0) / 1000;
+  const cpu1 = cpuNow();
+  const cpuSeconds = (cpu1.total - cpu0.total) / 1000;
   const wallSeconds = (performance.now() - t0) / 1000;
   lag.disable();
   const gcMs = gc.stop();
-  const threads1 = threadCpuMs();
   await profile?.(`${path}-${n}-${Date.now()}`);
   const output = opened.output() - outputBefore;
   let note = twilioDone ? '' : `source: ${clock.lateFrames} of ${clock.frames} frames sent over 20 ms late`;
@@ -419,8 +421,8 @@ async function measure(path: PathName, n: number, seconds: number, url: string, 
     note = `callers: ${stats.lateFrames} of ${stats.frames} frames sent over 20 ms late, ${stats.failed} socket errors`;
   }
   note += `; garbage collection ${((gcMs / 1000 / wallSeconds) * 100).toFixed(1)} % of the window`;
-  if (threads0 && threads1) {
-    const share = (threads1.others - threads0.others) / Math.max(1, threads1.main + threads1.others - threads0.main - threads0.others);
+  if (cpu0.others !== undefined && cpu1.others !== undefined) {
+    const share = (cpu1.others - cpu0.others) / Math.max(1, cpu1.total - cpu0.total);
     note += `; ${(share * 100).toFixed(0)} % of the CPU off the main thread`;
   }
   await opened.close();
@@ -439,7 +441,6 @@ async function measure(path: PathName, n: number, seconds: number, url: string, 
 
 // --- the window's process -------------------------------------------------------------------
 
-const bench = new IpcLink(process, 'disconnect', 'the concurrency bench');
 let material: OpusMaterial | undefined;
 /** The Discord paths' packets, encoded on first use (only their windows need them). */
 function opus(): OpusMaterial {
@@ -450,7 +451,7 @@ function opus(): OpusMaterial {
 
 process.on('message', (message: { type: string; path?: PathName; sessions?: number; seconds?: number; realtimeUrl?: string }) => {
   if (message.type === 'measure') {
-    measure(message.path!, message.sessions!, message.seconds!, message.realtimeUrl!, bench).then(
+    measure(message.path!, message.sessions!, message.seconds!, message.realtimeUrl!).then(
       (scenario) => bench.send({ type: 'measured', scenario }),
       (error: unknown) => bench.send({ type: 'error', message: String(error) }),
     );

@@ -43,8 +43,12 @@ import { cpuMsNow, record } from './harness.js';
 import { Peer } from './ipc.js';
 import { WARMUP_MS, connectLimitMs, opusMaterial, type OpusMaterial, type PathName, type Scenario } from './concurrency-shared.js';
 
-/** The same work by hand, for each path of the library. */
-const BASELINE: Partial<Record<PathName, PathName>> = { plain: 'bare', twilio: 'bare-twilio', discord: 'bare-discord' };
+/** Each path of the library, the same work by hand it is measured against, and the figure's name. */
+const PAIRS: ReadonlyArray<{ path: PathName; baseline: PathName; name: string }> = [
+  { path: 'plain', baseline: 'bare', name: 'plain / bare ws client' },
+  { path: 'twilio', baseline: 'bare-twilio', name: 'twilio / bare twilio bridge (the same work by hand)' },
+  { path: 'discord', baseline: 'bare-discord', name: 'discord / bare discord path (the same work by hand)' },
+];
 
 // --- the other processes --------------------------------------------------------------------
 
@@ -84,8 +88,8 @@ async function measure(paths: readonly PathName[], n: number, seconds: number, p
       window.child.on('message', (message: { type: string }) => {
         if (message.type !== 'callers') return;
         peers.callers.link.request({ ...message, id }, 'callers-done', id).then(
-          (stats) => window.child.connected && window.link.send(stats),
-          (error: unknown) => window.child.connected && window.link.send({ type: 'error', message: String(error) }),
+          (stats) => window.link.send(stats),
+          (error: unknown) => window.link.send({ type: 'error', message: String(error) }),
         );
       });
     });
@@ -112,7 +116,8 @@ function groupsOf(paths: readonly PathName[]): PathName[][] {
   const placed = new Set<PathName>();
   for (const path of paths) {
     if (placed.has(path)) continue;
-    const partner = paths.find((other) => !placed.has(other) && other !== path && (BASELINE[path] === other || BASELINE[other] === path));
+    const paired = (a: PathName, b: PathName) => PAIRS.some((p) => (p.path === a && p.baseline === b) || (p.path === b && p.baseline === a));
+    const partner = paths.find((other) => !placed.has(other) && paired(path, other));
     const group = partner ? [path, partner] : [path];
     for (const p of group) placed.add(p);
     groups.push(group);
@@ -258,13 +263,8 @@ export default async function (): Promise<void> {
       const results = await measureAlternating(paths, n, rounds, seconds, peers, { together });
       // Each path against the same work by hand. (The adapters against the plain stream compared
       // unlike work, a conversion and a codec against none, and are no longer figures.)
-      const pairs: Array<[string, PathName, PathName]> = [
-        ['plain / bare ws client', 'plain', 'bare'],
-        ['twilio / bare twilio bridge (the same work by hand)', 'twilio', 'bare-twilio'],
-        ['discord / bare discord path (the same work by hand)', 'discord', 'bare-discord'],
-      ];
       const lines: string[] = [];
-      for (const [name, path, baselinePath] of pairs) {
+      for (const { name, path, baseline: baselinePath } of PAIRS) {
         const value = results.get(path);
         const baseline = results.get(baselinePath);
         if (value === undefined || baseline === undefined) continue;

@@ -2,7 +2,8 @@
  * The one way benchmarks measure here: a subject and the baseline that bounds it run
  * alternately in the same process, several rounds each, and the report gives the ratio of the
  * medians (`compare`; the concurrency bench, whose windows need processes of their own, runs
- * each path beside its baseline instead). The machines are shared and noisy, so absolute figures are printed for context only.
+ * each path beside its baseline instead). The machines are shared and noisy, so absolute
+ * figures are printed for context only.
  * Every comparison is also recorded, with its target when it has one, for the summary table
  * that `bench/run.ts` prints at the end (`summary()`).
  */
@@ -132,34 +133,31 @@ export function summary(): number {
 type Clock = 'wall' | 'cpu';
 
 /**
- * CPU time so far of this process's main thread and of all its other threads (V8's and libuv's
- * helpers), in ms: on Linux, the scheduler's exact run time of each thread
- * (`/proc/self/task/<id>/schedstat`, nanoseconds); undefined elsewhere.
+ * CPU time of this process so far, in ms (`total`), and of its threads other than the main one
+ * (`others`: V8's and libuv's helpers). On Linux, the scheduler's exact run time of each thread
+ * (`/proc/self/task/<id>/schedstat`, nanoseconds); elsewhere `process.cpuUsage()`, which Linux
+ * fills from timer ticks and so is only right on average over many of them, and no split.
  */
-export function threadCpuMs(): { main: number; others: number } | undefined {
+export function cpuNow(): { total: number; others: number | undefined } {
   try {
-    const cpu = { main: 0, others: 0 };
+    let main = 0;
+    let others = 0;
     for (const task of readdirSync('/proc/self/task')) {
-      const ns = Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]);
-      cpu[task === String(process.pid) ? 'main' : 'others'] += ns / 1e6;
+      const ms = Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ', 1)[0]) / 1e6;
+      if (task === String(process.pid)) main += ms;
+      else others += ms;
     }
-    if (Number.isFinite(cpu.main + cpu.others) && cpu.main + cpu.others > 0) return cpu;
+    if (Number.isFinite(main + others) && main + others > 0) return { total: main + others, others };
   } catch {
-    // not Linux, or a thread ended while being read
+    // not Linux, or a thread ended while being read: fall through
   }
-  return undefined;
+  const { user, system } = process.cpuUsage();
+  return { total: (user + system) / 1000, others: undefined };
 }
 
-/**
- * CPU time of this process so far, in ms: every thread's (`threadCpuMs`) where Linux gives it;
- * elsewhere `process.cpuUsage()`, which Linux fills from timer ticks and so is only right on
- * average over many of them.
- */
+/** CPU time of this process so far, in ms (`cpuNow().total`). */
 export function cpuMsNow(): number {
-  const threads = threadCpuMs();
-  if (threads) return threads.main + threads.others;
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
+  return cpuNow().total;
 }
 
 /** Repeats `run` for at least `minMs` of wall time; returns its mean time on `clock`. */
