@@ -56,6 +56,24 @@ describe('OutageReplay', () => {
     expect(outbox.retained).toBe(300 * BYTES_PER_MS);
   });
 
+  it('as input is handed over, what no replay needs is looked for once per 100 ms sent, not on every send', () => {
+    const { outbox, replay, ledger } = sentSession(10 * 48_000);
+    ledger.responseActivity('audio', Date.now(), outbox.sent, 48_000);
+    ledger.responseCompleted(Date.now(), true);
+    replay.handed(outbox.sent);
+    expect(outbox.retained).toBe(300 * BYTES_PER_MS);
+    const more = (ms: number) => {
+      const silence = Buffer.alloc(ms * BYTES_PER_MS);
+      ledger.accept(silence);
+      outbox.accept(silence);
+      replay.handed(outbox.sent);
+    };
+    more(60);
+    expect(outbox.retained).toBe(360 * BYTES_PER_MS); // 60 ms since the last look: kept
+    more(40);
+    expect(outbox.retained).toBe(300 * BYTES_PER_MS); // 100 ms: looked again
+  });
+
   it('the first session (no recovery) reports nothing and ends no outage figures', () => {
     const { replay } = sentSession(48_000);
     expect(replay.recovered('s1', undefined)).toBeUndefined();

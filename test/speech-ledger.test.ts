@@ -3,6 +3,7 @@
  * values (no sockets, no timers).
  */
 import { describe, expect, it } from 'vitest';
+import { SharedFrameLevels } from '../lib/audio/level.js';
 import { LatencySeries, SpeechLedger } from '../lib/realtime/speech-ledger.js';
 
 /** Bytes per millisecond of PCM16 mono 24 kHz. */
@@ -191,6 +192,99 @@ describe('SpeechLedger', () => {
       doneMs: 1700,
       audioBytes: 1000 * MS,
     });
+  });
+});
+
+describe('SpeechLedger: hearing in batches', () => {
+  /** `pcm` accepted in writes of `size` bytes (the last may be shorter). */
+  function written(pcm: Buffer, size: number): SpeechLedger {
+    const ledger = new SpeechLedger();
+    for (let at = 0; at < pcm.length; at += size) ledger.accept(pcm.subarray(at, at + size));
+    ledger.recordSent(pcm.length, 1_000);
+    return ledger;
+  }
+
+  /** What a ledger says of the speech, read the way the stream reads it. */
+  function findings(ledger: SpeechLedger, sent: number) {
+    return {
+      keep: ledger.keepStart(sent, 300),
+      replay: ledger.replayStart(sent, 300),
+      last: ledger.lastSpeechEnd,
+      ended: ledger.endedSpeechEnd,
+      past: ledger.speechPastFrontier,
+      owed: ledger.speechSinceLastResponse,
+    };
+  }
+
+  it('finds the same speech whatever the writes: 20 ms, odd sizes, or one block', () => {
+    for (const size of [960, 333, 4801, THREE.length]) {
+      const ledger = written(THREE, size);
+      expect(findings(ledger, THREE.length)).toEqual({ keep: 0, replay: 0, last: ENDS[2], ended: ENDS[2], past: 2300 * MS, owed: 2300 * MS });
+      const first = respond(ledger, THREE.length, 1000);
+      expect([first.segments, first.speechEndMediaMs]).toEqual([1, 1200]);
+      expect(findings(ledger, THREE.length)).toMatchObject({ keep: (2200 - 300) * MS, replay: (2200 - 300) * MS, past: 1300 * MS });
+    }
+  });
+
+  it('what it found is read whole: speech in a batch not heard yet counts', () => {
+    const pcm = Buffer.concat([zeros(200), tone(1020)]); // 12 batches, then one 20 ms frame batched
+    const readers: Array<[string, (ledger: SpeechLedger) => number, number]> = [
+      ['lastSpeechEnd', (l) => l.lastSpeechEnd, 1220 * MS],
+      ['speechPastFrontier', (l) => l.speechPastFrontier, 1020 * MS],
+      ['speechSinceLastResponse', (l) => l.speechSinceLastResponse, 1020 * MS],
+    ];
+    for (const [name, read, expected] of readers) expect([name, read(written(pcm, 960))]).toEqual([name, expected]);
+  });
+
+  it('from 20 ms writes, the end of speech shows at most one batch (100 ms) after the detector found it', () => {
+    const batched = new SpeechLedger();
+    const eager = new SpeechLedger();
+    let foundAt: number | undefined;
+    let shownAt: number | undefined;
+    for (let at = 0; at < THREE.length; at += 960) {
+      const frame = THREE.subarray(at, at + 960);
+      batched.accept(frame);
+      eager.accept(frame);
+      void eager.lastSpeechEnd; // reading what it found has it hear everything first
+      if (foundAt === undefined && eager.endedSpeechEnd > 0) foundAt = at + 960;
+      if (shownAt === undefined && batched.endedSpeechEnd > 0) shownAt = at + 960;
+      // Never ahead of what the detector found, never behind by a whole batch or more.
+      expect(batched.endedSpeechEnd).toBeLessThanOrEqual(eager.endedSpeechEnd);
+    }
+    expect(foundAt).toBe(1800 * MS); // 600 ms of silence after the speech that ends at 1200 ms
+    expect(shownAt! - foundAt!).toBeGreaterThanOrEqual(0);
+    expect(shownAt! - foundAt!).toBeLessThan(100 * MS);
+  });
+
+  it('where input is kept from is never after where a replay starts, at any point of a session', () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (let run = 0; run < 20; run++) {
+      const ledger = new SpeechLedger();
+      const pcm = Buffer.concat(
+        Array.from({ length: 12 }, () => (random() < 0.5 ? tone(100 + Math.floor(random() * 900)) : zeros(100 + Math.floor(random() * 900)))),
+      );
+      let at = 0;
+      while (at < pcm.length) {
+        const size = 2 * (1 + Math.floor(random() * 3000));
+        ledger.accept(pcm.subarray(at, at + size));
+        at = Math.min(pcm.length, at + size);
+        const sent = Math.max(0, at - 2 * Math.floor(random() * 2000));
+        ledger.recordSent(sent, 1_000 + at);
+        if (random() < 0.1) respond(ledger, sent, Math.floor(random() * 1500));
+        // Kept-from first: the replay start has the ledger hear what is batched.
+        const keep = ledger.keepStart(sent, 300);
+        expect(keep).toBeLessThanOrEqual(ledger.replayStart(sent, 300));
+        expect(keep % 960).toBe(0);
+      }
+    }
+  });
+
+  it('a ledger whose frame levels are shared hears each piece as it is accepted', () => {
+    const ledger = new SpeechLedger();
+    ledger.shareLevels(new SharedFrameLevels());
+    for (let at = 0; at < 1900 * MS; at += 960) ledger.accept(THREE.subarray(at, at + 960));
+    expect(ledger.endedSpeechEnd).toBe(1200 * MS); // no batch: found at 1800 ms, shown at once
   });
 });
 

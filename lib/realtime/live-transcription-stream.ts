@@ -396,6 +396,10 @@ class FinalsFrontier implements AnsweredInput {
   replayStart(): number {
     return this.#frontier - (this.#frontier % this.#frameBytes);
   }
+
+  keepStart(): number {
+    return this.replayStart();
+  }
 }
 
 /** Listener arguments of each event (the same names as the `type` of what `events()` yields). */

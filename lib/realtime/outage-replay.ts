@@ -18,10 +18,18 @@ export interface AnsweredInput {
   readonly frontier: number;
   /** Where a replay of what was sent up to `sent` starts, `prerollMs` before what is unanswered. */
   replayStart(sent: number, prerollMs: number): number;
+  /** Where input must still be kept from for such a replay: never after `replayStart`, and cheap enough for every send. */
+  keepStart(sent: number, prerollMs: number): number;
 }
 
 /** Input replayed before the first unanswered speech, so the service hears it begin, in ms. */
 export const REPLAY_PREROLL_MS = 300;
+
+/**
+ * Input sent between two looks at what no replay needs, in ms: a live source sends every 20 ms,
+ * and memory let go 100 ms later is not worth a look at every send.
+ */
+const FORGET_STEP_MS = 100;
 
 export interface OutageStats {
   /** Sessions re-established after a drop. */
@@ -47,11 +55,15 @@ export class OutageReplay {
   readonly #stats: OutageStats = { reconnects: 0, outageMs: 0, longestOutageMs: 0, bytesReplayed: 0 };
   /** What the current outage sends again. */
   #current: { bytes: number; notReplayedBytes: number } | undefined;
+  /** Where `handed()` last looked; the next look is a step past it. */
+  #lookedAt = 0;
+  readonly #stepBytes: number;
 
   constructor(ledger: AnsweredInput, outbox: AudioOutbox, options: OutageReplayOptions) {
     this.#ledger = ledger;
     this.#outbox = outbox;
     this.#o = options;
+    this.#stepBytes = FORGET_STEP_MS * options.bytesPerMs;
   }
 
   get stats(): OutageStats {
@@ -65,7 +77,13 @@ export class OutageReplay {
 
   /** Forgets input no replay will need: before the preroll of the first speech unanswered at `sent`. */
   forgetAnswered(sent: number): void {
-    this.#outbox.keepFrom(this.#ledger.replayStart(sent, this.#o.prerollMs));
+    this.#lookedAt = sent;
+    this.#outbox.keepFrom(this.#ledger.keepStart(sent, this.#o.prerollMs));
+  }
+
+  /** Input up to `sent` was handed to the socket: `forgetAnswered` once per step of input sent. */
+  handed(sent: number): void {
+    if (sent - this.#lookedAt >= this.#stepBytes) this.forgetAnswered(sent);
   }
 
   /** The link retries a drop: an outage begins, or goes on. */
@@ -79,6 +97,7 @@ export class OutageReplay {
     const wanted = this.#ledger.replayStart(outbox.sent, this.#o.prerollMs);
     const notReplayedBytes = Math.max(0, Math.min(outbox.start, outbox.sent) - wanted);
     const bytes = outbox.rewind(wanted);
+    this.#lookedAt = outbox.sent;
     const current = this.#current ?? { bytes: 0, notReplayedBytes: 0 };
     this.#current = { bytes: current.bytes + bytes, notReplayedBytes: current.notReplayedBytes + notReplayedBytes };
   }

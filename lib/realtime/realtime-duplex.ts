@@ -122,7 +122,7 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       maxReplayBytes: c.reconnect ? Math.round(c.reconnect.maxReplayMs * o.bytesPerMs) : undefined,
       handed: (end) => {
         this.inputHanded(end);
-        this.outage.forgetAnswered(end);
+        this.outage.handed(end);
       },
       sent: (length) => {
         this.#bytesSent += length;

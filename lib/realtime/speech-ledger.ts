@@ -27,6 +27,14 @@ const BYTES_PER_MS = 48;
 const MAX_SEND_RECORDS = 16_384;
 /** Stretches of speech kept while no answer covers them (hours of talk). */
 const MAX_SEGMENTS = 4096;
+/**
+ * Input is heard by the detector in batches of this many bytes (100 ms, five detector frames):
+ * a live source writes 20 ms at a time, and the detector's work per call (a pass into the
+ * level kernel and back, the segment bookkeeping) was paid on every write. What reads the
+ * detector's findings hears the rest of the batch first, so no answer changes; only
+ * `endedSpeechEnd` may lag the input by up to one batch.
+ */
+const HEARING_BATCH_BYTES = 5 * VAD_FRAME_BYTES;
 
 export interface SpeechLedgerOptions extends VoiceActivityOptions {
   /** Voiced length below which a segment is not speech the service owes an answer to, in ms. Default 100. */
@@ -77,6 +85,10 @@ export class SpeechLedger {
   /** Voiced end of the latest segment long enough to be speech, and of the latest such that has ended. */
   #lastSpeechEnd = 0;
   #endedSpeechEnd = 0;
+  /** Accepted input the detector has not heard yet: the start of a batch (`#batched` bytes). */
+  readonly #batch = Buffer.allocUnsafe(HEARING_BATCH_BYTES);
+  #batched = 0;
+  #batching = true;
 
   constructor(options: SpeechLedgerOptions = {}) {
     this.#detector = new VoiceActivityDetector(options);
@@ -104,14 +116,52 @@ export class SpeechLedger {
     return this.#completed;
   }
 
-  /** Frame levels measured once for several ledgers fed the same input (see `SharedFrameLevels`). */
+  /**
+   * Frame levels measured once for several ledgers fed the same input (see `SharedFrameLevels`).
+   * Such a ledger hears each piece as it is accepted: the shared measurements are of the input's
+   * own memory, which a batch of the ledger's own would not be.
+   */
   shareLevels(shared: SharedFrameLevels): void {
+    this.#catchUp();
+    this.#batching = false;
     this.#detector.shareLevels(shared);
   }
 
-  /** Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector. */
+  /**
+   * Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector, in batches of
+   * 100 ms (see `HEARING_BATCH_BYTES`); the batch's memory is the ledger's own, so `pcm` may be
+   * reused once this returns.
+   */
   accept(pcm: Buffer): void {
     this.#accepted += pcm.length;
+    if (!this.#batching) return this.#hear(pcm);
+    const length = pcm.length;
+    let offset = 0;
+    if (this.#batched > 0) {
+      offset = Math.min(HEARING_BATCH_BYTES - this.#batched, length);
+      this.#batch.set(offset === length ? pcm : pcm.subarray(0, offset), this.#batched);
+      this.#batched += offset;
+      if (this.#batched < HEARING_BATCH_BYTES) return;
+      this.#batched = 0;
+      this.#hear(this.#batch);
+    }
+    const rest = length - offset;
+    if (rest >= HEARING_BATCH_BYTES) this.#hear(offset === 0 ? pcm : pcm.subarray(offset));
+    else if (rest > 0) {
+      this.#batch.set(offset === 0 ? pcm : pcm.subarray(offset), 0);
+      this.#batched = rest;
+    }
+  }
+
+  /** Has the detector hear what is still batched: before anything reads what it found. */
+  #catchUp(): void {
+    if (this.#batched === 0) return;
+    const batched = this.#batched;
+    this.#batched = 0;
+    this.#hear(this.#batch.subarray(0, batched));
+  }
+
+  #hear(pcm: Buffer): void {
     this.#detector.push(pcm, this.#segmentEnded);
     if (this.#detector.speaking) {
       const start = this.#detector.segmentStart;
@@ -143,16 +193,22 @@ export class SpeechLedger {
 
   /** Input offset where the latest speech accepted so far ends (0: none yet). */
   get lastSpeechEnd(): number {
+    this.#catchUp();
     return this.#lastSpeechEnd;
   }
 
-  /** Where the latest speech that has ended (silence followed it) ends (0: none yet). */
+  /**
+   * Where the latest speech that has ended (silence followed it) ends (0: none yet), as far as
+   * the detector has heard: up to one batch (100 ms) behind the input accepted. Read on every
+   * send, so it does not hear the rest of the batch first.
+   */
   get endedSpeechEnd(): number {
     return this.#endedSpeechEnd;
   }
 
   /** Voiced bytes past the answered frontier (segments with at least `minSpeechMs` of speech there): what a lost session's replay must cover. */
   get speechPastFrontier(): number {
+    this.#catchUp();
     return this.#voicedPast(this.#frontier);
   }
 
@@ -162,6 +218,7 @@ export class SpeechLedger {
    * segments with at least `minSpeechMs` of speech there count.
    */
   get speechSinceLastResponse(): number {
+    this.#catchUp();
     return this.#voicedPast(Math.max(this.#frontier, this.#lastStart ?? 0));
   }
 
@@ -207,6 +264,7 @@ export class SpeechLedger {
   responseCompleted(now: number, audioExpected: boolean): ResponseTiming | undefined {
     const open = this.#open;
     if (!open) return undefined;
+    this.#catchUp();
     this.#open = undefined;
     this.#completed += 1;
     let covered = 0;
@@ -257,9 +315,24 @@ export class SpeechLedger {
    * before the frontier; aligned down to a detector frame of the input timeline.
    */
   replayStart(sent: number, prerollMs: number): number {
+    this.#catchUp();
+    return this.#startBefore(sent, prerollMs, false);
+  }
+
+  /**
+   * Where input must still be kept from, for a replay from `sent`: `replayStart` as far as the
+   * detector has heard, never after it (input it has not heard may hold speech, and the speech in
+   * progress may go on past the frontier). Called on every send, so it does not hear the rest of
+   * the batch first.
+   */
+  keepStart(sent: number, prerollMs: number): number {
+    return this.#startBefore(Math.min(sent, this.#accepted - this.#batched), prerollMs, true);
+  }
+
+  #startBefore(sent: number, prerollMs: number, speechMayGoOn: boolean): number {
     let anchor = sent;
     for (const segment of this.#segments) {
-      if (segment.voicedEnd <= this.#frontier) continue;
+      if (segment.voicedEnd <= this.#frontier && (segment.ended || !speechMayGoOn)) continue;
       anchor = Math.max(segment.voicedStart, this.#frontier);
       break;
     }

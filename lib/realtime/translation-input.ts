@@ -53,7 +53,7 @@ export class TranslationInput {
       ...APPEND_FRAMING,
       handed: (end) => {
         ledger.recordSent(end, Date.now());
-        this.outage.forgetAnswered(end);
+        this.outage.handed(end);
         o.handed?.(end);
       },
       sent: (length) => o.sent?.(length),
