@@ -4,7 +4,7 @@
  * checked byte for byte.
  */
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AudioOutbox, type AudioOutboxOptions, type OutboxLink } from '../lib/realtime/audio-outbox.js';
 import type { LinkStatus } from '../lib/realtime/session-link.js';
 
@@ -16,6 +16,10 @@ class ScriptedLink implements OutboxLink {
   readonly messages: Buffer[] = [];
   /** The frame kind of each message, as the outbox asked for it. */
   readonly binary: boolean[] = [];
+  /** Whether each send asked for a completion callback. */
+  readonly reported: boolean[] = [];
+  /** A send without a callback is written out before `send` returns, as an idle socket's kernel takes it. */
+  instant = false;
   readonly #inFlight: Array<{ length: number; callback: ((error?: Error) => void) | undefined }> = [];
 
   get bufferedAmount(): number {
@@ -27,7 +31,8 @@ class ScriptedLink implements OutboxLink {
     const message = Buffer.from(data as Buffer);
     this.messages.push(message);
     this.binary.push(binary);
-    this.#inFlight.push({ length: message.length, callback });
+    this.reported.push(callback !== undefined);
+    if (!(this.instant && callback === undefined)) this.#inFlight.push({ length: message.length, callback });
     return true;
   }
 
@@ -252,5 +257,84 @@ describe('AudioOutbox: what is kept for a replay', () => {
     box.pump();
     expect(link.bytes.equals(data.subarray(1000))).toBe(true);
     expect(handed.at(-1)).toBe(3000);
+  });
+});
+
+describe('AudioOutbox: sends that report their completion', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a live source's message on an idle socket asks for no callback and counts as sent at once", async () => {
+    const link = new ScriptedLink();
+    link.instant = true;
+    const { box, sent } = outbox(link);
+    for (let i = 0; i < 5; i++) {
+      box.accept(randomBytes(200));
+      await microtask();
+    }
+    expect(link.reported).toEqual([false, false, false, false, false]);
+    expect(sent).toEqual([200, 200, 200, 200, 200]);
+    expect(box.drained).toBe(true);
+  });
+
+  it('a message the socket could not write out at once is confirmed by the next send, which reports', async () => {
+    const link = new ScriptedLink();
+    const { box, sent } = outbox(link);
+    box.accept(randomBytes(200));
+    await microtask();
+    expect(link.reported).toEqual([false]);
+    expect(sent).toEqual([]); // still in the socket's buffer: not counted
+    box.accept(randomBytes(300));
+    await microtask();
+    expect(link.reported).toEqual([false, true]);
+    link.take(1); // the first: nothing reports it
+    expect(sent).toEqual([]);
+    link.take(1); // the second's completion: both were written, in order
+    expect(sent).toEqual([500]);
+    box.accept(randomBytes(200));
+    await microtask();
+    expect(link.reported).toEqual([false, true, false]); // nothing in flight or unconfirmed: quiet again
+  });
+
+  it('asks for completions while a write is held, once every send must report, and for messages of half the bound', async () => {
+    const held = new ScriptedLink();
+    const a = outbox(held, { maxSocketBufferBytes: 2000, maxPieceBytes: 500 });
+    a.box.accept(randomBytes(2500)); // five pieces leave at once: the first quiet, then in flight
+    a.box.hold(() => {});
+    a.box.accept(randomBytes(500));
+    held.take(3);
+    expect(held.reported).toEqual([false, true, true, true, true, true]);
+
+    const ending = new ScriptedLink();
+    ending.instant = true;
+    const b = outbox(ending);
+    b.box.reportEverySend();
+    b.box.accept(randomBytes(200));
+    await microtask();
+    expect(ending.reported).toEqual([true]);
+    expect(b.sent).toEqual([]);
+    ending.take(1);
+    expect(b.sent).toEqual([200]);
+
+    const large = new ScriptedLink();
+    large.instant = true;
+    const c = outbox(large, { maxSocketBufferBytes: 1999 });
+    c.box.accept(randomBytes(1000)); // 1000 bytes is more than half of 1999
+    expect(large.reported).toEqual([true]);
+  });
+
+  it('once every send must report, a message still in the socket is confirmed when the socket has written it, with nothing sent after it', async () => {
+    vi.useFakeTimers();
+    const link = new ScriptedLink();
+    const { box, sent } = outbox(link);
+    box.accept(randomBytes(200));
+    await microtask();
+    box.reportEverySend();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(sent).toEqual([]); // still buffered: it keeps looking
+    link.take(1);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(sent).toEqual([200]);
   });
 });

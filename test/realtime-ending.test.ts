@@ -16,7 +16,7 @@ import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../li
 import { RealtimeTranslateStream, type RealtimeTranslateOptions } from '../lib/realtime/realtime-translate-stream.js';
 import type { RtTranslateError } from '../lib/errors.js';
 import { startFakeRealtimeServer, type FakePeer, type FakeRealtimeServer } from './helpers/fake-realtime-server.js';
-import { runSession } from './helpers/realtime-session.js';
+import { recordEvents, runSession } from './helpers/realtime-session.js';
 import { chunked, expectedTranslation, loadSpeechFixture, speechThenSilence } from './helpers/speech.js';
 import { waitFor } from './helpers/wait-for.js';
 
@@ -250,6 +250,30 @@ describe('after end(), the stream waits for every answer it is owed', () => {
     const outcome = await ending;
     expect(outcome.error).toBeUndefined();
     expect(outcome.audio.equals(Buffer.alloc(9600, 2))).toBe(true);
+  });
+
+  it('without end padding, a last append still in the socket at end() is waited for until the socket has written it', async () => {
+    // Appends that go out on an idle socket report no completion; the last one here could not be
+    // written at once (the service had stopped reading), and nothing is sent after it.
+    const { stream, peer } = await scripted({ endPaddingMs: 0, quietPeriodMs: 200, maxAppendBytes: 9600 }, { autoPong: true });
+    let bufferedAtEnd = 0;
+    const final = stream._final.bind(stream);
+    stream._final = (callback) => {
+      bufferedAtEnd = stream.stats.socketBufferedAmount;
+      final(callback);
+      setImmediate(() => peer.resumeReading());
+    };
+    const events = recordEvents(stream);
+    stream.resume();
+    peer.pauseReading();
+    const piece = Buffer.alloc(9600);
+    while (stream.stats.socketBufferedAmount === 0) stream.write(piece);
+    stream.end();
+    await once(stream, 'close');
+    expect(bufferedAtEnd).toBeGreaterThan(0);
+    expect(events.filter((e) => e.type === 'warning')).toEqual([]);
+    expect(stream.stats.ending).toMatchObject({ complete: true, reason: undefined });
+    expect(stream.stats.bytesSent).toBe(stream.stats.inputBytes);
   });
 
   it('a service that stops reading after end() is a dead connection, found by liveness instead of hanging', async () => {

@@ -75,6 +75,10 @@ function zeroMask(mask: Buffer): void {
   mask[3] = 0;
 }
 
+/** `ws.send` options, one object each for every message (`ws` copies what it reads from them). */
+const TEXT_FRAME = Object.freeze({ binary: false });
+const BINARY_FRAME = Object.freeze({ binary: true });
+
 /** Most of a refused handshake's body that is read, in bytes. */
 const MAX_REFUSAL_BODY = 4096;
 /** Pings awaiting their pong that are remembered (a peer that never answers cannot grow the list). */
@@ -159,7 +163,7 @@ export class RealtimeConnection {
    */
   send(data: string | Buffer, callback?: (error?: Error) => void, binary = typeof data !== 'string'): boolean {
     if (this.#ws.readyState !== WebSocket.OPEN) return false;
-    this.#ws.send(data, { binary }, callback);
+    this.#ws.send(data, binary ? BINARY_FRAME : TEXT_FRAME, callback);
     return true;
   }
 

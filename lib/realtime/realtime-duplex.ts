@@ -83,6 +83,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
   readonly #input: FrameCutter;
   #inputBytes = 0;
   #bytesSent = 0;
+  /** `_final` has run: the ending rule depends on sends completing from now on. */
+  #inputEnded = false;
 
   constructor(o: RealtimeDuplexOptions<E>) {
     const c = o.connection;
@@ -126,7 +128,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       },
       sent: (length) => {
         this.#bytesSent += length;
-        this.evaluateEnding();
+        // Before end() no ending rule waits on a send: nothing to ask, 50 times a second.
+        if (this.#inputEnded) this.evaluateEnding();
       },
     });
     this.outage = new OutageReplay(o.answers, this.outbox, { prerollMs: o.prerollMs, bytesPerMs: o.bytesPerMs });
@@ -306,6 +309,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       this.warn(this.trailingInput(this.#input.pendingBytes));
       this.#input.clear();
     }
+    this.#inputEnded = true;
+    this.outbox.reportEverySend();
     this.endInput(callback);
   }
 
