@@ -97,7 +97,8 @@ export class ReplayBuffer {
         this.#tailFill = 0;
       }
       const n = Math.min(pcm.length - offset, this.#blockBytes - this.#tailFill);
-      block.set(pcm.subarray(offset, offset + n), this.#tailFill);
+      // A live source's write fits whole: copied as it is, without a view of it.
+      block.set(n === pcm.length ? pcm : pcm.subarray(offset, offset + n), this.#tailFill);
       this.#tailFill += n;
       offset += n;
       this.#end += n;
