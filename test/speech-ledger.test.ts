@@ -21,10 +21,10 @@ const zeros = (ms: number): Buffer => Buffer.alloc(ms * MS);
 const THREE = Buffer.concat([zeros(200), tone(1000), zeros(1000), tone(500), zeros(1000), tone(800), zeros(1000)]);
 const ENDS = [1200, 2700, 4500].map((ms) => ms * MS);
 
-/** Feeds `pcm` as if every byte was accepted and handed to the socket at once. */
-function fed(pcm: Buffer, options = {}): SpeechLedger {
+/** Feeds `pcm` in writes of `writeBytes` (the last may be shorter), as if every byte was handed to the socket at once. */
+function fed(pcm: Buffer, options = {}, writeBytes = pcm.length): SpeechLedger {
   const ledger = new SpeechLedger(options);
-  ledger.accept(pcm);
+  for (let at = 0; at < pcm.length; at += writeBytes) ledger.accept(pcm.subarray(at, at + writeBytes));
   ledger.recordSent(pcm.length, 1_000);
   return ledger;
 }
@@ -196,14 +196,6 @@ describe('SpeechLedger', () => {
 });
 
 describe('SpeechLedger: hearing in batches', () => {
-  /** `pcm` accepted in writes of `size` bytes (the last may be shorter). */
-  function written(pcm: Buffer, size: number): SpeechLedger {
-    const ledger = new SpeechLedger();
-    for (let at = 0; at < pcm.length; at += size) ledger.accept(pcm.subarray(at, at + size));
-    ledger.recordSent(pcm.length, 1_000);
-    return ledger;
-  }
-
   /** What a ledger says of the speech, read the way the stream reads it. */
   function findings(ledger: SpeechLedger, sent: number) {
     return {
@@ -218,7 +210,7 @@ describe('SpeechLedger: hearing in batches', () => {
 
   it('finds the same speech whatever the writes: 20 ms, odd sizes, or one block', () => {
     for (const size of [960, 333, 4801, THREE.length]) {
-      const ledger = written(THREE, size);
+      const ledger = fed(THREE, {}, size);
       expect(findings(ledger, THREE.length)).toEqual({ keep: 0, replay: 0, last: ENDS[2], ended: ENDS[2], past: 2300 * MS, owed: 2300 * MS });
       const first = respond(ledger, THREE.length, 1000);
       expect([first.segments, first.speechEndMediaMs]).toEqual([1, 1200]);
@@ -233,7 +225,7 @@ describe('SpeechLedger: hearing in batches', () => {
       ['speechPastFrontier', (l) => l.speechPastFrontier, 1020 * MS],
       ['speechSinceLastResponse', (l) => l.speechSinceLastResponse, 1020 * MS],
     ];
-    for (const [name, read, expected] of readers) expect([name, read(written(pcm, 960))]).toEqual([name, expected]);
+    for (const [name, read, expected] of readers) expect([name, read(fed(pcm, {}, 960))]).toEqual([name, expected]);
   });
 
   it('from 20 ms writes, the end of speech shows at most one batch (100 ms) after the detector found it', () => {

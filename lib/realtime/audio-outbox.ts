@@ -254,10 +254,15 @@ export class AudioOutbox {
       setTimeout(() => this.#confirmWhenWritten(), CONFIRM_POLL_MS).unref();
       return;
     }
+    this.#sent?.(this.#takeUnconfirmed());
+  }
+
+  /** Forgets the unconfirmed message (written out, or never to be); returns the audio bytes it carried. */
+  #takeUnconfirmed(): number {
     const length = this.#unconfirmedLength;
     this.#unconfirmedBytes = 0;
     this.#unconfirmedLength = 0;
-    this.#sent?.(length);
+    return length;
   }
 
   /** The callback of a send that reports its completion. */
@@ -265,9 +270,7 @@ export class AudioOutbox {
     return (error) => {
       this.#inFlight -= bytes;
       this.#releaseMessage?.(message);
-      const confirmed = this.#unconfirmedLength;
-      this.#unconfirmedBytes = 0;
-      this.#unconfirmedLength = 0;
+      const confirmed = this.#takeUnconfirmed();
       if (error) return; // the connection is going down: its end reports the cause
       this.#sent?.(confirmed + length);
       // Usually nothing is queued and no write is held: then a completion costs no pass over the queue.
@@ -295,8 +298,7 @@ export class AudioOutbox {
   /** Sends again from `offset` (clamped to what is kept); returns the bytes to be sent again. */
   rewind(offset: number): number {
     // The session is lost: a message its socket had not written out is not confirmed by the next one's.
-    this.#unconfirmedBytes = 0;
-    this.#unconfirmedLength = 0;
+    this.#takeUnconfirmed();
     return this.#replay.rewind(offset);
   }
 

@@ -83,8 +83,6 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
   readonly #input: FrameCutter;
   #inputBytes = 0;
   #bytesSent = 0;
-  /** `_final` has run: the ending rule depends on sends completing from now on. */
-  #inputEnded = false;
 
   constructor(o: RealtimeDuplexOptions<E>) {
     const c = o.connection;
@@ -128,8 +126,8 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       },
       sent: (length) => {
         this.#bytesSent += length;
-        // Before end() no ending rule waits on a send: nothing to ask, 50 times a second.
-        if (this.#inputEnded) this.evaluateEnding();
+        // Only the ending waits on sends: before end() there is nothing to ask, 50 times a second.
+        if (this.life.stateIn('ending')) this.evaluateEnding();
       },
     });
     this.outage = new OutageReplay(o.answers, this.outbox, { prerollMs: o.prerollMs, bytesPerMs: o.bytesPerMs });
@@ -309,7 +307,6 @@ export abstract class RealtimeDuplex<E extends { type: string }, M, W extends ob
       this.warn(this.trailingInput(this.#input.pendingBytes));
       this.#input.clear();
     }
-    this.#inputEnded = true;
     this.outbox.reportEverySend();
     this.endInput(callback);
   }

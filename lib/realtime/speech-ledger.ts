@@ -15,6 +15,7 @@
  *   response's audio. A response that starts while the speech it would answer is still being
  *   sent is a piece of longer speech and moves nothing.
  */
+import { FrameCutter } from '../audio/frames.js';
 import type { SharedFrameLevels } from '../audio/level.js';
 import { VoiceActivityDetector, VAD_FRAME_BYTES, type VoiceActivityOptions, type VoiceSegment } from '../audio/vad.js';
 import type { ResponseTiming } from './response-timing.js';
@@ -85,10 +86,11 @@ export class SpeechLedger {
   /** Voiced end of the latest segment long enough to be speech, and of the latest such that has ended. */
   #lastSpeechEnd = 0;
   #endedSpeechEnd = 0;
-  /** Accepted input the detector has not heard yet: the start of a batch (`#batched` bytes). */
-  readonly #batch = Buffer.allocUnsafe(HEARING_BATCH_BYTES);
-  #batched = 0;
-  #batching = true;
+  /**
+   * Cuts accepted input into the batches the detector hears; its pending bytes are input not
+   * heard yet. Undefined once levels are shared (each piece is heard as it is accepted).
+   */
+  #batches: FrameCutter | undefined = new FrameCutter(HEARING_BATCH_BYTES, { reuse: true });
 
   constructor(options: SpeechLedgerOptions = {}) {
     this.#detector = new VoiceActivityDetector(options);
@@ -123,42 +125,29 @@ export class SpeechLedger {
    */
   shareLevels(shared: SharedFrameLevels): void {
     this.#catchUp();
-    this.#batching = false;
+    this.#batches = undefined;
     this.#detector.shareLevels(shared);
   }
 
   /**
    * Feeds accepted input audio (PCM16 LE mono 24 kHz) to the speech detector, in batches of
-   * 100 ms (see `HEARING_BATCH_BYTES`); the batch's memory is the ledger's own, so `pcm` may be
-   * reused once this returns.
+   * 100 ms (see `HEARING_BATCH_BYTES`); a batch split across writes is assembled in the ledger's
+   * own memory, so `pcm` may be reused once this returns.
    */
   accept(pcm: Buffer): void {
     this.#accepted += pcm.length;
-    if (!this.#batching) return this.#hear(pcm);
-    const length = pcm.length;
-    let offset = 0;
-    if (this.#batched > 0) {
-      offset = Math.min(HEARING_BATCH_BYTES - this.#batched, length);
-      this.#batch.set(offset === length ? pcm : pcm.subarray(0, offset), this.#batched);
-      this.#batched += offset;
-      if (this.#batched < HEARING_BATCH_BYTES) return;
-      this.#batched = 0;
-      this.#hear(this.#batch);
-    }
-    const rest = length - offset;
-    if (rest >= HEARING_BATCH_BYTES) this.#hear(offset === 0 ? pcm : pcm.subarray(offset));
-    else if (rest > 0) {
-      this.#batch.set(offset === 0 ? pcm : pcm.subarray(offset), 0);
-      this.#batched = rest;
-    }
+    if (this.#batches) this.#batches.cut(pcm, this.#hearBatches);
+    else this.#hear(pcm);
   }
+
+  readonly #hearBatches = (buf: Buffer, offset: number, batches: number): void => {
+    const end = offset + batches * HEARING_BATCH_BYTES;
+    this.#hear(offset === 0 && end === buf.length ? buf : buf.subarray(offset, end));
+  };
 
   /** Has the detector hear what is still batched: before anything reads what it found. */
   #catchUp(): void {
-    if (this.#batched === 0) return;
-    const batched = this.#batched;
-    this.#batched = 0;
-    this.#hear(this.#batch.subarray(0, batched));
+    if (this.#batches !== undefined && this.#batches.pendingBytes > 0) this.#hear(this.#batches.takePending());
   }
 
   #hear(pcm: Buffer): void {
@@ -326,7 +315,7 @@ export class SpeechLedger {
    * the batch first.
    */
   keepStart(sent: number, prerollMs: number): number {
-    return this.#startBefore(Math.min(sent, this.#accepted - this.#batched), prerollMs, true);
+    return this.#startBefore(Math.min(sent, this.#accepted - (this.#batches?.pendingBytes ?? 0)), prerollMs, true);
   }
 
   #startBefore(sent: number, prerollMs: number, speechMayGoOn: boolean): number {
