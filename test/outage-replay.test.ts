@@ -19,7 +19,6 @@ function sentSession(maxReplayBytes: number) {
   const pcm = speechThenSilence();
   ledger.accept(pcm);
   outbox.accept(pcm);
-  outbox.pump(); // the rest of a write shorter than a piece leaves a microtask later
   ledger.recordSent(outbox.sent, Date.now());
   const replay = new OutageReplay(ledger, outbox, { prerollMs: 300, bytesPerMs: BYTES_PER_MS });
   return { outbox, replay, ledger, pcm };

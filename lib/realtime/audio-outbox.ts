@@ -44,18 +44,6 @@ export interface AudioOutboxOptions {
 }
 
 const SETTLED = Promise.resolve();
-/**
- * The turn of the event loop, for every outbox of the process: it moves on at the first
- * microtask checkpoint after an outbox sent straight from `accept()` (one shared microtask a
- * turn, not one per stream), so an outbox can tell the first write of a turn from those that
- * follow it in the same run of synchronous writes.
- */
-let turn = 0;
-let turnEnding = false;
-const nextTurn = (): void => {
-  turn += 1;
-  turnEnding = false;
-};
 /** How often an unconfirmed message is looked at again once every send must be reported, in ms. */
 const CONFIRM_POLL_MS = 10;
 
@@ -73,10 +61,6 @@ export class AudioOutbox {
   readonly #handed: ((end: number) => void) | undefined;
   readonly #sent: ((length: number) => void) | undefined;
   readonly #replay: ReplayBuffer;
-  /** `encode` copies its piece: a message may be made from the writer's own buffer. */
-  readonly #encodeCopies: boolean;
-  /** The turn in which `accept()` last sent straight away. */
-  #sentInTurn = -1;
   #held: ((error?: Error | null) => void) | undefined;
   /** The earliest offset the owner may still send again; set with `keepFrom()`. */
   #keepFrom = 0;
@@ -110,8 +94,7 @@ export class AudioOutbox {
     this.#releaseMessage = options.release;
     this.#handed = options.handed;
     this.#sent = options.sent;
-    this.#encodeCopies = options.encodeCopies === true;
-    this.#replay = new ReplayBuffer(undefined, { recycle: this.#encodeCopies });
+    this.#replay = new ReplayBuffer(undefined, { recycle: options.encodeCopies === true });
   }
 
   /** Offset of the next byte to hand to the socket. */
@@ -145,36 +128,23 @@ export class AudioOutbox {
   }
 
   /**
-   * Takes `pcm` (copied) and sends what the socket has room for. The first write of a turn of
-   * the event loop that finds nothing queued is sent before `accept` returns, encoded from `pcm`
-   * itself (when `encode` copies): a live source writing one frame at a time sees each frame
-   * leave at once, at no cost of a later task or a view of the kept copy. Writes that follow in
-   * the same run of synchronous writes are queued and leave together a microtask later, so that
-   * many small writes in a row leave as a few full appends rather than one message each; whole
-   * pieces of `maxPieceBytes` leave at once, and the rest with the next or a microtask later.
+   * Takes `pcm` (copied) and sends what the socket has room for: at once when a whole
+   * `maxPieceBytes` is queued, else once the current run of synchronous writes is over (a
+   * microtask later), so that many small writes in a row leave as a few full appends rather than
+   * one message each. A writer that writes one frame at a time at real time still sees each
+   * frame sent at once.
    */
   accept(pcm: Buffer): void {
     if (pcm.length === 0) return;
-    const replay = this.#replay;
-    replay.push(pcm);
-    const unsent = replay.unsent;
-    if (unsent === pcm.length && this.#sentInTurn !== turn && this.#encodeCopies && unsent <= this.#maxPieceBytes && this.#link.status === 'ready') {
-      this.#sentInTurn = turn;
-      if (!turnEnding) {
-        turnEnding = true;
-        SETTLED.then(nextTurn);
-      }
-      if (this.#socketHasRoom(0) && this.#send(pcm)) {
-        this.#trim();
-        return;
-      }
+    this.#replay.push(pcm);
+    if (this.#replay.unsent >= this.#maxPieceBytes) {
+      this.pump();
+      return;
     }
-    // Whole pieces leave now; a shorter rest waits for the writes that may follow it.
-    if (unsent >= this.#maxPieceBytes) this.#pumpWhile(this.#maxPieceBytes);
-    if (this.#pumpQueued || replay.unsent === 0) return;
+    if (this.#pumpQueued) return;
     this.#pumpQueued = true;
     // A settled promise's reaction: a microtask without the per-call closure and async resource
-    // of `queueMicrotask`.
+    // of `queueMicrotask`, paid on every write of a live source.
     SETTLED.then(this.#queuedPump);
   }
 
@@ -236,53 +206,40 @@ export class AudioOutbox {
    * unconfirmed message (one at most) leaves room for the next, which does.
    */
   pump(): void {
-    this.#pumpWhile(1);
-  }
-
-  /** `pump()` while at least `minUnsent` bytes are queued. */
-  #pumpWhile(minUnsent: number): void {
     if (this.#link.status !== 'ready') return;
-    while (this.#replay.unsent >= minUnsent && this.#socketHasRoom(0)) {
-      if (!this.#send(this.#replay.peek(this.#maxPieceBytes)!)) break;
+    while (this.#replay.unsent > 0 && this.#socketHasRoom(0)) {
+      const piece = this.#replay.peek(this.#maxPieceBytes)!;
+      const length = piece.length;
+      const message = this.#encode(piece);
+      const bytes = message.length; // a string here is ASCII (base64 in JSON): its length is its bytes
+      const quiet =
+        this.#inFlight === 0 &&
+        this.#unconfirmedBytes === 0 &&
+        this.#held === undefined &&
+        !this.#reportEverySend &&
+        bytes * 2 <= this.#maxSocketBufferBytes &&
+        (typeof message === 'string' || this.#releaseMessage === undefined);
+      const sent = quiet ? this.#link.send(message, undefined, this.#binary) : this.#link.send(message, this.#completion(message, bytes, length), this.#binary);
+      if (!sent) {
+        this.#releaseMessage?.(message);
+        break;
+      }
+      this.#replay.advance(length);
+      this.#handed?.(this.#replay.sent);
+      if (!quiet) {
+        this.#inFlight += bytes;
+        continue;
+      }
+      // A string cannot change: the socket's copy of it is its own.
+      this.#releaseMessage?.(message);
+      if (this.#link.bufferedAmount === 0) {
+        this.#sent?.(length);
+      } else {
+        this.#unconfirmedBytes = bytes;
+        this.#unconfirmedLength = length;
+      }
     }
     this.#trim();
-  }
-
-  /**
-   * Hands `piece`, the next unsent input (or a copy of it), to the socket as one message, with
-   * a completion callback or quietly (see `pump()`); false when the link took nothing.
-   */
-  #send(piece: Buffer): boolean {
-    const length = piece.length;
-    const message = this.#encode(piece);
-    const bytes = message.length; // a string here is ASCII (base64 in JSON): its length is its bytes
-    const quiet =
-      this.#inFlight === 0 &&
-      this.#unconfirmedBytes === 0 &&
-      this.#held === undefined &&
-      !this.#reportEverySend &&
-      bytes * 2 <= this.#maxSocketBufferBytes &&
-      (typeof message === 'string' || this.#releaseMessage === undefined);
-    const sent = quiet ? this.#link.send(message, undefined, this.#binary) : this.#link.send(message, this.#completion(message, bytes, length), this.#binary);
-    if (!sent) {
-      this.#releaseMessage?.(message);
-      return false;
-    }
-    this.#replay.advance(length);
-    this.#handed?.(this.#replay.sent);
-    if (!quiet) {
-      this.#inFlight += bytes;
-      return true;
-    }
-    // A string cannot change: the socket's copy of it is its own.
-    this.#releaseMessage?.(message);
-    if (this.#link.bufferedAmount === 0) {
-      this.#sent?.(length);
-    } else {
-      this.#unconfirmedBytes = bytes;
-      this.#unconfirmedLength = length;
-    }
-    return true;
   }
 
   /**

@@ -110,8 +110,6 @@ export class FakePeer {
   audioBytes = 0;
   /** `input_audio_buffer.append` events received. */
   appendEvents = 0;
-  /** The decoded audio bytes of each `input_audio_buffer.append`, in order. */
-  readonly appendSizes: number[] = [];
   /** Binary frames received from the client. */
   binaryFrames = 0;
   /** The binary frames received, in order (keep test audio small). */
@@ -290,7 +288,6 @@ export class FakePeer {
       if (event.type === 'input_audio_buffer.append' && typeof event.audio === 'string') {
         const pcm = Buffer.from(event.audio, 'base64');
         this.appendEvents += 1;
-        this.appendSizes.push(pcm.length);
         this.audioBytes += pcm.length;
         this.#hash.update(pcm);
       } else {
