@@ -6,6 +6,9 @@ import { createConverter, fromServiceFormat, toServiceFormat } from '../lib/audi
 import type { AudioDescription } from '../lib/audio/audio-format.js';
 import { floatToPcm16 } from '../lib/audio/flac-decoder.js';
 import { runChunked } from './helpers/streams.js';
+import { tablesFor } from '../lib/audio/resample-processors.js';
+import { TAP_SCALE } from '../lib/audio/resampler-design.js';
+import { firKernel } from '../lib/audio/wasm/fir.js';
 
 /** Deterministic wide-band PCM16: tones plus noise, every channel different. */
 function program(rate: number, channels: number, frames: number, seed = 7): Buffer {
@@ -39,6 +42,37 @@ const PAIRS: [number, number][] = [];
 for (const a of SUPPORTED_RATES) for (const b of SUPPORTED_RATES) if (a !== b) PAIRS.push([a, b]);
 
 describe('the WebAssembly kernel and the JavaScript loop compute the same exact sums', () => {
+  it.each(PAIRS)("%i -> %i: the kernel's table holds every tap exactly, its tails in one int16 each, within the overflow bounds", (from, to) => {
+    const design = designResampler(from, to);
+    const tables = tablesFor(firKernel()!, design)!;
+    const { kp, splitFrom, splitTo } = tables;
+    const blocks = kp / 8;
+    // Narrow blocks at both ends: the tails of every supported filter take one dot product.
+    expect(splitFrom).toBeGreaterThan(0);
+    expect(splitTo).toBeLessThan(blocks);
+    const i16 = firKernel()!.i16;
+    const K = design.tapsPerPhase;
+    for (let p = 0; p < design.up; p++) {
+      let hiSum = 0;
+      let loSum = 0;
+      for (let k = 0; k < kp; k++) {
+        const j = k - (kp - K); // padding on the oldest side is zero taps
+        const q = j < 0 ? 0 : Math.round(design.table[p * K + j]! * TAP_SCALE) + 0; // + 0: no -0
+        const at = (tables.table >> 1) + p * 2 * kp + (k >> 3) * 16 + (k & 7);
+        const hi = i16[at]!;
+        const lo = i16[at + 8]!;
+        const split = k >> 3 >= splitFrom && k >> 3 < splitTo;
+        expect(split ? hi * 256 + lo : lo).toBe(q);
+        if (split) expect(Math.abs(lo)).toBeLessThanOrEqual(128);
+        else expect(hi).toBe(0);
+        hiSum += Math.abs(hi);
+        loSum += Math.abs(lo);
+      }
+      expect(hiSum).toBeLessThan(2 ** 16);
+      expect(loSum).toBeLessThan(2 ** 16);
+    }
+  });
+
   it.each(PAIRS)('%i -> %i, mono and stereo: byte-identical output', (from, to) => {
     for (const channels of [1, 2]) {
       const input = program(from, channels, Math.round(from * 0.05) + 13, from + to + channels);

@@ -25,6 +25,8 @@ interface FirExports {
     stepPhase: number,
     table: number,
     kp: number,
+    splitFrom: number,
+    splitTo: number,
     out: number,
     stride: number,
     copies: number,

@@ -2,12 +2,16 @@
  * The resampler's inner loops, compiled to WebAssembly with 128-bit SIMD by
  * scripts/build-wasm.sh (the result is committed as lib/audio/wasm/resample-kernel.ts).
  *
- * Exact integer arithmetic: every tap is an integer q = hi * 2^8 + lo scaled by 2^-22 (hi and
- * lo int16, |lo| <= 128), so an output is sum(x * q) / 2^22 computed without rounding, then
- * rounded to the nearest integer (halves away from zero) and clipped to int16. The JavaScript
- * fallback computes the same exact sums in doubles, so both give the same bytes. The resampler
- * only builds tables within the bounds that rule out overflow: sum(|hi|) < 2^16 per row keeps
- * the hi sums under 2^31, and rows of fewer than 512 taps keep the lo sums under 2^31.
+ * Exact integer arithmetic: every tap is an integer q scaled by 2^-22, so an output is
+ * sum(x * q) / 2^22 computed without rounding, then rounded to the nearest integer (halves away
+ * from zero) and clipped to int16. The JavaScript fallback computes the same exact sums in
+ * doubles, so both give the same bytes. A tap too large for int16 is split, q = hi * 2^8 + lo
+ * (hi and lo int16, |lo| <= 128), and takes two dot products; the filter's tails, where every
+ * tap fits int16, take one: there lo is q itself and hi is not read. Blocks of 8 taps
+ * [split0, split1) are split; the blocks before and after them (the oldest and the newest taps)
+ * are narrow. The resampler only builds tables within the bounds that rule out overflow:
+ * sum(|hi|) < 2^16 per row keeps the hi sums under 2^31, and sum(|lo|) < 2^16 per row (every
+ * tap of the narrow blocks, the lo parts of the others) keeps the lo sums under 2^31.
  *
  * Table layout: row p holds kp taps (kp a multiple of 8) for x[pos - kp + 1 .. pos], oldest
  * first, as blocks of 8 hi taps followed by the same 8 lo taps (2 * kp int16 per row).
@@ -20,6 +24,22 @@
 #include <wasm_simd128.h>
 
 #define ADD(a, v, h) a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(v, h))
+
+/*
+ * Runs LO(b) for every block b of a row, and HI(b) after it for the split blocks [split0, split1):
+ * three loops, so no block tests which kind it is.
+ */
+#define FOR_BLOCKS(LO, HI) \
+  for (int32_t b = 0; b < split0; b++) { \
+    LO(b) \
+  } \
+  for (int32_t b = split0; b < split1; b++) { \
+    LO(b) \
+    HI(b) \
+  } \
+  for (int32_t b = split1; b < kp >> 3; b++) { \
+    LO(b) \
+  }
 
 /* Lane i of the result: the sum of the four lanes of a_i (each sum fits in int32). */
 static inline v128_t hsum4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
@@ -92,96 +112,119 @@ static inline Cursor step(Cursor c, int32_t up, int32_t sf, int32_t sp) {
 }
 
 /* Four outputs at any positions and rows. */
-static inline v128_t general4(const int16_t *x, const int16_t *t, int32_t kp, const Cursor *c) {
+static inline v128_t general4(const int16_t *x, const int16_t *t, int32_t kp, int32_t split0, int32_t split1,
+                              const Cursor *c) {
   const v128_t *s0 = (const v128_t *)(x + c[0].pos - kp + 1), *s1 = (const v128_t *)(x + c[1].pos - kp + 1);
   const v128_t *s2 = (const v128_t *)(x + c[2].pos - kp + 1), *s3 = (const v128_t *)(x + c[3].pos - kp + 1);
   const v128_t *h0 = (const v128_t *)(t + c[0].phase * 2 * kp), *h1 = (const v128_t *)(t + c[1].phase * 2 * kp);
   const v128_t *h2 = (const v128_t *)(t + c[2].phase * 2 * kp), *h3 = (const v128_t *)(t + c[3].phase * 2 * kp);
   v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int32_t b = 0; b < kp >> 3; b++) {
-    v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b), v2 = wasm_v128_load(s2 + b), v3 = wasm_v128_load(s3 + b);
-    ADD(a0, v0, h0[2 * b]);
-    ADD(b0, v0, h0[2 * b + 1]);
-    ADD(a1, v1, h1[2 * b]);
-    ADD(b1, v1, h1[2 * b + 1]);
-    ADD(a2, v2, h2[2 * b]);
-    ADD(b2, v2, h2[2 * b + 1]);
-    ADD(a3, v3, h3[2 * b]);
-    ADD(b3, v3, h3[2 * b + 1]);
-  }
+#define LO(b) \
+  v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b); \
+  v128_t v2 = wasm_v128_load(s2 + b), v3 = wasm_v128_load(s3 + b); \
+  ADD(b0, v0, h0[2 * b + 1]); \
+  ADD(b1, v1, h1[2 * b + 1]); \
+  ADD(b2, v2, h2[2 * b + 1]); \
+  ADD(b3, v3, h3[2 * b + 1]);
+#define HI(b) \
+  ADD(a0, v0, h0[2 * b]); \
+  ADD(a1, v1, h1[2 * b]); \
+  ADD(a2, v2, h2[2 * b]); \
+  ADD(a3, v3, h3[2 * b]);
+  FOR_BLOCKS(LO, HI)
+#undef LO
+#undef HI
   return finish4(hsum4(a0, a1, a2, a3), hsum4(b0, b1, b2, b3));
 }
 
 /* One output (the same arithmetic, lanes 1 to 3 empty). */
-static inline int16_t single(const int16_t *x, const int16_t *t, int32_t kp, Cursor c) {
+static inline int16_t single(const int16_t *x, const int16_t *t, int32_t kp, int32_t split0, int32_t split1,
+                             Cursor c) {
   const v128_t *s = (const v128_t *)(x + c.pos - kp + 1);
   const v128_t *h = (const v128_t *)(t + c.phase * 2 * kp);
-  v128_t z = wasm_i32x4_splat(0), a = z, b = z;
-  for (int32_t k = 0; k < kp >> 3; k++) {
-    v128_t v = wasm_v128_load(s + k);
-    ADD(a, v, h[2 * k]);
-    ADD(b, v, h[2 * k + 1]);
-  }
-  return wasm_i16x8_extract_lane(finish4(hsum4(a, z, z, z), hsum4(b, z, z, z)), 0);
+  v128_t z = wasm_i32x4_splat(0), hi = z, lo = z;
+#define LO(b) \
+  v128_t v = wasm_v128_load(s + b); \
+  ADD(lo, v, h[2 * b + 1]);
+#define HI(b) ADD(hi, v, h[2 * b]);
+  FOR_BLOCKS(LO, HI)
+#undef LO
+#undef HI
+  return wasm_i16x8_extract_lane(finish4(hsum4(hi, z, z, z), hsum4(lo, z, z, z)), 0);
 }
 
 /* Decimation (up == 1): four outputs `sf` frames apart, one row. */
-static inline v128_t decimate4(const int16_t *x, const int16_t *t, int32_t kp, int32_t pos, int32_t sf) {
+static inline v128_t decimate4(const int16_t *x, const int16_t *t, int32_t kp, int32_t split0, int32_t split1,
+                               int32_t pos, int32_t sf) {
   const int16_t *base = x + pos - kp + 1;
   const v128_t *s0 = (const v128_t *)base, *s1 = (const v128_t *)(base + sf);
   const v128_t *s2 = (const v128_t *)(base + 2 * sf), *s3 = (const v128_t *)(base + 3 * sf);
   const v128_t *h = (const v128_t *)t;
   v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int32_t b = 0; b < kp >> 3; b++) {
-    v128_t hh = h[2 * b], hl = h[2 * b + 1];
-    v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b), v2 = wasm_v128_load(s2 + b), v3 = wasm_v128_load(s3 + b);
-    ADD(a0, v0, hh);
-    ADD(b0, v0, hl);
-    ADD(a1, v1, hh);
-    ADD(b1, v1, hl);
-    ADD(a2, v2, hh);
-    ADD(b2, v2, hl);
-    ADD(a3, v3, hh);
-    ADD(b3, v3, hl);
-  }
+#define LO(b) \
+  v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b); \
+  v128_t v2 = wasm_v128_load(s2 + b), v3 = wasm_v128_load(s3 + b); \
+  v128_t hl = h[2 * b + 1]; \
+  ADD(b0, v0, hl); \
+  ADD(b1, v1, hl); \
+  ADD(b2, v2, hl); \
+  ADD(b3, v3, hl);
+#define HI(b) \
+  v128_t hh = h[2 * b]; \
+  ADD(a0, v0, hh); \
+  ADD(a1, v1, hh); \
+  ADD(a2, v2, hh); \
+  ADD(a3, v3, hh);
+  FOR_BLOCKS(LO, HI)
+#undef LO
+#undef HI
   return finish4(hsum4(a0, a1, a2, a3), hsum4(b0, b1, b2, b3));
 }
 
 /* Interpolation by 2 from row 0: rows 0 and 1 on the windows ending at pos and pos + 1. */
-static inline v128_t interpolate2(const int16_t *x, const int16_t *t, int32_t kp, int32_t pos) {
+static inline v128_t interpolate2(const int16_t *x, const int16_t *t, int32_t kp, int32_t split0, int32_t split1,
+                                  int32_t pos) {
   const int16_t *base = x + pos - kp + 1;
   const v128_t *s0 = (const v128_t *)base, *s1 = (const v128_t *)(base + 1);
   const v128_t *h0 = (const v128_t *)t, *h1 = (const v128_t *)(t + 2 * kp);
   v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int32_t b = 0; b < kp >> 3; b++) {
-    v128_t p0 = h0[2 * b], q0 = h0[2 * b + 1], p1 = h1[2 * b], q1 = h1[2 * b + 1];
-    v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b);
-    ADD(a0, v0, p0);
-    ADD(b0, v0, q0);
-    ADD(a1, v0, p1);
-    ADD(b1, v0, q1);
-    ADD(a2, v1, p0);
-    ADD(b2, v1, q0);
-    ADD(a3, v1, p1);
-    ADD(b3, v1, q1);
-  }
+#define LO(b) \
+  v128_t v0 = wasm_v128_load(s0 + b), v1 = wasm_v128_load(s1 + b); \
+  v128_t q0 = h0[2 * b + 1], q1 = h1[2 * b + 1]; \
+  ADD(b0, v0, q0); \
+  ADD(b1, v0, q1); \
+  ADD(b2, v1, q0); \
+  ADD(b3, v1, q1);
+#define HI(b) \
+  v128_t p0 = h0[2 * b], p1 = h1[2 * b]; \
+  ADD(a0, v0, p0); \
+  ADD(a1, v0, p1); \
+  ADD(a2, v1, p0); \
+  ADD(a3, v1, p1);
+  FOR_BLOCKS(LO, HI)
+#undef LO
+#undef HI
   return finish4(hsum4(a0, a1, a2, a3), hsum4(b0, b1, b2, b3));
 }
 
 /* Interpolation by 3 from row 0: rows 0, 1 and 2 on the window ending at pos (lane 3 unused). */
-static inline v128_t interpolate3(const int16_t *x, const int16_t *t, int32_t kp, int32_t pos) {
+static inline v128_t interpolate3(const int16_t *x, const int16_t *t, int32_t kp, int32_t split0, int32_t split1,
+                                  int32_t pos) {
   const v128_t *s = (const v128_t *)(x + pos - kp + 1);
   const v128_t *h0 = (const v128_t *)t, *h1 = (const v128_t *)(t + 2 * kp), *h2 = (const v128_t *)(t + 4 * kp);
   v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, b0 = a0, b1 = a0, b2 = a0;
-  for (int32_t b = 0; b < kp >> 3; b++) {
-    v128_t v = wasm_v128_load(s + b);
-    ADD(a0, v, h0[2 * b]);
-    ADD(b0, v, h0[2 * b + 1]);
-    ADD(a1, v, h1[2 * b]);
-    ADD(b1, v, h1[2 * b + 1]);
-    ADD(a2, v, h2[2 * b]);
-    ADD(b2, v, h2[2 * b + 1]);
-  }
+#define LO(b) \
+  v128_t v = wasm_v128_load(s + b); \
+  ADD(b0, v, h0[2 * b + 1]); \
+  ADD(b1, v, h1[2 * b + 1]); \
+  ADD(b2, v, h2[2 * b + 1]);
+#define HI(b) \
+  ADD(a0, v, h0[2 * b]); \
+  ADD(a1, v, h1[2 * b]); \
+  ADD(a2, v, h2[2 * b]);
+  FOR_BLOCKS(LO, HI)
+#undef LO
+#undef HI
   v128_t z = wasm_i32x4_splat(0);
   return finish4(hsum4(a0, a1, a2, z), hsum4(b0, b1, b2, z));
 }
@@ -194,25 +237,26 @@ static inline v128_t interpolate3(const int16_t *x, const int16_t *t, int32_t kp
  * a stereo frame). Returns the number of outputs written.
  */
 __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, int32_t *state, int32_t up,
-                                                  int32_t sf, int32_t sp, const int16_t *t, int32_t kp, int16_t *out,
-                                                  int32_t stride, int32_t copies, int32_t limit) {
+                                                  int32_t sf, int32_t sp, const int16_t *t, int32_t kp, int32_t split0,
+                                                  int32_t split1, int16_t *out, int32_t stride, int32_t copies,
+                                                  int32_t limit) {
   Cursor c = {state[0], state[1]};
   int32_t n = 0;
   if (up == 1) {
     while (c.pos + 3 * sf < len && n + 4 <= limit) {
-      store4(decimate4(x, t, kp, c.pos, sf), out, n, stride, copies);
+      store4(decimate4(x, t, kp, split0, split1, c.pos, sf), out, n, stride, copies);
       c.pos += 4 * sf;
       n += 4;
     }
   } else if (sf == 0 && sp == 1 && (up == 2 || up == 3)) {
     /* Interpolation: one output per row for each input frame, rows in order. */
     while (c.pos < len && n < limit && c.phase != 0) {
-      store1(single(x, t, kp, c), out, n++, stride, copies);
+      store1(single(x, t, kp, split0, split1, c), out, n++, stride, copies);
       c = step(c, up, sf, sp);
     }
     if (up == 2) {
       while (c.pos + 1 < len && n + 4 <= limit) {
-        store4(interpolate2(x, t, kp, c.pos), out, n, stride, copies);
+        store4(interpolate2(x, t, kp, split0, split1, c.pos), out, n, stride, copies);
         c.pos += 2;
         n += 4;
       }
@@ -220,7 +264,7 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
       /* Four windows at a time, one row per pass: the rows' taps are loaded once per four outputs. */
       while (c.pos + 3 < len && n + 12 <= limit) {
         v128_t v[3];
-        for (int32_t r = 0; r < 3; r++) v[r] = decimate4(x, t + r * 2 * kp, kp, c.pos, 1);
+        for (int32_t r = 0; r < 3; r++) v[r] = decimate4(x, t + r * 2 * kp, kp, split0, split1, c.pos, 1);
         if (stride == 1 && copies == 1) {
           /* Interleaved back into output order (window by window, rows in order): 8 + 4 outputs. */
           v128_t rows01 = wasm_i16x8_shuffle(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11);
@@ -238,7 +282,7 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
         n += 12;
       }
       while (c.pos < len && n + 3 <= limit) {
-        v128_t r = interpolate3(x, t, kp, c.pos);
+        v128_t r = interpolate3(x, t, kp, split0, split1, c.pos);
         store1(wasm_i16x8_extract_lane(r, 0), out, n, stride, copies);
         store1(wasm_i16x8_extract_lane(r, 1), out, n + 1, stride, copies);
         store1(wasm_i16x8_extract_lane(r, 2), out, n + 2, stride, copies);
@@ -252,14 +296,14 @@ __attribute__((export_name("fir"))) int32_t fir(const int16_t *x, int32_t len, i
       q[2] = step(q[1], up, sf, sp);
       q[3] = step(q[2], up, sf, sp);
       if (q[3].pos >= len || n + 4 > limit) break;
-      store4(general4(x, t, kp, q), out, n, stride, copies);
+      store4(general4(x, t, kp, split0, split1, q), out, n, stride, copies);
       c = step(q[3], up, sf, sp);
       n += 4;
     }
   }
   /* The last few outputs, one at a time. */
   while (c.pos < len && n < limit) {
-    store1(single(x, t, kp, c), out, n++, stride, copies);
+    store1(single(x, t, kp, split0, split1, c), out, n++, stride, copies);
     c = step(c, up, sf, sp);
   }
   state[0] = c.pos;
